@@ -1,0 +1,3 @@
+from wizard.cli import main
+
+raise SystemExit(main())

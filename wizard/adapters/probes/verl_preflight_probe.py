@@ -1,0 +1,93 @@
+"""verl's own pre-flight, run in the target Python (where verl is installed).
+
+Reads JSON lines from stdin, one case each::
+
+    {"id": "a", "overrides": ["k=v", ...], "config_name": "ppo_trainer",
+     "config_dir": null, "return_config": false}
+
+and writes one JSON line per case::
+
+    {"id": "a", "ok": true|false, "stage": "compose|preflight|startup"|null,
+     "error_type": "...", "message": "...", "config": {...}?}
+
+What it runs is what ``verl.trainer.main_ppo`` runs before Ray (Hydra compose,
+``validate_config`` with ``need_reference_policy``/``need_critic``), plus the
+config dataclasses verl only builds when workers start (rollout, algorithm),
+which are safe to build on a CPU. Standalone: verl-wizard need not be installed here.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import importlib.util
+import json
+import os
+import sys
+import traceback
+import warnings
+
+
+def _config_dir() -> str:
+    spec = importlib.util.find_spec("verl")
+    if spec is None or spec.origin is None:
+        raise ModuleNotFoundError("verl is not installed in this Python")
+    return os.path.join(os.path.dirname(spec.origin), "trainer", "config")
+
+
+def _message(exc: BaseException) -> str:
+    text = str(exc).strip() or type(exc).__name__
+    return " ".join(line.strip() for line in text.splitlines() if line.strip())
+
+
+def run_case(case: dict, default_dir: str) -> dict:
+    from hydra import compose, initialize_config_dir
+    from omegaconf import OmegaConf
+
+    out = {"id": case.get("id"), "ok": True, "stage": None, "error_type": None, "message": None}
+    config_dir = case.get("config_dir") or default_dir
+    stage = "compose"
+    try:
+        with initialize_config_dir(config_dir=os.path.abspath(config_dir), version_base=None):
+            cfg = compose(config_name=case.get("config_name") or "ppo_trainer", overrides=list(case.get("overrides", [])))
+        if case.get("return_config"):
+            out["config"] = OmegaConf.to_container(cfg, resolve=False)
+        stage = "preflight"
+        from verl.trainer.ppo.utils import need_critic, need_reference_policy
+        from verl.utils.config import omega_conf_to_dataclass, validate_config
+
+        validate_config(cfg, use_reference_policy=need_reference_policy(cfg), use_critic=need_critic(cfg))
+        stage = "startup"
+        omega_conf_to_dataclass(cfg.actor_rollout_ref.rollout)
+        omega_conf_to_dataclass(cfg.algorithm)
+    except Exception as exc:  # noqa: BLE001 - every failure is a verdict to report
+        out.update(ok=False, stage=stage, error_type=type(exc).__name__, message=_message(exc))
+        if os.environ.get("VERL_WIZARD_PROBE_TRACE"):
+            out["traceback"] = traceback.format_exc()
+    return out
+
+
+def main() -> int:
+    warnings.filterwarnings("ignore")
+    real_stdout = sys.stdout
+    try:
+        default_dir = _config_dir()
+    except ModuleNotFoundError as exc:
+        real_stdout.write(json.dumps({"fatal": str(exc)}) + "\n")
+        return 3
+    with contextlib.redirect_stdout(sys.stderr):  # verl prints; stdout carries only our JSON
+        try:
+            import verl  # noqa: F401 - import once, outside the per-case timing
+        except Exception as exc:  # noqa: BLE001
+            real_stdout.write(json.dumps({"fatal": f"import verl failed: {_message(exc)}"}) + "\n")
+            return 3
+        for line in sys.stdin:
+            if not line.strip():
+                continue
+            result = run_case(json.loads(line), default_dir)
+            real_stdout.write(json.dumps(result, default=str) + "\n")
+            real_stdout.flush()
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())

@@ -1,0 +1,43 @@
+"""Read the data shipped in ``wizard.resources`` (schema snapshots, moves, presets)."""
+
+from __future__ import annotations
+
+import json
+from functools import lru_cache
+from importlib import resources
+
+import yaml
+
+from wizard.core.moves import Moves
+from wizard.core.schema import VerlSchema
+
+DEFAULT_VERL = "0.9.1"
+
+
+def _files():
+    return resources.files("wizard.resources")
+
+
+@lru_cache(maxsize=4)
+def load_schema(version: str = DEFAULT_VERL) -> VerlSchema:
+    path = _files() / "verl-schema" / f"{version}.json"
+    if not path.is_file():
+        known = ", ".join(sorted(p.name[:-5] for p in (_files() / "verl-schema").iterdir() if p.name.endswith(".json")))
+        raise ValueError(f"no key schema for verl {version} (have: {known})")
+    return VerlSchema.from_dict(json.loads(path.read_text(encoding="utf-8")))
+
+
+@lru_cache(maxsize=1)
+def load_moves() -> Moves:
+    return Moves.from_dict(yaml.safe_load((_files() / "verl-moves.yaml").read_text(encoding="utf-8")))
+
+
+def preset_names() -> list[str]:
+    return sorted(p.name[:-5] for p in (_files() / "presets").iterdir() if p.name.endswith(".yaml"))
+
+
+def load_preset_doc(name: str) -> dict:
+    path = _files() / "presets" / f"{name}.yaml"
+    if not path.is_file():
+        raise ValueError(f"no preset {name!r}; presets: {', '.join(preset_names())}")
+    return yaml.safe_load(path.read_text(encoding="utf-8"))

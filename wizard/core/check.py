@@ -1,0 +1,50 @@
+"""One verdict for a config: compose it as verl would, then run every rule."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+from omegaconf import DictConfig
+
+from wizard.core.compose import compose
+from wizard.core.findings import Finding, has_errors, sort_findings
+from wizard.core.gpus import GpuSpec
+from wizard.core.moves import Moves
+from wizard.core.rules import Context, run_rules
+from wizard.core.schema import VerlSchema
+
+
+@dataclass
+class CheckResult:
+    findings: list[Finding]
+    cfg: DictConfig | None = None
+    engine: str = "dp"
+    id: str | None = None
+    notes: list[str] = field(default_factory=list)
+
+    @property
+    def ok(self) -> bool:
+        return not has_errors(self.findings)
+
+    def to_json(self) -> dict:
+        out: dict = {"id": self.id} if self.id is not None else {}
+        out["ok"] = self.ok
+        out["findings"] = [f.to_json() for f in self.findings]
+        return out
+
+
+def check_overrides(
+    schema: VerlSchema,
+    overrides: list[str],
+    *,
+    config_name: str = "ppo_trainer",
+    moves: Moves | None = None,
+    gpus: GpuSpec | None = None,
+    case_id: str | None = None,
+) -> CheckResult:
+    composed = compose(schema, overrides, config_name=config_name, moves=moves)
+    findings = list(composed.findings)
+    if composed.cfg is not None:
+        ctx = Context(cfg=composed.cfg, variant=schema.variant(composed.engine), set_keys=composed.set_keys, gpus=gpus)
+        findings.extend(run_rules(ctx))
+    return CheckResult(findings=sort_findings(findings), cfg=composed.cfg, engine=composed.engine, id=case_id)

@@ -1,0 +1,197 @@
+"""Compose overrides onto verl's default config, in memory, with Hydra's own rules.
+
+This is what ``hydra.compose(config_name="ppo_trainer", overrides=...)`` does in
+``verl.trainer.main_ppo``, minus reading YAML files: the default tree comes from the
+schema snapshot, and value overrides are applied by Hydra's own
+``_apply_overrides_to_config`` (struct mode, ``+``/``++``/``~`` semantics, the same
+error texts). Where Hydra stops at the first error, this applies every override it
+can and reports each one it cannot, so a user sees all of them at once.
+"""
+
+from __future__ import annotations
+
+import copy
+from dataclasses import dataclass, field
+from functools import lru_cache
+
+from hydra._internal.config_loader_impl import ConfigLoaderImpl
+from hydra.errors import HydraException
+from omegaconf import DictConfig, OmegaConf
+from omegaconf.errors import OmegaConfBaseException
+
+from wizard.core.findings import Finding, Severity, Stage
+from wizard.core.moves import Moves
+from wizard.core.overrides import OverrideSyntaxError, ParsedOverride, one_line, parse_override
+from wizard.core.schema import SchemaVariant, VerlSchema
+
+# Config names verl ships that are the PPO trainer with a different model engine.
+CONFIG_NAME_ENGINES = {"ppo_trainer": None, "ppo_megatron_trainer": "megatron"}
+
+
+@dataclass
+class Composed:
+    cfg: DictConfig | None
+    engine: str
+    findings: list[Finding] = field(default_factory=list)
+    parsed: list[ParsedOverride] = field(default_factory=list)
+
+    @property
+    def set_keys(self) -> set[str]:
+        """Keys an override set or added (not deleted)."""
+        return {p.key for p in self.parsed if p.kind != "~" and p.package is None}
+
+
+@lru_cache(maxsize=8)
+def _base(variant: SchemaVariant) -> DictConfig:
+    cfg = OmegaConf.create(variant.tree)
+    OmegaConf.set_struct(cfg, True)
+    return cfg
+
+
+def base_config(schema: VerlSchema, engine: str | None = None) -> DictConfig:
+    """A fresh, struct-mode copy of verl's default config for this engine."""
+    return copy.deepcopy(_base(schema.variant(engine)))
+
+
+def compose(
+    schema: VerlSchema,
+    overrides: list[str],
+    *,
+    config_name: str = "ppo_trainer",
+    moves: Moves | None = None,
+) -> Composed:
+    findings: list[Finding] = []
+    parsed: list[ParsedOverride] = []
+    for text in overrides:
+        try:
+            parsed.append(parse_override(text))
+        except OverrideSyntaxError as exc:
+            findings.append(
+                Finding(
+                    rule="compose.syntax",
+                    severity=Severity.ERROR,
+                    stage=Stage.COMPOSE,
+                    keys=[text.split("=", 1)[0].lstrip("+~")],
+                    message=f"Hydra cannot parse the override {text!r}: {exc}",
+                    fix="Quote values that contain spaces, commas or brackets, e.g. key='a b'",
+                )
+            )
+
+    if config_name not in CONFIG_NAME_ENGINES:
+        findings.append(
+            Finding(
+                rule="compose.config_name",
+                severity=Severity.WARNING,
+                stage=Stage.COMPOSE,
+                keys=[],
+                message=f"--config-name={config_name} is not a config verl ships; the wizard checks the overrides "
+                f"against ppo_trainer, the config that file most likely builds on",
+                fix="Use the wizard's YAML (defaults: [ppo_trainer, _self_]) or check that file with verl itself",
+            )
+        )
+    engine = CONFIG_NAME_ENGINES.get(config_name) or schema.default_engine
+    value_overrides: list[ParsedOverride] = []
+    for p in parsed:
+        if p.is_plain and p.key in schema.config_groups:
+            engine = _group_override(schema, p, engine, findings)
+        elif p.is_sweep:
+            findings.append(
+                Finding(
+                    rule="compose.sweep",
+                    severity=Severity.ERROR,
+                    stage=Stage.COMPOSE,
+                    keys=[p.key],
+                    message=f"{p.text!r} is a Hydra sweep (several values); main_ppo runs one config, not --multirun",
+                    fix="Give one value",
+                )
+            )
+        else:
+            value_overrides.append(p)
+
+    variant = schema.variant(engine)
+    cfg = base_config(schema, engine)
+    for p in value_overrides:
+        try:
+            ConfigLoaderImpl._apply_overrides_to_config([p.hydra], cfg)
+        except (HydraException, OmegaConfBaseException) as exc:
+            findings.append(_override_finding(p, one_line(str(exc)), variant, moves))
+    return Composed(cfg=cfg, engine=engine, findings=findings, parsed=parsed)
+
+
+def _group_override(schema: VerlSchema, p: ParsedOverride, engine: str, findings: list[Finding]) -> str:
+    if p.key == "model_engine":
+        value = p.value()
+        if value in schema.variants:
+            return value
+        findings.append(
+            Finding(
+                rule="compose.group_option",
+                severity=Severity.ERROR,
+                stage=Stage.COMPOSE,
+                keys=["model_engine"],
+                message=f"model_engine={value!r} is not a config verl {schema.verl_version} ships",
+                fix="One of: " + ", ".join(schema.engines),
+                fix_overrides=[],
+            )
+        )
+        return engine
+    findings.append(
+        Finding(
+            rule="compose.group_unchecked",
+            severity=Severity.WARNING,
+            stage=Stage.COMPOSE,
+            keys=[p.key],
+            message=f"{p.text!r} swaps a whole config group; the wizard does not model that, so keys below "
+            f"{p.key} are checked against the default group",
+            fix="Run the verl pre-flight (verl-wizard check --verl) for an exact verdict",
+        )
+    )
+    return engine
+
+
+def _override_finding(p: ParsedOverride, hydra_message: str, variant: SchemaVariant, moves: Moves | None) -> Finding:
+    key = p.key
+    moved = moves.lookup(key) if moves else None
+    info = variant.keys.get(key)
+    fix_overrides: list[str] = []
+    value_part = p.text.split("=", 1)[1] if "=" in p.text else ""
+    if moved is not None:
+        new_key, note = moved
+        message = f"{key} does not exist in verl {variant_version(moves)}: it moved to {new_key}"
+        if note:
+            message += f" ({note})"
+        if new_key:
+            fix = f"{p.kind}{new_key}={value_part}" if p.kind != "~" else f"~{new_key}"
+            fix_overrides = [fix]
+        else:
+            fix = "Remove it"
+    elif info is not None and not info.in_yaml and p.kind == "":
+        message = f"{key} is a field of verl's config class but not in its YAML, so it needs a '+'"
+        fix = f"+{key}={value_part}"
+        fix_overrides = [fix]
+    elif p.kind == "+" and info is not None:
+        message = f"{key} already exists, so '+' cannot add it; drop the '+' to change it"
+        fix = f"{key}={value_part}"
+        fix_overrides = [fix]
+    else:
+        suggestions = variant.suggest(key)
+        message = f"Unknown key {key}: Hydra refuses it ({hydra_message})"
+        if suggestions:
+            message = f"Unknown key {key}; did you mean {' or '.join(suggestions)}?"
+            fix = f"{p.kind}{suggestions[0]}={value_part}" if p.kind != "~" else f"~{suggestions[0]}"
+            fix_overrides = [fix]
+        else:
+            fix = "Remove it, or check the key against verl's config (verl-wizard keys)"
+    return Finding(
+        rule="compose.unknown_key" if moved is None else "compose.moved_key",
+        severity=Severity.ERROR,
+        stage=Stage.COMPOSE,
+        keys=[key],
+        message=message,
+        fix=fix,
+        fix_overrides=fix_overrides,
+    )
+
+
+def variant_version(moves: Moves | None) -> str:
+    return moves.version if moves else "0.9.x"

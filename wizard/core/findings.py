@@ -1,0 +1,57 @@
+"""Findings: what a rule reports, in the shape of the CLI's JSON contract."""
+
+from __future__ import annotations
+
+from enum import Enum
+
+from pydantic import BaseModel, ConfigDict, Field
+
+
+class Stage(str, Enum):
+    """When verl itself would fail; the order is the order a run meets them."""
+
+    COMPOSE = "compose"
+    PREFLIGHT = "preflight"
+    STARTUP = "startup"
+    RUNTIME = "runtime"
+    ADVICE = "advice"
+
+
+class Severity(str, Enum):
+    ERROR = "error"
+    WARNING = "warning"
+    INFO = "info"
+
+
+STAGE_ORDER = {s: i for i, s in enumerate(Stage)}
+SEVERITY_ORDER = {Severity.ERROR: 0, Severity.WARNING: 1, Severity.INFO: 2}
+
+
+class Finding(BaseModel):
+    """One problem, with the numbers involved and a fix.
+
+    ``fix`` is text for people: the override to set, or the choices.
+    ``fix_overrides`` is the same fix as overrides a tool can apply (may be empty).
+    """
+
+    model_config = ConfigDict(frozen=True, use_enum_values=False)
+
+    rule: str
+    severity: Severity
+    stage: Stage
+    keys: list[str] = Field(default_factory=list)
+    message: str
+    fix: str | None = None
+    fix_overrides: list[str] = Field(default_factory=list)
+
+    def to_json(self) -> dict:
+        return self.model_dump(mode="json")
+
+
+def sort_findings(findings: list[Finding]) -> list[Finding]:
+    """Worst first, then by stage (earliest failure first), then by rule id."""
+    return sorted(findings, key=lambda f: (SEVERITY_ORDER[f.severity], STAGE_ORDER[f.stage], f.rule))
+
+
+def has_errors(findings: list[Finding]) -> bool:
+    return any(f.severity is Severity.ERROR for f in findings)
