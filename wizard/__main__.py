@@ -1,3 +1,3 @@
-from wizard.cli import main
+from wizard.app import main
 
 raise SystemExit(main())

@@ -209,6 +209,11 @@ class Evaluator:
                 return value
         for prefix, need_nonempty in ((":+", True), ("+", False)):
             if op.startswith(prefix):
+                if not known and name not in self.conditional:
+                    self.warnings.append(
+                        f"line {line}: ${{{name}{prefix}...}}: {name} is not set in the script, so it expands to "
+                        "nothing (the environment could change it)"
+                    )
                 present = known and (value != "" or not need_nonempty)
                 return self._expand_text(op[len(prefix) :], line) if present else ""
         base = self._lookup(name, line)
@@ -620,6 +625,9 @@ def _build(ev: Evaluator, cmd: _Cmd, words: list[Word], prefix: dict[str, Word])
         if " " in a and "=" in a and a.split("=", 1)[1].endswith(" "):
             ev.warnings.append(f"line {cmd.line}: the value of {a.split('=', 1)[0]} ends in a space (an escaped "
                                "space before a comment?); bash passes it that way")
+    if "$" in config_name:
+        raise ScriptError(f"line {cmd.line}: --config-name is {config_name}, known only when the script runs; "
+                          "give the wizard a script with a fixed config name")
     used = args + [config_path or "", config_name] + list(launch_env.values())
     env = sorted(n for n in ev.env if any(re.search(r"\$\{?" + re.escape(n) + r"\b", a) for a in used))
     return LaunchScript(

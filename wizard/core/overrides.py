@@ -73,13 +73,12 @@ def one_line(message: str) -> str:
     return " ".join(line.strip() for line in str(message).strip().splitlines() if line.strip())
 
 
-_BARE_STR = re.compile(r"^[A-Za-z_/.~][A-Za-z0-9_\-/.~:@+]*$")
+_BARE_STR = re.compile(r"^[A-Za-z_/.~$][A-Za-z0-9_\-/.~:@+$]*$")
 
 
 def _quote(s: str) -> str:
-    # Hydra quoted strings: a backslash escapes a quote; backslashes right before
-    # the closing quote must be doubled.
-    body = s.replace("\\", "\\\\").replace("'", "\\'")
+    # Hydra only unescapes backslashes that precede a quote or end the string.
+    body = re.sub(r"(\\*)('|$)", lambda m: m.group(1) * 2 + ("\\'" if m.group(2) else ""), s)
     return f"'{body}'"
 
 

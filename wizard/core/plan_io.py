@@ -26,6 +26,8 @@ def _adapter(key: str) -> TypeAdapter:
 
 def _field_value(key: str, value):
     """The value as the field stores it, or raise ValueError if the field cannot hold it exactly."""
+    if value is None:
+        raise ValueError("an explicit null is not 'unset': keep it verbatim")
     if isinstance(value, str) and "${" in value:
         raise ValueError("interpolation")
     try:

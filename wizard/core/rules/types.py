@@ -70,7 +70,7 @@ def value_types(ctx: Context):
         info = ctx.variant.keys.get(key)
         if info is None:
             continue
-        kind = expected_type(info)
+        kind = "int" if key in ARITHMETIC_KEYS else expected_type(info)
         if kind is None:
             continue
         value = ctx.get(key)

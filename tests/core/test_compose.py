@@ -1,0 +1,57 @@
+"""The in-memory composition equals verl's own Hydra composition, and its errors help."""
+
+import pytest
+from hydra import compose as hydra_compose
+from hydra import initialize_config_dir
+from hydra.errors import HydraException
+from omegaconf import OmegaConf
+
+from wizard.core.compose import compose
+
+CASES = [
+    [],
+    ["data.train_batch_size=64", "actor_rollout_ref.rollout.name=vllm"],
+    ["+ray_kwargs.ray_init.address=auto", "trainer.logger=[console,file]", "~trainer.project_name"],
+    ["++trainer.new_thing.x=1", "actor_rollout_ref.actor.optim.lr=1e-6", "algorithm.adv_estimator=grpo"],
+    ["model_engine=megatron", "actor_rollout_ref.actor.megatron.tensor_model_parallel_size=2"],
+    ["critic.optim={lr:1e-5,weight_decay:0.0}"],
+]
+
+
+@pytest.mark.parametrize("overrides", CASES)
+def test_composition_matches_hydra_with_verls_config(schema, verl_config_dir, overrides):
+    with initialize_config_dir(config_dir=verl_config_dir, version_base=None):
+        real = hydra_compose(config_name="ppo_trainer", overrides=overrides)
+    ours = compose(schema, overrides)
+    assert ours.findings == []
+    assert OmegaConf.to_container(ours.cfg, resolve=False) == OmegaConf.to_container(real, resolve=False)
+
+
+@pytest.mark.parametrize(
+    "override", ["critic.model.fsdp_config.param_offload=False", "trainer.logr=[console]", "+data.train_batch_size=8"]
+)
+def test_hydra_refuses_what_the_wizard_refuses(schema, verl_config_dir, override):
+    with pytest.raises(HydraException), initialize_config_dir(config_dir=verl_config_dir, version_base=None):
+        hydra_compose(config_name="ppo_trainer", overrides=[override])
+    assert [f.stage.value for f in compose(schema, [override]).findings] == ["compose"]
+
+
+def test_moved_key_names_its_new_home(schema, moves):
+    (finding,) = compose(schema, ["critic.model.fsdp_config.param_offload=True"], moves=moves).findings
+    assert "critic.fsdp.param_offload" in finding.message
+    assert finding.fix_overrides == ["critic.fsdp.param_offload=True"]
+
+
+def test_typo_gets_did_you_mean(schema, moves):
+    (finding,) = compose(schema, ["trainer.logr=[console]"], moves=moves).findings
+    assert "did you mean trainer.logger" in finding.message
+
+
+def test_dataclass_only_field_is_told_to_use_plus(schema, moves):
+    (finding,) = compose(schema, ["critic.ppo_infer_max_token_len_per_gpu=4096"], moves=moves).findings
+    assert finding.fix_overrides == ["+critic.ppo_infer_max_token_len_per_gpu=4096"]
+
+
+def test_every_bad_override_is_reported_not_just_the_first(schema):
+    found = compose(schema, ["a.b=1", "data.train_batch_size=8", "c.d=2"]).findings
+    assert sorted(f.keys[0] for f in found) == ["a.b", "c.d"]

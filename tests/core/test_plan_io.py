@@ -1,0 +1,73 @@
+"""Reading overrides into a Plan and writing them back never changes the effective config."""
+
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+from omegaconf import OmegaConf
+
+from wizard.adapters.resources import load_schema
+from wizard.core.compose import compose
+from wizard.core.overrides import render_value
+from wizard.core.plan import field_map
+from wizard.core.plan_io import apply_overrides, plan_from_overrides, plan_overrides
+
+MODELLED = sorted(field_map())
+OTHER = [
+    "trainer.device", "data.truncation", "actor_rollout_ref.actor.optim.weight_decay", "critic.fsdp.fsdp_size",
+    "actor_rollout_ref.actor.optim", "actor_rollout_ref.rollout", "trainer.v1", "reward.reward_kwargs",
+]
+value = st.one_of(
+    st.integers(-5, 4096), st.floats(0, 2, allow_nan=False), st.booleans(), st.none(),
+    st.sampled_from(["grpo", "vllm", "$HOME/x y.parquet", "1e-6", "${trainer.nnodes}", "[a,b]"]),
+    st.lists(st.sampled_from(["console", "file"]), max_size=2),
+)
+
+
+@st.composite
+def override_lists(draw):
+    out = []
+    for _ in range(draw(st.integers(0, 12))):
+        key = draw(st.sampled_from(MODELLED + OTHER + ["ray_kwargs.ray_init.address"]))
+        kind = draw(st.sampled_from(["", "", "", "+", "++", "~"]))
+        if kind == "~":
+            out.append(f"~{key}")
+        else:
+            out.append(f"{kind}{key}={render_value(draw(value))}")
+    return out
+
+
+def effective(schema, overrides):
+    result = compose(schema, overrides)
+    return OmegaConf.to_container(result.cfg, resolve=False), [(f.rule, f.keys) for f in result.findings]
+
+
+@settings(max_examples=150, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(override_lists())
+def test_parse_then_emit_keeps_the_effective_config(overrides):
+    schema = load_schema()
+    plan = plan_from_overrides(overrides)
+    assert effective(schema, plan_overrides(plan)) == effective(schema, overrides)
+
+
+def test_plain_overrides_become_plan_fields_and_the_rest_passes_through():
+    plan = plan_from_overrides(
+        ["data.train_batch_size=64", "trainer.logger=[console,file]", "+ray_kwargs.ray_init.address=auto",
+         "actor_rollout_ref.actor.optim.lr=1e-6", "actor_rollout_ref.actor.optim.lr=2e-6", "trainer.total_epochs=${x}"]
+    )
+    assert plan.data.train_batch_size == 64 and plan.trainer.logger == ["console", "file"]
+    assert plan.training.actor_lr is None  # set twice: order matters, so it stays verbatim
+    assert plan.passthrough == [
+        "+ray_kwargs.ray_init.address=auto", "actor_rollout_ref.actor.optim.lr=1e-6",
+        "actor_rollout_ref.actor.optim.lr=2e-6", "trainer.total_epochs=${x}",
+    ]
+
+
+def test_quoted_number_stays_a_string():
+    plan = plan_from_overrides(["data.max_prompt_length='512'"])
+    assert plan.data.max_prompt_length is None and plan.passthrough == ["data.max_prompt_length='512'"]
+
+
+def test_apply_replaces_fields_and_passthrough_entries():
+    plan = plan_from_overrides(["data.train_batch_size=64", "+foo.bar=1", "trainer.device=cpu"])
+    plan = apply_overrides(plan, ["data.train_batch_size=32", "trainer.device=cuda"])
+    assert plan.data.train_batch_size == 32
+    assert plan.passthrough == ["+foo.bar=1", "trainer.device=cuda"]

@@ -1,0 +1,126 @@
+"""Where a config comes from: a launch script, a YAML file, a plan file, or override words.
+
+Both the CLI and the GUI go through here, so an import reads the same either way.
+"""
+
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass, field
+from pathlib import Path
+
+import yaml
+
+from wizard.adapters.files import read_text
+from wizard.adapters.resources import load_schema
+from wizard.core.findings import Finding, Severity, Stage
+from wizard.core.launch_script import ScriptError, read_launch_script
+from wizard.core.plan import Plan, load_plan
+from wizard.core.plan_io import plan_from_overrides
+from wizard.core.yaml_config import yaml_to_overrides
+
+
+@dataclass
+class Source:
+    overrides: list[str]
+    config_name: str = "ppo_trainer"
+    config_path: str | None = None
+    script_env: list[str] = field(default_factory=list)
+    findings: list[Finding] = field(default_factory=list)
+    plan: Plan | None = None  # set when the source was a plan file
+
+    def to_plan(self, name: str = "") -> Plan:
+        if self.plan is not None:
+            return self.plan
+        return plan_from_overrides(
+            self.overrides,
+            config_name=self.config_name,
+            config_path=self.config_path,
+            script_env=self.script_env,
+            name=name,
+        )
+
+
+def _note(rule: str, text: str, severity: Severity = Severity.WARNING) -> Finding:
+    return Finding(rule=rule, severity=severity, stage=Stage.ADVICE, keys=[], message=text)
+
+
+def from_overrides(words: list[str]) -> Source:
+    return Source(overrides=list(words))
+
+
+def load_source(path: str) -> Source:
+    """Read a config file; ValueError with a one-line reason when it cannot be read."""
+    text = read_text(path)
+    suffix = Path(path).suffix.lower()
+    if suffix in (".yaml", ".yml"):
+        return _from_yaml(text, path)
+    if suffix == ".json":
+        return _from_plan_json(text, path)
+    if suffix in (".sh", ".bash") or text.startswith("#!") or "main_ppo" in text:
+        return _from_script(text, path)
+    raise ValueError(f"{path}: not a launch script (.sh), a YAML config (.yaml) or a plan (.json)")
+
+
+def _from_script(text: str, path: str) -> Source:
+    try:
+        script = read_launch_script(text)
+    except ScriptError as exc:
+        raise ValueError(f"{path}: {exc}") from None
+    findings = [_note("script.read", w) for w in script.warnings]
+    if script.launch_env:
+        names = ", ".join(script.launch_env)
+        findings.append(_note("script.launch_env", f"the launch line sets {names}; kept out of the plan", Severity.INFO))
+    return Source(
+        overrides=script.args,
+        config_name=script.config_name,
+        config_path=script.config_path,
+        script_env=script.env,
+        findings=findings,
+    )
+
+
+def _from_yaml(text: str, path: str) -> Source:
+    try:
+        doc = yaml.safe_load(text)
+    except yaml.YAMLError as exc:
+        mark = getattr(exc, "problem_mark", None)
+        where = f" (line {mark.line + 1}, column {mark.column + 1})" if mark else ""
+        raise ValueError(f"{path}: not valid YAML{where}: {getattr(exc, 'problem', exc)}") from None
+    try:
+        converted = yaml_to_overrides(doc, load_schema())
+    except ValueError as exc:
+        raise ValueError(f"{path}: {exc}") from None
+    findings = [_note("yaml.read", w) for w in converted.warnings]
+    for key in converted.unknown_keys:
+        findings.append(
+            Finding(
+                rule="yaml.unknown_key",
+                severity=Severity.WARNING,
+                stage=Stage.ADVICE,
+                keys=[key],
+                message=f"{key} is not a verl 0.9.1 key: Hydra merges it from a YAML without complaint, and verl "
+                "never reads it",
+                fix="Check the spelling against verl's config",
+            )
+        )
+    return Source(overrides=converted.overrides, config_name=converted.config_name, findings=findings)
+
+
+def _from_plan_json(text: str, path: str) -> Source:
+    try:
+        plan = load_plan(json.loads(text))
+    except json.JSONDecodeError as exc:
+        raise ValueError(f"{path}: not valid JSON (line {exc.lineno}): {exc.msg}") from None
+    except ValueError as exc:  # pydantic ValidationError is a ValueError
+        first = str(exc).splitlines()
+        raise ValueError(f"{path}: not a verl-wizard plan: {' '.join(first[:3])}") from None
+    from wizard.core.plan_io import plan_overrides
+
+    return Source(
+        overrides=plan_overrides(plan),
+        config_name=plan.config_name,
+        config_path=plan.config_path,
+        script_env=plan.script_env,
+        plan=plan,
+    )

@@ -1,0 +1,23 @@
+"""The program's front door: no arguments opens the GUI, anything else is the CLI."""
+
+from __future__ import annotations
+
+import sys
+
+
+def run_gui(argv: list[str]) -> int:
+    try:
+        from wizard.gui.app import main as gui_main
+    except ImportError as exc:
+        print(f"verl-wizard: the GUI needs PySide6 ({exc}); install with: pip install 'verl-wizard[gui]'", file=sys.stderr)
+        return 2
+    return gui_main(argv)
+
+
+def main(argv: list[str] | None = None) -> int:
+    argv = sys.argv[1:] if argv is None else argv
+    if not argv or argv[0] in ("gui", "--screenshots"):
+        return run_gui(argv[1:] if argv[:1] == ["gui"] else argv)
+    from wizard.cli import main as cli_main
+
+    return cli_main(argv)

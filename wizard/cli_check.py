@@ -1,0 +1,130 @@
+"""``verl-wizard check``: read a config from wherever it comes, report findings."""
+
+from __future__ import annotations
+
+import json
+import sys
+
+from wizard.core.findings import Finding, Severity, sort_findings
+
+ICON = {Severity.ERROR: "error", Severity.WARNING: "warning", Severity.INFO: "note"}
+
+
+def run_check(args, tail: list[str]) -> int:
+    from wizard.cli import EXIT_ERRORS, EXIT_OK, UsageError, parse_gpus
+
+    gpus = parse_gpus(args.gpus)
+    sources = [s for s in (args.source, args.batch) if s] + (["--"] if tail or args.overrides else [])
+    if args.batch and (args.source or tail or args.overrides):
+        raise UsageError("--batch reads its cases from the file; give no other config")
+    if args.batch:
+        return _batch(args, gpus)
+    if not args.source and not tail:
+        raise UsageError("give a config: a .sh or .yaml file, or overrides after --")
+    if args.source and tail:
+        raise UsageError("give a file or overrides after --, not both")
+    del sources
+    result = check_one(args.source, tail + list(args.overrides), gpus, args.verl, args.python)
+    if args.format == "json":
+        print(json.dumps(result.to_json()))
+    else:
+        print_findings(result.findings, header=args.source or "overrides")
+    return EXIT_OK if result.ok else EXIT_ERRORS
+
+
+def check_one(source: str | None, overrides: list[str], gpus, use_verl: bool, python: str | None, case_id=None):
+    from wizard.adapters.resources import load_moves, load_schema
+    from wizard.adapters.sources import from_overrides, load_source
+    from wizard.cli import UsageError
+    from wizard.core.check import check_overrides
+
+    try:
+        src = load_source(source) if source else from_overrides(overrides)
+    except ValueError as exc:
+        raise UsageError(str(exc)) from None
+    result = check_overrides(
+        load_schema(), src.overrides, config_name=src.config_name, moves=load_moves(), gpus=gpus, case_id=case_id
+    )
+    result.findings = sort_findings(result.findings + src.findings)
+    if use_verl:
+        result.findings = sort_findings(result.findings + _verl_findings([src], python))
+    return result
+
+
+def _verl_findings(sources, python) -> list[Finding]:
+    from wizard.adapters.verl_preflight import PreflightError, preflight_finding, run_preflight
+    from wizard.cli import UsageError
+
+    cases = [{"id": str(i), "overrides": s.overrides, "config_name": s.config_name} for i, s in enumerate(sources)]
+    try:
+        results = run_preflight(cases, python=python)
+    except PreflightError as exc:
+        raise UsageError(str(exc)) from None
+    return [f for f in (preflight_finding(r) for r in results) if f is not None]
+
+
+def _batch(args, gpus) -> int:
+    from wizard.adapters.files import read_text
+    from wizard.adapters.resources import load_moves, load_schema
+    from wizard.cli import EXIT_ERRORS, EXIT_OK, UsageError
+    from wizard.core.check import check_overrides
+
+    try:
+        text = read_text(args.batch)
+    except ValueError as exc:
+        raise UsageError(str(exc)) from None
+    schema, moves = load_schema(), load_moves()
+    cases = []
+    for n, line in enumerate(text.splitlines(), start=1):
+        if not line.strip():
+            continue
+        try:
+            case = json.loads(line)
+        except json.JSONDecodeError as exc:
+            raise UsageError(f"{args.batch}:{n}: not valid JSON: {exc.msg}") from None
+        if not isinstance(case, dict) or not isinstance(case.get("overrides", []), list):
+            raise UsageError(f'{args.batch}:{n}: expected {{"id": ..., "overrides": [...]}}')
+        if not all(isinstance(o, str) for o in case.get("overrides", [])):
+            raise UsageError(f"{args.batch}:{n}: overrides must be strings")
+        cases.append(case)
+    any_errors = False
+    results = []
+    for case in cases:
+        result = check_overrides(
+            schema, case.get("overrides", []), config_name=case.get("config_name") or "ppo_trainer",
+            moves=moves, gpus=gpus, case_id=case.get("id"),
+        )
+        results.append(result)
+    if args.verl:
+        from wizard.adapters.verl_preflight import PreflightError, preflight_finding, run_preflight
+
+        try:
+            verdicts = run_preflight(
+                [{"id": str(i), "overrides": c.get("overrides", []), "config_name": c.get("config_name")} for i, c in enumerate(cases)],
+                python=args.python,
+            )
+        except PreflightError as exc:
+            raise UsageError(str(exc)) from None
+        for result, verdict in zip(results, verdicts):
+            f = preflight_finding(verdict)
+            if f:
+                result.findings = sort_findings(result.findings + [f])
+    for result in results:
+        any_errors |= not result.ok
+        if args.format == "json":
+            print(json.dumps(result.to_json()))
+        else:
+            print_findings(result.findings, header=f"case {result.id}")
+    return EXIT_ERRORS if any_errors else EXIT_OK
+
+
+def print_findings(findings: list[Finding], header: str, out=None) -> None:
+    out = out or sys.stdout
+    counts = {s: sum(1 for f in findings if f.severity is s) for s in Severity}
+    verdict = "FAIL" if counts[Severity.ERROR] else "OK"
+    parts = [f"{counts[s]} {ICON[s]}{'s' if counts[s] != 1 else ''}" for s in Severity if counts[s]]
+    print(f"{verdict}  {header}: " + (", ".join(parts) if parts else "no findings"), file=out)
+    for f in findings:
+        print(f"  {ICON[f.severity]:7} [{f.stage.value}] {f.rule}: {f.message}", file=out)
+        if f.fix:
+            print(f"          fix: {f.fix}", file=out)

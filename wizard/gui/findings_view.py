@@ -1,0 +1,95 @@
+"""The findings panel: grouped by stage, worst first, each with its fix."""
+
+from __future__ import annotations
+
+from PySide6.QtCore import Qt, Signal
+from PySide6.QtWidgets import QHBoxLayout, QLabel, QPushButton, QTreeWidget, QTreeWidgetItem, QVBoxLayout, QWidget
+
+from wizard.core.findings import STAGE_ORDER, Finding, Severity, Stage
+
+STAGE_TEXT = {
+    Stage.COMPOSE: "Composition (verl refuses the command line)",
+    Stage.PREFLIGHT: "Pre-flight (verl stops before Ray starts)",
+    Stage.STARTUP: "Startup (workers die after minutes of loading)",
+    Stage.RUNTIME: "Run time (fails or hangs during training)",
+    Stage.ADVICE: "Advice (runs, but likely not what you meant)",
+}
+SEVERITY_TEXT = {Severity.ERROR: "Error", Severity.WARNING: "Warning", Severity.INFO: "Note"}
+
+
+class FindingsView(QWidget):
+    fix_requested = Signal(object)  # Finding
+
+    def __init__(self, parent: QWidget | None = None) -> None:
+        super().__init__(parent)
+        self.summary = QLabel()
+        self.summary.setObjectName("findingsSummary")
+        self.tree = QTreeWidget()
+        self.tree.setHeaderLabels(["Finding", "Fix"])
+        self.tree.setColumnWidth(0, 520)
+        self.tree.setWordWrap(True)
+        self.tree.setAccessibleName("Findings")
+        self.fix_button = QPushButton("&Apply fix")
+        self.fix_button.setToolTip("Apply the selected finding's fix to the plan")
+        self.fix_button.setEnabled(False)
+        self.fix_button.clicked.connect(self._apply_selected)
+        self.tree.currentItemChanged.connect(self._selection_changed)
+        row = QHBoxLayout()
+        row.addWidget(self.summary, 1)
+        row.addWidget(self.fix_button)
+        layout = QVBoxLayout(self)
+        layout.setContentsMargins(0, 0, 0, 0)
+        layout.addLayout(row)
+        layout.addWidget(self.tree)
+        self._findings: list[Finding] = []
+
+    def set_findings(self, findings: list[Finding]) -> None:
+        self._findings = list(findings)
+        self.tree.clear()
+        errors = sum(1 for f in findings if f.severity is Severity.ERROR)
+        warnings = sum(1 for f in findings if f.severity is Severity.WARNING)
+        if errors:
+            self.summary.setText(f"<b>{errors} error{'s' if errors != 1 else ''}</b> must be fixed before writing"
+                                 + (f"; {warnings} warning{'s' if warnings != 1 else ''}" if warnings else ""))
+        elif findings:
+            self.summary.setText(f"No errors; {len(findings)} thing{'s' if len(findings) != 1 else ''} worth a look")
+        else:
+            self.summary.setText("No findings: verl 0.9.1 accepts this config and no late mistake is known")
+        by_stage: dict[Stage, list[Finding]] = {}
+        for f in findings:
+            by_stage.setdefault(f.stage, []).append(f)
+        for stage in sorted(by_stage, key=STAGE_ORDER.__getitem__):
+            group = QTreeWidgetItem([f"{STAGE_TEXT[stage]}  ({len(by_stage[stage])})", ""])
+            group.setFlags(group.flags() & ~Qt.ItemIsSelectable)
+            self.tree.addTopLevelItem(group)
+            for f in sorted(by_stage[stage], key=lambda x: list(Severity).index(x.severity)):
+                item = QTreeWidgetItem([f"{SEVERITY_TEXT[f.severity]}: {f.message}", f.fix or ""])
+                item.setToolTip(0, f"{f.rule}\nkeys: {', '.join(f.keys)}\n\n{f.message}")
+                item.setToolTip(1, f.fix or "")
+                item.setData(0, Qt.UserRole, f)
+                group.addChild(item)
+            group.setExpanded(True)
+        self.fix_button.setEnabled(False)
+
+    def _selected(self) -> Finding | None:
+        item = self.tree.currentItem()
+        return item.data(0, Qt.UserRole) if item is not None else None
+
+    def _selection_changed(self, *_):
+        finding = self._selected()
+        self.fix_button.setEnabled(bool(finding and finding.fix_overrides))
+
+    def _apply_selected(self) -> None:
+        finding = self._selected()
+        if finding is not None and finding.fix_overrides:
+            self.fix_requested.emit(finding)
+
+    def select_first_fixable(self) -> bool:
+        for i in range(self.tree.topLevelItemCount()):
+            group = self.tree.topLevelItem(i)
+            for j in range(group.childCount()):
+                item = group.child(j)
+                if item.data(0, Qt.UserRole).fix_overrides:
+                    self.tree.setCurrentItem(item)
+                    return True
+        return False
