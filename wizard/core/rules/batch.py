@@ -39,6 +39,18 @@ def real_train_batch_size(ctx: Context):
     tbs, n, n_gpus = ctx.int(TBS), ctx.int(N), ctx.n_gpus
     if tbs is None or n is None or n_gpus is None or n_gpus <= 0:
         return
+    if ctx.strategy == "megatron" and ctx.get(f"{A}.megatron") is None:
+        yield finding(
+            "batch.megatron_without_engine",
+            Severity.ERROR,
+            Stage.PREFLIGHT,
+            [f"{A}.strategy", "model_engine"],
+            "actor.strategy=megatron, but the config was composed for FSDP (no actor.megatron section); "
+            "verl's pre-flight fails reading actor.megatron.tensor_model_parallel_size",
+            "Switch the engine as a whole: model_engine=megatron (or --config-name=ppo_megatron_trainer)",
+            ["model_engine=megatron"],
+        )
+        return
     if ctx.strategy == "megatron":
         tp, pp, cp = (ctx.int(f"{A}.megatron.{k}") for k in ("tensor_model_parallel_size", "pipeline_model_parallel_size", "context_parallel_size"))
         micro = ctx.int(f"{A}.ppo_micro_batch_size_per_gpu")

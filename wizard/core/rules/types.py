@@ -52,14 +52,11 @@ def converts(value, kind: str) -> bool:
 
 
 def _stage(ctx: Context, key: str) -> Stage:
-    if key in ARITHMETIC_KEYS:
+    """verl converts its config classes with Hydra's instantiate, which does not check
+    field types; only validate_config's own arithmetic (without dynamic batch size)
+    trips over a wrong type before launch. Everything else fails when first used."""
+    if key in ARITHMETIC_KEYS and not ctx.dynamic_bsz:
         return Stage.PREFLIGHT
-    if key.startswith("actor_rollout_ref.actor."):
-        return Stage.PREFLIGHT
-    if key.startswith("critic.") and ctx.need_critic:
-        return Stage.PREFLIGHT
-    if key.startswith("actor_rollout_ref.rollout."):
-        return Stage.STARTUP
     return Stage.RUNTIME
 
 
@@ -76,7 +73,7 @@ def value_types(ctx: Context):
         value = ctx.get(key)
         if value is UNRESOLVABLE:
             continue
-        strict = key in ARITHMETIC_KEYS
+        strict = key in ARITHMETIC_KEYS and not ctx.dynamic_bsz
         ok = (isinstance(value, int) and not isinstance(value, bool)) if strict else converts(value, kind)
         if ok:
             continue

@@ -1,0 +1,40 @@
+"""What the wizard writes: secrets never, environment references kept, every value quoted."""
+
+from wizard.core.emit import emit_overrides, render_run_sh, render_yaml
+from wizard.core.plan_io import plan_from_overrides
+
+
+def test_secrets_become_environment_references():
+    plan = plan_from_overrides(["+ray_kwargs.ray_init.runtime_env.env_vars.WANDB_API_KEY=abc123",
+                                "+ray_kwargs.ray_init.runtime_env.env_vars.HF_TOKEN=hf_xyz"])
+    text = render_run_sh(plan)
+    yaml_text, _ = render_yaml(plan)
+    for secret in ("abc123", "hf_xyz"):
+        assert secret not in text and secret not in yaml_text
+    assert '"${WANDB_API_KEY}"' in text and "${oc.env:HF_TOKEN}" in yaml_text
+    assert "WANDB_API_KEY" in emit_overrides(plan).env
+
+
+def test_token_budget_keys_are_not_secrets():
+    plan = plan_from_overrides(["actor_rollout_ref.actor.ppo_max_token_len_per_gpu=24000"])
+    assert "24000" in render_run_sh(plan)
+
+
+def test_every_value_is_quoted_and_home_expands():
+    plan = plan_from_overrides(["data.train_files=$HOME/data/train.parquet", "data.train_batch_size=64"],
+                               script_env=["HOME"])
+    text = render_run_sh(plan)
+    assert "data.train_files=\"${HOME}/data/train.parquet\"" in text
+    assert "data.train_batch_size='64'" in text
+
+
+def test_deletions_cannot_live_in_yaml_and_are_listed():
+    plan = plan_from_overrides(["~trainer.project_name", "data.train_batch_size=64"])
+    text, cli_only = render_yaml(plan)
+    assert cli_only == ["~trainer.project_name"]
+    assert any(line.startswith("# Pass these") and "~trainer.project_name" in line for line in text.splitlines())
+
+
+def test_megatron_engine_goes_into_the_defaults_list():
+    text, _ = render_yaml(plan_from_overrides(["model_engine=megatron"]))
+    assert "override model_engine: megatron" in text

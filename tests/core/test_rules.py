@@ -1,0 +1,134 @@
+"""Each rule fires on the mistake it names, with the numbers involved and a usable fix."""
+
+import pytest
+
+from wizard.core.findings import Severity, Stage
+from wizard.core.gpus import parse_gpu_spec
+
+GOOD = [
+    "algorithm.adv_estimator=grpo", "actor_rollout_ref.model.path=Qwen/Qwen2.5-0.5B-Instruct",
+    "actor_rollout_ref.rollout.name=vllm", "actor_rollout_ref.rollout.n=4", "data.train_batch_size=16",
+    "actor_rollout_ref.actor.ppo_mini_batch_size=8", "actor_rollout_ref.actor.ppo_micro_batch_size_per_gpu=4",
+    "actor_rollout_ref.rollout.log_prob_micro_batch_size_per_gpu=8", "actor_rollout_ref.rollout.tensor_model_parallel_size=1",
+    "trainer.n_gpus_per_node=1", "trainer.nnodes=1", "trainer.logger=[console]", "trainer.resume_mode=disable",
+]
+
+
+def rules_of(result):
+    return {f.rule for f in result.findings}
+
+
+def one(result, rule):
+    found = [f for f in result.findings if f.rule == rule]
+    assert len(found) == 1, [f.rule for f in result.findings]
+    return found[0]
+
+
+def test_a_good_config_has_no_findings(check):
+    assert check(GOOD).findings == []
+
+
+def test_batch_not_divisible_names_numbers_and_nearest_fixes(check):
+    r = check(GOOD + ["trainer.n_gpus_per_node=8", "data.train_batch_size=257", "actor_rollout_ref.rollout.n=4"])
+    f = one(r, "batch.real_train_batch_size")
+    assert f.stage is Stage.PREFLIGHT and f.severity is Severity.ERROR
+    assert "257 x 4 = 1028" in f.message and "1028" in f.message and "8" in f.message
+    assert "256 or 258" in f.fix
+
+
+def test_dynamic_batch_size_switches_the_divisibility_check_off(check):
+    r = check(GOOD + ["trainer.n_gpus_per_node=8", "data.train_batch_size=257", "actor_rollout_ref.actor.use_dynamic_bsz=true"])
+    assert "batch.real_train_batch_size" not in rules_of(r)
+
+
+def test_missing_micro_batch_is_verls_default_failure(check):
+    r = check([g for g in GOOD if "ppo_micro_batch_size_per_gpu" not in g])
+    f = one(r, "batch.actor_micro")
+    assert f.fix_overrides and f.fix_overrides[0].startswith("actor_rollout_ref.actor.ppo_micro_batch_size_per_gpu=")
+
+
+def test_ref_micro_only_when_a_reference_model_is_needed(check):
+    assert "batch.ref_log_prob_micro" not in rules_of(check(GOOD))
+    r = check(GOOD + ["actor_rollout_ref.actor.use_kl_loss=true"])
+    assert "batch.ref_log_prob_micro" in rules_of(r)
+
+
+def test_mini_batch_larger_than_train_batch(check):
+    f = one(check(GOOD + ["actor_rollout_ref.actor.ppo_mini_batch_size=32"]), "batch.actor_mini_vs_train")
+    assert "train_batch_size (16) must be >= actor.ppo_mini_batch_size (32)" in f.message
+
+
+def test_not_a_number(check):
+    f = one(check(GOOD + ["data.train_batch_size=abc"]), "types.value")
+    assert f.stage is Stage.PREFLIGHT and "'abc'" in f.message and "int" in f.message
+
+
+def test_unset_rollout_engine_fails_at_startup(check):
+    f = one(check([g for g in GOOD if "rollout.name" not in g]), "rollout.name")
+    assert f.stage is Stage.STARTUP and f.fix_overrides == ["actor_rollout_ref.rollout.name=vllm"]
+
+
+def test_removed_hf_rollout(check):
+    f = one(check(GOOD + ["actor_rollout_ref.rollout.name=hf"]), "rollout.name")
+    assert "removed" in f.message
+
+
+def test_tp_must_divide_gpus(check):
+    r = check(GOOD + ["trainer.n_gpus_per_node=6", "data.train_batch_size=24", "actor_rollout_ref.actor.ppo_mini_batch_size=6",
+                      "actor_rollout_ref.rollout.tensor_model_parallel_size=4"])
+    f = one(r, "rollout.world_size")
+    assert "4 x 1 x 1 = 4" in f.message and "6" in f.message
+    assert f.fix_overrides == ["actor_rollout_ref.rollout.tensor_model_parallel_size=3"]
+
+
+def test_unknown_logger_is_a_late_failure_with_suggestion(check):
+    f = one(check(GOOD + ["trainer.logger=[console,wandbb]"]), "names.logger")
+    assert f.stage is Stage.RUNTIME and "did you mean wandb" in f.message
+
+
+def test_too_few_ray_cpus_hangs(check):
+    f = one(check(GOOD + ["ray_kwargs.ray_init.num_cpus=4"]), "ray.transfer_queue_cpus")
+    assert "hangs" in f.message and "4" in f.message and "10" in f.message
+
+
+def test_fewer_storage_units_need_fewer_cpus(check):
+    r = check(GOOD + ["ray_kwargs.ray_init.num_cpus=4", "transfer_queue.backend.SimpleStorage.num_data_storage_units=2"])
+    assert "ray.transfer_queue_cpus" not in rules_of(r)
+
+
+def test_group_estimator_with_one_response(check):
+    f = one(check(GOOD + ["actor_rollout_ref.rollout.n=1"]), "advice.group_size")
+    assert f.severity is Severity.WARNING and f.stage is Stage.ADVICE
+
+
+def test_legacy_reward_key_is_ignored_by_main_ppo(check):
+    f = one(check(GOOD + ["custom_reward_function.path=/r.py"]), "legacy.reward_keys")
+    assert "reward.custom_reward_function.path" in f.message
+    assert "reward.custom_reward_function.path=/r.py" in f.fix_overrides
+
+
+def test_more_gpus_than_the_cluster_has(check):
+    r = check(GOOD + ["trainer.n_gpus_per_node=8", "data.train_batch_size=16"], gpus=parse_gpu_spec("4xH100-80GB"))
+    f = one(r, "gpus.available")
+    assert "Total available GPUs 4 is less than total desired GPUs 8" in f.message
+
+
+def test_deprecated_global_micro_batch_passes_preflight_but_fails_at_startup(check):
+    r = check([g for g in GOOD if "log_prob_micro" not in g] + ["actor_rollout_ref.rollout.log_prob_micro_batch_size=8"])
+    f = one(r, "batch.worker_micro")
+    assert f.stage is Stage.STARTUP
+    assert not any(x.stage is Stage.PREFLIGHT for x in r.findings)
+
+
+def test_mini_batch_must_split_over_data_parallel_ranks(check):
+    r = check(GOOD + ["trainer.n_gpus_per_node=8", "data.train_batch_size=64", "actor_rollout_ref.actor.ppo_mini_batch_size=3",
+                      "actor_rollout_ref.rollout.n=2"])
+    f = one(r, "batch.mini_vs_dp")
+    assert "3 x 2 = 6" in f.message and "8" in f.message
+
+
+@pytest.mark.parametrize("key", ["algorithm.adv_estimator=grpoo", "actor_rollout_ref.actor.policy_loss.loss_mode=vanila",
+                                 "trainer.v1.trainer_mode=syncc", "reward.reward_manager.name=dapoo"])
+def test_unknown_registry_names(check, key):
+    r = check(GOOD + [key])
+    assert any(f.rule.startswith("names.") and "did you mean" in f.message for f in r.findings)
