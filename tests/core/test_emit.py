@@ -38,3 +38,18 @@ def test_deletions_cannot_live_in_yaml_and_are_listed():
 def test_megatron_engine_goes_into_the_defaults_list():
     text, _ = render_yaml(plan_from_overrides(["model_engine=megatron"]))
     assert "override model_engine: megatron" in text
+
+
+def test_the_written_run_sh_reads_back_to_the_same_plan():
+    from wizard.adapters.generate import preset_plan
+    from wizard.adapters.resources import preset_names
+    from wizard.core.launch_script import read_launch_script
+
+    for name in preset_names():
+        plan = preset_plan(name)
+        script = read_launch_script(render_run_sh(plan))
+        back = plan_from_overrides(script.args, config_name=script.config_name, script_env=script.env)
+        assert back.model_dump(exclude={"name", "description", "hardware"}) == plan.model_dump(
+            exclude={"name", "description", "hardware"}
+        )
+        assert script.warnings == []

@@ -508,7 +508,9 @@ def read_launch_script(text: str) -> LaunchScript:
         words, prefix, _ = found
         if not words:
             continue
-        first = words[0].raw_literal or ""
+        first = words[0].raw_literal
+        if first is None:  # "$PYTHON" and the like: the program is a variable's value
+            first = str(ev.text(words[0]))
         literal = "".join(p.text for p in words[0].parts if p.kind in ("lit", "esc"))
         if launches and _OVERRIDE_LINE.match(literal):
             orphans.append(f"line {cmd.line}: {literal!r} looks like an override but is not part of the "
@@ -552,6 +554,9 @@ def read_launch_script(text: str) -> LaunchScript:
         raise ScriptError(f"the script launches {ENTRY} {len(launches)} times (lines {lines}); give the wizard one launch")
     cmd, words, prefix, _ = launches[0]
     ev.warnings.extend(refusals)
+    # the interpreter (exec "$PYTHON" -m ...) is not part of the config: its default is no news
+    program_vars = {p.text for p in words[0].parts for p in ([p] + p.parts) if p.kind == "var"}
+    ev.warnings = [w for w in ev.warnings if not any(f"${{{v}:" in w for v in program_vars)]
     script = _build(ev, cmd, words, prefix)
     script.warnings = _dedupe(orphans[:1] + script.warnings + [
         f"{name} is never assigned in the script; it is read from the environment as ${name}"
@@ -577,7 +582,9 @@ def _mentions_verl(words: list[Word], ev: Evaluator) -> bool:
 
 
 def _python_module(words: list[Word], ev: Evaluator) -> str | None:
-    first = words[0].raw_literal or ""
+    first = words[0].raw_literal
+    if first is None:
+        first = str(ev.text(words[0]))
     if not _PYTHON.match(first):
         return None
     for i, w in enumerate(words[1:-1], start=1):

@@ -76,7 +76,7 @@ def _dispatch(argv: list[str]) -> int:
         argv, tail = argv[:i], argv[i + 1 :]
     args = build_parser().parse_args(argv)
     if args.command == "check":
-        from wizard.cli_check import run_check
+        from wizard.cli.check import run_check
 
         return run_check(args, tail)
     if tail:
@@ -111,7 +111,7 @@ def _generate(args) -> int:
     from wizard.adapters.files import WriteError
     from wizard.adapters.generate import preset_plan, write_plan_files
     from wizard.adapters.resources import load_moves, load_schema
-    from wizard.cli_check import print_findings
+    from wizard.cli.check import print_findings
     from wizard.core.check import check_overrides
     from wizard.core.emit import emit_overrides
     from wizard.core.overrides import OverrideSyntaxError

@@ -1,0 +1,43 @@
+# verl-wizard: one virtual environment in .venv with everything, including verl 0.9.1 and CPU torch
+# for the conformance tests. `make demo` and `make test` set it up on first use.
+PYTHON ?= python3
+VENV   := .venv
+BIN    := $(VENV)/bin
+STAMP  := $(VENV)/.installed
+OUT    ?= out/grpo-1gpu-smoke
+
+.PHONY: setup demo test lint bench gui screenshots clean
+
+setup: $(STAMP)
+
+$(STAMP): pyproject.toml
+	$(PYTHON) -m venv $(VENV)
+	$(BIN)/pip install --quiet --upgrade pip
+	# torch first, pinned: 2.13.0 is the CPU build this project tests with (verl itself does not pin torch)
+	$(BIN)/pip install --quiet torch==2.13.0
+	$(BIN)/pip install --quiet -e ".[gui,test,verl,ray]"
+	touch $(STAMP)
+
+# The main job on the default preset: write the launch files, then check them with the wizard's
+# rules and with verl 0.9.1's own pre-flight.
+demo: setup
+	$(BIN)/verl-wizard generate --preset grpo-1gpu-smoke --out $(OUT)
+	$(BIN)/verl-wizard check --verl $(OUT)/run.sh
+
+lint: setup
+	$(BIN)/lint-imports
+
+test: setup lint
+	QT_QPA_PLATFORM=offscreen $(BIN)/python -m pytest
+
+bench: setup
+	$(BIN)/python bench/bench_check.py
+
+gui: setup
+	$(BIN)/verl-wizard
+
+screenshots: setup
+	$(BIN)/verl-wizard --screenshots out/screenshots
+
+clean:
+	rm -rf $(VENV) out .pytest_cache .hypothesis

@@ -1,0 +1,62 @@
+"""How long a check takes: the CLI end to end (process start included) and one validation in-process.
+
+Prints figures; asserts nothing. Run: make bench (or .venv/bin/python bench/bench_check.py).
+"""
+
+from __future__ import annotations
+
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+
+def timed(fn, n):
+    samples = []
+    for _ in range(n):
+        t0 = time.perf_counter()
+        fn()
+        samples.append(time.perf_counter() - t0)
+    return samples
+
+
+def fmt(samples):
+    ms = [s * 1000 for s in samples]
+    return f"median {statistics.median(ms):7.1f} ms  min {min(ms):7.1f} ms  max {max(ms):7.1f} ms  (n={len(ms)})"
+
+
+def main() -> None:
+    from wizard.adapters.generate import preset_plan, write_plan_files
+    from wizard.adapters.resources import load_moves, load_schema
+    from wizard.core.check import check_overrides
+    from wizard.core.emit import emit_overrides
+    from wizard.core.launch_script import read_launch_script
+    from wizard.core.plan_io import plan_from_overrides
+
+    t0 = time.perf_counter()
+    schema, moves = load_schema(), load_moves()
+    print(f"load schema + moves (first time)        {1000 * (time.perf_counter() - t0):7.1f} ms")
+
+    overrides = emit_overrides(preset_plan("grpo-8gpu")).overrides
+    first = timed(lambda: check_overrides(schema, overrides, moves=moves), 1)
+    print(f"in-process check, first call (cold)     {fmt(first)}")
+    print(f"in-process check per validation         {fmt(timed(lambda: check_overrides(schema, overrides, moves=moves), 50))}")
+
+    script = (Path(__file__).parents[1] / "tests/data/verl_scripts/examples__grpo_trainer__run_qwen2-7b_math.sh").read_text()
+    print(f"read a launch script + plan it          {fmt(timed(lambda: plan_from_overrides(read_launch_script(script).args), 50))}")
+
+    with tempfile.TemporaryDirectory() as tmp:
+        write_plan_files(preset_plan("grpo-1gpu-smoke"), tmp)
+        run_sh = str(Path(tmp) / "run.sh")
+        cli = [sys.executable, "-m", "wizard", "check", run_sh]
+        print(f"CLI 'verl-wizard check run.sh' (process) {fmt(timed(lambda: subprocess.run(cli, capture_output=True), 5))}")
+        cli_o = [sys.executable, "-m", "wizard", "check", "--", *overrides]
+        print(f"CLI 'check -- OVERRIDES' (process)      {fmt(timed(lambda: subprocess.run(cli_o, capture_output=True), 5))}")
+        verl = [sys.executable, "-m", "wizard", "check", "--verl", run_sh]
+        print(f"CLI 'check --verl run.sh' (+ verl)      {fmt(timed(lambda: subprocess.run(verl, capture_output=True), 2))}")
+
+
+if __name__ == "__main__":
+    main()

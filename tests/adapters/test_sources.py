@@ -1,0 +1,32 @@
+"""Every kind of input becomes the same thing: overrides and a config name."""
+
+from wizard.adapters.generate import write_plan_files, preset_plan
+from wizard.adapters.sources import load_source
+from wizard.core.overrides import parse_override
+from wizard.core.plan_io import plan_overrides
+
+
+def test_yaml_written_by_the_wizard_reads_back_to_the_same_overrides(tmp_path):
+    plan = preset_plan("ppo-8gpu")
+    write_plan_files(plan, tmp_path)
+    source = load_source(str(tmp_path / "config.yaml"))
+    def as_dict(overrides):
+        return {(p := parse_override(o)).key: p.value() for o in overrides}
+
+    expected = as_dict(plan_overrides(plan))
+    expected = {k: v.replace("$HOME", "${oc.env:HOME}") if isinstance(v, str) else v for k, v in expected.items()}
+    assert as_dict(source.overrides) == expected
+
+
+def test_user_yaml_unknown_keys_are_reported(tmp_path):
+    cfg = tmp_path / "mine.yaml"
+    cfg.write_text("defaults:\n  - ppo_trainer\n  - _self_\ndata:\n  train_batch_size: 32\n  trian_files: x\n")
+    source = load_source(str(cfg))
+    assert "data.train_batch_size=32" in source.overrides and "+data.trian_files=x" in source.overrides
+    assert [f.keys for f in source.findings if f.rule == "yaml.unknown_key"] == [["data.trian_files"]]
+
+
+def test_plan_json_round_trips(tmp_path):
+    plan = preset_plan("grpo-2node")
+    write_plan_files(plan, tmp_path)
+    assert load_source(str(tmp_path / "plan.json")).plan == plan

@@ -1,0 +1,145 @@
+"""The CLI contract: exit codes, JSON shapes, one-line reasons, never a traceback."""
+
+import json
+import os
+import subprocess
+import sys
+
+import pytest
+
+from tests.conftest import SCRIPTS
+
+GOOD = ["algorithm.adv_estimator=grpo", "actor_rollout_ref.model.path=Qwen/Qwen2.5-0.5B-Instruct",
+        "actor_rollout_ref.rollout.name=vllm", "actor_rollout_ref.rollout.n=4", "data.train_batch_size=16",
+        "actor_rollout_ref.actor.ppo_mini_batch_size=8", "actor_rollout_ref.actor.ppo_micro_batch_size_per_gpu=4",
+        "actor_rollout_ref.rollout.log_prob_micro_batch_size_per_gpu=8",
+        "actor_rollout_ref.rollout.tensor_model_parallel_size=1", "trainer.n_gpus_per_node=1",
+        "trainer.resume_mode=disable", "trainer.logger=[console]"]
+
+
+def run(*args, cwd=None):
+    env = dict(os.environ, PYTHONWARNINGS="ignore")
+    return subprocess.run([sys.executable, "-m", "wizard", *args], capture_output=True, text=True, cwd=cwd, env=env,
+                          timeout=120)
+
+
+def assert_one_line_error(proc, code, needle):
+    assert proc.returncode == code, proc.stderr
+    assert "Traceback" not in proc.stderr + proc.stdout
+    lines = proc.stderr.strip().splitlines()
+    assert len(lines) == 1 and needle in lines[0], proc.stderr
+
+
+def test_check_good_overrides_exits_0():
+    proc = run("check", "--", *GOOD)
+    assert proc.returncode == 0, proc.stdout
+    assert proc.stdout.startswith("OK")
+
+
+def test_check_not_a_number_exits_1_with_the_reason():
+    proc = run("check", "--format", "json", "--", *GOOD, "data.train_batch_size=abc")
+    assert proc.returncode == 1
+    doc = json.loads(proc.stdout)
+    assert doc["ok"] is False
+    (finding,) = [f for f in doc["findings"] if f["rule"] == "types.value"]
+    assert set(finding) >= {"rule", "severity", "stage", "keys", "message", "fix"}
+    assert finding["keys"] == ["data.train_batch_size"] and finding["stage"] == "preflight"
+
+
+def test_check_bare_abc_from_the_issue():
+    proc = run("check", "--", "data.train_batch_size=abc")
+    assert proc.returncode == 1 and "Traceback" not in proc.stderr
+    assert "data.train_batch_size='abc' is not an int" in proc.stdout
+
+
+def test_missing_file_is_one_line_exit_2(tmp_path):
+    assert_one_line_error(run("check", str(tmp_path / "nope.yaml")), 2, "no such file")
+
+
+def test_malformed_yaml_is_one_line_exit_2(tmp_path):
+    bad = tmp_path / "bad.yaml"
+    bad.write_text("data:\n  train_batch_size: [1, 2\n")
+    assert_one_line_error(run("check", str(bad)), 2, "not valid YAML")
+
+
+def test_bad_gpu_spec_and_bad_usage():
+    assert_one_line_error(run("check", "--gpus", "lots", "--", *GOOD), 2, "cannot read GPU spec")
+    assert_one_line_error(run("check"), 2, "give a config")
+    assert_one_line_error(run("generate", "--preset", "nope", "--out", "x"), 2, "no preset 'nope'")
+    assert_one_line_error(run("frobnicate"), 2, "invalid choice")
+
+
+def test_check_a_real_verl_script():
+    proc = run("check", "--format", "json", str(SCRIPTS / "examples__grpo_trainer__run_qwen2-7b.sh"))
+    doc = json.loads(proc.stdout)
+    assert proc.returncode in (0, 1) and isinstance(doc["findings"], list)
+
+
+def test_refused_script_is_one_line_exit_2():
+    proc = run("check", str(SCRIPTS / "other" / "tests__special_e2e__run_dapo.sh"))
+    assert_one_line_error(proc, 2, "recipe.dapo.main_dapo")
+
+
+def test_batch_jsonl(tmp_path):
+    cases = tmp_path / "cases.jsonl"
+    cases.write_text(
+        json.dumps({"id": "good", "overrides": GOOD}) + "\n"
+        + json.dumps({"id": "bad", "overrides": GOOD + ["trainer.logr=1"]}) + "\n"
+    )
+    proc = run("check", "--batch", str(cases), "--format", "json")
+    assert proc.returncode == 1
+    lines = [json.loads(line) for line in proc.stdout.splitlines()]
+    assert [(d["id"], d["ok"]) for d in lines] == [("good", True), ("bad", False)]
+
+
+def test_batch_with_a_broken_line(tmp_path):
+    cases = tmp_path / "cases.jsonl"
+    cases.write_text('{"id": "x", "overrides": [1]}\n')
+    assert_one_line_error(run("check", "--batch", str(cases)), 2, "overrides must be strings")
+
+
+def test_generate_writes_files_and_json(tmp_path):
+    out = tmp_path / "my run"
+    proc = run("generate", "--preset", "grpo-1gpu-smoke", "--out", str(out), "--format", "json",
+               "--set", "trainer.total_training_steps=3")
+    assert proc.returncode == 0, proc.stderr
+    doc = json.loads(proc.stdout)
+    assert "trainer.total_training_steps=3" in doc["overrides"]
+    assert sorted(os.path.basename(f) for f in doc["files"]) == ["config.yaml", "plan.json", "run.sh"]
+    assert os.access(out / "run.sh", os.X_OK)
+    # the written plan reads back and checks clean
+    assert run("check", str(out / "plan.json")).returncode == 0
+
+
+def test_generate_refuses_errors_unless_forced(tmp_path):
+    proc = run("generate", "--preset", "grpo-8gpu", "--gpus", "4xH100-80GB", "--out", str(tmp_path), "--set",
+               "trainer.n_gpus_per_node=8")
+    assert proc.returncode == 1 and "Nothing written" in proc.stdout
+    assert not (tmp_path / "run.sh").exists()
+
+
+def test_generate_backs_up_instead_of_overwriting(tmp_path):
+    (tmp_path / "run.sh").write_text("my own edits\n")
+    proc = run("generate", "--preset", "grpo-1gpu-smoke", "--out", str(tmp_path))
+    assert proc.returncode == 0
+    backups = list(tmp_path.glob("run.sh.*.bak"))
+    assert len(backups) == 1 and backups[0].read_text() == "my own edits\n"
+
+
+@pytest.mark.parametrize("spec, nodes, per_node", [("8xH100-80GB", 1, 8), ("2x8xH100-80GB", 2, 8)])
+def test_generate_gpus_sets_the_trainer(tmp_path, spec, nodes, per_node):
+    proc = run("generate", "--preset", "grpo-8gpu", "--gpus", spec, "--out", str(tmp_path), "--format", "json")
+    doc = json.loads(proc.stdout)
+    assert f"trainer.nnodes={nodes}" in doc["overrides"] and f"trainer.n_gpus_per_node={per_node}" in doc["overrides"]
+
+
+def test_version():
+    proc = run("--version")
+    assert proc.returncode == 0 and proc.stdout.startswith("verl-wizard ")
+
+
+def test_check_with_verl_preflight_agrees(tmp_path):
+    proc = run("check", "--verl", "--format", "json", "--", *GOOD, "data.train_batch_size=10", "trainer.n_gpus_per_node=16")
+    doc = json.loads(proc.stdout)
+    rules = {f["rule"] for f in doc["findings"]}
+    assert {"batch.real_train_batch_size", "verl.preflight"} <= rules
