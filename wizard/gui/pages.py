@@ -53,10 +53,13 @@ class StartPage(QWizardPage):
         self.setSubTitle("Start from a preset an expert would run, or import an existing verl script or YAML.")
         self.presets = QListWidget()
         self.presets.setAccessibleName("Presets")
+        self.presets.setWordWrap(True)
+        self.presets.setSpacing(4)
         for name in preset_names():
-            item = QListWidgetItem(name)
+            description = load_preset_doc(name).get("description", "")
+            item = QListWidgetItem(f"{name}\n{description}")
             item.setData(Qt.UserRole, name)
-            item.setToolTip(load_preset_doc(name).get("description", ""))
+            item.setToolTip(description)
             self.presets.addItem(item)
         self.description = QLabel()
         self.description.setWordWrap(True)
@@ -96,7 +99,7 @@ class StartPage(QWizardPage):
         if item is None:
             return
         name = item.data(Qt.UserRole)
-        self.description.setText(load_preset_doc(name).get("description", ""))
+        self.description.setText(f"Preset <b>{name}</b>: its values are verl overrides you can review next.")
         self.import_status.clear()
         self.doc.load_preset(name)
 

@@ -39,16 +39,33 @@ def _message(exc: BaseException) -> str:
     return " ".join(line.strip() for line in text.splitlines() if line.strip())
 
 
-def run_case(case: dict, default_dir: str) -> dict:
-    from hydra import compose, initialize_config_dir
+class _Hydra:
+    """Keeps Hydra initialised on one config dir across cases (initialising costs more than composing)."""
+
+    def __init__(self) -> None:
+        self.stack = contextlib.ExitStack()
+        self.config_dir: str | None = None
+
+    def compose(self, config_dir: str, config_name: str, overrides: list[str]):
+        from hydra import compose, initialize_config_dir
+
+        config_dir = os.path.abspath(config_dir)
+        if config_dir != self.config_dir:
+            self.stack.close()
+            self.stack = contextlib.ExitStack()
+            self.stack.enter_context(initialize_config_dir(config_dir=config_dir, version_base=None))
+            self.config_dir = config_dir
+        return compose(config_name=config_name, overrides=overrides)
+
+
+def run_case(case: dict, default_dir: str, hydra: _Hydra) -> dict:
     from omegaconf import OmegaConf
 
     out = {"id": case.get("id"), "ok": True, "stage": None, "error_type": None, "message": None}
     config_dir = case.get("config_dir") or default_dir
     stage = "compose"
     try:
-        with initialize_config_dir(config_dir=os.path.abspath(config_dir), version_base=None):
-            cfg = compose(config_name=case.get("config_name") or "ppo_trainer", overrides=list(case.get("overrides", [])))
+        cfg = hydra.compose(config_dir, case.get("config_name") or "ppo_trainer", list(case.get("overrides", [])))
         if case.get("return_config"):
             out["config"] = OmegaConf.to_container(cfg, resolve=False)
         stage = "preflight"
@@ -80,10 +97,11 @@ def main() -> int:
         except Exception as exc:  # noqa: BLE001
             real_stdout.write(json.dumps({"fatal": f"import verl failed: {_message(exc)}"}) + "\n")
             return 3
+        hydra = _Hydra()
         for line in sys.stdin:
             if not line.strip():
                 continue
-            result = run_case(json.loads(line), default_dir)
+            result = run_case(json.loads(line), default_dir, hydra)
             real_stdout.write(json.dumps(result, default=str) + "\n")
             real_stdout.flush()
     return 0
