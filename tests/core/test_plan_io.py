@@ -71,3 +71,15 @@ def test_apply_replaces_fields_and_passthrough_entries():
     plan = apply_overrides(plan, ["data.train_batch_size=32", "trainer.device=cuda"])
     assert plan.data.train_batch_size == 32
     assert plan.passthrough == ["+foo.bar=1", "trainer.device=cuda"]
+
+
+@settings(max_examples=60, deadline=None)
+@given(override_lists())
+def test_checking_leaves_the_shared_default_config_untouched(overrides):
+    from wizard.core.compose import _base, compose
+
+    schema = load_schema()
+    before = OmegaConf.to_container(_base(schema.variant()), resolve=False)
+    compose(schema, overrides)
+    compose(schema, overrides + ["model_engine=megatron"])
+    assert OmegaConf.to_container(_base(schema.variant()), resolve=False) == before

@@ -4,9 +4,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
-from omegaconf import DictConfig
-
-from wizard.core.compose import compose
+from wizard.core.compose import composed_view
 from wizard.core.findings import Finding, has_errors, sort_findings
 from wizard.core.gpus import GpuSpec
 from wizard.core.moves import Moves
@@ -17,7 +15,6 @@ from wizard.core.schema import VerlSchema
 @dataclass
 class CheckResult:
     findings: list[Finding]
-    cfg: DictConfig | None = None
     engine: str = "dp"
     id: str | None = None
     notes: list[str] = field(default_factory=list)
@@ -42,9 +39,8 @@ def check_overrides(
     gpus: GpuSpec | None = None,
     case_id: str | None = None,
 ) -> CheckResult:
-    composed = compose(schema, overrides, config_name=config_name, moves=moves)
-    findings = list(composed.findings)
-    if composed.cfg is not None:
+    with composed_view(schema, overrides, config_name=config_name, moves=moves) as composed:
+        findings = list(composed.findings)
         ctx = Context(cfg=composed.cfg, variant=schema.variant(composed.engine), set_keys=composed.set_keys, gpus=gpus)
         findings.extend(run_rules(ctx))
-    return CheckResult(findings=sort_findings(findings), cfg=composed.cfg, engine=composed.engine, id=case_id)
+    return CheckResult(findings=sort_findings(findings), engine=composed.engine, id=case_id)

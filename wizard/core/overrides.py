@@ -62,7 +62,9 @@ class ParsedOverride:
         return self.hydra.get_value_element_as_str() if self.hydra.value_type is not None else None
 
 
+@lru_cache(maxsize=8192)
 def parse_override(text: str) -> ParsedOverride:
+    """Parse one override (cached: a GUI edit re-checks the same texts over and over)."""
     try:
         return ParsedOverride(text=text, hydra=_parser().parse_override(text))
     except HydraException as exc:

@@ -25,9 +25,16 @@ class Context:
     variant: SchemaVariant
     set_keys: set[str] = field(default_factory=set)
     gpus: GpuSpec | None = None
+    _memo: dict = field(default_factory=dict, repr=False)
 
     def get(self, key: str, default=None):
         """The resolved value of ``key`` as verl would read it; UNRESOLVABLE if it cannot resolve."""
+        memo_key = (key, default if isinstance(default, (int, str, bool, type(None))) else id(default))
+        if memo_key not in self._memo:
+            self._memo[memo_key] = self._get(key, default)
+        return self._memo[memo_key]
+
+    def _get(self, key: str, default=None):
         try:
             value = OmegaConf.select(self.cfg, key, default=default, throw_on_missing=False)
         except Exception:  # noqa: BLE001 - interpolation errors are reported by their own rule
