@@ -44,6 +44,9 @@ def main() -> None:
     print(f"in-process check, first call (cold)     {fmt(first)}")
     print(f"in-process check per validation         {fmt(timed(lambda: check_overrides(schema, overrides, moves=moves), 50))}")
 
+    big = overrides + ["trainer.nnodes=128", "trainer.n_gpus_per_node=8", "data.train_batch_size=8192"]
+    print(f"in-process check, 128 nodes x 8 GPUs     {fmt(timed(lambda: check_overrides(schema, big, moves=moves), 50))}")
+
     script = (Path(__file__).parents[1] / "tests/data/verl_scripts/examples__grpo_trainer__run_qwen2-7b_math.sh").read_text()
     print(f"read a launch script + plan it          {fmt(timed(lambda: plan_from_overrides(read_launch_script(script).args), 50))}")
 
@@ -54,6 +57,18 @@ def main() -> None:
         print(f"CLI 'verl-wizard check run.sh' (process) {fmt(timed(lambda: subprocess.run(cli, capture_output=True), 5))}")
         cli_o = [sys.executable, "-m", "wizard", "check", "--", *overrides]
         print(f"CLI 'check -- OVERRIDES' (process)      {fmt(timed(lambda: subprocess.run(cli_o, capture_output=True), 5))}")
+        cases = Path(tmp) / "cases.jsonl"
+        import json
+        import random
+
+        rng = random.Random(0)
+        with cases.open("w") as fh:
+            for i in range(300):
+                edits = [f"data.train_batch_size={rng.choice([16, 17, 64, 100, 1024])}",
+                         f"trainer.n_gpus_per_node={rng.choice([1, 2, 8])}"]
+                fh.write(json.dumps({"id": str(i), "overrides": overrides + edits}) + "\n")
+        batch = [sys.executable, "-m", "wizard", "check", "--batch", str(cases), "--format", "json"]
+        print(f"CLI 'check --batch' 300 configs         {fmt(timed(lambda: subprocess.run(batch, capture_output=True), 2))}")
         verl = [sys.executable, "-m", "wizard", "check", "--verl", run_sh]
         print(f"CLI 'check --verl run.sh' (+ verl)      {fmt(timed(lambda: subprocess.run(verl, capture_output=True), 2))}")
 

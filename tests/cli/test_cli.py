@@ -143,3 +143,14 @@ def test_check_with_verl_preflight_agrees(tmp_path):
     doc = json.loads(proc.stdout)
     rules = {f["rule"] for f in doc["findings"]}
     assert {"batch.real_train_batch_size", "verl.preflight"} <= rules
+
+
+def test_check_fix_prints_corrected_overrides_and_leaves_choices_to_the_user():
+    proc = run("check", "--fix", "--format", "json", "--", *GOOD, "data.train_batch_size=17",
+               "trainer.n_gpus_per_node=8", "trainer.logger=[console,wandbb]", "~actor_rollout_ref.rollout.name")
+    doc = json.loads(proc.stdout)
+    assert "data.train_batch_size=16" in doc["overrides"] and "trainer.logger=[console,wandb]" in doc["overrides"]
+    assert "data.train_batch_size=16" in doc["applied"]
+    # the rollout engine is a choice (vllm or sglang): reported, not guessed
+    assert [f["rule"] for f in doc["findings"] if f["severity"] == "error"] == ["rollout.name"]
+    assert proc.returncode == 1

@@ -69,7 +69,7 @@ def test_unset_rollout_engine_fails_at_startup(check):
 
 
 def test_removed_hf_rollout(check):
-    f = one(check(GOOD + ["actor_rollout_ref.rollout.name=hf"]), "rollout.name")
+    f = one(check(GOOD + ["actor_rollout_ref.rollout.name=hf"]), "rollout.engine")
     assert "removed" in f.message
 
 

@@ -51,6 +51,61 @@ def run_preflight(cases: list[dict], python: str | None = None, timeout: float =
     return results
 
 
+class PreflightSession:
+    """One long-lived probe process: verl is imported once, then each case costs milliseconds.
+
+    ``check`` sends one case and waits for its verdict (with a timeout, never a hang).
+    """
+
+    def __init__(self, python: str | None = None, timeout: float = 120.0) -> None:
+        self.python = python or sys.executable
+        self.timeout = timeout
+        env = dict(os.environ, PYTHONUNBUFFERED="1", RAY_USAGE_STATS_ENABLED="0", HF_HUB_OFFLINE="1",
+                   TRANSFORMERS_OFFLINE="1")
+        try:
+            self.proc = subprocess.Popen(
+                [self.python, _probe_path()], stdin=subprocess.PIPE, stdout=subprocess.PIPE,
+                stderr=subprocess.DEVNULL, text=True, env=env, bufsize=1,
+            )
+        except OSError as exc:
+            raise PreflightError(f"cannot run {self.python}: {exc.strerror or exc}") from None
+
+    def check(self, case: dict) -> dict:
+        import select
+
+        assert self.proc.stdin and self.proc.stdout
+        try:
+            self.proc.stdin.write(json.dumps(case) + "\n")
+            self.proc.stdin.flush()
+        except BrokenPipeError:
+            raise PreflightError(f"verl's pre-flight in {self.python} exited") from None
+        ready, _, _ = select.select([self.proc.stdout], [], [], self.timeout)
+        if not ready:
+            self.close()
+            raise PreflightError(f"verl's pre-flight gave no answer within {self.timeout:.0f} s")
+        line = self.proc.stdout.readline()
+        if not line:
+            raise PreflightError(f"verl's pre-flight in {self.python} exited")
+        doc = json.loads(line)
+        if "fatal" in doc:
+            raise PreflightError(f"{self.python}: {doc['fatal']}")
+        return doc
+
+    def close(self) -> None:
+        if self.proc.poll() is None:
+            self.proc.kill()
+        self.proc.wait()
+        for stream in (self.proc.stdin, self.proc.stdout):
+            if stream:
+                stream.close()
+
+    def __enter__(self) -> PreflightSession:
+        return self
+
+    def __exit__(self, *exc) -> None:
+        self.close()
+
+
 def preflight_finding(result: dict) -> Finding | None:
     if result.get("ok"):
         return None

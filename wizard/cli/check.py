@@ -24,6 +24,8 @@ def run_check(args, tail: list[str]) -> int:
     if args.source and tail:
         raise UsageError("give a file or overrides after --, not both")
     del sources
+    if args.fix:
+        return _fix(args, tail + list(args.overrides), gpus)
     result = check_one(args.source, tail + list(args.overrides), gpus, args.verl, args.python)
     if args.format == "json":
         print(json.dumps(result.to_json()))
@@ -49,6 +51,32 @@ def check_one(source: str | None, overrides: list[str], gpus, use_verl: bool, py
     if use_verl:
         result.findings = sort_findings(result.findings + _verl_findings([src], python))
     return result
+
+
+def _fix(args, overrides: list[str], gpus) -> int:
+    from wizard.adapters.resources import load_moves, load_schema
+    from wizard.adapters.sources import from_overrides, load_source
+    from wizard.cli import EXIT_ERRORS, EXIT_OK, UsageError
+    from wizard.core.autofix import autofix_overrides
+    from wizard.core.plan_io import plan_overrides
+
+    try:
+        src = load_source(args.source) if args.source else from_overrides(overrides)
+    except ValueError as exc:
+        raise UsageError(str(exc)) from None
+    fixed = autofix_overrides(load_schema(), src.overrides, config_name=src.config_name, moves=load_moves(), gpus=gpus)
+    corrected = plan_overrides(fixed.plan)
+    if args.format == "json":
+        print(json.dumps({"overrides": corrected, "applied": fixed.applied, **fixed.result.to_json()}))
+    else:
+        for line in corrected:
+            print(line)
+        for fix in fixed.applied:
+            print(f"fixed: {fix}", file=sys.stderr)
+        remaining = [f for f in fixed.result.findings if f.severity is Severity.ERROR]
+        for f in remaining:
+            print(f"still an error: {f.rule}: {f.message}", file=sys.stderr)
+    return EXIT_OK if fixed.result.ok else EXIT_ERRORS
 
 
 def _verl_findings(sources, python) -> list[Finding]:

@@ -284,6 +284,8 @@ def parse_cluster_spec(doc: object, catalogue: GpuCatalogue) -> Cluster:
 
     from pydantic import ValidationError
 
+    if doc is None:
+        raise ClusterSpecError("the cluster spec is empty: write 'nodes:' entries, or 'cluster: 4x8xH100-80GB nvlink'")
     if isinstance(doc, dict) and set(doc) == {"cluster"} and isinstance(doc["cluster"], str):
         doc = doc["cluster"]
     if isinstance(doc, str):

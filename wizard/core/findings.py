@@ -31,7 +31,8 @@ class Finding(BaseModel):
     """One problem, with the numbers involved and a fix.
 
     ``fix`` is text for people: the override to set, or the choices.
-    ``fix_overrides`` is the same fix as overrides a tool can apply (may be empty).
+    ``fix_overrides`` is the same fix as overrides a tool can apply (may be empty);
+    ``fix_auto`` says whether it is unambiguous enough to apply without asking.
     """
 
     model_config = ConfigDict(frozen=True, use_enum_values=False)
@@ -43,6 +44,9 @@ class Finding(BaseModel):
     message: str
     fix: str | None = None
     fix_overrides: list[str] = Field(default_factory=list)
+    # False when the fix is one reasonable choice among several (a model, an engine):
+    # the GUI offers it as a button, but check --fix does not apply it on its own.
+    fix_auto: bool = True
 
     def to_json(self) -> dict:
         return self.model_dump(mode="json")

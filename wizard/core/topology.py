@@ -306,6 +306,12 @@ def ray_to_discovery(nodes: list[dict], ray_version: str | None, address: str) -
             cpus=float(res["CPU"]) if alive and "CPU" in res else None,
             memory_bytes=int(res["memory"]) if alive and "memory" in res else None,
         ))
+    seen: dict[str, int] = {}
+    for n, node in zip(nodes, out):  # several raylets on one host share its name: tell them apart
+        seen[node.name] = seen.get(node.name, 0) + 1
+    for n, node in zip(nodes, out):
+        if seen[node.name] > 1:
+            node.name = f"{node.name}/{str(n.get('NodeID', ''))[:8]}"
     out.sort(key=lambda x: (not x.alive, x.address or "", x.name))
     cluster = Cluster(source="ray", nodes=out, ray_version=ray_version,
                       notes=[f"Ray cluster at {address}: {sum(x.alive for x in out)} node(s) alive"])

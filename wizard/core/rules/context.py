@@ -103,6 +103,7 @@ def finding(
     message: str,
     fix: str | None = None,
     fix_overrides: list[str] | None = None,
+    fix_auto: bool = True,
 ) -> Finding:
     return Finding(
         rule=rule,
@@ -112,6 +113,7 @@ def finding(
         message=message,
         fix=fix,
         fix_overrides=fix_overrides or [],
+        fix_auto=fix_auto,
     )
 
 

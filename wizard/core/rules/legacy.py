@@ -117,6 +117,7 @@ def critic_model(ctx: Context):
             f"'{path}'; it is not linked to the actor's model, and verl's pre-flight fails loading it",
             f"Set critic.model.path to the critic's model (usually the actor's: {actor})",
             [f"critic.model.path={_render(actor)}"] if isinstance(actor, str) else [],
+            fix_auto=False,
         )
 
 
@@ -148,4 +149,5 @@ def actor_path(ctx: Context):
             "TaskRunner fails loading its tokenizer",
             "Set actor_rollout_ref.model.path to a local model folder or a hub id, e.g. Qwen/Qwen2.5-0.5B-Instruct",
             ["actor_rollout_ref.model.path=Qwen/Qwen2.5-0.5B-Instruct"],
+            fix_auto=False,
         )

@@ -28,6 +28,7 @@ def _did_you_mean(value, options) -> str:
 
 
 def _unknown(rule_id, stage, key, value, options, when, default_fix):
+    close = difflib.get_close_matches(str(value), options, n=1, cutoff=0.6)
     yield finding(
         rule_id,
         Severity.ERROR,
@@ -36,8 +37,18 @@ def _unknown(rule_id, stage, key, value, options, when, default_fix):
         f"{key}={value!r} is not a name verl 0.9.1 knows{_did_you_mean(value, options)}; verl accepts it before "
         f"launch and fails {when}",
         "One of: " + choices(options),
-        [f"{key}={default_fix}"] if default_fix else [],
+        [f"{key}={close[0] if close else default_fix}"] if (close or default_fix) else [],
+        fix_auto=bool(close),
     )
+
+
+def _close(value, options):
+    found = difflib.get_close_matches(str(value), options, n=1, cutoff=0.6)
+    return found[0] if found else None
+
+
+def _logger_fix(entry) -> str:
+    return entry if entry in LOGGERS else (_close(entry, LOGGERS) or "console")
 
 
 @rule("names.logger", Stage.RUNTIME)
@@ -55,7 +66,8 @@ def logger(ctx: Context):
                 f"trainer.logger has {entry!r}, which is not a logger verl supports{_did_you_mean(entry, LOGGERS)}; "
                 f"verl fails with '{entry} is not supported' only after all models and inference servers are up",
                 "Supported: " + choices(LOGGERS),
-                ["trainer.logger=[console,file]"],
+                ["trainer.logger=[" + ",".join(_logger_fix(e) for e in entries) + "]"],
+                fix_auto=all(e in LOGGERS or _close(e, LOGGERS) for e in entries),
             )
 
 
@@ -127,4 +139,5 @@ def group_size(ctx: Context):
             "advantage is 0 and the policy does not learn (verl raises no error)",
             "Sample several responses per prompt: actor_rollout_ref.rollout.n=5 (and check batch sizes again)",
             ["actor_rollout_ref.rollout.n=5"],
+            fix_auto=False,
         )

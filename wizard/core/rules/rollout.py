@@ -23,13 +23,14 @@ def rollout_name(ctx: Context):
             "actor workers die with: Missing mandatory value: actor_rollout_ref.rollout.name",
             f"Set {R}.name=vllm (or sglang)",
             [f"{R}.name=vllm"],
+            fix_auto=False,
         )
         return
     name = ctx.get(f"{R}.name")
     if name not in ENGINES:
         hint = " (the HF rollout was removed in verl 0.9)" if name == "hf" else ""
         yield finding(
-            "rollout.name",
+            "rollout.engine",
             Severity.ERROR,
             Stage.STARTUP,
             [f"{R}.name"],
@@ -37,6 +38,7 @@ def rollout_name(ctx: Context):
             f"with: Rollout {name} with mode async not found",
             "One of: " + choices(ENGINES),
             [f"{R}.name=vllm"],
+            fix_auto=False,
         )
 
 

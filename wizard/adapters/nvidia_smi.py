@@ -1,0 +1,117 @@
+"""``nvidia-smi -q -x``: the fallback when NVML cannot be asked directly, and saved captures from other machines.
+
+The XML is translated into the raw NVML shape (see ``wizard.adapters.nvml``), so the same pure code in
+``wizard.core.topology`` builds the Cluster and applies ``CUDA_VISIBLE_DEVICES``. The XML carries no
+link matrix and no compute capability: links stay unknown, the capability comes from the GPU catalogue.
+"""
+
+from __future__ import annotations
+
+import shutil
+import subprocess
+import xml.etree.ElementTree as ET
+from pathlib import Path
+
+from wizard.core.cluster import MIB, GpuCatalogue
+from wizard.core.topology import Discovery, nvml_to_discovery
+
+
+class NvidiaSmiError(ValueError):
+    """A file or an nvidia-smi answer that is not ``nvidia-smi -q -x`` XML; the message is one line."""
+
+
+def discover_nvidia_smi_xml(text: str, visible: str | None = None, catalogue: GpuCatalogue | None = None,
+                            origin: str = "nvidia-smi") -> Discovery:
+    return nvml_to_discovery(xml_to_raw(text, origin), visible, catalogue, source="nvidia-smi")
+
+
+def read_nvidia_smi_xml(path: str | Path) -> str:
+    path = Path(path)
+    try:
+        return path.read_text(encoding="utf-8", errors="replace")
+    except FileNotFoundError:
+        raise NvidiaSmiError(f"{path}: no such file") from None
+    except IsADirectoryError:
+        raise NvidiaSmiError(f"{path}: is a folder, not an nvidia-smi -q -x file") from None
+    except OSError as exc:
+        raise NvidiaSmiError(f"{path}: cannot read it ({exc.strerror})") from None
+
+
+def run_nvidia_smi_xml(timeout: float = 15.0) -> str | None:
+    """This machine's ``nvidia-smi -q -x``; None when nvidia-smi is not installed or does not answer."""
+    exe = shutil.which("nvidia-smi")
+    if exe is None:
+        return None
+    try:
+        proc = subprocess.run([exe, "-q", "-x"], capture_output=True, text=True, timeout=timeout)
+    except (OSError, subprocess.TimeoutExpired):
+        return None
+    return proc.stdout if proc.returncode == 0 and proc.stdout.strip() else None
+
+
+def xml_to_raw(text: str, origin: str = "nvidia-smi") -> dict:
+    """The XML as the raw NVML dict: driver, cuda_driver, devices (no p2p: the XML has no links)."""
+    try:
+        root = ET.fromstring(text)
+    except ET.ParseError as exc:
+        raise NvidiaSmiError(f"{origin}: not valid XML ({exc})") from None
+    if root.tag != "nvidia_smi_log":
+        raise NvidiaSmiError(f"{origin}: not nvidia-smi -q -x output (the root element is <{root.tag}>, "
+                             "expected <nvidia_smi_log>)")
+    raw: dict = {
+        "hostname": None,
+        "driver": _text(root, "driver_version"),
+        "cuda_driver": _cuda_int(_text(root, "cuda_version")),
+        "devices": [_device(g) for g in root.findall("gpu")],
+        "p2p": {},
+    }
+    raw["count"] = len(raw["devices"])
+    return raw
+
+
+def _text(el: ET.Element, path: str) -> str | None:
+    node = el.find(path)
+    if node is None or node.text is None:
+        return None
+    value = node.text.strip()
+    return None if value in ("", "N/A", "None", "[N/A]") else value
+
+
+def _cuda_int(text: str | None) -> int | None:
+    """'13.0' -> 13000, the way NVML reports the driver's CUDA version."""
+    if not text:
+        return None
+    try:
+        major, _, minor = text.partition(".")
+        return int(major) * 1000 + int(minor or 0) * 10
+    except ValueError:
+        return None
+
+
+def _mib(text: str | None) -> int | None:
+    """'143771 MiB' -> bytes."""
+    if not text:
+        return None
+    number, _, unit = text.partition(" ")
+    try:
+        value = int(float(number))
+    except ValueError:
+        return None
+    return value * {"MiB": MIB, "GiB": 1024 * MIB, "KiB": 1024}.get(unit.strip(), MIB)
+
+
+def _device(g: ET.Element) -> dict:
+    mig = _text(g, "mig_mode/current_mig")
+    procs = [
+        {"pid": int(_text(p, "pid") or 0), "used": _mib(_text(p, "used_memory"))}
+        for p in g.findall("processes/process_info")
+    ]
+    return {
+        "name": _text(g, "product_name"),
+        "uuid": _text(g, "uuid"),
+        "memory": {k: _mib(_text(g, f"fb_memory_usage/{k}")) for k in ("total", "free", "used")},
+        "pci": _text(g, "pci/pci_bus_id") or g.get("id"),
+        "mig": [1 if mig == "Enabled" else 0, 0] if mig else "ERR not reported",
+        "procs": procs,
+        "nvlink": [],
+    }

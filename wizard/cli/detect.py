@@ -1,0 +1,261 @@
+"""``verl-wizard detect`` (the hardware) and ``verl-wizard doctor`` (the Python environment verl will run in).
+
+``add_parsers(subparsers)`` adds both sub-commands; each sets ``handler`` so the dispatcher calls
+``args.handler(args)``. Exit codes follow the CLI contract: 0 no errors, 1 problems found, 2 bad input
+(raised as ``wizard.cli.UsageError``, one line). No GPU is not a problem: detect explains it and exits 0.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import sys
+
+from wizard.core.findings import sort_findings
+
+EXIT_OK, EXIT_ERRORS = 0, 1
+
+
+def add_parsers(subparsers) -> None:
+    d = subparsers.add_parser("detect", help="show the GPUs, links and nodes verl would run on")
+    source = d.add_mutually_exclusive_group()
+    source.add_argument("--nvidia-smi-xml", metavar="FILE", help="read a saved `nvidia-smi -q -x` instead of NVML")
+    source.add_argument("--ray-address", metavar="ADDR", help="a running Ray cluster's head, HOST:PORT (or auto)")
+    source.add_argument("--cluster", metavar="FILE", help="a cluster spec (YAML), e.g. `cluster: 4x8xH100-80GB`")
+    source.add_argument("--catalogue", action="store_true", help="list the GPU models the wizard knows")
+    d.add_argument("--format", choices=("text", "json"), default="text")
+    d.add_argument("--timeout", type=float, default=30.0, metavar="S", help="how long a Ray cluster may take (30)")
+    d.set_defaults(handler=run_detect)
+
+    doc = subparsers.add_parser("doctor", help="check the Python environment verl will run in (versions, CUDA, Ray)")
+    doc.add_argument("--python", metavar="PATH", help="the Python that will run verl (default: this one)")
+    doc.add_argument("--format", choices=("text", "json"), default="text")
+    doc.set_defaults(handler=run_doctor)
+
+
+def _usage(message: str):
+    from wizard.cli import UsageError
+
+    return UsageError(message)
+
+
+def run_detect(args) -> int:
+    from wizard.adapters.gpu_catalogue import load_gpu_catalogue
+
+    catalogue = load_gpu_catalogue()
+    if args.catalogue:
+        return _print_catalogue(catalogue, args.format)
+    if args.timeout <= 0:
+        raise _usage("--timeout must be more than 0 seconds")
+    discovery = _discover(args, catalogue)
+    discovery.findings = sort_findings(discovery.findings)
+    if args.format == "json":
+        print(json.dumps(discovery.to_json()))
+    else:
+        print(render_discovery(discovery))
+    return EXIT_OK if discovery.ok else EXIT_ERRORS
+
+
+def _discover(args, catalogue):
+    visible = os.environ.get("CUDA_VISIBLE_DEVICES")
+    if args.nvidia_smi_xml:
+        from wizard.adapters.nvidia_smi import NvidiaSmiError, discover_nvidia_smi_xml, read_nvidia_smi_xml
+
+        try:
+            return discover_nvidia_smi_xml(read_nvidia_smi_xml(args.nvidia_smi_xml), visible, catalogue,
+                                           origin=args.nvidia_smi_xml)
+        except NvidiaSmiError as exc:
+            raise _usage(str(exc)) from None
+    if args.ray_address:
+        from wizard.adapters.ray_cluster import RayAddressError, discover_ray
+
+        try:
+            return discover_ray(args.ray_address, timeout=args.timeout)
+        except RayAddressError as exc:
+            raise _usage(str(exc)) from None
+    if args.cluster:
+        return _spec(args.cluster, catalogue)
+    return _this_machine(visible, catalogue)
+
+
+def _this_machine(visible, catalogue):
+    """NVML first; where NVML cannot start but nvidia-smi answers, its XML."""
+    from wizard.adapters.nvidia_smi import NvidiaSmiError, discover_nvidia_smi_xml, run_nvidia_smi_xml
+    from wizard.adapters.nvml import discover_nvml
+
+    discovery = discover_nvml(visible, catalogue, use_env=False)
+    if discovery.cluster.source == "none":
+        text = run_nvidia_smi_xml()
+        if text:
+            try:
+                return discover_nvidia_smi_xml(text, visible, catalogue)
+            except NvidiaSmiError:
+                pass
+    return discovery
+
+
+def _spec(path: str, catalogue):
+    import yaml
+
+    from wizard.core.cluster import ClusterSpecError, parse_cluster_spec
+    from wizard.core.topology import Discovery
+
+    try:
+        with open(path, encoding="utf-8") as fh:
+            doc = yaml.safe_load(fh)
+    except FileNotFoundError:
+        raise _usage(f"{path}: no such file") from None
+    except IsADirectoryError:
+        raise _usage(f"{path}: is a folder, not a cluster spec") from None
+    except yaml.YAMLError as exc:
+        mark = getattr(exc, "problem_mark", None)
+        where = f" (line {mark.line + 1})" if mark else ""
+        raise _usage(f"{path}: not valid YAML{where}") from None
+    except (OSError, UnicodeDecodeError) as exc:
+        raise _usage(f"{path}: cannot read it ({exc})") from None
+    try:
+        cluster = parse_cluster_spec(doc, catalogue)
+    except ClusterSpecError as exc:
+        raise _usage(f"{path}: {exc}") from None
+    return Discovery(cluster=cluster)
+
+
+def _print_catalogue(catalogue, fmt: str) -> int:
+    if fmt == "json":
+        print(json.dumps(catalogue.model_dump(mode="json")))
+        return EXIT_OK
+    print(f"{'id':20} {'memory':>7} {'GB/s':>6} {'NVLink':>8} bf16 fp8  cc    source")
+    for g in catalogue.gpus:
+        nv = f"{g.nvlink_gbs:g}" if g.nvlink_gbs else "-"
+        print(f"{g.id:20} {g.memory_gb:>5g}GB {g.memory_bandwidth_gbs:>6g} {nv:>8} {'yes' if g.bf16 else 'no':4} "
+              f"{'yes' if g.fp8 else 'no':4} {g.compute_capability[0]}.{g.compute_capability[1]:<3} "
+              f"{g.source} ({g.date})")
+    return EXIT_OK
+
+
+def run_doctor(args) -> int:
+    from wizard.adapters.doctor import DoctorError
+    from wizard.adapters.doctor import run_doctor as doctor
+
+    python = args.python or sys.executable
+    try:
+        report = doctor(python)
+    except DoctorError as exc:
+        raise _usage(str(exc)) from None
+    if args.format == "json":
+        print(json.dumps(report.to_json()))
+    else:
+        print(render_doctor(report))
+    return EXIT_OK if report.ok else EXIT_ERRORS
+
+
+# ------------------------------------------------------------------------------------------------
+# Text output
+
+
+def _gib(n: int | None) -> str:
+    return "?" if n is None else f"{n / 1024**3:.1f} GiB"
+
+
+def render_discovery(discovery) -> str:
+    from wizard.cli.check import print_findings
+
+    c = discovery.cluster
+    lines = []
+    facts = [f"driver {c.driver_version}" if c.driver_version else "",
+             f"CUDA {c.cuda_driver_version}" if c.cuda_driver_version else "",
+             f"Ray {c.ray_version}" if c.ray_version else "",
+             f"CUDA_VISIBLE_DEVICES={c.visible_devices!r}" if c.visible_devices is not None else ""]
+    facts_text = ", ".join(x for x in facts if x)
+    lines.append(f"source: {c.source}{f' ({facts_text})' if facts_text else ''}: {c.gpu_total} GPU(s) on "
+                 f"{sum(n.alive for n in c.nodes)} node(s)")
+    for node in c.nodes:
+        extra = [f"{node.cpus:g} CPUs" if node.cpus is not None else "", node.address or "",
+                 node.interconnect or "", "" if node.alive else "DEAD"]
+        lines.append(f"node {node.name}: {node.gpu_count} GPU(s)" + "".join(f", {x}" for x in extra if x))
+        for g in node.gpus:
+            cc = f"cc {g.compute_capability[0]}.{g.compute_capability[1]}" if g.compute_capability else ""
+            free = f" ({_gib(g.memory_free_bytes)} free)" if g.memory_free_bytes is not None else ""
+            mig = {True: "MIG on", False: "", None: ""}[g.mig_enabled]
+            busy = f"{len(g.processes)} process(es)" if g.processes else ""
+            parts = [f"  GPU{g.index}", g.name + (f" [{g.catalogue_id}]" if g.catalogue_id else ""),
+                     _gib(g.memory_total_bytes) + free, cc, f"PCI {g.pci_bus_id}" if g.pci_bus_id else "",
+                     f"NUMA {g.numa_node}" if g.numa_node is not None else "",
+                     f"CPUs {g.cpu_affinity}" if g.cpu_affinity else "", mig, busy]
+            lines.append("  ".join(p for p in parts if p))
+        if len(node.gpus) > 1:
+            lines += _matrix(node)
+    for note in c.notes:
+        lines.append(f"note: {note}")
+    import io
+
+    buf = io.StringIO()
+    if discovery.findings:
+        print_findings(discovery.findings, header="hardware", out=buf)
+    return "\n".join(lines) + ("\n" + buf.getvalue().rstrip() if buf.getvalue() else "")
+
+
+def _matrix(node) -> list[str]:
+    """The link matrix as ``nvidia-smi topo -m`` prints it, plus the NVLink islands."""
+    n = len(node.gpus)
+    head = "        " + "".join(f"{f'GPU{j}':>6}" for j in range(n))
+    rows = [head]
+    for i in range(n):
+        cells = ["X" if i == j else (node.link(i, j).label if node.link(i, j) else "?") for j in range(n)]
+        rows.append(f"  {f'GPU{i}':6}" + "".join(f"{c:>6}" for c in cells))
+    islands = node.nvlink_islands()
+    if any(len(x) > 1 for x in islands):
+        rows.append("  NVLink islands: " + " ".join("[" + ",".join(map(str, x)) + "]" for x in islands))
+    return rows
+
+
+def render_doctor(report) -> str:
+    import io
+
+    from wizard.cli.check import print_findings
+
+    f = report.facts
+    pk = f.get("packages") or {}
+    t = f.get("torch") or {}
+    drv = f.get("driver") or {}
+    from wizard.core.cluster import cuda_version_text
+
+    lines = [f"python  {f['python']['version']}  {report.python}"]
+    for name in ("verl", "torch", "transformers", "tensordict", "ray", "TransferQueue", "cachetools", "vllm",
+                 "sglang", "flash-attn"):
+        lines.append(f"{name:14} {pk.get(name) or '-'}")
+    if t:
+        lines.append(f"torch CUDA     build {t.get('cuda_build') or 'none (CPU)'}, available: "
+                     f"{'yes' if t.get('cuda_available') else 'no'}, {t.get('device_count', 0)} device(s)")
+    lines.append(f"driver CUDA    {cuda_version_text(drv.get('cuda')) or 'no NVIDIA driver'}")
+    ray = f.get("ray_check")
+    lines.append("ray            " + (f"{ray['address']} ({ray['origin']}): "
+                                     f"{'answers' if ray['reachable'] else ray['reason']}" if ray else "no cluster configured"))
+    buf = io.StringIO()
+    print_findings(report.findings, header=f"environment {report.python} ({report.wall_s:.1f} s)", out=buf)
+    return "\n".join(lines) + "\n" + buf.getvalue().rstrip()
+
+
+def main(argv: list[str] | None = None) -> int:
+    """Run detect/doctor on their own, with the same error handling as ``verl-wizard``, before they are wired in."""
+    import argparse
+
+    from wizard.cli import EXIT_USAGE, UsageError, _Parser
+
+    parser = _Parser(prog="verl-wizard")
+    add_parsers(parser.add_subparsers(dest="command", parser_class=_Parser))
+    try:
+        args = parser.parse_args(sys.argv[1:] if argv is None else argv)
+        if not hasattr(args, "handler"):
+            raise UsageError("give a command: detect or doctor")
+        return args.handler(args)
+    except UsageError as exc:
+        print(f"verl-wizard: error: {exc}", file=sys.stderr)
+        return EXIT_USAGE
+    except argparse.ArgumentError as exc:  # pragma: no cover - _Parser turns these into UsageError
+        print(f"verl-wizard: error: {exc}", file=sys.stderr)
+        return EXIT_USAGE
+
+
+if __name__ == "__main__":
+    sys.exit(main())
