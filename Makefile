@@ -26,6 +26,7 @@ demo: setup
 
 lint: setup
 	$(BIN)/lint-imports
+	$(BIN)/ruff check wizard tests bench
 
 test: setup lint
 	QT_QPA_PLATFORM=offscreen $(BIN)/python -m pytest

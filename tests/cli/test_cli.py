@@ -154,3 +154,11 @@ def test_check_fix_prints_corrected_overrides_and_leaves_choices_to_the_user():
     # the rollout engine is a choice (vllm or sglang): reported, not guessed
     assert [f["rule"] for f in doc["findings"] if f["severity"] == "error"] == ["rollout.name"]
     assert proc.returncode == 1
+
+
+def test_check_against_a_cluster_spec(tmp_path):
+    spec = tmp_path / "cluster.yaml"
+    spec.write_text("cluster: 2x4xH100-80GB nvlink\n")
+    proc = run("check", "--cluster", str(spec), "--format", "json", "--", *GOOD, "trainer.n_gpus_per_node=8")
+    rules = {f["rule"] for f in json.loads(proc.stdout)["findings"]}
+    assert "gpus.per_node" in rules and proc.returncode == 1

@@ -132,3 +132,26 @@ def test_mini_batch_must_split_over_data_parallel_ranks(check):
 def test_unknown_registry_names(check, key):
     r = check(GOOD + [key])
     assert any(f.rule.startswith("names.") and "did you mean" in f.message for f in r.findings)
+
+
+def test_max_model_len_shorter_than_prompt_plus_response(check):
+    r = check(GOOD + ["data.max_prompt_length=1024", "data.max_response_length=2048",
+                      "actor_rollout_ref.rollout.max_model_len=2048"])
+    f = one(r, "rollout.context_length")
+    assert "1024 + 2048 = 3072" in f.message and f.fix_overrides == ["actor_rollout_ref.rollout.max_model_len=3072"]
+    assert f.severity is Severity.WARNING
+    r = check(GOOD + ["data.max_prompt_length=4096", "actor_rollout_ref.rollout.max_model_len=2048"])
+    assert one(r, "rollout.context_length").severity is Severity.ERROR
+
+
+def test_batched_tokens_only_matter_without_chunked_prefill(check):
+    base = GOOD + ["actor_rollout_ref.rollout.max_model_len=16384"]
+    assert "rollout.batched_tokens" not in rules_of(check(base))
+    r = check(base + ["actor_rollout_ref.rollout.enable_chunked_prefill=false"])
+    assert "8192" in one(r, "rollout.batched_tokens").message
+
+
+def test_lora_rank_vllm_cannot_serve(check):
+    f = one(check(GOOD + ["actor_rollout_ref.model.lora_rank=48"]), "rollout.vllm_lora_rank")
+    assert "48" in f.message and f.fix_overrides == ["actor_rollout_ref.model.lora_rank=64"]
+    assert "rollout.vllm_lora_rank" not in rules_of(check(GOOD + ["actor_rollout_ref.model.lora_rank=64"]))

@@ -8,7 +8,6 @@ nothing is downloaded, installed or started.
 
 from __future__ import annotations
 
-import os
 import subprocess
 import tempfile
 from pathlib import Path

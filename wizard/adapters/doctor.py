@@ -146,7 +146,7 @@ def doctor_findings(facts: dict, python: str) -> list[Finding]:
         if have is None and pk.get("verl"):  # without verl, installing verl brings them
             out.append(_f(f"env.{name}", Severity.ERROR, f"{name} is not installed ({why}: {name}{spec})",
                           f"{pip} \"{name}{spec}\""))
-        elif not satisfies(have, spec):
+        elif have is not None and not satisfies(have, spec):
             out.append(_f(f"env.{name}", Severity.ERROR, f"{name} {have} is outside verl {VERL}'s pin {name}{spec}",
                           f"{pip} \"{name}{spec}\""))
     td = pk.get("tensordict")

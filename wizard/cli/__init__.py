@@ -36,6 +36,7 @@ def build_parser() -> argparse.ArgumentParser:
     c.add_argument("--batch", metavar="CASES.jsonl", help='JSON lines {"id", "overrides": [...], "config_name"?}')
     c.add_argument("--format", choices=("text", "json"), default="text")
     c.add_argument("--gpus", metavar="SPEC", help="the cluster to check against, e.g. 8xH100-80GB or 2x8xH100-80GB")
+    c.add_argument("--cluster", metavar="FILE", help="the cluster to check against, as a cluster spec YAML")
     c.add_argument("--verl", action="store_true", help="also run verl's own pre-flight in --python (needs verl there)")
     c.add_argument("--python", metavar="PATH", help="the Python that has verl (default: this one)")
     c.add_argument("--fix", action="store_true", help="apply the offered fixes and print the corrected overrides")
@@ -49,6 +50,9 @@ def build_parser() -> argparse.ArgumentParser:
     g.add_argument("--force", action="store_true", help="write even when the config has errors")
 
     sub.add_parser("presets", help="list the presets")
+    from wizard.cli.detect import add_parsers as add_detect_parsers  # detect, doctor
+
+    add_detect_parsers(sub)
     return p
 
 
@@ -82,11 +86,13 @@ def _dispatch(argv: list[str]) -> int:
         return run_check(args, tail)
     if tail:
         raise UsageError("only check takes overrides after --")
+    if hasattr(args, "handler"):  # detect, doctor
+        return args.handler(args)
     if args.command == "generate":
         return _generate(args)
     if args.command == "presets":
         return _presets()
-    raise UsageError("give a command: check, generate or presets (or no arguments for the GUI)")
+    raise UsageError("give a command: check, generate, presets, detect or doctor (or no arguments for the GUI)")
 
 
 def parse_gpus(text: str | None):

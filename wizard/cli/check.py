@@ -14,6 +14,13 @@ def run_check(args, tail: list[str]) -> int:
     from wizard.cli import EXIT_ERRORS, EXIT_OK, UsageError, parse_gpus
 
     gpus = parse_gpus(args.gpus)
+    if args.cluster:
+        if gpus is not None:
+            raise UsageError("give --gpus or --cluster, not both")
+        from wizard.adapters.gpu_catalogue import load_gpu_catalogue
+        from wizard.cli.detect import _spec
+
+        gpus = _spec(args.cluster, load_gpu_catalogue()).cluster.to_gpu_spec()
     sources = [s for s in (args.source, args.batch) if s] + (["--"] if tail or args.overrides else [])
     if args.batch and (args.source or tail or args.overrides):
         raise UsageError("--batch reads its cases from the file; give no other config")

@@ -13,7 +13,7 @@ ENGINES = ("vllm", "sglang", "trtllm")
 @rule("rollout.name", Stage.STARTUP)
 def rollout_name(ctx: Context):
     """rollout.name has no default (???) and must name a registered engine."""
-    if ctx.missing(f"{R}.name"):
+    if ctx.missing(f"{R}.name") or ctx.get(f"{R}.name") is None:
         yield finding(
             "rollout.name",
             Severity.ERROR,
@@ -112,4 +112,72 @@ def rollout_world_size(ctx: Context):
             f"A rollout replica of {replica} GPUs spans nodes of {per_node} GPUs unevenly; verl stops with: "
             f"world_size {replica} must be divisible by gpus_per_node {per_node}",
             f"Use a TP x DP x PP that is a multiple of {per_node} or at most {per_node}",
+        )
+
+
+@rule("rollout.context_length", Stage.RUNTIME)
+def context_length(ctx: Context):
+    """A set max_model_len must hold a prompt and its response (vllm_async_server.py:593)."""
+    max_len = ctx.int(f"{R}.max_model_len")
+    prompt, response = ctx.int(f"{R}.prompt_length"), ctx.int(f"{R}.response_length")
+    if max_len is None or prompt is None or response is None or prompt + response <= max_len:
+        return
+    yield finding(
+        "rollout.context_length",
+        Severity.ERROR if prompt >= max_len else Severity.WARNING,
+        Stage.RUNTIME,
+        [f"{R}.max_model_len", "data.max_prompt_length", "data.max_response_length"],
+        f"rollout.max_model_len={max_len} is shorter than prompt + response = {prompt} + {response} = "
+        f"{prompt + response}: "
+        + ("a prompt can fill the whole context, and vLLM rejects it with: Prompt length leaves no room to generate"
+           if prompt >= max_len else f"responses after long prompts are cut at {max_len} tokens, before "
+           "data.max_response_length"),
+        f"Set {R}.max_model_len={prompt + response} (or leave it null: the model's own limit)",
+        [f"{R}.max_model_len={prompt + response}"],
+    )
+
+
+@rule("rollout.batched_tokens", Stage.ADVICE)
+def batched_tokens(ctx: Context):
+    """Without chunked prefill, verl raises max_num_batched_tokens to max_model_len itself (more memory)."""
+    if ctx.get(f"{R}.enable_chunked_prefill"):
+        return
+    tokens, max_len = ctx.int(f"{R}.max_num_batched_tokens"), ctx.int(f"{R}.max_model_len")
+    if tokens is not None and max_len is not None and tokens < max_len:
+        yield finding(
+            "rollout.batched_tokens",
+            Severity.INFO,
+            Stage.ADVICE,
+            [f"{R}.max_num_batched_tokens", f"{R}.max_model_len", f"{R}.enable_chunked_prefill"],
+            f"With enable_chunked_prefill=false, max_num_batched_tokens ({tokens}) below max_model_len ({max_len}) "
+            f"is raised to {max_len} by verl at startup; the vLLM memory estimate should use {max_len}",
+            f"Set {R}.max_num_batched_tokens={max_len}, or enable chunked prefill",
+            [f"{R}.max_num_batched_tokens={max_len}"],
+        )
+
+
+# vLLM's MaxLoRARanks, as verl falls back to it (workers/rollout/vllm_rollout/utils.py:83-102).
+VLLM_LORA_RANKS = (1, 8, 16, 32, 64, 128, 256, 320, 512)
+
+
+@rule("rollout.vllm_lora_rank", Stage.PREFLIGHT)
+def vllm_lora_rank(ctx: Context):
+    """validate_config: with vLLM, the LoRA rank must be one vLLM supports."""
+    lora = ctx.get("actor_rollout_ref.model.lora") or {}
+    rank = lora.get("rank", 0) if isinstance(lora, dict) else 0
+    if not isinstance(rank, int) or rank <= 0:
+        rank = ctx.int("actor_rollout_ref.model.lora_rank") or 0
+    if isinstance(lora, dict) and lora.get("merge", False):
+        rank = 0
+    if rank > 0 and ctx.get(f"{R}.name") == "vllm" and rank not in VLLM_LORA_RANKS:
+        allowed = [r for r in VLLM_LORA_RANKS if r >= rank] or [VLLM_LORA_RANKS[-1]]
+        yield finding(
+            "rollout.vllm_lora_rank",
+            Severity.ERROR,
+            Stage.PREFLIGHT,
+            ["actor_rollout_ref.model.lora_rank"],
+            f"lora_rank must be less than or equal to {VLLM_LORA_RANKS[-1]} and one of vLLM's ranks "
+            f"({', '.join(map(str, VLLM_LORA_RANKS))}), but got {rank}",
+            f"Use a LoRA rank vLLM supports, e.g. actor_rollout_ref.model.lora_rank={allowed[0]}",
+            [f"actor_rollout_ref.model.lora_rank={allowed[0]}"],
         )

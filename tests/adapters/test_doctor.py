@@ -1,0 +1,96 @@
+"""doctor against real environments: this project's venv (verl 0.9.1, CPU torch), a bare Python, and the
+facts recorded from a GPU machine's Python (torch 2.11.0+cu130, no verl)."""
+
+import json
+import os
+import socket
+import sys
+from pathlib import Path
+
+import pytest
+
+from wizard.adapters.doctor import DoctorError, doctor_findings, run_doctor, satisfies
+
+DATA = Path(__file__).resolve().parents[1] / "data" / "gpu"
+
+
+def by_rule(findings):
+    return {f.rule: f for f in findings}
+
+
+@pytest.fixture(scope="module")
+def venv_report():
+    return run_doctor(sys.executable)  # the venv the tests run in: verl 0.9.1 + CPU torch
+
+
+def test_the_cpu_venv_reports_no_cuda_and_no_rollout_engine_with_fixes(venv_report):
+    facts, found = venv_report.facts, by_rule(venv_report.findings)
+    assert facts["packages"]["verl"] == "0.9.1" and facts["packages"]["torch"].endswith("+cpu")
+    assert not venv_report.ok
+    cuda = found["env.cuda.unavailable"]
+    assert cuda.severity.value == "error" and "CUDA not available" in cuda.message and "CPU-only" in cuda.message
+    assert cuda.fix == f"{sys.executable} -m pip install torch==2.11.0 --index-url https://download.pytorch.org/whl/cu130"
+    engine = found["env.rollout.missing"]
+    assert engine.severity.value == "error" and "no vLLM/SGLang" in engine.message
+    assert engine.fix.startswith(f'{sys.executable} -m pip install "verl[vllm]==0.9.1"')
+    # what is right is not reported
+    assert not {"env.verl.missing", "env.verl.version", "env.verl.extras", "env.transformers", "env.tensordict",
+                "env.ray", "env.python"} & set(found)
+
+
+def test_a_bare_python_is_told_to_install_verl():
+    if not Path("/usr/bin/python3").exists():
+        pytest.skip("no system python3 here")
+    report = run_doctor("/usr/bin/python3")
+    found = by_rule(report.findings)
+    if report.facts["packages"]["verl"]:
+        pytest.skip("the system python3 has verl")
+    assert found["env.verl.missing"].fix == '/usr/bin/python3 -m pip install "verl[verl-core]==0.9.1"'
+    # installing verl brings transformers/tensordict/ray: they are not listed one by one
+    assert "env.transformers" not in found and "env.ray" not in found
+
+
+def test_recorded_gpu_python_has_working_cuda_but_no_verl_and_a_too_new_transformers():
+    facts = json.loads((DATA / "h200-torch-cu130.doctor-facts.json").read_text())
+    found = by_rule(doctor_findings(facts, "python3"))
+    assert not [r for r in found if r.startswith("env.cuda")]  # torch cu130 on a CUDA 13.0 driver: fine
+    assert found["env.verl.missing"].severity.value == "error"
+    tf = found["env.transformers"]
+    assert "transformers 5.17.0 is outside verl 0.9.1's pin transformers>=5.5.3,<5.11,!=5.6.0" in tf.message
+    assert tf.fix == 'python3 -m pip install "transformers>=5.5.3,<5.11,!=5.6.0"'
+
+
+def test_driver_older_than_torch_build_is_an_error_with_both_ways_out():
+    facts = json.loads((DATA / "h200-torch-cu130.doctor-facts.json").read_text())
+    facts["driver"]["cuda"] = 12040
+    f = by_rule(doctor_findings(facts, "python3"))["env.cuda.driver"]
+    assert "built for CUDA 13.0 but the driver supports CUDA 12.4" in f.message
+    assert "whl/cu124" in f.fix and "upgrade the NVIDIA driver" in f.fix
+
+
+def test_ray_address_that_does_not_answer_is_an_error(monkeypatch):
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        port = s.getsockname()[1]
+    monkeypatch.setenv("RAY_ADDRESS", f"127.0.0.1:{port}")
+    f = by_rule(run_doctor(sys.executable).findings)["env.ray.unreachable"]
+    assert f.severity.value == "error" and f"127.0.0.1:{port}" in f.message and "--block" in f.fix
+
+
+@pytest.mark.parametrize("python, words", [
+    ("/nonexistent/bin/python", "no such file"),
+    ("/bin/true", "not a Python 3 that can run the probe"),
+    (os.path.dirname(sys.executable), "is a folder"),
+])
+def test_a_bad_python_is_one_line(python, words):
+    with pytest.raises(DoctorError) as exc:
+        run_doctor(python)
+    assert words in str(exc.value) and "\n" not in str(exc.value)
+
+
+def test_version_ranges_as_verl_pins_them():
+    spec = ">=5.5.3,<5.11,!=5.6.0"
+    assert satisfies("5.10.4", spec) and satisfies("5.5.3", spec)
+    assert not satisfies("5.6.0", spec) and not satisfies("5.11.0", spec) and not satisfies("5.5.2", spec)
+    assert satisfies("0.10.0", ">=0.8.0,<=0.10.0,!=0.9.0") and not satisfies("0.9.0", ">=0.8.0,<=0.10.0,!=0.9.0")
+    assert satisfies("2.13.0+cpu", ">=2.41.0") is False and satisfies("2.60.0", ">=2.41.0")

@@ -1,0 +1,117 @@
+"""Ray discovery against a real local Ray cluster: two raylets on loopback, inside a private network
+namespace (``unshare -n``; also its own PID and mount namespaces, so ``ray stop --force`` and /tmp/ray
+touch only this cluster, and the kernel ends every process of it when the namespace's shell exits)."""
+
+import json
+import shutil
+import socket
+import subprocess
+import sys
+import textwrap
+import time
+
+import pytest
+
+from wizard.adapters.ray_cluster import RayAddressError, discover_ray, parse_address
+
+UNSHARE = ["unshare", "-n", "-p", "-f", "-m", "--mount-proc"]
+
+
+def _namespaces_work() -> str | None:
+    if not shutil.which("unshare"):
+        return "unshare is not installed"
+    try:
+        proc = subprocess.run([*UNSHARE, "sh", "-c", "ip link set lo up"], capture_output=True, text=True, timeout=20)
+    except (OSError, subprocess.TimeoutExpired) as exc:
+        return f"unshare failed: {exc}"
+    return None if proc.returncode == 0 else f"cannot make a loopback-only namespace here: {proc.stderr.strip()}"
+
+
+def _closed_loopback_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+@pytest.mark.parametrize("address", ["nohost", "127.0.0.1:", "127.0.0.1:99999", ":6379"])
+def test_unreadable_addresses_are_refused_before_anything_is_sent(address):
+    with pytest.raises(RayAddressError, match="use HOST:PORT"):
+        parse_address(address)
+    assert parse_address("auto") is None and parse_address("127.0.0.1:6379") == ("127.0.0.1", 6379)
+
+
+def test_nothing_listening_answers_at_once_with_a_fix():
+    port = _closed_loopback_port()
+    t0 = time.monotonic()
+    d = discover_ray(f"127.0.0.1:{port}", timeout=10)
+    assert time.monotonic() - t0 < 10  # never the full timeout for a refused connection
+    (f,) = d.findings
+    assert not d.ok and f.rule == "ray.unreachable" and f"127.0.0.1:{port}" in f.message
+    assert "ray start --head" in f.fix and "--block" in f.fix and d.cluster.nodes == []
+
+
+DRIVER = textwrap.dedent("""
+    import json, os, subprocess, sys, time
+    from wizard.adapters.ray_cluster import discover_ray
+    ray = os.path.join(os.path.dirname(sys.executable), "ray")
+    env = dict(os.environ, RAY_USAGE_STATS_ENABLED="0")
+    env.pop("RAY_ADDRESS", None)
+    def show(tag, d):
+        print(json.dumps({"tag": tag, **d.to_json()}), flush=True)
+    subprocess.run([ray, "start", "--head", "--node-ip-address=127.0.0.1", "--port=6380", "--num-cpus=2",
+                    "--num-gpus=2", "--include-dashboard=false", "--disable-usage-stats"],
+                   env=env, check=True, capture_output=True, timeout=90)
+    worker = subprocess.Popen([ray, "start", "--address=127.0.0.1:6380", "--node-ip-address=127.0.0.1",
+                               "--num-cpus=1", "--num-gpus=1", "--disable-usage-stats", "--block"],
+                              env=env, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    try:
+        for _ in range(60):  # until the second raylet has registered
+            d = discover_ray("127.0.0.1:6380", timeout=30)
+            if len([n for n in d.cluster.nodes if n.alive]) == 2:
+                break
+            time.sleep(1)
+        show("two", d)
+        worker.terminate()
+        worker.wait(timeout=60)
+        for _ in range(60):  # until the head has noticed
+            d = discover_ray("127.0.0.1:6380", timeout=30)
+            if any(not n.alive for n in d.cluster.nodes):
+                break
+            time.sleep(1)
+        show("one_dead", d)
+    finally:
+        if worker.poll() is None:
+            worker.kill()
+        subprocess.run([ray, "stop", "--force"], env=env, capture_output=True, timeout=60)
+""")
+
+
+def test_a_real_two_raylet_cluster_on_loopback(tmp_path):
+    why = _namespaces_work()
+    if why:
+        pytest.skip(f"{why}; the Ray cluster test never runs outside a loopback-only namespace")
+    script = tmp_path / "ray_driver.py"
+    script.write_text(DRIVER)
+    import os
+
+    env = dict(os.environ, RAY_USAGE_STATS_ENABLED="0", PYTHONPATH=os.getcwd())
+    env.pop("RAY_ADDRESS", None)
+    shell = f"ip link set lo up && mkdir -p /tmp/ray && mount -t tmpfs tmpfs /tmp/ray && exec {sys.executable} {script}"
+    proc = subprocess.run([*UNSHARE, "bash", "-c", shell], capture_output=True, text=True, timeout=300, env=env)
+    docs = {d["tag"]: d for d in (json.loads(x) for x in proc.stdout.splitlines() if x.startswith("{"))}
+    assert proc.returncode == 0 and set(docs) == {"two", "one_dead"}, proc.stderr[-2000:]
+
+    two = docs["two"]["cluster"]
+    assert two["source"] == "ray" and two["ray_version"]
+    alive = [n for n in two["nodes"] if n["alive"]]
+    assert sorted(n["gpu_count"] for n in alive) == [1, 2] and sorted(n["cpus"] for n in alive) == [1.0, 2.0]
+    assert all(n["address"] == "127.0.0.1" for n in alive)
+    assert len({n["name"] for n in alive}) == 2  # two raylets on one host are told apart
+    uneven = [f for f in docs["two"]["findings"] if f["rule"] == "ray.uneven_nodes"]
+    assert uneven and uneven[0]["fix"] == "trainer.n_gpus_per_node=1"
+
+    after = docs["one_dead"]
+    dead = [n for n in after["cluster"]["nodes"] if not n["alive"]]
+    assert len(dead) == 1 and dead[0]["gpu_count"] == 0
+    assert [f["rule"] for f in after["findings"]] == ["ray.node_dead"]
+    assert "Ray offers 2 GPUs" in after["findings"][0]["message"]
