@@ -8,6 +8,9 @@ os.environ.setdefault("QT_QPA_PLATFORM", "offscreen")
 os.environ.setdefault("HF_HUB_OFFLINE", "1")
 os.environ.setdefault("TRANSFORMERS_OFFLINE", "1")
 os.environ.setdefault("RAY_USAGE_STATS_ENABLED", "0")
+# the GUI autosaves its session under XDG_STATE_HOME: keep the tests' autosaves out of the user's
+_STATE = __import__("tempfile").mkdtemp(prefix="verl-wizard-test-state-")
+os.environ["XDG_STATE_HOME"] = _STATE
 
 ROOT = Path(__file__).resolve().parents[1]
 SCRIPTS = ROOT / "tests" / "data" / "verl_scripts"

@@ -12,7 +12,7 @@ from wizard.gui.app import WizardWindow  # noqa: E402
 
 @pytest.fixture
 def window(qtbot):
-    w = WizardWindow()
+    w = WizardWindow(restore=False)
     qtbot.addWidget(w)
     w.show()
     return w
@@ -99,3 +99,33 @@ def test_write_into_an_unwritable_place_is_a_message(window, tmp_path):
     window.write_page.folder.setText(str(blocker / "sub"))
     assert not window.write_page.write()
     assert "cannot write" in window.write_page.status.text()
+
+
+def test_undo_and_redo_an_edit(window, qtbot):
+    before = window.doc.plan
+    window.start_page.gpus.setText("2x8xH100-80GB")
+    window.start_page.gpus.editingFinished.emit()
+    assert window.doc.plan.hardware.nnodes == 2 and window.windowTitle().endswith("*")
+    qtbot.keyClick(window, "z", modifier=Qt.ControlModifier)
+    assert window.doc.plan == before
+    window.doc.undo_stack.redo()
+    assert window.doc.plan.hardware.nnodes == 2
+
+
+def test_a_crashed_session_is_offered_back(qtbot, tmp_path, monkeypatch):
+    from wizard.adapters.session_store import load_session, session_path
+
+    monkeypatch.setenv("XDG_STATE_HOME", str(tmp_path))
+    first = WizardWindow(restore=False)
+    qtbot.addWidget(first)
+    first.start_page.gpus.setText("4xA100-80GB")
+    first.start_page.gpus.editingFinished.emit()
+    qtbot.waitUntil(lambda: (load_session() or {}).get("gpus") == "4xA100-80GB", timeout=3000)
+    first.hide()  # the process "crashes": no clean close, the autosave stays
+    assert session_path().exists()
+    second = WizardWindow(restore=True)
+    qtbot.addWidget(second)
+    assert second.doc.plan.hardware.n_gpus_per_node == 4
+    assert second.start_page.gpus.text() == "4xA100-80GB"
+    second.close()
+    assert not session_path().exists()  # a clean close removes it

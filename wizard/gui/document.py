@@ -6,10 +6,12 @@ All checking is the core's (the same call the CLI makes).
 
 from __future__ import annotations
 
-from PySide6.QtCore import QObject, Signal
+from PySide6.QtCore import QObject, QTimer, Signal
+from PySide6.QtGui import QUndoCommand, QUndoStack
 
 from wizard.adapters.generate import plan_with_gpus, preset_plan, render_files
 from wizard.adapters.resources import load_moves, load_schema
+from wizard.adapters.session_store import save_session
 from wizard.core.check import CheckResult, check_overrides
 from wizard.core.emit import emit_overrides
 from wizard.core.findings import Finding
@@ -18,10 +20,24 @@ from wizard.core.plan import Plan
 from wizard.core.plan_io import apply_overrides
 
 
+class _SetPlan(QUndoCommand):
+    """One edit of the plan: undo puts the previous plan back (plans are immutable values)."""
+
+    def __init__(self, doc: PlanDocument, old: tuple, new: tuple, text: str) -> None:
+        super().__init__(text)
+        self.doc, self.old, self.new = doc, old, new
+
+    def redo(self) -> None:
+        self.doc._restore(self.new)
+
+    def undo(self) -> None:
+        self.doc._restore(self.old)
+
+
 class PlanDocument(QObject):
     changed = Signal()
 
-    def __init__(self, parent: QObject | None = None) -> None:
+    def __init__(self, parent: QObject | None = None, autosave: bool = True) -> None:
         super().__init__(parent)
         self.plan: Plan = Plan()
         self.gpus: GpuSpec | None = None
@@ -29,26 +45,45 @@ class PlanDocument(QObject):
         self.result: CheckResult | None = None
         self.files: dict[str, str] = {}
         self.notes: list[str] = []
+        self.undo_stack = QUndoStack(self)
+        self.autosave = autosave
+        self._autosave_timer = QTimer(self)
+        self._autosave_timer.setSingleShot(True)
+        self._autosave_timer.setInterval(300)
+        self._autosave_timer.timeout.connect(self.save_now)
 
+    # -- edits: every one is an undoable command ------------------------------------------
     def load_preset(self, name: str) -> None:
-        self.source_findings = []
-        self.set_plan(preset_plan(name, self.gpus))
+        self._edit(preset_plan(name, self.gpus), [], f"Preset {name}")
 
-    def set_plan(self, plan: Plan, source_findings: list[Finding] | None = None) -> None:
-        if source_findings is not None:
-            self.source_findings = source_findings
-        self.plan = plan
-        self._recheck()
+    def set_plan(self, plan: Plan, source_findings: list[Finding] | None = None, text: str = "Edit plan") -> None:
+        self._edit(plan, self.source_findings if source_findings is None else source_findings, text)
 
     def set_gpus(self, gpus: GpuSpec | None) -> None:
+        plan = plan_with_gpus(self.plan, gpus) if gpus is not None else self.plan
+        old = self._state()
         self.gpus = gpus
-        if gpus is not None:
-            self.plan = plan_with_gpus(self.plan, gpus)
-        self._recheck()
+        self.undo_stack.push(_SetPlan(self, old, (plan, gpus, self.source_findings), f"GPUs {gpus or 'as planned'}"))
 
     def apply_fix(self, finding: Finding) -> None:
         if finding.fix_overrides:
-            self.set_plan(apply_overrides(self.plan, list(finding.fix_overrides)))
+            self._edit(apply_overrides(self.plan, list(finding.fix_overrides)), self.source_findings,
+                       f"Fix {finding.rule}")
+
+    def _state(self) -> tuple:
+        return (self.plan, self.gpus, self.source_findings)
+
+    def _edit(self, plan: Plan, source_findings: list[Finding], text: str) -> None:
+        self.undo_stack.push(_SetPlan(self, self._state(), (plan, self.gpus, source_findings), text))
+
+    def _restore(self, state: tuple) -> None:
+        self.plan, self.gpus, self.source_findings = state
+        self._recheck()
+        if self.autosave:
+            self._autosave_timer.start()
+
+    def save_now(self) -> None:
+        save_session({"plan": self.plan.model_dump(mode="json"), "gpus": str(self.gpus) if self.gpus else None})
 
     def _recheck(self) -> None:
         overrides = emit_overrides(self.plan).overrides

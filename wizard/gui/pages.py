@@ -135,7 +135,7 @@ class StartPage(QWizardPage):
         self.presets.setCurrentRow(-1)
         self.presets.blockSignals(False)
         plan = source.to_plan(name=Path(path).stem)
-        self.doc.set_plan(plan, source.findings)
+        self.doc.set_plan(plan, source.findings, f"Import {Path(path).name}")
         kept = len(plan.passthrough)
         self.description.setText(f"Imported {path}")
         self.import_status.setText(
@@ -225,6 +225,7 @@ class WritePage(QWizardPage):
         lines.append(f"Start it with: bash {Path(folder) / RUN_SH}")
         self.status.setText("<br>".join(lines))
         self.written = True
+        self.doc.undo_stack.setClean()
         self.completeChanged.emit()
         return True
 
