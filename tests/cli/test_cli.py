@@ -162,3 +162,9 @@ def test_check_against_a_cluster_spec(tmp_path):
     proc = run("check", "--cluster", str(spec), "--format", "json", "--", *GOOD, "trainer.n_gpus_per_node=8")
     rules = {f["rule"] for f in json.loads(proc.stdout)["findings"]}
     assert "gpus.per_node" in rules and proc.returncode == 1
+
+
+def test_check_against_a_dead_ray_address_answers_quickly():
+    proc = run("check", "--ray-address", "127.0.0.1:1", "--format", "json", "--", *GOOD)
+    doc = json.loads(proc.stdout)
+    assert any(f["rule"].startswith("ray.") and "ray start" in (f["fix"] or "") for f in doc["findings"])

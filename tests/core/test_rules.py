@@ -155,3 +155,13 @@ def test_lora_rank_vllm_cannot_serve(check):
     f = one(check(GOOD + ["actor_rollout_ref.model.lora_rank=48"]), "rollout.vllm_lora_rank")
     assert "48" in f.message and f.fix_overrides == ["actor_rollout_ref.model.lora_rank=64"]
     assert "rollout.vllm_lora_rank" not in rules_of(check(GOOD + ["actor_rollout_ref.model.lora_rank=64"]))
+
+
+def test_live_ray_cluster_cpus_replace_num_cpus(check):
+    from dataclasses import replace
+
+    small = replace(parse_gpu_spec("1xH100-80GB"), cpus=4)
+    f = one(check(GOOD, gpus=small), "ray.transfer_queue_cpus")
+    assert "The Ray cluster has 4 CPUs" in f.message
+    big = replace(small, cpus=64)
+    assert "ray.transfer_queue_cpus" not in rules_of(check(GOOD + ["ray_kwargs.ray_init.num_cpus=2"], gpus=big))

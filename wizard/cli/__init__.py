@@ -37,6 +37,7 @@ def build_parser() -> argparse.ArgumentParser:
     c.add_argument("--format", choices=("text", "json"), default="text")
     c.add_argument("--gpus", metavar="SPEC", help="the cluster to check against, e.g. 8xH100-80GB or 2x8xH100-80GB")
     c.add_argument("--cluster", metavar="FILE", help="the cluster to check against, as a cluster spec YAML")
+    c.add_argument("--ray-address", metavar="ADDR", help="check against a live Ray cluster (GPUs and CPUs it has)")
     c.add_argument("--verl", action="store_true", help="also run verl's own pre-flight in --python (needs verl there)")
     c.add_argument("--python", metavar="PATH", help="the Python that has verl (default: this one)")
     c.add_argument("--fix", action="store_true", help="apply the offered fixes and print the corrected overrides")

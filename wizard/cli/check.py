@@ -14,9 +14,12 @@ def run_check(args, tail: list[str]) -> int:
     from wizard.cli import EXIT_ERRORS, EXIT_OK, UsageError, parse_gpus
 
     gpus = parse_gpus(args.gpus)
+    if sum(bool(x) for x in (args.gpus, args.cluster, args.ray_address)) > 1:
+        raise UsageError("give one of --gpus, --cluster, --ray-address")
+    ray_findings = []
+    if args.ray_address:
+        gpus, ray_findings = _ray_cluster(args.ray_address, args.python)
     if args.cluster:
-        if gpus is not None:
-            raise UsageError("give --gpus or --cluster, not both")
         from wizard.adapters.gpu_catalogue import load_gpu_catalogue
         from wizard.cli.detect import _spec
 
@@ -34,11 +37,30 @@ def run_check(args, tail: list[str]) -> int:
     if args.fix:
         return _fix(args, tail + list(args.overrides), gpus)
     result = check_one(args.source, tail + list(args.overrides), gpus, args.verl, args.python)
+    result.findings = sort_findings(result.findings + ray_findings)
     if args.format == "json":
         print(json.dumps(result.to_json()))
     else:
         print_findings(result.findings, header=args.source or "overrides")
     return EXIT_OK if result.ok else EXIT_ERRORS
+
+
+def _ray_cluster(address: str, python: str | None):
+    """The GPUs and CPUs of a live Ray cluster, and what discovery found wrong (never hangs)."""
+    import dataclasses
+
+    from wizard.adapters.ray_cluster import RayAddressError, discover_ray
+    from wizard.cli import UsageError
+
+    try:
+        discovery = discover_ray(address, python=python)
+    except RayAddressError as exc:
+        raise UsageError(str(exc)) from None
+    spec = discovery.cluster.to_gpu_spec()
+    cpus = sum(n.cpus or 0 for n in discovery.cluster.nodes if getattr(n, "alive", True))
+    if spec is not None:
+        spec = dataclasses.replace(spec, cpus=cpus or None)
+    return spec, list(discovery.findings)
 
 
 def check_one(source: str | None, overrides: list[str], gpus, use_verl: bool, python: str | None, case_id=None):

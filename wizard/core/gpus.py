@@ -13,6 +13,7 @@ class GpuSpec:
     nodes: int
     gpus_per_node: int
     model: str | None = None
+    cpus: float | None = None  # logical CPUs of a live Ray cluster, when known
 
     @property
     def total(self) -> int:

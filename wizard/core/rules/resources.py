@@ -17,11 +17,25 @@ def transfer_queue_cpus(units: int) -> int:
 @rule("ray.transfer_queue_cpus", Stage.RUNTIME)
 def ray_cpus(ctx: Context):
     """TransferQueue keeps 1 + num_data_storage_units one-CPU actors; with fewer Ray CPUs the run hangs silently."""
-    if ctx.get("ray_kwargs.ray_init.address") not in (None,):
-        return  # an existing cluster: its CPUs are what they are (checked against the live cluster elsewhere)
-    cpus = ctx.int("ray_kwargs.ray_init.num_cpus")
     units = ctx.int(TQ_UNITS) or 8
     need = transfer_queue_cpus(units)
+    live = ctx.gpus.cpus if ctx.gpus is not None else None
+    if live is not None:
+        if live < need:
+            yield finding(
+                "ray.transfer_queue_cpus",
+                Severity.ERROR,
+                Stage.RUNTIME,
+                [TQ_UNITS],
+                f"The Ray cluster has {live:g} CPUs but verl's V1 trainer needs at least {need} (TaskRunner 1 + "
+                f"TransferQueue controller 1 + {units} storage units); the run hangs silently after the config dump",
+                f"Lower {TQ_UNITS} to {max(1, int(live) - 2)}, or start Ray with more --num-cpus",
+                [f"{TQ_UNITS}={max(1, int(live) - 2)}"] if live >= 3 else [],
+            )
+        return
+    if ctx.get("ray_kwargs.ray_init.address") not in (None,):
+        return  # an existing cluster: its CPUs are what they are (check it with --ray-address)
+    cpus = ctx.int("ray_kwargs.ray_init.num_cpus")
     if cpus is not None and cpus < need:
         yield finding(
             "ray.transfer_queue_cpus",
