@@ -54,6 +54,9 @@ def build_parser() -> argparse.ArgumentParser:
     from wizard.cli.detect import add_parsers as add_detect_parsers  # detect, doctor
 
     add_detect_parsers(sub)
+    from wizard.cli.data import add_parsers as add_data_parsers  # data check|preview|convert|reward
+
+    add_data_parsers(sub)
     return p
 
 
@@ -93,7 +96,7 @@ def _dispatch(argv: list[str]) -> int:
         return _generate(args)
     if args.command == "presets":
         return _presets()
-    raise UsageError("give a command: check, generate, presets, detect or doctor (or no arguments for the GUI)")
+    raise UsageError("give a command: check, generate, presets, detect, doctor or data (or no arguments for the GUI)")
 
 
 def parse_gpus(text: str | None):
