@@ -57,6 +57,9 @@ def build_parser() -> argparse.ArgumentParser:
     from wizard.cli.data import add_parsers as add_data_parsers  # data check|preview|convert|reward
 
     add_data_parsers(sub)
+    from wizard.cli.launch import add_parsers as add_launch_parsers  # launch
+
+    add_launch_parsers(sub)
     return p
 
 
@@ -96,7 +99,7 @@ def _dispatch(argv: list[str]) -> int:
         return _generate(args)
     if args.command == "presets":
         return _presets()
-    raise UsageError("give a command: check, generate, presets, detect, doctor or data (or no arguments for the GUI)")
+    raise UsageError("give a command: check, generate, presets, detect, doctor, data or launch (or no arguments for the GUI)")
 
 
 def parse_gpus(text: str | None):

@@ -1,0 +1,218 @@
+"""``verl-wizard launch``: dry run, bad input, a streamed run through a stand-in Python, and a real verl 0.9.1 run
+on this CPU machine until its real failure, inside a loopback-only network namespace."""
+
+import json
+import os
+import shutil
+import stat
+import subprocess
+import sys
+import textwrap
+from pathlib import Path
+
+import pytest
+
+ROOT = Path(__file__).resolve().parents[2]
+UNSHARE = ["unshare", "-n", "-p", "-f", "-m", "--mount-proc"]
+
+
+def cli(argv, capsys):
+    from wizard import cli as wcli
+    from wizard.cli.launch import add_parsers
+
+    build = wcli.build_parser
+    parser = build()
+    sub = next(a for a in parser._actions if a.__class__.__name__ == "_SubParsersAction")
+    if "launch" not in sub.choices:  # until wizard/cli/__init__.py wires it
+        def wired():
+            p = build()
+            add_parsers(next(a for a in p._actions if a.__class__.__name__ == "_SubParsersAction"))
+            return p
+        wcli.build_parser = wired
+    try:
+        code = wcli.main(argv)
+    finally:
+        wcli.build_parser = build
+    out, err = capsys.readouterr()
+    return code, out, err
+
+
+def test_dry_run_prints_the_exact_command_and_environment(capsys, tmp_path):
+    code, out, err = cli(["launch", "--preset", "grpo-1gpu-smoke", "--steps", "2", "--dry-run", "--out", str(tmp_path / "r")],
+                         capsys)
+    assert code == 0 and err == ""
+    assert "RAY_USAGE_STATS_ENABLED=0" in out and "RAY_DEDUP_LOGS=0" in out and "PYTHONUNBUFFERED=1" in out
+    assert f"VERL_FILE_LOGGER_PATH={tmp_path / 'r' / 'metrics.jsonl'}" in out
+    assert "-m verl.trainer.main_ppo" in out and "trainer.total_training_steps=2" in out
+    assert "'trainer.logger=[console,file]'" in out and "+ray_kwargs.ray_init._node_ip_address=127.0.0.1" in out
+    assert "HF_HUB_OFFLINE" not in out  # the preset's model is a hub id
+    assert not (tmp_path / "r").exists()  # a dry run writes nothing
+
+
+def test_dry_run_json_and_a_local_model_goes_offline(capsys, tmp_path, tiny_model):
+    code, out, _ = cli(["launch", "--preset", "grpo-1gpu-smoke", "--dry-run", "--format", "json",
+                        "--set", f"actor_rollout_ref.model.path={tiny_model}"], capsys)
+    doc = json.loads(out)
+    assert code == 0 and doc["ok"] and doc["env"]["HF_HUB_OFFLINE"] == "1"
+    assert doc["command"][:3] == [sys.executable, "-m", "verl.trainer.main_ppo"]
+    assert f"actor_rollout_ref.model.path={tiny_model}" in doc["command"]
+
+
+def test_a_run_sh_and_a_plan_json_launch_the_same(capsys, tmp_path):
+    from wizard.adapters.generate import preset_plan, write_plan_files
+
+    write_plan_files(preset_plan("grpo-1gpu-smoke"), tmp_path)
+    runs = {}
+    for name in ("run.sh", "plan.json"):
+        code, out, _ = cli(["launch", str(tmp_path / name), "--dry-run", "--format", "json", "--out", "/r"], capsys)
+        assert code == 0
+        runs[name] = [w for w in json.loads(out)["command"] if w.startswith(("data.", "trainer.", "actor_rollout_ref."))]
+    assert runs["run.sh"] == runs["plan.json"]
+
+
+@pytest.mark.parametrize("argv,message", [
+    (["launch"], "give one of --preset NAME"),
+    (["launch", "--preset", "grpo-1gpu-smoke", "x.json"], "give one of --preset NAME"),
+    (["launch", "--preset", "nope"], "no preset 'nope'"),
+    (["launch", "--preset", "grpo-1gpu-smoke", "--steps", "0"], "--steps must be 1 or more"),
+    (["launch", "--preset", "grpo-1gpu-smoke", "--python", "/no/such/python"], "--python /no/such/python: no such file"),
+    (["launch", "--preset", "grpo-1gpu-smoke", "--set", "a=[1,"], "--set:"),
+    (["launch", "/no/such/plan.json"], "no such file"),
+    (["launch", "--preset", "grpo-1gpu-smoke", "--gpus", "lots"], ""),
+])
+def test_bad_input_is_one_line_and_exit_2(capsys, argv, message):
+    code, out, err = cli(argv + ["--dry-run"], capsys)
+    assert code == 2 and out == "" and len(err.strip().splitlines()) == 1 and message in err
+    assert "Traceback" not in err
+
+
+def test_config_errors_are_reported_and_nothing_starts(capsys, tmp_path):
+    code, out, _ = cli(["launch", "--preset", "grpo-1gpu-smoke", "--set", "data.train_batch_size=4",
+                        "--out", str(tmp_path / "r")], capsys)
+    assert code == 1 and "Not started" in out and "error" in out and not (tmp_path / "r").exists()
+
+
+FAKE_LOG = """\
+[validate_config] All configuration checks passed successfully!
+\x1b[36m(TaskRunnerV1 pid=466)\x1b[0m INFO:2026-12-02 14:07:12,343:Total training steps: 2
+\x1b[36m(TaskRunnerV1 pid=466)\x1b[0m step:1 - critic/score/mean:np.float64(0.25) - actor/kl_loss:np.float64(0.001) - actor/grad_norm:np.float64(0.5)
+\x1b[36m(TaskRunnerV1 pid=466)\x1b[0m step:2 - critic/score/mean:np.float64(0.5) - actor/kl_loss:np.float64(0.002) - actor/grad_norm:nan
+\x1b[36m(TaskRunnerV1 pid=466)\x1b[0m 'Final validation metrics: None'
+"""
+
+
+def fake_python(tmp_path, log: str, code: int) -> Path:
+    """A stand-in for the target Python: prints a recorded log (stdout) and exits with ``code``."""
+    (tmp_path / "log.txt").write_text(log)
+    path = tmp_path / "python"
+    path.write_text(f"#!/bin/sh\ncat '{tmp_path / 'log.txt'}'\nexit {code}\n")
+    path.chmod(path.stat().st_mode | stat.S_IXUSR)
+    return path
+
+
+def test_a_streamed_run_prints_metrics_progress_and_alarms(capsys, tmp_path):
+    py = fake_python(tmp_path, FAKE_LOG, 0)
+    code, out, _ = cli(["launch", "--preset", "grpo-1gpu-smoke", "--python", str(py), "--out", str(tmp_path / "r")],
+                       capsys)
+    assert "verl-wizard: step 1/2: score/mean=0.25, kl_loss=0.001, grad_norm=0.5" in out
+    assert "verl-wizard: alarm: actor/grad_norm is NaN/inf at step(s) 2" in out
+    assert "\x1b[" not in out  # colour is for terminals
+    assert code == 0 and "the run finished OK (2/2 steps)" in out
+    assert "step:2 - critic/score/mean" in (tmp_path / "r" / "run.log").read_text()
+    assert (tmp_path / "r" / "command.sh").read_text().count("verl.trainer.main_ppo") == 1
+
+
+def test_a_failed_run_json_stream_ends_with_triage(capsys, tmp_path):
+    log = "ValueError: Total available GPUs 0 is less than total desired GPUs 1\n"
+    py = fake_python(tmp_path, log, 1)
+    code, out, _ = cli(["launch", "--preset", "grpo-1gpu-smoke", "--python", str(py), "--out", str(tmp_path / "r"),
+                        "--format", "json"], capsys)
+    events = [json.loads(line) for line in out.splitlines()]
+    assert [e["event"] for e in events][0] == "started" and events[-1]["event"] == "end"
+    end = events[-1]
+    assert code == 1 and end["ok"] is False and end["exit_code"] == 1
+    assert [f["rule"] for f in end["findings"]] == ["triage.gpus_short"]
+
+
+# --- the real thing -------------------------------------------------------------------------------------------
+
+DRIVER = textwrap.dedent("""
+    import json, os, sys
+    sys.path.insert(0, {root!r})
+    from wizard import cli as wcli
+    from wizard.cli.launch import add_parsers
+    from wizard.adapters.launcher import list_processes
+    build = wcli.build_parser
+    def wired():
+        p = build()
+        sub = next(a for a in p._actions if a.__class__.__name__ == "_SubParsersAction")
+        if "launch" not in sub.choices:
+            add_parsers(sub)
+        return p
+    wcli.build_parser = wired
+    code = wcli.main(sys.argv[1:])
+    sys.stdout.flush()
+    me = os.getpid()
+    left = [p.pid for p in list_processes().values() if p.pid not in (1, me) and p.state != "Z"]
+    print(json.dumps({{"exit": code, "left": left}}))
+""")
+
+
+def _namespaces_work() -> str | None:
+    if not shutil.which("unshare"):
+        return "unshare is not installed"
+    try:
+        proc = subprocess.run([*UNSHARE, "sh", "-c", "ip link set lo up"], capture_output=True, text=True, timeout=20)
+    except (OSError, subprocess.TimeoutExpired) as exc:
+        return f"unshare failed: {exc}"
+    return None if proc.returncode == 0 else f"cannot make a loopback-only namespace here: {proc.stderr.strip()}"
+
+
+def write_gsm8k_like(path: Path, rows: int) -> Path:
+    import pyarrow as pa
+    import pyarrow.parquet as pq
+
+    data = [{"data_source": "openai/gsm8k", "prompt": [{"role": "user", "content": f"how many is {i} and {i}"}],
+             "ability": "math", "reward_model": {"style": "rule", "ground_truth": str(2 * i)},
+             "extra_info": {"split": "train", "index": i}} for i in range(rows)]
+    pq.write_table(pa.Table.from_pylist(data), path)
+    return path
+
+
+@pytest.mark.verl
+def test_a_real_verl_run_fails_for_want_of_a_gpu_and_triage_says_so(tmp_path, tiny_model):
+    pytest.importorskip("verl")
+    why = _namespaces_work()
+    if why:
+        pytest.skip(f"{why}; a real run starts Ray and never runs outside a loopback-only namespace")
+    train = write_gsm8k_like(tmp_path / "train.parquet", 32)
+    val = write_gsm8k_like(tmp_path / "test.parquet", 8)
+    driver = tmp_path / "driver.py"
+    driver.write_text(DRIVER.format(root=str(ROOT)))
+    run_dir = tmp_path / "run"
+    args = ["launch", "--preset", "grpo-1gpu-smoke", "--steps", "2", "--out", str(run_dir),
+            "--set", f"actor_rollout_ref.model.path={tiny_model}", "--set", f"data.train_files={train}",
+            "--set", f"data.val_files={val}", "--set", "ray_kwargs.ray_init.num_cpus=10"]
+    env = dict(os.environ, RAY_USAGE_STATS_ENABLED="0", RAY_NODE_IP_ADDRESS="127.0.0.1")
+    env.pop("RAY_ADDRESS", None)
+    shell = ("ip link set lo up && mkdir -p /tmp/ray && mount -t tmpfs tmpfs /tmp/ray && "
+             f"cd {tmp_path} && exec {sys.executable} {driver} " + " ".join(f"'{a}'" for a in args))
+    proc = subprocess.run([*UNSHARE, "bash", "-c", shell], capture_output=True, text=True, timeout=540, env=env)
+    *lines, last = proc.stdout.rstrip("\n").splitlines()
+    result = json.loads(last)
+    out = "\n".join(lines)
+    assert result["exit"] == 1, proc.stdout[-3000:] + proc.stderr[-3000:]
+    assert result["left"] == []  # nothing of the run (driver, Ray, workers) outlives it
+    # the streamed log: the startup lines a monitor shows
+    assert "[validate_config] All configuration checks passed successfully!" in out
+    assert "Started a local Ray instance" in out and "(TaskRunnerV1 pid=" in out
+    assert "verl-wizard: 2 training steps" in out
+    assert "ValueError: Total available GPUs 0 is less than total desired GPUs 1" in out
+    # the triage
+    assert "verl-wizard: the run failed (exit code 1)." in out
+    assert "triage.gpus_short" in out and "Total available GPUs 0 < 1" in out
+    assert "fix: Run on a machine with 1 GPU(s)" in out and "trainer.n_gpus_per_node" in out
+    # the run directory
+    log = (run_dir / "run.log").read_text()
+    assert "Total available GPUs 0 is less than total desired GPUs 1" in log and "ip=127.0.0.1" in log
+    assert "HF_HUB_OFFLINE=1" in (run_dir / "command.sh").read_text()

@@ -1,0 +1,102 @@
+"""Smoke overrides and the exact environment of a launch."""
+
+import pytest
+
+from wizard.core.overrides import parse_override
+from wizard.core.plan import Plan
+from wizard.core.plan_io import plan_overrides
+from wizard.core.smoke import (
+    SmokeOptions,
+    redact,
+    render_command,
+    smoke_command,
+    smoke_env,
+    smoke_overrides,
+    smoke_plan,
+)
+
+
+def base_plan(**passthrough):
+    plan = Plan(name="t", script_env=["HOME"])
+    plan.models.actor_path = "/models/tiny"
+    plan.data.train_files = "$HOME/data/train.parquet"
+    plan.hardware.ray_num_cpus = 4
+    plan.trainer.logger = ["console", "wandb"]
+    plan.trainer.total_training_steps = 1000
+    plan.passthrough = list(passthrough.get("extra", []))
+    return plan
+
+
+def as_dict(overrides):
+    return {parse_override(o).key: parse_override(o).value() for o in overrides}
+
+
+def test_smoke_overrides_few_steps_console_and_file_val_at_the_end():
+    got = as_dict(smoke_overrides(base_plan(), SmokeOptions(steps=3)))
+    assert got["trainer.total_training_steps"] == 3 and got["trainer.logger"] == ["console", "file"]
+    assert got["trainer.test_freq"] == 3 and got["trainer.val_before_train"] is False
+    assert got["trainer.save_freq"] == -1 and got["trainer.resume_mode"] == "disable"
+    assert got["ray_kwargs.ray_init.num_cpus"] == 10  # 4 would hang TransferQueue
+
+
+@pytest.mark.parametrize("val,freq,before", [("none", -1, False), ("start", -1, True), ("both", 5, True)])
+def test_validation_as_chosen(val, freq, before):
+    got = as_dict(smoke_overrides(base_plan(), SmokeOptions(validation=val)))
+    assert got["trainer.test_freq"] == freq and got["trainer.val_before_train"] is before
+
+
+def test_enough_ray_cpus_are_kept():
+    plan = base_plan()
+    plan.hardware.ray_num_cpus = 16
+    assert "ray_kwargs.ray_init.num_cpus" not in as_dict(smoke_overrides(plan))
+
+
+def test_bad_options_are_refused():
+    with pytest.raises(ValueError, match="steps must be 1 or more"):
+        SmokeOptions(steps=0)
+    with pytest.raises(ValueError, match="validation must be one of"):
+        SmokeOptions(validation="sometimes")
+
+
+def test_smoke_plan_edits_the_plan_and_binds_ray_to_loopback_once():
+    plan = smoke_plan(base_plan())
+    words = plan_overrides(plan)
+    assert "trainer.total_training_steps=5" in words and "trainer.logger=[console,file]" in words
+    assert words.count("+ray_kwargs.ray_init._node_ip_address=127.0.0.1") == 1
+    again = smoke_plan(plan)
+    assert plan_overrides(again).count("+ray_kwargs.ray_init._node_ip_address=127.0.0.1") == 1
+    mine = smoke_plan(base_plan(extra=["+ray_kwargs.ray_init._node_ip_address=10.0.0.2"]))
+    assert not any("127.0.0.1" in w for w in plan_overrides(mine))
+    assert not any("_node_ip_address" in w for w in plan_overrides(smoke_plan(base_plan(), SmokeOptions(loopback=False))))
+
+
+def test_environment_is_explicit():
+    assert smoke_env("/runs/a/metrics.jsonl", model_is_local=False) == {
+        "PYTHONUNBUFFERED": "1", "RAY_USAGE_STATS_ENABLED": "0", "RAY_DEDUP_LOGS": "0",
+        "VERL_FILE_LOGGER_PATH": "/runs/a/metrics.jsonl"}
+    local = smoke_env("/m.jsonl", model_is_local=True)
+    assert local["HF_HUB_OFFLINE"] == "1" and local["TRANSFORMERS_OFFLINE"] == "1"
+
+
+def test_command_expands_what_bash_would_and_displays_references():
+    plan = smoke_plan(base_plan())
+    cmd = smoke_command(plan, SmokeOptions(), run_dir="/runs/a", file_logger_path="/runs/a/metrics.jsonl",
+                        model_is_local=True, environ={"HOME": "/home/u"})
+    assert cmd.args[:2] == ["-m", "verl.trainer.main_ppo"] and cmd.args[-1] == "hydra.run.dir=/runs/a/hydra"
+    assert "data.train_files=/home/u/data/train.parquet" in cmd.args
+    assert "data.train_files=$HOME/data/train.parquet" in cmd.display and cmd.reads == ["HOME"] and not cmd.missing
+    line = render_command("/env/bin/python", cmd)
+    assert line.startswith("PYTHONUNBUFFERED=1 RAY_USAGE_STATS_ENABLED=0 RAY_DEDUP_LOGS=0 ")
+    assert '"data.train_files=${HOME}/data/train.parquet"' in line and " /env/bin/python -m verl.trainer.main_ppo " in line
+    missing = smoke_command(plan, SmokeOptions(), run_dir="/r", file_logger_path="/r/m", model_is_local=False, environ={})
+    assert missing.missing == ["HOME"]
+
+
+def test_secrets_stay_references_in_what_is_shown_and_logged():
+    plan = smoke_plan(base_plan(extra=["+trainer.wandb_api_key=abcd1234secret"]))
+    cmd = smoke_command(plan, SmokeOptions(), run_dir="/r", file_logger_path="/r/m", model_is_local=False,
+                        environ={"HOME": "/h", "WANDB_API_KEY": "abcd1234secret"})
+    assert cmd.secrets == ["WANDB_API_KEY"]
+    assert "+trainer.wandb_api_key=abcd1234secret" in cmd.args  # the run gets the value...
+    assert "abcd1234secret" not in render_command("python", cmd)  # ...the shown command does not
+    assert redact("key=abcd1234secret!", {"WANDB_API_KEY": "abcd1234secret"}) == "key=${WANDB_API_KEY}!"

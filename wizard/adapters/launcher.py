@@ -1,0 +1,408 @@
+"""Start, watch and stop a local verl run: one subprocess in its own session, its output line by line.
+
+- The child runs in a new session (its own process group): Stop signals the whole group, SIGTERM first,
+  SIGKILL after a grace period.
+- Output is read in bounded chunks (``poll`` never blocks longer than its timeout, and reads at most
+  ``max_read`` bytes per call, so a flood cannot freeze the caller), decoded with an incremental UTF-8
+  decoder (a character split across two reads stays whole), split into lines at ``\\n`` and tqdm's ``\\r``;
+  a line longer than ``max_line`` is cut rather than buffered forever.
+- The processes the run starts are tracked (Linux ``/proc``: its session, and its descendants with their
+  start times). A ``ray.init`` inside the run starts a local Ray instance whose processes are such
+  descendants; whatever of them outlives the driver is ended too. ``ray stop`` is never called: it would
+  end every Ray instance of this user on the machine, not only the one this run started.
+- Every line goes to ``run.log`` in the run directory; values of secret environment variables the command
+  reads are replaced by ``${NAME}`` first.
+"""
+
+from __future__ import annotations
+
+import codecs
+import os
+import selectors
+import signal
+import subprocess
+import time
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from wizard.adapters.files import backup_path, write_atomic
+from wizard.core.smoke import redact
+
+LOG = "run.log"
+COMMAND = "command.sh"
+METRICS = "metrics.jsonl"
+
+
+class LaunchError(RuntimeError):
+    """The run could not be started; the message is one line."""
+
+
+@dataclass(frozen=True)
+class Proc:
+    pid: int
+    ppid: int
+    pgrp: int
+    session: int
+    start: int  # start time in clock ticks since boot: tells a reused pid apart
+    state: str
+
+
+def _read_stat(pid: int) -> Proc | None:
+    try:
+        with open(f"/proc/{pid}/stat", "rb") as fh:
+            raw = fh.read().decode("ascii", "replace")
+    except OSError:
+        return None
+    rest = raw[raw.rfind(")") + 2:].split()  # the command name may hold spaces and parentheses
+    try:
+        return Proc(pid=pid, ppid=int(rest[1]), pgrp=int(rest[2]), session=int(rest[3]), start=int(rest[19]),
+                    state=rest[0])
+    except (IndexError, ValueError):
+        return None
+
+
+def list_processes() -> dict[int, Proc]:
+    """Every process this machine shows in /proc (empty where there is no /proc)."""
+    out = {}
+    try:
+        names = os.listdir("/proc")
+    except OSError:
+        return out
+    for name in names:
+        if name.isdigit():
+            p = _read_stat(int(name))
+            if p is not None:
+                out[p.pid] = p
+    return out
+
+
+def alive(pid: int, start: int | None = None) -> bool:
+    """The process exists, is not a zombie, and (when ``start`` is given) is the same process."""
+    p = _read_stat(pid)
+    if p is None:
+        try:
+            os.kill(pid, 0)
+        except ProcessLookupError:
+            return False
+        except PermissionError:
+            return True
+        return not os.path.isdir("/proc")  # no /proc: trust kill(0)
+    return p.state != "Z" and (start is None or p.start == start)
+
+
+def prepare_run_dir(out: str | Path) -> Path:
+    """The run directory, created; an earlier run's log there is kept as ``run.log.<time>.bak``."""
+    path = Path(out)
+    try:
+        path.mkdir(parents=True, exist_ok=True)
+        for name in (LOG, METRICS):
+            if (path / name).exists():
+                (path / name).rename(backup_path(path / name))
+    except OSError as exc:
+        raise LaunchError(f"cannot use {path} as the run directory: {exc.strerror or exc}") from None
+    return path
+
+
+@dataclass
+class _Stream:
+    name: str
+    decoder: codecs.IncrementalDecoder = field(default_factory=lambda: codecs.getincrementaldecoder("utf-8")("replace"))
+    partial: str = ""
+    eof: bool = False
+
+
+@dataclass
+class StopReport:
+    signalled: list[int]  # pids that got SIGTERM
+    killed: list[int]  # pids that needed SIGKILL
+    left: list[int]  # pids still alive afterwards (should be empty)
+
+
+class RunProcess:
+    """One run. ``start``, then call ``poll`` until ``finished``; ``stop`` at any time; ``close`` at the end."""
+
+    def __init__(self, argv: list[str], *, env_add: dict[str, str], cwd: str | Path, run_dir: str | Path,
+                 secrets: dict[str, str] | None = None, max_read: int = 1 << 20, chunk: int = 64 << 10,
+                 max_line: int = 64 << 10, env_remove: tuple[str, ...] = ()) -> None:
+        self.argv = argv
+        self.env_add = dict(env_add)
+        self.env_remove = env_remove
+        self.cwd = str(cwd)
+        self.run_dir = Path(run_dir)
+        self.secrets = {k: v for k, v in (secrets or {}).items() if v}
+        self.max_read, self.chunk, self.max_line = max_read, chunk, max_line
+        self.proc: subprocess.Popen | None = None
+        self.returncode: int | None = None
+        self.stop_report: StopReport | None = None
+        self._sel: selectors.BaseSelector | None = None
+        self._streams: dict[int, _Stream] = {}
+        self._log = None
+        self._tracked: dict[int, int] = {}  # pid -> start time, every process seen belonging to the run
+        self._last_scan = 0.0
+        self._exited_at: float | None = None
+
+    # -- lifecycle -------------------------------------------------------------------------------------------
+
+    def start(self) -> None:
+        env = {k: v for k, v in os.environ.items() if k not in self.env_remove}
+        env.update(self.env_add)
+        self.run_dir.mkdir(parents=True, exist_ok=True)
+        self._log = open(self.run_dir / LOG, "a", encoding="utf-8", errors="replace")
+        try:
+            self.proc = subprocess.Popen(self.argv, cwd=self.cwd, env=env, stdin=subprocess.DEVNULL,
+                                         stdout=subprocess.PIPE, stderr=subprocess.PIPE, start_new_session=True)
+        except OSError as exc:
+            self._log.close()
+            raise LaunchError(f"cannot run {self.argv[0]}: {exc.strerror or exc}") from None
+        self._sel = selectors.DefaultSelector()
+        for name, pipe in (("stdout", self.proc.stdout), ("stderr", self.proc.stderr)):
+            os.set_blocking(pipe.fileno(), False)
+            self._streams[pipe.fileno()] = _Stream(name)
+            self._sel.register(pipe.fileno(), selectors.EVENT_READ)
+        self._scan(force=True)
+
+    @property
+    def pid(self) -> int | None:
+        return self.proc.pid if self.proc else None
+
+    @property
+    def finished(self) -> bool:
+        """The child has exited and its output is read (or, when processes it left keep the pipes open,
+        those processes have been ended)."""
+        return self.returncode is not None and all(s.eof for s in self._streams.values())
+
+    def poll(self, timeout: float = 0.5) -> list[tuple[str, str]]:
+        """Lines that arrived, as (stream, line), waiting at most ``timeout`` seconds for the first."""
+        assert self.proc is not None and self._sel is not None, "start() first"
+        lines: list[tuple[str, str]] = []
+        budget = self.max_read
+        wait = timeout
+        while budget > 0 and self._sel.get_map():
+            ready = self._sel.select(wait)
+            if not ready:
+                break
+            wait = 0
+            for key, _ in ready:
+                budget -= self._read(key.fd, lines)
+        self._scan()
+        if self.returncode is None and self.proc.poll() is not None:
+            self.returncode = self.proc.returncode
+            self._exited_at = time.monotonic()
+        if self.returncode is not None and not self.finished:
+            self._after_exit(lines)
+        return lines
+
+    def _read(self, fd: int, lines: list[tuple[str, str]]) -> int:
+        stream = self._streams[fd]
+        try:
+            data = os.read(fd, self.chunk)
+        except BlockingIOError:
+            return 0
+        except OSError:
+            data = b""
+        if not data:
+            self._eof(fd, lines)
+            return 1
+        text = stream.decoder.decode(data)
+        self._split(stream, text, lines)
+        return len(data)
+
+    def _split(self, stream: _Stream, text: str, lines: list[tuple[str, str]], final: bool = False) -> None:
+        buf = stream.partial + text
+        if "\r" in buf:
+            buf = buf.replace("\r\n", "\n").replace("\r", "\n")
+        parts = buf.split("\n")
+        stream.partial = "" if final else parts.pop()
+        while len(stream.partial) > self.max_line:  # flood guard: a line without end is cut, not hoarded
+            parts.append(stream.partial[: self.max_line])
+            stream.partial = stream.partial[self.max_line:]
+        for line in parts:
+            if final and not line:
+                continue
+            while len(line) > self.max_line:
+                self._emit(stream.name, line[: self.max_line], lines)
+                line = line[self.max_line:]
+            self._emit(stream.name, line, lines)
+
+    def _emit(self, name: str, line: str, lines: list[tuple[str, str]]) -> None:
+        if self.secrets:
+            line = redact(line, self.secrets)
+        lines.append((name, line))
+        if self._log:
+            self._log.write(line + "\n")
+
+    def _eof(self, fd: int, lines: list[tuple[str, str]]) -> None:
+        stream = self._streams[fd]
+        if stream.eof:
+            return
+        self._split(stream, stream.decoder.decode(b"", final=True), lines, final=True)
+        stream.eof = True
+        if self._sel:
+            self._sel.unregister(fd)
+        if self._log:
+            self._log.flush()
+
+    def _after_exit(self, lines: list[tuple[str, str]], linger: float = 5.0) -> None:
+        """The driver is gone. Its own Ray instance normally dies with it; what is left of the run after
+        ``linger`` seconds (and still holds our pipes) is ended."""
+        if self._exited_at is not None and time.monotonic() - self._exited_at >= linger:
+            self._end_leftovers(grace=2.0)
+            self.drain(lines)
+            for fd in list(self._streams):  # a holder outside the run's tree: stop listening, do not hang
+                self._eof(fd, lines)
+
+    # -- processes of the run --------------------------------------------------------------------------------
+
+    def _scan(self, force: bool = False) -> None:
+        """Remember every process of the run: its session (the group Stop signals) and its descendants
+        (a process that made its own session, as some daemons do, is still a descendant)."""
+        now = time.monotonic()
+        if not force and now - self._last_scan < 1.0:
+            return
+        self._last_scan = now
+        if self.proc is None:
+            return
+        procs = list_processes()
+        root = self.proc.pid
+        children: dict[int, list[int]] = {}
+        for p in procs.values():
+            children.setdefault(p.ppid, []).append(p.pid)
+        stack = [root] + [p.pid for p in procs.values() if p.session == root]
+        seen: set[int] = set()
+        while stack:
+            pid = stack.pop()
+            p = procs.get(pid)
+            if p is None or pid in seen:
+                continue
+            seen.add(pid)
+            if p.state != "Z":
+                self._tracked[pid] = p.start
+            stack.extend(children.get(pid, ()))
+
+    def run_processes(self) -> list[int]:
+        """The run's processes alive now (the driver included while it lives)."""
+        self._scan(force=True)
+        return sorted(pid for pid, start in self._tracked.items() if alive(pid, start))
+
+    def _signal(self, sig: int, pids: list[int]) -> list[int]:
+        hit = []
+        if self.proc is not None:
+            try:
+                os.killpg(self.proc.pid, sig)  # the group is the session leader's pid
+            except (ProcessLookupError, PermissionError):
+                pass
+        for pid in pids:
+            start = self._tracked.get(pid)
+            if alive(pid, start):
+                try:
+                    os.kill(pid, sig)
+                    hit.append(pid)
+                except (ProcessLookupError, PermissionError):
+                    pass
+        return hit
+
+    def _wait_gone(self, deadline: float) -> list[int]:
+        while True:
+            if self.proc is not None and self.returncode is None and self.proc.poll() is not None:
+                self.returncode = self.proc.returncode
+                self._exited_at = time.monotonic()
+            left = [pid for pid, start in self._tracked.items() if alive(pid, start)]
+            if not left or time.monotonic() >= deadline:
+                return left
+            time.sleep(0.05)
+
+    def _pipe_holders(self) -> None:
+        """Track processes that hold the run's output pipes: a process that left the session and whose parent
+        exited before a scan saw it is still found this way."""
+        inodes = set()
+        for fd in self._streams:
+            try:
+                inodes.add(f"pipe:[{os.fstat(fd).st_ino}]")
+            except OSError:
+                pass
+        if not inodes:
+            return
+        for pid, p in list_processes().items():
+            if pid == os.getpid() or p.state == "Z":
+                continue
+            try:
+                fds = os.listdir(f"/proc/{pid}/fd")
+            except OSError:
+                continue
+            for fd in fds:
+                try:
+                    if os.readlink(f"/proc/{pid}/fd/{fd}") in inodes:
+                        self._tracked[pid] = p.start
+                        break
+                except OSError:
+                    continue
+
+    def _end_leftovers(self, grace: float) -> StopReport:
+        self._scan(force=True)
+        self._pipe_holders()
+        pids = [pid for pid, start in self._tracked.items() if alive(pid, start)]
+        signalled = self._signal(signal.SIGTERM, pids)
+        left = self._wait_gone(time.monotonic() + grace)
+        killed = self._signal(signal.SIGKILL, left) if left else []
+        left = self._wait_gone(time.monotonic() + 5.0)
+        return StopReport(signalled=signalled, killed=killed, left=left)
+
+    def stop(self, grace: float = 10.0) -> StopReport:
+        """End the run: SIGTERM to its process group and every process it started, SIGKILL to whatever is
+        left after ``grace`` seconds. Safe to call more than once, and after the run ended by itself."""
+        if self.proc is None:
+            return StopReport([], [], [])
+        self.stop_report = self._end_leftovers(grace)
+        if self.returncode is None:
+            try:
+                self.returncode = self.proc.wait(timeout=5)
+            except subprocess.TimeoutExpired:
+                pass
+        return self.stop_report
+
+    def drain(self, lines: list[tuple[str, str]] | None = None) -> list[tuple[str, str]]:
+        """After ``stop``: whatever output is still in the pipes."""
+        lines = [] if lines is None else lines
+        for fd in list(self._streams):
+            while not self._streams[fd].eof:
+                try:
+                    data = os.read(fd, self.chunk)
+                except BlockingIOError:
+                    break
+                if data:
+                    self._split(self._streams[fd], self._streams[fd].decoder.decode(data), lines)
+                else:
+                    self._eof(fd, lines)
+        return lines
+
+    def close(self) -> None:
+        if self._sel is not None:
+            self._sel.close()
+            self._sel = None
+        if self.proc is not None:
+            for pipe in (self.proc.stdout, self.proc.stderr):
+                if pipe:
+                    pipe.close()
+        if self._log:
+            self._log.close()
+            self._log = None
+
+    def __enter__(self) -> RunProcess:
+        return self
+
+    def __exit__(self, *exc) -> None:
+        if self.proc is not None and (self.returncode is None or self.run_processes()):
+            self.stop(grace=5.0)
+        self.close()
+
+
+def write_command_file(run_dir: Path, rendered: str) -> Path:
+    """The exact command, as a shell line, next to the log (secrets stay ``${NAME}`` references)."""
+    path = run_dir / COMMAND
+    write_atomic(path, "#!/usr/bin/env bash\n# written by verl-wizard launch: the exact command of this run\n"
+                 + rendered + "\n", mode=0o755)
+    return path
+
+
+__all__ = ["LaunchError", "RunProcess", "StopReport", "alive", "list_processes", "prepare_run_dir",
+           "write_command_file"]

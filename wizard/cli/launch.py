@@ -1,0 +1,284 @@
+"""``verl-wizard launch``: a local smoke run of a plan, streamed, watched, and explained when it fails.
+
+Exit codes: 0 the run finished OK, 1 the run failed or the config has errors (findings printed),
+2 bad input (one line on stderr), 130 stopped with Ctrl-C (the run is ended first).
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import sys
+import time
+from collections import deque
+from pathlib import Path
+
+from wizard.core.findings import Finding, has_errors, sort_findings
+from wizard.core.smoke import VALIDATION
+
+TRIAGE_TAIL = 20000  # lines of the log the triage reads at the end (the full log is in the run directory)
+
+
+def add_parsers(subparsers) -> None:
+    p = subparsers.add_parser("launch", help="start a local smoke run of a plan, stream it, explain failures")
+    p.add_argument("source", nargs="?", metavar="PLAN.json|run.sh", help="a plan or a launch script to run")
+    p.add_argument("--preset", metavar="NAME", help="run a preset (verl-wizard presets lists them)")
+    p.add_argument("--gpus", metavar="SPEC", help="nodes and GPUs, e.g. 1 or 8xH100-80GB")
+    p.add_argument("--set", dest="sets", action="append", default=[], metavar="KEY=VALUE", help="any verl override")
+    p.add_argument("--python", metavar="PATH", help="the Python that has verl (default: this one)")
+    p.add_argument("--steps", type=int, default=5, metavar="N", help="training steps of the smoke run (default 5)")
+    p.add_argument("--val", choices=VALIDATION, default="end",
+                   help="validation: end (after the last step, default), none, start (before training), both")
+    p.add_argument("--dry-run", action="store_true", help="print the exact command and environment, run nothing")
+    p.add_argument("--out", metavar="DIR", help="run directory: full log, command, metrics (default runs/launch-<time>)")
+    p.add_argument("--format", choices=("text", "json"), default="text")
+    p.set_defaults(handler=run_launch)
+
+
+# --- reading the input into a smoke plan -----------------------------------------------------------------------
+
+def _plan(args):
+    from wizard.adapters.generate import plan_with_gpus, preset_plan
+    from wizard.adapters.sources import load_source
+    from wizard.cli import UsageError, parse_gpus
+    from wizard.core.overrides import OverrideSyntaxError
+    from wizard.core.plan_io import apply_overrides
+
+    if bool(args.preset) == bool(args.source):
+        raise UsageError("give one of --preset NAME, a PLAN.json or a run.sh")
+    gpus = parse_gpus(args.gpus)
+    try:
+        if args.preset:
+            plan = preset_plan(args.preset, gpus, args.sets)
+        else:
+            src = load_source(args.source)
+            plan = src.to_plan(name=Path(args.source).stem)
+            if gpus is not None:
+                plan = plan_with_gpus(plan, gpus)
+            if args.sets:
+                plan = apply_overrides(plan, args.sets)
+    except OverrideSyntaxError as exc:
+        raise UsageError(f"--set: {exc}") from None
+    except ValueError as exc:
+        raise UsageError(str(exc).splitlines()[0]) from None
+    return plan
+
+
+def _python(path: str | None) -> str:
+    from wizard.cli import UsageError
+
+    if path is None:
+        return sys.executable
+    p = Path(path)
+    if not p.is_file():
+        raise UsageError(f"--python {path}: no such file")
+    if not os.access(p, os.X_OK):
+        raise UsageError(f"--python {path}: not executable")
+    return str(p)
+
+
+def _model_is_local(plan) -> bool:
+    path = plan.models.actor_path
+    if not path:
+        return False
+    return Path(os.path.expandvars(os.path.expanduser(path))).is_dir()
+
+
+def prepare(args):
+    """Everything a launch or a dry run needs: the smoke plan, its check, the command. Raises UsageError."""
+    from wizard.adapters.resources import load_moves, load_schema
+    from wizard.cli import UsageError, parse_gpus
+    from wizard.core.check import check_overrides
+    from wizard.core.plan_io import plan_overrides
+    from wizard.core.smoke import SmokeOptions, smoke_command, smoke_plan
+
+    if args.steps < 1:
+        raise UsageError(f"--steps must be 1 or more, not {args.steps}")
+    python = _python(args.python)
+    plan = smoke_plan(_plan(args), SmokeOptions(steps=args.steps, validation=args.val))
+    result = check_overrides(load_schema(), plan_overrides(plan), config_name=plan.config_name, moves=load_moves(),
+                             gpus=parse_gpus(args.gpus))
+    run_dir = Path(args.out or Path("runs") / time.strftime("launch-%Y%m%d-%H%M%S")).absolute()
+    cmd = smoke_command(plan, SmokeOptions(steps=args.steps, validation=args.val), run_dir=str(run_dir),
+                        file_logger_path=str(run_dir / "metrics.jsonl"), model_is_local=_model_is_local(plan),
+                        environ=os.environ)
+    if cmd.missing:
+        raise UsageError(f"the config reads ${cmd.missing[0]}, which is not set in this environment")
+    return plan, result, python, cmd, run_dir
+
+
+# --- the command ---------------------------------------------------------------------------------------------
+
+def run_launch(args) -> int:
+    from wizard.cli import EXIT_ERRORS, EXIT_OK
+    from wizard.cli.check import print_findings
+    from wizard.core.smoke import render_command
+
+    plan, result, python, cmd, run_dir = prepare(args)
+    shell = render_command(python, cmd)
+    if args.dry_run:
+        if args.format == "json":
+            print(json.dumps({"command": [python, *cmd.display], "env": cmd.env, "shell": shell, "run_dir": str(run_dir),
+                              "ok": result.ok, "findings": result.to_json()["findings"]}))
+        else:
+            print_findings(result.findings, header="smoke run")
+            print("environment (added to yours):")
+            for k, v in cmd.env.items():
+                print(f"  {k}={v}")
+            print("command:")
+            print(f"  {shell}")
+            print(f"run directory: {run_dir}")
+        return EXIT_OK if result.ok else EXIT_ERRORS
+    if not result.ok:
+        if args.format == "json":
+            print(json.dumps({"event": "end", "ok": False, "exit_code": None, "started": False,
+                              "findings": result.to_json()["findings"]}))
+        else:
+            print_findings(result.findings, header="smoke run")
+            print("Not started: fix the errors above (with --set KEY=VALUE).")
+        return EXIT_ERRORS
+    return _run(args, plan, python, cmd, run_dir, shell)
+
+
+class _Out:
+    """Where the stream goes: text for people (log lines, then the wizard's own lines), or JSON lines."""
+
+    def __init__(self, fmt: str):
+        self.json = fmt == "json"
+        self.tty = sys.stdout.isatty()
+
+    def event(self, kind: str, **doc) -> None:
+        if self.json:
+            print(json.dumps({"event": kind, **doc}), flush=True)
+
+    def log(self, stream: str, line: str) -> None:
+        if self.json:
+            self.event("log", stream=stream, line=line)
+        else:
+            from wizard.core.logparse import strip_ansi
+
+            print(line if self.tty else strip_ansi(line), flush=False)
+
+    def note(self, text: str) -> None:
+        if not self.json:
+            print(f"verl-wizard: {text}", flush=True)
+
+
+def _run(args, plan, python: str, cmd, run_dir: Path, shell: str) -> int:
+    from wizard.adapters.launcher import LaunchError, RunProcess, prepare_run_dir, write_command_file
+    from wizard.cli import EXIT_ERRORS, EXIT_OK, UsageError
+    from wizard.core.health import Thresholds, health
+    from wizard.core.logparse import RunLog, format_step
+    from wizard.core.triage import triage
+
+    out = _Out(args.format)
+    try:
+        prepare_run_dir(run_dir)
+        write_command_file(run_dir, shell)
+    except (LaunchError, OSError) as exc:
+        raise UsageError(str(exc)) from None
+    secrets = {name: os.environ[name] for name in cmd.secrets if name in os.environ}
+    run = RunProcess([python, *cmd.args], env_add=cmd.env, cwd=os.getcwd(), run_dir=run_dir, secrets=secrets)
+    try:
+        run.start()
+    except LaunchError as exc:
+        raise UsageError(str(exc)) from None
+    out.event("started", pid=run.pid, run_dir=str(run_dir), command=[python, *cmd.display], env=cmd.env)
+    out.note(f"started pid {run.pid}; full log in {run_dir / 'run.log'}")
+    state = RunLog()
+    tail: deque[str] = deque(maxlen=TRIAGE_TAIL)
+    alarms: dict[str, Finding] = {}
+    thresholds = Thresholds()
+    metrics_file = run_dir / "metrics.jsonl"
+    offset, pending = 0, ""
+    started = last_step_at = time.monotonic()
+    interrupted = False
+    try:
+        while not run.finished:
+            events = []
+            for stream, line in run.poll(0.5):
+                out.log(stream, line)
+                tail.append(line)
+                events += state.feed(line)
+            sys.stdout.flush()  # once per batch of lines, not per line
+            offset, pending, more = _tail_jsonl(metrics_file, offset, pending, state)
+            events += more
+            for ev in events:
+                if ev.kind == "metrics":
+                    last_step_at = time.monotonic()
+                    if ev.value.source == "console":
+                        out.event("metrics", step=ev.value.step, data=_json_safe(ev.value.data))
+                        out.note(format_step(ev.value, state.total_steps))
+                elif ev.kind in ("total_steps", "progress", "ray_started", "ready", "finished", "file_logger"):
+                    out.event(ev.kind, value=ev.value)
+                    if ev.kind == "total_steps":
+                        out.note(f"{ev.value} training steps")
+            since = time.monotonic() - (last_step_at if state.last_step is not None else started)
+            for f in health(state.series, thresholds, max_response_length=plan.data.max_response_length,
+                            seconds_since_step=since):
+                if f.rule not in alarms:
+                    alarms[f.rule] = f
+                    out.event("alarm", **f.to_json())
+                    out.note(f"alarm: {f.message} Fix: {f.fix}")
+    except KeyboardInterrupt:
+        interrupted = True
+        out.note("stopping the run (Ctrl-C)")
+    finally:
+        report = run.stop(grace=10.0) if not run.finished or run.run_processes() else None
+        for stream, line in run.drain():
+            out.log(stream, line)
+            tail.append(line)
+            state.feed(line)
+        run.close()
+    sys.stdout.flush()
+    code = run.returncode
+    ok = code == 0 and not interrupted
+    findings = sort_findings(triage(tail, None if ok else (code if code is not None else -1)) + list(alarms.values()))
+    progress = state.progress()
+    if out.json:
+        out.event("end", ok=ok, exit_code=code, run_dir=str(run_dir), log=str(run_dir / "run.log"),
+                  progress=list(progress) if progress else None, findings=[f.to_json() for f in findings],
+                  stopped=[*report.signalled] if report else [])
+    else:
+        _print_end(ok, code, run_dir, progress, findings, interrupted)
+    if interrupted:
+        return 130
+    return EXIT_OK if ok and not has_errors([f for f in findings if f.rule.startswith("triage.")]) else EXIT_ERRORS
+
+
+def _print_end(ok, code, run_dir, progress, findings, interrupted) -> None:
+    from wizard.cli.check import print_findings
+
+    print()
+    if interrupted:
+        print(f"verl-wizard: the run was stopped (exit code {code}).")
+    elif ok:
+        print("verl-wizard: the run finished OK" + (f" ({progress[0]}/{progress[1]} steps)." if progress else "."))
+    else:
+        print(f"verl-wizard: the run failed (exit code {code}).")
+    if findings:
+        print_findings(findings, header="triage")
+    print(f"verl-wizard: full log: {run_dir / 'run.log'}")
+
+
+def _tail_jsonl(path: Path, offset: int, pending: str, state) -> tuple[int, str, list]:
+    """New complete lines of the file logger's JSONL since ``offset`` (a line still being written waits)."""
+    try:
+        with open(path, "rb") as fh:
+            fh.seek(offset)
+            data = fh.read(1 << 20)
+    except OSError:
+        return offset, pending, []
+    end = data.rfind(b"\n") + 1
+    if end == 0:
+        return offset, pending, []
+    events = []
+    for line in data[:end].decode("utf-8", "replace").splitlines():
+        events += state.feed_jsonl(line)
+    return offset + end, pending, events
+
+
+def _json_safe(data: dict) -> dict:
+    import math
+
+    return {k: (None if isinstance(v, float) and (math.isnan(v) or math.isinf(v)) else v) for k, v in data.items()}
