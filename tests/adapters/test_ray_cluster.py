@@ -54,7 +54,9 @@ DRIVER = textwrap.dedent("""
     import json, os, subprocess, sys, time
     from wizard.adapters.ray_cluster import discover_ray
     ray = os.path.join(os.path.dirname(sys.executable), "ray")
-    env = dict(os.environ, RAY_USAGE_STATS_ENABLED="0")
+    # a dead raylet is noticed within seconds, not the default ~30 s
+    env = dict(os.environ, RAY_USAGE_STATS_ENABLED="0", RAY_AUTH_MODE="disabled", RAY_health_check_period_ms="500",
+               RAY_health_check_failure_threshold="3", RAY_health_check_timeout_ms="1000")
     env.pop("RAY_ADDRESS", None)
     def show(tag, d):
         print(json.dumps({"tag": tag, **d.to_json()}), flush=True)
@@ -66,7 +68,7 @@ DRIVER = textwrap.dedent("""
                               env=env, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
     try:
         for _ in range(60):  # until the second raylet has registered
-            d = discover_ray("127.0.0.1:6380", timeout=30)
+            d = discover_ray("127.0.0.1:6380", timeout=60)
             if len([n for n in d.cluster.nodes if n.alive]) == 2:
                 break
             time.sleep(1)
@@ -74,7 +76,7 @@ DRIVER = textwrap.dedent("""
         worker.terminate()
         worker.wait(timeout=60)
         for _ in range(60):  # until the head has noticed
-            d = discover_ray("127.0.0.1:6380", timeout=30)
+            d = discover_ray("127.0.0.1:6380", timeout=60)
             if any(not n.alive for n in d.cluster.nodes):
                 break
             time.sleep(1)
@@ -94,7 +96,9 @@ def test_a_real_two_raylet_cluster_on_loopback(tmp_path):
     script.write_text(DRIVER)
     import os
 
-    env = dict(os.environ, RAY_USAGE_STATS_ENABLED="0", PYTHONPATH=os.getcwd())
+    # RAY_AUTH_MODE=disabled: Ray 2.60 turns token auth on when ~/.ray/auth_token exists (any earlier local
+    # Ray run writes it), and this throwaway loopback cluster must not depend on what the machine has seen
+    env = dict(os.environ, RAY_USAGE_STATS_ENABLED="0", RAY_AUTH_MODE="disabled", PYTHONPATH=os.getcwd())
     env.pop("RAY_ADDRESS", None)
     shell = f"ip link set lo up && mkdir -p /tmp/ray && mount -t tmpfs tmpfs /tmp/ray && exec {sys.executable} {script}"
     proc = subprocess.run([*UNSHARE, "bash", "-c", shell], capture_output=True, text=True, timeout=300, env=env)
