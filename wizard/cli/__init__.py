@@ -73,6 +73,9 @@ def main(argv: list[str] | None = None) -> int:
     except KeyboardInterrupt:
         print("verl-wizard: interrupted", file=sys.stderr)
         return 130
+    except BrokenPipeError:  # output piped into `head` and the like: not an error
+        sys.stdout = open(os.devnull, "w")  # noqa: SIM115 - Python flushes stdout at exit
+        return EXIT_OK
     except Exception as exc:  # noqa: BLE001 - never a traceback for users
         if os.environ.get("VERL_WIZARD_DEBUG"):
             raise

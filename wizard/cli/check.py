@@ -5,7 +5,7 @@ from __future__ import annotations
 import json
 import sys
 
-from wizard.core.findings import Finding, Severity, sort_findings
+from wizard.core.findings import STAGE_ORDER, STAGE_TITLES, Finding, Severity, sort_findings
 
 ICON = {Severity.ERROR: "error", Severity.WARNING: "warning", Severity.INFO: "note"}
 
@@ -181,7 +181,10 @@ def print_findings(findings: list[Finding], header: str, out=None) -> None:
     verdict = "FAIL" if counts[Severity.ERROR] else "OK"
     parts = [f"{counts[s]} {ICON[s]}{'s' if counts[s] != 1 else ''}" for s in Severity if counts[s]]
     print(f"{verdict}  {header}: " + (", ".join(parts) if parts else "no findings"), file=out)
-    for f in findings:
-        print(f"  {ICON[f.severity]:7} [{f.stage.value}] {f.rule}: {f.message}", file=out)
-        if f.fix:
-            print(f"          fix: {f.fix}", file=out)
+    stages = sorted({f.stage for f in findings}, key=STAGE_ORDER.__getitem__)
+    for stage in stages:
+        print(f" {STAGE_TITLES[stage]}", file=out)
+        for f in sort_findings([f for f in findings if f.stage is stage]):
+            print(f"  {ICON[f.severity]:7} {f.rule}: {f.message}", file=out)
+            if f.fix:
+                print(f"          fix: {f.fix}", file=out)

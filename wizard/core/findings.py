@@ -24,6 +24,14 @@ class Severity(str, Enum):
 
 
 STAGE_ORDER = {s: i for i, s in enumerate(Stage)}
+# What each stage costs the user, in words (the GUI's group titles and the CLI's headings).
+STAGE_TITLES = {
+    Stage.COMPOSE: "Composition (verl refuses the command line)",
+    Stage.PREFLIGHT: "Pre-flight (verl stops before Ray starts)",
+    Stage.STARTUP: "Startup (workers die after minutes of loading)",
+    Stage.RUNTIME: "Run time (fails or hangs during training)",
+    Stage.ADVICE: "Advice (runs, but likely not what you meant)",
+}
 SEVERITY_ORDER = {Severity.ERROR: 0, Severity.WARNING: 1, Severity.INFO: 2}
 
 

@@ -5,15 +5,7 @@ from __future__ import annotations
 from PySide6.QtCore import Qt, Signal
 from PySide6.QtWidgets import QHBoxLayout, QLabel, QPushButton, QTreeWidget, QTreeWidgetItem, QVBoxLayout, QWidget
 
-from wizard.core.findings import STAGE_ORDER, Finding, Severity, Stage
-
-STAGE_TEXT = {
-    Stage.COMPOSE: "Composition (verl refuses the command line)",
-    Stage.PREFLIGHT: "Pre-flight (verl stops before Ray starts)",
-    Stage.STARTUP: "Startup (workers die after minutes of loading)",
-    Stage.RUNTIME: "Run time (fails or hangs during training)",
-    Stage.ADVICE: "Advice (runs, but likely not what you meant)",
-}
+from wizard.core.findings import STAGE_ORDER, STAGE_TITLES, Finding, Severity, Stage
 SEVERITY_TEXT = {Severity.ERROR: "Error", Severity.WARNING: "Warning", Severity.INFO: "Note"}
 
 
@@ -59,7 +51,7 @@ class FindingsView(QWidget):
         for f in findings:
             by_stage.setdefault(f.stage, []).append(f)
         for stage in sorted(by_stage, key=STAGE_ORDER.__getitem__):
-            group = QTreeWidgetItem([f"{STAGE_TEXT[stage]}  ({len(by_stage[stage])})", ""])
+            group = QTreeWidgetItem([f"{STAGE_TITLES[stage]}  ({len(by_stage[stage])})", ""])
             group.setFlags(group.flags() & ~Qt.ItemIsSelectable)
             self.tree.addTopLevelItem(group)
             for f in sorted(by_stage[stage], key=lambda x: list(Severity).index(x.severity)):

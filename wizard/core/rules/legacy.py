@@ -100,7 +100,7 @@ def resume_auto(ctx: Context):
         )
 
 
-@rule("advice.critic_model", Stage.PREFLIGHT)
+@rule("models.critic_path", Stage.PREFLIGHT)
 def critic_model(ctx: Context):
     """need_critic loads critic.model.path in validate_config; its default is a placeholder path."""
     if not ctx.need_critic:
@@ -109,7 +109,7 @@ def critic_model(ctx: Context):
     if path == "~/models/deepseek-llm-7b-chat" and not ctx.is_set("critic.model.path"):
         actor = ctx.get("actor_rollout_ref.model.path")
         yield finding(
-            "advice.critic_model",
+            "models.critic_path",
             Severity.ERROR,
             Stage.PREFLIGHT,
             ["critic.model.path"],
