@@ -129,3 +129,11 @@ def test_a_crashed_session_is_offered_back(qtbot, tmp_path, monkeypatch):
     assert second.start_page.gpus.text() == "4xA100-80GB"
     second.close()
     assert not session_path().exists()  # a clean close removes it
+
+
+def test_the_worst_finding_is_explained_in_full(window):
+    window.start_page.import_file(str(SCRIPTS / "examples__ppo_trainer__run_deepseek7b_llm.sh"))
+    window.next()
+    details = window.review_page.findings.details.text()
+    assert "critic.fsdp.param_offload" in details and "Fix:" in details
+    assert window.review_page.findings.fix_button.isEnabled()

@@ -26,13 +26,18 @@ class FindingsView(QWidget):
         self.fix_button.setEnabled(False)
         self.fix_button.clicked.connect(self._apply_selected)
         self.tree.currentItemChanged.connect(self._selection_changed)
+        self.details = QLabel()
+        self.details.setObjectName("findingDetails")
+        self.details.setWordWrap(True)
+        self.details.setTextInteractionFlags(Qt.TextSelectableByMouse)
         row = QHBoxLayout()
         row.addWidget(self.summary, 1)
         row.addWidget(self.fix_button)
         layout = QVBoxLayout(self)
         layout.setContentsMargins(0, 0, 0, 0)
         layout.addLayout(row)
-        layout.addWidget(self.tree)
+        layout.addWidget(self.tree, 1)
+        layout.addWidget(self.details)
         self._findings: list[Finding] = []
 
     def set_findings(self, findings: list[Finding]) -> None:
@@ -62,6 +67,10 @@ class FindingsView(QWidget):
                 group.addChild(item)
             group.setExpanded(True)
         self.fix_button.setEnabled(False)
+        self.details.clear()
+        first = self.tree.topLevelItem(0)
+        if first is not None and first.childCount():
+            self.tree.setCurrentItem(first.child(0))  # the worst problem, explained below the list
 
     def _selected(self) -> Finding | None:
         item = self.tree.currentItem()
@@ -70,6 +79,13 @@ class FindingsView(QWidget):
     def _selection_changed(self, *_):
         finding = self._selected()
         self.fix_button.setEnabled(bool(finding and finding.fix_overrides))
+        if finding is None:
+            self.details.clear()
+            return
+        text = f"<b>{SEVERITY_TEXT[finding.severity]}</b> ({finding.rule}): {_html(finding.message)}"
+        if finding.fix:
+            text += f"<br><b>Fix:</b> {_html(finding.fix)}"
+        self.details.setText(text)
 
     def _apply_selected(self) -> None:
         finding = self._selected()
@@ -85,3 +101,7 @@ class FindingsView(QWidget):
                     self.tree.setCurrentItem(item)
                     return True
         return False
+
+
+def _html(text: str) -> str:
+    return text.replace("&", "&amp;").replace("<", "&lt;").replace(">", "&gt;")
