@@ -168,3 +168,36 @@ def test_check_against_a_dead_ray_address_answers_quickly():
     proc = run("check", "--ray-address", "127.0.0.1:1", "--format", "json", "--", *GOOD)
     doc = json.loads(proc.stdout)
     assert any(f["rule"].startswith("ray.") and "ray start" in (f["fix"] or "") for f in doc["findings"])
+
+
+def _gsm8k_parquet(path, rows):
+    import pyarrow as pa
+    import pyarrow.parquet as pq
+
+    table = pa.Table.from_pylist([
+        {"data_source": "openai/gsm8k", "prompt": [{"role": "user", "content": f"What is {i} + {i}?"}],
+         "reward_model": {"style": "rule", "ground_truth": str(2 * i)}, "extra_info": {"index": i}}
+        for i in range(rows)
+    ])
+    pq.write_table(table, path)
+
+
+def test_check_looks_at_the_data_files_the_config_names(tmp_path):
+    train, val = tmp_path / "train.parquet", tmp_path / "missing.parquet"
+    _gsm8k_parquet(train, 10)
+    args = [*GOOD, f"data.train_files={train}", f"data.val_files={val}"]
+    doc = json.loads(run("check", "--format", "json", "--", *args).stdout)
+    missing = [f for f in doc["findings"] if f["rule"] == "data.file_missing"]
+    assert len(missing) == 1 and "missing.parquet" in missing[0]["message"]
+    # --data reads the file: 10 rows cannot fill a batch of 16 prompts
+    deep = json.loads(run("check", "--data", "--format", "json", "--", *args).stdout)
+    assert deep["ok"] is False
+    assert any("10" in f["message"] and "16" in f["message"] for f in deep["findings"] if f["severity"] == "error")
+
+
+def test_resume_auto_over_an_existing_checkpoint_is_named(tmp_path):
+    (tmp_path / "ckpt" / "global_step_40").mkdir(parents=True)
+    args = [a for a in GOOD if not a.startswith("trainer.resume_mode")]
+    doc = json.loads(run("check", "--format", "json", "--", *args, f"trainer.default_local_dir={tmp_path / 'ckpt'}").stdout)
+    (finding,) = [f for f in doc["findings"] if f["rule"] == "data.resume_existing"]
+    assert "global_step_40" in finding["message"] and finding["fix_overrides"] == ["trainer.resume_mode=disable"]

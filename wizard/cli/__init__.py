@@ -41,6 +41,7 @@ def build_parser() -> argparse.ArgumentParser:
     c.add_argument("--verl", action="store_true", help="also run verl's own pre-flight in --python (needs verl there)")
     c.add_argument("--python", metavar="PATH", help="the Python that has verl (default: this one)")
     c.add_argument("--fix", action="store_true", help="apply the offered fixes and print the corrected overrides")
+    c.add_argument("--data", action="store_true", help="also read the data files the config names (schema, rows, lengths)")
 
     g = sub.add_parser("generate", help="write run.sh, config.yaml and plan.json from a preset")
     g.add_argument("--preset", required=True, help="preset name (verl-wizard presets lists them)")

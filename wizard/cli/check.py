@@ -37,7 +37,9 @@ def run_check(args, tail: list[str]) -> int:
     if args.fix:
         return _fix(args, tail + list(args.overrides), gpus)
     result = check_one(args.source, tail + list(args.overrides), gpus, args.verl, args.python)
-    result.findings = sort_findings(result.findings + ray_findings)
+    from wizard.adapters.local_facts import file_findings
+
+    result.findings = sort_findings(result.findings + ray_findings + file_findings(result.facts, deep=args.data))
     if args.format == "json":
         print(json.dumps(result.to_json()))
     else:

@@ -12,10 +12,19 @@ from wizard.core.rules import Context, run_rules
 from wizard.core.schema import VerlSchema
 
 
+# Values the adapters need after a check (files to look at, sizes to compare), resolved as verl would.
+FACT_KEYS = (
+    "data.train_files", "data.val_files", "data.train_batch_size", "data.max_prompt_length",
+    "data.filter_overlong_prompts", "data.prompt_key", "actor_rollout_ref.model.path",
+    "reward.custom_reward_function.path", "trainer.resume_mode", "trainer.default_local_dir",
+)
+
+
 @dataclass
 class CheckResult:
     findings: list[Finding]
     engine: str = "dp"
+    facts: dict = field(default_factory=dict)
     id: str | None = None
     notes: list[str] = field(default_factory=list)
 
@@ -43,4 +52,5 @@ def check_overrides(
         findings = list(composed.findings)
         ctx = Context(cfg=composed.cfg, variant=schema.variant(composed.engine), set_keys=composed.set_keys, gpus=gpus)
         findings.extend(run_rules(ctx))
-    return CheckResult(findings=sort_findings(findings), engine=composed.engine, id=case_id)
+        facts = {key: ctx.get(key) for key in FACT_KEYS}
+    return CheckResult(findings=sort_findings(findings), engine=composed.engine, id=case_id, facts=facts)

@@ -1,0 +1,97 @@
+"""What only this machine can tell about a config: do its data files exist, are they usable,
+is there a checkpoint that resume_mode=auto would silently continue from.
+
+The values come from the core's check (resolved as verl resolves them); ``$HOME`` and ``~``
+are expanded as the launch shell would.
+"""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+
+from wizard.core.findings import Finding, Severity, Stage
+
+
+def _paths(value) -> list[str]:
+    if isinstance(value, str):
+        return [value]
+    if isinstance(value, list):
+        return [v for v in value if isinstance(v, str)]
+    return []
+
+
+def _local(path: str) -> Path:
+    return Path(os.path.expanduser(os.path.expandvars(path)))
+
+
+def file_findings(facts: dict, deep: bool = False) -> list[Finding]:
+    """Missing data files (always, cheap); with ``deep``, verl's data checks on the files that exist."""
+    findings: list[Finding] = []
+    existing: list[tuple[str, Path]] = []
+    for key in ("data.train_files", "data.val_files"):
+        for raw in _paths(facts.get(key)):
+            path = _local(raw)
+            if path.exists():
+                existing.append((key, path))
+                continue
+            findings.append(Finding(
+                rule="data.file_missing",
+                severity=Severity.WARNING,
+                stage=Stage.STARTUP,
+                keys=[key],
+                message=f"{key}: {raw} is not on this machine (looked for {path}); if it is missing where the run "
+                "happens too, verl's TaskRunner fails loading it before training starts"
+                + (" (verl always loads the validation files)" if key == "data.val_files" else ""),
+                fix="Prepare it (verl's examples/data_preprocess/gsm8k.py writes ~/data/gsm8k/{train,test}.parquet), "
+                "or point the key at your data",
+            ))
+    findings += _resume_findings(facts)
+    if deep:
+        findings += _deep(facts, existing)
+    return findings
+
+
+def _resume_findings(facts: dict) -> list[Finding]:
+    if facts.get("trainer.resume_mode") != "auto" or not isinstance(facts.get("trainer.default_local_dir"), str):
+        return []
+    folder = _local(facts["trainer.default_local_dir"])
+    steps = sorted(folder.glob("global_step_*")) if folder.is_dir() else []
+    if not steps:
+        return []
+    return [Finding(
+        rule="data.resume_existing",
+        severity=Severity.WARNING,
+        stage=Stage.ADVICE,
+        keys=["trainer.resume_mode", "trainer.default_local_dir"],
+        message=f"trainer.resume_mode=auto and {folder} already holds {len(steps)} checkpoint(s) (latest "
+        f"{steps[-1].name}): this run continues that one instead of starting fresh",
+        fix="trainer.resume_mode=disable for a fresh run, or a new trainer.experiment_name",
+        fix_overrides=["trainer.resume_mode=disable"],
+        fix_auto=False,
+    )]
+
+
+def _deep(facts: dict, existing: list[tuple[str, Path]]) -> list[Finding]:
+    from wizard.adapters.dataset import DatasetError, check_file
+
+    model = facts.get("actor_rollout_ref.model.path")
+    model_dir = str(_local(model)) if isinstance(model, str) and _local(model).is_dir() else None
+    out: list[Finding] = []
+    for key, path in existing:
+        batch = facts.get("data.train_batch_size") if key == "data.train_files" else None
+        try:
+            report = check_file(
+                path, batch_size=batch if isinstance(batch, int) else None, model_dir=model_dir,
+                max_prompt_length=facts.get("data.max_prompt_length") if model_dir else None,
+                filter_overlong=bool(facts.get("data.filter_overlong_prompts")),
+                has_custom_reward=bool(facts.get("reward.custom_reward_function.path")),
+                prompt_key=facts.get("data.prompt_key") or "prompt",
+            )
+        except (DatasetError, ValueError, OSError) as exc:
+            out.append(Finding(rule="data.unreadable", severity=Severity.ERROR, stage=Stage.STARTUP, keys=[key],
+                               message=f"{key}: {path}: {exc}", fix="Check the file"))
+            continue
+        out += [f.model_copy(update={"keys": f.keys or [key], "message": f"{path.name}: {f.message}"})
+                for f in report.findings]
+    return out
