@@ -24,7 +24,6 @@ def run_check(args, tail: list[str]) -> int:
         from wizard.cli.detect import _spec
 
         gpus = _spec(args.cluster, load_gpu_catalogue()).cluster.to_gpu_spec()
-    sources = [s for s in (args.source, args.batch) if s] + (["--"] if tail or args.overrides else [])
     if args.batch and (args.source or tail or args.overrides):
         raise UsageError("--batch reads its cases from the file; give no other config")
     if args.batch:
@@ -33,7 +32,6 @@ def run_check(args, tail: list[str]) -> int:
         raise UsageError("give a config: a .sh or .yaml file, or overrides after --")
     if args.source and tail:
         raise UsageError("give a file or overrides after --, not both")
-    del sources
     if args.fix:
         return _fix(args, tail + list(args.overrides), gpus)
     result = check_one(args.source, tail + list(args.overrides), gpus, args.verl, args.python)

@@ -124,9 +124,7 @@ def plan_overrides(plan: Plan) -> list[str]:
         value = getattr(getattr(plan, section), field_name)
         if value is not None:
             out.append(render_override(key, value))
-    if plan.config_name != "ppo_trainer" or plan.config_path:
-        pass  # carried by emit as --config-path/--config-name, not as overrides
-    return out + list(plan.passthrough)
+    return out + list(plan.passthrough)  # config name/path travel as --config-name/--config-path
 
 
 __all__ = ["apply_overrides", "plan_from_overrides", "plan_overrides", "render_value"]

@@ -43,11 +43,7 @@ def _compose(config_dir: str, overrides: list[str]):
         return compose(config_name=CONFIG_NAME, overrides=overrides)
 
 
-def _value_type(node, value) -> str:
-    from omegaconf import OmegaConf
-
-    if OmegaConf.is_missing(node, None) if False else False:  # pragma: no cover
-        return "missing"
+def _value_type(value) -> str:
     if isinstance(value, str) and value == "???":
         return "missing"
     if isinstance(value, str) and "${" in value:
@@ -112,11 +108,10 @@ def _walk(tree: dict, prefix: str, out: list[dict], targets: dict[str, str]) -> 
         if "." in str(key):
             raise SystemExit(f"key with a dot cannot be addressed by an override: {prefix}{key}")
         path = f"{prefix}.{key}" if prefix else str(key)
-        entry = {"key": path, "type": _value_type(None, value)}
+        entry = {"key": path, "type": _value_type(value)}
         if fields and key in fields:
             entry["field_type"] = fields[key]
         if isinstance(value, dict) and value:
-            entry.pop("type")
             entry["type"] = "dict"
             out.append(entry)
             _walk(value, path, out, targets)
