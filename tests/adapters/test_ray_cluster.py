@@ -3,7 +3,6 @@ namespace (``unshare -n``; also its own PID and mount namespaces, so ``ray stop 
 touch only this cluster, and the kernel ends every process of it when the namespace's shell exits)."""
 
 import json
-import shutil
 import socket
 import subprocess
 import sys
@@ -14,17 +13,7 @@ import pytest
 
 from wizard.adapters.ray_cluster import RayAddressError, discover_ray, parse_address
 
-UNSHARE = ["unshare", "-n", "-p", "-f", "-m", "--mount-proc"]
-
-
-def _namespaces_work() -> str | None:
-    if not shutil.which("unshare"):
-        return "unshare is not installed"
-    try:
-        proc = subprocess.run([*UNSHARE, "sh", "-c", "ip link set lo up"], capture_output=True, text=True, timeout=20)
-    except (OSError, subprocess.TimeoutExpired) as exc:
-        return f"unshare failed: {exc}"
-    return None if proc.returncode == 0 else f"cannot make a loopback-only namespace here: {proc.stderr.strip()}"
+from tests.helpers.netns import UNSHARE, namespaces_work as _namespaces_work
 
 
 def _closed_loopback_port() -> int:

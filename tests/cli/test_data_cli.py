@@ -12,15 +12,7 @@ from tests.adapters.test_dataset import verl_rows, write_jsonl, write_parquet, w
 from tests.conftest import has_verl
 
 
-def _entry() -> list[str]:
-    """`python -m wizard` once data is wired into the main CLI; the module's own entry until then."""
-    from wizard.cli import build_parser
-
-    sub = next(a for a in build_parser()._actions if a.__class__.__name__ == "_SubParsersAction")
-    return ["-m", "wizard"] if "data" in sub.choices else ["-m", "wizard.cli.data"]
-
-
-ENTRY = _entry()
+ENTRY = ["-m", "wizard"]
 
 
 def run(*args):

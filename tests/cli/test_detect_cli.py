@@ -12,15 +12,7 @@ DATA = Path(__file__).resolve().parents[1] / "data" / "gpu"
 XML = str(DATA / "h200-1gpu.nvidia-smi-q.xml")
 
 
-def _entry() -> list[str]:
-    """`python -m wizard` once detect is wired into the main CLI; the module's own entry until then."""
-    from wizard.cli import build_parser
-
-    sub = next(a for a in build_parser()._actions if a.__class__.__name__ == "_SubParsersAction")
-    return ["-m", "wizard"] if "detect" in sub.choices else ["-m", "wizard.cli.detect"]
-
-
-ENTRY = _entry()
+ENTRY = ["-m", "wizard"]
 
 
 def run(*args, env=None):

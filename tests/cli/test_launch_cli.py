@@ -3,7 +3,6 @@ on this CPU machine until its real failure, inside a loopback-only network names
 
 import json
 import os
-import shutil
 import stat
 import subprocess
 import sys
@@ -13,26 +12,13 @@ from pathlib import Path
 import pytest
 
 ROOT = Path(__file__).resolve().parents[2]
-UNSHARE = ["unshare", "-n", "-p", "-f", "-m", "--mount-proc"]
+from tests.helpers.netns import UNSHARE, namespaces_work as _namespaces_work
 
 
 def cli(argv, capsys):
     from wizard import cli as wcli
-    from wizard.cli.launch import add_parsers
 
-    build = wcli.build_parser
-    parser = build()
-    sub = next(a for a in parser._actions if a.__class__.__name__ == "_SubParsersAction")
-    if "launch" not in sub.choices:  # until wizard/cli/__init__.py wires it
-        def wired():
-            p = build()
-            add_parsers(next(a for a in p._actions if a.__class__.__name__ == "_SubParsersAction"))
-            return p
-        wcli.build_parser = wired
-    try:
-        code = wcli.main(argv)
-    finally:
-        wcli.build_parser = build
+    code = wcli.main(argv)
     out, err = capsys.readouterr()
     return code, out, err
 
@@ -140,32 +126,13 @@ DRIVER = textwrap.dedent("""
     import json, os, sys
     sys.path.insert(0, {root!r})
     from wizard import cli as wcli
-    from wizard.cli.launch import add_parsers
     from wizard.adapters.launcher import list_processes
-    build = wcli.build_parser
-    def wired():
-        p = build()
-        sub = next(a for a in p._actions if a.__class__.__name__ == "_SubParsersAction")
-        if "launch" not in sub.choices:
-            add_parsers(sub)
-        return p
-    wcli.build_parser = wired
     code = wcli.main(sys.argv[1:])
     sys.stdout.flush()
     me = os.getpid()
     left = [p.pid for p in list_processes().values() if p.pid not in (1, me) and p.state != "Z"]
     print(json.dumps({{"exit": code, "left": left}}))
 """)
-
-
-def _namespaces_work() -> str | None:
-    if not shutil.which("unshare"):
-        return "unshare is not installed"
-    try:
-        proc = subprocess.run([*UNSHARE, "sh", "-c", "ip link set lo up"], capture_output=True, text=True, timeout=20)
-    except (OSError, subprocess.TimeoutExpired) as exc:
-        return f"unshare failed: {exc}"
-    return None if proc.returncode == 0 else f"cannot make a loopback-only namespace here: {proc.stderr.strip()}"
 
 
 def write_gsm8k_like(path: Path, rows: int) -> Path:

@@ -18,6 +18,10 @@ def _files():
     return resources.files("wizard.resources")
 
 
+def resource_text(name: str) -> str:
+    return (_files() / name).read_text(encoding="utf-8")
+
+
 @lru_cache(maxsize=4)
 def load_schema(version: str = DEFAULT_VERL) -> VerlSchema:
     path = _files() / "verl-schema" / f"{version}.json"
@@ -29,7 +33,7 @@ def load_schema(version: str = DEFAULT_VERL) -> VerlSchema:
 
 @lru_cache(maxsize=1)
 def load_moves() -> Moves:
-    return Moves.from_dict(yaml.safe_load((_files() / "verl-moves.yaml").read_text(encoding="utf-8")))
+    return Moves.from_dict(yaml.safe_load(resource_text("verl-moves.yaml")))
 
 
 def preset_names() -> list[str]:

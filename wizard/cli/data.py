@@ -8,7 +8,6 @@ from __future__ import annotations
 
 import json
 import math
-import sys
 
 from wizard.core.findings import Finding, has_errors, sort_findings
 
@@ -262,23 +261,3 @@ def _g(value: float | None) -> str:
 
 
 # ---- standalone entry (until wizard.cli wires it in): python -m wizard.cli.data data check FILE ----
-
-
-def main(argv: list[str] | None = None) -> int:
-    from wizard.cli import EXIT_USAGE, UsageError, _Parser
-
-    argv = sys.argv[1:] if argv is None else argv
-    parser = _Parser(prog="verl-wizard")
-    add_parsers(parser.add_subparsers(dest="command", parser_class=_Parser))
-    try:
-        args = parser.parse_args(argv)
-        if not hasattr(args, "handler"):
-            raise UsageError("give a command: data")
-        return args.handler(args)
-    except UsageError as exc:
-        print(f"verl-wizard: error: {exc}", file=sys.stderr)
-        return EXIT_USAGE
-
-
-if __name__ == "__main__":
-    sys.exit(main())

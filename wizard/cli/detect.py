@@ -234,28 +234,3 @@ def render_doctor(report) -> str:
     buf = io.StringIO()
     print_findings(report.findings, header=f"environment {report.python} ({report.wall_s:.1f} s)", out=buf)
     return "\n".join(lines) + "\n" + buf.getvalue().rstrip()
-
-
-def main(argv: list[str] | None = None) -> int:
-    """Run detect/doctor on their own, with the same error handling as ``verl-wizard``, before they are wired in."""
-    import argparse
-
-    from wizard.cli import EXIT_USAGE, UsageError, _Parser
-
-    parser = _Parser(prog="verl-wizard")
-    add_parsers(parser.add_subparsers(dest="command", parser_class=_Parser))
-    try:
-        args = parser.parse_args(sys.argv[1:] if argv is None else argv)
-        if not hasattr(args, "handler"):
-            raise UsageError("give a command: detect or doctor")
-        return args.handler(args)
-    except UsageError as exc:
-        print(f"verl-wizard: error: {exc}", file=sys.stderr)
-        return EXIT_USAGE
-    except argparse.ArgumentError as exc:  # pragma: no cover - _Parser turns these into UsageError
-        print(f"verl-wizard: error: {exc}", file=sys.stderr)
-        return EXIT_USAGE
-
-
-if __name__ == "__main__":
-    sys.exit(main())
