@@ -2,11 +2,14 @@
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from dataclasses import dataclass, field
 
+from wizard.core.cluster import Cluster
 from wizard.core.compose import composed_view
 from wizard.core.findings import Finding, has_errors, sort_findings
 from wizard.core.gpus import GpuSpec
+from wizard.core.models import ModelFacts
 from wizard.core.moves import Moves
 from wizard.core.rules import Context, run_rules
 from wizard.core.schema import VerlSchema
@@ -47,10 +50,19 @@ def check_overrides(
     moves: Moves | None = None,
     gpus: GpuSpec | None = None,
     case_id: str | None = None,
+    models: Mapping[str, ModelFacts] | None = None,
+    cluster: Cluster | None = None,
 ) -> CheckResult:
+    """Compose ``overrides`` as verl would and run every rule.
+
+    ``models`` (facts by role: actor/ref/critic/reward) and ``cluster`` (per-GPU memory and links)
+    switch on the rules that need them (heads vs TP, context length, memory); without them those
+    rules stay silent.
+    """
     with composed_view(schema, overrides, config_name=config_name, moves=moves) as composed:
         findings = list(composed.findings)
-        ctx = Context(cfg=composed.cfg, variant=schema.variant(composed.engine), set_keys=composed.set_keys, gpus=gpus)
+        ctx = Context(cfg=composed.cfg, variant=schema.variant(composed.engine), set_keys=composed.set_keys, gpus=gpus,
+                      models=models or {}, cluster=cluster)
         findings.extend(run_rules(ctx))
         facts = {key: ctx.get(key) for key in FACT_KEYS}
     return CheckResult(findings=sort_findings(findings), engine=composed.engine, id=case_id, facts=facts)

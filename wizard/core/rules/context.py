@@ -2,13 +2,20 @@
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from dataclasses import dataclass, field
 
 from omegaconf import DictConfig, OmegaConf
 
+from typing import TYPE_CHECKING
+
 from wizard.core.findings import Finding, Severity, Stage
 from wizard.core.gpus import GpuSpec
+from wizard.core.models import ModelFacts
 from wizard.core.schema import SchemaVariant
+
+if TYPE_CHECKING:
+    from wizard.core.cluster import Cluster
 
 
 class _Unresolvable:
@@ -25,6 +32,10 @@ class Context:
     variant: SchemaVariant
     set_keys: set[str] = field(default_factory=set)
     gpus: GpuSpec | None = None
+    # Facts of the models the config names, by role ("actor", "ref", "critic", "reward"), when known.
+    models: Mapping[str, ModelFacts] = field(default_factory=dict)
+    # The detected or planned machines (per-GPU memory, links), when known; ``gpus`` is its shape.
+    cluster: "Cluster | None" = None
     _memo: dict = field(default_factory=dict, repr=False)
 
     def get(self, key: str, default=None):
