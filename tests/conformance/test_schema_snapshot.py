@@ -26,3 +26,26 @@ def test_snapshot_covers_every_engine_and_the_keys_people_set(schema):
         assert key in keys
     assert keys["actor_rollout_ref.rollout.name"].type == "missing"
     assert not keys["critic.ppo_infer_max_token_len_per_gpu"].in_yaml  # a dataclass field: needs '+'
+
+
+def test_key_docs_match_the_comments_in_the_installed_verl(tmp_path, verl_config_dir):
+    out = tmp_path / "docs.json"
+    probe = ROOT / "wizard" / "adapters" / "probes" / "extract_verl_key_docs.py"
+    subprocess.run([sys.executable, str(probe), "--out", str(out)], check=True, capture_output=True, timeout=300)
+    fresh = json.loads(out.read_text())
+    committed = resources.files("wizard.resources") / "verl-key-docs" / f"{fresh['verl_version']}.json"
+    assert committed.is_file(), f"no key docs for verl {fresh['verl_version']}: add the file this test wrote"
+    assert fresh == json.loads(committed.read_text()), "verl's key comments drifted: regenerate with the probe"
+
+
+def test_key_help_explains_the_keys_newcomers_set(schema):
+    from wizard.adapters.resources import load_key_docs
+    from wizard.core.key_help import key_help
+
+    docs = load_key_docs()
+    text = key_help(schema, docs, "actor_rollout_ref.rollout.gpu_memory_utilization")
+    assert "Fraction of GPU memory" in text and "default: 0.5" in text
+    # a key documented in a file several packages use gets the right package's words
+    assert "Learning rate" in key_help(schema, docs, "critic.optim.lr")
+    assert "+critic.ppo_infer_max_token_len_per_gpu" in key_help(schema, docs, "critic.ppo_infer_max_token_len_per_gpu")
+    assert "Not a key" in key_help(schema, docs, "actor_rollout_ref.rollout.gpu_mem_util")

@@ -1,10 +1,13 @@
-"""The first window, driven through real widgets: pick, see findings and run.sh, fix, write."""
+"""The main window, driven through real widgets: pick, edit, see findings, go to the field, fix, write."""
+
+import json
 
 import pytest
 
 pytest.importorskip("PySide6")
 
 from PySide6.QtCore import Qt  # noqa: E402
+from PySide6.QtWidgets import QApplication  # noqa: E402
 
 from tests.conftest import SCRIPTS  # noqa: E402
 from wizard.gui.app import WizardWindow  # noqa: E402
@@ -13,6 +16,7 @@ from wizard.gui.app import WizardWindow  # noqa: E402
 @pytest.fixture
 def window(qtbot):
     w = WizardWindow(restore=False)
+    w.ask_save = lambda: "discard"
     qtbot.addWidget(w)
     w.show()
     return w
@@ -27,29 +31,116 @@ def select_preset(window, name):
     raise AssertionError(name)
 
 
+def type_into(qtbot, widget, text):
+    widget.setFocus()
+    widget.selectAll()
+    qtbot.keyClicks(widget, text)
+    qtbot.keyClick(widget, Qt.Key_Tab)  # leaving the field commits it
+
+
 def test_default_preset_is_clean_and_shows_run_sh(window):
-    window.next()
+    window.go_to(window.review_page)
     review = window.review_page
-    assert "No findings" in review.findings.summary.text()
+    assert "No findings" in window.findings.summary.text()
     text = review.run_sh.toPlainText()
     assert "-m verl.trainer.main_ppo" in text and "actor_rollout_ref.rollout.name='vllm'" in text
-    assert "override" not in review.yaml.toPlainText() or "defaults" in review.yaml.toPlainText()
-    assert review.isComplete()
+    assert "defaults" in review.yaml.toPlainText()
+    assert review.is_complete() and window.next_button.isEnabled()
+    keys = [review.changes.item(r, 0).text() for r in range(review.changes.rowCount())]
+    assert "actor_rollout_ref.rollout.n" in keys  # the preset's changes from verl's defaults, listed
+    row = keys.index("actor_rollout_ref.rollout.n")
+    assert review.changes.item(row, 2).text() == "1"  # verl's default beside the preset's 4
 
 
-def test_gpu_spec_that_cannot_fit_shows_an_error_and_blocks_writing(window, qtbot):
+def test_every_step_is_reachable_in_order_with_next(window):
+    seen = [window.current_page().step]
+    while window.next_button.isEnabled():
+        window.next()
+        seen.append(window.current_page().step)
+    assert seen == [p.step for p in window.pages]
+    assert window.page_title.text() == window.pages[-1].title
+
+
+def test_typing_a_value_is_one_undoable_edit_and_rechecks(window, qtbot):
+    window.go_to(window.algorithm_page)
+    n_field = window.algorithm_page.forms[0].editors["actor_rollout_ref.rollout.n"].widget
+    type_into(qtbot, n_field, "1")
+    assert window.doc.plan.rollout.n == 1
+    assert any(f.rule.startswith("rollout.group") or "n" in f.message for f in window.doc.findings)
+    assert "error" in window.findings.summary.text().lower() or "warning" in window.findings.summary.text().lower()
+    assert window.windowTitle().endswith("*")
+    assert "Set n to 2 or more" in window.algorithm_page.explain.text()
+    qtbot.keyClick(window, "z", modifier=Qt.ControlModifier)
+    assert window.doc.plan.rollout.n == 4
+    assert n_field.text() == "4"  # the field redraws from the plan
+
+
+def test_a_bad_value_is_explained_in_place_and_not_applied(window, qtbot):
+    window.go_to(window.data_page)
+    editor = window.data_page.forms[1].editors["data.train_batch_size"]
+    before = window.doc.plan.data.train_batch_size
+    type_into(qtbot, editor.widget, "lots")
+    assert "whole number" in editor.error.text() and not editor.error.isHidden()
+    assert window.doc.plan.data.train_batch_size == before
+
+
+def test_each_field_explains_its_verl_key(window):
+    editor = window.rollout_page.forms[0].editors["actor_rollout_ref.rollout.gpu_memory_utilization"]
+    tip = editor.widget.toolTip()
+    assert "actor_rollout_ref.rollout.gpu_memory_utilization" in tip and "Fraction of GPU memory" in tip
+    assert "default: 0.5" in tip and editor.widget.placeholderText() == "verl default: 0.5"
+
+
+def test_a_finding_takes_you_to_its_field(window, qtbot):
+    plan = window.doc.plan.model_copy(deep=True)
+    plan.training.ppo_mini_batch_size = 32  # more than the 16 prompts of a step: verl refuses it
+    window.doc.set_plan(plan)
+    assert "error" in window.findings.summary.text()
+    marks = [window.steps.item(i).text() for i in range(window.steps.count())]
+    assert any(m.startswith("7. Rollout") and "✖" in m for m in marks)  # the step with the bad field is marked
+    tree = window.findings.tree
+    item = next(tree.topLevelItem(i).child(j) for i in range(tree.topLevelItemCount())
+                for j in range(tree.topLevelItem(i).childCount())
+                if "actor_rollout_ref.actor.ppo_mini_batch_size" in tree.topLevelItem(i).child(j).data(0, Qt.UserRole).keys)
+    tree.setCurrentItem(item)
+    qtbot.mouseClick(window.findings.go_button, Qt.LeftButton)
+    assert window.current_page() is window.rollout_page
+    field = window.rollout_page.forms[1].editors["actor_rollout_ref.actor.ppo_mini_batch_size"].widget
+    assert QApplication.focusWidget() is field
+
+
+def test_a_key_without_a_field_is_shown_in_run_sh(window):
+    plan = window.doc.plan.model_copy(deep=True)
+    plan.passthrough.append("trainer.balance_batch=false")
+    window.doc.set_plan(plan)
+    assert window.go_to_keys(["trainer.balance_batch"])
+    assert window.current_page() is window.review_page
+    assert "trainer.balance_batch" in window.review_page.run_sh.textCursor().selectedText()
+
+
+def test_apply_fix_button_repairs_the_plan(window, qtbot):
+    plan = window.doc.plan.model_copy(deep=True)
+    plan.rollout.name = None
+    plan.passthrough.append("actor_rollout_ref.rollout.name='???'")
+    window.doc.set_plan(plan)
+    window.go_to(window.review_page)
+    assert not window.next_button.isEnabled() and "Fix the errors" in window.nav_hint.text()
+    assert window.findings.select_first_fixable()
+    qtbot.mouseClick(window.findings.fix_button, Qt.LeftButton)
+    assert window.doc.result.ok and window.next_button.isEnabled()
+    assert "actor_rollout_ref.rollout.name='vllm'" in window.review_page.run_sh.toPlainText()
+
+
+def test_gpu_spec_that_cannot_fit_blocks_writing(window):
     select_preset(window, "grpo-8gpu")
     window.start_page.gpus.setText("4xH100-80GB")
     window.start_page.gpus.editingFinished.emit()
-    # the preset asks for 8 GPUs per node: bring it back, then shrink the cluster without changing the plan
-    window.doc.set_plan(window.doc.plan.model_copy(update={}))
-    window.next()
-    review = window.review_page
-    assert review.isComplete()  # --gpus rewrote the trainer to 4 GPUs: batch sizes still divide
-    window.doc.plan.hardware.n_gpus_per_node = 8
-    window.doc.set_plan(window.doc.plan)
-    assert "error" in review.findings.summary.text()
-    assert not review.isComplete()
+    assert window.review_page.is_complete()  # the trainer follows the GPUs: batch sizes still divide
+    plan = window.doc.plan.model_copy(deep=True)
+    plan.hardware.n_gpus_per_node = 8
+    window.doc.set_plan(plan)
+    assert "error" in window.findings.summary.text()
+    assert not window.review_page.is_complete()
 
 
 def test_bad_gpu_spec_is_explained_in_place(window):
@@ -58,22 +149,9 @@ def test_bad_gpu_spec_is_explained_in_place(window):
     assert "cannot read GPU spec" in window.start_page.gpus_error.text()
 
 
-def test_apply_fix_button_repairs_the_plan(window, qtbot):
-    plan = window.doc.plan.model_copy(deep=True)
-    plan.rollout.name = None
-    plan.passthrough.append("actor_rollout_ref.rollout.name='???'")
-    window.doc.set_plan(plan)
-    window.next()
-    findings = window.review_page.findings
-    assert findings.select_first_fixable()
-    qtbot.mouseClick(findings.fix_button, Qt.LeftButton)
-    assert window.doc.result.ok
-    assert "actor_rollout_ref.rollout.name='vllm'" in window.review_page.run_sh.toPlainText()
-
-
 def test_import_a_real_verl_script(window):
     assert window.start_page.import_file(str(SCRIPTS / "examples__grpo_trainer__run_qwen2-7b_math.sh"))
-    window.next()
+    window.go_to(window.review_page)
     text = window.review_page.run_sh.toPlainText()
     assert 'data.train_files="[${HOME}/data/gsm8k/train.parquet,${HOME}/data/math/train.parquet]"' in text
 
@@ -83,14 +161,45 @@ def test_import_refusal_is_shown_not_raised(window):
     assert "Cannot import" in window.start_page.import_status.text()
 
 
+def test_save_open_and_recent_files(window, tmp_path):
+    plan = window.doc.plan.model_copy(deep=True)
+    plan.data.train_batch_size = 64
+    plan.training.ppo_mini_batch_size = 16
+    window.doc.set_plan(plan)
+    path = tmp_path / "my plan.json"
+    assert window.save_to(str(path))
+    assert not window.windowTitle().endswith("*") and "my plan.json" in window.windowTitle()
+    assert json.loads(path.read_text())["data"]["train_batch_size"] == 64
+    plan.data.train_batch_size = 128
+    window.doc.set_plan(plan)
+    assert window.save()  # back to the same file, the previous one kept as a backup
+    assert list(tmp_path.glob("my plan.json.*bak*")) or list(tmp_path.glob("*.bak"))
+    other = WizardWindow(restore=False)
+    other.ask_save = lambda: "discard"
+    actions = other.recent_menu.actions()
+    assert actions and actions[0].text() == str(path.resolve())
+    actions[0].trigger()
+    assert other.doc.plan.data.train_batch_size == 128 and other.doc.path
+    other.close()
+
+
+def test_close_with_unsaved_edits_asks_and_cancel_keeps_the_window(window):
+    plan = window.doc.plan.model_copy(deep=True)
+    plan.data.train_batch_size = 32
+    window.doc.set_plan(plan)
+    window.ask_save = lambda: "cancel"
+    assert not window.close() and window.isVisible()
+    window.ask_save = lambda: "discard"
+    assert window.close()
+
+
 def test_write_page_writes_files(window, qtbot, tmp_path):
-    window.next()
-    window.next()
+    window.go_to(window.write_page)
     page = window.write_page
     page.folder.setText(str(tmp_path / "out dir"))
     qtbot.mouseClick(page.write_button, Qt.LeftButton)
     assert (tmp_path / "out dir" / "run.sh").exists() and (tmp_path / "out dir" / "plan.json").exists()
-    assert "Wrote" in page.status.text() and page.isComplete()
+    assert "Wrote" in page.status.text() and page.is_complete()
 
 
 def test_write_into_an_unwritable_place_is_a_message(window, tmp_path):
@@ -108,7 +217,7 @@ def test_undo_and_redo_an_edit(window, qtbot):
     assert window.doc.plan.hardware.nnodes == 2 and window.windowTitle().endswith("*")
     qtbot.keyClick(window, "z", modifier=Qt.ControlModifier)
     assert window.doc.plan == before
-    window.doc.undo_stack.redo()
+    qtbot.keyClick(window, "z", modifier=Qt.ControlModifier | Qt.ShiftModifier)
     assert window.doc.plan.hardware.nnodes == 2
 
 
@@ -122,18 +231,33 @@ def test_a_crashed_session_is_offered_back(qtbot, tmp_path, monkeypatch):
     first.start_page.gpus.editingFinished.emit()
     qtbot.waitUntil(lambda: (load_session() or {}).get("gpus") == "4xA100-80GB", timeout=3000)
     first.hide()  # the process "crashes": no clean close, the autosave stays
+    first.ask_save = lambda: "discard"
     assert session_path().exists()
     second = WizardWindow(restore=True)
+    second.ask_save = lambda: "discard"
     qtbot.addWidget(second)
     assert second.doc.plan.hardware.n_gpus_per_node == 4
     assert second.start_page.gpus.text() == "4xA100-80GB"
     second.close()
-    assert not session_path().exists()  # a clean close removes it
+    assert not session_path().exists()  # closed on purpose: nothing to offer back
 
 
 def test_the_worst_finding_is_explained_in_full(window):
     window.start_page.import_file(str(SCRIPTS / "examples__ppo_trainer__run_deepseek7b_llm.sh"))
-    window.next()
-    details = window.review_page.findings.details.text()
+    details = window.findings.details.text()
     assert "critic.fsdp.param_offload" in details and "Fix:" in details
-    assert window.review_page.findings.fix_button.isEnabled()
+    assert window.findings.fix_button.isEnabled() and window.findings.go_button.isEnabled()
+
+
+def test_dark_theme_is_applied_and_remembered(window, tmp_path, monkeypatch):
+    from wizard.adapters.session_store import load_prefs
+    from wizard.gui.theme import is_dark
+
+    app = QApplication.instance()
+    try:
+        window.set_theme("dark")
+        assert is_dark(app) and load_prefs()["theme"] == "dark"
+        window.set_theme("light")
+        assert not is_dark(app)
+    finally:
+        window.set_theme("system")

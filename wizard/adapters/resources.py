@@ -31,6 +31,15 @@ def load_schema(version: str = DEFAULT_VERL) -> VerlSchema:
     return VerlSchema.from_dict(json.loads(path.read_text(encoding="utf-8")))
 
 
+@lru_cache(maxsize=4)
+def load_key_docs(version: str = DEFAULT_VERL) -> dict[str, str]:
+    """{verl key: verl's own comment about it}; empty when no docs ship for ``version``."""
+    path = _files() / "verl-key-docs" / f"{version}.json"
+    if not path.is_file():
+        return {}
+    return json.loads(path.read_text(encoding="utf-8"))["docs"]
+
+
 @lru_cache(maxsize=1)
 def load_moves() -> Moves:
     return Moves.from_dict(yaml.safe_load(resource_text("verl-moves.yaml")))

@@ -47,3 +47,52 @@ def clear_session() -> None:
         session_path().unlink()
     except OSError:
         pass
+
+
+# -- recent plan files and display preferences ------------------------------------------------------
+MAX_RECENT = 10
+
+
+def _prefs_path() -> Path:
+    return state_dir() / "prefs.json"
+
+
+def load_prefs() -> dict:
+    try:
+        doc = json.loads(_prefs_path().read_text(encoding="utf-8"))
+    except (OSError, ValueError):
+        return {}
+    return doc if isinstance(doc, dict) else {}
+
+
+def save_prefs(prefs: dict) -> None:
+    """Best effort, like the autosave: preferences never interrupt work."""
+    path = _prefs_path()
+    try:
+        text = json.dumps(prefs, indent=1) + "\n"
+        if path.exists():
+            path.unlink()
+        write_atomic(path, text)
+    except (WriteError, OSError):
+        pass
+
+
+def recent_files() -> list[str]:
+    """Most recent first; files that are gone are left out."""
+    items = load_prefs().get("recent", [])
+    return [p for p in items if isinstance(p, str) and Path(p).exists()][:MAX_RECENT]
+
+
+def add_recent(path: str) -> list[str]:
+    prefs = load_prefs()
+    full = str(Path(path).resolve())
+    items = [full] + [p for p in prefs.get("recent", []) if p != full]
+    prefs["recent"] = items[:MAX_RECENT]
+    save_prefs(prefs)
+    return recent_files()
+
+
+def save_plan_file(plan_doc: dict, path: str) -> str | None:
+    """Write a plan file atomically; returns the backup made of an existing file (WriteError on failure)."""
+    backup = write_atomic(Path(path), json.dumps(plan_doc, indent=2) + "\n")
+    return str(backup) if backup else None

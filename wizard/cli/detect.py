@@ -9,7 +9,6 @@ from __future__ import annotations
 
 import json
 import os
-import sys
 
 from wizard.core.findings import sort_findings
 
@@ -28,7 +27,8 @@ def add_parsers(subparsers) -> None:
     d.set_defaults(handler=run_detect)
 
     doc = subparsers.add_parser("doctor", help="check the Python environment verl will run in (versions, CUDA, Ray)")
-    doc.add_argument("--python", metavar="PATH", help="the Python that will run verl (default: this one)")
+    doc.add_argument("--python", metavar="PATH",
+                     help="the Python that will run verl (default: the best one found: venvs, conda envs, PATH)")
     doc.add_argument("--format", choices=("text", "json"), default="text")
     doc.set_defaults(handler=run_doctor)
 
@@ -79,45 +79,18 @@ def _discover(args, catalogue):
 
 
 def _this_machine(visible, catalogue):
-    """NVML first; where NVML cannot start but nvidia-smi answers, its XML."""
-    from wizard.adapters.nvidia_smi import NvidiaSmiError, discover_nvidia_smi_xml, run_nvidia_smi_xml
-    from wizard.adapters.nvml import discover_nvml
+    from wizard.adapters.discovery import discover_this_machine
 
-    discovery = discover_nvml(visible, catalogue, use_env=False)
-    if discovery.cluster.source == "none":
-        text = run_nvidia_smi_xml()
-        if text:
-            try:
-                return discover_nvidia_smi_xml(text, visible, catalogue)
-            except NvidiaSmiError:
-                pass
-    return discovery
+    return discover_this_machine(visible, catalogue)
 
 
 def _spec(path: str, catalogue):
-    import yaml
-
-    from wizard.core.cluster import ClusterSpecError, parse_cluster_spec
-    from wizard.core.topology import Discovery
+    from wizard.adapters.discovery import load_cluster_spec_file
 
     try:
-        with open(path, encoding="utf-8") as fh:
-            doc = yaml.safe_load(fh)
-    except FileNotFoundError:
-        raise _usage(f"{path}: no such file") from None
-    except IsADirectoryError:
-        raise _usage(f"{path}: is a folder, not a cluster spec") from None
-    except yaml.YAMLError as exc:
-        mark = getattr(exc, "problem_mark", None)
-        where = f" (line {mark.line + 1})" if mark else ""
-        raise _usage(f"{path}: not valid YAML{where}") from None
-    except (OSError, UnicodeDecodeError) as exc:
-        raise _usage(f"{path}: cannot read it ({exc})") from None
-    try:
-        cluster = parse_cluster_spec(doc, catalogue)
-    except ClusterSpecError as exc:
-        raise _usage(f"{path}: {exc}") from None
-    return Discovery(cluster=cluster)
+        return load_cluster_spec_file(path, catalogue)
+    except ValueError as exc:
+        raise _usage(str(exc)) from None
 
 
 def _print_catalogue(catalogue, fmt: str) -> int:
@@ -134,6 +107,8 @@ def _print_catalogue(catalogue, fmt: str) -> int:
 
 
 def run_doctor(args) -> int:
+    import sys
+
     from wizard.adapters.doctor import DoctorError
     from wizard.adapters.doctor import run_doctor as doctor
 

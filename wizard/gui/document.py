@@ -12,6 +12,7 @@ from PySide6.QtGui import QUndoCommand, QUndoStack
 from wizard.adapters.generate import plan_with_gpus, preset_plan, render_files
 from wizard.adapters.resources import load_moves, load_schema
 from wizard.adapters.session_store import save_session
+from wizard.core.cluster import Cluster
 from wizard.core.check import CheckResult, check_overrides
 from wizard.core.emit import emit_overrides
 from wizard.core.findings import Finding
@@ -41,6 +42,9 @@ class PlanDocument(QObject):
         super().__init__(parent)
         self.plan: Plan = Plan()
         self.gpus: GpuSpec | None = None
+        self.cluster: Cluster | None = None  # detected or planned machines, when the user chose some
+        self.context_findings: dict[str, list[Finding]] = {}  # e.g. "environment": doctor's verdict
+        self.path: str | None = None  # the plan file this document was opened from or saved to
         self.source_findings: list[Finding] = []
         self.result: CheckResult | None = None
         self.files: dict[str, str] = {}
@@ -63,7 +67,22 @@ class PlanDocument(QObject):
         plan = plan_with_gpus(self.plan, gpus) if gpus is not None else self.plan
         old = self._state()
         self.gpus = gpus
-        self.undo_stack.push(_SetPlan(self, old, (plan, gpus, self.source_findings), f"GPUs {gpus or 'as planned'}"))
+        if self.cluster is not None and self.cluster.to_gpu_spec() != gpus:
+            self.cluster = None  # typed by hand: the detected machines no longer describe the plan
+        self.undo_stack.push(_SetPlan(self, old, self._state_with(plan), f"GPUs {gpus or 'as planned'}"))
+
+    def set_cluster(self, cluster: Cluster | None) -> None:
+        """Plan for these machines: the GPU shape follows them, memory rules use their sizes."""
+        gpus = cluster.to_gpu_spec() if cluster is not None else None
+        plan = plan_with_gpus(self.plan, gpus) if gpus is not None else self.plan
+        old = self._state()
+        self.gpus, self.cluster = gpus, cluster
+        self.undo_stack.push(_SetPlan(self, old, self._state_with(plan), f"Use {gpus or 'the planned GPUs'}"))
+
+    def set_context_findings(self, name: str, findings: list[Finding]) -> None:
+        """Findings about the surroundings (the environment), not an edit: not undoable."""
+        self.context_findings[name] = list(findings)
+        self.changed.emit()
 
     def apply_fix(self, finding: Finding) -> None:
         if finding.fix_overrides:
@@ -71,13 +90,16 @@ class PlanDocument(QObject):
                        f"Fix {finding.rule}")
 
     def _state(self) -> tuple:
-        return (self.plan, self.gpus, self.source_findings)
+        return (self.plan, self.gpus, self.cluster, self.source_findings)
+
+    def _state_with(self, plan: Plan, source_findings: list[Finding] | None = None) -> tuple:
+        return (plan, self.gpus, self.cluster, self.source_findings if source_findings is None else source_findings)
 
     def _edit(self, plan: Plan, source_findings: list[Finding], text: str) -> None:
-        self.undo_stack.push(_SetPlan(self, self._state(), (plan, self.gpus, source_findings), text))
+        self.undo_stack.push(_SetPlan(self, self._state(), self._state_with(plan, source_findings), text))
 
     def _restore(self, state: tuple) -> None:
-        self.plan, self.gpus, self.source_findings = state
+        self.plan, self.gpus, self.cluster, self.source_findings = state
         self._recheck()
         if self.autosave:
             self._autosave_timer.start()
@@ -88,11 +110,13 @@ class PlanDocument(QObject):
     def _recheck(self) -> None:
         overrides = emit_overrides(self.plan).overrides
         self.result = check_overrides(
-            load_schema(), overrides, config_name=self.plan.config_name, moves=load_moves(), gpus=self.gpus
+            load_schema(), overrides, config_name=self.plan.config_name, moves=load_moves(), gpus=self.gpus,
+            cluster=self.cluster,
         )
         self.files, _, self.notes = render_files(self.plan)
         self.changed.emit()
 
     @property
     def findings(self) -> list[Finding]:
-        return (self.result.findings if self.result else []) + self.source_findings
+        extra = [f for findings in self.context_findings.values() for f in findings]
+        return (self.result.findings if self.result else []) + self.source_findings + extra

@@ -11,6 +11,7 @@ SEVERITY_TEXT = {Severity.ERROR: "Error", Severity.WARNING: "Warning", Severity.
 
 class FindingsView(QWidget):
     fix_requested = Signal(object)  # Finding
+    go_requested = Signal(list)  # the keys of the finding the user wants to see
 
     def __init__(self, parent: QWidget | None = None) -> None:
         super().__init__(parent)
@@ -25,6 +26,11 @@ class FindingsView(QWidget):
         self.fix_button.setToolTip("Apply the selected finding's fix to the plan")
         self.fix_button.setEnabled(False)
         self.fix_button.clicked.connect(self._apply_selected)
+        self.go_button = QPushButton("&Show the field")
+        self.go_button.setToolTip("Go to the step and field this finding is about (or double-click it)")
+        self.go_button.setEnabled(False)
+        self.go_button.clicked.connect(self._go_selected)
+        self.tree.itemActivated.connect(lambda *_: self._go_selected())
         self.tree.currentItemChanged.connect(self._selection_changed)
         self.details = QLabel()
         self.details.setObjectName("findingDetails")
@@ -32,6 +38,7 @@ class FindingsView(QWidget):
         self.details.setTextInteractionFlags(Qt.TextSelectableByMouse)
         row = QHBoxLayout()
         row.addWidget(self.summary, 1)
+        row.addWidget(self.go_button)
         row.addWidget(self.fix_button)
         layout = QVBoxLayout(self)
         layout.setContentsMargins(0, 0, 0, 0)
@@ -79,6 +86,7 @@ class FindingsView(QWidget):
     def _selection_changed(self, *_):
         finding = self._selected()
         self.fix_button.setEnabled(bool(finding and finding.fix_overrides))
+        self.go_button.setEnabled(bool(finding and finding.keys))
         if finding is None:
             self.details.clear()
             return
@@ -92,6 +100,25 @@ class FindingsView(QWidget):
         if finding is not None and finding.fix_overrides:
             self.fix_requested.emit(finding)
 
+    def _go_selected(self) -> None:
+        finding = self._selected()
+        if finding is not None and finding.keys:
+            self.go_requested.emit(field_order(finding))
+
+    def _items(self) -> list[QTreeWidgetItem]:
+        return [self.tree.topLevelItem(i).child(j) for i in range(self.tree.topLevelItemCount())
+                for j in range(self.tree.topLevelItem(i).childCount())]
+
+    def select_next(self) -> None:
+        """F8: the next finding, wrapping round; the list gets the focus so Enter shows its field."""
+        items = self._items()
+        if not items:
+            return
+        current = self.tree.currentItem()
+        index = items.index(current) + 1 if current in items else 0
+        self.tree.setCurrentItem(items[index % len(items)])
+        self.tree.setFocus(Qt.ShortcutFocusReason)
+
     def select_first_fixable(self) -> bool:
         for i in range(self.tree.topLevelItemCount()):
             group = self.tree.topLevelItem(i)
@@ -101,6 +128,12 @@ class FindingsView(QWidget):
                     self.tree.setCurrentItem(item)
                     return True
         return False
+
+
+def field_order(finding: Finding) -> list[str]:
+    """The finding's keys, the one its fix changes first: that is the field the user should see."""
+    fixed = [o.split("=", 1)[0].lstrip("+~") for o in finding.fix_overrides]
+    return sorted(finding.keys, key=lambda k: (k.lstrip("+~") not in fixed, finding.keys.index(k)))
 
 
 def _html(text: str) -> str:

@@ -1,10 +1,10 @@
-"""The wizard's pages: Start (preset, GPUs or an import), Review (findings, run.sh, YAML), Write."""
+"""The wizard's first and last steps: Start (preset, GPUs or an import), Review (findings, files), Write."""
 
 from __future__ import annotations
 
 from pathlib import Path
 
-from PySide6.QtCore import Qt
+from PySide6.QtCore import Qt, Signal
 from PySide6.QtGui import QFontDatabase
 from PySide6.QtWidgets import (
     QFileDialog,
@@ -16,20 +16,22 @@ from PySide6.QtWidgets import (
     QListWidgetItem,
     QPlainTextEdit,
     QPushButton,
-    QSplitter,
+    QTableWidget,
+    QTableWidgetItem,
     QTabWidget,
     QVBoxLayout,
-    QWizardPage,
 )
 
 from wizard.adapters.files import WriteError
 from wizard.adapters.generate import CONFIG_YAML, RUN_SH, write_plan_files
-from wizard.adapters.resources import load_preset_doc, preset_names
+from wizard.adapters.resources import load_key_docs, load_preset_doc, load_schema, preset_names
 from wizard.adapters.sources import load_source
+from wizard.core.emit import emit_overrides
 from wizard.core.gpus import parse_gpu_spec
+from wizard.core.key_help import changes_from_defaults, key_help
 from wizard.gui.document import PlanDocument
-from wizard.gui.findings_view import FindingsView
 from wizard.gui.highlight import ConfigHighlighter
+from wizard.gui.page import Page
 
 DEFAULT_PRESET = "grpo-1gpu-smoke"
 
@@ -45,12 +47,13 @@ def code_view(name: str) -> QPlainTextEdit:
     return view
 
 
-class StartPage(QWizardPage):
+class StartPage(Page):
+    step, title = "Start", "What do you want to run?"
+    subtitle = "Start from a preset an expert would run, or import an existing verl script or YAML."
+    opened = Signal(str)  # a file was read into the plan
+
     def __init__(self, doc: PlanDocument) -> None:
-        super().__init__()
-        self.doc = doc
-        self.setTitle("What do you want to run?")
-        self.setSubTitle("Start from a preset an expert would run, or import an existing verl script or YAML.")
+        super().__init__(doc)
         self.presets = QListWidget()
         self.presets.setAccessibleName("Presets")
         self.presets.setWordWrap(True)
@@ -136,6 +139,8 @@ class StartPage(QWizardPage):
         self.presets.blockSignals(False)
         plan = source.to_plan(name=Path(path).stem)
         self.doc.set_plan(plan, source.findings, f"Import {Path(path).name}")
+        self.doc.path = path if source.plan is not None else None  # Save writes back only to plan files
+        self.opened.emit(path)
         kept = len(plan.passthrough)
         self.description.setText(f"Imported {path}")
         self.import_status.setText(
@@ -144,45 +149,84 @@ class StartPage(QWizardPage):
         return True
 
 
-class ReviewPage(QWizardPage):
+class ReviewPage(Page):
+    step, title = "Review", "Review"
+    subtitle = ("The files verl-wizard will write, and every value this plan changes from verl's defaults. "
+                "The findings panel says what verl 0.9.1 would reject and what it would only find later.")
+
     def __init__(self, doc: PlanDocument) -> None:
-        super().__init__()
-        self.doc = doc
-        self.setTitle("Review")
-        self.setSubTitle("What verl 0.9.1 would say, and the mistakes it only finds later. Then the files.")
-        self.findings = FindingsView()
-        self.findings.fix_requested.connect(self.doc.apply_fix)
+        super().__init__(doc)
         self.tabs = QTabWidget()
         self.run_sh = code_view("runShView")
         self.yaml = code_view("yamlView")
+        self.changes = QTableWidget(0, 3)
+        self.changes.setObjectName("changesTable")
+        self.changes.setAccessibleName("Changes from verl's defaults")
+        self.changes.setHorizontalHeaderLabels(["verl key", "This plan", "verl's default"])
+        self.changes.setEditTriggers(QTableWidget.NoEditTriggers)
+        self.changes.verticalHeader().setVisible(False)
+        self.changes.horizontalHeader().setStretchLastSection(True)
         self.tabs.addTab(self.run_sh, "run.sh")
         self.tabs.addTab(self.yaml, "config.yaml")
-        splitter = QSplitter(Qt.Vertical)
-        splitter.addWidget(self.findings)
-        splitter.addWidget(self.tabs)
-        splitter.setSizes([260, 360])
+        self.tabs.addTab(self.changes, "Changes from verl's defaults")
+        self.verdict = QLabel()
+        self.verdict.setObjectName("reviewVerdict")
+        self.verdict.setWordWrap(True)
         layout = QVBoxLayout(self)
-        layout.addWidget(splitter)
+        layout.addWidget(self.verdict)
+        layout.addWidget(self.tabs, 1)
         doc.changed.connect(self.refresh)
         self.refresh()
 
     def refresh(self) -> None:
-        self.findings.set_findings(self.doc.findings)
         self.run_sh.setPlainText(self.doc.files.get(RUN_SH, ""))
         self.yaml.setPlainText(self.doc.files.get(CONFIG_YAML, "# " + "; ".join(self.doc.notes)))
-        self.completeChanged.emit()
+        result = self.doc.result
+        if result is None or result.ok:
+            self.verdict.setText("verl 0.9.1 would accept this config. Write the files next.")
+        else:
+            errors = sum(1 for f in result.findings if f.severity.value == "error")
+            self.verdict.setText(f"<b style='color:#c62828'>{errors} error(s)</b> would stop verl: fix them in the "
+                                 "findings panel (each has its fix) before writing.")
+        self._fill_changes()
+        self.complete_changed.emit()
 
-    def isComplete(self) -> bool:  # noqa: N802 - Qt's name
+    def _fill_changes(self) -> None:
+        schema, docs = load_schema(), load_key_docs()
+        engine = self.doc.result.engine if self.doc.result else None
+        rows = changes_from_defaults(schema, emit_overrides(self.doc.plan).overrides, engine)
+        self.changes.setRowCount(len(rows))
+        for r, (key, value, default) in enumerate(rows):
+            for c, text in enumerate((key, value, default)):
+                item = QTableWidgetItem(text)
+                item.setToolTip(key_help(schema, docs, key, engine))
+                self.changes.setItem(r, c, item)
+        self.changes.resizeColumnsToContents()
+
+    def is_complete(self) -> bool:
         return self.doc.result is not None and self.doc.result.ok
 
+    def show_key(self, key: str) -> bool:
+        """Select the line of run.sh that sets ``key`` (for keys no step has a field for)."""
+        bare = key.lstrip("+~")
+        self.tabs.setCurrentWidget(self.run_sh)
+        found = self.run_sh.find(bare)
+        if not found:  # search from the top
+            cursor = self.run_sh.textCursor()
+            cursor.movePosition(cursor.MoveOperation.Start)
+            self.run_sh.setTextCursor(cursor)
+            found = self.run_sh.find(bare)
+        self.run_sh.setFocus(Qt.OtherFocusReason)
+        return found
 
-class WritePage(QWizardPage):
+
+class WritePage(Page):
+    step, title = "Write", "Write the files"
+    subtitle = ("run.sh (verl overrides), config.yaml (for --config-path/--config-name) and plan.json. "
+                "Files already there are kept as .bak copies.")
+
     def __init__(self, doc: PlanDocument) -> None:
-        super().__init__()
-        self.doc = doc
-        self.setTitle("Write the files")
-        self.setSubTitle("run.sh (verl overrides), config.yaml (for --config-path/--config-name) and plan.json. "
-                         "Files already there are kept as .bak copies.")
+        super().__init__(doc)
         self.folder = QLineEdit(str(Path.cwd() / "verl-run"))
         self.folder.setAccessibleName("Output folder")
         browse = QPushButton("&Browse…")
@@ -226,8 +270,8 @@ class WritePage(QWizardPage):
         self.status.setText("<br>".join(lines))
         self.written = True
         self.doc.undo_stack.setClean()
-        self.completeChanged.emit()
+        self.complete_changed.emit()
         return True
 
-    def isComplete(self) -> bool:  # noqa: N802
-        return self.written
+    def is_complete(self) -> bool:
+        return True  # the Run step works from the plan itself; writing the files is not required

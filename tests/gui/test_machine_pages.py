@@ -1,0 +1,136 @@
+"""The Environment, Hardware and Data steps: real probes off the GUI thread, results shown, cancel."""
+
+import sys
+
+import pytest
+
+pytest.importorskip("PySide6")
+
+from PySide6.QtCore import Qt  # noqa: E402
+from PySide6.QtWidgets import QLineEdit  # noqa: E402
+
+from wizard.gui.app import WizardWindow  # noqa: E402
+
+
+@pytest.fixture
+def window(qtbot):
+    w = WizardWindow(restore=False)
+    w.ask_save = lambda: "discard"
+    qtbot.addWidget(w)
+    w.show()
+    return w
+
+
+def test_doctor_runs_in_the_background_and_reports_into_the_findings(window, qtbot):
+    page = window.environment_page
+    window.go_to(page)
+    page.python.setText(sys.executable)
+    qtbot.mouseClick(page.check_button, Qt.LeftButton)
+    assert not page.check_button.isEnabled() and page.runner.running
+    # the window keeps answering while the probe runs: typing goes on
+    field = window.data_page.forms[1].editors["data.train_batch_size"].widget
+    qtbot.keyClicks(field, "8")
+    assert field.text().endswith("8")
+    qtbot.waitUntil(lambda: not page.runner.running, timeout=60000)
+    names = [page.facts.item(r, 0).text() for r in range(page.facts.rowCount())]
+    versions = {page.facts.item(r, 0).text(): page.facts.item(r, 1).text() for r in range(page.facts.rowCount())}
+    assert "verl" in names and versions["verl"] == "0.9.1"
+    assert "Probed" in page.result.text()
+    # no GPU and no vLLM here: the environment is not ready, and the findings panel says why
+    env = window.doc.context_findings["environment"]
+    assert env and all(f in window.doc.findings for f in env)
+    assert page.check_button.isEnabled()
+
+
+def test_a_python_that_is_not_there_is_a_message(window, qtbot, tmp_path):
+    page = window.environment_page
+    page.python.setText(str(tmp_path / "no" / "python"))
+    page.run_doctor()
+    qtbot.waitUntil(lambda: not page.runner.running, timeout=30000)
+    assert "#c62828" in page.result.text()  # shown in red, in words
+    assert "Traceback" not in page.result.text()
+
+
+def test_cancel_gives_control_back_at_once(window, qtbot):
+    page = window.environment_page
+    page.python.setText(sys.executable)
+    page.run_doctor()
+    assert page.runner.running
+    page.runner.cancel()
+    assert not page.runner.running and page.check_button.isEnabled()
+    qtbot.wait(200)
+    assert "Probed" not in page.result.text()  # a late answer is dropped
+
+
+def test_detect_this_machine_without_a_gpu_is_explained(window, qtbot, monkeypatch):
+    monkeypatch.delenv("CUDA_VISIBLE_DEVICES", raising=False)
+    page = window.hardware_page
+    window.go_to(page)
+    page.detect()
+    qtbot.waitUntil(lambda: not page.runner.running, timeout=30000)
+    assert "0 GPU(s)" in page.summary.text()
+    assert "NVIDIA" in page.summary.text() or "driver" in page.summary.text().lower()
+    assert not page.use_button.isEnabled()  # nothing to plan on
+
+
+def test_a_cluster_spec_becomes_the_plan_shape_and_can_be_undone(window, qtbot, tmp_path):
+    spec = tmp_path / "cluster.yaml"
+    spec.write_text("nodes:\n  - {count: 2, gpus: 8, gpu: H100-80GB}\n")
+    page = window.hardware_page
+    page.load_spec(str(spec))
+    qtbot.waitUntil(lambda: not page.runner.running, timeout=30000)
+    assert "16 GPU(s) on 2 node(s)" in page.summary.text()
+    assert page.gpus.rowCount() == 16 and page.use_button.isEnabled()
+    qtbot.mouseClick(page.use_button, Qt.LeftButton)
+    assert window.doc.plan.hardware.nnodes == 2 and window.doc.plan.hardware.n_gpus_per_node == 8
+    assert window.doc.cluster is not None
+    nodes = page.forms[0].editors["trainer.nnodes"].widget
+    assert isinstance(nodes, QLineEdit) and nodes.text() == "2"
+    window.doc.undo_stack.undo()
+    assert window.doc.plan.hardware.nnodes == 1 and window.doc.cluster is None
+
+
+def test_a_broken_cluster_spec_is_one_line(window, qtbot, tmp_path):
+    spec = tmp_path / "cluster.yaml"
+    spec.write_text("nodes: [\n")
+    page = window.hardware_page
+    page.load_spec(str(spec))
+    qtbot.waitUntil(lambda: not page.runner.running, timeout=30000)
+    assert "not valid YAML" in page.summary.text()
+
+
+def test_the_link_matrix_of_a_real_capture(window, qtbot):
+    from tests.conftest import ROOT
+    from wizard.adapters.gpu_catalogue import load_gpu_catalogue
+    from wizard.adapters.nvidia_smi import discover_nvidia_smi_xml
+
+    xml = (ROOT / "tests" / "data" / "gpu" / "h200-1gpu.nvidia-smi-q.xml").read_text()
+    discovery = discover_nvidia_smi_xml(xml, None, load_gpu_catalogue())
+    page = window.hardware_page
+    page.show_discovery(discovery)
+    assert page.gpus.rowCount() == 1 and "H200" in page.gpus.item(0, 1).text()
+    assert "139" in page.gpus.item(0, 2).text() or "140" in page.gpus.item(0, 2).text()
+    assert page.matrix.isHidden()  # one GPU: no links to show
+
+
+def test_data_preview_reads_rows_off_the_gui_thread(window, qtbot, tmp_path):
+    import pyarrow as pa
+    import pyarrow.parquet as pq
+
+    path = tmp_path / "train.parquet"
+    rows = [{"data_source": "openai/gsm8k", "prompt": [{"role": "user", "content": f"What is {i}+{i}?"}],
+             "reward_model": {"style": "rule", "ground_truth": str(2 * i)}, "extra_info": {"index": i}}
+            for i in range(40)]
+    pq.write_table(pa.Table.from_pylist(rows), path)
+    plan = window.doc.plan.model_copy(deep=True)
+    plan.data.train_files = str(path)
+    window.doc.set_plan(plan)
+    page = window.data_page
+    qtbot.mouseClick(page.preview_button, Qt.LeftButton)
+    qtbot.waitUntil(lambda: not page.runner.running, timeout=30000)
+    assert "40 rows" in page.status.text() and page.table.rowCount() == 20
+    headers = [page.table.horizontalHeaderItem(c).text() for c in range(page.table.columnCount())]
+    assert "reward_model" in headers
+    qtbot.mouseClick(page.check_button, Qt.LeftButton)
+    qtbot.waitUntil(lambda: not page.runner.running, timeout=30000)
+    assert "40 rows" in page.status.text()

@@ -1,0 +1,49 @@
+"""Where the GPUs come from: this machine (NVML, else nvidia-smi's XML) or a cluster spec file.
+
+One place for the CLI's ``detect``/``check --cluster`` and the GUI's Hardware step.
+"""
+
+from __future__ import annotations
+
+from wizard.core.cluster import ClusterSpecError, GpuCatalogue, parse_cluster_spec
+from wizard.core.topology import Discovery
+
+
+def discover_this_machine(visible: str | None, catalogue: GpuCatalogue) -> Discovery:
+    """NVML first; where NVML cannot start but nvidia-smi answers, its XML."""
+    from wizard.adapters.nvidia_smi import NvidiaSmiError, discover_nvidia_smi_xml, run_nvidia_smi_xml
+    from wizard.adapters.nvml import discover_nvml
+
+    discovery = discover_nvml(visible, catalogue, use_env=False)
+    if discovery.cluster.source == "none":
+        text = run_nvidia_smi_xml()
+        if text:
+            try:
+                return discover_nvidia_smi_xml(text, visible, catalogue)
+            except NvidiaSmiError:
+                pass
+    return discovery
+
+
+def load_cluster_spec_file(path: str, catalogue: GpuCatalogue) -> Discovery:
+    """A cluster spec YAML as a Discovery; ValueError with a one-line reason."""
+    import yaml
+
+    try:
+        with open(path, encoding="utf-8") as fh:
+            doc = yaml.safe_load(fh)
+    except FileNotFoundError:
+        raise ValueError(f"{path}: no such file") from None
+    except IsADirectoryError:
+        raise ValueError(f"{path}: is a folder, not a cluster spec") from None
+    except yaml.YAMLError as exc:
+        mark = getattr(exc, "problem_mark", None)
+        where = f" (line {mark.line + 1})" if mark else ""
+        raise ValueError(f"{path}: not valid YAML{where}") from None
+    except (OSError, UnicodeDecodeError) as exc:
+        raise ValueError(f"{path}: cannot read it ({exc})") from None
+    try:
+        cluster = parse_cluster_spec(doc, catalogue)
+    except ClusterSpecError as exc:
+        raise ValueError(f"{path}: {exc}") from None
+    return Discovery(cluster=cluster)

@@ -1,0 +1,280 @@
+"""The steps about the machine: Environment (doctor) and Hardware (GPUs, links, Ray)."""
+
+from __future__ import annotations
+
+import os
+import sys
+
+from PySide6.QtCore import Qt
+from PySide6.QtGui import QColor
+from PySide6.QtWidgets import (
+    QFileDialog,
+    QGroupBox,
+    QHBoxLayout,
+    QLabel,
+    QLineEdit,
+    QPushButton,
+    QTableWidget,
+    QTableWidgetItem,
+    QVBoxLayout,
+    QWidget,
+)
+
+from wizard.core.cluster import LinkKind
+from wizard.core.findings import Severity
+from wizard.gui.document import PlanDocument
+from wizard.gui.fields import FieldForm
+from wizard.gui.page import Page, note, scrolled
+from wizard.gui.tasks import TaskBar, TaskRunner
+
+# Link colours, best to worst, for the topology matrix (readable on light and dark palettes).
+LINK_COLOURS = {
+    LinkKind.NV: "#2e7d32", LinkKind.PIX: "#558b2f", LinkKind.PXB: "#9e9d24",
+    LinkKind.PHB: "#ef6c00", LinkKind.NODE: "#d84315", LinkKind.SYS: "#c62828",
+}
+LINK_WORDS = {
+    LinkKind.NV: "NVLink", LinkKind.PIX: "one PCIe switch", LinkKind.PXB: "several PCIe switches",
+    LinkKind.PHB: "through the CPU's PCIe host bridge", LinkKind.NODE: "between host bridges of one NUMA node",
+    LinkKind.SYS: "across CPU sockets (slowest)",
+}
+
+
+def _table(name: str, headers: list[str]) -> QTableWidget:
+    table = QTableWidget(0, len(headers))
+    table.setObjectName(name)
+    table.setAccessibleName(name)
+    table.setHorizontalHeaderLabels(headers)
+    table.setEditTriggers(QTableWidget.NoEditTriggers)
+    table.verticalHeader().setVisible(False)
+    return table
+
+
+def _findings_html(findings) -> str:
+    if not findings:
+        return ""
+    marks = {Severity.ERROR: "✖", Severity.WARNING: "⚠", Severity.INFO: "ℹ"}
+    return "<br>".join(f"{marks[f.severity]} {_html(f.message)}" + (f"<br>&nbsp;&nbsp;&nbsp;Fix: {_html(f.fix)}"
+                                                                      if f.fix else "") for f in findings)
+
+
+class EnvironmentPage(Page):
+    step, title = "Environment", "Where will verl run?"
+    subtitle = ("The Python environment that has verl: versions of Python, torch, CUDA, vLLM and Ray checked "
+                "against what verl 0.9.1 needs. Probing takes a few seconds and runs in the background.")
+
+    def __init__(self, doc: PlanDocument) -> None:
+        super().__init__(doc)
+        self.python = QLineEdit(sys.executable)
+        self.python.setObjectName("targetPython")
+        self.python.setAccessibleName("Target Python")
+        self.python.setToolTip("The python of the virtual environment or conda env where verl is installed")
+        browse = QPushButton("&Browse…")
+        browse.clicked.connect(self._browse)
+        self.check_button = QPushButton("&Check this environment")
+        self.check_button.setObjectName("runDoctor")
+        self.check_button.clicked.connect(self.run_doctor)
+        self.runner = TaskRunner(self)
+        self.runner.finished.connect(self._report)
+        self.runner.failed.connect(self._failed)
+        self.runner.started.connect(lambda _l: self.check_button.setEnabled(False))
+        for signal in (self.runner.finished, self.runner.failed, self.runner.cancelled):
+            signal.connect(lambda *_: self.check_button.setEnabled(True))
+        self.facts = _table("environmentFacts", ["Package", "Version"])
+        self.facts.horizontalHeader().setStretchLastSection(True)
+        self.result = note("Not checked yet. verl-wizard plans without it; checking catches a broken install "
+                           "before a run does.", "environmentResult")
+        row = QHBoxLayout()
+        row.addWidget(QLabel("&Python:", buddy=self.python))
+        row.addWidget(self.python, 1)
+        row.addWidget(browse)
+        row.addWidget(self.check_button)
+        layout = QVBoxLayout(self)
+        layout.addLayout(row)
+        layout.addWidget(TaskBar(self.runner))
+        layout.addWidget(self.result)
+        layout.addWidget(self.facts, 1)
+
+    def _browse(self) -> None:
+        path, _ = QFileDialog.getOpenFileName(self, "The python of verl's environment", os.path.expanduser("~"))
+        if path:
+            self.python.setText(path)
+
+    def run_doctor(self) -> None:
+        from wizard.adapters.doctor import run_doctor
+
+        python = self.python.text().strip() or sys.executable
+        self.runner.start(f"Probing {python}", lambda: run_doctor(python, timeout=60))
+
+    def _failed(self, message: str) -> None:
+        self.result.setText(f"<span style='color:#c62828'>{_html(message)}</span>")
+        self.doc.set_context_findings("environment", [])
+
+    def _report(self, report) -> None:
+        pk = report.facts.get("packages") or {}
+        names = ["verl", "torch", "transformers", "tensordict", "ray", "TransferQueue", "cachetools", "vllm",
+                 "sglang", "flash-attn"]
+        rows = [("python", (report.facts.get("python") or {}).get("version", "?"))]
+        rows += [(n, pk.get(n) or "not installed") for n in names]
+        self.facts.setRowCount(len(rows))
+        for r, (name, version) in enumerate(rows):
+            self.facts.setItem(r, 0, QTableWidgetItem(name))
+            self.facts.setItem(r, 1, QTableWidgetItem(str(version)))
+        verdict = ("<b>Ready for verl 0.9.1.</b>" if report.ok else "<b>Not ready:</b> fix the errors below.")
+        self.result.setText(f"{verdict} Probed {report.python} in {report.wall_s:.1f} s.<br>"
+                            + _findings_html(report.findings))
+        self.doc.set_context_findings("environment", report.findings)
+
+
+class HardwarePage(Page):
+    step, title = "Hardware", "Which GPUs?"
+    subtitle = ("Detect this machine's GPUs and how they are linked, read a cluster spec, or ask a running Ray "
+                "cluster. The plan is checked against what you choose.")
+
+    def __init__(self, doc: PlanDocument) -> None:
+        super().__init__(doc)
+        self.discovery = None
+        self.runner = TaskRunner(self)
+        self.runner.finished.connect(self.show_discovery)
+        self.runner.failed.connect(lambda m: self.summary.setText(f"<span style='color:#c62828'>{_html(m)}</span>"))
+        detect = QPushButton("&Detect this machine")
+        detect.setObjectName("detectGpus")
+        detect.clicked.connect(self.detect)
+        spec = QPushButton("Open a cluster &spec…")
+        spec.clicked.connect(self._spec_dialog)
+        self.ray_address = QLineEdit()
+        self.ray_address.setPlaceholderText("Ray address, e.g. 10.0.0.1:6379 or auto")
+        self.ray_address.setAccessibleName("Ray address")
+        ray = QPushButton("Ask &Ray")
+        ray.clicked.connect(self.ask_ray)
+        self.use_button = QPushButton("&Use these GPUs for the plan")
+        self.use_button.setObjectName("useGpus")
+        self.use_button.setEnabled(False)
+        self.use_button.clicked.connect(self.use_discovery)
+        self.summary = note("Nothing detected yet. Without it, the plan's own trainer.nnodes × n_gpus_per_node "
+                            "is what gets checked.", "hardwareSummary")
+        self.gpus = _table("gpuTable", ["GPU", "Model", "Memory", "Free", "NUMA", "CPUs", "Busy"])
+        self.matrix = _table("linkMatrix", [])
+        self.legend = note(" · ".join(f"<span style='color:{LINK_COLOURS[k]}'>■</span> {k.value}: {LINK_WORDS[k]}"
+                                      for k in LinkKind), "linkLegend")
+        self.findings = note("", "hardwareFindings")
+        form = FieldForm(doc, [("hardware.nnodes", "Nodes"), ("hardware.n_gpus_per_node", "GPUs per node"),
+                               ("hardware.ray_num_cpus", "Ray CPUs")])
+        self.forms.append(form)
+
+        body = QWidget()
+        layout = QVBoxLayout(body)
+        row = QHBoxLayout()
+        for w in (detect, spec):
+            row.addWidget(w)
+        row.addWidget(self.ray_address, 1)
+        row.addWidget(ray)
+        layout.addLayout(row)
+        layout.addWidget(TaskBar(self.runner))
+        layout.addWidget(self.summary)
+        layout.addWidget(self.findings)
+        layout.addWidget(self.gpus)
+        box = QGroupBox("How the GPUs are linked (as nvidia-smi topo -m)")
+        QVBoxLayout(box).addWidget(self.matrix)
+        box.layout().addWidget(self.legend)
+        layout.addWidget(box)
+        layout.addWidget(self.use_button, 0, Qt.AlignLeft)
+        plan_box = QGroupBox("The plan's shape (verl's trainer keys)")
+        QVBoxLayout(plan_box).addWidget(form)
+        layout.addWidget(plan_box)
+        layout.addStretch(1)
+        outer = QVBoxLayout(self)
+        outer.setContentsMargins(0, 0, 0, 0)
+        outer.addWidget(scrolled(body))
+
+    def _catalogue(self):
+        from wizard.adapters.gpu_catalogue import load_gpu_catalogue
+
+        return load_gpu_catalogue()
+
+    def detect(self) -> None:
+        from wizard.adapters.discovery import discover_this_machine
+
+        visible = os.environ.get("CUDA_VISIBLE_DEVICES")
+        self.runner.start("Asking NVML about this machine's GPUs",
+                          lambda: discover_this_machine(visible, self._catalogue()))
+
+    def _spec_dialog(self) -> None:
+        path, _ = QFileDialog.getOpenFileName(self, "Cluster spec", os.getcwd(), "Cluster spec (*.yaml *.yml)")
+        if path:
+            self.load_spec(path)
+
+    def load_spec(self, path: str) -> None:
+        from wizard.adapters.discovery import load_cluster_spec_file
+
+        self.runner.start(f"Reading {path}", lambda: load_cluster_spec_file(path, self._catalogue()))
+
+    def ask_ray(self) -> None:
+        from wizard.adapters.ray_cluster import discover_ray
+
+        address = self.ray_address.text().strip()
+        if not address:
+            self.summary.setText("Type the Ray address first (the head node's IP:6379, or auto).")
+            return
+        self.runner.start(f"Asking the Ray cluster at {address}", lambda: discover_ray(address, timeout=20))
+
+    def show_discovery(self, discovery) -> None:
+        self.discovery = discovery
+        c = discovery.cluster
+        alive = [n for n in c.nodes if n.alive]
+        facts = ", ".join(x for x in (f"driver {c.driver_version}" if c.driver_version else "",
+                                      f"CUDA {c.cuda_driver_version}" if c.cuda_driver_version else "",
+                                      f"Ray {c.ray_version}" if c.ray_version else "") if x)
+        text = f"<b>{c.gpu_total} GPU(s) on {len(alive)} node(s)</b> (from {c.source}{', ' + facts if facts else ''})"
+        text += "".join(f"<br>{_html(n)}" for n in c.notes)
+        self.summary.setText(text)
+        self.findings.setText(_findings_html(discovery.findings))
+        self._fill_gpus(c)
+        self._fill_matrix(alive[0] if alive else None)
+        self.use_button.setEnabled(c.to_gpu_spec() is not None)
+
+    def _fill_gpus(self, cluster) -> None:
+        rows = [(n, g) for n in cluster.nodes for g in n.gpus]
+        self.gpus.setRowCount(len(rows))
+        for r, (node, g) in enumerate(rows):
+            gib = (lambda b: "?" if b is None else f"{b / 1024**3:.1f} GiB")
+            busy = f"{len(g.processes)} process(es)" if g.processes else ""
+            cells = [f"{node.name}:{g.index}" if len(cluster.nodes) > 1 else str(g.index),
+                     g.name + (f" [{g.catalogue_id}]" if g.catalogue_id else ""), gib(g.memory_total_bytes),
+                     gib(g.memory_free_bytes), "" if g.numa_node is None else str(g.numa_node),
+                     g.cpu_affinity or "", busy]
+            for col, value in enumerate(cells):
+                self.gpus.setItem(r, col, QTableWidgetItem(value))
+        self.gpus.resizeColumnsToContents()
+
+    def _fill_matrix(self, node) -> None:
+        n = len(node.gpus) if node else 0
+        self.matrix.clear()
+        self.matrix.setRowCount(n)
+        self.matrix.setColumnCount(n)
+        labels = [f"GPU{g.index}" for g in node.gpus] if node else []
+        self.matrix.setHorizontalHeaderLabels(labels)
+        self.matrix.setVerticalHeaderLabels(labels)
+        self.matrix.verticalHeader().setVisible(True)
+        for i in range(n):
+            for j in range(n):
+                link = node.link(node.gpus[i].index, node.gpus[j].index) if i != j else None
+                item = QTableWidgetItem("X" if i == j else (link.label if link else "?"))
+                item.setTextAlignment(Qt.AlignCenter)
+                if link is not None:
+                    item.setForeground(QColor("white"))
+                    item.setBackground(QColor(LINK_COLOURS[link.kind]))
+                    item.setToolTip(f"GPU{i} ↔ GPU{j}: {LINK_WORDS[link.kind]}; P2P read {link.p2p_read.value}, "
+                                    f"write {link.p2p_write.value}")
+                self.matrix.setItem(i, j, item)
+        self.matrix.resizeColumnsToContents()
+        self.matrix.setVisible(n > 1)
+        self.legend.setVisible(n > 1)
+
+    def use_discovery(self) -> None:
+        if self.discovery is None:
+            return
+        self.doc.set_cluster(self.discovery.cluster)
+
+
+def _html(text: str) -> str:
+    return str(text).replace("&", "&amp;").replace("<", "&lt;").replace(">", "&gt;")

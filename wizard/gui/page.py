@@ -1,0 +1,62 @@
+"""What every step of the wizard is: a widget with a title, a subtitle and fields to focus."""
+
+from __future__ import annotations
+
+from PySide6.QtCore import Qt, Signal
+from PySide6.QtWidgets import QFrame, QLabel, QScrollArea, QVBoxLayout, QWidget
+
+from wizard.gui.document import PlanDocument
+
+
+class Page(QWidget):
+    step = ""  # the name in the step list
+    title = ""
+    subtitle = ""
+    complete_changed = Signal()
+
+    def __init__(self, doc: PlanDocument) -> None:
+        super().__init__()
+        self.doc = doc
+        self.forms: list = []  # FieldForms on this page, for click-to-field
+
+    def keys(self) -> set[str]:
+        return {key for form in self.forms for key in form.editors}
+
+    def focus_key(self, key: str) -> bool:
+        """Put the cursor in the field of ``key``; False when this page has none."""
+        return any(form.focus_key(key) for form in self.forms)
+
+    def is_complete(self) -> bool:
+        return True
+
+    def entered(self) -> None:
+        """Called each time the page is shown."""
+
+
+def scrolled(widget: QWidget) -> QScrollArea:
+    area = QScrollArea()
+    area.setWidgetResizable(True)
+    area.setFrameShape(QFrame.NoFrame)
+    area.setWidget(widget)
+    return area
+
+
+def note(text: str, name: str = "") -> QLabel:
+    label = QLabel(text)
+    label.setWordWrap(True)
+    label.setTextInteractionFlags(Qt.TextSelectableByMouse | Qt.LinksAccessibleByMouse)
+    label.setOpenExternalLinks(True)
+    if name:
+        label.setObjectName(name)
+    return label
+
+
+class PlaceholderPage(Page):
+    """A step that is not built yet: says what will be there, never shows made-up data."""
+
+    def __init__(self, doc: PlanDocument, step: str, title: str, text: str) -> None:
+        super().__init__(doc)
+        self.step, self.title, self.subtitle = step, title, "Coming in a later version of verl-wizard."
+        layout = QVBoxLayout(self)
+        layout.addWidget(note(text, "placeholderText"))
+        layout.addStretch(1)
