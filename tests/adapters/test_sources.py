@@ -1,4 +1,5 @@
 """Every kind of input becomes the same thing: overrides and a config name."""
+import pytest
 
 from wizard.adapters.generate import write_plan_files, preset_plan
 from wizard.adapters.sources import load_source
@@ -30,3 +31,19 @@ def test_plan_json_round_trips(tmp_path):
     plan = preset_plan("grpo-2node")
     write_plan_files(plan, tmp_path)
     assert load_source(str(tmp_path / "plan.json")).plan == plan
+
+
+def test_a_preset_yaml_is_read_as_a_plan_not_as_a_verl_config():
+    from tests.conftest import ROOT
+
+    src = load_source(str(ROOT / "resources" / "presets" / "grpo-1gpu-smoke.yaml"))
+    assert src.plan is not None and src.plan.name == "grpo-1gpu-smoke"
+    assert "actor_rollout_ref.rollout.n=4" in src.overrides
+    assert not any(o.startswith("schema_version") for o in src.overrides)
+
+
+def test_a_json_that_is_not_a_plan_is_one_line(tmp_path):
+    path = tmp_path / "x.json"
+    path.write_text("[1, 2]")
+    with pytest.raises(ValueError, match="not a verl-wizard plan"):
+        load_source(str(path))

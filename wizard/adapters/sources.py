@@ -87,6 +87,8 @@ def _from_yaml(text: str, path: str) -> Source:
         mark = getattr(exc, "problem_mark", None)
         where = f" (line {mark.line + 1}, column {mark.column + 1})" if mark else ""
         raise ValueError(f"{path}: not valid YAML{where}: {getattr(exc, 'problem', exc)}") from None
+    if isinstance(doc, dict) and "schema_version" in doc and "verl_version" in doc:
+        return _plan_source(doc, path)  # a verl-wizard plan (a preset) written as YAML, not a verl config
     try:
         converted = yaml_to_overrides(doc, load_schema())
     except ValueError as exc:
@@ -109,9 +111,17 @@ def _from_yaml(text: str, path: str) -> Source:
 
 def _from_plan_json(text: str, path: str) -> Source:
     try:
-        plan = load_plan(json.loads(text))
+        doc = json.loads(text)
     except json.JSONDecodeError as exc:
         raise ValueError(f"{path}: not valid JSON (line {exc.lineno}): {exc.msg}") from None
+    return _plan_source(doc, path)
+
+
+def _plan_source(doc, path: str) -> Source:
+    if not isinstance(doc, dict):
+        raise ValueError(f"{path}: not a verl-wizard plan (the top level is not a mapping)")
+    try:
+        plan = load_plan(doc)
     except ValueError as exc:  # pydantic ValidationError is a ValueError
         first = str(exc).splitlines()
         raise ValueError(f"{path}: not a verl-wizard plan: {' '.join(first[:3])}") from None
