@@ -173,10 +173,12 @@ class HardwarePage(Page):
         layout.addWidget(self.summary)
         layout.addWidget(self.findings)
         layout.addWidget(self.gpus)
-        box = QGroupBox("How the GPUs are linked (as nvidia-smi topo -m)")
+        self.links_box = box = QGroupBox("How the GPUs are linked (as nvidia-smi topo -m)")
         QVBoxLayout(box).addWidget(self.matrix)
         box.layout().addWidget(self.legend)
         layout.addWidget(box)
+        self.gpus.hide()  # shown once something was detected: no empty tables
+        box.hide()
         layout.addWidget(self.use_button, 0, Qt.AlignLeft)
         plan_box = QGroupBox("The plan's shape (verl's trainer keys)")
         QVBoxLayout(plan_box).addWidget(form)
@@ -230,6 +232,8 @@ class HardwarePage(Page):
         self.findings.setText(_findings_html(discovery.findings))
         self._fill_gpus(c)
         self._fill_matrix(alive[0] if alive else None)
+        self.gpus.setVisible(self.gpus.rowCount() > 0)
+        self.links_box.setVisible(not self.matrix.isHidden())
         self.use_button.setEnabled(c.to_gpu_spec() is not None)
 
     def _fill_gpus(self, cluster) -> None:
