@@ -42,3 +42,12 @@ screenshots: setup
 
 clean:
 	rm -rf $(VENV) out .pytest_cache .hypothesis
+
+# The desktop bundle (PyInstaller one-folder, dist/verl-wizard/), built in its own venv under build/, and
+# its offscreen check (opens the GUI, renders its pages, --version, CLI, doctor); tests/test_bundle.py runs both.
+.PHONY: bundle bundle-check
+bundle:
+	bash packaging/build.sh
+
+bundle-check:
+	bash packaging/check_bundle.sh

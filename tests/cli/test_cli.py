@@ -7,7 +7,7 @@ import sys
 
 import pytest
 
-from tests.conftest import SCRIPTS
+from tests.conftest import ROOT, SCRIPTS
 
 GOOD = ["algorithm.adv_estimator=grpo", "actor_rollout_ref.model.path=Qwen/Qwen2.5-0.5B-Instruct",
         "actor_rollout_ref.rollout.name=vllm", "actor_rollout_ref.rollout.n=4", "data.train_batch_size=16",
@@ -201,3 +201,9 @@ def test_resume_auto_over_an_existing_checkpoint_is_named(tmp_path):
     doc = json.loads(run("check", "--format", "json", "--", *args, f"trainer.default_local_dir={tmp_path / 'ckpt'}").stdout)
     (finding,) = [f for f in doc["findings"] if f["rule"] == "data.resume_existing"]
     assert "global_step_40" in finding["message"] and finding["fix_overrides"] == ["trainer.resume_mode=disable"]
+
+
+def test_overrides_after_a_file_are_added_to_its_own(tmp_path):
+    proc = run("check", str(ROOT / "resources" / "presets" / "ppo-8gpu.yaml"),
+               "actor_rollout_ref.actor.ppo_mini_batch_size=7000")
+    assert proc.returncode == 1 and "ppo_mini_batch_size (7000)" in proc.stdout

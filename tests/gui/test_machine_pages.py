@@ -134,3 +134,18 @@ def test_data_preview_reads_rows_off_the_gui_thread(window, qtbot, tmp_path):
     qtbot.mouseClick(page.check_button, Qt.LeftButton)
     qtbot.waitUntil(lambda: not page.runner.running, timeout=30000)
     assert "40 rows" in page.status.text()
+
+
+def test_the_model_step_shows_what_is_known_of_the_model_and_its_heads_rule_fires(window, qtbot):
+    page = window.model_page
+    window.go_to(page)
+    # the default preset names a catalogue model: its facts are shown
+    cells = [page.facts.item(r, 1).text() for r in range(page.facts.rowCount())]
+    assert not page.facts.isHidden() and any("0.49 B" in c for c in cells) and "14 / 2" in cells
+    # 14 heads cannot be split over 4 rollout GPUs: the heads rule, with both numbers, in the panel
+    plan = window.doc.plan.model_copy(deep=True)
+    plan.rollout.tensor_model_parallel_size = 4
+    plan.hardware.n_gpus_per_node = 4
+    window.doc.set_plan(plan)
+    messages = [f.message for f in window.doc.findings]
+    assert any("14" in m and "4" in m and "head" in m for m in messages)

@@ -13,11 +13,10 @@ import os
 import re
 import shlex
 import subprocess
-import sys
 import time
 from dataclasses import dataclass, field
-from importlib import resources
 
+from wizard.adapters.bundle import probe_path
 from wizard.core.cluster import cuda_version_text
 from wizard.core.findings import Finding, Severity, Stage, has_errors, sort_findings
 
@@ -55,7 +54,7 @@ class DoctorReport:
 
 
 def run_doctor(python: str | None = None, timeout: float = 120.0, check_ray: bool = True) -> DoctorReport:
-    python = python or sys.executable
+    python = python or _target_python()
     t0 = time.perf_counter()
     facts = run_probe(python, timeout=timeout)
     if check_ray:
@@ -64,8 +63,19 @@ def run_doctor(python: str | None = None, timeout: float = 120.0, check_ray: boo
     return DoctorReport(python=python, facts=facts, findings=findings, wall_s=time.perf_counter() - t0)
 
 
+def _target_python() -> str:
+    """The Python to check when none is given: the best one found (verl first; never the bundle's own program)."""
+    from wizard.adapters.python_envs import default_python
+
+    python = default_python()
+    if python is None:
+        raise DoctorError("no Python found to check (no venv, conda env or python3 on PATH); "
+                          "give one with --python PATH, or see `verl-wizard doctor` for how to create one")
+    return python
+
+
 def run_probe(python: str, timeout: float = 120.0, imports: bool = True) -> dict:
-    probe = str(resources.files("wizard.adapters.probes") / "doctor_probe.py")
+    probe = probe_path("doctor_probe.py")
     args = [python, probe] + (["--torch", "--flash-attn"] if imports else [])
     env = dict(os.environ, PYTHONUNBUFFERED="1", PYTHONWARNINGS="ignore")
     if os.path.isdir(python):

@@ -13,12 +13,12 @@ import os
 import signal
 import socket
 import subprocess
-import sys
-from importlib import resources
 
+from wizard.adapters.bundle import probe_path
 from wizard.core.findings import Finding, Severity, Stage
 from wizard.core.cluster import Cluster
 from wizard.core.topology import Discovery, ray_to_discovery
+from wizard.adapters.python_envs import resolve_python
 
 DEFAULT_TIMEOUT_S = 30.0
 CONNECT_TIMEOUT_S = 3.0
@@ -48,7 +48,7 @@ def discover_ray(address: str, python: str | None = None, timeout: float = DEFAU
         reason = _tcp_refusal(*target, min(CONNECT_TIMEOUT_S, timeout))
         if reason:
             return _unreachable(address, reason)
-    doc = _run_probe(address, python or sys.executable, timeout)
+    doc = _run_probe(address, resolve_python(python), timeout)
     if "fatal" in doc:
         return _unreachable(address, doc["fatal"], doc.get("ray_version"))
     return ray_to_discovery(doc.get("nodes") or [], doc.get("ray_version"), address)
@@ -65,7 +65,7 @@ def _tcp_refusal(host: str, port: int, timeout: float) -> str | None:
 
 
 def _run_probe(address: str, python: str, timeout: float) -> dict:
-    probe = str(resources.files("wizard.adapters.probes") / "ray_probe.py")
+    probe = probe_path("ray_probe.py")
     env = dict(os.environ, RAY_USAGE_STATS_ENABLED="0", PYTHONUNBUFFERED="1")
     env.pop("RAY_ADDRESS", None)
     try:

@@ -10,14 +10,14 @@ from __future__ import annotations
 import json
 import os
 import subprocess
-import sys
 from dataclasses import dataclass, field
-from importlib import resources
 from pathlib import Path
 
+from wizard.adapters.bundle import probe_path
 from wizard.core.data_schema import scorer_for
 from wizard.core.findings import Finding
 from wizard.core.reward_bench import BenchRow, BenchSummary, Trial, builtin_findings, candidates_for, judge, summarize
+from wizard.adapters.python_envs import resolve_python
 
 
 class RewardRunError(RuntimeError):
@@ -40,12 +40,12 @@ class BenchResult:
 
 
 def _probe_path() -> str:
-    return str(resources.files("wizard.adapters.probes") / "reward_probe.py")
+    return probe_path("reward_probe.py")
 
 
 def run_probe(doc: dict, python: str | None = None, timeout: float = 60.0) -> tuple[list[dict], str | None]:
     """Send ``doc`` to the probe; return its result lines and, on a timeout, None → a note saying so."""
-    python = python or sys.executable
+    python = resolve_python(python)
     env = dict(os.environ, PYTHONUNBUFFERED="1", HF_HUB_OFFLINE="1", TRANSFORMERS_OFFLINE="1",
                VERL_USE_EXTERNAL_PLUGINS=os.environ.get("VERL_USE_EXTERNAL_PLUGINS", "none"))
     try:

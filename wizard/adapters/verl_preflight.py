@@ -9,10 +9,10 @@ from __future__ import annotations
 import json
 import os
 import subprocess
-import sys
-from importlib import resources
 
+from wizard.adapters.bundle import probe_path
 from wizard.core.findings import Finding, Severity, Stage
+from wizard.adapters.python_envs import resolve_python
 
 
 class PreflightError(RuntimeError):
@@ -20,11 +20,11 @@ class PreflightError(RuntimeError):
 
 
 def _probe_path() -> str:
-    return str(resources.files("wizard.adapters.probes") / "verl_preflight_probe.py")
+    return probe_path("verl_preflight_probe.py")
 
 
 def run_preflight(cases: list[dict], python: str | None = None, timeout: float = 600.0) -> list[dict]:
-    python = python or sys.executable
+    python = resolve_python(python)
     payload = "".join(json.dumps(c) + "\n" for c in cases)
     env = dict(os.environ, PYTHONUNBUFFERED="1", RAY_USAGE_STATS_ENABLED="0", HF_HUB_OFFLINE="1", TRANSFORMERS_OFFLINE="1")
     try:
@@ -58,7 +58,7 @@ class PreflightSession:
     """
 
     def __init__(self, python: str | None = None, timeout: float = 120.0) -> None:
-        self.python = python or sys.executable
+        self.python = resolve_python(python)
         self.timeout = timeout
         env = dict(os.environ, PYTHONUNBUFFERED="1", RAY_USAGE_STATS_ENABLED="0", HF_HUB_OFFLINE="1",
                    TRANSFORMERS_OFFLINE="1")

@@ -32,7 +32,8 @@ def build_parser() -> argparse.ArgumentParser:
 
     c = sub.add_parser("check", help="check a config the way verl 0.9.1 would, plus the late mistakes")
     c.add_argument("source", nargs="?", help="a launch script (.sh), a YAML config, or a plan (.json)")
-    c.add_argument("overrides", nargs="*", help="after --: verl overrides, e.g. -- data.train_batch_size=64")
+    c.add_argument("overrides", nargs="*",
+                   help="verl overrides, e.g. -- data.train_batch_size=64; after a file they are added to its own")
     c.add_argument("--batch", metavar="CASES.jsonl", help='JSON lines {"id", "overrides": [...], "config_name"?}')
     c.add_argument("--format", choices=("text", "json"), default="text")
     c.add_argument("--gpus", metavar="SPEC", help="the cluster to check against, e.g. 8xH100-80GB or 2x8xH100-80GB")
@@ -61,6 +62,9 @@ def build_parser() -> argparse.ArgumentParser:
     from wizard.cli.launch import add_parsers as add_launch_parsers  # launch
 
     add_launch_parsers(sub)
+    from wizard.cli.plan import add_parsers as add_plan_parsers  # plan
+
+    add_plan_parsers(sub)
     return p
 
 
@@ -95,15 +99,18 @@ def _dispatch(argv: list[str]) -> int:
         from wizard.cli.check import run_check
 
         return run_check(args, tail)
+    if args.command == "plan":
+        return args.handler(args, tail)
     if tail:
-        raise UsageError("only check takes overrides after --")
+        raise UsageError("only check and plan take overrides after --")
     if hasattr(args, "handler"):  # detect, doctor
         return args.handler(args)
     if args.command == "generate":
         return _generate(args)
     if args.command == "presets":
         return _presets()
-    raise UsageError("give a command: check, generate, presets, detect, doctor, data or launch (or no arguments for the GUI)")
+    raise UsageError("give a command: check, plan, generate, presets, detect, doctor, data, launch or cluster "
+                     "(or no arguments for the GUI)")
 
 
 def parse_gpus(text: str | None):
@@ -128,9 +135,8 @@ def _presets() -> int:
 def _generate(args) -> int:
     from wizard.adapters.files import WriteError
     from wizard.adapters.generate import preset_plan, write_plan_files
-    from wizard.adapters.resources import load_moves, load_schema
+    from wizard.adapters.checking import full_check
     from wizard.cli.check import print_findings
-    from wizard.core.check import check_overrides
     from wizard.core.emit import emit_overrides
     from wizard.core.overrides import OverrideSyntaxError
 
@@ -142,7 +148,7 @@ def _generate(args) -> int:
     except ValueError as exc:
         raise UsageError(str(exc).splitlines()[0]) from None
     overrides = emit_overrides(plan).overrides
-    result = check_overrides(load_schema(), overrides, config_name=plan.config_name, moves=load_moves(), gpus=gpus)
+    result = full_check(overrides, config_name=plan.config_name, gpus=gpus)
     if not result.ok and not args.force:
         if args.format == "json":
             print(json.dumps({"overrides": overrides, "files": [], "ok": False, "findings": result.to_json()["findings"]}))

@@ -30,8 +30,6 @@ def run_check(args, tail: list[str]) -> int:
         return _batch(args, gpus)
     if not args.source and not tail:
         raise UsageError("give a config: a .sh or .yaml file, or overrides after --")
-    if args.source and tail:
-        raise UsageError("give a file or overrides after --, not both")
     if args.fix:
         return _fix(args, tail + list(args.overrides), gpus)
     result = check_one(args.source, tail + list(args.overrides), gpus, args.verl, args.python)
@@ -63,23 +61,31 @@ def _ray_cluster(address: str, python: str | None):
     return spec, list(discovery.findings)
 
 
-def check_one(source: str | None, overrides: list[str], gpus, use_verl: bool, python: str | None, case_id=None):
-    from wizard.adapters.resources import load_moves, load_schema
+def check_one(source: str | None, overrides: list[str], gpus, use_verl: bool, python: str | None, case_id=None,
+              model_cache: dict | None = None):
+    from wizard.adapters.checking import full_check
     from wizard.adapters.sources import from_overrides, load_source
     from wizard.cli import UsageError
-    from wizard.core.check import check_overrides
 
     try:
         src = load_source(source) if source else from_overrides(overrides)
     except ValueError as exc:
         raise UsageError(str(exc)) from None
-    result = check_overrides(
-        load_schema(), src.overrides, config_name=src.config_name, moves=load_moves(), gpus=gpus, case_id=case_id
-    )
+    if source and overrides:
+        src.overrides = list(src.overrides) + list(overrides)  # as if added to the end of its command line
+    result = full_check(src.overrides, config_name=src.config_name, gpus=gpus, case_id=case_id,
+                        model_cache=model_cache)
     result.findings = sort_findings(result.findings + src.findings)
     if use_verl:
         result.findings = sort_findings(result.findings + _verl_findings([src], python))
     return result
+
+
+def with_models(result, overrides: list[str], config_name: str, gpus, cache: dict | None = None):
+    """See wizard.adapters.checking.with_models (kept here for the commands that import it)."""
+    from wizard.adapters.checking import with_models as check_with_models
+
+    return check_with_models(result, overrides, config_name, gpus, cache)
 
 
 def _fix(args, overrides: list[str], gpus) -> int:
@@ -93,6 +99,8 @@ def _fix(args, overrides: list[str], gpus) -> int:
         src = load_source(args.source) if args.source else from_overrides(overrides)
     except ValueError as exc:
         raise UsageError(str(exc)) from None
+    if args.source and overrides:
+        src.overrides = list(src.overrides) + list(overrides)
     fixed = autofix_overrides(load_schema(), src.overrides, config_name=src.config_name, moves=load_moves(), gpus=gpus)
     corrected = plan_overrides(fixed.plan)
     if args.format == "json":
@@ -121,16 +129,14 @@ def _verl_findings(sources, python) -> list[Finding]:
 
 
 def _batch(args, gpus) -> int:
+    from wizard.adapters.checking import full_check
     from wizard.adapters.files import read_text
-    from wizard.adapters.resources import load_moves, load_schema
     from wizard.cli import EXIT_ERRORS, EXIT_OK, UsageError
-    from wizard.core.check import check_overrides
 
     try:
         text = read_text(args.batch)
     except ValueError as exc:
         raise UsageError(str(exc)) from None
-    schema, moves = load_schema(), load_moves()
     cases = []
     for n, line in enumerate(text.splitlines(), start=1):
         if not line.strip():
@@ -146,12 +152,11 @@ def _batch(args, gpus) -> int:
         cases.append(case)
     any_errors = False
     results = []
+    model_cache: dict = {}  # each distinct model path is read once for the whole batch
     for case in cases:
-        result = check_overrides(
-            schema, case.get("overrides", []), config_name=case.get("config_name") or "ppo_trainer",
-            moves=moves, gpus=gpus, case_id=case.get("id"),
-        )
-        results.append(result)
+        config_name = case.get("config_name") or "ppo_trainer"
+        results.append(full_check(case.get("overrides", []), config_name=config_name, gpus=gpus,
+                                  case_id=case.get("id"), model_cache=model_cache))
     if args.verl:
         from wizard.adapters.verl_preflight import PreflightError, preflight_finding, run_preflight
 

@@ -107,21 +107,47 @@ def _print_catalogue(catalogue, fmt: str) -> int:
 
 
 def run_doctor(args) -> int:
-    import sys
-
+    """Without --python, the Pythons found on this machine are listed and the best one is checked."""
     from wizard.adapters.doctor import DoctorError
     from wizard.adapters.doctor import run_doctor as doctor
+    from wizard.adapters.python_envs import discover, how_to_create
 
-    python = args.python or sys.executable
+    candidates = [] if args.python else discover()
+    advice = None if args.python or any(c.has_verl for c in candidates) else how_to_create()
+    python = args.python or (candidates[0].python if candidates else None)
+    if python is None:
+        return _no_python(args.format, advice)
     try:
         report = doctor(python)
     except DoctorError as exc:
         raise _usage(str(exc)) from None
     if args.format == "json":
-        print(json.dumps(report.to_json()))
+        doc = report.to_json()
+        if not args.python:
+            doc.update(candidates=[c.to_json() for c in candidates], how_to_create=advice)
+        print(json.dumps(doc))
     else:
-        print(render_doctor(report))
+        if not args.python:
+            print(render_candidates(candidates))
+        print(render_doctor(report) + (f"\n\n{advice}" if advice else ""))
     return EXIT_OK if report.ok else EXIT_ERRORS
+
+
+def _no_python(fmt: str, advice: str) -> int:
+    """No Python at all to check (the bundle on a machine without one): how to create one, exit 1."""
+    if fmt == "json":
+        print(json.dumps({"ok": False, "python": None, "candidates": [], "how_to_create": advice, "findings": []}))
+    else:
+        print(f"no Python found (no venv, conda env, ~/.venvs/* or python3 on PATH)\n\n{advice}")
+    return EXIT_ERRORS
+
+
+def render_candidates(candidates) -> str:
+    lines = ["Pythons found (best first; doctor checks the first, --python PATH picks another):"]
+    width, says = max(len(c.python) for c in candidates), max(len(c.summary()) for c in candidates)
+    for i, c in enumerate(candidates):
+        lines.append(f"  {'>' if i == 0 else ' '} {c.python:{width}}  {c.summary():{says}}  {c.origin}")
+    return "\n".join(lines) + "\n"
 
 
 # ------------------------------------------------------------------------------------------------

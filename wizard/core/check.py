@@ -20,6 +20,11 @@ FACT_KEYS = (
     "data.train_files", "data.val_files", "data.train_batch_size", "data.max_prompt_length",
     "data.filter_overlong_prompts", "data.prompt_key", "actor_rollout_ref.model.path",
     "reward.custom_reward_function.path", "trainer.resume_mode", "trainer.default_local_dir",
+    # which models verl loads (wizard.core.models.model_paths) and whether it may run their code
+    "critic.model.path", "critic.enable", "algorithm.adv_estimator", "algorithm.use_kl_in_reward",
+    "actor_rollout_ref.actor.use_kl_loss", "actor_rollout_ref.model.lora", "actor_rollout_ref.model.lora_rank",
+    "actor_rollout_ref.model.lora_adapter_path", "reward.reward_model.enable", "reward.reward_model.model_path",
+    "actor_rollout_ref.model.trust_remote_code", "critic.model.trust_remote_code",
 )
 
 
@@ -30,6 +35,7 @@ class CheckResult:
     facts: dict = field(default_factory=dict)
     id: str | None = None
     notes: list[str] = field(default_factory=list)
+    models: dict = field(default_factory=dict)  # facts of the models found, by role (set by the adapters)
 
     @property
     def ok(self) -> bool:
@@ -62,7 +68,8 @@ def check_overrides(
     with composed_view(schema, overrides, config_name=config_name, moves=moves) as composed:
         findings = list(composed.findings)
         ctx = Context(cfg=composed.cfg, variant=schema.variant(composed.engine), set_keys=composed.set_keys, gpus=gpus,
-                      models=models or {}, cluster=cluster)
+                      models=models or {}, cluster=cluster, touched=composed.touched,
+                      plain_values=composed.plain_values)
         findings.extend(run_rules(ctx))
         facts = {key: ctx.get(key) for key in FACT_KEYS}
     return CheckResult(findings=sort_findings(findings), engine=composed.engine, id=case_id, facts=facts)

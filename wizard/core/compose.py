@@ -19,7 +19,7 @@ from functools import lru_cache
 
 from hydra._internal.config_loader_impl import ConfigLoaderImpl
 from hydra.errors import HydraException
-from omegaconf import DictConfig, OmegaConf, open_dict
+from omegaconf import AnyNode, DictConfig, OmegaConf, open_dict
 from omegaconf.errors import OmegaConfBaseException
 
 from wizard.core.findings import Finding, Severity, Stage
@@ -37,6 +37,13 @@ class Composed:
     engine: str
     findings: list[Finding] = field(default_factory=list)
     parsed: list[ParsedOverride] = field(default_factory=list)
+    # Keys whose value is exactly an override's plain value (no interpolation): read without OmegaConf.
+    plain_values: dict[str, object] = field(default_factory=dict)
+
+    @property
+    def touched(self) -> frozenset[str]:
+        """Keys any override sets, adds or deletes (for the default-value cache)."""
+        return frozenset(p.key for p in self.parsed if p.package is None)
 
     @property
     def set_keys(self) -> set[str]:
@@ -138,16 +145,63 @@ def composed_view(
         cfg = _base(variant)
         undo: list[tuple] = []
         try:
+            plain: dict[str, object] = {}
             for p in value_overrides:
+                fast = _fast_change(cfg, p)
+                if fast is not None:
+                    undo.append(fast)
+                    value = fast[2]._val
+                    if isinstance(value, str) and ("${" in value or value == "???"):
+                        plain.pop(p.key, None)
+                    else:
+                        plain[p.key] = value
+                    continue
+                for key in [k for k in plain if k == p.key or k.startswith(p.key + ".") or p.key.startswith(k + ".")]:
+                    del plain[key]
                 undo.append(_snapshot(cfg, p.key))
                 try:
                     ConfigLoaderImpl._apply_overrides_to_config([p.hydra], cfg)
                 except (HydraException, OmegaConfBaseException) as exc:
                     findings.append(_override_finding(p, one_line(str(exc)), variant, moves))
-            yield Composed(cfg=cfg, engine=engine, findings=findings, parsed=parsed)
+            yield Composed(cfg=cfg, engine=engine, findings=findings, parsed=parsed, plain_values=plain)
         finally:
             for snap in reversed(undo):
                 _restore(cfg, snap)
+
+
+def _fast_change(cfg: DictConfig, p: ParsedOverride) -> tuple | None:
+    """Apply the commonest override, ``key=primitive`` on an existing plain leaf, in place; its undo.
+
+    What ``OmegaConf.update(cfg, key, value, merge=True)`` does in that case (``setattr`` on the
+    parent, then ``_set_value`` on the existing ``AnyNode``) minus the path parsing and flag
+    handling it needs for every other case; anything else (``+``/``~``, containers, missing keys,
+    typed nodes, list paths) returns None and goes through Hydra. The parity tests hold the two
+    paths to the same composed config.
+    """
+    if not p.is_plain:
+        return None
+    value = p.value()
+    if not isinstance(value, (str, int, float, bool, type(None))):
+        return None
+    node = cfg
+    parts = p.key.split(".")
+    for part in parts[:-1]:
+        content = node._content if isinstance(node, DictConfig) else None
+        if not isinstance(content, dict):
+            return None
+        node = content.get(part)
+    content = node._content if isinstance(node, DictConfig) else None
+    if not isinstance(content, dict) or node._get_flag("readonly"):
+        return None
+    leaf = content.get(parts[-1])
+    if type(leaf) is not AnyNode:
+        return None
+    undo = ("fast", p.key, leaf, leaf._value(), node)
+    try:
+        leaf._set_value(value)  # validates, e.g. a malformed ${...}: then Hydra says it in its words
+    except OmegaConfBaseException:
+        return None
+    return undo
 
 
 def _snapshot(cfg: DictConfig, key: str) -> tuple:
@@ -169,6 +223,12 @@ def _snapshot(cfg: DictConfig, key: str) -> tuple:
 
 def _restore(cfg: DictConfig, snap: tuple) -> None:
     kind, key = snap[0], snap[1]
+    if kind == "fast":
+        leaf, old, parent = snap[2], snap[3], snap[4]
+        if parent._content.get(key.rpartition(".")[2]) is leaf:
+            leaf._val = old  # the node's own earlier value: nothing to validate
+            return
+        kind, snap = "leaf", ("leaf", key, leaf, old)
     parent_key, _, leaf = key.rpartition(".")
     parent = OmegaConf.select(cfg, parent_key) if parent_key else cfg
     if kind == "absent":

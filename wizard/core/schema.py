@@ -9,6 +9,7 @@ key with its default and type, keys that need ``+``, and "did you mean".
 from __future__ import annotations
 
 import difflib
+import re
 from dataclasses import dataclass, field
 from functools import cached_property
 
@@ -24,6 +25,37 @@ class KeyInfo:
     def in_yaml(self) -> bool:
         """False for dataclass-only fields, which need ``+key=value``."""
         return self.type != "plus_only"
+
+
+_REF = re.compile(r"\$\{\s*(oc\.select\s*:\s*)?([\w.\-]+)\s*[,}]")
+
+
+def _deps(variant: SchemaVariant, key: str, seen: set[str]) -> frozenset[str] | None:
+    if key in seen:
+        return frozenset()
+    seen.add(key)
+    info = variant.keys.get(key)
+    if info is None or info.type in ("dict", "list"):
+        return None  # containers and unknown keys: resolved by OmegaConf every time
+    out = {key}
+    default = info.default
+    if isinstance(default, str) and "${" in default:
+        refs = _REF.findall(default)
+        if default.count("${") != len(refs):
+            return None  # oc.env, custom resolvers, nested forms: not followed
+        for _select, ref in refs:
+            if ref.startswith("."):
+                parent = key.split(".")[:-1]
+                up = len(ref) - len(ref.lstrip("."))
+                ref = ".".join(parent[: len(parent) - (up - 1)] + [ref.lstrip(".")])
+            if ref not in variant.keys:
+                out.add(ref)  # absent by default (an oc.select fallback): an override may add it
+                continue
+            sub = _deps(variant, ref, seen)
+            if sub is None:
+                return None
+            out |= sub
+    return frozenset(out)
 
 
 @dataclass(eq=False)
@@ -47,6 +79,23 @@ class SchemaVariant:
             else:
                 node[parts[-1]] = info.default
         return root
+
+    @cached_property
+    def resolved_defaults(self) -> dict:
+        """Resolved default values of leaf keys, filled in by Context as rules ask for them.
+
+        Valid across checks because Context only stores a key here when no override touches
+        the key or anything its default interpolates from (see ``interpolation_deps``).
+        """
+        return {}
+
+    def interpolation_deps(self, key: str) -> frozenset[str] | None:
+        """Every key the default of ``key`` reads through interpolations, transitively (``key``
+        itself included); None when it reads the environment or a form this does not follow."""
+        cache = self.__dict__.setdefault("_deps", {})
+        if key not in cache:
+            cache[key] = _deps(self, key, set())
+        return cache[key]
 
     @cached_property
     def yaml_keys(self) -> list[str]:

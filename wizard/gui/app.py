@@ -43,6 +43,7 @@ from wizard.adapters.session_store import (
 from wizard.core.findings import Severity
 from wizard.core.gpus import parse_gpu_spec
 from wizard.core.plan import load_plan
+from wizard.gui.canvas_pages import DataflowPage
 from wizard.gui.document import PlanDocument
 from wizard.gui.env_pages import EnvironmentPage, HardwarePage
 from wizard.gui.findings_view import FindingsView
@@ -58,10 +59,7 @@ MARK = {Severity.ERROR: "✖", Severity.WARNING: "⚠"}
 def _optional_pages(doc: PlanDocument) -> dict[str, Page]:
     """The canvases and the run monitor, hosted when they are built; otherwise what they will show."""
     return {
-        "dataflow": PlaceholderPage(doc, "Dataflow", "What feeds what", (
-            "A graph of the step: prompts → rollout → reward → reference / critic → advantage → update, with "
-            "typed ports. Connecting a critic switches the estimator to GAE; dropping the reference removes "
-            "the KL. Until it lands, set these on the Algorithm and Model steps.")),
+        "dataflow": DataflowPage(doc),
         "placement": PlaceholderPage(doc, "Placement", "What runs where", (
             "A board of your GPUs with a memory bar per GPU and per phase (generation, log-probs, update). "
             "Roles (actor+rollout+reference, critic, reward model) are dropped on GPU pools; moves verl 0.9.1 "
@@ -161,7 +159,7 @@ class WizardWindow(QMainWindow):
         self.findings_dock.setFeatures(QDockWidget.DockWidgetMovable | QDockWidget.DockWidgetFloatable)
         self.findings_dock.setWidget(self.findings)
         self.addDockWidget(Qt.BottomDockWidgetArea, self.findings_dock)
-        self.resizeDocks([self.findings_dock], [220], Qt.Vertical)
+        self.resizeDocks([self.findings_dock], [170], Qt.Vertical)
         self.status = self.statusBar()
 
     def _menus(self) -> None:

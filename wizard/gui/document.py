@@ -10,10 +10,10 @@ from PySide6.QtCore import QObject, QTimer, Signal
 from PySide6.QtGui import QUndoCommand, QUndoStack
 
 from wizard.adapters.generate import plan_with_gpus, preset_plan, render_files
-from wizard.adapters.resources import load_moves, load_schema
 from wizard.adapters.session_store import save_session
 from wizard.core.cluster import Cluster
-from wizard.core.check import CheckResult, check_overrides
+from wizard.adapters.checking import full_check
+from wizard.core.check import CheckResult
 from wizard.core.emit import emit_overrides
 from wizard.core.findings import Finding
 from wizard.core.gpus import GpuSpec
@@ -44,6 +44,7 @@ class PlanDocument(QObject):
         self.gpus: GpuSpec | None = None
         self.cluster: Cluster | None = None  # detected or planned machines, when the user chose some
         self.context_findings: dict[str, list[Finding]] = {}  # e.g. "environment": doctor's verdict
+        self._model_cache: dict = {}  # model folders read once per session (config.json, tokenizer, headers)
         self.path: str | None = None  # the plan file this document was opened from or saved to
         self.source_findings: list[Finding] = []
         self.result: CheckResult | None = None
@@ -109,10 +110,8 @@ class PlanDocument(QObject):
 
     def _recheck(self) -> None:
         overrides = emit_overrides(self.plan).overrides
-        self.result = check_overrides(
-            load_schema(), overrides, config_name=self.plan.config_name, moves=load_moves(), gpus=self.gpus,
-            cluster=self.cluster,
-        )
+        self.result = full_check(overrides, config_name=self.plan.config_name, gpus=self.gpus,
+                                 cluster=self.cluster, model_cache=self._model_cache)
         self.files, _, self.notes = render_files(self.plan)
         self.changed.emit()
 

@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import os
-import sys
 
 from PySide6.QtCore import Qt
 from PySide6.QtGui import QColor
@@ -26,6 +25,7 @@ from wizard.gui.document import PlanDocument
 from wizard.gui.fields import FieldForm
 from wizard.gui.page import Page, note, scrolled
 from wizard.gui.tasks import TaskBar, TaskRunner
+from wizard.adapters.python_envs import default_python, how_to_create
 
 # Link colours, best to worst, for the topology matrix (readable on light and dark palettes).
 LINK_COLOURS = {
@@ -64,7 +64,7 @@ class EnvironmentPage(Page):
 
     def __init__(self, doc: PlanDocument) -> None:
         super().__init__(doc)
-        self.python = QLineEdit(sys.executable)
+        self.python = QLineEdit(default_python() or "")
         self.python.setObjectName("targetPython")
         self.python.setAccessibleName("Target Python")
         self.python.setToolTip("The python of the virtual environment or conda env where verl is installed")
@@ -102,7 +102,10 @@ class EnvironmentPage(Page):
     def run_doctor(self) -> None:
         from wizard.adapters.doctor import run_doctor
 
-        python = self.python.text().strip() or sys.executable
+        python = self.python.text().strip() or default_python() or ""
+        if not python:
+            self.result.setText(_html(how_to_create()))
+            return
         self.runner.start(f"Probing {python}", lambda: run_doctor(python, timeout=60))
 
     def _failed(self, message: str) -> None:

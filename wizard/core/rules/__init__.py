@@ -59,7 +59,7 @@ def run_rules(ctx: Context) -> list[Finding]:
 
 
 def _load() -> None:
-    from wizard.core.rules import batch, legacy, names, resources, rollout, types  # noqa: F401
+    from wizard.core.rules import batch, legacy, memory, model_files, models, names, resources, rollout, types  # noqa: F401
 
 
 __all__ = ["RULES", "Context", "Rule", "finding", "rule", "run_rules"]

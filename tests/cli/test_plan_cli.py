@@ -1,0 +1,132 @@
+"""``verl-wizard plan``: the real CLI on every preset and on hand-written cases (catalogue and local models)."""
+
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from tests.helpers.tiny_model import write_tiny_model
+
+DATA = Path(__file__).resolve().parents[1] / "data" / "verl_scripts"
+PRESET_GPUS = {"grpo-1gpu-smoke": "1xRTX-4090-24GB", "grpo-2node": "2x8xH100-80GB", "grpo-8gpu": "8xH100-80GB",
+               "ppo-8gpu": "8xH100-80GB"}
+GPU_COUNT = {"grpo-1gpu-smoke": 1, "grpo-2node": 16, "grpo-8gpu": 8, "ppo-8gpu": 8}
+R = "actor_rollout_ref.rollout"
+
+
+def run(*args):
+    env = dict(os.environ, PYTHONWARNINGS="ignore")
+    env.pop("RAY_ADDRESS", None)
+    return subprocess.run([sys.executable, "-m", "wizard", "plan", *args], capture_output=True, text=True, env=env,
+                          timeout=300)
+
+
+def assert_one_line_error(proc, words):
+    assert proc.returncode == 2, proc.stdout + proc.stderr
+    assert "Traceback" not in proc.stdout + proc.stderr
+    lines = proc.stderr.strip().splitlines()
+    assert len(lines) == 1 and words in lines[0], proc.stderr
+
+
+def test_every_preset_is_covered():
+    from wizard.adapters.resources import preset_names
+
+    assert sorted(preset_names()) == sorted(PRESET_GPUS)
+
+
+@pytest.mark.parametrize("preset", sorted(PRESET_GPUS))
+def test_every_preset_fits_the_gpus_it_was_written_for(preset):
+    text = run("--preset", preset, "--gpus", PRESET_GPUS[preset])
+    assert text.returncode == 0, text.stdout + text.stderr
+    assert "verdict: FITS" in text.stdout and "memory per GPU (GiB):" in text.stdout
+    proc = run("--preset", preset, "--gpus", PRESET_GPUS[preset], "--format", "json")
+    doc = json.loads(proc.stdout)
+    assert set(doc) == {"fits", "gpus", "host", "findings"} and doc["fits"] is True
+    assert len(doc["gpus"]) == GPU_COUNT[preset]
+    gpu = doc["gpus"][0]
+    assert {"node", "index", "capacity_gib", "peak_gib", "peak_phase", "breakdown"} <= set(gpu)
+    assert gpu["peak_gib"] <= gpu["capacity_gib"]
+    assert gpu["breakdown"][gpu["peak_phase"]]["total_gib"] == gpu["peak_gib"]
+    assert doc["host"]["nodes"] and doc["host"]["kv_cache"]["rollout"]["tokens_per_replica"] > 0
+
+
+def test_a_7b_preset_on_24gb_gpus_does_not_fit_and_exits_1():
+    proc = run("--preset", "grpo-8gpu", "--gpus", "8xRTX-4090-24GB", "--format", "json")
+    assert proc.returncode == 1
+    doc = json.loads(proc.stdout)
+    assert doc["fits"] is False
+    oom = [f for f in doc["findings"] if f["rule"] == "memory.gpu_oom"]
+    assert oom and "of 24.0 GiB" in oom[0]["message"] and oom[0]["fix_overrides"]
+    text = run("--preset", "grpo-8gpu", "--gpus", "8xRTX-4090-24GB")
+    assert "verdict: DOES NOT FIT" in text.stdout and "memory.gpu_oom" in text.stdout
+
+
+def test_a_thousand_identical_gpus_print_as_one_row():
+    args = ("--preset", "grpo-2node", "--gpus", "128x8xH100-80GB", "--set", "trainer.nnodes=128")
+    text = run(*args)
+    assert text.returncode == 0, text.stderr
+    assert text.stdout.count("1024 x global_pool") == 1
+    assert "1024 GPUs of global_pool (128 nodes x GPUs 0-7" in text.stdout
+    assert len(text.stdout.splitlines()) < 80
+    doc = json.loads(run(*args, "--format", "json").stdout)
+    assert len(doc["gpus"]) == 1024 and {g["node"] for g in doc["gpus"]} == {f"node{i}" for i in range(128)}
+
+
+def test_a_verl_example_script_on_a100s():
+    proc = run(str(DATA / "examples__grpo_trainer__run_qwen2-7b_seq_balance.sh"), "--gpus", "8xA100-80GB")
+    assert proc.returncode == 0, proc.stdout + proc.stderr
+    assert "Qwen/Qwen2-7B-Instruct: 7.62B params" in proc.stdout and "verdict: FITS" in proc.stdout
+
+
+def test_a_local_model_folder_and_overrides(tmp_path):
+    model = write_tiny_model(tmp_path / "q7", config={
+        "hidden_size": 3584, "intermediate_size": 18944, "num_hidden_layers": 28, "num_attention_heads": 28,
+        "num_key_value_heads": 4, "vocab_size": 152064, "tie_word_embeddings": False,
+        "max_position_embeddings": 32768})
+    base = ["algorithm.adv_estimator=grpo", f"{R}.name=vllm", f"{R}.n=4", "data.train_batch_size=64",
+            "actor_rollout_ref.actor.ppo_mini_batch_size=16", "actor_rollout_ref.actor.ppo_micro_batch_size_per_gpu=2",
+            f"{R}.log_prob_micro_batch_size_per_gpu=4", "trainer.n_gpus_per_node=4", f"{R}.tensor_model_parallel_size=2",
+            "trainer.resume_mode=disable", f"actor_rollout_ref.model.path={model}"]
+    proc = run("--gpus", "4xH100-80GB", "--format", "json", "--", *base)
+    doc = json.loads(proc.stdout)
+    # the folder has a config and a tokenizer but no weights: that is the one error, the plan is still made
+    assert proc.returncode == 1 and [f["rule"] for f in doc["findings"] if f["severity"] == "error"] == [
+        "models.weights_missing"]
+    assert doc["fits"] is True
+    assert len(doc["gpus"]) == 4
+    params = doc["gpus"][0]["breakdown"]["actor_update"]["terms"]["actor_params"]
+    assert params == pytest.approx(4 * 7_615_616_512 / 4 / 2**30, abs=0.01)  # fp32, 4 shards
+    text = run("--gpus", "4xH100-80GB", *[f"--set={o}" for o in base])
+    assert f"actor   {model}: 7.62B params" in text.stdout and "(local)" in text.stdout
+
+
+def test_a_cluster_spec_of_pcie_nodes_warns_about_tp_groups(tmp_path):
+    spec = tmp_path / "cluster.yaml"
+    spec.write_text("nodes:\n  - count: 1\n    gpus: 8\n    gpu: L40S-48GB\n    interconnect: pcie\n")
+    proc = run("--preset", "grpo-8gpu", "--cluster", str(spec), "--set",
+               "actor_rollout_ref.model.path=Qwen/Qwen2.5-1.5B-Instruct", "--format", "json")
+    doc = json.loads(proc.stdout)
+    tp = [f for f in doc["findings"] if f["rule"] == "placement.tp_link"]
+    assert tp and "over PCIe" in tp[0]["message"]
+    assert doc["gpus"][0]["capacity_gib"] == 48.0
+
+
+def test_without_a_gpu_model_there_is_no_memory_verdict():
+    proc = run("--preset", "grpo-8gpu", "--gpus", "8")
+    assert proc.returncode == 0, proc.stderr
+    assert "No memory estimate" in proc.stdout and "global_pool: 8 x 1 node(s)" in proc.stdout
+    doc = json.loads(run("--preset", "grpo-8gpu", "--gpus", "8", "--format", "json").stdout)
+    assert doc["fits"] is False and doc["gpus"] == []
+    assert any(f["rule"] == "memory.unknown" and f["severity"] == "info" for f in doc["findings"])
+
+
+def test_bad_input_is_one_line_and_exit_2(tmp_path):
+    assert_one_line_error(run("--preset", "grpo-8gpu", "--gpus", "8xNOPE-1GB"), "unknown GPU model")
+    assert_one_line_error(run("--preset", "grpo-8gpu", "--gpus", "8xH100-80GB", "--cluster", "x.yaml"),
+                          "give one of --gpus, --cluster, --ray-address")
+    assert_one_line_error(run(str(tmp_path / "missing.sh"), "--gpus", "8xH100-80GB"), "missing.sh")
+    assert_one_line_error(run("--gpus", "8xH100-80GB"), "give a config")
+    assert_one_line_error(run("--preset", "nope"), "no preset 'nope'")

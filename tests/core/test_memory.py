@@ -1,0 +1,253 @@
+"""The memory estimate, term by term, with numbers worked out by hand for known models.
+
+Qwen2.5-7B (config.json dims, ../shared/reference/gpu-memory.md §4.3) on 8 x 80 GB, FSDP over 8 GPUs:
+P = 7,615,616,512; the update phase holds fp32 params 4P/8 + grads 4P/8 + AdamW 8P/8 = 16P/8 bytes per GPU.
+"""
+
+import math
+
+import pytest
+
+from wizard.core.cluster import GPU, Cluster, Node
+from wizard.core.memory import estimate_memory
+from wizard.core.memory_terms import CONSTANTS as C
+from wizard.core.memory_terms import GIB, layer_activation, lora_params
+from wizard.core.models import ModelFacts
+
+A, AF, R = "actor_rollout_ref.actor", "actor_rollout_ref.actor.fsdp_config", "actor_rollout_ref.rollout"
+Q7 = ModelFacts(source="config", name="Qwen/Qwen2.5-7B-Instruct", model_type="qwen2", hidden_size=3584,
+                intermediate_size=18944, num_layers=28, num_attention_heads=28, num_kv_heads=4, head_dim=128,
+                vocab_size=152064, tie_word_embeddings=False, max_position_embeddings=32768, attention_bias=True)
+Q05 = ModelFacts(source="config", name="Qwen/Qwen2.5-0.5B-Instruct", model_type="qwen2", hidden_size=896,
+                 intermediate_size=4864, num_layers=24, num_attention_heads=14, num_kv_heads=2, head_dim=64,
+                 vocab_size=151936, tie_word_embeddings=True, max_position_embeddings=32768, attention_bias=True)
+P7 = 7_615_616_512
+BASE = {
+    "trainer.n_gpus_per_node": 8, "trainer.nnodes": 1, "algorithm.adv_estimator": "grpo",
+    f"{A}.use_kl_loss": True, f"{R}.name": "vllm", f"{R}.n": 5, f"{R}.tensor_model_parallel_size": 2,
+    f"{R}.gpu_memory_utilization": 0.6, "data.train_batch_size": 1024, "data.max_prompt_length": 512,
+    "data.max_response_length": 1024, f"{A}.ppo_mini_batch_size": 256, f"{A}.ppo_micro_batch_size_per_gpu": 4,
+    f"{R}.log_prob_micro_batch_size_per_gpu": 8, "actor_rollout_ref.ref.log_prob_micro_batch_size_per_gpu": 8,
+}
+
+
+def cluster(nodes=1, per_node=8, gib=80, ram=None):
+    return Cluster(source="spec", nodes=[
+        Node(name=f"node{i}", gpu_count=per_node, memory_bytes=ram,
+             gpus=[GPU(index=j, name="H100", memory_total_bytes=gib * GIB) for j in range(per_node)])
+        for i in range(nodes)])
+
+
+def report(values=None, models=None, cl=None):
+    rep, why = estimate_memory({**BASE, **(values or {})}, models or {"actor": Q7}, cl or cluster())
+    assert rep is not None, why
+    return rep
+
+
+def phase(rep, name, pool="global_pool"):
+    group = next(g for g in rep.groups if g.pool == pool)
+    return next(p for p in group.phases if p.name == name)
+
+
+def term(ph, key):
+    return sum(t.bytes for t in ph.terms if t.key == key)
+
+
+def test_param_count_matches_the_model_card():
+    assert Q7.param_count == P7  # 7.61B on the Qwen2.5-7B card
+
+
+def test_update_phase_holds_16_bytes_per_param_over_8_shards():
+    upd = phase(report(), "actor_update")
+    assert term(upd, "actor_params") == 4 * P7 // 8
+    assert term(upd, "actor_grads") == 4 * P7 // 8
+    assert term(upd, "actor_adam") == 8 * P7 // 8
+    states = term(upd, "actor_params") + term(upd, "actor_grads") + term(upd, "actor_adam")
+    assert states == pytest.approx(16 * P7 / 8, abs=2)  # 15.2 GB per GPU
+
+
+def test_generation_keeps_params_and_adam_resident_and_the_vllm_share():
+    gen = phase(report(), "generation")
+    assert term(gen, "actor_params") == 4 * P7 // 8
+    assert term(gen, "actor_adam") == 8 * P7 // 8
+    assert term(gen, "actor_grads") == 0  # grads are freed after the update (zero_grad)
+    assert term(gen, "engine_rollout") == int(0.6 * 80 * GIB)  # vLLM: util x total memory
+    assert term(gen, "graphs_rollout") == C.cuda_graphs
+
+
+def test_offload_flags_and_what_they_do_not_save():
+    rep = report({f"{AF}.param_offload": True, f"{AF}.optimizer_offload": True})
+    gen, upd = phase(rep, "generation"), phase(rep, "actor_update")
+    assert term(gen, "actor_params") == 0 and term(gen, "actor_adam") == 0
+    # manual offload loads everything back for update_actor: the update peak is the same
+    assert term(upd, "actor_params") == 4 * P7 // 8 and term(upd, "actor_adam") == 8 * P7 // 8
+    assert phase(rep, "actor_update").total == phase(report(), "actor_update").total
+    # the old log-prob pass loads the params back (not the optimizer)
+    assert term(phase(rep, "old_log_prob"), "actor_params") == 4 * P7 // 8
+    assert term(phase(rep, "old_log_prob"), "actor_adam") == 0
+
+
+def test_fsdp2_offload_policy_keeps_states_on_cpu_even_in_the_update():
+    upd = phase(report({f"{A}.strategy": "fsdp2", f"{AF}.offload_policy": True}), "actor_update")
+    assert term(upd, "actor_params") == term(upd, "actor_grads") == term(upd, "actor_adam") == 0
+    # FSDP1 ignores offload_policy ("Only for FSDP2")
+    assert term(phase(report({f"{AF}.offload_policy": True}), "actor_update"), "actor_adam") == 8 * P7 // 8
+
+
+def test_shard_count_follows_fsdp_size():
+    upd = phase(report({f"{AF}.fsdp_size": 4}), "actor_update")
+    assert term(upd, "actor_adam") == 8 * P7 // 4
+
+
+def test_micro_batch_tokens_and_activations_with_and_without_checkpointing():
+    T = 4 * (512 + 1024)  # fixed micro-batch of 4 samples at full length
+    h, q, kv, inter, L = 3584, 28 * 128, 4 * 128, 18944, 28
+    per_layer = T * (16 * h + 6 * q + 4 * kv + 8 * inter)
+    assert layer_activation(Q7, T) == per_layer
+    gc_on = phase(report(), "actor_update")
+    assert term(gc_on, "activations") == int(L * T * 2 * h + 1.2 * per_layer)
+    gc_off = phase(report({"actor_rollout_ref.model.enable_gradient_checkpointing": False}), "actor_update")
+    assert term(gc_off, "activations") == L * per_layer
+
+
+def test_dynamic_batch_uses_the_token_budget():
+    upd = phase(report({f"{A}.use_dynamic_bsz": True, f"{A}.ppo_max_token_len_per_gpu": 24576}), "actor_update")
+    assert term(upd, "logits") == 24576 * 152064 * 2  # bf16 (T x V)
+    # a sample longer than the budget still forms its own micro-batch
+    upd = phase(report({f"{A}.use_dynamic_bsz": True, f"{A}.ppo_max_token_len_per_gpu": 1000}), "actor_update")
+    assert term(upd, "logits") == 1536 * 152064 * 2
+
+
+def test_ulysses_divides_the_tokens_per_gpu():
+    upd = phase(report({f"{A}.ulysses_sequence_parallel_size": 2}), "actor_update")
+    assert term(upd, "logits") == 4 * 1536 // 2 * 152064 * 2
+
+
+def test_entropy_temporaries_compiled_eager_and_fused():
+    T, V = 4 * 1536, 152064
+    base = {f"{A}.entropy_coeff": 0.01}
+    assert term(phase(report(base), "actor_update"), "entropy") == T * V * C.entropy_update_compiled
+    eager = phase(report({**base, f"{AF}.use_torch_compile": False}), "actor_update")
+    assert term(eager, "entropy") == T * V * C.entropy_update_eager
+    assert term(phase(report(), "actor_update"), "entropy") == 0  # entropy_coeff 0: not computed in the update
+    fused = phase(report({**base, "actor_rollout_ref.model.use_fused_kernels": True}), "actor_update")
+    assert term(fused, "logits") == T * 3584 * 4 and term(fused, "entropy") == 0
+
+
+def test_old_log_prob_pass_peaks_on_logits_plus_eager_entropy():
+    T, V = 8 * 1536, 152064
+    lp = phase(report({f"{AF}.use_torch_compile": False}), "old_log_prob")
+    assert term(lp, "logits") == T * V * 2
+    assert term(lp, "entropy") == T * V * C.entropy_forward_eager
+
+
+def test_reference_model_is_cpu_offloaded_and_only_with_kl():
+    rep = report()
+    ref = phase(rep, "ref_log_prob")
+    assert term(ref, "logits") == 8 * 1536 * 152064 * 2 and term(ref, "entropy") == 0
+    assert not any(t.key == "ref_params" for t in ref.terms)
+    host = rep.host[0]
+    assert sum(t.bytes for t in host.terms if t.key == "host_ref") == pytest.approx(4 * P7 / 8 * 8, rel=1e-6)
+    names = [p.name for g in report({f"{A}.use_kl_loss": False}).groups for p in g.phases]
+    assert "ref_log_prob" not in names
+
+
+def test_lora_trains_adapters_only_and_has_no_separate_reference():
+    rank = 32
+    rep = report({"actor_rollout_ref.model.lora_rank": rank})
+    upd = phase(rep, "actor_update")
+    Pt = lora_params(Q7, rank)
+    per_layer = (3584 + 3584) + 2 * (3584 + 512) + (3584 + 3584) + 3 * (3584 + 18944)
+    assert Pt == rank * per_layer * 28
+    assert term(upd, "actor_grads") == 4 * Pt // 8 and term(upd, "actor_adam") == 8 * Pt // 8
+    assert term(upd, "actor_params") == 4 * P7 // 8  # the frozen base stays fp32 (model_dtype)
+    assert "ref_log_prob" not in [p.name for p in rep.groups[0].phases]
+    assert "ref_log_prob" in [p.name for p in report().groups[0].phases]
+
+
+def test_critic_states_in_generation_and_its_own_update():
+    values = {"algorithm.adv_estimator": "gae", f"{A}.use_kl_loss": False, "critic.model.path": "x"}
+    rep = report(values, {"actor": Q7, "critic": Q7})
+    Pc = P7 - 152064 * 3584 + 3584  # value head instead of lm_head
+    gen = phase(rep, "generation")
+    assert term(gen, "critic_params") == 4 * Pc // 8 and term(gen, "critic_adam") == 8 * Pc // 8
+    cu = phase(rep, "critic_update")
+    assert term(cu, "critic_params") + term(cu, "critic_grads") + term(cu, "critic_adam") == pytest.approx(16 * Pc / 8, abs=3)
+    assert term(cu, "actor_params") == 4 * P7 // 8  # the actor stays resident meanwhile
+
+
+def test_sglang_takes_its_fraction_of_the_free_memory():
+    rep = report({f"{R}.name": "sglang"})
+    load = phase(rep, "load")
+    trainer_init = sum(t.bytes for t in load.terms if not t.key.startswith(("engine", "graphs", "driver")))
+    free = 80 * GIB - C.driver_reserved - trainer_init
+    assert term(load, "engine_rollout") == int(0.6 * free)
+    assert term(load, "engine_rollout_runtime") == C.sglang_runtime
+
+
+def test_kv_cache_capacity_in_tokens_and_sequences():
+    rep = report()
+    kv = rep.kv["rollout"]
+    weights = 2 * P7 / 2
+    act = 8192 * (7 * 18944 / 2 + 10 * 3584) + 256 * 152064 * 4
+    budget = 0.6 * 80 * GIB
+    kv_bytes = budget - weights - act - C.vllm_non_torch_tp
+    per_token = 2 * 28 * 2 * 128 * 2  # 4 KV heads split over TP 2
+    assert kv.bytes_per_token == per_token
+    assert kv.tokens == int(kv_bytes // per_token)
+    assert kv.sequences == kv.tokens // 1536
+    assert kv.wanted == min(256, math.ceil(1024 * 5 / 4))  # 4 replicas of TP 2
+
+
+def test_peak_is_the_worst_phase_and_overheads_are_counted():
+    group = report().groups[0]
+    assert group.peak.total == max(p.total for p in group.phases)
+    upd = phase(report(), "actor_update")
+    assert term(upd, "trainer_context") == C.cuda_context + C.nccl_buffers
+    assert term(upd, "allocator") == int(C.allocator_slack_vocab * 2 * 152064 * 3584)  # ~2.5 bf16 lm_heads
+    assert term(upd, "driver") == C.driver_reserved
+
+
+def test_optimizer_step_is_the_update_peak_for_short_micro_batches():
+    upd = phase(report({f"{A}.ppo_micro_batch_size_per_gpu": 1, "trainer.n_gpus_per_node": 1,
+                        f"{R}.tensor_model_parallel_size": 1}, {"actor": Q05}, cluster(per_node=1, gib=141)),
+                "actor_update")
+    assert term(upd, "optimizer_step") == 4 * Q05.param_count  # foreach AdamW temp: 20 P bytes at the step
+    assert term(upd, "activations") == 0
+
+
+def test_hundreds_of_identical_gpus_share_one_group():
+    rep = report({"trainer.nnodes": 128}, cl=cluster(nodes=128))
+    assert len(rep.groups) == 1 and len(rep.groups[0].gpus) == 1024
+    upd = phase(rep, "actor_update")
+    assert term(upd, "actor_adam") == 8 * P7 // 1024
+
+
+def test_mixed_memory_nodes_get_a_group_each():
+    cl = cluster(nodes=2)
+    cl.nodes[1] = Node(name="node1", gpu_count=8,
+                       gpus=[GPU(index=j, name="H200", memory_total_bytes=141 * GIB) for j in range(8)])
+    rep = report({"trainer.nnodes": 2}, cl=cl)
+    assert sorted(g.capacity_bytes for g in rep.groups) == [80 * GIB, 141 * GIB]
+
+
+def test_host_memory_against_node_ram():
+    rep = report({f"{AF}.param_offload": True, f"{AF}.optimizer_offload": True}, cl=cluster(ram=96 * GIB))
+    host = rep.host[0]
+    assert host.capacity_bytes == 96 * GIB
+    keys = {t.key: t.bytes for t in host.terms}
+    assert keys["host_actor_params"] == pytest.approx(4 * P7, rel=1e-6)  # 8 ranks x 4P/8
+    assert keys["host_actor_adam"] == pytest.approx(8 * P7, rel=1e-6)
+    assert host.total > 96 * GIB  # 7B with everything offloaded does not fit 96 GB of RAM (verl #224)
+
+
+def test_unknown_model_or_engine_gives_no_report_but_a_reason():
+    rep, why = estimate_memory(BASE, {}, cluster())
+    assert rep is None and "actor's model is unknown" in why
+    rep, why = estimate_memory({**BASE, f"{A}.strategy": "megatron"}, {"actor": Q7}, cluster())
+    assert rep is None and "megatron" in why
+
+
+def test_no_cluster_still_places_but_has_no_capacity():
+    rep, _ = estimate_memory(BASE, {"actor": Q7}, None)
+    assert rep.fits is None and rep.groups[0].capacity_bytes is None

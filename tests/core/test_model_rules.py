@@ -1,0 +1,158 @@
+"""The model rules, through the real check (verl's composed config) with model facts given by role."""
+
+import pytest
+
+from tests.helpers.hf_configs import DEEPSEEK_V3, LLAMA31_8B, QWEN25_05B, QWEN25_7B, QWEN3_8B
+from wizard.core.models import facts_from_hf_config
+
+R = "actor_rollout_ref.rollout"
+BASE = ["algorithm.adv_estimator=grpo", "actor_rollout_ref.model.path=/models/m", f"{R}.name=vllm", f"{R}.n=4",
+        "data.train_batch_size=16", "actor_rollout_ref.actor.ppo_mini_batch_size=8",
+        "actor_rollout_ref.actor.ppo_micro_batch_size_per_gpu=1", f"{R}.log_prob_micro_batch_size_per_gpu=1",
+        "trainer.n_gpus_per_node=8", "trainer.resume_mode=disable", "trainer.logger=[console]"]
+QWEN25_MATH_7B = {**QWEN25_7B, "max_position_embeddings": 4096}
+QWEN25_YARN = {**QWEN25_7B, "rope_scaling": {"type": "yarn", "factor": 4.0, "original_max_position_embeddings": 32768}}
+
+
+def facts(config, name="/models/m", **update):
+    return facts_from_hf_config(config, name=name, source="local").model_copy(update=update)
+
+
+def found(result, rule):
+    return [f for f in result.findings if f.rule == rule]
+
+
+@pytest.fixture
+def run(check):
+    def go(overrides, **models):
+        return check(BASE + list(overrides), models=models)
+    return go
+
+
+def test_heads_not_divisible_by_rollout_tp(run):
+    result = run([f"{R}.tensor_model_parallel_size=4"], actor=facts(QWEN25_05B))
+    (f,) = found(result, "models.tp_heads")
+    assert f.severity.value == "error" and f.stage.value == "startup"
+    assert "14 attention heads" in f.message and "tensor parallel size (4)" in f.message
+    assert f.fix_overrides == [f"{R}.tensor_model_parallel_size=2"]
+    assert f"{R}.tensor_model_parallel_size" in f.keys and not result.ok
+
+
+def test_tp_that_divides_heads_is_quiet_and_no_facts_is_quiet(run):
+    assert not found(run([f"{R}.tensor_model_parallel_size=2"], actor=facts(QWEN25_05B)), "models.tp_heads")
+    assert not found(run([f"{R}.tensor_model_parallel_size=4"]), "models.tp_heads")  # facts unknown: silent
+
+
+def test_kv_heads_must_split_or_replicate_evenly(run):
+    # 28 heads split over 14 ranks, but 4 KV heads cannot be replicated evenly over 14 (14 % 4 = 2)
+    result = run([f"{R}.tensor_model_parallel_size=14", "trainer.n_gpus_per_node=14", "data.train_batch_size=14",
+                  "actor_rollout_ref.actor.ppo_mini_batch_size=7"], actor=facts(QWEN25_7B))
+    (f,) = found(result, "models.tp_kv_heads")
+    assert "4 KV heads" in f.message and "14 % 4 == 0" in f.message and f.severity.value == "error"
+    assert f.fix_overrides == [f"{R}.tensor_model_parallel_size=2"]  # 7 splits the heads but not the 4 KV heads
+    # MLA keeps one latent KV: only the attention heads count
+    assert not found(run([f"{R}.tensor_model_parallel_size=8"], actor=facts(DEEPSEEK_V3)), "models.tp_kv_heads")
+
+
+def test_ulysses_sp_must_divide_heads(run):
+    key = "actor_rollout_ref.actor.ulysses_sequence_parallel_size"
+    result = run([f"{key}=4", "actor_rollout_ref.model.use_remove_padding=true"], actor=facts(QWEN25_05B))
+    (f,) = found(result, "models.ulysses_heads")
+    assert "num_attention_heads 14 must be divisible by ulysses_sp_size 4" in f.message
+    assert f.fix_overrides == [f"{key}=2"] and f.stage.value == "startup"
+    fsdp_key = "actor_rollout_ref.actor.fsdp_config.ulysses_sequence_parallel_size"
+    (g,) = found(run([f"{fsdp_key}=4"], actor=facts(QWEN25_05B)), "models.ulysses_heads")
+    assert g.keys[0] == fsdp_key
+    assert not found(run([f"{key}=2"], actor=facts(QWEN25_05B)), "models.ulysses_heads")
+
+
+def test_max_model_len_longer_than_the_model(run):
+    result = run([f"{R}.max_model_len=40000"], actor=facts(QWEN25_7B))
+    (f,) = found(result, "models.max_model_len")
+    assert "max_model_len (40000) should be less than or equal to max_position_embeddings (32768)" in f.message
+    assert f.stage.value == "startup" and f.fix_overrides == [f"{R}.max_model_len=32768"]
+
+
+def test_rope_scaling_is_named_with_the_override_that_lifts_the_limit(run):
+    (f,) = found(run([f"{R}.max_model_len=65536"], actor=facts(QWEN25_YARN)), "models.max_model_len")
+    assert "yarn, factor 4" in f.message and "override_config.max_position_embeddings=131072" in f.message
+    lifted = run([f"{R}.max_model_len=65536", "+actor_rollout_ref.model.override_config.max_position_embeddings=131072"],
+                 actor=facts(QWEN25_YARN))
+    assert not found(lifted, "models.max_model_len")
+
+
+def test_prompt_and_response_longer_than_the_model_context(run):
+    # Qwen2.5-Math-7B has 4096 positions; verl's max_model_len defaults to them
+    result = run(["data.max_prompt_length=1024", "data.max_response_length=4096"], actor=facts(QWEN25_MATH_7B))
+    (f,) = found(result, "models.context_length")
+    assert f.severity.value == "warning" and "1024 + 4096 = 5120" in f.message and "4096" in f.message
+    assert f.fix_overrides == ["data.max_response_length=3072"]
+    (g,) = found(run(["data.max_prompt_length=4096", "data.max_response_length=512"], actor=facts(QWEN25_MATH_7B)),
+                 "models.context_length")
+    assert g.severity.value == "error" and "leaves no room" in g.message
+    assert not found(run(["data.max_prompt_length=1024", "data.max_response_length=3072"],
+                         actor=facts(QWEN25_MATH_7B)), "models.context_length")
+
+
+def test_missing_tokenizer_unless_a_tokenizer_path_is_given(run):
+    no_tok = facts(QWEN25_05B, has_tokenizer=False)
+    (f,) = found(run([], actor=no_tok), "models.tokenizer_missing")
+    assert f.severity.value == "error" and "/models/m has no tokenizer" in f.message
+    assert not found(run(["actor_rollout_ref.model.tokenizer_path=/models/tok"], actor=no_tok),
+                     "models.tokenizer_missing")
+
+
+def test_missing_chat_template_and_weights(run):
+    result = run([], actor=facts(QWEN25_05B, has_tokenizer=True, has_chat_template=False, has_weights=False))
+    (tmpl,) = found(result, "models.chat_template")
+    assert "chat_template is not set" in tmpl.message
+    (weights,) = found(result, "models.weights_missing")
+    assert weights.severity.value == "error" and "no weights" in weights.message
+    ok = run(["+actor_rollout_ref.model.custom_chat_template='{{ messages }}'"],
+             actor=facts(QWEN25_05B, has_chat_template=False))
+    assert not found(ok, "models.chat_template")
+
+
+def test_remote_code_needs_trust_remote_code(run):
+    custom = facts({**QWEN25_05B, "model_type": "my_lm", "auto_map": {"AutoConfig": "c.C"}},
+                   remote_code=True)
+    (f,) = found(run([], actor=custom), "models.remote_code")
+    assert f.severity.value == "error" and f.fix_overrides == ["actor_rollout_ref.model.trust_remote_code=True"]
+    assert not found(run(["actor_rollout_ref.model.trust_remote_code=true"], actor=custom), "models.remote_code")
+    unsure = facts({**QWEN25_05B, "model_type": "my_lm", "auto_map": {"AutoConfig": "c.C"}})
+    (g,) = found(run([], actor=unsure), "models.remote_code")
+    assert g.severity.value == "warning"
+
+
+def test_gated_repo_is_a_note_without_any_token(run):
+    llama = facts(LLAMA31_8B, name="meta-llama/Llama-3.1-8B-Instruct", gated=True)
+    (f,) = found(run(["actor_rollout_ref.model.path=meta-llama/Llama-3.1-8B-Instruct"], actor=llama), "models.gated")
+    assert f.severity.value == "info" and "huggingface-cli login" in f.message and "HF_TOKEN" in f.message
+    assert "hf_" not in f.message.replace("HF_TOKEN", "")
+
+
+def test_critic_must_read_the_actors_tokens(run):
+    gae = ["algorithm.adv_estimator=gae", "critic.model.path=/models/c", "critic.ppo_micro_batch_size_per_gpu=1"]
+    actor, small_critic = facts(QWEN25_7B), facts(QWEN25_05B, name="/models/c")  # 152064 vs 151936 rows
+    (f,) = found(run(gae, actor=actor, critic=small_critic), "models.critic_vocab")
+    assert "151936" in f.message and "152064" in f.message and f.severity.value == "warning"
+    assert not found(run(gae, actor=actor, critic=facts(QWEN25_7B, name="/models/c")), "models.critic_vocab")
+    (g,) = found(run(gae, actor=facts(QWEN3_8B), critic=facts(LLAMA31_8B, name="/models/c")), "models.critic_vocab")
+    assert "qwen3" in g.message and "llama" in g.message  # different tokenizers, though llama's vocab is smaller
+    assert not found(run([], actor=actor, critic=small_critic), "models.critic_vocab")  # GRPO: no critic
+
+
+def test_unknown_architecture_is_a_note(run):
+    odd = facts({**QWEN25_05B, "architectures": ["FancyForCausalLM"], "model_type": "fancy"})
+    (f,) = found(run([], actor=odd), "models.unknown_architecture")
+    assert f.severity.value == "info" and "FancyForCausalLM" in f.message
+    assert not found(run([], actor=facts(QWEN25_05B)), "models.unknown_architecture")
+
+
+def test_reward_model_tp_is_checked_against_the_reward_model(run):
+    rm = facts({**QWEN25_05B, "num_attention_heads": 9, "num_key_value_heads": 3, "hidden_size": 576},
+               name="/models/rm")
+    on = ["reward.reward_model.enable=true", "reward.reward_model.model_path=/models/rm",
+          "reward.reward_model.rollout.name=vllm", "reward.reward_model.rollout.tensor_model_parallel_size=2"]
+    (f,) = found(run(on, actor=facts(QWEN25_05B), reward=rm), "models.tp_heads")
+    assert f.keys[0] == "reward.reward_model.rollout.tensor_model_parallel_size" and "9 attention heads" in f.message

@@ -1,0 +1,247 @@
+"""``verl-wizard plan``: will the config fit, and where does each role run? Per GPU and phase, with the verdict.
+
+Same inputs as ``check`` (a launch script, YAML or plan file, or overrides; ``--preset`` and ``--set`` too) and
+the hardware from ``--gpus 8xH100-80GB``, ``--cluster FILE`` or ``--ray-address``. Models are read from local
+folders or the catalogue, never downloaded. Identical GPUs print as one row. Exit codes as ``check``: 0 no errors
+(it fits, or there was nothing to judge), 1 errors found (an OOM among them), 2 bad input.
+"""
+
+from __future__ import annotations
+
+import json
+
+from wizard.core.findings import Finding, Severity, Stage, has_errors, sort_findings
+from wizard.core.memory_terms import GIB
+
+EXIT_OK, EXIT_ERRORS = 0, 1
+PHASE_ORDER = ("load", "weight_sync", "generation", "old_log_prob", "ref_log_prob", "actor_update", "critic_update",
+               "reward")
+SHORT = {"load": "load", "weight_sync": "sync", "generation": "gen", "old_log_prob": "logprob", "ref_log_prob": "ref",
+         "actor_update": "update", "critic_update": "critic", "reward": "reward"}
+
+
+def add_parsers(subparsers) -> None:
+    p = subparsers.add_parser("plan", help="memory per GPU and phase, and where each role runs (will it fit?)")
+    p.add_argument("source", nargs="?", help="a launch script (.sh), a YAML config, or a plan (.json)")
+    p.add_argument("overrides", nargs="*", help="verl overrides, e.g. data.train_batch_size=64")
+    p.add_argument("--preset", metavar="NAME", help="plan a preset (verl-wizard presets lists them)")
+    p.add_argument("--set", dest="sets", action="append", default=[], metavar="KEY=VALUE", help="any verl override")
+    p.add_argument("--gpus", metavar="SPEC", help="the cluster, e.g. 8xH100-80GB or 2x8xH100-80GB (model needed for memory)")
+    p.add_argument("--cluster", metavar="FILE", help="the cluster as a cluster spec YAML")
+    p.add_argument("--ray-address", metavar="ADDR", help="a live Ray cluster's head, HOST:PORT")
+    p.add_argument("--python", metavar="PATH", help="the Python that has Ray (for --ray-address; default: this one)")
+    p.add_argument("--format", choices=("text", "json"), default="text")
+    p.set_defaults(handler=run_plan)
+
+
+def _usage(message: str):
+    from wizard.cli import UsageError
+
+    return UsageError(message)
+
+
+def run_plan(args, tail: list[str] | None = None) -> int:
+    cluster, gpus, hw_findings = _hardware(args)
+    overrides, config_name, src_findings, label = _source(args, list(tail or []), gpus)
+    from wizard.adapters.checking import full_check
+    from wizard.adapters.resources import load_moves, load_schema
+    from wizard.core.memory_plan import memory_plan
+
+    # the same check as `check` (models from local folders or the catalogue), with the cluster's memory
+    result = full_check(overrides, config_name=config_name, gpus=gpus, cluster=cluster)
+    models = result.models
+    plan = memory_plan(load_schema(), overrides, config_name=config_name, moves=load_moves(), models=models,
+                       cluster=cluster)
+    findings = sort_findings(result.findings + src_findings + hw_findings)
+    if plan.report is None or plan.why:
+        findings.append(Finding(rule="memory.unknown", severity=Severity.INFO, stage=Stage.ADVICE, keys=[],
+                                message=f"No memory estimate: {plan.why}"))
+    ok = not has_errors(findings)
+    if args.format == "json":
+        print(json.dumps(plan_json(plan, findings)))
+    else:
+        print(render_plan(plan, findings, label, models))
+    return EXIT_OK if ok else EXIT_ERRORS
+
+
+# ------------------------------------------------------------------------------------------------
+# Inputs (the same sources and hardware as check)
+
+
+def _hardware(args):
+    """(Cluster or None, GpuSpec or None, findings) from --gpus / --cluster / --ray-address."""
+    from wizard.adapters.gpu_catalogue import load_gpu_catalogue
+    from wizard.cli import parse_gpus
+
+    if sum(bool(x) for x in (args.gpus, args.cluster, args.ray_address)) > 1:
+        raise _usage("give one of --gpus, --cluster, --ray-address")
+    catalogue = load_gpu_catalogue()
+    if args.cluster:
+        from wizard.cli.detect import _spec
+
+        cluster = _spec(args.cluster, catalogue).cluster
+        return cluster, cluster.to_gpu_spec(), []
+    if args.ray_address:
+        from wizard.adapters.ray_cluster import RayAddressError, discover_ray
+
+        try:
+            discovery = discover_ray(args.ray_address, python=args.python)
+        except RayAddressError as exc:
+            raise _usage(str(exc)) from None
+        return discovery.cluster, discovery.cluster.to_gpu_spec(), list(discovery.findings)
+    spec = parse_gpus(args.gpus)
+    if spec is None or spec.model is None:
+        return None, spec, []
+    from wizard.core.cluster import ClusterSpecError, parse_cluster_spec
+
+    try:
+        cluster = parse_cluster_spec(f"{spec.nodes}x{spec.gpus_per_node}x{spec.model}", catalogue)
+    except ClusterSpecError as exc:
+        raise _usage(f"--gpus {args.gpus}: {exc}") from None
+    return cluster, spec, []
+
+
+def _source(args, tail: list[str], gpus):
+    """(overrides, config_name, findings, label) from a preset, a file or override words."""
+    words = tail + list(args.overrides) + list(args.sets)
+    if args.preset:
+        if args.source:
+            raise _usage("give --preset or a file, not both")
+        from wizard.adapters.generate import preset_plan
+        from wizard.core.emit import emit_overrides
+        from wizard.core.overrides import OverrideSyntaxError
+
+        try:
+            plan = preset_plan(args.preset, gpus, words)
+        except OverrideSyntaxError as exc:
+            raise _usage(f"--set: {exc}") from None
+        except ValueError as exc:
+            raise _usage(str(exc).splitlines()[0]) from None
+        return emit_overrides(plan).overrides, plan.config_name, [], f"preset {args.preset}"
+    if not args.source and not words:
+        raise _usage("give a config: a .sh, .yaml or .json file, --preset NAME, or overrides")
+    from wizard.adapters.sources import from_overrides, load_source
+
+    try:
+        src = load_source(args.source) if args.source else from_overrides(words)
+    except ValueError as exc:
+        raise _usage(str(exc)) from None
+    overrides = src.overrides + (words if args.source else [])
+    return overrides, src.config_name, list(src.findings), args.source or "overrides"
+
+
+# ------------------------------------------------------------------------------------------------
+# Output
+
+
+def _gib(n) -> float | None:
+    return None if n is None else round(n / GIB, 2)
+
+
+def plan_json(plan, findings: list[Finding]) -> dict:
+    """``{"fits", "gpus": [{"node", "index", "capacity_gib", "peak_gib", "peak_phase", "breakdown"}], "host",
+    "findings"}``: one entry per GPU; GPUs of one group share their numbers."""
+    report = plan.report if not plan.why else None
+    gpus, host = [], {"nodes": []}
+    if report is not None:
+        for group in report.groups:
+            peak = group.peak
+            breakdown = {p.name: {"total_gib": _gib(p.total), "terms": {t.key: _gib(t.bytes) for t in p.terms}}
+                         for p in group.phases}
+            for g in group.gpus:
+                gpus.append({"node": g.node, "index": g.index, "capacity_gib": _gib(group.capacity_bytes),
+                             "peak_gib": _gib(peak.total), "peak_phase": peak.name, "pool": group.pool,
+                             "roles": group.roles, "breakdown": breakdown})
+        host["nodes"] = [{"node": h.node, "ram_gib": _gib(h.capacity_bytes), "need_gib": _gib(h.total),
+                          "terms": {t.key: _gib(t.bytes) for t in h.terms}} for h in report.host]
+        host["kv_cache"] = {role: {"tokens_per_replica": kv.tokens, "sequences": kv.sequences, "wanted": kv.wanted,
+                                   "kv_gib_per_gpu": _gib(kv.kv_bytes)} for role, kv in report.kv.items()}
+    memory_errors = any(f.severity is Severity.ERROR and f.rule.startswith("memory.") for f in findings)
+    fits = bool(report is not None and report.fits and not memory_errors)
+    return {"fits": fits, "gpus": gpus, "host": host, "findings": [f.to_json() for f in findings]}
+
+
+def render_plan(plan, findings: list[Finding], label: str, models) -> str:
+    import io
+
+    from wizard.cli.check import print_findings
+    from wizard.core.rules.memory import where
+
+    lines = [f"plan: {label}"]
+    for role, f in sorted(models.items()):
+        lines.append(f"  {role:7} {f.name}: {f.param_count / 1e9:.2f}B params, {f.num_layers} layers, vocab "
+                     f"{f.vocab_size:,} ({f.source})")
+    lines += _placement_lines(plan.placement)
+    report = plan.report if not plan.why else None
+    if report is not None:
+        lines += _table(report, where)
+        for role, kv in report.kv.items():
+            lines.append(f"  KV cache ({role}, {kv.engine}): {kv.kv_bytes / GIB:.1f} GiB per GPU = {kv.tokens:,} "
+                         f"tokens per replica = {kv.sequences:,} sequences of {kv.seq_tokens:,} tokens at once; the "
+                         f"batch sends {kv.wanted:,}")
+        lines += _host_lines(report.host)
+        for note in report.notes:
+            lines.append(f"  note: {note}")
+    lines.append(_verdict(report, findings))
+    buf = io.StringIO()
+    print_findings(findings, header=label, out=buf)
+    return "\n".join(lines) + "\n" + buf.getvalue().rstrip()
+
+
+def _host_lines(hosts) -> list[str]:
+    """One line per distinct node: identical nodes (need and RAM) print together."""
+    same: dict[tuple, list[str]] = {}
+    for h in hosts:
+        same.setdefault((round(h.total / GIB), h.capacity_bytes), []).append(h.node)
+    out = []
+    for (need, ram), nodes in same.items():
+        who = nodes[0] if len(nodes) == 1 else f"{len(nodes)} nodes ({nodes[0]} .. {nodes[-1]})"
+        cap = f" of {ram / GIB:.0f} GiB" if ram else " (node RAM unknown)"
+        out.append(f"  host {who}: about {need} GiB{cap}{' each' if len(nodes) > 1 else ''}")
+    return out
+
+
+def _placement_lines(placement) -> list[str]:
+    out = [f"placement ({placement.mode}):"]
+    for pool in placement.pools:
+        missing = f", {pool.missing} GPU(s) missing" if pool.missing else ""
+        reps = [g for g in placement.replicas if g.pool == pool.name]
+        rep = ""
+        if reps:
+            g = reps[0]
+            rep = f"; {len(reps)} {g.role.split(':')[0]} replica(s) of TP {g.tp} x DP {g.dp} x PP {g.pp}"
+        out.append(f"  {pool.name}: {pool.per_node} x {pool.nnodes} node(s){missing}: {', '.join(pool.roles)}{rep}")
+    return out
+
+
+def _table(report, where) -> list[str]:
+    phases = [p for p in PHASE_ORDER if any(ph.name == p for g in report.groups for ph in g.phases)]
+    head = f"  {'GPUs':22} {'memory':>7} " + " ".join(f"{SHORT[p]:>7}" for p in phases) + "   peak"
+    out = ["memory per GPU (GiB):", head]
+    for g in report.groups:
+        totals = {ph.name: ph.total for ph in g.phases}
+        cap = f"{g.capacity_bytes / GIB:7.1f}" if g.capacity_bytes else f"{'?':>7}"
+        cells = " ".join(f"{totals[p] / GIB:7.1f}" if p in totals else f"{'-':>7}" for p in phases)
+        out.append(f"  {f'{len(g.gpus)} x {g.pool}':22} {cap} {cells}   {g.peak.title}")
+        out.append(f"    {where(g)}, at the peak:")
+        for t in sorted(g.peak.terms, key=lambda t: -t.bytes):
+            note = f"  ({t.note})" if t.note else ""
+            out.append(f"      {t.bytes / GIB:6.2f}  {t.label}{note}")
+    return out
+
+
+def _verdict(report, findings: list[Finding]) -> str:
+    if report is None:
+        return "verdict: no memory estimate (see the note below)"
+    worst = max((g for g in report.groups if g.capacity_bytes), key=lambda g: g.peak.total / g.capacity_bytes,
+                default=None)
+    if worst is None:
+        return "verdict: no GPU memory known"
+    spare = (worst.capacity_bytes - worst.peak.total) / GIB
+    tight = any(f.rule == "memory.gpu_tight" for f in findings)
+    long_only = not any(f.rule == "memory.gpu_oom" for f in findings) and any(
+        f.rule == "memory.gpu_oom_long" for f in findings)
+    word = ("FITS ONLY WHILE SAMPLES ARE SHORT (memory.gpu_oom_long)" if not report.fits and long_only
+            else "DOES NOT FIT" if not report.fits else ("FITS, TIGHT" if tight else "FITS"))
+    return (f"verdict: {word}: worst GPU {worst.peak.total / GIB:.1f} of {worst.capacity_bytes / GIB:.1f} GiB in "
+            f"the {worst.peak.title} phase ({spare:+.1f} GiB spare)")

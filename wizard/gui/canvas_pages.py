@@ -1,0 +1,26 @@
+"""Steps that host the canvases: the dataflow editor (and, later, the placement board)."""
+
+from __future__ import annotations
+
+from PySide6.QtWidgets import QVBoxLayout
+
+from wizard.gui.dataflow import DataflowEditor
+from wizard.gui.document import PlanDocument
+from wizard.gui.page import Page
+
+
+class DataflowPage(Page):
+    step, title = "Dataflow", "What feeds what"
+    subtitle = ("The stages of one training step and the data between them. Link a critic's values into the "
+                "advantage for PPO/GAE; cut the KL link to drop the reference model. Every edit changes the verl "
+                "keys behind it (and Ctrl+Z undoes it).")
+
+    def __init__(self, doc: PlanDocument) -> None:
+        super().__init__(doc)
+        self.editor = DataflowEditor(doc)
+        layout = QVBoxLayout(self)
+        layout.setContentsMargins(0, 0, 0, 0)
+        layout.addWidget(self.editor)
+
+    def keys(self) -> set[str]:
+        return set()  # the Algorithm and Model steps hold the fields; the graph shows them

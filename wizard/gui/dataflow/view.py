@@ -1,0 +1,341 @@
+"""The dataflow editor: the canvas, its toolbar, the stage inspector and the graph's findings.
+
+``DataflowEditor(doc)`` is self-contained: it reads ``doc.plan``, redraws on ``doc.changed`` and
+pushes every edit on ``doc.undo_stack`` (see commands.py). Everything the mouse does has a
+toolbar action too (add, connect, disconnect, delete, auto-layout), for keyboard and
+screen-reader users.
+"""
+
+from __future__ import annotations
+
+from PySide6.QtCore import QPoint, Qt, Signal
+from PySide6.QtGui import QAction, QColor, QKeySequence, QPainter
+from PySide6.QtWidgets import (
+    QDialog,
+    QGraphicsView,
+    QHBoxLayout,
+    QLabel,
+    QListWidget,
+    QListWidgetItem,
+    QMenu,
+    QSplitter,
+    QToolBar,
+    QToolButton,
+    QVBoxLayout,
+    QWidget,
+)
+
+from wizard.core.dataflow import KINDS, DataflowError, Graph, Link, PortRef, PortType
+from wizard.core.dataflow_check import NodeFinding, check_nodes
+from wizard.core.dataflow_edit import (
+    add_node,
+    clear_layout,
+    connect,
+    disconnect,
+    move,
+    remove_node,
+    set_estimator,
+    set_param,
+    set_reward,
+)
+from wizard.core.dataflow_map import graph_for_plan, hidden_keys
+from wizard.core.findings import Finding, Severity, sort_findings
+from wizard.gui.dataflow.commands import push_graph_edit
+from wizard.gui.dataflow.dialogs import ConnectDialog, DisconnectDialog
+from wizard.gui.dataflow.inspector import StageInspector
+from wizard.gui.dataflow.items import TYPE_COLOURS
+from wizard.gui.dataflow.scene import DataflowScene
+from wizard.gui.document import PlanDocument
+
+SEVERITY_WORD = {Severity.ERROR: "Error", Severity.WARNING: "Warning", Severity.INFO: "Note"}
+TEXT_COLOURS = {Severity.ERROR: "#b00020", Severity.WARNING: "#7a5200", Severity.INFO: "#1f2933"}  # readable on white
+HOW_TO = ("Drag from an output (right) to an input (left) to link; drag a link's end off its input to cut it; "
+          "drag a title bar to move a stage.")
+
+
+class DataflowView(QGraphicsView):
+    """The canvas; it scales the graph to fit until the user zooms (Ctrl+wheel)."""
+
+    def __init__(self, scene: DataflowScene, parent: QWidget | None = None) -> None:
+        super().__init__(scene, parent)
+        self.setRenderHints(QPainter.Antialiasing | QPainter.TextAntialiasing)
+        self.setMouseTracking(True)
+        self.viewport().setMouseTracking(True)
+        self.setFocusPolicy(Qt.StrongFocus)
+        self.setAccessibleName("Dataflow canvas")
+        self.setAccessibleDescription("Stages of one training step and the data between them; "
+                                      "use the Stage box and the toolbar to do the same by keyboard")
+        self.auto_fit = True
+
+    def fit(self) -> None:
+        rect = self.scene().sceneRect()
+        if rect.isEmpty():
+            return
+        self.resetTransform()
+        self.fitInView(rect, Qt.KeepAspectRatio)
+        if self.transform().m11() > 1.0:  # never blow small graphs up
+            self.resetTransform()
+        self.centerOn(rect.center())
+
+    def resizeEvent(self, event) -> None:  # noqa: N802 - Qt's name
+        super().resizeEvent(event)
+        if self.auto_fit:
+            self.fit()
+
+    def wheelEvent(self, event) -> None:  # noqa: N802
+        if event.modifiers() & Qt.ControlModifier:
+            self.auto_fit = False
+            factor = 1.15 if event.angleDelta().y() > 0 else 1 / 1.15
+            self.scale(factor, factor)
+            event.accept()
+            return
+        super().wheelEvent(event)
+
+
+def legend_html() -> str:
+    dots = " ".join(f"<span style='color:{TYPE_COLOURS[t]}'>●</span>&nbsp;{t.value}" for t in PortType)
+    return f"<small>Links carry: {dots}</small>"
+
+
+class DataflowEditor(QWidget):
+    """Edit which stages verl's training step runs and how they feed each other."""
+
+    findings_changed = Signal(list)  # the graph's findings (list[Finding]), for hosts that merge them
+
+    def __init__(self, doc: PlanDocument, parent: QWidget | None = None) -> None:
+        super().__init__(parent)
+        self.setAccessibleName("Dataflow editor")
+        self.doc = doc
+        self.graph = Graph()
+        self.node_findings: list[NodeFinding] = []
+        self.scene = DataflowScene(self)
+        self.view = DataflowView(self.scene)
+        self.status = QLabel()
+        self.status.setObjectName("dataflowStatus")
+        self.status.setAccessibleName("Canvas status")
+        self.status.setWordWrap(True)
+        self.inspector = StageInspector()
+        self.findings = QListWidget()
+        self.findings.setObjectName("dataflowFindings")
+        self.findings.setAccessibleName("Dataflow findings")
+        self.findings.setWordWrap(True)
+        self._build_actions()
+        self._build_layout()
+        self._wire()
+        self.show_graph(graph_for_plan(doc.plan))
+        self._say("")
+
+    # -- construction ---------------------------------------------------------------------------------------
+    def _action(self, text: str, tip: str, slot, shortcut: str | QKeySequence | None = None) -> QAction:
+        act = QAction(text, self)
+        act.setToolTip(tip)
+        act.setStatusTip(tip)
+        act.triggered.connect(slot)
+        if shortcut is not None:
+            act.setShortcut(QKeySequence(shortcut))
+            act.setShortcutContext(Qt.WidgetWithChildrenShortcut)
+        self.addAction(act)
+        return act
+
+    def _build_actions(self) -> None:
+        self.add_menu = QMenu("&Add stage", self)
+        self.add_actions: dict[str, QAction] = {}
+        for kind, spec in KINDS.items():
+            if spec.optional:
+                act = self.add_menu.addAction(spec.title)
+                act.setToolTip(spec.doc)
+                act.triggered.connect(lambda _=False, k=kind: self.add_stage(k))
+                self.add_actions[kind] = act
+        self.connect_action = self._action("&Connect…", "Link an output to an input, by keyboard",
+                                           self.connect_dialog, "Ctrl+L")
+        self.disconnect_action = self._action("Cu&t link…", "Cut a link, by keyboard", self.disconnect_dialog,
+                                              "Ctrl+Shift+L")
+        self.delete_action = self._action("&Delete", "Delete the selected link or stage", self.delete_selected,
+                                          QKeySequence.Delete)
+        self.layout_action = self._action("Auto-&layout", "Place every stage by the flow (forgets moves)",
+                                          self.auto_layout, "Ctrl+Shift+A")
+        self.fit_action = self._action("&Fit", "Fit the whole graph in the window", self._fit)
+        self.undo_action = self.doc.undo_stack.createUndoAction(self, "Undo")
+        self.redo_action = self.doc.undo_stack.createRedoAction(self, "Redo")
+
+    def _build_layout(self) -> None:
+        bar = QToolBar("Dataflow")
+        bar.setAccessibleName("Dataflow tools")
+        add_button = QToolButton()
+        add_button.setText("Add stage")
+        add_button.setAccessibleName("Add stage")
+        add_button.setMenu(self.add_menu)
+        add_button.setPopupMode(QToolButton.InstantPopup)
+        bar.addWidget(add_button)
+        for act in (self.connect_action, self.disconnect_action, self.delete_action, self.layout_action,
+                    self.fit_action):
+            bar.addAction(act)
+        bar.addSeparator()
+        bar.addAction(self.undo_action)
+        bar.addAction(self.redo_action)
+        legend = QLabel(legend_html())
+        legend.setAccessibleName("Link colours")
+        side = QWidget()
+        side_layout = QVBoxLayout(side)
+        side_layout.setContentsMargins(0, 0, 0, 0)
+        side_layout.addWidget(self.inspector)
+        heading = QLabel("&Findings in this graph:")
+        heading.setBuddy(self.findings)
+        side_layout.addWidget(heading)
+        side_layout.addWidget(self.findings, 1)
+        split = QSplitter(Qt.Horizontal)
+        split.addWidget(self.view)
+        split.addWidget(side)
+        split.setStretchFactor(0, 1)
+        split.setSizes([900, 330])
+        layout = QVBoxLayout(self)
+        layout.addWidget(bar)
+        layout.addWidget(split, 1)
+        row = QHBoxLayout()
+        row.addWidget(self.status, 1)
+        row.addWidget(legend)
+        layout.addLayout(row)
+
+    def _wire(self) -> None:
+        self.doc.changed.connect(self._on_doc_changed)
+        s = self.scene
+        s.link_requested.connect(self._on_link_requested)
+        s.disconnect_requested.connect(lambda link: self.cut(link))
+        s.nodes_moved.connect(self._on_moved)
+        s.refused.connect(lambda reason: self._say(f"Refused: {reason}"))
+        s.on_hint = self._say
+        s.selectionChanged.connect(self._on_selection)
+        i = self.inspector
+        i.stage_selected.connect(self.select_stage)
+        i.estimator_chosen.connect(lambda est: self._edit(set_estimator, est, text=f"Estimator {est}"))
+        i.reward_chosen.connect(lambda v: self._edit(set_reward, v, text=f"Reward: {v}"))
+        i.param_edited.connect(lambda node, name, value: self._edit(set_param, node, name, value,
+                                                                   text=f"Set {name} of {KINDS[node].title}"))
+        self.findings.currentItemChanged.connect(self._on_finding)
+
+    # -- the model ------------------------------------------------------------------------------------------
+    def show_graph(self, graph: Graph) -> None:
+        """Draw ``graph`` and its findings (the undo commands call this too)."""
+        self.graph = graph
+        self.node_findings = check_nodes(graph)
+        selected = self.scene.selected_node()
+        self.scene.set_graph(graph, self.node_findings)
+        self.scene.select_node(selected)
+        self.inspector.show_stage(graph, selected or self.inspector.current)
+        for kind, act in self.add_actions.items():
+            act.setEnabled(not graph.has(kind))
+        self._show_findings()
+        if self.view.auto_fit:
+            self.view.fit()
+
+    def graph_findings(self) -> list[Finding]:
+        return sort_findings([f for _, f in self.node_findings] + hidden_keys(self.doc.plan))
+
+    def _show_findings(self) -> None:
+        self.findings.clear()
+        nodes_of = {id(f): ids for ids, f in self.node_findings}
+        findings = self.graph_findings()
+        for f in findings:
+            item = QListWidgetItem(f"{SEVERITY_WORD[f.severity]}: {f.message}")
+            item.setToolTip(f"Fix: {f.fix}" if f.fix else f.rule)
+            item.setForeground(QColor(TEXT_COLOURS[f.severity]))
+            item.setData(Qt.UserRole, nodes_of.get(id(f), ()))
+            self.findings.addItem(item)
+        if not findings:
+            self.findings.addItem("No findings: every stage is fed and verl can run this step")
+        self.findings_changed.emit(findings)
+
+    def _on_doc_changed(self) -> None:
+        graph = graph_for_plan(self.doc.plan, self.graph)
+        if graph != self.graph:
+            self.show_graph(graph)
+        else:
+            self._show_findings()  # plan-level notes (hidden keys) may have changed
+
+    def _edit(self, fn, *args, text: str) -> bool:
+        try:
+            new = fn(self.graph, *args)
+        except DataflowError as exc:
+            self._say(f"Refused: {exc}")
+            return False
+        changed = push_graph_edit(self.doc, self, new, text)
+        self._say(f"{text}." if changed else "")
+        return changed
+
+    # -- actions --------------------------------------------------------------------------------------------
+    def add_stage(self, kind: str) -> bool:
+        return self._edit(add_node, kind, text=f"Add {KINDS[kind].title}")
+
+    def cut(self, link: Link) -> bool:
+        return self._edit(disconnect, link, text=f"Cut {link}")
+
+    def link(self, src: PortRef, dst: PortRef) -> bool:
+        return self._edit(connect, src, dst, text=f"Link {KINDS[src.node].title} → {KINDS[dst.node].title}")
+
+    def auto_layout(self) -> None:
+        self._edit(clear_layout, text="Auto-layout")
+        self._fit()
+
+    def delete_selected(self) -> bool:
+        link = self.scene.selected_link()
+        if link is not None:
+            return self.cut(link)
+        node = self.scene.selected_node() or self.inspector.current
+        if node is None:
+            return False
+        return self._edit(remove_node, node, text=f"Delete {KINDS[node].title}")
+
+    def select_stage(self, node_id: str) -> None:
+        self.scene.select_node(node_id)
+        self.inspector.show_stage(self.graph, node_id)
+
+    def connect_dialog(self) -> None:
+        dialog = ConnectDialog(self.graph, self.scene.selected_node() or self.inspector.current, self)
+        if dialog.exec() == QDialog.Accepted:
+            self.link(*dialog.choice())
+
+    def disconnect_dialog(self) -> None:
+        dialog = DisconnectDialog(self.graph, self.scene.selected_link(), self)
+        if dialog.exec() == QDialog.Accepted and dialog.choice() is not None:
+            self.cut(dialog.choice())
+
+    def _fit(self) -> None:
+        self.view.auto_fit = True
+        self.view.fit()
+
+    # -- scene signals --------------------------------------------------------------------------------------
+    def _on_link_requested(self, src: PortRef, dst: PortRef, detached: Link | None) -> None:
+        graph = self.graph
+        try:
+            if detached is not None:
+                graph = disconnect(graph, detached)
+            graph = connect(graph, src, dst)
+        except DataflowError as exc:
+            self._say(f"Refused: {exc}")
+            return
+        text = f"Link {KINDS[src.node].title} → {KINDS[dst.node].title}"
+        self._say(f"{text}." if push_graph_edit(self.doc, self, graph, text) else "")
+
+    def _on_moved(self, positions: dict) -> None:
+        names = ", ".join(KINDS[n].title for n in positions)
+        self._edit(move, positions, text=f"Move {names}")
+
+    def _on_selection(self) -> None:
+        node = self.scene.selected_node()
+        if node is not None and node != self.inspector.current:
+            self.inspector.show_stage(self.graph, node)
+
+    def _on_finding(self, item: QListWidgetItem | None, _previous=None) -> None:
+        nodes = item.data(Qt.UserRole) if item is not None else None
+        if nodes:
+            self.select_stage(nodes[0])
+
+    def _say(self, text: str) -> None:
+        text = text or HOW_TO
+        if text != self.status.text():  # called on every mouse move of a drag
+            self.status.setText(text)
+
+    # -- for hosts and tests --------------------------------------------------------------------------------
+    def port_view_pos(self, ref: PortRef) -> QPoint:
+        """Where a port is on the viewport, in pixels (what a mouse would aim at)."""
+        return self.view.mapFromScene(self.scene.port_scene_pos(ref))
