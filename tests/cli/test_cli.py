@@ -207,3 +207,16 @@ def test_overrides_after_a_file_are_added_to_its_own(tmp_path):
     proc = run("check", str(ROOT / "resources" / "presets" / "ppo-8gpu.yaml"),
                "actor_rollout_ref.actor.ppo_mini_batch_size=7000")
     assert proc.returncode == 1 and "ppo_mini_batch_size (7000)" in proc.stdout
+
+
+def test_check_with_a_gpu_model_runs_the_memory_rules():
+    plan = ROOT / "resources" / "presets" / "grpo-8gpu.yaml"
+    proc = run("check", "--gpus", "8xH100-80GB", "--format", "json", str(plan),
+               "actor_rollout_ref.rollout.gpu_memory_utilization=0.95")
+    rules = {f["rule"]: f for f in json.loads(proc.stdout)["findings"]}
+    assert proc.returncode == 1 and "memory.gpu_oom" in rules
+    assert "80.0 GiB" in rules["memory.gpu_oom"]["message"]
+    assert rules["memory.gpu_oom"]["fix_overrides"]  # the cheapest fix, as an override
+    # without a GPU model the memory rules stay silent instead of guessing
+    proc = run("check", "--gpus", "8", "--format", "json", str(plan), "actor_rollout_ref.rollout.gpu_memory_utilization=0.95")
+    assert not any(f["rule"].startswith("memory.") for f in json.loads(proc.stdout)["findings"])

@@ -262,3 +262,15 @@ def test_dark_theme_is_applied_and_remembered(window, tmp_path, monkeypatch):
         assert not is_dark(app)
     finally:
         window.set_theme("system")
+
+
+def test_a_gpu_model_typed_on_start_turns_on_the_memory_check(window, qtbot):
+    select_preset(window, "grpo-8gpu")
+    window.start_page.gpus.setText("8xH100-80GB")
+    window.start_page.gpus.editingFinished.emit()
+    assert not any(f.rule.startswith("memory.") and f.severity.value == "error" for f in window.doc.findings)
+    window.go_to(window.rollout_page)
+    share = window.rollout_page.forms[0].editors["actor_rollout_ref.rollout.gpu_memory_utilization"].widget
+    type_into(qtbot, share, "0.95")
+    oom = [f for f in window.doc.findings if f.rule == "memory.gpu_oom"]
+    assert oom and "80.0 GiB" in oom[0].message and window.findings.fix_button is not None

@@ -5,7 +5,8 @@ One place for the CLI's ``detect``/``check --cluster`` and the GUI's Hardware st
 
 from __future__ import annotations
 
-from wizard.core.cluster import ClusterSpecError, GpuCatalogue, parse_cluster_spec
+from wizard.core.cluster import Cluster, ClusterSpecError, GpuCatalogue, parse_cluster_spec
+from wizard.core.gpus import GpuSpec
 from wizard.core.topology import Discovery
 
 
@@ -47,3 +48,14 @@ def load_cluster_spec_file(path: str, catalogue: GpuCatalogue) -> Discovery:
     except ClusterSpecError as exc:
         raise ValueError(f"{path}: {exc}") from None
     return Discovery(cluster=cluster)
+
+
+def cluster_for_spec(spec: GpuSpec | None, catalogue: GpuCatalogue) -> Cluster | None:
+    """The machines a ``--gpus 2x8xH100-80GB`` spec describes (memory from the GPU catalogue), for the
+    memory rules; None when the spec names no GPU model. ValueError (one line) for an unknown model."""
+    if spec is None or spec.model is None:
+        return None
+    try:
+        return parse_cluster_spec(f"{spec.nodes}x{spec.gpus_per_node}x{spec.model}", catalogue)
+    except ClusterSpecError as exc:
+        raise ValueError(str(exc)) from None

@@ -19,20 +19,30 @@ def run_check(args, tail: list[str]) -> int:
     ray_findings = []
     if args.ray_address:
         gpus, ray_findings = _ray_cluster(args.ray_address, args.python)
+    cluster = None
     if args.cluster:
         from wizard.adapters.gpu_catalogue import load_gpu_catalogue
         from wizard.cli.detect import _spec
 
-        gpus = _spec(args.cluster, load_gpu_catalogue()).cluster.to_gpu_spec()
+        cluster = _spec(args.cluster, load_gpu_catalogue()).cluster
+        gpus = cluster.to_gpu_spec()
+    elif gpus is not None and gpus.model:
+        from wizard.adapters.discovery import cluster_for_spec
+        from wizard.adapters.gpu_catalogue import load_gpu_catalogue
+
+        try:
+            cluster = cluster_for_spec(gpus, load_gpu_catalogue())  # memory rules need the GPUs' size
+        except ValueError as exc:
+            raise UsageError(f"--gpus {args.gpus}: {exc}") from None
     if args.batch and (args.source or tail or args.overrides):
         raise UsageError("--batch reads its cases from the file; give no other config")
     if args.batch:
-        return _batch(args, gpus)
+        return _batch(args, gpus, cluster)
     if not args.source and not tail:
         raise UsageError("give a config: a .sh or .yaml file, or overrides after --")
     if args.fix:
         return _fix(args, tail + list(args.overrides), gpus)
-    result = check_one(args.source, tail + list(args.overrides), gpus, args.verl, args.python)
+    result = check_one(args.source, tail + list(args.overrides), gpus, args.verl, args.python, cluster=cluster)
     from wizard.adapters.local_facts import file_findings
 
     result.findings = sort_findings(result.findings + ray_findings + file_findings(result.facts, deep=args.data))
@@ -62,7 +72,7 @@ def _ray_cluster(address: str, python: str | None):
 
 
 def check_one(source: str | None, overrides: list[str], gpus, use_verl: bool, python: str | None, case_id=None,
-              model_cache: dict | None = None):
+              model_cache: dict | None = None, cluster=None):
     from wizard.adapters.checking import full_check
     from wizard.adapters.sources import from_overrides, load_source
     from wizard.cli import UsageError
@@ -74,7 +84,7 @@ def check_one(source: str | None, overrides: list[str], gpus, use_verl: bool, py
     if source and overrides:
         src.overrides = list(src.overrides) + list(overrides)  # as if added to the end of its command line
     result = full_check(src.overrides, config_name=src.config_name, gpus=gpus, case_id=case_id,
-                        model_cache=model_cache)
+                        model_cache=model_cache, cluster=cluster)
     result.findings = sort_findings(result.findings + src.findings)
     if use_verl:
         result.findings = sort_findings(result.findings + _verl_findings([src], python))
@@ -128,7 +138,7 @@ def _verl_findings(sources, python) -> list[Finding]:
     return [f for f in (preflight_finding(r) for r in results) if f is not None]
 
 
-def _batch(args, gpus) -> int:
+def _batch(args, gpus, cluster=None) -> int:
     from wizard.adapters.checking import full_check
     from wizard.adapters.files import read_text
     from wizard.cli import EXIT_ERRORS, EXIT_OK, UsageError
@@ -156,7 +166,7 @@ def _batch(args, gpus) -> int:
     for case in cases:
         config_name = case.get("config_name") or "ppo_trainer"
         results.append(full_check(case.get("overrides", []), config_name=config_name, gpus=gpus,
-                                  case_id=case.get("id"), model_cache=model_cache))
+                                  case_id=case.get("id"), model_cache=model_cache, cluster=cluster))
     if args.verl:
         from wizard.adapters.verl_preflight import PreflightError, preflight_finding, run_preflight
 

@@ -89,16 +89,13 @@ def _hardware(args):
         except RayAddressError as exc:
             raise _usage(str(exc)) from None
         return discovery.cluster, discovery.cluster.to_gpu_spec(), list(discovery.findings)
-    spec = parse_gpus(args.gpus)
-    if spec is None or spec.model is None:
-        return None, spec, []
-    from wizard.core.cluster import ClusterSpecError, parse_cluster_spec
+    from wizard.adapters.discovery import cluster_for_spec
 
+    spec = parse_gpus(args.gpus)
     try:
-        cluster = parse_cluster_spec(f"{spec.nodes}x{spec.gpus_per_node}x{spec.model}", catalogue)
-    except ClusterSpecError as exc:
+        return cluster_for_spec(spec, catalogue), spec, []
+    except ValueError as exc:
         raise _usage(f"--gpus {args.gpus}: {exc}") from None
-    return cluster, spec, []
 
 
 def _source(args, tail: list[str], gpus):

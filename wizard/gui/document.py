@@ -105,13 +105,27 @@ class PlanDocument(QObject):
         if self.autosave:
             self._autosave_timer.start()
 
+    def effective_cluster(self) -> Cluster | None:
+        """The machines chosen on the Hardware step, else those a typed GPU spec (8xH100-80GB) describes."""
+        if self.cluster is not None:
+            return self.cluster
+        if self.gpus is None or not self.gpus.model:
+            return None
+        from wizard.adapters.discovery import cluster_for_spec
+        from wizard.adapters.gpu_catalogue import load_gpu_catalogue
+
+        try:
+            return cluster_for_spec(self.gpus, load_gpu_catalogue())
+        except ValueError:
+            return None  # an unknown GPU model: the check says so through the GPU spec itself
+
     def save_now(self) -> None:
         save_session({"plan": self.plan.model_dump(mode="json"), "gpus": str(self.gpus) if self.gpus else None})
 
     def _recheck(self) -> None:
         overrides = emit_overrides(self.plan).overrides
         self.result = full_check(overrides, config_name=self.plan.config_name, gpus=self.gpus,
-                                 cluster=self.cluster, model_cache=self._model_cache)
+                                 cluster=self.effective_cluster(), model_cache=self._model_cache)
         self.files, _, self.notes = render_files(self.plan)
         self.changed.emit()
 
