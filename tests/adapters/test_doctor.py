@@ -60,6 +60,32 @@ def test_recorded_gpu_python_has_working_cuda_but_no_verl_and_a_too_new_transfor
     assert tf.fix == 'python3 -m pip install "transformers>=5.5.3,<5.11,!=5.6.0"'
 
 
+def test_the_fast_probe_gives_the_same_verdict_as_importing_torch_on_the_gpu_machine():
+    deep = json.loads((DATA / "h200-torch-cu130.doctor-facts.json").read_text())
+    static = json.loads((DATA / "h200-torch-cu130.doctor-static-facts.json").read_text())
+    assert static["torch"]["imported"] is None and static["torch"]["cuda_available"]  # nothing was imported
+    rules = lambda facts: sorted((f.rule, f.severity.value) for f in doctor_findings(facts, "python3"))  # noqa: E731
+    assert rules(static) == rules(deep)
+
+
+def test_torch_whose_cuda_libraries_do_not_resolve_is_named_before_import_fails():
+    facts = json.loads((DATA / "h200-torch-cu130.doctor-static-facts.json").read_text())
+    facts["torch"]["missing_libs"] = ["libcudart.so.13"]  # what ldd says when nvidia-cuda-runtime is gone
+    f = by_rule(doctor_findings(facts, "python3"))["env.torch.broken"]
+    assert f.severity.value == "error" and "libcudart.so.13: cannot open shared object file" in f.message
+    assert "--force-reinstall" in f.fix
+
+
+def test_the_fast_probe_reads_this_pythons_torch_without_importing_it():
+    from wizard.adapters.doctor import run_probe
+
+    facts = run_probe(sys.executable)
+    torch = facts["torch"]
+    assert torch["version"] and torch["version"].split("+")[0].count(".") == 2
+    assert torch.get("static") or torch.get("skipped")  # read from its files, not imported
+    assert facts["probe_s"] < 30  # bounded; the figure itself is in bench/bench_detect.py
+
+
 def test_driver_older_than_torch_build_is_an_error_with_both_ways_out():
     facts = json.loads((DATA / "h200-torch-cu130.doctor-facts.json").read_text())
     facts["driver"]["cuda"] = 12040

@@ -149,3 +149,18 @@ def test_the_model_step_shows_what_is_known_of_the_model_and_its_heads_rule_fire
     window.doc.set_plan(plan)
     messages = [f.message for f in window.doc.findings]
     assert any("14" in m and "4" in m and "head" in m for m in messages)
+
+
+def test_the_data_step_opens_the_reward_bench_and_the_converter(window, qtbot):
+    from wizard.gui.convert_dialog import ConvertDialog
+    from wizard.gui.reward_bench import RewardBenchDialog
+
+    page = window.data_page
+    qtbot.mouseClick(page.reward_button, Qt.LeftButton)
+    assert isinstance(page._reward_dialog, RewardBenchDialog) and page._reward_dialog.isVisible()
+    assert page.target_python() == window.environment_page.python.text().strip()
+    page._reward_dialog.close()
+    qtbot.mouseClick(page.convert_button, Qt.LeftButton)
+    dialogs = [w for w in page.findChildren(ConvertDialog) if w.isVisible()]
+    assert dialogs
+    dialogs[0].close()

@@ -30,6 +30,9 @@ def add_parsers(subparsers) -> None:
     doc.add_argument("--python", metavar="PATH",
                      help="the Python that will run verl (default: the best one found: venvs, conda envs, PATH)")
     doc.add_argument("--format", choices=("text", "json"), default="text")
+    doc.add_argument("--deep", action="store_true",
+                     help="import torch and flash-attn in that Python (3-6 s on a GPU machine) instead of reading "
+                          "their build and resolving their libraries")
     doc.set_defaults(handler=run_doctor)
 
 
@@ -118,7 +121,7 @@ def run_doctor(args) -> int:
     if python is None:
         return _no_python(args.format, advice)
     try:
-        report = doctor(python)
+        report = doctor(python, deep=args.deep)
     except DoctorError as exc:
         raise _usage(str(exc)) from None
     if args.format == "json":

@@ -43,7 +43,7 @@ from wizard.adapters.session_store import (
 from wizard.core.findings import Severity
 from wizard.core.gpus import parse_gpu_spec
 from wizard.core.plan import load_plan
-from wizard.gui.canvas_pages import DataflowPage
+from wizard.gui.canvas_pages import DataflowPage, RunPage
 from wizard.gui.document import PlanDocument
 from wizard.gui.env_pages import EnvironmentPage, HardwarePage
 from wizard.gui.findings_view import FindingsView
@@ -64,10 +64,7 @@ def _optional_pages(doc: PlanDocument) -> dict[str, Page]:
             "A board of your GPUs with a memory bar per GPU and per phase (generation, log-probs, update). "
             "Roles (actor+rollout+reference, critic, reward model) are dropped on GPU pools; moves verl 0.9.1 "
             "cannot run are refused with the reason. Until it lands, `verl-wizard plan` prints the estimate.")),
-        "run": PlaceholderPage(doc, "Run", "Run a smoke test", (
-            "Start the run you planned on this machine, follow its logs and metrics, and stop it cleanly. "
-            "Until it lands here, `verl-wizard launch --dry-run` shows the command and `verl-wizard launch` "
-            "runs it with live triage.")),
+        "run": RunPage(doc),
     }
 
 
@@ -94,6 +91,8 @@ class WizardWindow(QMainWindow):
             self.algorithm_page, self.rollout_page, self.dataflow_page, self.placement_page, self.review_page,
             self.write_page, self.run_page,
         ]
+        self.data_page.target_python = lambda: self.environment_page.python.text().strip()
+        self.environment_page.python_checked.connect(self.run_page.panel.set_target_python)
         self._build()
         self._menus()
         self.doc.changed.connect(self._refresh)

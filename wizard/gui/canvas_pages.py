@@ -24,3 +24,18 @@ class DataflowPage(Page):
 
     def keys(self) -> set[str]:
         return set()  # the Algorithm and Model steps hold the fields; the graph shows them
+
+
+class RunPage(Page):
+    step, title = "Run", "Run a smoke test"
+    subtitle = ("Start the plan on this machine for a few steps, follow its log, metrics and GPUs, and stop it "
+                "cleanly. When it fails, the cause and the fix are shown above the log.")
+
+    def __init__(self, doc: PlanDocument) -> None:
+        super().__init__(doc)
+        from wizard.gui.run_page import RunPanel
+
+        self.panel = RunPanel(doc)
+        layout = QVBoxLayout(self)
+        layout.setContentsMargins(0, 0, 0, 0)
+        layout.addWidget(self.panel)

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import os
 
-from PySide6.QtCore import Qt
+from PySide6.QtCore import Qt, Signal
 from PySide6.QtGui import QColor
 from PySide6.QtWidgets import (
     QFileDialog,
@@ -58,6 +58,7 @@ def _findings_html(findings) -> str:
 
 
 class EnvironmentPage(Page):
+    python_checked = Signal(str)  # a Python that was probed: the Run step uses it
     step, title = "Environment", "Where will verl run?"
     subtitle = ("The Python environment that has verl: versions of Python, torch, CUDA, vLLM and Ray checked "
                 "against what verl 0.9.1 needs. Probing takes a few seconds and runs in the background.")
@@ -126,6 +127,7 @@ class EnvironmentPage(Page):
         self.result.setText(f"{verdict} Probed {report.python} in {report.wall_s:.1f} s.<br>"
                             + _findings_html(report.findings))
         self.doc.set_context_findings("environment", report.findings)
+        self.python_checked.emit(report.python)
 
 
 class HardwarePage(Page):

@@ -180,8 +180,18 @@ class DataPage(FormPage):
         self.preview_button.clicked.connect(self.preview)
         self.check_button = QPushButton("Chec&k the training file")
         self.check_button.clicked.connect(self.check)
+        self.target_python = lambda: ""  # the window points it at the Environment step's Python
+        self.convert_button = QPushButton("Con&vert a file…")
+        self.convert_button.setToolTip("Turn a JSONL/CSV/parquet of questions and answers into verl's format")
+        self.convert_button.clicked.connect(self.open_convert)
+        self.reward_button = QPushButton("&Test the reward…")
+        self.reward_button.setToolTip("Score sample rows with verl's scorer or your reward function, before training")
+        self.reward_button.clicked.connect(self.open_reward_bench)
+        self._reward_dialog = None
         buttons.addWidget(self.preview_button)
         buttons.addWidget(self.check_button)
+        buttons.addWidget(self.convert_button)
+        buttons.addWidget(self.reward_button)
         buttons.addStretch(1)
         self.body_layout.addLayout(buttons)
         self.body_layout.addWidget(TaskBar(self.runner))
@@ -196,6 +206,21 @@ class DataPage(FormPage):
         self.runner.finished.connect(self._show)
         self.runner.failed.connect(lambda msg: self.status.setText(f"<span style='color:#c62828'>{msg}</span>"))
         self.finish()
+
+    def open_reward_bench(self) -> None:
+        from wizard.gui.reward_bench import RewardBenchDialog
+
+        if self._reward_dialog is None:
+            self._reward_dialog = RewardBenchDialog(self.doc, self.target_python, self)
+        self._reward_dialog.show()
+        self._reward_dialog.raise_()
+
+    def open_convert(self) -> None:
+        from wizard.gui.convert_dialog import ConvertDialog
+
+        dialog = ConvertDialog(self.doc, self)
+        dialog.setAttribute(Qt.WA_DeleteOnClose)
+        dialog.show()
 
     def _train_file(self) -> str | None:
         files = self.doc.plan.data.train_files

@@ -11,9 +11,12 @@ shows on import). Standalone: verl-wizard need not be installed in the target en
 from __future__ import annotations
 
 import ctypes
+import importlib.util
 import json
 import os
 import platform
+import re
+import subprocess
 import sys
 import time
 import warnings
@@ -48,6 +51,47 @@ def _driver() -> dict:
     if rc != 0:
         return {"found": True, "error": f"cuDriverGetVersion returned {rc}"}
     return {"found": True, "cuda": version.value}
+
+
+def _device_count() -> int | None:
+    """GPUs the driver shows this process (honours CUDA_VISIBLE_DEVICES), from libcuda; None without one."""
+    try:
+        lib = ctypes.CDLL("libcuda.so.1")
+    except OSError:
+        return None
+    if lib.cuInit(0) != 0:
+        return 0
+    count = ctypes.c_int(0)
+    return count.value if lib.cuDeviceGetCount(ctypes.byref(count)) == 0 else 0
+
+
+def _torch_static() -> dict:
+    """torch's build and whether its CUDA libraries resolve, without importing it (importing takes 3-6 s
+    on a GPU machine). ``ldd`` on libtorch_cuda.so names what import would fail on ("libcudart.so.13:
+    cannot open shared object file")."""
+    spec = importlib.util.find_spec("torch")
+    if spec is None or not spec.origin:
+        return {"imported": False, "error": "torch is listed as installed but its package is not on the path"}
+    root = os.path.dirname(spec.origin)
+    try:
+        with open(os.path.join(root, "version.py"), encoding="utf-8") as fh:
+            text = fh.read()
+    except OSError as exc:
+        return {"imported": False, "error": f"torch/version.py cannot be read ({exc})"}
+    version = re.search(r"^__version__\s*(?::[^=]+)?=\s*['\"]([^'\"]+)", text, re.M)
+    cuda = re.search(r"^cuda\s*(?::[^=]+)?=\s*(?:['\"]([^'\"]*)['\"]|None)", text, re.M)
+    build = cuda.group(1) if cuda and cuda.group(1) else None
+    missing: list[str] = []
+    lib = os.path.join(root, "lib", "libtorch_cuda.so")
+    if build and os.path.exists(lib):
+        try:
+            out = subprocess.run(["ldd", lib], capture_output=True, text=True, timeout=20).stdout
+            missing = sorted({line.split("=>")[0].strip() for line in out.splitlines() if "not found" in line})
+        except (OSError, subprocess.TimeoutExpired):
+            pass
+    count = _device_count() if build else 0
+    return {"imported": None, "static": True, "version": version.group(1) if version else None, "cuda_build": build,
+            "cuda_available": bool(count), "device_count": count or 0, "missing_libs": missing, "warnings": []}
 
 
 def _torch() -> dict:
@@ -108,6 +152,8 @@ def main(argv: list[str]) -> int:
                            "device_count": 0, "warnings": [], "skipped": "CPU-only wheel (+cpu), not imported"}
     elif "--torch" in argv and torch_version:
         report["torch"] = _torch()
+    elif "--torch-static" in argv and torch_version:
+        report["torch"] = _torch_static()
     if "--flash-attn" in argv and report["packages"]["flash-attn"]:
         report["flash_attn"] = _flash_attn()
     report["probe_s"] = round(time.perf_counter() - t0, 3)
