@@ -134,3 +134,11 @@ def test_real_jsonl_from_verls_file_logger(tmp_path, monkeypatch):
     (line,) = path.read_text().splitlines()
     m = parse_jsonl_line(line)
     assert m.step == 3 and m.data["critic/score/mean"] == 0.5 and m.data["n"] == 7 and math.isnan(m.data["actor/grad_norm"])
+
+
+def test_python_warnings_are_warnings():
+    from wizard.core.logparse import split_line
+
+    line = "(TaskRunner pid=123) /usr/lib/python3/site-packages/torch/utils.py:42: UserWarning: TypedStorage is deprecated"
+    assert split_line(line).level == "WARNING"
+    assert split_line("nothing to see: a plain line").level is None

@@ -406,3 +406,26 @@ def write_command_file(run_dir: Path, rendered: str) -> Path:
 
 __all__ = ["LaunchError", "RunProcess", "StopReport", "alive", "list_processes", "prepare_run_dir",
            "write_command_file"]
+
+
+def model_is_local(path: str | None) -> bool:
+    """A model path that is a folder here: the launch turns Hugging Face offline mode on for it."""
+    return bool(path) and Path(os.path.expandvars(os.path.expanduser(path))).is_dir()
+
+
+def tail_jsonl(path: str | Path, offset: int, state) -> tuple[int, list]:
+    """Events from the new complete lines of the file logger's JSONL since ``offset`` (``state`` is a
+    ``wizard.core.logparse.RunLog``); a line still being written waits for the next call."""
+    try:
+        with open(path, "rb") as fh:
+            fh.seek(offset)
+            data = fh.read(1 << 20)
+    except OSError:
+        return offset, []
+    end = data.rfind(b"\n") + 1
+    if end == 0:
+        return offset, []
+    events = []
+    for line in data[:end].decode("utf-8", "replace").splitlines():
+        events += state.feed_jsonl(line)
+    return offset + end, events

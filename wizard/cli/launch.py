@@ -13,6 +13,7 @@ import time
 from collections import deque
 from pathlib import Path
 
+from wizard.adapters.launcher import model_is_local, tail_jsonl
 from wizard.core.findings import Finding, has_errors, sort_findings
 from wizard.core.smoke import VALIDATION
 
@@ -77,13 +78,6 @@ def _python(path: str | None) -> str:
     return str(p)
 
 
-def _model_is_local(plan) -> bool:
-    path = plan.models.actor_path
-    if not path:
-        return False
-    return Path(os.path.expandvars(os.path.expanduser(path))).is_dir()
-
-
 def prepare(args):
     """Everything a launch or a dry run needs: the smoke plan, its check, the command. Raises UsageError."""
     from wizard.adapters.resources import load_moves, load_schema
@@ -100,7 +94,7 @@ def prepare(args):
                              gpus=parse_gpus(args.gpus))
     run_dir = Path(args.out or Path("runs") / time.strftime("launch-%Y%m%d-%H%M%S")).absolute()
     cmd = smoke_command(plan, SmokeOptions(steps=args.steps, validation=args.val), run_dir=str(run_dir),
-                        file_logger_path=str(run_dir / "metrics.jsonl"), model_is_local=_model_is_local(plan),
+                        file_logger_path=str(run_dir / "metrics.jsonl"), model_is_local=model_is_local(plan.models.actor_path),
                         environ=os.environ)
     if cmd.missing:
         raise UsageError(f"the config reads ${cmd.missing[0]}, which is not set in this environment")
@@ -190,7 +184,7 @@ def _run(args, plan, python: str, cmd, run_dir: Path, shell: str) -> int:
     alarms: dict[str, Finding] = {}
     thresholds = Thresholds()
     metrics_file = run_dir / "metrics.jsonl"
-    offset, pending = 0, ""
+    offset = 0
     started = last_step_at = time.monotonic()
     interrupted = False
     try:
@@ -201,7 +195,7 @@ def _run(args, plan, python: str, cmd, run_dir: Path, shell: str) -> int:
                 tail.append(line)
                 events += state.feed(line)
             sys.stdout.flush()  # once per batch of lines, not per line
-            offset, pending, more = _tail_jsonl(metrics_file, offset, pending, state)
+            offset, more = tail_jsonl(metrics_file, offset, state)
             events += more
             for ev in events:
                 if ev.kind == "metrics":
@@ -259,23 +253,6 @@ def _print_end(ok, code, run_dir, progress, findings, interrupted) -> None:
     if findings:
         print_findings(findings, header="triage")
     print(f"verl-wizard: full log: {run_dir / 'run.log'}")
-
-
-def _tail_jsonl(path: Path, offset: int, pending: str, state) -> tuple[int, str, list]:
-    """New complete lines of the file logger's JSONL since ``offset`` (a line still being written waits)."""
-    try:
-        with open(path, "rb") as fh:
-            fh.seek(offset)
-            data = fh.read(1 << 20)
-    except OSError:
-        return offset, pending, []
-    end = data.rfind(b"\n") + 1
-    if end == 0:
-        return offset, pending, []
-    events = []
-    for line in data[:end].decode("utf-8", "replace").splitlines():
-        events += state.feed_jsonl(line)
-    return offset + end, pending, events
 
 
 def _json_safe(data: dict) -> dict:

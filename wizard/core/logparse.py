@@ -57,6 +57,10 @@ def strip_ansi(text: str) -> str:
     return _ANSI.sub("", text) if "\x1b" in text else text
 
 
+# Python's warnings module: "/path/file.py:12: UserWarning: text" (also FutureWarning, DeprecationWarning...).
+_PY_WARNING = re.compile(r"^\S+\.py:\d+: \w*Warning: ")
+
+
 def split_line(raw: str) -> Line:
     """Take a console line apart (never raises)."""
     text = strip_ansi(raw.rstrip("\r\n"))
@@ -81,6 +85,8 @@ def split_line(raw: str) -> Line:
             level = m.group(1)
         elif _EXC.match(text) or text.startswith("Traceback (most recent call last)"):
             level = "ERROR"
+        elif _PY_WARNING.search(text):
+            level = "WARNING"
     return Line(text=text, actor=actor, pid=pid, ip=ip, level=level)
 
 

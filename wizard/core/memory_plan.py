@@ -37,5 +37,6 @@ def memory_plan(schema: VerlSchema, overrides: list[str], *, config_name: str = 
     placement = plan_placement(values, cluster)
     report, why = estimate_memory(values, models or {}, cluster)
     if report is not None and all(g.capacity_bytes is None for g in report.groups):
-        why = "the GPUs' memory is unknown: give --gpus NxMODEL (e.g. 8xH100-80GB) or --cluster FILE"
+        why = ("the GPUs' memory is unknown: name the GPU model (--gpus 8xH100-80GB or --cluster FILE on the command "
+               "line; the GPUs field of the Start step or the Hardware step in the window)")
     return MemoryPlan(values=values, placement=placement, report=report, why=why)

@@ -43,29 +43,17 @@ from wizard.adapters.session_store import (
 from wizard.core.findings import Severity
 from wizard.core.gpus import parse_gpu_spec
 from wizard.core.plan import load_plan
-from wizard.gui.canvas_pages import DataflowPage, RunPage
+from wizard.gui.canvas_pages import DataflowPage, PlacementPage, RunPage
 from wizard.gui.document import PlanDocument
 from wizard.gui.env_pages import EnvironmentPage, HardwarePage
 from wizard.gui.findings_view import FindingsView
 from wizard.gui.form_pages import AlgorithmPage, DataPage, ModelPage, RolloutPage
-from wizard.gui.page import Page, PlaceholderPage
+from wizard.gui.page import Page
 from wizard.gui.pages import ReviewPage, StartPage, WritePage
 from wizard.gui.theme import THEMES, apply_theme
 
 TITLE = f"verl-wizard {__version__} — plan a verl 0.9.1 run"
 MARK = {Severity.ERROR: "✖", Severity.WARNING: "⚠"}
-
-
-def _optional_pages(doc: PlanDocument) -> dict[str, Page]:
-    """The canvases and the run monitor, hosted when they are built; otherwise what they will show."""
-    return {
-        "dataflow": DataflowPage(doc),
-        "placement": PlaceholderPage(doc, "Placement", "What runs where", (
-            "A board of your GPUs with a memory bar per GPU and per phase (generation, log-probs, update). "
-            "Roles (actor+rollout+reference, critic, reward model) are dropped on GPU pools; moves verl 0.9.1 "
-            "cannot run are refused with the reason. Until it lands, `verl-wizard plan` prints the estimate.")),
-        "run": RunPage(doc),
-    }
 
 
 class WizardWindow(QMainWindow):
@@ -82,8 +70,9 @@ class WizardWindow(QMainWindow):
         self.data_page = DataPage(self.doc)
         self.algorithm_page = AlgorithmPage(self.doc)
         self.rollout_page = RolloutPage(self.doc)
-        extra = _optional_pages(self.doc)
-        self.dataflow_page, self.placement_page, self.run_page = extra["dataflow"], extra["placement"], extra["run"]
+        self.dataflow_page = DataflowPage(self.doc)
+        self.placement_page = PlacementPage(self.doc)
+        self.run_page = RunPage(self.doc)
         self.review_page = ReviewPage(self.doc)
         self.write_page = WritePage(self.doc)
         self.pages: list[Page] = [

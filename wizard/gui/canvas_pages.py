@@ -39,3 +39,22 @@ class RunPage(Page):
         layout = QVBoxLayout(self)
         layout.setContentsMargins(0, 0, 0, 0)
         layout.addWidget(self.panel)
+
+
+class PlacementPage(Page):
+    step, title = "Placement", "What runs where"
+    subtitle = ("Your GPUs with the memory each phase needs (generation, log-probs, update), the pools verl 0.9.1 "
+                "builds and the roles on them. Drag a role to another pool; moves verl cannot run are refused "
+                "with the reason.")
+
+    def __init__(self, doc: PlanDocument) -> None:
+        super().__init__(doc)
+        from wizard.gui.placement import PlacementBoard
+
+        self.board = PlacementBoard(doc)
+        layout = QVBoxLayout(self)
+        layout.setContentsMargins(0, 0, 0, 0)
+        layout.addWidget(self.board)
+
+    def keys(self) -> set[str]:
+        return set()

@@ -25,6 +25,7 @@ from wizard.gui.document import PlanDocument
 from wizard.gui.fields import FieldForm
 from wizard.gui.page import Page, note, scrolled
 from wizard.gui.tasks import TaskBar, TaskRunner
+from wizard.gui.topology_view import TopologyView
 from wizard.adapters.python_envs import default_python, how_to_create
 
 # Link colours, best to worst, for the topology matrix (readable on light and dark palettes).
@@ -178,6 +179,9 @@ class HardwarePage(Page):
         layout.addWidget(self.summary)
         layout.addWidget(self.findings)
         layout.addWidget(self.gpus)
+        self.topology = TopologyView()
+        self.topology.setMinimumHeight(220)
+        layout.addWidget(self.topology)
         self.links_box = box = QGroupBox("How the GPUs are linked (as nvidia-smi topo -m)")
         QVBoxLayout(box).addWidget(self.matrix)
         box.layout().addWidget(self.legend)
@@ -236,6 +240,7 @@ class HardwarePage(Page):
         self.summary.setText(text)
         self.findings.setText(_findings_html(discovery.findings))
         self._fill_gpus(c)
+        self.topology.set_cluster(c)
         self._fill_matrix(alive[0] if alive else None)
         self.gpus.setVisible(self.gpus.rowCount() > 0)
         self.links_box.setVisible(not self.matrix.isHidden())

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from PySide6.QtCore import Qt, Signal
-from PySide6.QtWidgets import QFrame, QLabel, QScrollArea, QVBoxLayout, QWidget
+from PySide6.QtWidgets import QFrame, QLabel, QScrollArea, QWidget
 
 from wizard.gui.document import PlanDocument
 
@@ -49,14 +49,3 @@ def note(text: str, name: str = "") -> QLabel:
     if name:
         label.setObjectName(name)
     return label
-
-
-class PlaceholderPage(Page):
-    """A step that is not built yet: says what will be there, never shows made-up data."""
-
-    def __init__(self, doc: PlanDocument, step: str, title: str, text: str) -> None:
-        super().__init__(doc)
-        self.step, self.title, self.subtitle = step, title, "Coming in a later version of verl-wizard."
-        layout = QVBoxLayout(self)
-        layout.addWidget(note(text, "placeholderText"))
-        layout.addStretch(1)

@@ -36,7 +36,7 @@ from PySide6.QtWidgets import (
     QWidget,
 )
 
-from wizard.adapters.launcher import LaunchError, RunProcess, prepare_run_dir, write_command_file
+from wizard.adapters.launcher import LaunchError, RunProcess, model_is_local, prepare_run_dir, write_command_file
 from wizard.adapters.resources import load_moves, load_schema
 from wizard.core.check import CheckResult, check_overrides
 from wizard.core.findings import Severity
@@ -60,12 +60,6 @@ class Prepared:
     run_dir: Path
     shell: str
     max_response_length: int | None
-
-
-def _model_is_local(plan) -> bool:
-    """As ``verl-wizard launch`` decides it: a local model folder turns Hugging Face offline mode on."""
-    path = plan.models.actor_path
-    return bool(path) and Path(os.path.expandvars(os.path.expanduser(path))).is_dir()
 
 
 class RunPanel(QWidget):
@@ -203,7 +197,7 @@ class RunPanel(QWidget):
         folder = self.folder.text().strip() or str(Path("runs") / time.strftime("launch-%Y%m%d-%H%M%S"))
         run_dir = Path(os.path.expanduser(folder)).absolute()
         cmd = smoke_command(plan, opts, run_dir=str(run_dir), file_logger_path=str(run_dir / "metrics.jsonl"),
-                            model_is_local=_model_is_local(plan), environ=os.environ)
+                            model_is_local=model_is_local(plan.models.actor_path), environ=os.environ)
         if cmd.missing:
             return f"The config reads ${cmd.missing[0]}, which is not set in this environment"
         return Prepared(python=python, command=cmd, check=result, run_dir=run_dir,
@@ -266,7 +260,7 @@ class RunPanel(QWidget):
             return False
         self._reset_views()
         self.status.started(run.pid, prepared.run_dir)
-        self._worker = RunWorker(run, prepared.max_response_length)
+        self._worker = RunWorker(run, prepared.max_response_length, metrics_file=prepared.run_dir / "metrics.jsonl")
         self._thread = QThread(self)
         self._thread.setObjectName("verl-run")
         self._worker.moveToThread(self._thread)

@@ -12,10 +12,11 @@ import threading
 import time
 from collections import deque
 from dataclasses import dataclass, field
+from pathlib import Path
 
 from PySide6.QtCore import QObject, Signal, Slot
 
-from wizard.adapters.launcher import RunProcess
+from wizard.adapters.launcher import RunProcess, tail_jsonl
 from wizard.core.findings import Finding
 from wizard.core.health import Thresholds, health
 from wizard.core.logparse import RunLog, StepMetrics, split_line
@@ -63,9 +64,12 @@ class RunWorker(QObject):
     batch = Signal(object)  # RunBatch
     done = Signal(object)  # RunResult
 
-    def __init__(self, run: RunProcess, max_response_length: int | None = None) -> None:
+    def __init__(self, run: RunProcess, max_response_length: int | None = None,
+                 metrics_file: Path | None = None) -> None:
         super().__init__()
         self.run = run
+        self.metrics_file = metrics_file  # the file logger's JSONL: exact values where the console rounds
+        self._metrics_offset = 0
         self.max_response_length = max_response_length
         self.gpus_busy: bool | None = None  # set by the GUI from the GPU monitor; read by the stall alarm
         self._stop = threading.Event()
@@ -89,6 +93,9 @@ class RunWorker(QObject):
                     break
                 steps_before = self._state.last_step
                 self._take(self.run.poll(BATCH_S), pending)
+                if self.metrics_file is not None:
+                    self._metrics_offset, events = tail_jsonl(self.metrics_file, self._metrics_offset, self._state)
+                    self._events(events, pending)
                 now = time.monotonic()
                 if self._state.last_step != steps_before:
                     last_step = now
@@ -110,11 +117,15 @@ class RunWorker(QObject):
             pending.entries.append(entry)
             if entry[0] in ("ERROR", "CRITICAL") and not entry[1].startswith("Traceback"):
                 self._last_error = split_line(entry[1]).text
-            for ev in self._state.feed(line):
-                if ev.kind == "metrics":
-                    pending.metrics.append(ev.value)
-                else:
-                    pending.events.append((ev.kind, ev.value))
+            self._events(self._state.feed(line), pending)
+
+    @staticmethod
+    def _events(events, pending: RunBatch) -> None:
+        for ev in events:
+            if ev.kind == "metrics":
+                pending.metrics.append(ev.value)
+            else:
+                pending.events.append((ev.kind, ev.value))
 
     def _health(self, pending: RunBatch, since: float) -> None:
         for f in health(self._state.series, Thresholds(), max_response_length=self.max_response_length,

@@ -1,0 +1,323 @@
+"""The placement board: which GPUs each role runs on, how full each GPU gets per phase, and drag-to-move.
+
+``PlacementBoard(doc)`` is self-contained: it reads ``doc.plan`` (and the machines chosen on the Hardware step),
+redraws on ``doc.changed`` and turns every accepted drop into one ``doc.set_plan`` on the document's undo stack.
+While a role is dragged over a pool that can take it, the candidate plan is estimated (throttled, cached per
+target) and the tiles and findings show it. Everything the mouse does has a keyboard path ("Move role to
+pool…", Ctrl+M) and the canvas has an accessible description of the pools.
+"""
+
+from __future__ import annotations
+
+from PySide6.QtCore import QPoint, Qt, QTimer, Signal
+from PySide6.QtGui import QAction, QColor, QKeySequence, QPainter
+from PySide6.QtWidgets import (
+    QDialog,
+    QGraphicsView,
+    QHBoxLayout,
+    QLabel,
+    QListWidget,
+    QListWidgetItem,
+    QSplitter,
+    QToolBar,
+    QVBoxLayout,
+    QWidget,
+)
+
+from wizard.core.findings import Finding, Severity
+from wizard.core.memory_terms import GIB
+from wizard.gui.document import PlanDocument
+from wizard.gui.placement.commands import move_text, push_move
+from wizard.gui.placement.dialogs import MoveDialog
+from wizard.gui.placement.items import VERDICT_COLOURS
+from wizard.gui.placement.scene import PlacementScene
+from wizard.gui.placement.state import (
+    ROLE_TITLES,
+    BoardState,
+    Move,
+    estimate,
+    machine_for,
+    missing_gpus,
+    propose,
+    verdict,
+)
+
+SEVERITY_WORD = {Severity.ERROR: "Error", Severity.WARNING: "Warning", Severity.INFO: "Note"}
+TEXT_COLOURS = {Severity.ERROR: "#b00020", Severity.WARNING: "#7a5200", Severity.INFO: "#1f2933"}
+HOW_TO = ("Drag a role chip onto another pool (or a dashed \"new pool\" slot); green targets can take it, grey ones "
+          "say why not. Ctrl+wheel zooms. Ctrl+M moves a role by keyboard.")
+PREVIEW_MS = 60  # estimate a hovered target this long after the mouse settles on it
+
+
+class PlacementView(QGraphicsView):
+    """The canvas; fits the board until the user zooms (Ctrl+wheel or the toolbar)."""
+
+    def __init__(self, scene: PlacementScene, parent: QWidget | None = None) -> None:
+        super().__init__(scene, parent)
+        self.setRenderHints(QPainter.Antialiasing | QPainter.TextAntialiasing)
+        self.setViewportUpdateMode(QGraphicsView.SmartViewportUpdate)
+        self.setCacheMode(QGraphicsView.CacheBackground)
+        self.setMouseTracking(True)
+        self.setFocusPolicy(Qt.StrongFocus)
+        self.setAccessibleName("Placement board")
+        self.auto_fit = True
+
+    def fit(self) -> None:
+        rect = self.scene().sceneRect()
+        if rect.isEmpty():
+            return
+        self.resetTransform()
+        self.fitInView(rect, Qt.KeepAspectRatio)
+        if self.transform().m11() > 1.0:
+            self.resetTransform()
+        self.centerOn(rect.center())
+
+    def zoom(self, factor: float) -> None:
+        self.auto_fit = False
+        self.scale(factor, factor)
+
+    def resizeEvent(self, event) -> None:  # noqa: N802 - Qt's name
+        super().resizeEvent(event)
+        if self.auto_fit:
+            self.fit()
+
+    def wheelEvent(self, event) -> None:  # noqa: N802
+        if event.modifiers() & Qt.ControlModifier:
+            self.zoom(1.15 if event.angleDelta().y() > 0 else 1 / 1.15)
+            event.accept()
+            return
+        super().wheelEvent(event)
+
+
+def legend_html() -> str:
+    dots = " ".join(f"<span style='color:{VERDICT_COLOURS[v]}'>■</span>&nbsp;{w}"
+                    for v, w in (("ok", "fits"), ("tight", "tight"), ("oom", "out of memory")))
+    return (f"<small>Bars: memory per phase, peak outlined, red dashes = GPU memory. {dots} · "
+            "<span style='color:#2e7d32'>━</span> NVLink island · <span style='color:#c62828'>┅</span> PCIe only · "
+            "dashed box = one engine replica (TP group)</small>")
+
+
+class PlacementBoard(QWidget):
+    """Where each role of a verl 0.9.1 run sits on the GPUs, with memory per phase; drag roles between pools."""
+
+    findings_changed = Signal(list)
+
+    def __init__(self, doc: PlanDocument, parent: QWidget | None = None) -> None:
+        super().__init__(parent)
+        self.setAccessibleName("Placement board")
+        self.doc = doc
+        self.machine = machine_for(doc)
+        self.state: BoardState | None = None
+        self.preview_state: BoardState | None = None
+        self.previewing: str | None = None  # the target whose candidate the tiles show
+        self._cache: dict[str, BoardState] = {}
+        self._pending: Move | None = None
+        self._timer = QTimer(self)
+        self._timer.setSingleShot(True)
+        self._timer.setInterval(PREVIEW_MS)
+        self._timer.timeout.connect(self._show_preview)
+        self.scene = PlacementScene(self)
+        self.view = PlacementView(self.scene)
+        self.headline = QLabel()
+        self.headline.setObjectName("placementHeadline")
+        self.headline.setAccessibleName("Memory verdict")
+        self.headline.setWordWrap(True)
+        self.status = QLabel()
+        self.status.setObjectName("placementStatus")
+        self.status.setAccessibleName("Board status")
+        self.status.setWordWrap(True)
+        self.findings = QListWidget()
+        self.findings.setAccessibleName("Placement and memory findings")
+        self.findings.setWordWrap(True)
+        self.findings.setSpacing(3)
+        self._build()
+        self.scene.propose_all = self.propose_all
+        self.scene.on_hint = self._say
+        self.scene.on_hover = self._hover
+        self.scene.move_requested.connect(self.apply_move)
+        self.scene.refused.connect(lambda reason: self._say(f"Refused: {reason}"))
+        doc.changed.connect(self.refresh)
+        self.refresh()
+
+    # -- construction ---------------------------------------------------------------------------------------
+    def _action(self, text: str, tip: str, slot, shortcut=None) -> QAction:
+        act = QAction(text, self)
+        act.setToolTip(tip)
+        act.setStatusTip(tip)
+        act.triggered.connect(slot)
+        if shortcut is not None:
+            act.setShortcut(QKeySequence(shortcut))
+            act.setShortcutContext(Qt.WidgetWithChildrenShortcut)
+        self.addAction(act)
+        return act
+
+    def _build(self) -> None:
+        self.move_action = self._action("&Move role to pool…", "Move a role to another pool, by keyboard",
+                                        self.move_dialog, "Ctrl+M")
+        self.fit_action = self._action("&Fit", "Fit the whole board in the window", self.fit, "Ctrl+0")
+        self.zoom_in_action = self._action("Zoom &in", "Zoom in", lambda: self.view.zoom(1.25), QKeySequence.ZoomIn)
+        self.zoom_out_action = self._action("Zoom &out", "Zoom out", lambda: self.view.zoom(0.8),
+                                            QKeySequence.ZoomOut)
+        bar = QToolBar("Placement")
+        bar.setAccessibleName("Placement tools")
+        for act in (self.move_action, self.fit_action, self.zoom_in_action, self.zoom_out_action):
+            bar.addAction(act)
+        bar.addSeparator()
+        bar.addAction(self.doc.undo_stack.createUndoAction(self, "Undo"))
+        bar.addAction(self.doc.undo_stack.createRedoAction(self, "Redo"))
+        side = QWidget()
+        side_layout = QVBoxLayout(side)
+        side_layout.setContentsMargins(0, 0, 0, 0)
+        side_layout.addWidget(self.headline)
+        heading = QLabel("&Findings for this placement:")
+        heading.setBuddy(self.findings)
+        side_layout.addWidget(heading)
+        side_layout.addWidget(self.findings, 1)
+        split = QSplitter(Qt.Horizontal)
+        split.addWidget(self.view)
+        split.addWidget(side)
+        split.setStretchFactor(0, 1)
+        split.setSizes([1000, 340])
+        legend = QLabel(legend_html())
+        legend.setAccessibleName("Board legend")
+        legend.setWordWrap(True)
+        layout = QVBoxLayout(self)
+        layout.addWidget(bar)
+        layout.addWidget(split, 1)
+        row = QHBoxLayout()
+        row.addWidget(self.status, 1)
+        layout.addLayout(row)
+        layout.addWidget(legend)
+
+    # -- the model ------------------------------------------------------------------------------------------
+    def _models(self) -> dict:
+        return dict(self.doc.result.models) if self.doc.result is not None else {}
+
+    def _estimate(self, plan) -> BoardState:
+        return estimate(plan, self.machine, self._models(), model_cache=self.doc._model_cache)
+
+    def refresh(self) -> None:
+        """Lay the board out for the document's plan (on every document change, never during a drag)."""
+        self.machine = machine_for(self.doc, self.machine)
+        self.state = self._estimate(self.doc.plan)
+        self._cache.clear()
+        self.preview_state, self.previewing = None, None
+        self.scene.set_state(self.state, self.machine)
+        self.view.setAccessibleDescription(self.describe())
+        self._show_findings(self.state)
+        if self.view.auto_fit:
+            self.view.fit()
+        self._say("")
+
+    def describe(self) -> str:
+        """The board in words, for screen readers and the tests."""
+        s = self.state
+        parts = []
+        for pool in s.placement.pools:
+            nodes = sorted({g.node for g in pool.gpus})
+            where = f"{nodes[0]}" if len(nodes) == 1 else f"{len(nodes)} nodes" if nodes else "no GPUs"
+            parts.append(f"{pool.name}: {len(pool.gpus)} GPU(s) on {where} ({', '.join(pool.roles)})")
+        return "; ".join(parts)
+
+    def _show_findings(self, state: BoardState, preview: str | None = None) -> None:
+        self.findings.clear()
+        if preview:
+            head = QListWidgetItem(f"If you drop here ({preview}):")
+            head.setForeground(QColor("#1b5e20"))
+            self.findings.addItem(head)
+        for f in state.findings:
+            item = QListWidgetItem(f"{SEVERITY_WORD[f.severity]}: {f.message}")
+            item.setToolTip(f"Fix: {f.fix}" if f.fix else f.rule)
+            item.setForeground(QColor(TEXT_COLOURS[f.severity]))
+            item.setData(Qt.UserRole, f.rule)
+            self.findings.addItem(item)
+        if not state.findings:
+            self.findings.addItem("No findings")
+        self.headline.setText(self._headline(state))
+        self.findings_changed.emit(list(state.findings))
+
+    def _headline(self, state: BoardState) -> str:
+        r = state.report
+        if r is None:
+            return f"No memory estimate: {state.why}" if state.why else "No memory estimate"
+        known = [g for g in r.groups if g.capacity_bytes]
+        if not known:
+            return "No memory estimate: the GPUs' memory is unknown"
+        worst = max(known, key=lambda g: g.peak.total / g.capacity_bytes)
+        word = {"ok": "Fits", "tight": "Fits, tight", "oom": "Does not fit"}.get(verdict(r, worst), "Unknown")
+        return (f"{word}: worst GPU {worst.peak.total / GIB:.1f} of {worst.capacity_bytes / GIB:.1f} GiB in the "
+                f"{worst.peak.title} phase ({worst.pool})")
+
+    def current_findings(self) -> list[Finding]:
+        return list((self.preview_state or self.state).findings)
+
+    # -- moves ----------------------------------------------------------------------------------------------
+    def propose(self, role: str, target: str) -> Move:
+        return propose(self.state, self.machine, role, target)
+
+    def propose_all(self, role: str) -> dict[str, Move]:
+        self._cache.clear()
+        return {t: self.propose(role, t) for t in self.state.targets()}
+
+    def _candidate(self, move: Move) -> BoardState:
+        if move.target not in self._cache:
+            self._cache[move.target] = self._estimate(move.plan)
+        return self._cache[move.target]
+
+    def apply_move(self, move: Move) -> bool:
+        """An accepted drop (or the dialog's OK): one undoable edit, unless the cluster cannot hold it."""
+        if not move.ok:
+            self._say(f"Refused: {move.verdict.reason}")
+            return False
+        short = missing_gpus(self._candidate(move))
+        if short:
+            self._say(f"Refused: the machines cannot hold it ({short})")
+            return False
+        text = move_text(move)
+        changed = push_move(self.doc, move)
+        self._say(f"{text}: {' '.join(move.verdict.overrides)}" if changed else "")
+        return changed
+
+    def move_dialog(self) -> None:
+        if self.state is None:
+            return
+        dialog = MoveDialog(self.state.roles(), self.state.targets(), self.propose, parent=self)
+        if dialog.exec() == QDialog.Accepted and dialog.move is not None:
+            self.apply_move(dialog.move)
+
+    # -- preview while dragging -----------------------------------------------------------------------------
+    def _hover(self, move: Move | None) -> None:
+        self._pending = move
+        self._timer.start()
+
+    def _show_preview(self) -> None:
+        move = self._pending
+        if move is None or not self.scene.dragging:
+            self.preview_state, self.previewing = None, None
+            self.scene.preview(None)
+            if self.state is not None:
+                self._show_findings(self.state)
+            return
+        state = self._candidate(move)
+        self.preview_state, self.previewing = state, move.target
+        self.scene.preview(state)
+        self._show_findings(state, preview=f"{ROLE_TITLES.get(move.role, move.role)} on {move.pool}")
+
+    # -- for hosts and tests --------------------------------------------------------------------------------
+    def fit(self) -> None:
+        self.view.auto_fit = True
+        self.view.fit()
+
+    def _say(self, text: str) -> None:
+        text = text or HOW_TO
+        if text != self.status.text():
+            self.status.setText(text)
+
+    def chip_view_pos(self, role: str) -> QPoint:
+        chip = self.scene.chips[role]
+        return self.view.mapFromScene(chip.sceneBoundingRect().center())
+
+    def target_view_pos(self, target: str) -> QPoint:
+        """A point inside ``target``'s first region that no chip or tile covers (its lower-left margin)."""
+        rect = self.scene.regions_of(target)[0].sceneBoundingRect()
+        return self.view.mapFromScene(rect.left() + 12, rect.bottom() - 8)
