@@ -366,6 +366,7 @@ def save_screenshots(window: WizardWindow, folder: str) -> list[str]:
     out = Path(folder)
     out.mkdir(parents=True, exist_ok=True)
     paths = []
+    window.resize(1440, 960)  # room for the canvases; the window opens at 1180x820 for people
     window.show()
     app = QApplication.instance()
     for i, page in enumerate(window.pages):
@@ -375,6 +376,30 @@ def save_screenshots(window: WizardWindow, folder: str) -> list[str]:
         window.grab().save(str(path))
         paths.append(str(path))
     return paths
+
+
+def _preset_and_gpus(window: WizardWindow, argv: list[str]) -> None:
+    """``--preset NAME`` and ``--gpus SPEC`` for screenshots of a given plan."""
+    def value(flag: str) -> str | None:
+        if flag not in argv:
+            return None
+        i = argv.index(flag)
+        if i + 1 >= len(argv):
+            raise ValueError(f"{flag} needs a value")
+        return argv[i + 1]
+
+    preset, gpus = value("--preset"), value("--gpus")
+    if preset:
+        from wizard.adapters.resources import preset_names
+
+        if preset not in preset_names():
+            raise ValueError(f"no preset {preset!r}; presets: {', '.join(preset_names())}")
+        for i in range(window.start_page.presets.count()):
+            if window.start_page.presets.item(i).data(Qt.UserRole) == preset:
+                window.start_page.presets.setCurrentRow(i)
+    if gpus:
+        window.doc.set_gpus(parse_gpu_spec(gpus))
+        window.start_page.gpus.setText(gpus)
 
 
 def main(argv: list[str]) -> int:
@@ -388,6 +413,11 @@ def main(argv: list[str]) -> int:
         if "--dark" in argv:
             apply_theme(app, "dark")
         window = WizardWindow(restore=False)
+        try:
+            _preset_and_gpus(window, argv)
+        except ValueError as exc:
+            print(f"verl-wizard: error: {exc}", file=sys.stderr)
+            return 2
         for path in save_screenshots(window, argv[idx + 1]):
             print(f"wrote {path}")
         window.ask_save = lambda: "discard"
