@@ -195,3 +195,21 @@ def test_conversion_to_an_unknown_source_warns(tmp_path):
     src = write_jsonl(tmp_path / "qa.jsonl", [{"q": "x", "a": "1"}])
     conv = convert_file(src, tmp_path / "o.parquet", ConversionSpec("q", "a"))
     assert conv.findings[0].severity is Severity.WARNING and "'custom' has no built-in scorer" in conv.findings[0].message
+
+
+def test_a_vision_parquet_with_a_missing_image_is_named_by_row(tmp_path):
+    import pyarrow as pa
+    import pyarrow.parquet as pq
+
+    from wizard.adapters.dataset import check_file
+
+    rows = []
+    for i in range(6):
+        rows.append({"data_source": "geo3k", "prompt": [{"role": "user", "content": "<image> Find x."}],
+                     "images": [] if i == 4 else [{"bytes": b"\x89PNG..."}],
+                     "reward_model": {"style": "rule", "ground_truth": "3"}, "extra_info": {"index": i}})
+    path = tmp_path / "geo3k.parquet"
+    pq.write_table(pa.Table.from_pylist(rows), path)
+    report = check_file(path)
+    (f,) = [f for f in report.findings if f.rule == "data.media_placeholders"]
+    assert f.severity.value == "error" and "row 4" in f.message and "'images'" in f.message

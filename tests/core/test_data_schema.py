@@ -182,3 +182,37 @@ def test_conversion_to_an_unknown_data_source_warns():
     assert conversion_findings(ConversionSpec("q", "a", data_source="openai/gsm8k")) == []
     (f,) = conversion_findings(ConversionSpec("q", "a", data_source="mine"))
     assert "'mine' has no built-in scorer" in f.message
+
+
+def vl_row(i, n_tags, n_images, item=None):
+    row = good_row(i)
+    row["prompt"] = [{"role": "user", "content": "<image>" * n_tags + " What is shown?"}]
+    row["images"] = [item if item is not None else {"image": f"file:///data/{i}.jpg"}] * n_images
+    return row
+
+
+def test_placeholders_and_images_must_pair_up_as_verl_pairs_them():
+    rows = [vl_row(0, 1, 1), vl_row(1, 2, 1), vl_row(2, 1, 2), vl_row(3, 1, 1, item="/data/3.jpg")]
+    found = by_rule(check(rows)[1])
+    too_few = found["data.media_placeholders"]
+    assert too_few.severity is Severity.ERROR and "row 1" in too_few.message and "AssertionError" in too_few.message
+    assert "row 2" in found["data.media_unused"].message and found["data.media_unused"].severity is Severity.WARNING
+    assert "row 3" in found["data.media_format"].message and "{'bytes'" in found["data.media_format"].fix
+
+
+def test_placeholders_without_an_images_column_are_an_error():
+    row = good_row(0)
+    row["prompt"] = [{"role": "user", "content": "<image> What is this?"}]
+    assert "data.media_placeholders" in by_rule(check([row])[1])
+
+
+def test_tool_agent_rows_without_tool_kwargs_and_unknown_agent_loops():
+    row = good_row(0)
+    row["extra_info"] = {"index": 0, "need_tools_kwargs": True}
+    row["agent_name"] = "my_agent"
+    found = by_rule(check([row])[1])
+    assert found["data.tools_kwargs"].severity is Severity.WARNING
+    assert "my_agent" in found["data.agent_name"].message and found["data.agent_name"].severity is Severity.INFO
+    row["agent_name"] = "tool_agent"
+    row["extra_info"]["tools_kwargs"] = {"calc": {"create_kwargs": {}}}
+    assert not {"data.tools_kwargs", "data.agent_name"} & set(by_rule(check([row])[1]))

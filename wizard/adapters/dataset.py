@@ -294,7 +294,7 @@ def check_file(path: str | os.PathLike, batch_size: int | None = None, model_dir
     ds = DatasetFile(path)
     tokenizer = load_tokenizer(model_dir) if model_dir else None
     checker = SchemaChecker(prompt_key=prompt_key, has_custom_reward=has_custom_reward)
-    wanted = [prompt_key, "data_source", "reward_model", "extra_info"]
+    wanted = [prompt_key, "data_source", "reward_model", "extra_info", "images", "videos", "audios", "agent_name"]
     lengths: list[tuple[int, int]] = []
     untemplated: list[int] = []
     columns_known = ds.format == "parquet"

@@ -14,6 +14,7 @@ from collections import Counter
 from collections.abc import Iterable
 from dataclasses import dataclass, field
 
+from wizard.core.data_media import MEDIA, media_finding_text, media_problems
 from wizard.core.findings import Finding, Severity, Stage
 
 PROMPT_KEY = "prompt"
@@ -165,6 +166,8 @@ class SchemaChecker:
             info = row.get("extra_info")
             if info is not None and not isinstance(info, dict):
                 self._problem("extra_info", "not_dict", index, _short(info))
+        for column, kind, example in media_problems(row, key, self.present):
+            self._problem(column, kind, index, example)
 
     def findings(self) -> list[Finding]:
         out: list[Finding] = []
@@ -207,6 +210,9 @@ class SchemaChecker:
 
     def _problem_finding(self, column: str, kind: str, p: _Problem) -> Finding:
         where = format_rows(p.rows, p.count)
+        if column in MEDIA or column in ("extra_info.tools_kwargs", "agent_name"):
+            rule, severity, message, fix = media_finding_text(column, kind, where, p.example)
+            return _finding(rule, Severity(severity), [], message, fix)
         example = f" (first: {p.example})" if p.example else ""
         if column == self.prompt_key and kind == "role":
             return _finding("data.prompt_role", Severity.WARNING, [],
