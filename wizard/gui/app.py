@@ -81,7 +81,7 @@ class WizardWindow(QMainWindow):
             self.write_page, self.run_page,
         ]
         self.data_page.target_python = lambda: self.environment_page.python.text().strip()
-        self.environment_page.python_checked.connect(self.run_page.panel.set_target_python)
+        self.environment_page.python_checked.connect(self.run_page.set_target_python)
         self._build()
         self._menus()
         self.doc.changed.connect(self._refresh)

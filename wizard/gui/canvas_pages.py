@@ -1,60 +1,95 @@
-"""Steps that host the canvases: the dataflow editor (and, later, the placement board)."""
+"""Steps that host the canvases (dataflow editor, placement board) and the run monitor.
+
+Each builds its content the first time it is shown: the window opens without paying for pyqtgraph, the
+graph scene and the memory estimate of every GPU (see bench/bench_gui.py for the start-up figures).
+"""
 
 from __future__ import annotations
 
-from PySide6.QtWidgets import QVBoxLayout
+from PySide6.QtWidgets import QVBoxLayout, QWidget
 
-from wizard.gui.dataflow import DataflowEditor
 from wizard.gui.document import PlanDocument
 from wizard.gui.page import Page
 
 
-class DataflowPage(Page):
+class LazyPage(Page):
+    """A page whose widget is made by ``build()`` on first show (or first use of ``content``)."""
+
+    def __init__(self, doc: PlanDocument) -> None:
+        super().__init__(doc)
+        self._content: QWidget | None = None
+        self._layout = QVBoxLayout(self)
+        self._layout.setContentsMargins(0, 0, 0, 0)
+
+    def build(self) -> QWidget:
+        raise NotImplementedError
+
+    @property
+    def content(self) -> QWidget:
+        if self._content is None:
+            self._content = self.build()
+            self._layout.addWidget(self._content)
+        return self._content
+
+    def entered(self) -> None:
+        self.content  # noqa: B018 - building it is the point
+
+    def keys(self) -> set[str]:
+        return set()  # the form steps hold the fields; these steps show them
+
+
+class DataflowPage(LazyPage):
     step, title = "Dataflow", "What feeds what"
     subtitle = ("The stages of one training step and the data between them. Link a critic's values into the "
                 "advantage for PPO/GAE; cut the KL link to drop the reference model. Every edit changes the verl "
                 "keys behind it (and Ctrl+Z undoes it).")
 
-    def __init__(self, doc: PlanDocument) -> None:
-        super().__init__(doc)
-        self.editor = DataflowEditor(doc)
-        layout = QVBoxLayout(self)
-        layout.setContentsMargins(0, 0, 0, 0)
-        layout.addWidget(self.editor)
+    def build(self) -> QWidget:
+        from wizard.gui.dataflow import DataflowEditor
 
-    def keys(self) -> set[str]:
-        return set()  # the Algorithm and Model steps hold the fields; the graph shows them
+        return DataflowEditor(self.doc)
+
+    @property
+    def editor(self):
+        return self.content
 
 
-class RunPage(Page):
+class PlacementPage(LazyPage):
+    step, title = "Placement", "What runs where"
+    subtitle = ("Your GPUs with the memory each phase needs (generation, log-probs, update), the pools verl 0.9.1 "
+                "builds and the roles on them. Drag a role to another pool; moves verl cannot run are refused "
+                "with the reason.")
+
+    def build(self) -> QWidget:
+        from wizard.gui.placement import PlacementBoard
+
+        return PlacementBoard(self.doc)
+
+    @property
+    def board(self):
+        return self.content
+
+
+class RunPage(LazyPage):
     step, title = "Run", "Run a smoke test"
     subtitle = ("Start the plan on this machine for a few steps, follow its log, metrics and GPUs, and stop it "
                 "cleanly. When it fails, the cause and the fix are shown above the log.")
 
     def __init__(self, doc: PlanDocument) -> None:
         super().__init__(doc)
+        self._python: str | None = None
+
+    def build(self) -> QWidget:
         from wizard.gui.run_page import RunPanel
 
-        self.panel = RunPanel(doc)
-        layout = QVBoxLayout(self)
-        layout.setContentsMargins(0, 0, 0, 0)
-        layout.addWidget(self.panel)
+        return RunPanel(self.doc, self._python)
 
+    @property
+    def panel(self):
+        return self.content
 
-class PlacementPage(Page):
-    step, title = "Placement", "What runs where"
-    subtitle = ("Your GPUs with the memory each phase needs (generation, log-probs, update), the pools verl 0.9.1 "
-                "builds and the roles on them. Drag a role to another pool; moves verl cannot run are refused "
-                "with the reason.")
-
-    def __init__(self, doc: PlanDocument) -> None:
-        super().__init__(doc)
-        from wizard.gui.placement import PlacementBoard
-
-        self.board = PlacementBoard(doc)
-        layout = QVBoxLayout(self)
-        layout.setContentsMargins(0, 0, 0, 0)
-        layout.addWidget(self.board)
-
-    def keys(self) -> set[str]:
-        return set()
+    def set_target_python(self, path: str) -> None:
+        """The Python the Environment step probed; used when the panel is (or was) built."""
+        self._python = path
+        if self._content is not None:
+            self._content.set_target_python(path)
