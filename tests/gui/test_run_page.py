@@ -409,7 +409,7 @@ def test_gpu_monitor_shows_memory_processes_and_utilisation_from_recorded_answer
     monitor.show_snapshot(parse_sample(json.loads((GPU_DATA / "h200-busy.raw-nvml.json").read_text())))
     (row,) = monitor.row_texts()
     assert "GPU 0</b> · NVIDIA H200" in row and "Memory: 11.1 of 140.4 GiB (peak 11.1)" in row
-    assert "Utilisation: not reported" in row and "Compute processes: 526" in row
+    assert "Utilisation: not reported" in row and "Compute processes (pid): 526" in row
     assert monitor._rows[0].memory.value() == 8 and not monitor._rows[0].util.isEnabled()
     assert monitor.state.text().startswith("1 GPU on this machine") and monitor.busy() is None
     assert monitor.hint.isHidden()
@@ -440,5 +440,5 @@ def test_gpu_monitor_reads_the_samplers_own_answers_from_a_real_h200(qtbot):
     monitor.show_snapshot(parse_sample(json.loads(SAMPLER_ROWS[1])))
     (row,) = monitor.row_texts()
     assert "Memory: 21.6 of 140.4 GiB (peak 21.6)" in row and "Utilisation: 100%" in row
-    assert "Compute processes: 496" in row and monitor.busy() is True
+    assert "Compute processes (pid): 496" in row and monitor.busy() is True
     assert monitor._rows[0].memory.value() == 15 and monitor._rows[0].util.value() == 100

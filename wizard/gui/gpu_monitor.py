@@ -93,7 +93,7 @@ class _GpuRow(QFrame):
         if g.processes is None:
             self.procs.setText("")
         elif g.processes:
-            self.procs.setText(f"Compute processes: {', '.join(map(str, g.processes[:8]))}"
+            self.procs.setText(f"Compute processes (pid): {', '.join(map(str, g.processes[:8]))}"
                                + (f" and {len(g.processes) - 8} more" if len(g.processes) > 8 else ""))
         else:
             self.procs.setText("No compute process")
