@@ -16,12 +16,20 @@ from wizard.core.gpus import GpuSpec
 
 def full_check(overrides: list[str], *, config_name: str = "ppo_trainer", gpus: GpuSpec | None = None,
                cluster: Cluster | None = None, case_id: str | None = None,
-               model_cache: dict | None = None) -> CheckResult:
+               model_cache: dict | None = None, local_files: bool = False, deep_data: bool = False) -> CheckResult:
+    """``local_files``: also say which data files the config names are not on this machine and whether
+    resume_mode=auto would continue a checkpoint here (a few stat calls); ``deep_data``: read those files
+    too (verl's row format, rows vs batch, prompt lengths)."""
     from wizard.adapters.resources import load_moves, load_schema
 
     result = check_overrides(load_schema(), overrides, config_name=config_name, moves=load_moves(), gpus=gpus,
                              cluster=cluster, case_id=case_id)
-    return with_models(result, overrides, config_name, gpus, model_cache, cluster=cluster)
+    result = with_models(result, overrides, config_name, gpus, model_cache, cluster=cluster)
+    if local_files or deep_data:
+        from wizard.adapters.local_facts import file_findings
+
+        result.findings = sort_findings(result.findings + file_findings(result.facts, deep=deep_data))
+    return result
 
 
 def with_models(result: CheckResult, overrides: list[str], config_name: str, gpus: GpuSpec | None,

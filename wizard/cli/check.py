@@ -42,10 +42,9 @@ def run_check(args, tail: list[str]) -> int:
         raise UsageError("give a config: a .sh or .yaml file, or overrides after --")
     if args.fix:
         return _fix(args, tail + list(args.overrides), gpus)
-    result = check_one(args.source, tail + list(args.overrides), gpus, args.verl, args.python, cluster=cluster)
-    from wizard.adapters.local_facts import file_findings
-
-    result.findings = sort_findings(result.findings + ray_findings + file_findings(result.facts, deep=args.data))
+    result = check_one(args.source, tail + list(args.overrides), gpus, args.verl, args.python, cluster=cluster,
+                       local_files=True, deep_data=args.data)
+    result.findings = sort_findings(result.findings + ray_findings)
     if args.format == "json":
         print(json.dumps(result.to_json()))
     else:
@@ -72,7 +71,7 @@ def _ray_cluster(address: str, python: str | None):
 
 
 def check_one(source: str | None, overrides: list[str], gpus, use_verl: bool, python: str | None, case_id=None,
-              model_cache: dict | None = None, cluster=None):
+              model_cache: dict | None = None, cluster=None, local_files: bool = False, deep_data: bool = False):
     from wizard.adapters.checking import full_check
     from wizard.adapters.sources import from_overrides, load_source
     from wizard.cli import UsageError
@@ -84,7 +83,7 @@ def check_one(source: str | None, overrides: list[str], gpus, use_verl: bool, py
     if source and overrides:
         src.overrides = list(src.overrides) + list(overrides)  # as if added to the end of its command line
     result = full_check(src.overrides, config_name=src.config_name, gpus=gpus, case_id=case_id,
-                        model_cache=model_cache, cluster=cluster)
+                        model_cache=model_cache, cluster=cluster, local_files=local_files, deep_data=deep_data)
     result.findings = sort_findings(result.findings + src.findings)
     if use_verl:
         result.findings = sort_findings(result.findings + _verl_findings([src], python))

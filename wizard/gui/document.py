@@ -125,7 +125,7 @@ class PlanDocument(QObject):
     def _recheck(self) -> None:
         overrides = emit_overrides(self.plan).overrides
         self.result = full_check(overrides, config_name=self.plan.config_name, gpus=self.gpus,
-                                 cluster=self.effective_cluster(), model_cache=self._model_cache)
+                                 cluster=self.effective_cluster(), model_cache=self._model_cache, local_files=True)
         self.files, _, self.notes = render_files(self.plan)
         self.changed.emit()
 
