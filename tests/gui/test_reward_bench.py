@@ -145,11 +145,28 @@ def test_cancel_gives_control_back_at_once(panel, qtbot, tmp_path):
     panel.timeout.setValue(20)
     qtbot.mouseClick(panel.run_button, Qt.LeftButton)
     assert panel.runner.running and panel.task_bar.cancel_button.isVisible()
+    qtbot.waitUntil(lambda: bool(_probes()), timeout=20000)  # the scorer process is running
     qtbot.mouseClick(panel.task_bar.cancel_button, Qt.LeftButton)
     assert not panel.runner.running and panel.run_button.isEnabled()
     assert "Cancelled" in panel.results.verdict.text()
     qtbot.wait(300)
     assert panel.results.table.rowCount() == 0
+    qtbot.waitUntil(lambda: not _probes(), timeout=5000)  # and Cancel ended it, not its 20 s limit
+
+
+def _probes() -> list[int]:
+    """pids of reward probes this test session started."""
+    import os
+
+    out = []
+    for pid in os.listdir("/proc"):
+        try:
+            with open(f"/proc/{pid}/cmdline", "rb") as fh:
+                if b"reward_probe.py" in fh.read():
+                    out.append(int(pid))
+        except OSError:
+            pass
+    return out
 
 
 def test_the_dialog_hosts_the_panel_and_closing_it_gives_up_the_run(qtbot, doc, tmp_path):

@@ -10,6 +10,8 @@ from __future__ import annotations
 import json
 import os
 import subprocess
+import threading
+import time
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -43,8 +45,10 @@ def _probe_path() -> str:
     return probe_path("reward_probe.py")
 
 
-def run_probe(doc: dict, python: str | None = None, timeout: float = 60.0) -> tuple[list[dict], str | None]:
-    """Send ``doc`` to the probe; return its result lines and, on a timeout, None → a note saying so."""
+def run_probe(doc: dict, python: str | None = None, timeout: float = 60.0,
+              cancel: threading.Event | None = None) -> tuple[list[dict], str | None]:
+    """Send ``doc`` to the probe; return its result lines and, on a timeout, a note saying so.
+    ``cancel`` set from another thread kills the probe at once (RewardRunError "cancelled")."""
     python = resolve_python(python)
     env = dict(os.environ, PYTHONUNBUFFERED="1", HF_HUB_OFFLINE="1", TRANSFORMERS_OFFLINE="1",
                VERL_USE_EXTERNAL_PLUGINS=os.environ.get("VERL_USE_EXTERNAL_PLUGINS", "none"))
@@ -56,12 +60,23 @@ def run_probe(doc: dict, python: str | None = None, timeout: float = 60.0) -> tu
     except PermissionError:
         raise RewardRunError(f"cannot run {python}: not executable") from None
     timed_out = None
-    try:
-        out, err = proc.communicate(json.dumps(doc), timeout=timeout)
-    except subprocess.TimeoutExpired:
-        proc.kill()
-        out, err = proc.communicate()
-        timed_out = f"no answer within {timeout:g} s"
+    deadline = time.monotonic() + timeout
+    payload: str | None = json.dumps(doc)
+    while True:
+        try:
+            out, err = proc.communicate(payload, timeout=max(0.0, min(0.2, deadline - time.monotonic())))
+            break
+        except subprocess.TimeoutExpired:
+            payload = None  # sent with the first call; later calls only wait
+            if cancel is not None and cancel.is_set():
+                proc.kill()
+                proc.communicate()
+                raise RewardRunError("cancelled") from None
+            if time.monotonic() >= deadline:
+                proc.kill()
+                out, err = proc.communicate()
+                timed_out = f"no answer within {timeout:g} s"
+                break
     lines = [json.loads(line) for line in out.splitlines() if line.strip().startswith("{")]
     if lines and "fatal" in lines[0]:
         fatal = lines[0]
@@ -87,7 +102,8 @@ def _trial(doc: dict, text: str) -> Trial:
 
 
 def run_bench(rows: list[BenchRow], function: str | None = None, name: str | None = None,
-              user_texts: list[str] | None = None, python: str | None = None, timeout: float = 60.0) -> BenchResult:
+              user_texts: list[str] | None = None, python: str | None = None, timeout: float = 60.0,
+              cancel: threading.Event | None = None) -> BenchResult:
     """Score each row's candidates; judge the scores. ``function``/``name``: the user's reward function."""
     custom = function is not None
     if custom:
@@ -113,7 +129,7 @@ def run_bench(rows: list[BenchRow], function: str | None = None, name: str | Non
     if trials_in:
         doc = {"mode": "custom" if custom else "builtin", "path": str(Path(function).resolve()) if custom else None,
                "name": name, "trials": trials_in}
-        lines, timed_out = run_probe(doc, python, timeout)
+        lines, timed_out = run_probe(doc, python, timeout, cancel=cancel)
     trials = [_trial(line, trials_in[i]["text"]) for i, line in enumerate(lines)]
     note = None
     if timed_out:

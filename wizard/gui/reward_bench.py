@@ -71,7 +71,7 @@ def split_responses(text: str) -> list[str]:
 
 
 def bench_file(path: str, n: int, first: bool, function: str | None, name: str | None, texts: list[str],
-               python: str | None, timeout: float) -> BenchOutcome:
+               python: str | None, timeout: float, cancel=None) -> BenchOutcome:
     """Pick rows (spread over the file, or the first ``n``), then score them in the target Python."""
     from wizard.adapters.dataset import DatasetFile
     from wizard.adapters.python_envs import default_python
@@ -83,7 +83,8 @@ def bench_file(path: str, n: int, first: bool, function: str | None, name: str |
     ds = DatasetFile(path)
     records = list(islice(ds.iter_rows(BENCH_COLUMNS), n)) if first else ds.sample(n, BENCH_COLUMNS)
     rows, findings = bench_rows(records)
-    result = run_bench(rows, function=function, name=name, user_texts=texts, python=python, timeout=timeout)
+    result = run_bench(rows, function=function, name=name, user_texts=texts, python=python, timeout=timeout,
+                       cancel=cancel)
     return BenchOutcome(rows, sort_findings(findings + result.findings), result, python, function is not None)
 
 
@@ -279,7 +280,8 @@ class RewardBenchPanel(QWidget):
                            "neutral")
         self.run_button.setEnabled(False)
         who = f"{name} in {os.path.basename(function)}" if function else "verl's built-in scorer"
-        self.runner.start(f"Scoring {self.count.value()} rows with {who}", lambda: bench_file(*args))
+        self.runner.start(f"Scoring {self.count.value()} rows with {who}",
+                          lambda: bench_file(*args, cancel=self.runner.cancel_event))
 
     def _finished(self, outcome: BenchOutcome) -> None:
         self.run_button.setEnabled(True)

@@ -34,15 +34,18 @@ class TaskRunner(QObject):
         self._running = False
         self._relay = _Relay()
         self._relay.done.connect(self._on_done, Qt.QueuedConnection)
+        self.cancel_event = threading.Event()
 
     @property
     def running(self) -> bool:
         return self._running
 
     def start(self, label: str, fn: Callable[[], object]) -> None:
+        """Run ``fn`` on a worker thread. It may read ``self.cancel_event`` (set by Cancel) to stop early."""
         self._generation += 1
         generation = self._generation
         self._running = True
+        self.cancel_event = threading.Event()
         self.started.emit(label)
 
         def work() -> None:
@@ -58,6 +61,7 @@ class TaskRunner(QObject):
 
     def cancel(self) -> None:
         if self._running:
+            self.cancel_event.set()
             self._generation += 1  # whatever comes back now belongs to nobody
             self._running = False
             self.cancelled.emit()
