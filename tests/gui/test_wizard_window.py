@@ -276,3 +276,20 @@ def test_a_gpu_model_typed_on_start_turns_on_the_memory_check(window, qtbot):
     type_into(qtbot, share, "0.95")
     oom = [f for f in window.doc.findings if f.rule == "memory.gpu_oom"]
     assert oom and "80.0 GiB" in oom[0].message and window.findings.fix_button is not None
+
+
+def test_the_write_step_writes_cluster_launch_material_checked_for_its_shape(window, qtbot, tmp_path):
+    select_preset(window, "grpo-2node")
+    window.go_to(window.write_page)
+    box = window.write_page.cluster
+    window.write_page.folder.setText(str(tmp_path / "my run"))
+    assert (box.nodes.value(), box.gpus.value()) == (2, 8)
+    box.head.setText("10.0.0.7")
+    qtbot.mouseClick(box.write_button, Qt.LeftButton)
+    out = tmp_path / "my run" / "cluster"
+    assert {p.name for p in out.iterdir()} >= {"ray-head.sh", "ray-worker.sh", "submit.sh", "runtime_env.yaml",
+                                                "slurm.sbatch", "kuberay-rayjob.yaml"}
+    assert "10.0.0.7" in (out / "submit.sh").read_text() and "Wrote" in box.status.text()
+    # a shape the batch sizes cannot be split over is refused, as verl would refuse it
+    box.gpus.setValue(7)
+    assert not box.write() and "Not written" in box.status.text()

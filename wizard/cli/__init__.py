@@ -65,6 +65,9 @@ def build_parser() -> argparse.ArgumentParser:
     from wizard.cli.plan import add_parsers as add_plan_parsers  # plan
 
     add_plan_parsers(sub)
+    from wizard.cli.cluster import add_parsers as add_cluster_parsers  # cluster
+
+    add_cluster_parsers(sub)
     return p
 
 
@@ -150,11 +153,9 @@ def _generate(args) -> int:
     overrides = emit_overrides(plan).overrides
     result = full_check(overrides, config_name=plan.config_name, gpus=gpus)
     if not result.ok and not args.force:
-        if args.format == "json":
-            print(json.dumps({"overrides": overrides, "files": [], "ok": False, "findings": result.to_json()["findings"]}))
-        else:
-            print_findings(result.findings, header=f"preset {args.preset}")
-            print("Nothing written: fix the errors above (with --set KEY=VALUE), or pass --force.")
+        from wizard.cli.plans import refuse_to_write
+
+        refuse_to_write(result.findings, f"preset {args.preset}", args.format, overrides=overrides)
         return EXIT_ERRORS
     try:
         written = write_plan_files(plan, args.out)

@@ -39,30 +39,10 @@ def add_parsers(subparsers) -> None:
 # --- reading the input into a smoke plan -----------------------------------------------------------------------
 
 def _plan(args):
-    from wizard.adapters.generate import plan_with_gpus, preset_plan
-    from wizard.adapters.sources import load_source
-    from wizard.cli import UsageError, parse_gpus
-    from wizard.core.overrides import OverrideSyntaxError
-    from wizard.core.plan_io import apply_overrides
+    from wizard.cli import parse_gpus
+    from wizard.cli.plans import load_plan_arg
 
-    if bool(args.preset) == bool(args.source):
-        raise UsageError("give one of --preset NAME, a PLAN.json or a run.sh")
-    gpus = parse_gpus(args.gpus)
-    try:
-        if args.preset:
-            plan = preset_plan(args.preset, gpus, args.sets)
-        else:
-            src = load_source(args.source)
-            plan = src.to_plan(name=Path(args.source).stem)
-            if gpus is not None:
-                plan = plan_with_gpus(plan, gpus)
-            if args.sets:
-                plan = apply_overrides(plan, args.sets)
-    except OverrideSyntaxError as exc:
-        raise UsageError(f"--set: {exc}") from None
-    except ValueError as exc:
-        raise UsageError(str(exc).splitlines()[0]) from None
-    return plan
+    return load_plan_arg(args.source, args.preset, parse_gpus(args.gpus), args.sets)[0]
 
 
 def _python(path: str | None) -> str:

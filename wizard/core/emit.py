@@ -118,13 +118,13 @@ class YamlEmitError(ValueError):
     pass
 
 
-def _env_to_oc(value, env: set[str]):
+def env_to_oc(value, env: set[str]):
     if isinstance(value, str):
         return _ENV_REF.sub(lambda m: "${oc.env:" + (m.group(1) or m.group(2)) + "}" if (m.group(1) or m.group(2)) in env else m.group(0), value)
     if isinstance(value, list):
-        return [_env_to_oc(v, env) for v in value]
+        return [env_to_oc(v, env) for v in value]
     if isinstance(value, dict):
-        return {k: _env_to_oc(v, env) for k, v in value.items()}
+        return {k: env_to_oc(v, env) for k, v in value.items()}
     return value
 
 
@@ -157,7 +157,7 @@ def render_yaml(plan: Plan, emitted: Emitted | None = None, groups: tuple[str, .
             if not isinstance(nxt, dict):
                 nxt = node[part] = {}
             node = nxt
-        node[parts[-1]] = _env_to_oc(p.value(), env)
+        node[parts[-1]] = env_to_oc(p.value(), env)
     defaults: list = [base] + [{f"override {g}": c} for g, c in group_choices] + ["_self_"]
     doc = {"hydra": {"searchpath": ["pkg://verl.trainer.config"]}, "defaults": defaults, **body}
     header = [

@@ -246,6 +246,10 @@ class WritePage(Page):
         layout.addLayout(row)
         layout.addWidget(self.write_button)
         layout.addWidget(self.status)
+        from wizard.gui.cluster_box import ClusterBox
+
+        self.cluster = ClusterBox(doc, self.folder)
+        layout.addWidget(self.cluster)
         layout.addStretch(1)
         self.written = False
 

@@ -1,0 +1,130 @@
+"""``verl-wizard cluster``: what it writes for each target, the check for the cluster's shape before writing, backups,
+and one-line refusals of bad input."""
+
+import json
+import os
+import stat
+
+import pytest
+import yaml
+
+
+def cli(argv, capsys):
+    from wizard import cli as wcli
+
+    code = wcli.main(argv)
+    out, err = capsys.readouterr()
+    return code, out, err
+
+
+ALL = {"ray-head.sh", "ray-worker.sh", "submit.sh", "runtime_env.yaml", "slurm.sbatch", "kuberay-rayjob.yaml"}
+
+
+def test_writes_every_target_for_a_preset_and_says_what_to_run(capsys, tmp_path):
+    out_dir = tmp_path / "cluster"
+    code, out, err = cli(["cluster", "grpo-2node", "--out", str(out_dir), "--head-address", "10.0.0.7"], capsys)
+    assert code == 0 and err == ""
+    assert {p.name for p in out_dir.iterdir()} == ALL
+    for name in ("ray-head.sh", "ray-worker.sh", "submit.sh", "slurm.sbatch"):
+        assert (out_dir / name).stat().st_mode & stat.S_IXUSR, name
+    assert not (out_dir / "kuberay-rayjob.yaml").stat().st_mode & stat.S_IXUSR
+    assert f"wrote {out_dir / 'submit.sh'}" in out
+    assert f"on the head node: bash {out_dir / 'ray-head.sh'}" in out
+    assert f"sbatch {out_dir / 'slurm.sbatch'}" in out and f"kubectl apply -f {out_dir / 'kuberay-rayjob.yaml'}" in out
+    assert "note: trainer.default_local_dir is" in out  # the preset saves checkpoints under a relative folder
+    assert 'HEAD_ADDRESS=10.0.0.7' in (out_dir / "submit.sh").read_text()
+    # the working_dir is where the command ran, as an absolute path
+    assert yaml.safe_load((out_dir / "runtime_env.yaml").read_text())["working_dir"] == os.getcwd()
+
+
+@pytest.mark.parametrize("target,files", [
+    ("ray", {"ray-head.sh", "ray-worker.sh", "submit.sh", "runtime_env.yaml"}),
+    ("slurm", {"slurm.sbatch"}),
+    ("kuberay", {"kuberay-rayjob.yaml"}),
+])
+def test_one_target_writes_only_its_files(capsys, tmp_path, target, files):
+    code, out, _ = cli(["cluster", "grpo-2node", "--target", target, "--out", str(tmp_path)], capsys)
+    assert code == 0 and {p.name for p in tmp_path.iterdir()} == files
+
+
+def test_json_gives_the_job_overrides_with_the_cluster_shape(capsys, tmp_path):
+    code, out, _ = cli(["cluster", "grpo-1gpu-smoke", "--nodes", "2", "--gpus-per-node", "4", "--cpus-per-node", "32",
+                        "--out", str(tmp_path), "--format", "json"], capsys)
+    doc = json.loads(out)
+    assert code == 0 and doc["ok"] and doc["target"] == {"nodes": 2, "gpus_per_node": 4, "cpus_per_node": 32,
+                                                         "head_address": None}
+    assert "trainer.nnodes=2" in doc["overrides"] and "trainer.n_gpus_per_node=4" in doc["overrides"]
+    assert doc["dropped"] == ["ray_kwargs.ray_init.num_cpus=16"]
+    assert sorted(os.path.basename(f) for f in doc["files"]) == sorted(ALL)
+
+
+def test_the_plan_is_checked_for_the_cluster_s_shape_and_errors_write_nothing(capsys, tmp_path):
+    # 16 prompts x 4 responses = 64 rollouts do not split over 3 x 7 GPUs
+    argv = ["cluster", "grpo-1gpu-smoke", "--nodes", "3", "--gpus-per-node", "7", "--out", str(tmp_path / "c")]
+    code, out, _ = cli(argv, capsys)
+    assert code == 1 and "batch.real_train_batch_size" in out and "21 GPUs" in out
+    assert "Nothing written" in out and not (tmp_path / "c").exists()
+    code, out, _ = cli(argv + ["--force"], capsys)
+    assert code == 1 and (tmp_path / "c" / "submit.sh").exists()
+
+
+def test_the_cluster_s_cpus_are_checked_against_verl_s_need(capsys, tmp_path):
+    code, out, _ = cli(["cluster", "grpo-8gpu", "--cpus-per-node", "4", "--out", str(tmp_path)], capsys)
+    assert code == 1 and "ray.transfer_queue_cpus" in out and "The Ray cluster has 4 CPUs" in out
+
+
+def test_a_cluster_spec_gives_the_shape(capsys, tmp_path):
+    spec = tmp_path / "spec.yaml"
+    spec.write_text("cluster: 4x8xH100-80GB nvlink\n")
+    code, out, _ = cli(["cluster", "grpo-8gpu", "--cluster", str(spec), "--out", str(tmp_path / "c"),
+                        "--format", "json"], capsys)
+    doc = json.loads(out)
+    assert code == 0 and doc["target"]["nodes"] == 4 and doc["target"]["gpus_per_node"] == 8
+    sbatch = (tmp_path / "c" / "slurm.sbatch").read_text()
+    assert "#SBATCH --nodes=4" in sbatch and "H100-80GB" in sbatch
+
+
+def test_a_run_sh_and_its_plan_json_give_the_same_cluster_job(capsys, tmp_path):
+    from wizard.adapters.generate import preset_plan, write_plan_files
+
+    write_plan_files(preset_plan("grpo-2node"), tmp_path / "src")
+    jobs = {}
+    for name in ("run.sh", "plan.json"):
+        code, out, _ = cli(["cluster", str(tmp_path / "src" / name), "--out", str(tmp_path / name),
+                            "--format", "json"], capsys)
+        assert code == 0
+        jobs[name] = json.loads(out)["overrides"]
+    assert jobs["run.sh"] == jobs["plan.json"]
+
+
+def test_writing_again_keeps_the_earlier_files_as_backups(capsys, tmp_path):
+    cli(["cluster", "grpo-2node", "--target", "ray", "--out", str(tmp_path)], capsys)
+    code, out, _ = cli(["cluster", "grpo-2node", "--target", "ray", "--nodes", "4", "--out", str(tmp_path)], capsys)
+    assert code == 0 and "kept the previous file as" in out
+    backups = [p for p in tmp_path.iterdir() if p.name.startswith("submit.sh.") and p.name.endswith(".bak")]
+    assert len(backups) == 1 and "trainer.nnodes='2'" in backups[0].read_text()
+    assert "trainer.nnodes='4'" in (tmp_path / "submit.sh").read_text()
+
+
+@pytest.mark.parametrize("extra,message", [
+    (["nope"], "'nope' is neither a file nor a preset"),
+    (["/no/such/plan.json"], "no such file"),
+    (["grpo-2node", "--nodes", "0"], "--nodes must be 1 or more"),
+    (["grpo-2node", "--gpus-per-node", "-1"], "--gpus-per-node must be 1 or more"),
+    (["grpo-2node", "--head-address", "10.0.0.1; reboot"], "use a host name or an IPv4 address"),
+    (["grpo-2node", "--port", "70000"], "port must be 65535 or less"),
+    (["grpo-2node", "--target", "aws"], "invalid choice"),
+    (["grpo-2node", "--set", "a=[1,"], "--set:"),
+    (["grpo-2node", "--cluster", "/no/such/spec.yaml"], "no such file"),
+    (["grpo-2node", "--working-dir", "/no/such/dir"], "--working-dir /no/such/dir: no such folder"),
+])
+def test_bad_input_is_one_line_and_exit_2(capsys, tmp_path, extra, message):
+    code, out, err = cli(["cluster", *extra, "--out", str(tmp_path / "c")], capsys)
+    assert code == 2 and out == "" and len(err.strip().splitlines()) == 1 and message in err, err
+    assert "Traceback" not in err and not (tmp_path / "c").exists()
+
+
+def test_an_out_path_that_is_a_file_is_refused(capsys, tmp_path):
+    (tmp_path / "c").write_text("mine")
+    code, out, err = cli(["cluster", "grpo-2node", "--out", str(tmp_path / "c")], capsys)
+    assert code == 2 and "it is a file, not a folder" in err and (tmp_path / "c").read_text() == "mine"
