@@ -53,7 +53,7 @@ class FindingsView(QWidget):
         errors = sum(1 for f in findings if f.severity is Severity.ERROR)
         warnings = sum(1 for f in findings if f.severity is Severity.WARNING)
         if errors:
-            self.summary.setText(f"<b>{errors} error{'s' if errors != 1 else ''}</b> must be fixed before writing"
+            self.summary.setText(f"<b>{errors} error{'s' if errors != 1 else ''}</b> to fix before running"
                                  + (f"; {warnings} warning{'s' if warnings != 1 else ''}" if warnings else ""))
         elif findings:
             self.summary.setText(f"No errors; {len(findings)} thing{'s' if len(findings) != 1 else ''} worth a look")
