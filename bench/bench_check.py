@@ -47,6 +47,21 @@ def main() -> None:
     big = overrides + ["trainer.nnodes=128", "trainer.n_gpus_per_node=8", "data.train_batch_size=8192"]
     print(f"in-process check, 128 nodes x 8 GPUs     {fmt(timed(lambda: check_overrides(schema, big, moves=moves), 50))}")
 
+    # the whole check a user gets: the model's facts (catalogue), the memory rules on the GPUs' sizes
+    from wizard.adapters.checking import full_check
+    from wizard.adapters.discovery import cluster_for_spec
+    from wizard.adapters.gpu_catalogue import load_gpu_catalogue
+    from wizard.core.gpus import parse_gpu_spec
+
+    cache: dict = {}
+    spec = parse_gpu_spec("8xH100-80GB")
+    one = cluster_for_spec(spec, load_gpu_catalogue())
+    full_check(overrides, gpus=spec, cluster=one, model_cache=cache)
+    print(f"full check (models + memory), 8 x H100  {fmt(timed(lambda: full_check(overrides, gpus=spec, cluster=one, model_cache=cache), 50))}")
+    spec_big = parse_gpu_spec("128x8xH100-80GB")
+    many = cluster_for_spec(spec_big, load_gpu_catalogue())
+    print(f"full check (models + memory), 128 x 8   {fmt(timed(lambda: full_check(big, gpus=spec_big, cluster=many, model_cache=cache), 20))}")
+
     script = (Path(__file__).parents[1] / "tests/data/verl_scripts/examples__grpo_trainer__run_qwen2-7b_math.sh").read_text()
     print(f"read a launch script + plan it          {fmt(timed(lambda: plan_from_overrides(read_launch_script(script).args), 50))}")
 

@@ -301,8 +301,26 @@ def _badness(label: str) -> int:
     return LINK_RANK.get(LinkKind(label), 0) if label in LinkKind._value2member_map_ else 0
 
 
+_RECENT: list[tuple[str, Cluster | None, Placement]] = []  # a check asks for the same placement several times
+
+
 def plan_placement(values: Mapping, cluster: Cluster | None = None) -> Placement:
-    """The pools, the roles on them and the replica groups verl 0.9.1 would build for these values."""
+    """The pools, the roles on them and the replica groups verl 0.9.1 would build for these values.
+
+    The last few answers are kept (same values and the same Cluster object): one check asks from several rules,
+    and on 128 x 8 GPUs building the replica groups is most of its cost. A Placement is never changed by
+    its readers."""
+    key = repr(sorted(values.items(), key=lambda kv: kv[0]))
+    for k, c, placement in _RECENT:
+        if k == key and c is cluster:
+            return placement
+    placement = _plan_placement(values, cluster)
+    _RECENT.insert(0, (key, cluster, placement))
+    del _RECENT[4:]
+    return placement
+
+
+def _plan_placement(values: Mapping, cluster: Cluster | None) -> Placement:
     nodes = _nodes(cluster, values)
     by_name = {n.name: n for n in nodes}
     pools = lay_pools(pool_specs(values), nodes)

@@ -114,10 +114,15 @@ class PlanDocument(QObject):
         from wizard.adapters.discovery import cluster_for_spec
         from wizard.adapters.gpu_catalogue import load_gpu_catalogue
 
+        cached = self.__dict__.get("_spec_cluster")
+        if cached is not None and cached[0] == self.gpus:
+            return cached[1]
         try:
-            return cluster_for_spec(self.gpus, load_gpu_catalogue())
+            cluster = cluster_for_spec(self.gpus, load_gpu_catalogue())
         except ValueError:
-            return None  # an unknown GPU model: the check says so through the GPU spec itself
+            cluster = None  # an unknown GPU model: the check says so through the GPU spec itself
+        self._spec_cluster = (self.gpus, cluster)
+        return cluster
 
     def save_now(self) -> None:
         save_session({"plan": self.plan.model_dump(mode="json"), "gpus": str(self.gpus) if self.gpus else None})
