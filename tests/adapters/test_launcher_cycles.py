@@ -12,6 +12,7 @@ import json
 import os
 import subprocess
 import sys
+import tempfile
 import textwrap
 from pathlib import Path
 
@@ -60,9 +61,13 @@ DRIVER = textwrap.dedent("""
     # (/tmp/pymp-*/listener-*) that verl's failing run leaves even when it ends by itself, without any Stop
     CACHES = ("/tmp/ray", "/tmp/torchinductor_", "/tmp/home/.cache", "/tmp/pymp-")
 
+    host = [p for p in os.environ.get("VW_HOST_PATHS", "").split(os.pathsep) if p]
+
     def files():
         out = set()
         for dirpath, dirnames, names in os.walk("/tmp"):  # $HOME is /tmp/home
+            # the checkout and the Python, when they live under /tmp, are bound back in: not the run's files
+            dirnames[:] = [d for d in dirnames if os.path.join(dirpath, d) not in host]
             out.update(os.path.join(dirpath, n) for n in names + dirnames)
         return out
 
@@ -126,6 +131,12 @@ DRIVER = textwrap.dedent("""
 """)
 
 
+def _under_tmp(paths) -> list[str]:
+    """The outermost of ``paths`` that live under /tmp (they must stay visible over the namespace's fresh /tmp)."""
+    found = sorted({os.path.realpath(str(p)) for p in paths if os.path.realpath(str(p)).startswith("/tmp/")})
+    return [p for p in found if not any(p != q and p.startswith(q + "/") for q in found)]
+
+
 @pytest.mark.verl
 def test_twenty_start_stop_cycles_leave_nothing_behind(tmp_path):
     pytest.importorskip("verl")
@@ -134,13 +145,20 @@ def test_twenty_start_stop_cycles_leave_nothing_behind(tmp_path):
         pytest.skip(f"{why}; a real run starts Ray and never runs outside a loopback-only namespace")
     driver = tmp_path / "driver.py"
     driver.write_text(DRIVER)
-    env = dict(os.environ, RAY_USAGE_STATS_ENABLED="0", RAY_AUTH_MODE="disabled")
+    host = _under_tmp([ROOT, sys.prefix, sys.base_prefix, os.path.dirname(os.path.realpath(sys.executable))])
+    env = dict(os.environ, RAY_USAGE_STATS_ENABLED="0", RAY_AUTH_MODE="disabled", VW_HOST_PATHS=os.pathsep.join(host))
     env.pop("RAY_ADDRESS", None)
-    # the driver is read before the fresh tmpfs hides tmp_path, then runs as PID 1 of the namespace
-    shell = ('ip link set lo up && code="$(cat "$0")" && mount -t tmpfs tmpfs /tmp && '
-             f'exec "{sys.executable}" -c "$code" "$1" "$2"')
-    proc = subprocess.run([*UNSHARE, "bash", "-c", shell, str(driver), str(ROOT), json.dumps(SCHEDULE)],
-                          capture_output=True, text=True, timeout=1500, env=env)
+    # the driver is read before the fresh tmpfs hides tmp_path, then runs as PID 1 of the namespace; a checkout or
+    # a Python that lives under /tmp (CI clones there) is bound back in from the host's /tmp
+    side = tempfile.mkdtemp(prefix="vw-hosttmp.", dir="/var/tmp")
+    shell = ('ip link set lo up && code="$(cat "$0")" && side="$3" && mount --bind /tmp "$side" && '
+             'mount -t tmpfs tmpfs /tmp && for p in "${@:4}"; do mkdir -p "$p" && mount --bind "$side${p#/tmp}" "$p"; '
+             f'done && exec "{sys.executable}" -c "$code" "$1" "$2"')
+    try:
+        proc = subprocess.run([*UNSHARE, "bash", "-c", shell, str(driver), str(ROOT), json.dumps(SCHEDULE), side, *host],
+                              capture_output=True, text=True, timeout=1500, env=env)
+    finally:
+        os.rmdir(side)
     cycles = [json.loads(line) for line in proc.stdout.splitlines() if line.startswith("{")]
     for c in cycles:
         print(f"cycle {c['cycle']:2d} {c['point']:>6} +{c['delay']:.1f}s: stopped at {c['stop_at']:5.1f}s, "
