@@ -17,6 +17,8 @@ from collections.abc import Collection, Mapping
 
 from pydantic import BaseModel, ConfigDict
 
+from wizard.core.roles import need_critic, need_ref, ref_in_actor
+
 # model_type values whose layout facts_from_hf_config knows (norms, biases, q/k norms, MoE, MLA).
 # Others still parse with the generic decoder formula; the rules call them out as unknown.
 KNOWN_MODEL_TYPES = frozenset({
@@ -344,10 +346,10 @@ def model_paths(values: Mapping[str, object]) -> dict[str, tuple[str, str]]:
     actor = values.get("actor_rollout_ref.model.path")
     if isinstance(actor, str) and actor:
         out["actor"] = ("actor_rollout_ref.model.path", actor)
-        if _need_ref(values) and not _ref_in_actor(values):
+        if need_ref(values) and not ref_in_actor(values):
             out["ref"] = ("actor_rollout_ref.model.path", actor)
     critic = values.get("critic.model.path")
-    if _need_critic(values) and isinstance(critic, str) and critic:
+    if need_critic(values) and isinstance(critic, str) and critic:
         out["critic"] = ("critic.model.path", critic)
     reward = values.get("reward.reward_model.model_path")
     if values.get("reward.reward_model.enable") and isinstance(reward, str) and reward:
@@ -355,20 +357,3 @@ def model_paths(values: Mapping[str, object]) -> dict[str, tuple[str, str]]:
     return out
 
 
-def _need_ref(values: Mapping) -> bool:
-    return bool(values.get("algorithm.use_kl_in_reward") or values.get("actor_rollout_ref.actor.use_kl_loss"))
-
-
-def _need_critic(values: Mapping) -> bool:
-    enable = values.get("critic.enable")
-    if enable is not None:
-        return bool(enable)
-    return values.get("algorithm.adv_estimator") == "gae"
-
-
-def _ref_in_actor(values: Mapping) -> bool:
-    lora = values.get("actor_rollout_ref.model.lora")
-    rank = lora.get("rank", 0) if isinstance(lora, Mapping) else 0
-    if not isinstance(rank, int) or rank <= 0:
-        rank = values.get("actor_rollout_ref.model.lora_rank") or 0
-    return (isinstance(rank, int) and rank > 0) or values.get("actor_rollout_ref.model.lora_adapter_path") is not None

@@ -21,6 +21,7 @@ from collections.abc import Mapping
 
 from pydantic import BaseModel, ConfigDict, Field
 
+from wizard.core.roles import lora_rank, need_critic, need_ref, ref_in_actor  # noqa: F401 - re-exported
 from wizard.core.cluster import LINK_RANK, Cluster, LinkKind, Node
 from wizard.core.findings import Finding, Severity, Stage
 
@@ -113,32 +114,6 @@ def _int(values: Mapping, key: str, default: int) -> int:
 def truthy(values: Mapping, key: str) -> bool:
     v = values.get(key)
     return v is True or (isinstance(v, str) and v.strip().lower() in ("true", "1", "yes"))
-
-
-def need_ref(values: Mapping) -> bool:
-    """verl.trainer.ppo.utils.need_reference_policy."""
-    return truthy(values, "algorithm.use_kl_in_reward") or truthy(values, "actor_rollout_ref.actor.use_kl_loss")
-
-
-def need_critic(values: Mapping) -> bool:
-    """verl.trainer.ppo.utils.need_critic."""
-    enable = values.get("critic.enable")
-    if enable is not None:
-        return bool(enable)
-    return values.get("algorithm.adv_estimator") == "gae"
-
-
-def lora_rank(values: Mapping) -> int:
-    """trainer_base: ``model.lora.rank`` first, then ``model.lora_rank``."""
-    lora = values.get("actor_rollout_ref.model.lora")
-    rank = lora.get("rank", 0) if isinstance(lora, Mapping) else 0
-    if not isinstance(rank, int) or rank <= 0:
-        rank = _int(values, "actor_rollout_ref.model.lora_rank", 0)
-    return max(0, rank)
-
-
-def ref_in_actor(values: Mapping) -> bool:
-    return lora_rank(values) > 0 or values.get("actor_rollout_ref.model.lora_adapter_path") is not None
 
 
 def trainer_mode(values: Mapping) -> str:

@@ -11,6 +11,7 @@ from omegaconf import DictConfig, OmegaConf
 
 from typing import TYPE_CHECKING
 
+from wizard.core import roles
 from wizard.core.findings import Finding, Severity, Stage
 from wizard.core.gpus import GpuSpec
 from wizard.core.models import ModelFacts
@@ -179,15 +180,12 @@ class Context:
     @property
     def need_ref(self) -> bool:
         """verl.trainer.ppo.utils.need_reference_policy."""
-        return bool(self.get("algorithm.use_kl_in_reward", False) or self.get("actor_rollout_ref.actor.use_kl_loss"))
+        return roles.need_ref(self)
 
     @property
     def need_critic(self) -> bool:
         """verl.trainer.ppo.utils.need_critic."""
-        enable = self.get("critic.enable")
-        if enable is not None:
-            return bool(enable)
-        return self.get("algorithm.adv_estimator") == "gae"
+        return roles.need_critic(self)
 
     def is_set(self, key: str) -> bool:
         return key in self.set_keys
