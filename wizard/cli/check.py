@@ -90,13 +90,6 @@ def check_one(source: str | None, overrides: list[str], gpus, use_verl: bool, py
     return result
 
 
-def with_models(result, overrides: list[str], config_name: str, gpus, cache: dict | None = None):
-    """See wizard.adapters.checking.with_models (kept here for the commands that import it)."""
-    from wizard.adapters.checking import with_models as check_with_models
-
-    return check_with_models(result, overrides, config_name, gpus, cache)
-
-
 def _fix(args, overrides: list[str], gpus) -> int:
     from wizard.adapters.resources import load_moves, load_schema
     from wizard.adapters.sources import from_overrides, load_source

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 
 from wizard.core.cluster import Cluster
@@ -56,20 +56,22 @@ def check_overrides(
     moves: Moves | None = None,
     gpus: GpuSpec | None = None,
     case_id: str | None = None,
-    models: Mapping[str, ModelFacts] | None = None,
+    models: Mapping[str, ModelFacts] | Callable[[dict], Mapping[str, ModelFacts]] | None = None,
     cluster: Cluster | None = None,
 ) -> CheckResult:
     """Compose ``overrides`` as verl would and run every rule.
 
     ``models`` (facts by role: actor/ref/critic/reward) and ``cluster`` (per-GPU memory and links)
     switch on the rules that need them (heads vs TP, context length, memory); without them those
-    rules stay silent.
+    rules stay silent. ``models`` may be a function of the resolved ``FACT_KEYS`` values (the model
+    paths the config names), so the adapters can look the models up within this one composition.
     """
     with composed_view(schema, overrides, config_name=config_name, moves=moves) as composed:
         findings = list(composed.findings)
         ctx = Context(cfg=composed.cfg, variant=schema.variant(composed.engine), set_keys=composed.set_keys, gpus=gpus,
-                      models=models or {}, cluster=cluster, touched=composed.touched,
-                      plain_values=composed.plain_values)
-        findings.extend(run_rules(ctx))
+                      cluster=cluster, touched=composed.touched, plain_values=composed.plain_values)
         facts = {key: ctx.get(key) for key in FACT_KEYS}
-    return CheckResult(findings=sort_findings(findings), engine=composed.engine, id=case_id, facts=facts)
+        ctx.models = (models(facts) if callable(models) else models) or {}
+        findings.extend(run_rules(ctx))
+    return CheckResult(findings=sort_findings(findings), engine=composed.engine, id=case_id, facts=facts,
+                       models=dict(ctx.models))
