@@ -9,16 +9,14 @@ screen-reader users.
 from __future__ import annotations
 
 from PySide6.QtCore import QPoint, Qt, Signal
-from PySide6.QtGui import QAction, QColor, QKeySequence, QPainter
+from PySide6.QtGui import QAction, QKeySequence
 from PySide6.QtWidgets import (
     QDialog,
-    QGraphicsView,
     QHBoxLayout,
     QLabel,
     QListWidget,
     QListWidgetItem,
     QMenu,
-    QSplitter,
     QToolBar,
     QToolButton,
     QVBoxLayout,
@@ -39,7 +37,8 @@ from wizard.core.dataflow_edit import (
     set_reward,
 )
 from wizard.core.dataflow_map import graph_for_plan, hidden_keys
-from wizard.core.findings import Finding, Severity, sort_findings
+from wizard.core.findings import Finding, sort_findings
+from wizard.gui.canvas import FitView, add_action, canvas_split, finding_item
 from wizard.gui.dataflow.commands import push_graph_edit
 from wizard.gui.dataflow.dialogs import ConnectDialog, DisconnectDialog
 from wizard.gui.dataflow.inspector import StageInspector
@@ -47,49 +46,19 @@ from wizard.gui.dataflow.items import TYPE_COLOURS
 from wizard.gui.dataflow.scene import DataflowScene
 from wizard.gui.document import PlanDocument
 
-SEVERITY_WORD = {Severity.ERROR: "Error", Severity.WARNING: "Warning", Severity.INFO: "Note"}
-TEXT_COLOURS = {Severity.ERROR: "#b00020", Severity.WARNING: "#7a5200", Severity.INFO: "#1f2933"}  # readable on white
 HOW_TO = ("Drag from an output (right) to an input (left) to link; drag a link's end off its input to cut it; "
           "drag a title bar to move a stage.")
 
 
-class DataflowView(QGraphicsView):
+class DataflowView(FitView):
     """The canvas; it scales the graph to fit until the user zooms (Ctrl+wheel)."""
 
     def __init__(self, scene: DataflowScene, parent: QWidget | None = None) -> None:
         super().__init__(scene, parent)
-        self.setRenderHints(QPainter.Antialiasing | QPainter.TextAntialiasing)
-        self.setMouseTracking(True)
         self.viewport().setMouseTracking(True)
-        self.setFocusPolicy(Qt.StrongFocus)
         self.setAccessibleName("Dataflow canvas")
         self.setAccessibleDescription("Stages of one training step and the data between them; "
                                       "use the Stage box and the toolbar to do the same by keyboard")
-        self.auto_fit = True
-
-    def fit(self) -> None:
-        rect = self.scene().sceneRect()
-        if rect.isEmpty():
-            return
-        self.resetTransform()
-        self.fitInView(rect, Qt.KeepAspectRatio)
-        if self.transform().m11() > 1.0:  # never blow small graphs up
-            self.resetTransform()
-        self.centerOn(rect.center())
-
-    def resizeEvent(self, event) -> None:  # noqa: N802 - Qt's name
-        super().resizeEvent(event)
-        if self.auto_fit:
-            self.fit()
-
-    def wheelEvent(self, event) -> None:  # noqa: N802
-        if event.modifiers() & Qt.ControlModifier:
-            self.auto_fit = False
-            factor = 1.15 if event.angleDelta().y() > 0 else 1 / 1.15
-            self.scale(factor, factor)
-            event.accept()
-            return
-        super().wheelEvent(event)
 
 
 def legend_html() -> str:
@@ -127,15 +96,7 @@ class DataflowEditor(QWidget):
 
     # -- construction ---------------------------------------------------------------------------------------
     def _action(self, text: str, tip: str, slot, shortcut: str | QKeySequence | None = None) -> QAction:
-        act = QAction(text, self)
-        act.setToolTip(tip)
-        act.setStatusTip(tip)
-        act.triggered.connect(slot)
-        if shortcut is not None:
-            act.setShortcut(QKeySequence(shortcut))
-            act.setShortcutContext(Qt.WidgetWithChildrenShortcut)
-        self.addAction(act)
-        return act
+        return add_action(self, text, tip, slot, shortcut)
 
     def _build_actions(self) -> None:
         self.add_menu = QMenu("&Add stage", self)
@@ -175,19 +136,7 @@ class DataflowEditor(QWidget):
         bar.addAction(self.redo_action)
         legend = QLabel(legend_html())
         legend.setAccessibleName("Link colours")
-        side = QWidget()
-        side_layout = QVBoxLayout(side)
-        side_layout.setContentsMargins(0, 0, 0, 0)
-        side_layout.addWidget(self.inspector)
-        heading = QLabel("&Findings in this graph:")
-        heading.setBuddy(self.findings)
-        side_layout.addWidget(heading)
-        side_layout.addWidget(self.findings, 1)
-        split = QSplitter(Qt.Horizontal)
-        split.addWidget(self.view)
-        split.addWidget(side)
-        split.setStretchFactor(0, 1)
-        split.setSizes([900, 330])
+        split = canvas_split(self.view, self.inspector, "&Findings in this graph:", self.findings, (900, 330))
         layout = QVBoxLayout(self)
         layout.addWidget(bar)
         layout.addWidget(split, 1)
@@ -236,11 +185,7 @@ class DataflowEditor(QWidget):
         nodes_of = {id(f): ids for ids, f in self.node_findings}
         findings = self.graph_findings()
         for f in findings:
-            item = QListWidgetItem(f"{SEVERITY_WORD[f.severity]}: {f.message}")
-            item.setToolTip(f"Fix: {f.fix}" if f.fix else f.rule)
-            item.setForeground(QColor(TEXT_COLOURS[f.severity]))
-            item.setData(Qt.UserRole, nodes_of.get(id(f), ()))
-            self.findings.addItem(item)
+            self.findings.addItem(finding_item(f, nodes_of.get(id(f), ())))
         if not findings:
             self.findings.addItem("No findings: every stage is fed and verl can run this step")
         self.findings_changed.emit(findings)

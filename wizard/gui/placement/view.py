@@ -9,8 +9,8 @@ pool…", Ctrl+M) and the canvas has an accessible description of the pools.
 
 from __future__ import annotations
 
-from PySide6.QtCore import QPoint, Qt, QTimer, Signal
-from PySide6.QtGui import QAction, QColor, QKeySequence, QPainter
+from PySide6.QtCore import QPoint, QTimer, Signal
+from PySide6.QtGui import QAction, QColor, QKeySequence
 from PySide6.QtWidgets import (
     QDialog,
     QGraphicsView,
@@ -18,14 +18,14 @@ from PySide6.QtWidgets import (
     QLabel,
     QListWidget,
     QListWidgetItem,
-    QSplitter,
     QToolBar,
     QVBoxLayout,
     QWidget,
 )
 
-from wizard.core.findings import Finding, Severity
+from wizard.core.findings import Finding
 from wizard.core.memory_terms import GIB
+from wizard.gui.canvas import FitView, add_action, canvas_split, finding_item
 from wizard.gui.document import PlanDocument
 from wizard.gui.placement.commands import move_text, push_move
 from wizard.gui.placement.dialogs import MoveDialog
@@ -42,51 +42,19 @@ from wizard.gui.placement.state import (
     verdict,
 )
 
-SEVERITY_WORD = {Severity.ERROR: "Error", Severity.WARNING: "Warning", Severity.INFO: "Note"}
-TEXT_COLOURS = {Severity.ERROR: "#b00020", Severity.WARNING: "#7a5200", Severity.INFO: "#1f2933"}
 HOW_TO = ("Drag a role chip onto another pool (or a dashed \"new pool\" slot); green targets can take it, grey ones "
           "say why not. Ctrl+wheel zooms. Ctrl+M moves a role by keyboard.")
 PREVIEW_MS = 60  # estimate a hovered target this long after the mouse settles on it
 
 
-class PlacementView(QGraphicsView):
+class PlacementView(FitView):
     """The canvas; fits the board until the user zooms (Ctrl+wheel or the toolbar)."""
 
     def __init__(self, scene: PlacementScene, parent: QWidget | None = None) -> None:
         super().__init__(scene, parent)
-        self.setRenderHints(QPainter.Antialiasing | QPainter.TextAntialiasing)
         self.setViewportUpdateMode(QGraphicsView.SmartViewportUpdate)
         self.setCacheMode(QGraphicsView.CacheBackground)
-        self.setMouseTracking(True)
-        self.setFocusPolicy(Qt.StrongFocus)
         self.setAccessibleName("Placement board")
-        self.auto_fit = True
-
-    def fit(self) -> None:
-        rect = self.scene().sceneRect()
-        if rect.isEmpty():
-            return
-        self.resetTransform()
-        self.fitInView(rect, Qt.KeepAspectRatio)
-        if self.transform().m11() > 1.0:
-            self.resetTransform()
-        self.centerOn(rect.center())
-
-    def zoom(self, factor: float) -> None:
-        self.auto_fit = False
-        self.scale(factor, factor)
-
-    def resizeEvent(self, event) -> None:  # noqa: N802 - Qt's name
-        super().resizeEvent(event)
-        if self.auto_fit:
-            self.fit()
-
-    def wheelEvent(self, event) -> None:  # noqa: N802
-        if event.modifiers() & Qt.ControlModifier:
-            self.zoom(1.15 if event.angleDelta().y() > 0 else 1 / 1.15)
-            event.accept()
-            return
-        super().wheelEvent(event)
 
 
 def legend_html() -> str:
@@ -141,15 +109,7 @@ class PlacementBoard(QWidget):
 
     # -- construction ---------------------------------------------------------------------------------------
     def _action(self, text: str, tip: str, slot, shortcut=None) -> QAction:
-        act = QAction(text, self)
-        act.setToolTip(tip)
-        act.setStatusTip(tip)
-        act.triggered.connect(slot)
-        if shortcut is not None:
-            act.setShortcut(QKeySequence(shortcut))
-            act.setShortcutContext(Qt.WidgetWithChildrenShortcut)
-        self.addAction(act)
-        return act
+        return add_action(self, text, tip, slot, shortcut)
 
     def _build(self) -> None:
         self.move_action = self._action("&Move role to pool…", "Move a role to another pool, by keyboard",
@@ -165,19 +125,7 @@ class PlacementBoard(QWidget):
         bar.addSeparator()
         bar.addAction(self.doc.undo_stack.createUndoAction(self, "Undo"))
         bar.addAction(self.doc.undo_stack.createRedoAction(self, "Redo"))
-        side = QWidget()
-        side_layout = QVBoxLayout(side)
-        side_layout.setContentsMargins(0, 0, 0, 0)
-        side_layout.addWidget(self.headline)
-        heading = QLabel("&Findings for this placement:")
-        heading.setBuddy(self.findings)
-        side_layout.addWidget(heading)
-        side_layout.addWidget(self.findings, 1)
-        split = QSplitter(Qt.Horizontal)
-        split.addWidget(self.view)
-        split.addWidget(side)
-        split.setStretchFactor(0, 1)
-        split.setSizes([1000, 340])
+        split = canvas_split(self.view, self.headline, "&Findings for this placement:", self.findings, (1000, 340))
         legend = QLabel(legend_html())
         legend.setAccessibleName("Board legend")
         legend.setWordWrap(True)
@@ -226,11 +174,7 @@ class PlacementBoard(QWidget):
             head.setForeground(QColor("#1b5e20"))
             self.findings.addItem(head)
         for f in state.findings:
-            item = QListWidgetItem(f"{SEVERITY_WORD[f.severity]}: {f.message}")
-            item.setToolTip(f"Fix: {f.fix}" if f.fix else f.rule)
-            item.setForeground(QColor(TEXT_COLOURS[f.severity]))
-            item.setData(Qt.UserRole, f.rule)
-            self.findings.addItem(item)
+            self.findings.addItem(finding_item(f, f.rule))
         if not state.findings:
             self.findings.addItem("No findings")
         self.headline.setText(self._headline(state))
