@@ -19,7 +19,7 @@ from PySide6.QtWidgets import (
 )
 
 from wizard.core.findings import Severity
-from wizard.core.rules.names import ESTIMATORS, GROUP_ESTIMATORS, KL_TYPES, LOSS_MODES, REWARD_MANAGERS
+from wizard.core.rules.names import ESTIMATORS, KL_TYPES, LOSS_MODES, REWARD_MANAGERS
 from wizard.gui.document import PlanDocument
 from wizard.gui.fields import FieldForm
 from wizard.gui.page import Page, note, scrolled
@@ -334,7 +334,7 @@ class AlgorithmPage(FormPage):
         a = self.doc.plan.algorithm
         est = a.adv_estimator or "gae"
         text = ESTIMATOR_HELP.get(est, "An estimator verl 0.9.1 does not ship: check the name.")
-        if est in GROUP_ESTIMATORS and (self.doc.plan.rollout.n or 1) < 2:
+        if any(f.rule == "advice.group_size" for f in self.doc.findings):  # the core's rule says when
             text += " <b>Set n to 2 or more.</b>"
         self.explain.setText(f"<b>{est}</b>: {text}")
         value = "loss" if a.use_kl_loss else "reward" if a.use_kl_in_reward else "none"
