@@ -9,16 +9,6 @@ pytest.importorskip("PySide6")
 from PySide6.QtCore import Qt  # noqa: E402
 from PySide6.QtWidgets import QLineEdit  # noqa: E402
 
-from wizard.gui.app import WizardWindow  # noqa: E402
-
-
-@pytest.fixture
-def window(qtbot):
-    w = WizardWindow(restore=False)
-    w.ask_save = lambda: "discard"
-    qtbot.addWidget(w)
-    w.show()
-    return w
 
 
 def test_doctor_runs_in_the_background_and_reports_into_the_findings(window, qtbot):

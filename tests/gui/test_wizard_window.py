@@ -13,15 +13,6 @@ from tests.conftest import SCRIPTS  # noqa: E402
 from wizard.gui.app import WizardWindow  # noqa: E402
 
 
-@pytest.fixture
-def window(qtbot):
-    w = WizardWindow(restore=False)
-    w.ask_save = lambda: "discard"
-    qtbot.addWidget(w)
-    w.show()
-    return w
-
-
 def select_preset(window, name):
     presets = window.start_page.presets
     for i in range(presets.count()):
