@@ -5,26 +5,13 @@ Prints figures; asserts nothing. Run: make bench (or .venv/bin/python bench/benc
 
 from __future__ import annotations
 
-import statistics
 import subprocess
 import sys
 import tempfile
 import time
 from pathlib import Path
 
-
-def timed(fn, n):
-    samples = []
-    for _ in range(n):
-        t0 = time.perf_counter()
-        fn()
-        samples.append(time.perf_counter() - t0)
-    return samples
-
-
-def fmt(samples):
-    ms = [s * 1000 for s in samples]
-    return f"median {statistics.median(ms):7.1f} ms  min {min(ms):7.1f} ms  max {max(ms):7.1f} ms  (n={len(ms)})"
+from timing import fmt, timed
 
 
 def main() -> None:

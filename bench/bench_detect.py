@@ -11,27 +11,14 @@ from __future__ import annotations
 import argparse
 import json
 import shutil
-import statistics
 import subprocess
 import sys
-import time
 from pathlib import Path
+
+from timing import fmt, timed_result
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-
-def fmt(samples: list[float]) -> str:
-    ms = [s * 1000 for s in samples]
-    return f"median {statistics.median(ms):8.1f} ms  min {min(ms):8.1f} ms  max {max(ms):8.1f} ms  (n={len(ms)})"
-
-
-def timed(fn, n: int) -> tuple[list[float], object]:
-    samples, result = [], None
-    for _ in range(n):
-        t0 = time.perf_counter()
-        result = fn()
-        samples.append(time.perf_counter() - t0)
-    return samples, result
 
 
 def main() -> None:
@@ -46,7 +33,7 @@ def main() -> None:
 
     from wizard.adapters.nvml import gather_nvml
 
-    samples, raw = timed(gather_nvml, args.n)
+    samples, raw = timed_result(gather_nvml, args.n)
     if raw.get("error"):
         print(f"NVML discovery                 {fmt(samples)}  -> no GPU: {raw['error']['kind']}")
     else:
@@ -57,7 +44,7 @@ def main() -> None:
     smi = shutil.which("nvidia-smi")
     if smi:
         for cmd, name in ((["topo", "-m"], "topo-m.txt"), (["-q", "-x"], "nvidia-smi-q.xml")):
-            s, proc = timed(lambda c=cmd: subprocess.run([smi, *c], capture_output=True, text=True), args.n)
+            s, proc = timed_result(lambda c=cmd: subprocess.run([smi, *c], capture_output=True, text=True), args.n)
             print(f"nvidia-smi {' '.join(cmd):20} {fmt(s)}")
             if save:
                 (save / name).write_text(proc.stdout)
@@ -66,9 +53,12 @@ def main() -> None:
 
     from wizard.adapters.doctor import run_doctor
 
-    s, report = timed(lambda: run_doctor(args.python, check_ray=True), max(1, args.n // 2))
-    torch_s = (report.facts.get("torch") or {}).get("import_s")
-    print(f"doctor {args.python}  {fmt(s)}  (torch import inside: {torch_s} s; goal <= 2 s with torch)")
+    for deep in (False, True):
+        s, report = timed_result(lambda d=deep: run_doctor(args.python, check_ray=True, deep=d), max(1, args.n // 2))
+        torch = report.facts.get("torch") or {}
+        how = (f"torch imported in {torch.get('import_s')} s" if torch.get("imported")
+               else "torch read from its files, not imported" if torch.get("static") else torch.get("skipped", "no torch"))
+        print(f"doctor{' --deep' if deep else '       '} {args.python}  {fmt(s)}  ({how}; goal <= 2 s with torch)")
     if save:
         (save / "doctor-facts.json").write_text(json.dumps(report.facts, indent=1))
 

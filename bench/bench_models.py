@@ -9,12 +9,13 @@ Prints figures; asserts nothing. Run: .venv/bin/python bench/bench_models.py
 from __future__ import annotations
 
 import json
-import statistics
 import subprocess
 import sys
 import tempfile
 import time
 from pathlib import Path
+
+from timing import fmt, timed
 
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
@@ -24,20 +25,6 @@ BASE = ["algorithm.adv_estimator=grpo", f"{R}.name=vllm", f"{R}.n=4", "data.trai
         "actor_rollout_ref.actor.ppo_mini_batch_size=8", "actor_rollout_ref.actor.ppo_micro_batch_size_per_gpu=1",
         f"{R}.log_prob_micro_batch_size_per_gpu=1", "trainer.n_gpus_per_node=8", "trainer.resume_mode=disable",
         "trainer.logger=[console]", f"{R}.tensor_model_parallel_size=4"]
-
-
-def timed(fn, n):
-    samples = []
-    for _ in range(n):
-        t0 = time.perf_counter()
-        fn()
-        samples.append(time.perf_counter() - t0)
-    return samples
-
-
-def fmt(samples):
-    ms = [s * 1000 for s in samples]
-    return f"median {statistics.median(ms):8.2f} ms  min {min(ms):8.2f} ms  max {max(ms):8.2f} ms  (n={len(ms)})"
 
 
 def cli(args):
@@ -58,9 +45,9 @@ def main() -> None:
         t0 = time.perf_counter()
         load_catalogue()
         print(f"catalogue load (first time, YAML)            {1000 * (time.perf_counter() - t0):8.2f} ms")
-        print(f"facts of the local folder                    {fmt(timed(lambda: load_model_facts(str(folder)), 50))}")
+        print(f"facts of the local folder                    {fmt(timed(lambda: load_model_facts(str(folder)), 50), 2)}")
         print(f"facts of a catalogue id                      "
-              f"{fmt(timed(lambda: load_model_facts('Qwen/Qwen2.5-7B-Instruct'), 200))}")
+              f"{fmt(timed(lambda: load_model_facts('Qwen/Qwen2.5-7B-Instruct'), 200), 2)}")
 
         from wizard.cli.check import check_one
 
@@ -68,24 +55,24 @@ def main() -> None:
             return lambda: check_one(None, [*BASE, f"actor_rollout_ref.model.path={path}"], None, False, None)
 
         in_process(folder)()  # warm the schema, moves and Hydra once
-        print(f"check in-process, local model                {fmt(timed(in_process(folder), 30))}")
-        print(f"check in-process, catalogue id               {fmt(timed(in_process('Qwen/Qwen2.5-7B-Instruct'), 30))}")
-        print(f"check in-process, no model facts             {fmt(timed(in_process('hdfs://cluster/models/m'), 30))}")
+        print(f"check in-process, local model                {fmt(timed(in_process(folder), 30), 2)}")
+        print(f"check in-process, catalogue id               {fmt(timed(in_process('Qwen/Qwen2.5-7B-Instruct'), 30), 2)}")
+        print(f"check in-process, no model facts             {fmt(timed(in_process('hdfs://cluster/models/m'), 30), 2)}")
 
         local = ["check", "--", *BASE, f"actor_rollout_ref.model.path={folder}"]
         none = ["check", "--", *BASE, "actor_rollout_ref.model.path=hdfs://cluster/models/m"]
         hub = ["check", "--", *BASE, "actor_rollout_ref.model.path=Qwen/Qwen2.5-7B-Instruct"]
         assert "models.tp_heads" in cli(local).stdout  # the model rules did run
-        print(f"CLI check, local model (facts + 2nd check)   {fmt(timed(lambda: cli(local), 5))}")
-        print(f"CLI check, catalogue id                      {fmt(timed(lambda: cli(hub), 5))}")
-        print(f"CLI check, no model facts (remote path)      {fmt(timed(lambda: cli(none), 5))}")
+        print(f"CLI check, local model (facts + 2nd check)   {fmt(timed(lambda: cli(local), 5), 2)}")
+        print(f"CLI check, catalogue id                      {fmt(timed(lambda: cli(hub), 5), 2)}")
+        print(f"CLI check, no model facts (remote path)      {fmt(timed(lambda: cli(none), 5), 2)}")
 
         for label, path in (("one local folder", folder), ("no model facts", "hdfs://cluster/models/m")):
             cases = Path(tmp) / "cases.jsonl"
             cases.write_text("\n".join(json.dumps({"id": str(i), "overrides": BASE[:-1] + [
                 f"actor_rollout_ref.model.path={path}", f"{R}.tensor_model_parallel_size={1 + i % 4}"]})
                 for i in range(100)))
-            print(f"CLI check --batch, 100 cases, {label:17s}{fmt(timed(lambda: cli(['check', '--batch', str(cases)]), 3))}")
+            print(f"CLI check --batch, 100 cases, {label:17s}{fmt(timed(lambda: cli(['check', '--batch', str(cases)]), 3), 2)}")
 
 
 if __name__ == "__main__":
