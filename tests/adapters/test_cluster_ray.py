@@ -16,7 +16,7 @@ from pathlib import Path
 
 import pytest
 
-from tests.helpers.netns import UNSHARE, namespaces_work
+from tests.helpers.netns import LOOPBACK_RAY, UNSHARE, namespaces_work
 
 ROOT = Path(__file__).resolve().parents[2]
 VENV_BIN = Path(sys.executable).parent
@@ -87,7 +87,7 @@ def test_generated_scripts_run_a_real_verl_job_on_a_loopback_ray_cluster(tmp_pat
     why = namespaces_work()
     if why:
         pytest.skip(f"{why}; a Ray cluster never starts outside a loopback-only namespace")
-    from tests.cli.test_launch_cli import write_gsm8k_like
+    from tests.helpers.tiny_data import write_gsm8k_like
     from wizard.adapters.cluster_files import write_cluster_files
     from wizard.adapters.generate import preset_plan
     from wizard.core.cluster_launch import render_cluster, target_for
@@ -115,7 +115,7 @@ def test_generated_scripts_run_a_real_verl_job_on_a_loopback_ray_cluster(tmp_pat
     env = dict(os.environ, RAY_USAGE_STATS_ENABLED="0", RAY_AUTH_MODE="disabled",
                PATH=f"{VENV_BIN}{os.pathsep}{os.environ.get('PATH', '')}")
     env.pop("RAY_ADDRESS", None)
-    shell = ("ip link set lo up && mkdir -p /tmp/ray && mount -t tmpfs tmpfs /tmp/ray && "
+    shell = (LOOPBACK_RAY + " && "
              f'exec "{sys.executable}" "$0" "$1" "$2"')
     proc = subprocess.run([*UNSHARE, "bash", "-c", shell, str(driver), str(material), str(out)],
                           capture_output=True, text=True, timeout=400, env=env)

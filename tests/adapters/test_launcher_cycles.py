@@ -39,7 +39,7 @@ DRIVER = textwrap.dedent("""
     sys.path.insert(0, root)
     schedule = json.loads(sys.argv[2])
     from tests.helpers.tiny_model import write_tiny_model
-    from tests.cli.test_launch_cli import write_gsm8k_like
+    from tests.helpers.tiny_data import write_gsm8k_like
     from pathlib import Path
     from wizard.adapters.generate import preset_plan
     from wizard.adapters.launcher import RunProcess, list_processes, prepare_run_dir

@@ -13,7 +13,7 @@ import pytest
 
 from wizard.adapters.ray_cluster import RayAddressError, discover_ray, parse_address
 
-from tests.helpers.netns import UNSHARE, namespaces_work as _namespaces_work
+from tests.helpers.netns import LOOPBACK_RAY, UNSHARE, namespaces_work as _namespaces_work
 
 
 def _closed_loopback_port() -> int:
@@ -89,7 +89,7 @@ def test_a_real_two_raylet_cluster_on_loopback(tmp_path):
     # Ray run writes it), and this throwaway loopback cluster must not depend on what the machine has seen
     env = dict(os.environ, RAY_USAGE_STATS_ENABLED="0", RAY_AUTH_MODE="disabled", PYTHONPATH=os.getcwd())
     env.pop("RAY_ADDRESS", None)
-    shell = f"ip link set lo up && mkdir -p /tmp/ray && mount -t tmpfs tmpfs /tmp/ray && exec {sys.executable} {script}"
+    shell = f"{LOOPBACK_RAY} && exec {sys.executable} {script}"
     proc = subprocess.run([*UNSHARE, "bash", "-c", shell], capture_output=True, text=True, timeout=300, env=env)
     docs = {d["tag"]: d for d in (json.loads(x) for x in proc.stdout.splitlines() if x.startswith("{"))}
     assert proc.returncode == 0 and set(docs) == {"two", "one_dead"}, proc.stderr[-2000:]

@@ -12,7 +12,8 @@ from pathlib import Path
 import pytest
 
 ROOT = Path(__file__).resolve().parents[2]
-from tests.helpers.netns import UNSHARE, namespaces_work as _namespaces_work
+from tests.helpers.tiny_data import write_gsm8k_like  # noqa: E402
+from tests.helpers.netns import LOOPBACK_RAY, UNSHARE, namespaces_work as _namespaces_work
 
 
 def cli(argv, capsys):
@@ -135,17 +136,6 @@ DRIVER = textwrap.dedent("""
 """)
 
 
-def write_gsm8k_like(path: Path, rows: int) -> Path:
-    import pyarrow as pa
-    import pyarrow.parquet as pq
-
-    data = [{"data_source": "openai/gsm8k", "prompt": [{"role": "user", "content": f"how many is {i} and {i}"}],
-             "ability": "math", "reward_model": {"style": "rule", "ground_truth": str(2 * i)},
-             "extra_info": {"split": "train", "index": i}} for i in range(rows)]
-    pq.write_table(pa.Table.from_pylist(data), path)
-    return path
-
-
 @pytest.mark.verl
 def test_a_real_verl_run_fails_for_want_of_a_gpu_and_triage_says_so(tmp_path, tiny_model):
     pytest.importorskip("verl")
@@ -162,7 +152,7 @@ def test_a_real_verl_run_fails_for_want_of_a_gpu_and_triage_says_so(tmp_path, ti
             "--set", f"data.val_files={val}", "--set", "ray_kwargs.ray_init.num_cpus=10"]
     env = dict(os.environ, RAY_USAGE_STATS_ENABLED="0", RAY_NODE_IP_ADDRESS="127.0.0.1")
     env.pop("RAY_ADDRESS", None)
-    shell = ("ip link set lo up && mkdir -p /tmp/ray && mount -t tmpfs tmpfs /tmp/ray && "
+    shell = (LOOPBACK_RAY + " && "
              f"cd {tmp_path} && exec {sys.executable} {driver} " + " ".join(f"'{a}'" for a in args))
     proc = subprocess.run([*UNSHARE, "bash", "-c", shell], capture_output=True, text=True, timeout=540, env=env)
     *lines, last = proc.stdout.rstrip("\n").splitlines()

@@ -20,7 +20,8 @@ pytest.importorskip("pyqtgraph")
 
 from PySide6.QtWidgets import QMainWindow, QMessageBox  # noqa: E402
 
-from tests.helpers.netns import UNSHARE, namespaces_work  # noqa: E402
+from tests.helpers.tiny_data import write_gsm8k_like  # noqa: E402
+from tests.helpers.netns import LOOPBACK_RAY, UNSHARE, namespaces_work  # noqa: E402
 from wizard.adapters.gpu_sampler import GpuSampler, parse_sample  # noqa: E402
 from wizard.adapters.launcher import list_processes  # noqa: E402
 from wizard.core.plan_io import apply_overrides  # noqa: E402
@@ -236,21 +237,10 @@ def test_closing_the_window_during_a_run_asks_then_stops_everything(qtbot, doc, 
 
 # --- the real thing: verl 0.9.1 on this GPU-less machine, Ray on loopback only ------------------------------
 
-def write_gsm8k_like(path: Path, rows: int) -> Path:
-    import pyarrow as pa
-    import pyarrow.parquet as pq
-
-    data = [{"data_source": "openai/gsm8k", "prompt": [{"role": "user", "content": f"how many is {i} and {i}"}],
-             "ability": "math", "reward_model": {"style": "rule", "ground_truth": str(2 * i)},
-             "extra_info": {"split": "train", "index": i}} for i in range(rows)]
-    pq.write_table(pa.Table.from_pylist(data), path)
-    return path
-
-
 def isolated_python(tmp_path: Path, token: str) -> Path:
     """The real interpreter inside a loopback-only network namespace with its own /tmp/ray. Bash stays the
     namespace's first process, so Stop's SIGTERM reaches Python (a namespace's init ignores it)."""
-    inner = ("ip link set lo up && mkdir -p /tmp/ray && mount -t tmpfs tmpfs /tmp/ray && "
+    inner = (LOOPBACK_RAY + " && "
              '"$0" "$@"; exit $?')
     path = tmp_path / "python-isolated"
     path.write_text("#!/bin/bash\n"

@@ -21,3 +21,7 @@ def namespaces_work() -> str | None:
     except (OSError, subprocess.TimeoutExpired) as exc:
         return f"unshare failed: {exc}"
     return None if proc.returncode == 0 else f"cannot make a loopback-only namespace here: {proc.stderr.strip()}"
+
+
+# The first commands inside the namespace: loopback up, and a /tmp/ray of its own (Ray's sockets and session logs).
+LOOPBACK_RAY = "ip link set lo up && mkdir -p /tmp/ray && mount -t tmpfs tmpfs /tmp/ray"
