@@ -14,7 +14,6 @@ from wizard.adapters.session_store import save_session
 from wizard.core.cluster import Cluster
 from wizard.adapters.checking import full_check
 from wizard.core.check import CheckResult
-from wizard.core.emit import emit_overrides
 from wizard.core.findings import Finding
 from wizard.core.gpus import GpuSpec
 from wizard.core.plan import Plan
@@ -49,6 +48,7 @@ class PlanDocument(QObject):
         self.source_findings: list[Finding] = []
         self.result: CheckResult | None = None
         self.files: dict[str, str] = {}
+        self.overrides: list[str] = []  # the plan's verl overrides, as run.sh and config.yaml hold them
         self.notes: list[str] = []
         self.undo_stack = QUndoStack(self)
         self.autosave = autosave
@@ -128,10 +128,9 @@ class PlanDocument(QObject):
         save_session({"plan": self.plan.model_dump(mode="json"), "gpus": str(self.gpus) if self.gpus else None})
 
     def _recheck(self) -> None:
-        overrides = emit_overrides(self.plan).overrides
-        self.result = full_check(overrides, config_name=self.plan.config_name, gpus=self.gpus,
+        self.files, self.overrides, self.notes = render_files(self.plan)  # the overrides run.sh holds
+        self.result = full_check(self.overrides, config_name=self.plan.config_name, gpus=self.gpus,
                                  cluster=self.effective_cluster(), model_cache=self._model_cache, local_files=True)
-        self.files, _, self.notes = render_files(self.plan)
         self.changed.emit()
 
     @property

@@ -26,7 +26,6 @@ from wizard.adapters.files import WriteError
 from wizard.adapters.generate import CONFIG_YAML, RUN_SH, write_plan_files
 from wizard.adapters.resources import load_key_docs, load_preset_doc, load_schema, preset_names
 from wizard.adapters.sources import load_source
-from wizard.core.emit import emit_overrides
 from wizard.core.gpus import parse_gpu_spec
 from wizard.core.key_help import changes_from_defaults, key_help
 from wizard.gui.document import PlanDocument
@@ -194,7 +193,7 @@ class ReviewPage(Page):
     def _fill_changes(self) -> None:
         schema, docs = load_schema(), load_key_docs()
         engine = self.doc.result.engine if self.doc.result else None
-        rows = changes_from_defaults(schema, emit_overrides(self.doc.plan).overrides, engine)
+        rows = changes_from_defaults(schema, self.doc.overrides, engine)
         self.changes.setRowCount(len(rows))
         for r, (key, value, default) in enumerate(rows):
             for c, text in enumerate((key, value, default)):
@@ -251,7 +250,6 @@ class WritePage(Page):
         self.cluster = ClusterBox(doc, self.folder)
         layout.addWidget(self.cluster)
         layout.addStretch(1)
-        self.written = False
 
     def _browse(self) -> None:
         path = QFileDialog.getExistingDirectory(self, "Write the files into", self.folder.text())
@@ -272,7 +270,6 @@ class WritePage(Page):
         lines += [f"Note: {n}" for n in written.notes]
         lines.append(f"Start it with: bash {Path(folder) / RUN_SH}")
         self.status.setText("<br>".join(lines))
-        self.written = True
         self.doc.undo_stack.setClean()
         self.complete_changed.emit()
         return True
