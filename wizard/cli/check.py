@@ -70,9 +70,8 @@ def _ray_cluster(address: str, python: str | None):
     return spec, list(discovery.findings)
 
 
-def check_one(source: str | None, overrides: list[str], gpus, use_verl: bool, python: str | None, case_id=None,
-              model_cache: dict | None = None, cluster=None, local_files: bool = False, deep_data: bool = False):
-    from wizard.adapters.checking import full_check
+def _read(source: str | None, overrides: list[str]):
+    """The config to check: a file, with ``overrides`` added to the end of its command line, or the overrides."""
     from wizard.adapters.sources import from_overrides, load_source
     from wizard.cli import UsageError
 
@@ -81,7 +80,15 @@ def check_one(source: str | None, overrides: list[str], gpus, use_verl: bool, py
     except ValueError as exc:
         raise UsageError(str(exc)) from None
     if source and overrides:
-        src.overrides = list(src.overrides) + list(overrides)  # as if added to the end of its command line
+        src.overrides = list(src.overrides) + list(overrides)
+    return src
+
+
+def check_one(source: str | None, overrides: list[str], gpus, use_verl: bool, python: str | None, case_id=None,
+              model_cache: dict | None = None, cluster=None, local_files: bool = False, deep_data: bool = False):
+    from wizard.adapters.checking import full_check
+
+    src = _read(source, overrides)
     result = full_check(src.overrides, config_name=src.config_name, gpus=gpus, case_id=case_id,
                         model_cache=model_cache, cluster=cluster, local_files=local_files, deep_data=deep_data)
     result.findings = sort_findings(result.findings + src.findings)
@@ -92,17 +99,11 @@ def check_one(source: str | None, overrides: list[str], gpus, use_verl: bool, py
 
 def _fix(args, overrides: list[str], gpus) -> int:
     from wizard.adapters.resources import load_moves, load_schema
-    from wizard.adapters.sources import from_overrides, load_source
-    from wizard.cli import EXIT_ERRORS, EXIT_OK, UsageError
+    from wizard.cli import EXIT_ERRORS, EXIT_OK
     from wizard.core.autofix import autofix_overrides
     from wizard.core.plan_io import plan_overrides
 
-    try:
-        src = load_source(args.source) if args.source else from_overrides(overrides)
-    except ValueError as exc:
-        raise UsageError(str(exc)) from None
-    if args.source and overrides:
-        src.overrides = list(src.overrides) + list(overrides)
+    src = _read(args.source, overrides)
     fixed = autofix_overrides(load_schema(), src.overrides, config_name=src.config_name, moves=load_moves(), gpus=gpus)
     corrected = plan_overrides(fixed.plan)
     if args.format == "json":
