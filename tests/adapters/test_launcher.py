@@ -3,6 +3,7 @@ whole process tree, secrets kept out of the log. No timing is asserted."""
 
 import os
 import sys
+import time
 import textwrap
 import uuid
 
@@ -171,3 +172,35 @@ def test_a_missing_program_is_one_line(tmp_path):
     run = RunProcess([str(tmp_path / "nope")], env_add={}, cwd=tmp_path, run_dir=tmp_path / "run")
     with pytest.raises(LaunchError, match="cannot run"):
         run.start()
+
+
+def test_stop_ends_a_daemon_whose_parent_exited_before_any_scan_saw_it(tmp_path):
+    # what Ray does while it starts: a short-lived helper forks a daemon into its own session and exits, so the
+    # daemon is neither in the run's session nor a descendant of it any more, nor holds the run's pipes
+    pidfile = tmp_path / "daemon.pid"
+    run = RunProcess(script(tmp_path, f"""
+        import os, sys, time
+        if os.fork() == 0:
+            if os.fork() == 0:
+                os.setsid()
+                null = os.open(os.devnull, os.O_RDWR)
+                for fd in (0, 1, 2):  # a daemon lets go of the run's pipes (Ray's write to their own logs)
+                    os.dup2(null, fd)
+                open({str(pidfile)!r}, "w").write(str(os.getpid()))
+                time.sleep(120)
+            os._exit(0)
+        time.sleep(120)
+    """), env_add={}, cwd=tmp_path, run_dir=tmp_path / "run")
+    run.start()
+    try:
+        for _ in range(400):
+            if pidfile.exists() and pidfile.read_text():
+                break
+            time.sleep(0.05)
+        daemon = int(pidfile.read_text())
+        assert alive(daemon)
+        report = run.stop(grace=5)
+        assert not alive(daemon), "Stop left the run's daemon running"
+        assert report.left == []
+    finally:
+        run.close()

@@ -22,10 +22,12 @@ import selectors
 import signal
 import subprocess
 import time
+import uuid
 from dataclasses import dataclass, field
 from pathlib import Path
 
 from wizard.adapters.files import backup_path, write_atomic
+from wizard.adapters.procs import RUN_MARK, Proc, _has_mark, alive, list_processes  # noqa: F401 - re-exported
 from wizard.core.smoke import redact
 
 LOG = "run.log"
@@ -35,59 +37,6 @@ METRICS = "metrics.jsonl"
 
 class LaunchError(RuntimeError):
     """The run could not be started; the message is one line."""
-
-
-@dataclass(frozen=True)
-class Proc:
-    pid: int
-    ppid: int
-    pgrp: int
-    session: int
-    start: int  # start time in clock ticks since boot: tells a reused pid apart
-    state: str
-
-
-def _read_stat(pid: int) -> Proc | None:
-    try:
-        with open(f"/proc/{pid}/stat", "rb") as fh:
-            raw = fh.read().decode("ascii", "replace")
-    except OSError:
-        return None
-    rest = raw[raw.rfind(")") + 2:].split()  # the command name may hold spaces and parentheses
-    try:
-        return Proc(pid=pid, ppid=int(rest[1]), pgrp=int(rest[2]), session=int(rest[3]), start=int(rest[19]),
-                    state=rest[0])
-    except (IndexError, ValueError):
-        return None
-
-
-def list_processes() -> dict[int, Proc]:
-    """Every process this machine shows in /proc (empty where there is no /proc)."""
-    out = {}
-    try:
-        names = os.listdir("/proc")
-    except OSError:
-        return out
-    for name in names:
-        if name.isdigit():
-            p = _read_stat(int(name))
-            if p is not None:
-                out[p.pid] = p
-    return out
-
-
-def alive(pid: int, start: int | None = None) -> bool:
-    """The process exists, is not a zombie, and (when ``start`` is given) is the same process."""
-    p = _read_stat(pid)
-    if p is None:
-        try:
-            os.kill(pid, 0)
-        except ProcessLookupError:
-            return False
-        except PermissionError:
-            return True
-        return not os.path.isdir("/proc")  # no /proc: trust kill(0)
-    return p.state != "Z" and (start is None or p.start == start)
 
 
 def prepare_run_dir(out: str | Path) -> Path:
@@ -140,12 +89,15 @@ class RunProcess:
         self._tracked: dict[int, int] = {}  # pid -> start time, every process seen belonging to the run
         self._last_scan = 0.0
         self._exited_at: float | None = None
+        self._mark = uuid.uuid4().hex
+        self._root_start: int | None = None
 
     # -- lifecycle -------------------------------------------------------------------------------------------
 
     def start(self) -> None:
         env = {k: v for k, v in os.environ.items() if k not in self.env_remove}
         env.update(self.env_add)
+        env[RUN_MARK] = self._mark  # inherited by every process of the run, daemons that left it included
         self.run_dir.mkdir(parents=True, exist_ok=True)
         self._log = open(self.run_dir / LOG, "a", encoding="utf-8", errors="replace")
         try:
@@ -264,10 +216,17 @@ class RunProcess:
             return
         procs = list_processes()
         root = self.proc.pid
+        if self._root_start is None and root in procs:
+            self._root_start = procs[root].start
         children: dict[int, list[int]] = {}
         for p in procs.values():
             children.setdefault(p.ppid, []).append(p.pid)
         stack = [root] + [p.pid for p in procs.values() if p.session == root]
+        # a process whose parent exited before any scan saw it (a daemon that made its own session) is no
+        # descendant any more; the run's mark in its environment still names it
+        since = self._root_start
+        stack += [p.pid for p in procs.values() if since is not None and p.start >= since
+                  and p.pid not in self._tracked and _has_mark(p.pid, self._mark)]
         seen: set[int] = set()
         while stack:
             pid = stack.pop()
@@ -284,9 +243,9 @@ class RunProcess:
         self._scan(force=True)
         return sorted(pid for pid, start in self._tracked.items() if alive(pid, start))
 
-    def _signal(self, sig: int, pids: list[int]) -> list[int]:
+    def _signal(self, sig: int, pids: list[int], group: bool = True) -> list[int]:
         hit = []
-        if self.proc is not None:
+        if group and self.proc is not None:
             try:
                 os.killpg(self.proc.pid, sig)  # the group is the session leader's pid
             except (ProcessLookupError, PermissionError):
@@ -338,14 +297,26 @@ class RunProcess:
                     continue
 
     def _end_leftovers(self, grace: float) -> StopReport:
-        self._scan(force=True)
-        self._pipe_holders()
-        pids = [pid for pid, start in self._tracked.items() if alive(pid, start)]
-        signalled = self._signal(signal.SIGTERM, pids)
-        left = self._wait_gone(time.monotonic() + grace)
-        killed = self._signal(signal.SIGKILL, left) if left else []
-        left = self._wait_gone(time.monotonic() + 5.0)
+        signalled = self._signal_until_gone(signal.SIGTERM, grace)
+        left = self._wait_gone(time.monotonic())
+        killed = self._signal_until_gone(signal.SIGKILL, 5.0) if left else []
+        left = self._wait_gone(time.monotonic())
         return StopReport(signalled=signalled, killed=killed, left=left)
+
+    def _signal_until_gone(self, sig: int, seconds: float) -> list[int]:
+        """Send ``sig`` to every process of the run, and to any the run starts meanwhile (Ray spawns daemons
+        while it starts), until none is left or ``seconds`` have passed; the pids signalled."""
+        hit: list[int] = []
+        first = True  # the whole process group once; later rounds only what appeared since
+        deadline = time.monotonic() + seconds
+        while True:
+            self._scan(force=True)
+            self._pipe_holders()
+            pids = [pid for pid, start in self._tracked.items() if alive(pid, start) and pid not in hit]
+            hit += self._signal(sig, pids, group=first)
+            first = False
+            if not self._wait_gone(min(deadline, time.monotonic() + 0.25)) or time.monotonic() >= deadline:
+                return hit
 
     def stop(self, grace: float = 10.0) -> StopReport:
         """End the run: SIGTERM to its process group and every process it started, SIGKILL to whatever is
