@@ -4,12 +4,10 @@ from __future__ import annotations
 
 from functools import lru_cache
 
-import yaml
-
-from wizard.adapters.resources import resource_text
+from wizard.adapters.resources import resource_text, yaml_resource
 from wizard.core.cluster import GpuCatalogue
 
 
 @lru_cache(maxsize=1)
 def load_gpu_catalogue() -> GpuCatalogue:
-    return GpuCatalogue.model_validate(yaml.safe_load(resource_text("gpu-catalogue.yaml")))
+    return GpuCatalogue.model_validate(yaml_resource(resource_text("gpu-catalogue.yaml")))

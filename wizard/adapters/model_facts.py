@@ -18,10 +18,9 @@ from dataclasses import dataclass, field
 from functools import lru_cache
 from pathlib import Path
 
-import yaml
 
 from wizard.adapters.model_files import FolderFiles, read_folder
-from wizard.adapters.resources import resource_text
+from wizard.adapters.resources import resource_text, yaml_resource
 from wizard.core.findings import Finding, Severity, Stage
 from wizard.core.models import PLACEHOLDER_PATH, ModelConfigError, ModelFacts, facts_from_hf_config, model_paths
 
@@ -65,8 +64,7 @@ class Catalogue:
 
 @lru_cache(maxsize=1)
 def load_catalogue() -> Catalogue:
-    # libyaml's loader when PyYAML has it: ~10 ms instead of ~100 ms, paid by every check that names a model
-    doc = yaml.load(resource_text("model-catalogue.yaml"), Loader=getattr(yaml, "CSafeLoader", yaml.SafeLoader))
+    doc = yaml_resource(resource_text("model-catalogue.yaml"))  # paid by every check that names a model
     models = {name.lower(): (name, row) for name, row in doc["models"].items()}
     return Catalogue(models=models, native_model_types=frozenset(doc.get("transformers_model_types", [])))
 

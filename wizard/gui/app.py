@@ -3,20 +3,22 @@
 A wizard-like main window rather than a QWizard: the steps are listed on the left (any step
 can be visited, each marked by what the findings say about its fields), the findings panel
 is always visible at the bottom, and Back/Next walk the steps in order.
+
+``verl-wizard`` opens progressively (``WizardWindow(progressive=True)``, see ``loading.py``): the
+Start step is usable at once while the checker loads on a worker thread; tests and ``--screenshots``
+build everything before the constructor returns.
 """
 
 from __future__ import annotations
 
-import os
-import sys
 from pathlib import Path
+from typing import TYPE_CHECKING
 
-from PySide6.QtCore import Qt
+from PySide6.QtCore import Qt, QTimer, Signal
 from PySide6.QtGui import QAction, QActionGroup, QKeySequence
 from PySide6.QtWidgets import (
     QApplication,
     QDockWidget,
-    QFileDialog,
     QHBoxLayout,
     QLabel,
     QListWidget,
@@ -30,40 +32,93 @@ from PySide6.QtWidgets import (
 )
 
 from wizard import __version__
-from wizard.adapters.files import WriteError
 from wizard.adapters.session_store import (
-    add_recent,
     clear_session,
     load_prefs,
     load_session,
-    recent_files,
-    save_plan_file,
     save_prefs,
 )
-from wizard.core.findings import Severity
-from wizard.core.gpus import parse_gpu_spec
-from wizard.core.plan import load_plan
-from wizard.gui.canvas_pages import DataflowPage, PlacementPage, RunPage
-from wizard.gui.document import PlanDocument
-from wizard.gui.env_pages import EnvironmentPage, HardwarePage
-from wizard.gui.findings_view import FindingsView
-from wizard.gui.form_pages import AlgorithmPage, DataPage, ModelPage, RolloutPage
+from wizard.gui import steps
+from wizard.gui.loading import Placeholder, Preloader
 from wizard.gui.page import Page
-from wizard.gui.pages import ReviewPage, StartPage, WritePage
+from wizard.gui.plan_files import PlanFiles
+from wizard.gui.start_page import StartPage
 from wizard.gui.theme import THEMES, apply_theme
 
+if TYPE_CHECKING:
+    from wizard.gui.document import PlanDocument
+
 TITLE = f"verl-wizard {__version__} — plan a verl 0.9.1 run"
-MARK = {Severity.ERROR: "✖", Severity.WARNING: "⚠"}
+MARK = {"error": "✖", "warning": "⚠"}
 
 
-class WizardWindow(QMainWindow):
-    def __init__(self, restore: bool | None = None) -> None:
-        """``restore``: take back an unsaved session (None: ask, when one is there)."""
+class WizardWindow(PlanFiles, QMainWindow):
+    loaded = Signal()  # the plan document and every page exist (at once unless progressive)
+
+    def __init__(self, restore: bool | None = None, progressive: bool = False) -> None:
+        """``restore``: take back an unsaved session (None: ask, when one is there).
+
+        ``progressive``: show the Start step at once and load the rest (the checker, the other steps)
+        on a worker thread; a choice made meanwhile is kept. Otherwise everything is ready on return."""
         super().__init__()
-        previous = load_session()
         self.setWindowTitle(TITLE)
+        self.doc: PlanDocument | None = None
+        self.start_page = StartPage()
+        self.pages: list[Page] = [self.start_page] + [Placeholder(step) for step in steps.STEPS[1:]]
+        self.review_page = self.write_page = None
+        self._build()
+        self._menus()
+        self.start_page.opened.connect(self._opened)
+        self.start_page.needs_document.connect(self.finish_loading)
+        self.go_to(0)
+        self.resize(1180, 820)
+        self._previous = load_session()
+        self._restore: bool | None = restore if self._previous else False
+        self._loader: Preloader | None = None
+        self._closed = False
+        if not progressive:
+            self.finish_loading()
+            return
+        QTimer.singleShot(0, self._start_loading)  # once the window had its first turn of the event loop
+        if self._restore is None:
+            QTimer.singleShot(0, self._ask_restore)  # over the shown window, while the loader works
+
+    @property
+    def is_loaded(self) -> bool:
+        return self.doc is not None
+
+    def _start_loading(self) -> None:
+        if self.doc is None and not self._closed:
+            self._loader = Preloader(self.start_page.presets.currentItem().data(Qt.UserRole), self)
+            self._loader.done.connect(self._preload_done)
+
+    def _preload_done(self) -> None:
+        if self._restore is not None and not self._closed:
+            self.finish_loading()
+
+    def _ask_restore(self) -> None:
+        if self._closed or self._restore is not None:  # closed, or already asked by finish_loading
+            return
+        self._restore = self._want_restore(self._previous, None)
+        if self._loader is not None and self._loader.finished:
+            self.finish_loading()
+
+    def finish_loading(self) -> None:
+        """Build the plan document and every step (waiting for the loader, if one runs). Idempotent."""
+        if self.doc is not None:
+            return
+        if self._loader is not None and not self._loader.finished:
+            self._loader.wait()
+        if self._restore is None:
+            self._restore = self._want_restore(self._previous, None)
+        from wizard.gui.canvas_pages import DataflowPage, PlacementPage, RunPage
+        from wizard.gui.document import PlanDocument
+        from wizard.gui.env_pages import EnvironmentPage, HardwarePage
+        from wizard.gui.findings_view import FindingsView
+        from wizard.gui.form_pages import AlgorithmPage, DataPage, ModelPage, RolloutPage
+        from wizard.gui.pages import ReviewPage, WritePage
+
         self.doc = PlanDocument(self)
-        self.start_page = StartPage(self.doc)
         self.environment_page = EnvironmentPage(self.doc)
         self.hardware_page = HardwarePage(self.doc)
         self.model_page = ModelPage(self.doc)
@@ -75,27 +130,44 @@ class WizardWindow(QMainWindow):
         self.run_page = RunPage(self.doc)
         self.review_page = ReviewPage(self.doc)
         self.write_page = WritePage(self.doc)
-        self.pages: list[Page] = [
+        pages = [
             self.start_page, self.environment_page, self.hardware_page, self.model_page, self.data_page,
             self.algorithm_page, self.rollout_page, self.dataflow_page, self.placement_page, self.review_page,
             self.write_page, self.run_page,
         ]
+        assert [p.step for p in pages] == [s[0] for s in steps.STEPS]
+        current = self.steps.currentRow()
+        for i, page in enumerate(pages[1:], start=1):
+            placeholder = self.stack.widget(i)
+            self.stack.removeWidget(placeholder)
+            self.stack.insertWidget(i, page)
+            placeholder.deleteLater()
+        self.pages = pages
+        self.findings = FindingsView()
+        self.findings.fix_requested.connect(self.doc.apply_fix)
+        self.findings.go_requested.connect(self.go_to_keys)
+        self.findings_dock.widget().deleteLater()
+        self.findings_dock.setWidget(self.findings)
+        undo = self.doc.undo_stack.createUndoAction(self, "&Undo")
+        undo.setShortcuts([QKeySequence.Undo])
+        redo = self.doc.undo_stack.createRedoAction(self, "&Redo")
+        redo.setShortcuts([QKeySequence.Redo, QKeySequence("Ctrl+Shift+Z")])
+        self.edit_menu.addAction(undo)
+        self.edit_menu.addAction(redo)
         self.data_page.target_python = lambda: self.environment_page.python.text().strip()
         self.environment_page.python_checked.connect(self.run_page.set_target_python)
-        self._build()
-        self._menus()
         self.doc.changed.connect(self._refresh)
         self.doc.undo_stack.cleanChanged.connect(self._update_title)
         self.doc.undo_stack.indexChanged.connect(self._update_title)
-        self.start_page.opened.connect(self._opened)
         for page in self.pages:
             page.complete_changed.connect(self._update_nav)
+        self.start_page.attach(self.doc)
         self.doc.undo_stack.clear()  # the default preset is where the user starts, not an edit
-        if previous and self._want_restore(previous, restore):
-            self._restore_session(previous)
-        self.go_to(0)
+        if self._restore and self._previous:
+            self._restore_session(self._previous)
+        self._step_chosen(current)  # the step shown while loading now has its page
         self._refresh()
-        self.resize(1180, 820)
+        self.loaded.emit()
 
     # -- layout -------------------------------------------------------------------------------
     def _build(self) -> None:
@@ -139,13 +211,14 @@ class WizardWindow(QMainWindow):
         row.addWidget(centre, 1)
         self.setCentralWidget(body)
 
-        self.findings = FindingsView()
-        self.findings.fix_requested.connect(self.doc.apply_fix)
-        self.findings.go_requested.connect(self.go_to_keys)
+        self.findings = None
         self.findings_dock = QDockWidget("Findings", self)
         self.findings_dock.setObjectName("findingsDock")
         self.findings_dock.setFeatures(QDockWidget.DockWidgetMovable | QDockWidget.DockWidgetFloatable)
-        self.findings_dock.setWidget(self.findings)
+        loading = QLabel("Loading verl 0.9.1's config to check the plan…", objectName="loading")
+        loading.setAlignment(Qt.AlignTop | Qt.AlignLeft)
+        loading.setContentsMargins(6, 6, 6, 6)
+        self.findings_dock.setWidget(loading)
         self.addDockWidget(Qt.BottomDockWidgetArea, self.findings_dock)
         self.resizeDocks([self.findings_dock], [170], Qt.Vertical)
         self.status = self.statusBar()
@@ -158,22 +231,17 @@ class WizardWindow(QMainWindow):
         self.recent_menu = file_menu.addMenu("Open &recent")
         self._action(file_menu, "&Save plan", QKeySequence.Save, self.save)
         self._action(file_menu, "Save plan &as…", QKeySequence.SaveAs, self.save_as)
-        self._action(file_menu, "&Write run.sh and config.yaml…", "Ctrl+Shift+W", lambda: self.go_to(self.write_page))
+        self._action(file_menu, "&Write run.sh and config.yaml…", "Ctrl+Shift+W",
+                     lambda: self.go_to(steps.STEPS.index(steps.WRITE)))
         file_menu.addSeparator()
         self._action(file_menu, "&Quit", QKeySequence.Quit, self.close)
-        edit = bar.addMenu("&Edit")
-        undo = self.doc.undo_stack.createUndoAction(self, "&Undo")
-        undo.setShortcuts([QKeySequence.Undo])
-        redo = self.doc.undo_stack.createRedoAction(self, "&Redo")
-        redo.setShortcuts([QKeySequence.Redo, QKeySequence("Ctrl+Shift+Z")])
-        edit.addAction(undo)
-        edit.addAction(redo)
+        self.edit_menu = bar.addMenu("&Edit")  # Undo and Redo come with the plan document
         go = bar.addMenu("&Go")
-        for i, page in enumerate(self.pages):
-            self._action(go, f"&{i + 1 if i < 9 else chr(ord('A') + i - 9)} {page.step}",
-                         f"Alt+{i + 1}" if i < 9 else None, lambda _=False, p=page: self.go_to(p))
+        for i, (step, _title, _subtitle) in enumerate(steps.STEPS):
+            self._action(go, f"&{i + 1 if i < 9 else chr(ord('A') + i - 9)} {step}",
+                         f"Alt+{i + 1}" if i < 9 else None, lambda _=False, n=i: self.go_to(n))
         go.addSeparator()
-        self._action(go, "Next &finding", "F8", self.findings.select_next)
+        self._action(go, "Next &finding", "F8", lambda: self.findings and self.findings.select_next())
         view = bar.addMenu("&View")
         view.addAction(self.findings_dock.toggleViewAction())
         theme_menu = view.addMenu("&Theme")
@@ -251,12 +319,12 @@ class WizardWindow(QMainWindow):
     def _refresh(self) -> None:
         findings = self.doc.findings
         self.findings.set_findings(findings)
-        worst: dict[int, Severity] = {}
+        worst: dict[int, str] = {}
         for f in findings:
             for i, page in enumerate(self.pages):
                 if any(k.lstrip("+~") in page.keys() for k in f.keys):
-                    if worst.get(i) is not Severity.ERROR:
-                        worst[i] = f.severity if f.severity in MARK else worst.get(i)
+                    if worst.get(i) != "error":
+                        worst[i] = f.severity.value if f.severity.value in MARK else worst.get(i)
         for i, page in enumerate(self.pages):
             mark = MARK.get(worst.get(i))
             item = self.steps.item(i)
@@ -270,89 +338,17 @@ class WizardWindow(QMainWindow):
         name = f" — {Path(self.doc.path).name}" if self.doc.path else ""
         self.setWindowTitle(f"{TITLE}{name}{dirty}")
 
-    def open_dialog(self) -> None:
-        path, _ = QFileDialog.getOpenFileName(self, "Open a plan, a verl launch script or a YAML config",
-                                              str(Path.home()), "Plans and verl configs (*.json *.sh *.yaml *.yml)")
-        if path:
-            self.open_file(path)
-
-    def open_file(self, path: str) -> bool:
-        self.go_to(self.start_page)
-        return self.start_page.import_file(path)
-
-    def _opened(self, path: str) -> None:
-        add_recent(path)
-        self._fill_recent()
-        self._update_title()
-
-    def _fill_recent(self) -> None:
-        self.recent_menu.clear()
-        items = recent_files()
-        for path in items:
-            action = self.recent_menu.addAction(path)
-            action.triggered.connect(lambda _=False, p=path: self.open_file(p))
-        self.recent_menu.setEnabled(bool(items))
-
-    def save(self) -> bool:
-        if not self.doc.path:
-            return self.save_as()
-        return self.save_to(self.doc.path)
-
-    def save_as(self) -> bool:
-        start = self.doc.path or str(Path.cwd() / f"{self.doc.plan.name or 'plan'}.json")
-        path, _ = QFileDialog.getSaveFileName(self, "Save the plan", start, "verl-wizard plan (*.json)")
-        return self.save_to(path) if path else False
-
-    def save_to(self, path: str) -> bool:
-        try:
-            backup = save_plan_file(self.doc.plan.model_dump(mode="json"), path)
-        except WriteError as exc:
-            QMessageBox.warning(self, "Cannot save the plan", str(exc))
-            return False
-        self.doc.path = path
-        self.doc.undo_stack.setClean()
-        add_recent(path)
-        self._fill_recent()
-        self._update_title()
-        self.status.showMessage(f"Saved {path}" + (f" (previous file kept as {backup})" if backup else ""), 8000)
-        return True
-
     def set_theme(self, name: str) -> None:
         applied = apply_theme(QApplication.instance(), name)
         prefs = load_prefs()
         prefs["theme"] = applied
         save_prefs(prefs)
 
-    # -- session ------------------------------------------------------------------------------
-    def _want_restore(self, previous: dict, restore: bool | None) -> bool:
-        if restore is not None:
-            return restore
-        name = (previous.get("plan") or {}).get("name") or "an unnamed plan"
-        answer = QMessageBox.question(
-            self, "Recover your last session?",
-            f"verl-wizard did not close cleanly last time. Recover the plan you were editing ({name})?",
-        )
-        return answer == QMessageBox.Yes
-
-    def _restore_session(self, previous: dict) -> None:
-        try:
-            plan = load_plan(previous["plan"])
-            gpus = parse_gpu_spec(previous["gpus"]) if previous.get("gpus") else None
-        except (KeyError, TypeError, ValueError):
-            return  # an autosave we cannot read is not worth an error dialog
-        if gpus is not None:
-            self.doc.set_gpus(gpus)
-            self.start_page.gpus.setText(str(gpus))
-        self.doc.set_plan(plan, [], "Recovered session")
-
-    def ask_save(self) -> str:
-        """'save', 'discard' or 'cancel' for unsaved edits at close (tests replace this)."""
-        answer = QMessageBox.question(
-            self, "Save the plan?", "The plan has changes that are not saved in a plan file. Save them?",
-            QMessageBox.Save | QMessageBox.Discard | QMessageBox.Cancel, QMessageBox.Save)
-        return {QMessageBox.Save: "save", QMessageBox.Discard: "discard"}.get(answer, "cancel")
-
     def closeEvent(self, event) -> None:  # noqa: N802 - Qt's name
+        if self.doc is None:  # closed while loading: no edit yet, and the recovery offer stands
+            self._closed = True
+            super().closeEvent(event)
+            return
         if not self.doc.undo_stack.isClean():
             choice = self.ask_save()
             if choice == "cancel" or (choice == "save" and not self.save()):
@@ -362,70 +358,14 @@ class WizardWindow(QMainWindow):
         super().closeEvent(event)
 
 
-def save_screenshots(window: WizardWindow, folder: str) -> list[str]:
-    out = Path(folder)
-    out.mkdir(parents=True, exist_ok=True)
-    paths = []
-    window.resize(1440, 960)  # room for the canvases; the window opens at 1180x820 for people
-    window.show()
-    app = QApplication.instance()
-    for i, page in enumerate(window.pages):
-        window.go_to(i)
-        app.processEvents()
-        path = out / f"{i + 1:02d}-{page.step.lower().replace(' & ', '-').replace(' ', '-')}.png"
-        window.grab().save(str(path))
-        paths.append(str(path))
-    return paths
-
-
-def _preset_and_gpus(window: WizardWindow, argv: list[str]) -> None:
-    """``--preset NAME`` and ``--gpus SPEC`` for screenshots of a given plan."""
-    def value(flag: str) -> str | None:
-        if flag not in argv:
-            return None
-        i = argv.index(flag)
-        if i + 1 >= len(argv):
-            raise ValueError(f"{flag} needs a value")
-        return argv[i + 1]
-
-    preset, gpus = value("--preset"), value("--gpus")
-    if preset:
-        from wizard.adapters.resources import preset_names
-
-        if preset not in preset_names():
-            raise ValueError(f"no preset {preset!r}; presets: {', '.join(preset_names())}")
-        for i in range(window.start_page.presets.count()):
-            if window.start_page.presets.item(i).data(Qt.UserRole) == preset:
-                window.start_page.presets.setCurrentRow(i)
-    if gpus:
-        window.doc.set_gpus(parse_gpu_spec(gpus))
-        window.start_page.gpus.setText(gpus)
-
-
 def main(argv: list[str]) -> int:
     if "--screenshots" in argv:
-        idx = argv.index("--screenshots")
-        if idx + 1 >= len(argv):
-            print("verl-wizard: error: --screenshots needs a folder", file=sys.stderr)
-            return 2
-        os.environ.setdefault("QT_QPA_PLATFORM", "offscreen")
-        app = QApplication.instance() or QApplication(["verl-wizard"])
-        if "--dark" in argv:
-            apply_theme(app, "dark")
-        window = WizardWindow(restore=False)
-        try:
-            _preset_and_gpus(window, argv)
-        except ValueError as exc:
-            print(f"verl-wizard: error: {exc}", file=sys.stderr)
-            return 2
-        for path in save_screenshots(window, argv[idx + 1]):
-            print(f"wrote {path}")
-        window.ask_save = lambda: "discard"
-        window.close()
-        return 0
+        from wizard.gui.screenshots import screenshots_main
+
+        return screenshots_main(argv)
     app = QApplication.instance() or QApplication(["verl-wizard"])
     app.setApplicationName("verl-wizard")
     apply_theme(app, load_prefs().get("theme", "system"))
-    window = WizardWindow()
+    window = WizardWindow(progressive=True)
     window.show()
     return app.exec()

@@ -9,6 +9,7 @@ from __future__ import annotations
 from PySide6.QtWidgets import QVBoxLayout, QWidget
 
 from wizard.gui.document import PlanDocument
+from wizard.gui import steps
 from wizard.gui.page import Page
 
 
@@ -39,10 +40,7 @@ class LazyPage(Page):
 
 
 class DataflowPage(LazyPage):
-    step, title = "Dataflow", "What feeds what"
-    subtitle = ("The stages of one training step and the data between them. Link a critic's values into the "
-                "advantage for PPO/GAE; cut the KL link to drop the reference model. Every edit changes the verl "
-                "keys behind it (and Ctrl+Z undoes it).")
+    step, title, subtitle = steps.DATAFLOW
 
     def build(self) -> QWidget:
         from wizard.gui.dataflow import DataflowEditor
@@ -55,10 +53,7 @@ class DataflowPage(LazyPage):
 
 
 class PlacementPage(LazyPage):
-    step, title = "Placement", "What runs where"
-    subtitle = ("Your GPUs with the memory each phase needs (generation, log-probs, update), the pools verl 0.9.1 "
-                "builds and the roles on them. Drag a role to another pool; moves verl cannot run are refused "
-                "with the reason.")
+    step, title, subtitle = steps.PLACEMENT
 
     def build(self) -> QWidget:
         from wizard.gui.placement import PlacementBoard
@@ -71,9 +66,7 @@ class PlacementPage(LazyPage):
 
 
 class RunPage(LazyPage):
-    step, title = "Run", "Run a smoke test"
-    subtitle = ("Start the plan on this machine for a few steps, follow its log, metrics and GPUs, and stop it "
-                "cleanly. When it fails, the cause and the fix are shown above the log.")
+    step, title, subtitle = steps.RUN
 
     def __init__(self, doc: PlanDocument) -> None:
         super().__init__(doc)

@@ -26,6 +26,7 @@ from wizard.gui.fields import FieldForm
 from wizard.gui.page import Page, note, scrolled
 from wizard.gui.tasks import TaskBar, TaskRunner
 from wizard.gui.topology_view import TopologyView
+from wizard.gui import steps
 from wizard.adapters.python_envs import default_python, how_to_create
 
 # Link colours, best to worst, for the topology matrix (readable on light and dark palettes).
@@ -60,9 +61,7 @@ def _findings_html(findings) -> str:
 
 class EnvironmentPage(Page):
     python_checked = Signal(str)  # a Python that was probed: the Run step uses it
-    step, title = "Environment", "Where will verl run?"
-    subtitle = ("The Python environment that has verl: versions of Python, torch, CUDA, vLLM and Ray checked "
-                "against what verl 0.9.1 needs. Probing takes a few seconds and runs in the background.")
+    step, title, subtitle = steps.ENVIRONMENT
 
     def __init__(self, doc: PlanDocument) -> None:
         super().__init__(doc)
@@ -132,9 +131,7 @@ class EnvironmentPage(Page):
 
 
 class HardwarePage(Page):
-    step, title = "Hardware", "Which GPUs?"
-    subtitle = ("Detect this machine's GPUs and how they are linked, read a cluster spec, or ask a running Ray "
-                "cluster. The plan is checked against what you choose.")
+    step, title, subtitle = steps.HARDWARE
 
     def __init__(self, doc: PlanDocument) -> None:
         super().__init__(doc)

@@ -24,6 +24,7 @@ from wizard.gui.document import PlanDocument
 from wizard.gui.fields import FieldForm
 from wizard.gui.page import Page, note, scrolled
 from wizard.gui.tasks import TaskBar, TaskRunner
+from wizard.gui import steps
 
 # One line per estimator, in a newcomer's words (verl/trainer/ppo/core_algos.py holds the maths).
 ESTIMATOR_HELP = {
@@ -74,8 +75,7 @@ class FormPage(Page):
 
 
 class ModelPage(FormPage):
-    step, title = "Model", "Which models?"
-    subtitle = "The policy (actor) to train; a critic for PPO/GAE; a reward model if rewards come from one."
+    step, title, subtitle = steps.MODEL
     groups = [
         ("Policy (actor, rollout and reference share it)", [
             ("models.actor_path", "Model (folder or hub id)"),
@@ -155,8 +155,7 @@ class ModelPage(FormPage):
 
 
 class DataPage(FormPage):
-    step, title = "Data", "Which data, in what batches?"
-    subtitle = "verl reads parquet with chat-format prompts; it loads the validation files too, always."
+    step, title, subtitle = steps.DATA
     groups = [
         ("Files", [
             ("data.train_files", "Training file(s)"),
@@ -276,8 +275,7 @@ class DataPage(FormPage):
 
 
 class AlgorithmPage(FormPage):
-    step, title = "Algorithm", "How does the policy learn?"
-    subtitle = "The advantage estimator decides whether a critic is trained and how many answers per prompt you need."
+    step, title, subtitle = steps.ALGORITHM
     groups = [
         ("Advantage", [
             ("algorithm.adv_estimator", "Estimator", ESTIMATORS),
@@ -361,8 +359,7 @@ class AlgorithmPage(FormPage):
 
 
 class RolloutPage(FormPage):
-    step, title = "Rollout & training", "Generation and updates"
-    subtitle = "How answers are generated (vLLM/SGLang) and how the actor is updated; sizes are per GPU unless said."
+    step, title, subtitle = steps.ROLLOUT
     groups = [
         ("Rollout engine", [
             ("rollout.name", "Engine", ("vllm", "sglang", "trtllm")),

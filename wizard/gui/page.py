@@ -2,10 +2,13 @@
 
 from __future__ import annotations
 
+from typing import TYPE_CHECKING
+
 from PySide6.QtCore import Qt, Signal
 from PySide6.QtWidgets import QFrame, QLabel, QScrollArea, QWidget
 
-from wizard.gui.document import PlanDocument
+if TYPE_CHECKING:
+    from wizard.gui.document import PlanDocument
 
 
 class Page(QWidget):
@@ -14,7 +17,7 @@ class Page(QWidget):
     subtitle = ""
     complete_changed = Signal()
 
-    def __init__(self, doc: PlanDocument) -> None:
+    def __init__(self, doc: PlanDocument | None) -> None:
         super().__init__()
         self.doc = doc
         self.forms: list = []  # FieldForms on this page, for click-to-field

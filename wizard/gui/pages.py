@@ -1,19 +1,16 @@
-"""The wizard's first and last steps: Start (preset, GPUs or an import), Review (findings, files), Write."""
+"""The wizard's last steps: Review (findings, files) and Write."""
 
 from __future__ import annotations
 
 from pathlib import Path
 
-from PySide6.QtCore import Qt, Signal
+from PySide6.QtCore import Qt
 from PySide6.QtGui import QFontDatabase
 from PySide6.QtWidgets import (
     QFileDialog,
-    QFormLayout,
     QHBoxLayout,
     QLabel,
     QLineEdit,
-    QListWidget,
-    QListWidgetItem,
     QPlainTextEdit,
     QPushButton,
     QTableWidget,
@@ -24,15 +21,12 @@ from PySide6.QtWidgets import (
 
 from wizard.adapters.files import WriteError
 from wizard.adapters.generate import CONFIG_YAML, RUN_SH, write_plan_files
-from wizard.adapters.resources import load_key_docs, load_preset_doc, load_schema, preset_names
-from wizard.adapters.sources import load_source
-from wizard.core.gpus import parse_gpu_spec
+from wizard.adapters.resources import load_key_docs, load_schema
 from wizard.core.key_help import changes_from_defaults, key_help
 from wizard.gui.document import PlanDocument
 from wizard.gui.highlight import ConfigHighlighter
+from wizard.gui import steps
 from wizard.gui.page import Page
-
-DEFAULT_PRESET = "grpo-1gpu-smoke"
 
 
 def code_view(name: str) -> QPlainTextEdit:
@@ -46,112 +40,8 @@ def code_view(name: str) -> QPlainTextEdit:
     return view
 
 
-class StartPage(Page):
-    step, title = "Start", "What do you want to run?"
-    subtitle = "Start from a preset an expert would run, or import an existing verl script or YAML."
-    opened = Signal(str)  # a file was read into the plan
-
-    def __init__(self, doc: PlanDocument) -> None:
-        super().__init__(doc)
-        self.presets = QListWidget()
-        self.presets.setAccessibleName("Presets")
-        self.presets.setWordWrap(True)
-        self.presets.setSpacing(4)
-        for name in preset_names():
-            description = load_preset_doc(name).get("description", "")
-            item = QListWidgetItem(f"{name}\n{description}")
-            item.setData(Qt.UserRole, name)
-            item.setToolTip(description)
-            self.presets.addItem(item)
-        self.description = QLabel()
-        self.description.setWordWrap(True)
-        self.description.setObjectName("presetDescription")
-        self.gpus = QLineEdit()
-        self.gpus.setPlaceholderText("as in the preset; or e.g. 1, 8xH100-80GB, 2x8xH100-80GB")
-        self.gpus.setToolTip("Nodes x GPUs per node x GPU model. The config is checked against it.")
-        self.gpus_error = QLabel()
-        self.gpus_error.setObjectName("gpusError")
-        self.gpus_error.setStyleSheet("color: #b00020")
-        self.import_button = QPushButton("&Import a verl script or YAML…")
-        self.import_button.clicked.connect(self._import_dialog)
-        self.import_status = QLabel()
-        self.import_status.setWordWrap(True)
-        self.import_status.setObjectName("importStatus")
-
-        form = QFormLayout()
-        form.addRow("&GPUs:", self.gpus)
-        form.addRow("", self.gpus_error)
-        layout = QVBoxLayout(self)
-        layout.addWidget(QLabel("&Presets:", buddy=self.presets))
-        layout.addWidget(self.presets, 1)
-        layout.addWidget(self.description)
-        layout.addLayout(form)
-        row = QHBoxLayout()
-        row.addWidget(self.import_button)
-        row.addWidget(self.import_status, 1)
-        layout.addLayout(row)
-
-        self.presets.currentItemChanged.connect(self._preset_changed)
-        self.gpus.editingFinished.connect(self._gpus_changed)
-        for i in range(self.presets.count()):
-            if self.presets.item(i).data(Qt.UserRole) == DEFAULT_PRESET:
-                self.presets.setCurrentRow(i)
-
-    def _preset_changed(self, item: QListWidgetItem | None, _prev=None) -> None:
-        if item is None:
-            return
-        name = item.data(Qt.UserRole)
-        self.description.setText(f"Preset <b>{name}</b>: its values are verl overrides you can review next.")
-        self.import_status.clear()
-        self.doc.load_preset(name)
-
-    def _gpus_changed(self) -> None:
-        text = self.gpus.text().strip()
-        if not text:
-            self.gpus_error.clear()
-            self.doc.set_gpus(None)
-            return
-        try:
-            spec = parse_gpu_spec(text)
-        except ValueError as exc:
-            self.gpus_error.setText(str(exc))
-            return
-        self.gpus_error.clear()
-        self.doc.set_gpus(spec)
-
-    def _import_dialog(self) -> None:
-        path, _ = QFileDialog.getOpenFileName(
-            self, "Import a verl launch script or config", str(Path.home()), "verl configs (*.sh *.yaml *.yml *.json)"
-        )
-        if path:
-            self.import_file(path)
-
-    def import_file(self, path: str) -> bool:
-        try:
-            source = load_source(path)
-        except ValueError as exc:
-            self.import_status.setText(f"<span style='color:#b00020'>Cannot import: {exc}</span>")
-            return False
-        self.presets.blockSignals(True)
-        self.presets.clearSelection()
-        self.presets.setCurrentRow(-1)
-        self.presets.blockSignals(False)
-        plan = source.to_plan(name=Path(path).stem)
-        self.doc.set_plan(plan, source.findings, f"Import {Path(path).name}")
-        self.doc.path = path if source.plan is not None else None  # Save writes back only to plan files
-        self.opened.emit(path)
-        kept = len(plan.passthrough)
-        self.description.setText(f"Imported {path}")
-        self.import_status.setText(
-            f"Imported {len(source.overrides)} overrides ({kept} kept verbatim as passthrough)"
-        )
-        return True
-
-
 class ReviewPage(Page):
-    step, title = "Review", "Review"
-    subtitle = ("The files verl-wizard will write, and every value this plan changes from verl's defaults. "
-                "The findings panel says what verl 0.9.1 would reject and what it would only find later.")
+    step, title, subtitle = steps.REVIEW
 
     def __init__(self, doc: PlanDocument) -> None:
         super().__init__(doc)
@@ -220,9 +110,7 @@ class ReviewPage(Page):
 
 
 class WritePage(Page):
-    step, title = "Write", "Write the files"
-    subtitle = ("run.sh (verl overrides), config.yaml (for --config-path/--config-name) and plan.json. "
-                "Files already there are kept as .bak copies.")
+    step, title, subtitle = steps.WRITE
 
     def __init__(self, doc: PlanDocument) -> None:
         super().__init__(doc)

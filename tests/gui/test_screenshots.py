@@ -1,0 +1,31 @@
+"""``verl-wizard --screenshots DIR``: every step as a PNG, and a clear answer for a bad flag."""
+
+import pytest
+
+pytest.importorskip("PySide6")
+
+from PySide6.QtGui import QImage  # noqa: E402
+
+from wizard.gui import steps  # noqa: E402
+from wizard.gui.app import main  # noqa: E402
+
+
+def test_every_step_is_rendered_with_the_chosen_preset(qtbot, tmp_path, capsys):
+    assert main(["--screenshots", str(tmp_path), "--preset", "ppo-8gpu", "--gpus", "8xH100-80GB"]) == 0
+    pngs = sorted(tmp_path.glob("*.png"))
+    assert [p.name for p in pngs][:2] == ["01-start.png", "02-environment.png"]
+    assert len(pngs) == len(steps.STEPS) and capsys.readouterr().out.count("wrote ") == len(steps.STEPS)
+    image = QImage(str(pngs[0]))
+    assert (image.width(), image.height()) == (1440, 960)
+
+
+@pytest.mark.parametrize("argv, reason", [
+    (["--screenshots"], "--screenshots needs a folder"),
+    (["--screenshots", "x", "--preset", "nope"], "no preset 'nope'"),
+    (["--screenshots", "x", "--gpus", "8x"], "cannot read GPU spec '8x'"),
+])
+def test_a_bad_flag_is_one_line_and_exit_2(qtbot, tmp_path, monkeypatch, capsys, argv, reason):
+    monkeypatch.chdir(tmp_path)
+    assert main(argv) == 2
+    err = capsys.readouterr().err
+    assert err.startswith("verl-wizard: error:") and reason in err and err.count("\n") == 1

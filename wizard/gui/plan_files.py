@@ -1,0 +1,98 @@
+"""The main window's plan files: open (a plan, a verl script or YAML), recent files, save, and the
+crashed session offered back. A mixin of :class:`wizard.gui.app.WizardWindow`, which provides
+``doc``, ``start_page``, ``status``, ``recent_menu``, ``go_to`` and ``finish_loading``."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from PySide6.QtWidgets import QFileDialog, QMessageBox
+
+from wizard.adapters.session_store import add_recent, recent_files, save_plan_file
+
+
+class PlanFiles:
+    def open_dialog(self) -> None:
+        path, _ = QFileDialog.getOpenFileName(self, "Open a plan, a verl launch script or a YAML config",
+                                              str(Path.home()), "Plans and verl configs (*.json *.sh *.yaml *.yml)")
+        if path:
+            self.open_file(path)
+
+    def open_file(self, path: str) -> bool:
+        self.finish_loading()
+        self.go_to(self.start_page)
+        return self.start_page.import_file(path)
+
+    def _opened(self, path: str) -> None:
+        add_recent(path)
+        self._fill_recent()
+        self._update_title()
+
+    def _fill_recent(self) -> None:
+        self.recent_menu.clear()
+        items = recent_files()
+        for path in items:
+            action = self.recent_menu.addAction(path)
+            action.triggered.connect(lambda _=False, p=path: self.open_file(p))
+        self.recent_menu.setEnabled(bool(items))
+
+    def save(self) -> bool:
+        self.finish_loading()
+        if not self.doc.path:
+            return self.save_as()
+        return self.save_to(self.doc.path)
+
+    def save_as(self) -> bool:
+        self.finish_loading()
+        start = self.doc.path or str(Path.cwd() / f"{self.doc.plan.name or 'plan'}.json")
+        path, _ = QFileDialog.getSaveFileName(self, "Save the plan", start, "verl-wizard plan (*.json)")
+        return self.save_to(path) if path else False
+
+    def save_to(self, path: str) -> bool:
+        from wizard.adapters.files import WriteError
+
+        self.finish_loading()
+        try:
+            backup = save_plan_file(self.doc.plan.model_dump(mode="json"), path)
+        except WriteError as exc:
+            QMessageBox.warning(self, "Cannot save the plan", str(exc))
+            return False
+        self.doc.path = path
+        self.doc.undo_stack.setClean()
+        add_recent(path)
+        self._fill_recent()
+        self._update_title()
+        self.status.showMessage(f"Saved {path}" + (f" (previous file kept as {backup})" if backup else ""), 8000)
+        return True
+
+    # -- session ------------------------------------------------------------------------------
+    def _want_restore(self, previous: dict, restore: bool | None) -> bool:
+        if restore is not None:
+            return restore
+        name = (previous.get("plan") or {}).get("name") or "an unnamed plan"
+        answer = QMessageBox.question(
+            self, "Recover your last session?",
+            f"verl-wizard did not close cleanly last time. Recover the plan you were editing ({name})?",
+        )
+        return answer == QMessageBox.Yes
+
+    def _restore_session(self, previous: dict) -> None:
+        from wizard.core.gpus import parse_gpu_spec
+        from wizard.core.plan import load_plan
+
+        try:
+            plan = load_plan(previous["plan"])
+            gpus = parse_gpu_spec(previous["gpus"]) if previous.get("gpus") else None
+        except (KeyError, TypeError, ValueError):
+            return  # an autosave we cannot read is not worth an error dialog
+        if gpus is not None:
+            self.doc.set_gpus(gpus)
+            self.start_page.gpus.setText(str(gpus))
+        self.doc.set_plan(plan, [], "Recovered session")
+
+    def ask_save(self) -> str:
+        """'save', 'discard' or 'cancel' for unsaved edits at close (tests replace this)."""
+        answer = QMessageBox.question(
+            self, "Save the plan?", "The plan has changes that are not saved in a plan file. Save them?",
+            QMessageBox.Save | QMessageBox.Discard | QMessageBox.Cancel, QMessageBox.Save)
+        return {QMessageBox.Save: "save", QMessageBox.Discard: "discard"}.get(answer, "cancel")

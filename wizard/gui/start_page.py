@@ -1,0 +1,148 @@
+"""The first step: a preset, the GPUs, or an imported verl script or YAML.
+
+Cheap to import on purpose (Qt, the preset files and the GPU-spec parser): the window shows this step
+while the checker loads on a worker thread (``WizardWindow(progressive=True)``). Until the window hands
+it the plan document (:meth:`StartPage.attach`), a chosen preset or typed GPU spec is only remembered.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import TYPE_CHECKING
+
+from PySide6.QtCore import Qt, Signal
+from PySide6.QtWidgets import (
+    QFileDialog,
+    QFormLayout,
+    QHBoxLayout,
+    QLabel,
+    QLineEdit,
+    QListWidget,
+    QListWidgetItem,
+    QPushButton,
+    QVBoxLayout,
+)
+
+from wizard.adapters.resources import load_preset_doc, preset_names
+from wizard.core.gpus import GpuSpec, parse_gpu_spec
+from wizard.gui import steps
+from wizard.gui.page import Page
+
+if TYPE_CHECKING:
+    from wizard.gui.document import PlanDocument
+
+DEFAULT_PRESET = "grpo-1gpu-smoke"
+
+
+class StartPage(Page):
+    step, title, subtitle = steps.START
+    opened = Signal(str)  # a file was read into the plan
+    needs_document = Signal()  # an import asked for the plan before the window handed it over
+
+    def __init__(self, doc: PlanDocument | None = None) -> None:
+        super().__init__(doc)
+        self._typed_gpus: GpuSpec | None = None  # what the GPU field holds, parsed
+        self.presets = QListWidget()
+        self.presets.setAccessibleName("Presets")
+        self.presets.setWordWrap(True)
+        self.presets.setSpacing(4)
+        for name in preset_names():
+            description = load_preset_doc(name).get("description", "")
+            item = QListWidgetItem(f"{name}\n{description}")
+            item.setData(Qt.UserRole, name)
+            item.setToolTip(description)
+            self.presets.addItem(item)
+        self.description = QLabel()
+        self.description.setWordWrap(True)
+        self.description.setObjectName("presetDescription")
+        self.gpus = QLineEdit()
+        self.gpus.setPlaceholderText("as in the preset; or e.g. 1, 8xH100-80GB, 2x8xH100-80GB")
+        self.gpus.setToolTip("Nodes x GPUs per node x GPU model. The config is checked against it.")
+        self.gpus_error = QLabel()
+        self.gpus_error.setObjectName("gpusError")
+        self.gpus_error.setStyleSheet("color: #b00020")
+        self.import_button = QPushButton("&Import a verl script or YAML…")
+        self.import_button.clicked.connect(self._import_dialog)
+        self.import_status = QLabel()
+        self.import_status.setWordWrap(True)
+        self.import_status.setObjectName("importStatus")
+
+        form = QFormLayout()
+        form.addRow("&GPUs:", self.gpus)
+        form.addRow("", self.gpus_error)
+        layout = QVBoxLayout(self)
+        layout.addWidget(QLabel("&Presets:", buddy=self.presets))
+        layout.addWidget(self.presets, 1)
+        layout.addWidget(self.description)
+        layout.addLayout(form)
+        row = QHBoxLayout()
+        row.addWidget(self.import_button)
+        row.addWidget(self.import_status, 1)
+        layout.addLayout(row)
+
+        self.presets.currentItemChanged.connect(self._preset_changed)
+        self.gpus.editingFinished.connect(self._gpus_changed)
+        for i in range(self.presets.count()):
+            if self.presets.item(i).data(Qt.UserRole) == DEFAULT_PRESET:
+                self.presets.setCurrentRow(i)
+
+    def attach(self, doc: PlanDocument) -> None:
+        """Take the plan document: what was chosen before it came (a preset, GPUs) becomes the plan."""
+        self.doc = doc
+        doc.gpus = self._typed_gpus  # read by the preset: one check, not two
+        item = self.presets.currentItem()
+        if item is not None:
+            doc.load_preset(item.data(Qt.UserRole))
+
+    def _preset_changed(self, item: QListWidgetItem | None, _prev=None) -> None:
+        if item is None:
+            return
+        name = item.data(Qt.UserRole)
+        self.description.setText(f"Preset <b>{name}</b>: its values are verl overrides you can review next.")
+        self.import_status.clear()
+        if self.doc is not None:
+            self.doc.load_preset(name)
+
+    def _gpus_changed(self) -> None:
+        text = self.gpus.text().strip()
+        try:
+            spec = parse_gpu_spec(text) if text else None
+        except ValueError as exc:
+            self.gpus_error.setText(str(exc))
+            return
+        self.gpus_error.clear()
+        self._typed_gpus = spec
+        if self.doc is not None:
+            self.doc.set_gpus(spec)
+
+    def _import_dialog(self) -> None:
+        path, _ = QFileDialog.getOpenFileName(
+            self, "Import a verl launch script or config", str(Path.home()), "verl configs (*.sh *.yaml *.yml *.json)"
+        )
+        if path:
+            self.import_file(path)
+
+    def import_file(self, path: str) -> bool:
+        from wizard.adapters.sources import load_source  # the override parser: not needed to show this step
+
+        if self.doc is None:
+            self.needs_document.emit()  # the window finishes loading now (connected directly)
+        try:
+            source = load_source(path)
+        except ValueError as exc:
+            self.import_status.setText(f"<span style='color:#b00020'>Cannot import: {exc}</span>")
+            return False
+        self.presets.blockSignals(True)
+        self.presets.clearSelection()
+        self.presets.setCurrentRow(-1)
+        self.presets.blockSignals(False)
+        plan = source.to_plan(name=Path(path).stem)
+        self.doc.set_plan(plan, source.findings, f"Import {Path(path).name}")
+        self.doc.path = path if source.plan is not None else None  # Save writes back only to plan files
+        self.opened.emit(path)
+        kept = len(plan.passthrough)
+        self.description.setText(f"Imported {path}")
+        self.import_status.setText(
+            f"Imported {len(source.overrides)} overrides ({kept} kept verbatim as passthrough)"
+        )
+        return True
