@@ -55,3 +55,16 @@ def test_dataclass_only_field_is_told_to_use_plus(schema, moves):
 def test_every_bad_override_is_reported_not_just_the_first(schema):
     found = compose(schema, ["a.b=1", "data.train_batch_size=8", "c.d=2"]).findings
     assert sorted(f.keys[0] for f in found) == ["a.b", "c.d"]
+
+
+@pytest.mark.parametrize("overrides", [
+    ["actor_rollout_ref.rollout.temperature=-4", "~actor_rollout_ref.rollout"],  # found by hypothesis
+    ["actor_rollout_ref.rollout.temperature=-4", "actor_rollout_ref.rollout={}"],
+    ["data.train_batch_size=7", "~data.train_batch_size", "+data.train_batch_size=9"],
+])
+def test_a_check_leaves_no_trace_in_the_next_one(schema, overrides):
+    """A value changed in place and then deleted with its parent must not become verl's default for the
+    next check (the GUI re-checks after every edit on the same cached config)."""
+    compose(schema, overrides)
+    cfg = compose(schema, []).cfg
+    assert cfg.actor_rollout_ref.rollout.temperature == 1.0 and cfg.data.train_batch_size == 1024

@@ -88,7 +88,7 @@ def test_tight_is_a_warning():
 def test_vllm_refuses_to_start_when_the_trainer_holds_too_much():
     found = rules(check([f"{R}.gpu_memory_utilization=0.97"]))
     start = found["memory.engine_start"]
-    assert "vLLM starts with" in start.message and "0.97 x 80.0" in start.message
+    assert "vLLM starts with" in start.message and "0.97 x 79.6" in start.message
     assert start.fix_overrides == [f"{R}.gpu_memory_utilization=0.85"]
     assert "memory.engine_start" not in rules(check(start.fix_overrides))
 

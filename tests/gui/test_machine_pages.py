@@ -80,6 +80,20 @@ def test_a_cluster_spec_becomes_the_plan_shape_and_can_be_undone(window, qtbot, 
     assert window.doc.plan.hardware.nnodes == 1 and window.doc.cluster is None
 
 
+def test_a_machine_detected_elsewhere_is_planned_with_its_real_memory(window, qtbot):
+    """`verl-wizard detect --format json` saved on a lent H100 machine, opened on this GPU-less one."""
+    from tests.conftest import ROOT
+
+    page = window.hardware_page
+    page.load_spec(str(ROOT / "tests" / "data" / "gpu" / "h100-1gpu.detect.json"))
+    qtbot.waitUntil(lambda: not page.runner.running, timeout=30000)
+    assert "1 GPU(s) on 1 node(s)" in page.summary.text() and page.gpus.rowCount() == 1
+    row = [page.gpus.item(0, c).text() for c in range(page.gpus.columnCount()) if page.gpus.item(0, c)]
+    assert "NVIDIA H100 80GB HBM3" in " ".join(row) and any("79.6" in cell for cell in row)
+    qtbot.mouseClick(page.use_button, Qt.LeftButton)
+    assert str(window.doc.gpus) == "1xH100-80GB" and window.doc.cluster.source == "nvml"
+
+
 def test_a_broken_cluster_spec_is_one_line(window, qtbot, tmp_path):
     spec = tmp_path / "cluster.yaml"
     spec.write_text("nodes: [\n")

@@ -27,7 +27,8 @@ def discover_this_machine(visible: str | None, catalogue: GpuCatalogue) -> Disco
 
 
 def load_cluster_spec_file(path: str, catalogue: GpuCatalogue) -> Discovery:
-    """A cluster spec YAML as a Discovery; ValueError with a one-line reason."""
+    """A cluster spec YAML, or a saved ``detect --format json`` answer, as a Discovery; ValueError with a
+    one-line reason."""
     import yaml
 
     try:
@@ -43,11 +44,34 @@ def load_cluster_spec_file(path: str, catalogue: GpuCatalogue) -> Discovery:
         raise ValueError(f"{path}: not valid YAML{where}") from None
     except (OSError, UnicodeDecodeError) as exc:
         raise ValueError(f"{path}: cannot read it ({exc})") from None
+    saved = _saved_detection(doc)
+    if saved is not None:
+        from pydantic import ValidationError
+
+        try:
+            return Discovery.model_validate(saved)
+        except ValidationError as exc:
+            err = exc.errors()[0]
+            where = ".".join(str(p) for p in err["loc"])
+            raise ValueError(f"{path}: a saved 'verl-wizard detect --format json' answer, but {where}: {err['msg']}"
+                             ) from None
     try:
         cluster = parse_cluster_spec(doc, catalogue)
     except ClusterSpecError as exc:
         raise ValueError(f"{path}: {exc}") from None
     return Discovery(cluster=cluster)
+
+
+def _saved_detection(doc: object) -> dict | None:
+    """What ``verl-wizard detect --format json`` printed on the GPU machine (or its ``cluster`` alone), so a
+    cluster detected there can be planned for anywhere; None for a hand-written cluster spec."""
+    if not isinstance(doc, dict):
+        return None
+    if isinstance(doc.get("cluster"), dict):
+        return {"cluster": doc["cluster"], "findings": doc.get("findings") or []}
+    if "source" in doc and "schema_version" in doc:
+        return {"cluster": doc}
+    return None
 
 
 def cluster_for_spec(spec: GpuSpec | None, catalogue: GpuCatalogue) -> Cluster | None:

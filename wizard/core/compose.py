@@ -221,13 +221,25 @@ def _snapshot(cfg: DictConfig, key: str) -> tuple:
     return ("absent", key)
 
 
+def _attached(cfg: DictConfig, parts: list[str]) -> object:
+    """The node now at ``parts`` in ``cfg`` (None where the path is gone)."""
+    node: object = cfg
+    for part in parts:
+        content = node._content if isinstance(node, DictConfig) else None
+        if not isinstance(content, dict):
+            return None
+        node = content.get(part)
+    return node
+
+
 def _restore(cfg: DictConfig, snap: tuple) -> None:
     kind, key = snap[0], snap[1]
     if kind == "fast":
         leaf, old, parent = snap[2], snap[3], snap[4]
-        if parent._content.get(key.rpartition(".")[2]) is leaf:
+        if _attached(cfg, key.split(".")[:-1]) is parent and parent._content.get(key.rpartition(".")[2]) is leaf:
             leaf._val = old  # the node's own earlier value: nothing to validate
             return
+        # a later override replaced or deleted a parent (``~a.b`` after ``a.b.c=1``): restore by key
         kind, snap = "leaf", ("leaf", key, leaf, old)
     parent_key, _, leaf = key.rpartition(".")
     parent = OmegaConf.select(cfg, parent_key) if parent_key else cfg

@@ -207,7 +207,8 @@ class HardwarePage(Page):
                           lambda: discover_this_machine(visible, self._catalogue()))
 
     def _spec_dialog(self) -> None:
-        path, _ = QFileDialog.getOpenFileName(self, "Cluster spec", os.getcwd(), "Cluster spec (*.yaml *.yml)")
+        path, _ = QFileDialog.getOpenFileName(self, "Cluster spec or a saved 'verl-wizard detect --format json'",
+                                              os.getcwd(), "Cluster spec or detect answer (*.yaml *.yml *.json)")
         if path:
             self.load_spec(path)
 
