@@ -8,6 +8,9 @@ slack + CUDA context + what the driver keeps) with NVML's used memory. It prints
 the reference proposed before the measurement (``REFERENCE_CONSTANTS``) and of the tuned ones (``CONSTANTS``).
 
     .venv/bin/python bench/bench_memory.py [--data bench/data/gpu_memory_h200.json] [--json]
+
+The constants were tuned on the H200 data. ``bench/data/gpu_memory_h100.json`` is the same script run later on
+a lent H100 80GB HBM3 (same torch 2.11): another machine the constants never saw (the shapes are the same).
 """
 
 from __future__ import annotations
