@@ -84,3 +84,22 @@ def test_a_damaged_detect_answer_is_one_line(tmp_path, capsys):
     assert cli(["plan", "--preset", "grpo-1gpu-smoke", "--cluster", str(path)]) == 2
     err = capsys.readouterr().err
     assert "detect --format json" in err and "memory_total_bytes" in err and err.count("\n") == 1
+
+
+def test_a_detect_answer_from_a_machine_without_gpus_is_refused_with_why(tmp_path, capsys):
+    empty = {"ok": True, "cluster": {"schema_version": 1, "source": "none", "nodes": [],
+                                     "notes": ["no NVIDIA driver on this machine (libnvidia-ml.so not found)"]},
+             "findings": []}
+    path = tmp_path / "laptop.json"
+    path.write_text(json.dumps(empty))
+    assert cli(["plan", "--preset", "grpo-1gpu-smoke", "--cluster", str(path)]) == 2
+    err = capsys.readouterr().err
+    assert "found no GPUs" in err and "no NVIDIA driver" in err and err.count("\n") == 1
+
+
+def test_a_hand_written_spec_with_a_source_key_gets_the_spec_answer(tmp_path, capsys):
+    path = tmp_path / "cluster.yaml"
+    path.write_text("source: mine\nnodes:\n  - {count: 2, gpus: 8, gpu: H100-80GB}\n")
+    assert cli(["plan", "--preset", "grpo-1gpu-smoke", "--cluster", str(path)]) == 2
+    err = capsys.readouterr().err
+    assert "source: unknown key" in err and "detect" not in err

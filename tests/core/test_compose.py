@@ -15,6 +15,7 @@ CASES = [
     ["++trainer.new_thing.x=1", "actor_rollout_ref.actor.optim.lr=1e-6", "algorithm.adv_estimator=grpo"],
     ["model_engine=megatron", "actor_rollout_ref.actor.megatron.tensor_model_parallel_size=2"],
     ["critic.optim={lr:1e-5,weight_decay:0.0}"],
+    ["trainer.logger.0=tensorboard"],  # a list element
 ]
 
 
@@ -61,6 +62,8 @@ def test_every_bad_override_is_reported_not_just_the_first(schema):
     ["actor_rollout_ref.rollout.temperature=-4", "~actor_rollout_ref.rollout"],  # found by hypothesis
     ["actor_rollout_ref.rollout.temperature=-4", "actor_rollout_ref.rollout={}"],
     ["data.train_batch_size=7", "~data.train_batch_size", "+data.train_batch_size=9"],
+    ["trainer.logger.0=tensorboard"],  # an element of a list in verl's default config
+    ["trainer.logger.1=file", "~trainer.logger"],
 ])
 def test_a_check_leaves_no_trace_in_the_next_one(schema, overrides):
     """A value changed in place and then deleted with its parent must not become verl's default for the
@@ -68,3 +71,13 @@ def test_a_check_leaves_no_trace_in_the_next_one(schema, overrides):
     compose(schema, overrides)
     cfg = compose(schema, []).cfg
     assert cfg.actor_rollout_ref.rollout.temperature == 1.0 and cfg.data.train_batch_size == 1024
+    assert list(cfg.trainer.logger) == ["console", "wandb"]
+
+
+def test_deleting_a_list_element_is_a_finding_where_hydra_crashes(schema, verl_config_dir):
+    with initialize_config_dir(config_dir=verl_config_dir, version_base=None), pytest.raises(TypeError):
+        hydra_compose(config_name="ppo_trainer", overrides=["~trainer.logger.0"])  # verl exits with this
+    found = compose(schema, ["~trainer.logger.0", "data.train_batch_size=8"]).findings
+    assert [f.rule for f in found] == ["compose.override_crash"]
+    assert "TypeError" in found[0].message and "trainer.logger=[...]" in found[0].fix
+    assert list(compose(schema, []).cfg.trainer.logger) == ["console", "wandb"]

@@ -85,3 +85,66 @@ def test_closing_while_loading_keeps_the_recovery_offer(qtbot, tmp_path, monkeyp
     w.close()  # before the question's turn came
     assert session_path().exists()
     qtbot.wait(200)  # the loader's answer arrives at a closed window: nothing happens
+
+
+def recovered(tmp_path, monkeypatch, gpus):
+    from wizard.adapters.generate import plan_with_gpus, preset_plan
+    from wizard.adapters.session_store import save_session
+    from wizard.core.gpus import parse_gpu_spec
+
+    monkeypatch.setenv("XDG_STATE_HOME", str(tmp_path))
+    plan = plan_with_gpus(preset_plan("grpo-1gpu-smoke", None), parse_gpu_spec(gpus)).model_copy(deep=True)
+    plan.data.train_batch_size = 48
+    save_session({"plan": plan.model_dump(mode="json"), "gpus": gpus})
+
+
+def test_a_preset_picked_after_saying_yes_wins_over_the_recovered_plan(qtbot, tmp_path, monkeypatch):
+    recovered(tmp_path, monkeypatch, "4")
+    w = opening(qtbot, restore=True)  # answered yes; the steps are still loading
+    choose(w, "ppo-8gpu")
+    qtbot.waitUntil(lambda: w.is_loaded, timeout=60_000)
+    assert w.doc.plan.algorithm.adv_estimator == "gae"  # what the user picked last
+    assert str(w.doc.gpus) == w.start_page.gpus.text() == "4"  # the recovered GPUs, shown where they are typed
+    assert w.doc.plan.hardware.n_gpus_per_node == 4
+
+
+def test_gpus_typed_after_saying_yes_shape_the_recovered_plan(qtbot, tmp_path, monkeypatch):
+    recovered(tmp_path, monkeypatch, "4")
+    w = opening(qtbot, restore=True)
+    w.start_page.gpus.setText("2x8xH100-80GB")
+    w.start_page.gpus.editingFinished.emit()
+    qtbot.waitUntil(lambda: w.is_loaded, timeout=60_000)
+    assert w.doc.plan.data.train_batch_size == 48  # the recovered plan
+    assert (w.doc.plan.hardware.nnodes, w.doc.plan.hardware.n_gpus_per_node) == (2, 8)  # on the typed GPUs
+    assert w.start_page.gpus.text() == "2x8xH100-80GB" and w.doc.gpus.gpus_per_node == 8
+    w.doc.undo_stack.undo()  # one step takes the whole recovery back
+    assert w.doc.plan.data.train_batch_size != 48
+
+
+def test_a_broken_install_says_why_instead_of_loading_forever(qtbot, monkeypatch):
+    from wizard.gui.document import PlanDocument
+
+    def broken(*_a, **_k):
+        raise ImportError("No module named 'hydra'\nmore lines")
+
+    monkeypatch.setattr(PlanDocument, "__init__", broken)
+    w = opening(qtbot, restore=False)
+    said = []
+    w.report_load_error = said.append
+    qtbot.waitUntil(lambda: w.load_error is not None, timeout=60_000)
+    assert said == ["ImportError: No module named 'hydra'"]
+    w.go_to(steps.STEPS.index(steps.REVIEW))
+    assert "could not load: ImportError" in w.current_page().label.text()
+    assert not w.open_file(str(SCRIPTS / "examples__ppo_trainer__run_deepseek7b_llm.sh")) and said == said[:1]
+    assert not w.start_page.import_file(str(SCRIPTS / "examples__ppo_trainer__run_deepseek7b_llm.sh"))
+    assert len(said) == 1  # said once
+
+
+def test_closing_while_loading_after_saying_no_drops_the_old_session(qtbot, tmp_path, monkeypatch):
+    from wizard.adapters.session_store import save_session, session_path
+
+    monkeypatch.setenv("XDG_STATE_HOME", str(tmp_path))
+    save_session({"plan": {"name": "mine"}, "gpus": None})
+    w = opening(qtbot, restore=False)
+    w.close()
+    assert not session_path().exists()

@@ -266,7 +266,7 @@ def test_a_gpu_model_typed_on_start_turns_on_the_memory_check(window, qtbot):
     share = window.rollout_page.forms[0].editors["actor_rollout_ref.rollout.gpu_memory_utilization"].widget
     type_into(qtbot, share, "0.95")
     oom = [f for f in window.doc.findings if f.rule == "memory.gpu_oom"]
-    assert oom and "80.0 GiB" in oom[0].message and window.findings.fix_button is not None
+    assert oom and "of 79.6 GiB" in oom[0].message and window.findings.fix_button is not None
 
 
 def test_the_write_step_writes_cluster_launch_material_checked_for_its_shape(window, qtbot, tmp_path):

@@ -49,12 +49,17 @@ def load_cluster_spec_file(path: str, catalogue: GpuCatalogue) -> Discovery:
         from pydantic import ValidationError
 
         try:
-            return Discovery.model_validate(saved)
+            found = Discovery.model_validate(saved)
         except ValidationError as exc:
             err = exc.errors()[0]
             where = ".".join(str(p) for p in err["loc"])
             raise ValueError(f"{path}: a saved 'verl-wizard detect --format json' answer, but {where}: {err['msg']}"
                              ) from None
+        if found.cluster.gpu_total == 0:
+            why = f" ({found.cluster.notes[0]})" if found.cluster.notes else ""
+            raise ValueError(f"{path}: a saved 'verl-wizard detect' answer that found no GPUs{why}; "
+                             f"run detect on the GPU machine, or describe the cluster (e.g. 8xH100-80GB)")
+        return found
     try:
         cluster = parse_cluster_spec(doc, catalogue)
     except ClusterSpecError as exc:
@@ -64,14 +69,23 @@ def load_cluster_spec_file(path: str, catalogue: GpuCatalogue) -> Discovery:
 
 def _saved_detection(doc: object) -> dict | None:
     """What ``verl-wizard detect --format json`` printed on the GPU machine (or its ``cluster`` alone), so a
-    cluster detected there can be planned for anywhere; None for a hand-written cluster spec."""
+    cluster detected there can be planned for anywhere; None for a hand-written cluster spec (its nodes
+    say ``gpus: 8``, a detected node lists each GPU)."""
     if not isinstance(doc, dict):
         return None
-    if isinstance(doc.get("cluster"), dict):
+    if _detected_cluster(doc.get("cluster")):
         return {"cluster": doc["cluster"], "findings": doc.get("findings") or []}
-    if "source" in doc and "schema_version" in doc:
+    if _detected_cluster(doc):
         return {"cluster": doc}
     return None
+
+
+def _detected_cluster(doc: object) -> bool:
+    if not isinstance(doc, dict) or "source" not in doc:
+        return False
+    nodes = doc.get("nodes") or []
+    return isinstance(nodes, list) and not any(
+        isinstance(n, dict) and ("count" in n or isinstance(n.get("gpus"), int)) for n in nodes)
 
 
 def cluster_for_spec(spec: GpuSpec | None, catalogue: GpuCatalogue) -> Cluster | None:

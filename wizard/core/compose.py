@@ -163,6 +163,8 @@ def composed_view(
                     ConfigLoaderImpl._apply_overrides_to_config([p.hydra], cfg)
                 except (HydraException, OmegaConfBaseException) as exc:
                     findings.append(_override_finding(p, one_line(str(exc)), variant, moves))
+                except (TypeError, ValueError, IndexError, KeyError) as exc:  # Hydra's own crash, e.g. ~list.0
+                    findings.append(_crash_finding(p, exc))
             yield Composed(cfg=cfg, engine=engine, findings=findings, parsed=parsed, plain_values=plain)
         finally:
             for snap in reversed(undo):
@@ -206,10 +208,13 @@ def _fast_change(cfg: DictConfig, p: ParsedOverride) -> tuple | None:
 
 def _snapshot(cfg: DictConfig, key: str) -> tuple:
     """What is at ``key`` now, to put back later:
-    ("leaf", key, value node, raw value) / ("node", key, container) / ("absent", first missing path)."""
+    ("leaf", key, value node, raw value) / ("node", key, container) / ("absent", first missing path).
+    A path through a list (``trainer.logger.0``) keeps the whole list: an element has no key to restore."""
     parts = key.split(".")
     node = cfg
     for i, part in enumerate(parts):
+        if OmegaConf.is_list(node):
+            return ("node", ".".join(parts[:i]), OmegaConf.to_container(node, resolve=False))
         if not OmegaConf.is_dict(node) or part not in node.keys():
             return ("absent", ".".join(parts[: i + 1]))
         child = node._get_node(part)
@@ -254,6 +259,20 @@ def _restore(cfg: DictConfig, snap: tuple) -> None:
     value = snap[3] if kind == "leaf" else snap[2]
     with open_dict(cfg):
         OmegaConf.update(cfg, key, value, merge=False, force_add=True)
+
+
+def _crash_finding(p: ParsedOverride, exc: Exception) -> Finding:
+    target = "a list element" if p.key.rpartition(".")[2].isdigit() else p.key
+    return Finding(
+        rule="compose.override_crash",
+        severity=Severity.ERROR,
+        stage=Stage.COMPOSE,
+        keys=[p.key],
+        message=f"Hydra stops with {type(exc).__name__} on {p.text!r} ({one_line(str(exc))}): verl would exit "
+        f"with a traceback before it starts",
+        fix=f"Hydra cannot {'delete' if p.kind == '~' else 'change'} {target} this way; set the whole value "
+        f"instead, e.g. {p.key.rpartition('.')[0] or p.key}=[...]",
+    )
 
 
 def _group_override(schema: VerlSchema, p: ParsedOverride, engine: str, findings: list[Finding]) -> str:

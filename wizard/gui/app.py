@@ -76,6 +76,7 @@ class WizardWindow(PlanFiles, QMainWindow):
         self._restore: bool | None = restore if self._previous else False
         self._loader: Preloader | None = None
         self._closed = False
+        self.load_error: str | None = None
         if not progressive:
             self.finish_loading()
             return
@@ -103,14 +104,36 @@ class WizardWindow(PlanFiles, QMainWindow):
         if self._loader is not None and self._loader.finished:
             self.finish_loading()
 
-    def finish_loading(self) -> None:
-        """Build the plan document and every step (waiting for the loader, if one runs). Idempotent."""
+    def finish_loading(self) -> bool:
+        """Build the plan document and every step (waiting for the loader, if one runs). Idempotent.
+
+        False when they could not be built (a broken install): the window said why, once."""
         if self.doc is not None:
-            return
+            return True
+        if self.load_error is not None:
+            return False
         if self._loader is not None and not self._loader.finished:
             self._loader.wait()
         if self._restore is None:
             self._restore = self._want_restore(self._previous, None)
+        try:
+            self._build_steps()
+        except Exception as exc:  # noqa: BLE001 - shown in one line, never a traceback in a dialog
+            self.doc = None
+            self.load_error = (f"{type(exc).__name__}: {exc}".splitlines() or ["unknown error"])[0]
+            for page in self.pages[1:]:
+                if isinstance(page, Placeholder):
+                    page.failed(self.load_error)
+            self.report_load_error(self.load_error)
+            return False
+        return True
+
+    def report_load_error(self, reason: str) -> None:
+        """Say once why the steps could not load (tests replace this)."""
+        QMessageBox.critical(self, "verl-wizard could not load its checker",
+                             f"{reason}\n\nReinstall verl-wizard (make setup, or pip install -e .) and start again.")
+
+    def _build_steps(self) -> None:
         from wizard.gui.canvas_pages import DataflowPage, PlacementPage, RunPage
         from wizard.gui.document import PlanDocument
         from wizard.gui.env_pages import EnvironmentPage, HardwarePage
@@ -118,7 +141,7 @@ class WizardWindow(PlanFiles, QMainWindow):
         from wizard.gui.form_pages import AlgorithmPage, DataPage, ModelPage, RolloutPage
         from wizard.gui.pages import ReviewPage, WritePage
 
-        self.doc = PlanDocument(self)
+        self.doc = doc = PlanDocument(self)
         self.environment_page = EnvironmentPage(self.doc)
         self.hardware_page = HardwarePage(self.doc)
         self.model_page = ModelPage(self.doc)
@@ -161,10 +184,10 @@ class WizardWindow(PlanFiles, QMainWindow):
         self.doc.undo_stack.indexChanged.connect(self._update_title)
         for page in self.pages:
             page.complete_changed.connect(self._update_nav)
-        self.start_page.attach(self.doc)
-        self.doc.undo_stack.clear()  # the default preset is where the user starts, not an edit
+        self.start_page.attach(doc)
+        doc.undo_stack.clear()  # the default preset is where the user starts, not an edit
         if self._restore and self._previous:
-            self._restore_session(self._previous)
+            self._restore_session(self._previous, self.start_page.chosen_while_loading)
         self._step_chosen(current)  # the step shown while loading now has its page
         self._refresh()
         self.loaded.emit()
@@ -345,8 +368,10 @@ class WizardWindow(PlanFiles, QMainWindow):
         save_prefs(prefs)
 
     def closeEvent(self, event) -> None:  # noqa: N802 - Qt's name
-        if self.doc is None:  # closed while loading: no edit yet, and the recovery offer stands
+        if self.doc is None:  # closed while loading: no edit yet
             self._closed = True
+            if self._restore is False and self._previous:
+                clear_session()  # the user said no to the recovery offer: not asked again
             super().closeEvent(event)
             return
         if not self.doc.undo_stack.isClean():

@@ -22,7 +22,12 @@ class Placeholder(Page):
     def __init__(self, step: tuple[str, str, str]) -> None:
         super().__init__(None)
         self.step, self.title, self.subtitle = step
-        QVBoxLayout(self).addWidget(QLabel("Loading…"), 0, Qt.AlignCenter)
+        self.label = QLabel("Loading…")
+        self.label.setWordWrap(True)
+        QVBoxLayout(self).addWidget(self.label, 0, Qt.AlignCenter)
+
+    def failed(self, reason: str) -> None:
+        self.label.setText(f"This step could not load: {reason}")
 
 
 def preload(preset: str) -> None:

@@ -19,7 +19,8 @@ class PlanFiles:
             self.open_file(path)
 
     def open_file(self, path: str) -> bool:
-        self.finish_loading()
+        if not self.finish_loading():
+            return False
         self.go_to(self.start_page)
         return self.start_page.import_file(path)
 
@@ -37,13 +38,15 @@ class PlanFiles:
         self.recent_menu.setEnabled(bool(items))
 
     def save(self) -> bool:
-        self.finish_loading()
+        if not self.finish_loading():
+            return False
         if not self.doc.path:
             return self.save_as()
         return self.save_to(self.doc.path)
 
     def save_as(self) -> bool:
-        self.finish_loading()
+        if not self.finish_loading():
+            return False
         start = self.doc.path or str(Path.cwd() / f"{self.doc.plan.name or 'plan'}.json")
         path, _ = QFileDialog.getSaveFileName(self, "Save the plan", start, "verl-wizard plan (*.json)")
         return self.save_to(path) if path else False
@@ -51,7 +54,8 @@ class PlanFiles:
     def save_to(self, path: str) -> bool:
         from wizard.adapters.files import WriteError
 
-        self.finish_loading()
+        if not self.finish_loading():
+            return False
         try:
             backup = save_plan_file(self.doc.plan.model_dump(mode="json"), path)
         except WriteError as exc:
@@ -76,7 +80,9 @@ class PlanFiles:
         )
         return answer == QMessageBox.Yes
 
-    def _restore_session(self, previous: dict) -> None:
+    def _restore_session(self, previous: dict, chosen: set[str] = frozenset()) -> None:
+        """Take back the autosaved plan and GPUs, except what the user chose after answering (while the
+        steps loaded): a preset picked then replaces the recovered plan, GPUs typed then shape it."""
         from wizard.core.gpus import parse_gpu_spec
         from wizard.core.plan import load_plan
 
@@ -85,10 +91,18 @@ class PlanFiles:
             gpus = parse_gpu_spec(previous["gpus"]) if previous.get("gpus") else None
         except (KeyError, TypeError, ValueError):
             return  # an autosave we cannot read is not worth an error dialog
-        if gpus is not None:
+        if "preset" in chosen and ("gpus" in chosen or gpus is None):
+            return  # all of it chosen anew
+        stack = self.doc.undo_stack
+        stack.beginMacro("Recovered session")
+        if "preset" not in chosen:
+            self.doc.set_plan(plan, [], "Recovered session")
+        if "gpus" not in chosen and gpus is not None:
             self.doc.set_gpus(gpus)
             self.start_page.gpus.setText(str(gpus))
-        self.doc.set_plan(plan, [], "Recovered session")
+        elif "gpus" in chosen and "preset" not in chosen and self.doc.gpus is not None:
+            self.doc.set_gpus(self.doc.gpus)  # the recovered plan, on the GPUs typed since
+        stack.endMacro()
 
     def ask_save(self) -> str:
         """'save', 'discard' or 'cancel' for unsaved edits at close (tests replace this)."""

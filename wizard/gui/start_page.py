@@ -42,6 +42,8 @@ class StartPage(Page):
     def __init__(self, doc: PlanDocument | None = None) -> None:
         super().__init__(doc)
         self._typed_gpus: GpuSpec | None = None  # what the GPU field holds, parsed
+        self.chosen_while_loading: set[str] = set()  # "preset", "gpus": picked before the plan document came
+        self._built = False
         self.presets = QListWidget()
         self.presets.setAccessibleName("Presets")
         self.presets.setWordWrap(True)
@@ -85,6 +87,7 @@ class StartPage(Page):
         for i in range(self.presets.count()):
             if self.presets.item(i).data(Qt.UserRole) == DEFAULT_PRESET:
                 self.presets.setCurrentRow(i)
+        self._built = True
 
     def attach(self, doc: PlanDocument) -> None:
         """Take the plan document: what was chosen before it came (a preset, GPUs) becomes the plan."""
@@ -102,6 +105,8 @@ class StartPage(Page):
         self.import_status.clear()
         if self.doc is not None:
             self.doc.load_preset(name)
+        elif self._built:  # the user's pick, not the default set while building the step
+            self.chosen_while_loading.add("preset")
 
     def _gpus_changed(self) -> None:
         text = self.gpus.text().strip()
@@ -111,9 +116,11 @@ class StartPage(Page):
             self.gpus_error.setText(str(exc))
             return
         self.gpus_error.clear()
-        self._typed_gpus = spec
         if self.doc is not None:
             self.doc.set_gpus(spec)
+        elif spec != self._typed_gpus:
+            self.chosen_while_loading.add("gpus")
+        self._typed_gpus = spec
 
     def _import_dialog(self) -> None:
         path, _ = QFileDialog.getOpenFileName(
@@ -123,10 +130,12 @@ class StartPage(Page):
             self.import_file(path)
 
     def import_file(self, path: str) -> bool:
-        from wizard.adapters.sources import load_source  # the override parser: not needed to show this step
-
         if self.doc is None:
             self.needs_document.emit()  # the window finishes loading now (connected directly)
+        if self.doc is None:  # it could not load: the window said why
+            return False
+        from wizard.adapters.sources import load_source  # imported after the loader is done with it
+
         try:
             source = load_source(path)
         except ValueError as exc:
