@@ -99,7 +99,9 @@ def test_a_detect_answer_from_a_machine_without_gpus_is_refused_with_why(tmp_pat
 
 def test_a_hand_written_spec_with_a_source_key_gets_the_spec_answer(tmp_path, capsys):
     path = tmp_path / "cluster.yaml"
-    path.write_text("source: mine\nnodes:\n  - {count: 2, gpus: 8, gpu: H100-80GB}\n")
-    assert cli(["plan", "--preset", "grpo-1gpu-smoke", "--cluster", str(path)]) == 2
-    err = capsys.readouterr().err
-    assert "source: unknown key" in err and "detect" not in err
+    for text in ("source: mine\nnodes:\n  - {count: 2, gpus: 8, gpu: H100-80GB}\n",
+                 "source: nvml\nnodes:\n  - {gpus: '8', gpu: H100-80GB}\n"):
+        path.write_text(text)
+        assert cli(["plan", "--preset", "grpo-1gpu-smoke", "--cluster", str(path)]) == 2
+        err = capsys.readouterr().err
+        assert "source: unknown key" in err and "detect" not in err

@@ -148,3 +148,62 @@ def test_closing_while_loading_after_saying_no_drops_the_old_session(qtbot, tmp_
     w = opening(qtbot, restore=False)
     w.close()
     assert not session_path().exists()
+
+
+def test_the_recovered_session_comes_back_as_it_was_and_undo_takes_all_of_it_back(qtbot, tmp_path, monkeypatch):
+    from wizard.adapters.generate import plan_with_gpus, preset_plan
+    from wizard.adapters.session_store import save_session
+    from wizard.core.gpus import parse_gpu_spec
+
+    monkeypatch.setenv("XDG_STATE_HOME", str(tmp_path))
+    plan = plan_with_gpus(preset_plan("grpo-1gpu-smoke", None), parse_gpu_spec("4")).model_copy(deep=True)
+    plan.hardware.n_gpus_per_node = 2  # edited on the Hardware step after typing the GPUs
+    save_session({"plan": plan.model_dump(mode="json"), "gpus": "4"})
+    w = opening(qtbot, restore=True)
+    qtbot.waitUntil(lambda: w.is_loaded, timeout=60_000)
+    assert w.doc.plan == plan and w.start_page.gpus.text() == "4"
+    w.doc.undo_stack.undo()
+    assert w.doc.gpus is None and w.start_page.gpus.text() == ""  # the field follows the plan's GPUs
+
+
+def test_the_question_asked_while_loading_builds_the_steps_once(qtbot, tmp_path, monkeypatch):
+    from PySide6.QtWidgets import QApplication
+
+    recovered(tmp_path, monkeypatch, "4")
+    asked = []
+
+    def question(*_a, **_k):  # a modal dialog runs its own event loop while it waits
+        asked.append(1)
+        for _ in range(20):
+            QApplication.processEvents()
+            qtbot.wait(20)
+        return QMessageBox.Yes
+
+    monkeypatch.setattr(QMessageBox, "question", question)
+    w = opening(qtbot)
+    built = []
+    w.loaded.connect(lambda: built.append(w.doc))
+    assert w.open_file(str(SCRIPTS / "examples__ppo_trainer__run_deepseek7b_llm.sh"))
+    qtbot.wait(300)
+    assert len(asked) == 1 and len(built) == 1
+    assert "deepseek" in w.doc.plan.models.actor_path.lower()  # the file opened last wins
+
+
+def test_a_failing_check_is_a_finding_not_an_old_verdict(qtbot, monkeypatch):
+    import wizard.gui.document as document
+
+    w = opening(qtbot, restore=False)
+    qtbot.waitUntil(lambda: w.is_loaded, timeout=60_000)
+
+    def broken(*_a, **_k):
+        raise KeyError("actor_rollout_ref")
+
+    monkeypatch.setattr(document, "full_check", broken)
+    choose(w, "ppo-8gpu")
+    (error,) = [f for f in w.doc.findings if f.rule == "wizard.internal_error"]
+    assert "KeyError" in error.message and w.findings.tree.topLevelItemCount() > 0
+    w.go_to(w.review_page)
+    assert "No verdict" in w.review_page.verdict.text() and not w.review_page.is_complete()
+    monkeypatch.undo()
+    w.doc.undo_stack.undo()
+    assert not any(f.rule == "wizard.internal_error" for f in w.doc.findings)

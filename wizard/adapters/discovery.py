@@ -58,7 +58,7 @@ def load_cluster_spec_file(path: str, catalogue: GpuCatalogue) -> Discovery:
         if found.cluster.gpu_total == 0:
             why = f" ({found.cluster.notes[0]})" if found.cluster.notes else ""
             raise ValueError(f"{path}: a saved 'verl-wizard detect' answer that found no GPUs{why}; "
-                             f"run detect on the GPU machine, or describe the cluster (e.g. 8xH100-80GB)")
+                             f"save detect's answer where the GPUs are, or describe the cluster (e.g. 8xH100-80GB)")
         return found
     try:
         cluster = parse_cluster_spec(doc, catalogue)
@@ -80,12 +80,14 @@ def _saved_detection(doc: object) -> dict | None:
     return None
 
 
+_DETECT_SOURCES = {"nvml", "nvidia-smi", "ray", "spec", "catalogue", "none"}  # Cluster.source
+
+
 def _detected_cluster(doc: object) -> bool:
-    if not isinstance(doc, dict) or "source" not in doc:
+    if not isinstance(doc, dict) or doc.get("source") not in _DETECT_SOURCES:
         return False
     nodes = doc.get("nodes") or []
-    return isinstance(nodes, list) and not any(
-        isinstance(n, dict) and ("count" in n or isinstance(n.get("gpus"), int)) for n in nodes)
+    return isinstance(nodes, list) and all(isinstance(n, dict) and isinstance(n.get("gpus"), list) for n in nodes)
 
 
 def cluster_for_spec(spec: GpuSpec | None, catalogue: GpuCatalogue) -> Cluster | None:

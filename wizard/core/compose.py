@@ -213,6 +213,9 @@ def _snapshot(cfg: DictConfig, key: str) -> tuple:
     parts = key.split(".")
     node = cfg
     for i, part in enumerate(parts):
+        if i and (not OmegaConf.is_config(node) or node._is_interpolation() or node._is_none()):
+            # a value, an interpolation (``${.save_contents}``) or None where the path goes on: keep it as is
+            return ("leaf", ".".join(parts[:i]), node, node._value())
         if OmegaConf.is_list(node):
             return ("node", ".".join(parts[:i]), OmegaConf.to_container(node, resolve=False))
         if not OmegaConf.is_dict(node) or part not in node.keys():
@@ -333,7 +336,10 @@ def _override_finding(p: ParsedOverride, hydra_message: str, variant: SchemaVari
     else:
         suggestions = variant.suggest(key)
         message = f"Unknown key {key}: Hydra refuses it ({hydra_message})"
-        if suggestions:
+        if suggestions and key.startswith(suggestions[0] + "."):  # inside a value (a list element's field)
+            message = f"Unknown key {key}: {suggestions[0]} holds a value, not keys ({hydra_message})"
+            fix = f"Set the whole value instead, e.g. {suggestions[0]}=[...]"
+        elif suggestions:
             message = f"Unknown key {key}; did you mean {' or '.join(suggestions)}?"
             fix = f"{p.kind}{suggestions[0]}={value_part}" if p.kind != "~" else f"~{suggestions[0]}"
             fix_overrides = [fix]

@@ -77,6 +77,7 @@ class WizardWindow(PlanFiles, QMainWindow):
         self._loader: Preloader | None = None
         self._closed = False
         self.load_error: str | None = None
+        self._asking = False  # the recovery question is open
         if not progressive:
             self.finish_loading()
             return
@@ -98,11 +99,23 @@ class WizardWindow(PlanFiles, QMainWindow):
             self.finish_loading()
 
     def _ask_restore(self) -> None:
-        if self._closed or self._restore is not None:  # closed, or already asked by finish_loading
+        if self._closed or self._restore is not None or self._asking:  # closed, or asked elsewhere
             return
-        self._restore = self._want_restore(self._previous, None)
-        if self._loader is not None and self._loader.finished:
+        self._answered(self._ask())
+        if self.doc is None and self._loader is not None and self._loader.finished:
             self.finish_loading()
+
+    def _ask(self) -> bool:
+        self._asking = True  # the question's own event loop may run the loader's answer or a timer
+        try:
+            return self._want_restore(self._previous, None)
+        finally:
+            self._asking = False
+
+    def _answered(self, restore: bool) -> None:
+        self._restore = restore
+        if self.doc is not None and restore and self._previous:  # the steps were built while it was asked
+            self._restore_session(self._previous, self.start_page.chosen_while_loading)
 
     def finish_loading(self) -> bool:
         """Build the plan document and every step (waiting for the loader, if one runs). Idempotent.
@@ -114,12 +127,17 @@ class WizardWindow(PlanFiles, QMainWindow):
             return False
         if self._loader is not None and not self._loader.finished:
             self._loader.wait()
-        if self._restore is None:
-            self._restore = self._want_restore(self._previous, None)
+        if self._restore is None and not self._asking:
+            self._answered(self._ask())
+            if self.doc is not None or self.load_error is not None:  # done while the question was open
+                return self.doc is not None
         try:
             self._build_steps()
         except Exception as exc:  # noqa: BLE001 - shown in one line, never a traceback in a dialog
-            self.doc = None
+            if self.doc is not None:
+                self.doc.autosave = False
+                self.doc.deleteLater()
+            self.doc = self.start_page.doc = None
             self.load_error = (f"{type(exc).__name__}: {exc}".splitlines() or ["unknown error"])[0]
             for page in self.pages[1:]:
                 if isinstance(page, Placeholder):
@@ -159,6 +177,10 @@ class WizardWindow(PlanFiles, QMainWindow):
             self.write_page, self.run_page,
         ]
         assert [p.step for p in pages] == [s[0] for s in steps.STEPS]
+        self.start_page.attach(doc)  # the first check: what fails here leaves the placeholders in place
+        doc.undo_stack.clear()  # the default preset is where the user starts, not an edit
+        if self._restore and self._previous:
+            self._restore_session(self._previous, self.start_page.chosen_while_loading)
         current = self.steps.currentRow()
         for i, page in enumerate(pages[1:], start=1):
             placeholder = self.stack.widget(i)
@@ -167,29 +189,26 @@ class WizardWindow(PlanFiles, QMainWindow):
             placeholder.deleteLater()
         self.pages = pages
         self.findings = FindingsView()
-        self.findings.fix_requested.connect(self.doc.apply_fix)
+        self.findings.fix_requested.connect(doc.apply_fix)
         self.findings.go_requested.connect(self.go_to_keys)
         self.findings_dock.widget().deleteLater()
         self.findings_dock.setWidget(self.findings)
-        undo = self.doc.undo_stack.createUndoAction(self, "&Undo")
+        undo = doc.undo_stack.createUndoAction(self, "&Undo")
         undo.setShortcuts([QKeySequence.Undo])
-        redo = self.doc.undo_stack.createRedoAction(self, "&Redo")
+        redo = doc.undo_stack.createRedoAction(self, "&Redo")
         redo.setShortcuts([QKeySequence.Redo, QKeySequence("Ctrl+Shift+Z")])
         self.edit_menu.addAction(undo)
         self.edit_menu.addAction(redo)
         self.data_page.target_python = lambda: self.environment_page.python.text().strip()
         self.environment_page.python_checked.connect(self.run_page.set_target_python)
-        self.doc.changed.connect(self._refresh)
-        self.doc.undo_stack.cleanChanged.connect(self._update_title)
-        self.doc.undo_stack.indexChanged.connect(self._update_title)
+        doc.changed.connect(self._refresh)
+        doc.undo_stack.cleanChanged.connect(self._update_title)
+        doc.undo_stack.indexChanged.connect(self._update_title)
         for page in self.pages:
             page.complete_changed.connect(self._update_nav)
-        self.start_page.attach(doc)
-        doc.undo_stack.clear()  # the default preset is where the user starts, not an edit
-        if self._restore and self._previous:
-            self._restore_session(self._previous, self.start_page.chosen_while_loading)
         self._step_chosen(current)  # the step shown while loading now has its page
         self._refresh()
+        self._update_title()
         self.loaded.emit()
 
     # -- layout -------------------------------------------------------------------------------

@@ -14,7 +14,8 @@ from wizard.adapters.session_store import save_session
 from wizard.core.cluster import Cluster
 from wizard.adapters.checking import full_check
 from wizard.core.check import CheckResult
-from wizard.core.findings import Finding
+from wizard.core.findings import Finding, Severity, Stage
+from wizard.core.overrides import one_line
 from wizard.core.gpus import GpuSpec
 from wizard.core.plan import Plan
 from wizard.core.plan_io import apply_overrides
@@ -47,6 +48,7 @@ class PlanDocument(QObject):
         self.path: str | None = None  # the plan file this document was opened from or saved to
         self.source_findings: list[Finding] = []
         self.result: CheckResult | None = None
+        self.check_error: Finding | None = None  # the check itself failed (a bug): shown as a finding
         self.files: dict[str, str] = {}
         self.overrides: list[str] = []  # the plan's verl overrides, as run.sh and config.yaml hold them
         self.notes: list[str] = []
@@ -128,12 +130,22 @@ class PlanDocument(QObject):
         save_session({"plan": self.plan.model_dump(mode="json"), "gpus": str(self.gpus) if self.gpus else None})
 
     def _recheck(self) -> None:
-        self.files, self.overrides, self.notes = render_files(self.plan)  # the overrides run.sh holds
-        self.result = full_check(self.overrides, config_name=self.plan.config_name, gpus=self.gpus,
-                                 cluster=self.effective_cluster(), model_cache=self._model_cache, local_files=True)
+        try:
+            self.files, self.overrides, self.notes = render_files(self.plan)  # the overrides run.sh holds
+            self.result = full_check(self.overrides, config_name=self.plan.config_name, gpus=self.gpus,
+                                     cluster=self.effective_cluster(), model_cache=self._model_cache, local_files=True)
+            self.check_error = None
+        except Exception as exc:  # noqa: BLE001 - a bug in a rule: say so, never keep an old verdict silently
+            self.result = None
+            self.check_error = Finding(
+                rule="wizard.internal_error", severity=Severity.ERROR, stage=Stage.COMPOSE, keys=[],
+                message=f"verl-wizard's own check failed ({type(exc).__name__}: {one_line(str(exc))}); no verdict "
+                "for this plan",
+                fix="Undo the last edit, or save the plan (File ▸ Save plan) and report it with that file")
         self.changed.emit()
 
     @property
     def findings(self) -> list[Finding]:
         extra = [f for findings in self.context_findings.values() for f in findings]
-        return (self.result.findings if self.result else []) + self.source_findings + extra
+        errors = [self.check_error] if self.check_error is not None else []
+        return errors + (self.result.findings if self.result else []) + self.source_findings + extra

@@ -71,7 +71,10 @@ class ReviewPage(Page):
         self.run_sh.setPlainText(self.doc.files.get(RUN_SH, ""))
         self.yaml.setPlainText(self.doc.files.get(CONFIG_YAML, "# " + "; ".join(self.doc.notes)))
         result = self.doc.result
-        if result is None or result.ok:
+        if result is None:
+            self.verdict.setText("<b style='color:#c62828'>No verdict</b>: the check did not run to the end "
+                                 "(the findings panel says why).")
+        elif result.ok:
             self.verdict.setText("verl 0.9.1 would accept this config. Write the files next.")
         else:
             errors = sum(1 for f in result.findings if f.severity.value == "error")

@@ -95,14 +95,15 @@ class PlanFiles:
             return  # all of it chosen anew
         stack = self.doc.undo_stack
         stack.beginMacro("Recovered session")
-        if "preset" not in chosen:
-            self.doc.set_plan(plan, [], "Recovered session")
-        if "gpus" not in chosen and gpus is not None:
-            self.doc.set_gpus(gpus)
-            self.start_page.gpus.setText(str(gpus))
-        elif "gpus" in chosen and "preset" not in chosen and self.doc.gpus is not None:
-            self.doc.set_gpus(self.doc.gpus)  # the recovered plan, on the GPUs typed since
-        stack.endMacro()
+        try:
+            if "gpus" not in chosen and gpus is not None:
+                self.doc.set_gpus(gpus)  # first: the recovered plan keeps its own hardware edits
+            if "preset" not in chosen:
+                self.doc.set_plan(plan, [], "Recovered session")
+                if "gpus" in chosen and self.doc.gpus is not None:
+                    self.doc.set_gpus(self.doc.gpus)  # the recovered plan, on the GPUs typed since
+        finally:
+            stack.endMacro()
 
     def ask_save(self) -> str:
         """'save', 'discard' or 'cancel' for unsaved edits at close (tests replace this)."""

@@ -93,9 +93,17 @@ class StartPage(Page):
         """Take the plan document: what was chosen before it came (a preset, GPUs) becomes the plan."""
         self.doc = doc
         doc.gpus = self._typed_gpus  # read by the preset: one check, not two
+        doc.changed.connect(self._show_gpus)
         item = self.presets.currentItem()
         if item is not None:
             doc.load_preset(item.data(Qt.UserRole))
+
+    def _show_gpus(self) -> None:
+        """The field follows the plan's GPUs when they change elsewhere (undo, recovery, detection)."""
+        if self.doc is not None and self.doc.gpus != self._typed_gpus:
+            self._typed_gpus = self.doc.gpus
+            self.gpus.setText(str(self.doc.gpus) if self.doc.gpus else "")
+            self.gpus_error.clear()
 
     def _preset_changed(self, item: QListWidgetItem | None, _prev=None) -> None:
         if item is None:
@@ -116,11 +124,11 @@ class StartPage(Page):
             self.gpus_error.setText(str(exc))
             return
         self.gpus_error.clear()
+        if self.doc is None and spec != self._typed_gpus:
+            self.chosen_while_loading.add("gpus")
+        self._typed_gpus = spec  # before the edit: the field keeps the user's own words
         if self.doc is not None:
             self.doc.set_gpus(spec)
-        elif spec != self._typed_gpus:
-            self.chosen_while_loading.add("gpus")
-        self._typed_gpus = spec
 
     def _import_dialog(self) -> None:
         path, _ = QFileDialog.getOpenFileName(
