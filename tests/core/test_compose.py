@@ -92,3 +92,29 @@ def test_deleting_a_list_element_is_a_finding_where_hydra_crashes(schema, verl_c
 def test_a_key_inside_a_list_value_gets_no_fix_that_replaces_the_list(schema):
     (found,) = compose(schema, ["trainer.logger.0.foo=1"]).findings
     assert "trainer.logger holds a value" in found.message and found.fix_overrides == []
+
+
+def test_no_sequence_of_overrides_changes_the_next_check(schema, verl_defaults):
+    """Random override sequences (set, add, force-add, delete; leaves, containers, list elements, paths through
+    interpolations and None) leave the cached default config as verl's, and never raise."""
+    from hypothesis import HealthCheck, given, settings
+    from hypothesis import strategies as st
+
+    variant = schema.variant(None)
+    keys = sorted(variant.yaml_keys)
+    deep = [k + suffix for k in keys[::7] for suffix in (".0", ".x", ".0.y")]
+    key = st.sampled_from(keys + deep)
+    value = st.sampled_from(["1", "x", "null", "[a,b]", "{a:1}", "${data.train_batch_size}", "true"])
+    override = st.one_of(
+        st.builds(lambda k, v, kind: f"{kind}{k}={v}", key, value, st.sampled_from(["", "+", "++"])),
+        st.builds("~{}".format, key),
+    )
+
+    @settings(max_examples=200, deadline=None, database=None, derandomize=True,
+              suppress_health_check=[HealthCheck.too_slow])
+    @given(st.lists(override, min_size=1, max_size=6))
+    def run(overrides):
+        compose(schema, overrides)
+        assert OmegaConf.to_container(compose(schema, []).cfg, resolve=False) == verl_defaults, overrides
+
+    run()

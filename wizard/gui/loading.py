@@ -8,12 +8,11 @@ prints both times and the longest stall of the GUI thread while loading.
 
 from __future__ import annotations
 
-import threading
-
 from PySide6.QtCore import QObject, Qt, Signal
 from PySide6.QtWidgets import QLabel, QVBoxLayout
 
 from wizard.gui.page import Page
+from wizard.gui.tasks import start_thread
 
 
 class Placeholder(Page):
@@ -58,8 +57,7 @@ class Preloader(QObject):
         self.finished = False
         self._relay = _Relay()
         self._relay.done.connect(self._done, Qt.QueuedConnection)
-        self._thread = threading.Thread(target=self._run, args=(preset,), name="verl-wizard: load", daemon=True)
-        self._thread.start()
+        self._thread = start_thread(lambda: self._run(preset), "verl-wizard: load")
 
     def _run(self, preset: str) -> None:
         try:

@@ -12,8 +12,46 @@ import threading
 import traceback
 from collections.abc import Callable
 
-from PySide6.QtCore import QObject, Qt, Signal
+from PySide6.QtCore import QObject, Qt, QTimer, Signal
 from PySide6.QtWidgets import QHBoxLayout, QLabel, QProgressBar, QPushButton, QWidget
+
+
+class _Keeper(QObject):
+    """Holds what a worker thread was given until the thread has ended, then lets go of it here, on the GUI
+    thread. A Qt object whose last reference a worker dropped would be destroyed on that worker, and Qt
+    deadlocks on that: seen in CI, a closed reward-bench dialog's menu destroyed by its finished scoring
+    thread while the GUI thread built a table."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self._held: list[tuple[threading.Thread, object]] = []
+        self._timer = QTimer(self)
+        self._timer.setInterval(50)
+        self._timer.timeout.connect(self._prune)
+
+    def hold(self, thread: threading.Thread, refs: object) -> None:
+        self._held.append((thread, refs))
+        self._timer.start()
+
+    def _prune(self) -> None:
+        self._held = [(t, r) for t, r in self._held if t.is_alive()]
+        if not self._held:
+            self._timer.stop()
+
+
+_KEEPER: _Keeper | None = None
+
+
+def start_thread(target: Callable[[], None], name: str) -> threading.Thread:
+    """Start ``target`` on a daemon thread (call this on the GUI thread). Whatever ``target`` holds (the
+    widgets its closure captured) is released on the GUI thread once the thread has ended."""
+    global _KEEPER
+    if _KEEPER is None:
+        _KEEPER = _Keeper()
+    thread = threading.Thread(target=target, name=name, daemon=True)
+    _KEEPER.hold(thread, target)
+    thread.start()
+    return thread
 
 
 class _Relay(QObject):
@@ -57,7 +95,7 @@ class TaskRunner(QObject):
                 result, error = None, f"{type(exc).__name__}: {exc}\n{traceback.format_exc(limit=3)}"
             self._relay.done.emit(generation, result, error)
 
-        threading.Thread(target=work, name=f"verl-wizard: {label}", daemon=True).start()
+        start_thread(work, f"verl-wizard: {label}")
 
     def cancel(self) -> None:
         if self._running:
