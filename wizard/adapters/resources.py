@@ -5,11 +5,13 @@ from __future__ import annotations
 import json
 from functools import lru_cache
 from importlib import resources
+from typing import TYPE_CHECKING
 
 import yaml
 
-from wizard.core.moves import Moves
-from wizard.core.schema import VerlSchema
+if TYPE_CHECKING:  # imported where used: the GUI's first step reads presets only, and starts sooner
+    from wizard.core.moves import Moves
+    from wizard.core.schema import VerlSchema
 
 DEFAULT_VERL = "0.9.1"
 
@@ -33,6 +35,8 @@ def yaml_resource(text: str):
 
 @lru_cache(maxsize=4)
 def load_schema(version: str = DEFAULT_VERL) -> VerlSchema:
+    from wizard.core.schema import VerlSchema
+
     path = _files() / "verl-schema" / f"{version}.json"
     if not path.is_file():
         known = ", ".join(sorted(p.name[:-5] for p in (_files() / "verl-schema").iterdir() if p.name.endswith(".json")))
@@ -51,6 +55,8 @@ def load_key_docs(version: str = DEFAULT_VERL) -> dict[str, str]:
 
 @lru_cache(maxsize=1)
 def load_moves() -> Moves:
+    from wizard.core.moves import Moves
+
     return Moves.from_dict(yaml_resource(resource_text("verl-moves.yaml")))
 
 
