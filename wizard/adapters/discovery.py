@@ -5,7 +5,7 @@ One place for the CLI's ``detect``/``check --cluster`` and the GUI's Hardware st
 
 from __future__ import annotations
 
-from wizard.core.cluster import Cluster, ClusterSpecError, GpuCatalogue, parse_cluster_spec
+from wizard.core.cluster import SOURCES, Cluster, ClusterSpecError, GpuCatalogue, parse_cluster_spec
 from wizard.core.gpus import GpuSpec
 from wizard.core.topology import Discovery
 
@@ -80,11 +80,8 @@ def _saved_detection(doc: object) -> dict | None:
     return None
 
 
-_DETECT_SOURCES = {"nvml", "nvidia-smi", "ray", "spec", "catalogue", "none"}  # Cluster.source
-
-
 def _detected_cluster(doc: object) -> bool:
-    if not isinstance(doc, dict) or doc.get("source") not in _DETECT_SOURCES:
+    if not isinstance(doc, dict) or doc.get("source") not in SOURCES:
         return False
     nodes = doc.get("nodes") or []
     return isinstance(nodes, list) and all(isinstance(n, dict) and isinstance(n.get("gpus"), list) for n in nodes)

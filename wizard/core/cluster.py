@@ -135,6 +135,9 @@ class Node(_Model):
         return sorted(groups.values())
 
 
+SOURCES = ("nvml", "nvidia-smi", "ray", "spec", "catalogue", "none")  # where a Cluster's facts came from
+
+
 class Cluster(_Model):
     """Nodes × GPUs plus where the facts came from and what the user should know about them.
 
@@ -143,7 +146,7 @@ class Cluster(_Model):
     """
 
     schema_version: int = SCHEMA_VERSION
-    source: str  # nvml | nvidia-smi | ray | spec | catalogue | none
+    source: str  # one of SOURCES
     nodes: list[Node] = Field(default_factory=list)
     driver_version: str | None = None
     cuda_driver_version: str | None = None  # the newest CUDA the driver runs, "13.0"

@@ -97,11 +97,9 @@ def composed_view(
             parsed.append(parse_override(text))
         except OverrideSyntaxError as exc:
             findings.append(
-                Finding(
-                    rule="compose.syntax",
-                    severity=Severity.ERROR,
-                    stage=Stage.COMPOSE,
-                    keys=[text.split("=", 1)[0].lstrip("+~")],
+                _compose_finding(
+                    "compose.syntax",
+                    [text.split("=", 1)[0].lstrip("+~")],
                     message=f"Hydra cannot parse the override {text!r}: {exc}",
                     fix="Quote values that contain spaces, commas or brackets, e.g. key='a b'",
                 )
@@ -109,11 +107,10 @@ def composed_view(
 
     if config_name not in CONFIG_NAME_ENGINES:
         findings.append(
-            Finding(
-                rule="compose.config_name",
+            _compose_finding(
+                "compose.config_name",
+                [],
                 severity=Severity.WARNING,
-                stage=Stage.COMPOSE,
-                keys=[],
                 message=f"--config-name={config_name} is not a config verl ships; the wizard checks the overrides "
                 f"against ppo_trainer, the config that file most likely builds on",
                 fix="Use the wizard's YAML (defaults: [ppo_trainer, _self_]) or check that file with verl itself",
@@ -126,11 +123,9 @@ def composed_view(
             engine = _group_override(schema, p, engine, findings)
         elif p.is_sweep:
             findings.append(
-                Finding(
-                    rule="compose.sweep",
-                    severity=Severity.ERROR,
-                    stage=Stage.COMPOSE,
-                    keys=[p.key],
+                _compose_finding(
+                    "compose.sweep",
+                    [p.key],
                     message=f"{p.text!r} is a Hydra sweep (several values); main_ppo runs one config, not --multirun",
                     fix="Give one value",
                 )
@@ -264,17 +259,25 @@ def _restore(cfg: DictConfig, snap: tuple) -> None:
         OmegaConf.update(cfg, key, value, merge=False, force_add=True)
 
 
+def _compose_finding(rule: str, keys: list[str], *, message: str, fix: str,
+                     severity: Severity = Severity.ERROR, fix_overrides: list[str] | None = None) -> Finding:
+    return Finding(rule=rule, severity=severity, stage=Stage.COMPOSE, keys=keys, message=message, fix=fix,
+                   fix_overrides=fix_overrides or [])
+
+
+def _whole_value(key: str) -> str:
+    return f"the whole value instead, e.g. {key}=[...]"
+
+
 def _crash_finding(p: ParsedOverride, exc: Exception) -> Finding:
     target = "a list element" if p.key.rpartition(".")[2].isdigit() else p.key
-    return Finding(
-        rule="compose.override_crash",
-        severity=Severity.ERROR,
-        stage=Stage.COMPOSE,
-        keys=[p.key],
+    return _compose_finding(
+        "compose.override_crash",
+        [p.key],
         message=f"Hydra stops with {type(exc).__name__} on {p.text!r} ({one_line(str(exc))}): verl would exit "
         f"with a traceback before it starts",
-        fix=f"Hydra cannot {'delete' if p.kind == '~' else 'change'} {target} this way; set the whole value "
-        f"instead, e.g. {p.key.rpartition('.')[0] or p.key}=[...]",
+        fix=f"Hydra cannot {'delete' if p.kind == '~' else 'change'} {target} this way; "
+        "set " + _whole_value(p.key.rpartition(".")[0] or p.key),
     )
 
 
@@ -284,11 +287,9 @@ def _group_override(schema: VerlSchema, p: ParsedOverride, engine: str, findings
         if value in schema.variants:
             return value
         findings.append(
-            Finding(
-                rule="compose.group_option",
-                severity=Severity.ERROR,
-                stage=Stage.COMPOSE,
-                keys=["model_engine"],
+            _compose_finding(
+                "compose.group_option",
+                ["model_engine"],
                 message=f"model_engine={value!r} is not a config verl {schema.verl_version} ships",
                 fix="One of: " + ", ".join(schema.engines),
                 fix_overrides=[],
@@ -296,11 +297,10 @@ def _group_override(schema: VerlSchema, p: ParsedOverride, engine: str, findings
         )
         return engine
     findings.append(
-        Finding(
-            rule="compose.group_unchecked",
+        _compose_finding(
+            "compose.group_unchecked",
+            [p.key],
             severity=Severity.WARNING,
-            stage=Stage.COMPOSE,
-            keys=[p.key],
             message=f"{p.text!r} swaps a whole config group; the wizard does not model that, so keys below "
             f"{p.key} are checked against the default group",
             fix="Run the verl pre-flight (verl-wizard check --verl) for an exact verdict",
@@ -338,18 +338,16 @@ def _override_finding(p: ParsedOverride, hydra_message: str, variant: SchemaVari
         message = f"Unknown key {key}: Hydra refuses it ({hydra_message})"
         if suggestions and key.startswith(suggestions[0] + "."):  # inside a value (a list element's field)
             message = f"Unknown key {key}: {suggestions[0]} holds a value, not keys ({hydra_message})"
-            fix = f"Set the whole value instead, e.g. {suggestions[0]}=[...]"
+            fix = "Set " + _whole_value(suggestions[0])
         elif suggestions:
             message = f"Unknown key {key}; did you mean {' or '.join(suggestions)}?"
             fix = f"{p.kind}{suggestions[0]}={value_part}" if p.kind != "~" else f"~{suggestions[0]}"
             fix_overrides = [fix]
         else:
             fix = "Remove it, or check the key against verl's config (verl-wizard keys)"
-    return Finding(
-        rule="compose.unknown_key" if moved is None else "compose.moved_key",
-        severity=Severity.ERROR,
-        stage=Stage.COMPOSE,
-        keys=[key],
+    return _compose_finding(
+        "compose.unknown_key" if moved is None else "compose.moved_key",
+        [key],
         message=message,
         fix=fix,
         fix_overrides=fix_overrides,

@@ -83,6 +83,7 @@ class PlanFiles:
     def _restore_session(self, previous: dict, chosen: set[str] = frozenset()) -> None:
         """Take back the autosaved plan and GPUs, except what the user chose after answering (while the
         steps loaded): a preset picked then replaces the recovered plan, GPUs typed then shape it."""
+        from wizard.adapters.generate import plan_with_gpus
         from wizard.core.gpus import parse_gpu_spec
         from wizard.core.plan import load_plan
 
@@ -99,9 +100,9 @@ class PlanFiles:
             if "gpus" not in chosen and gpus is not None:
                 self.doc.set_gpus(gpus)  # first: the recovered plan keeps its own hardware edits
             if "preset" not in chosen:
-                self.doc.set_plan(plan, [], "Recovered session")
                 if "gpus" in chosen and self.doc.gpus is not None:
-                    self.doc.set_gpus(self.doc.gpus)  # the recovered plan, on the GPUs typed since
+                    plan = plan_with_gpus(plan, self.doc.gpus)  # the recovered plan, on the GPUs typed since
+                self.doc.set_plan(plan, [], "Recovered session")
         finally:
             stack.endMacro()
 
