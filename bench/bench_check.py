@@ -17,10 +17,10 @@ from timing import fmt, timed
 def main() -> None:
     from wizard.adapters.generate import preset_plan, write_plan_files
     from wizard.adapters.resources import load_moves, load_schema
-    from wizard.core.check import check_overrides
-    from wizard.core.emit import emit_overrides
-    from wizard.core.launch_script import read_launch_script
-    from wizard.core.plan_io import plan_from_overrides
+    from wizard.core.check.verdict import check_overrides
+    from wizard.core.plan.emit import emit_overrides
+    from wizard.core.scripts.reader import read_launch_script
+    from wizard.core.plan.convert import plan_from_overrides
 
     t0 = time.perf_counter()
     schema, moves = load_schema(), load_moves()
@@ -38,7 +38,7 @@ def main() -> None:
     from wizard.adapters.checking import full_check
     from wizard.adapters.discovery import cluster_for_spec
     from wizard.adapters.gpu_catalogue import load_gpu_catalogue
-    from wizard.core.gpus import parse_gpu_spec
+    from wizard.core.hardware.gpus import parse_gpu_spec
 
     cache: dict = {}
     spec = parse_gpu_spec("8xH100-80GB")

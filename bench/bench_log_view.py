@@ -24,7 +24,7 @@ os.environ.setdefault("QT_QPA_PLATFORM", "offscreen")
 
 from PySide6.QtWidgets import QApplication  # noqa: E402
 
-from wizard.gui.log_view import TICK_MS, LogView, log_entry  # noqa: E402
+from wizard.gui.run.log_view import TICK_MS, LogView, log_entry  # noqa: E402
 
 P = "\x1b[36m(TaskRunnerV1 pid=466)\x1b[0m "
 W = "\x1b[36m(WorkerDict pid=1201, ip=10.0.0.2)\x1b[0m "

@@ -14,8 +14,8 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-from wizard.core.logparse import RunLog  # noqa: E402
-from wizard.core.triage import triage  # noqa: E402
+from wizard.core.run.logparse import RunLog  # noqa: E402
+from wizard.core.run.triage import triage  # noqa: E402
 
 P = "\x1b[36m(TaskRunnerV1 pid=466)\x1b[0m "
 KEYS = [f"{fam}/{name}" for fam in ("critic/score", "critic/rewards", "critic/advantages", "critic/returns",

@@ -2,7 +2,7 @@
 
 For every measured case (actor update fwd+bwd, optimizer step, forward-only log-prob passes) it builds the same
 setting as verl keys (one GPU, FSDP world 1, the case's token count as a dynamic-batch budget, gradient
-checkpointing and entropy as measured), runs the estimator's own phase code (``wizard.core.memory``), and
+checkpointing and entropy as measured), runs the estimator's own phase code (``wizard.core.memory.estimate``), and
 compares its torch allocations with ``max_memory_allocated``, and its process total (allocations + allocator
 slack + CUDA context + what the driver keeps) with NVML's used memory. It prints the error of the constants
 the reference proposed before the measurement (``REFERENCE_CONSTANTS``) and of the tuned ones (``CONSTANTS``).
@@ -23,10 +23,10 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-from wizard.core.memory import _slack, _Trainer  # noqa: E402  (the estimator's own phase code)
-from wizard.core.memory_config import read_config  # noqa: E402
-from wizard.core.memory_terms import CONSTANTS, GIB, REFERENCE_CONSTANTS, MemoryConstants  # noqa: E402
-from wizard.core.models import ModelFacts  # noqa: E402
+from wizard.core.memory.estimate import _slack, _Trainer  # noqa: E402  (the estimator's own phase code)
+from wizard.core.memory.config import read_config  # noqa: E402
+from wizard.core.memory.terms import CONSTANTS, GIB, REFERENCE_CONSTANTS, MemoryConstants  # noqa: E402
+from wizard.core.models.facts import ModelFacts  # noqa: E402
 
 TORCH_EXCLUDE = ("trainer_context", "allocator", "engine", "graphs", "kv")
 

@@ -32,7 +32,7 @@ def moves():
 
 @pytest.fixture(scope="session")
 def check(schema, moves):
-    from wizard.core.check import check_overrides
+    from wizard.core.check.verdict import check_overrides
 
     def run(overrides, **kw):
         return check_overrides(schema, list(overrides), moves=moves, **kw)

@@ -16,7 +16,7 @@ from wizard.adapters.dataset import (
     load_tokenizer,
     preview,
 )
-from wizard.core.data_schema import ConversionSpec
+from wizard.core.data.schema import ConversionSpec
 from wizard.core.findings import Severity
 
 
@@ -181,7 +181,7 @@ def test_converted_file_loads_in_verl_dataset_reader(tmp_path):
 
 
 def test_convert_refuses_a_missing_column_and_overwriting_the_input(tmp_path):
-    from wizard.core.data_schema import ConversionError
+    from wizard.core.data.schema import ConversionError
 
     src = write_jsonl(tmp_path / "qa.jsonl", [{"q": "x", "a": "1"}])
     with pytest.raises(ConversionError, match="--answer 'answer': no such column"):

@@ -12,9 +12,9 @@ from wizard.adapters.discovery import load_cluster_spec_file
 from wizard.adapters.gpu_catalogue import load_gpu_catalogue
 from wizard.adapters.nvidia_smi import discover_nvidia_smi_xml, read_nvidia_smi_xml
 from wizard.cli import main as cli
-from wizard.core.cluster import MIB, parse_cluster_spec
-from wizard.core.placement import plan_placement
-from wizard.core.topology import nvml_to_discovery
+from wizard.core.hardware.cluster import MIB, parse_cluster_spec
+from wizard.core.placement.pools import plan_placement
+from wizard.core.hardware.topology import nvml_to_discovery
 
 DATA = Path(__file__).resolve().parents[1] / "data" / "gpu"
 DETECTED = DATA / "h100-1gpu.detect.json"

@@ -43,7 +43,7 @@ DRIVER = textwrap.dedent("""
     from pathlib import Path
     from wizard.adapters.generate import preset_plan
     from wizard.adapters.launcher import RunProcess, list_processes, prepare_run_dir
-    from wizard.core.smoke import SmokeOptions, smoke_command, smoke_plan
+    from wizard.core.run.smoke import SmokeOptions, smoke_command, smoke_plan
 
     os.environ["HOME"] = "/tmp/home"
     os.makedirs("/tmp/home")

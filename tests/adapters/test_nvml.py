@@ -8,8 +8,8 @@ import pytest
 
 from wizard.adapters.gpu_catalogue import load_gpu_catalogue
 from wizard.adapters.nvml import discover_nvml, gather_nvml
-from wizard.core.cluster import MIB, LinkKind, P2P
-from wizard.core.topology import nvml_to_discovery
+from wizard.core.hardware.cluster import MIB, LinkKind, P2P
+from wizard.core.hardware.topology import nvml_to_discovery
 
 DATA = Path(__file__).resolve().parents[1] / "data" / "gpu"
 

@@ -8,7 +8,7 @@ import pytest
 from tests.conftest import has_verl
 from wizard.adapters.reward_runner import RewardRunError, run_bench
 from wizard.core.findings import Severity
-from wizard.core.reward_bench import BenchRow
+from wizard.core.reward.bench import BenchRow
 
 PY = sys.executable
 GSM8K = [BenchRow(0, "openai/gsm8k", "72"), BenchRow(1, "openai/gsm8k", "18")]

@@ -3,8 +3,8 @@ import pytest
 
 from wizard.adapters.generate import write_plan_files, preset_plan
 from wizard.adapters.sources import load_source
-from wizard.core.overrides import parse_override
-from wizard.core.plan_io import plan_overrides
+from wizard.core.verl.overrides import parse_override
+from wizard.core.plan.convert import plan_overrides
 
 
 def test_yaml_written_by_the_wizard_reads_back_to_the_same_overrides(tmp_path):

@@ -7,8 +7,8 @@ compose their own --config-path configs are judged only where that config is ver
 from tests.conformance.test_verl_parity import _wizard_stage
 from tests.conftest import SCRIPTS
 from wizard.adapters.verl_preflight import run_preflight
-from wizard.core.compose import CONFIG_NAME_ENGINES
-from wizard.core.launch_script import ScriptError, read_launch_script
+from wizard.core.verl.compose import CONFIG_NAME_ENGINES
+from wizard.core.scripts.reader import ScriptError, read_launch_script
 
 MODEL_KEYS = ("actor_rollout_ref.model.path", "critic.model.path", "reward.reward_model.model_path")
 

@@ -40,7 +40,7 @@ def test_key_docs_match_the_comments_in_the_installed_verl(tmp_path, verl_config
 
 def test_key_help_explains_the_keys_newcomers_set(schema):
     from wizard.adapters.resources import load_key_docs
-    from wizard.core.key_help import key_help
+    from wizard.core.verl.key_help import key_help
 
     docs = load_key_docs()
     text = key_help(schema, docs, "actor_rollout_ref.rollout.gpu_memory_utilization")

@@ -11,11 +11,11 @@ from omegaconf import OmegaConf
 
 from tests.conftest import SCRIPTS
 from tests.helpers.bash_argv import bash_argv
-from wizard.core.compose import CONFIG_NAME_ENGINES, compose
-from wizard.core.emit import render_run_sh
-from wizard.core.launch_script import read_launch_script
-from wizard.core.overrides import parse_override
-from wizard.core.plan_io import plan_from_overrides
+from wizard.core.verl.compose import CONFIG_NAME_ENGINES, compose
+from wizard.core.plan.emit import render_run_sh
+from wizard.core.scripts.reader import read_launch_script
+from wizard.core.verl.overrides import parse_override
+from wizard.core.plan.convert import plan_from_overrides
 
 MAIN = sorted(p for p in SCRIPTS.glob("*.sh") if p.name != "tests__special_e2e__run_test.sh")
 RUNTIME_ONLY = "runs a command"  # $(...): a value bash computes when it runs
@@ -71,7 +71,7 @@ def test_every_statically_known_script_round_trips_exactly(tmp_path, schema):
 
 @pytest.mark.parametrize("value", ["/data/my files/train.parquet", "/data/$weird/x.parquet", "it's \"quoted\" `x`"])
 def test_paths_with_spaces_dollars_and_quotes_survive_bash(tmp_path, value):
-    from wizard.core.plan import Plan
+    from wizard.core.plan.model import Plan
 
     plan = Plan()
     plan.data.train_files = value

@@ -12,7 +12,7 @@ import pytest
 from wizard.adapters.generate import preset_plan
 from wizard.adapters.resources import preset_names
 from wizard.adapters.verl_preflight import run_preflight
-from wizard.core.emit import emit_overrides
+from wizard.core.plan.emit import emit_overrides
 from wizard.core.findings import Severity, Stage
 
 # Startup checks the probe reproduces (config classes), so parity is asserted for them too.

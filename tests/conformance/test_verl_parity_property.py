@@ -15,7 +15,7 @@ from tests.conformance.test_verl_parity import _wizard_stage
 from wizard.adapters.generate import preset_plan
 from wizard.adapters.resources import preset_names
 from wizard.adapters.verl_preflight import PreflightSession
-from wizard.core.emit import emit_overrides
+from wizard.core.plan.emit import emit_overrides
 
 EXAMPLES = int(os.environ.get("VERL_WIZARD_PARITY_EXAMPLES", "2000"))
 A, R = "actor_rollout_ref.actor", "actor_rollout_ref.rollout"

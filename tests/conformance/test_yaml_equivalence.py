@@ -6,8 +6,8 @@ from omegaconf import OmegaConf
 
 from wizard.adapters.generate import CONFIG_YAML, preset_plan, write_plan_files
 from wizard.adapters.resources import preset_names
-from wizard.core.emit import emit_overrides
-from wizard.core.plan_io import apply_overrides
+from wizard.core.plan.emit import emit_overrides
+from wizard.core.plan.convert import apply_overrides
 
 
 @pytest.mark.parametrize("name", preset_names())

@@ -7,7 +7,7 @@ import pytest
 import yaml
 
 from wizard.adapters.gpu_catalogue import load_gpu_catalogue
-from wizard.core.cluster import (
+from wizard.core.hardware.cluster import (
     MIB,
     ClusterSpecError,
     Link,

@@ -14,12 +14,12 @@ import yaml
 
 from tests.helpers.bash_argv import FAKE_HOME, bash_argv
 from wizard.adapters.generate import preset_plan
-from wizard.core.cluster import Cluster, Node
-from wizard.core.cluster_launch import (LOCAL_RAY_KEYS, SHAPE_KEYS, ClusterTarget, cluster_job, render_cluster,
+from wizard.core.hardware.cluster import Cluster, Node
+from wizard.core.cluster_launch.ray_scripts import (LOCAL_RAY_KEYS, SHAPE_KEYS, ClusterTarget, cluster_job, render_cluster,
                                         target_for)
-from wizard.core.cluster_schedulers import rayjob_name
-from wizard.core.emit import render_run_sh
-from wizard.core.plan_io import apply_overrides, plan_from_overrides
+from wizard.core.cluster_launch.schedulers import rayjob_name
+from wizard.core.plan.emit import render_run_sh
+from wizard.core.plan.convert import apply_overrides, plan_from_overrides
 
 DATA = Path(__file__).resolve().parents[1] / "data"
 # `ray status` of a real Ray 2.60 head started with --num-cpus=16 --num-gpus=2 (the lines the SLURM wait reads)
@@ -365,7 +365,7 @@ def resolve_oc_env(words: list[str], env: dict) -> list[str]:
 
     from omegaconf import OmegaConf
 
-    from wizard.core.overrides import parse_override
+    from wizard.core.verl.overrides import parse_override
 
     out = []
     with unittest.mock.patch.dict(os.environ, env):

@@ -6,7 +6,7 @@ from hydra import initialize_config_dir
 from hydra.errors import HydraException
 from omegaconf import OmegaConf
 
-from wizard.core.compose import compose, composed_view
+from wizard.core.verl.compose import compose, composed_view
 
 CASES = [
     [],

@@ -2,7 +2,7 @@
 
 import pytest
 
-from wizard.core.data_schema import (
+from wizard.core.data.schema import (
     ConversionError,
     ConversionSpec,
     SchemaChecker,

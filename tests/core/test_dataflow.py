@@ -6,10 +6,10 @@ import pytest
 
 from wizard.adapters.generate import preset_plan
 from wizard.adapters.resources import preset_names
-from wizard.core.dataflow import ESTIMATORS, KINDS, DataflowError, Graph, Link, Node, PortRef, can_connect, sorted_links
-from wizard.core.dataflow import canonical_links
-from wizard.core.dataflow_check import validate
-from wizard.core.dataflow_edit import (
+from wizard.core.dataflow.graph import ESTIMATORS, KINDS, DataflowError, Graph, Link, Node, PortRef, can_connect, sorted_links
+from wizard.core.dataflow.graph import canonical_links
+from wizard.core.dataflow.check import validate
+from wizard.core.dataflow.edit import (
     add_node,
     clear_layout,
     connect,
@@ -20,11 +20,11 @@ from wizard.core.dataflow_edit import (
     set_param,
     set_reward,
 )
-from wizard.core.dataflow_layout import NODE_W, auto_layout, node_height, positions, routes
-from wizard.core.dataflow_map import graph_for_plan, graph_from_plan, hidden_keys, plan_from_graph
-from wizard.core.emit import emit_overrides
-from wizard.core.plan import load_plan
-from wizard.core.plan_io import plan_from_overrides
+from wizard.core.dataflow.layout import NODE_W, auto_layout, node_height, positions, routes
+from wizard.core.dataflow.keys import graph_for_plan, graph_from_plan, hidden_keys, plan_from_graph
+from wizard.core.plan.emit import emit_overrides
+from wizard.core.plan.model import load_plan
+from wizard.core.plan.convert import plan_from_overrides
 
 PRESETS = preset_names()
 OPTIONAL = [k for k, spec in KINDS.items() if spec.optional]

@@ -1,7 +1,7 @@
 """What the wizard writes: secrets never, environment references kept, every value quoted."""
 
-from wizard.core.emit import emit_overrides, render_run_sh, render_yaml
-from wizard.core.plan_io import plan_from_overrides
+from wizard.core.plan.emit import emit_overrides, render_run_sh, render_yaml
+from wizard.core.plan.convert import plan_from_overrides
 
 
 def test_secrets_become_environment_references():
@@ -43,7 +43,7 @@ def test_megatron_engine_goes_into_the_defaults_list():
 def test_the_written_run_sh_reads_back_to_the_same_plan():
     from wizard.adapters.generate import preset_plan
     from wizard.adapters.resources import preset_names
-    from wizard.core.launch_script import read_launch_script
+    from wizard.core.scripts.reader import read_launch_script
 
     for name in preset_names():
         plan = preset_plan(name)

@@ -3,8 +3,8 @@
 import math
 
 from wizard.core.findings import Severity
-from wizard.core.health import Thresholds, health
-from wizard.core.logparse import RunLog
+from wizard.core.run.health import Thresholds, health
+from wizard.core.run.logparse import RunLog
 
 
 def series_from(lines):

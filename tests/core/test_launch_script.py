@@ -3,7 +3,7 @@
 import pytest
 
 from tests.conftest import SCRIPTS
-from wizard.core.launch_script import ScriptError, read_launch_script
+from wizard.core.scripts.reader import ScriptError, read_launch_script
 
 # run_test.sh takes its config name as $1: refused (tested below), so not in MAIN.
 MAIN = sorted(p for p in SCRIPTS.glob("*.sh") if p.name != "tests__special_e2e__run_test.sh")

@@ -5,7 +5,7 @@ import math
 
 import pytest
 
-from wizard.core.logparse import (
+from wizard.core.run.logparse import (
     RunLog,
     format_step,
     parse_jsonl_line,
@@ -137,7 +137,7 @@ def test_real_jsonl_from_verls_file_logger(tmp_path, monkeypatch):
 
 
 def test_python_warnings_are_warnings():
-    from wizard.core.logparse import split_line
+    from wizard.core.run.logparse import split_line
 
     line = "(TaskRunner pid=123) /usr/lib/python3/site-packages/torch/utils.py:42: UserWarning: TypedStorage is deprecated"
     assert split_line(line).level == "WARNING"

@@ -8,11 +8,11 @@ import math
 
 import pytest
 
-from wizard.core.cluster import GPU, Cluster, Node
-from wizard.core.memory import estimate_memory
-from wizard.core.memory_terms import CONSTANTS as C
-from wizard.core.memory_terms import GIB, layer_activation, lora_params
-from wizard.core.models import ModelFacts
+from wizard.core.hardware.cluster import GPU, Cluster, Node
+from wizard.core.memory.estimate import estimate_memory
+from wizard.core.memory.terms import CONSTANTS as C
+from wizard.core.memory.terms import GIB, layer_activation, lora_params
+from wizard.core.models.facts import ModelFacts
 
 A, AF, R = "actor_rollout_ref.actor", "actor_rollout_ref.actor.fsdp_config", "actor_rollout_ref.rollout"
 Q7 = ModelFacts(source="config", name="Qwen/Qwen2.5-7B-Instruct", model_type="qwen2", hidden_size=3584,

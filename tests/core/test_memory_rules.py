@@ -4,10 +4,10 @@ import pytest
 
 from wizard.adapters.gpu_catalogue import load_gpu_catalogue
 from wizard.adapters.resources import load_moves, load_schema
-from wizard.core.check import check_overrides
-from wizard.core.cluster import parse_cluster_spec
+from wizard.core.check.verdict import check_overrides
+from wizard.core.hardware.cluster import parse_cluster_spec
 from wizard.core.findings import Severity
-from wizard.core.models import ModelFacts
+from wizard.core.models.facts import ModelFacts
 
 A, AF, R = "actor_rollout_ref.actor", "actor_rollout_ref.actor.fsdp_config", "actor_rollout_ref.rollout"
 Q7 = ModelFacts(source="catalogue", name="Qwen/Qwen2.5-7B-Instruct", model_type="qwen2", hidden_size=3584,

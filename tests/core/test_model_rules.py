@@ -3,7 +3,7 @@
 import pytest
 
 from tests.helpers.hf_configs import DEEPSEEK_V3, LLAMA31_8B, QWEN25_05B, QWEN25_7B, QWEN3_8B
-from wizard.core.models import facts_from_hf_config
+from wizard.core.models.facts import facts_from_hf_config
 
 R = "actor_rollout_ref.rollout"
 BASE = ["algorithm.adv_estimator=grpo", "actor_rollout_ref.model.path=/models/m", f"{R}.name=vllm", f"{R}.n=4",

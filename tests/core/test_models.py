@@ -10,7 +10,7 @@ from tests.helpers.hf_configs import (
     DEEPSEEK_V3, GEMMA2_2B, LLAMA31_8B, MIXTRAL, QWEN3_8B, QWEN3_30B_A3B, QWEN15_MOE, QWEN25_05B, QWEN25_7B, QWEN25_15B,
     QWEN25_32B,
 )
-from wizard.core.models import ModelConfigError, facts_from_hf_config, model_paths
+from wizard.core.models.facts import ModelConfigError, facts_from_hf_config, model_paths
 
 
 def facts(config, **kw):

@@ -5,7 +5,7 @@ import math
 from hypothesis import given
 from hypothesis import strategies as st
 
-from wizard.core.overrides import OverrideSyntaxError, parse_override, render_value, same_value
+from wizard.core.verl.overrides import OverrideSyntaxError, parse_override, render_value, same_value
 
 scalars = st.one_of(
     st.none(),

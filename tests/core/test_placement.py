@@ -4,11 +4,11 @@ import pytest
 
 from wizard.adapters.gpu_catalogue import load_gpu_catalogue
 from wizard.adapters.resources import load_moves, load_schema
-from wizard.core.check import check_overrides
-from wizard.core.cluster import GPU, Cluster, Link, LinkKind, Node, parse_cluster_spec
+from wizard.core.check.verdict import check_overrides
+from wizard.core.hardware.cluster import GPU, Cluster, Link, LinkKind, Node, parse_cluster_spec
 from wizard.core.findings import Severity
-from wizard.core.placement import GpuRef, plan_placement
-from wizard.core.placement_moves import check_move, check_pool_shape
+from wizard.core.placement.pools import GpuRef, plan_placement
+from wizard.core.placement.moves import check_move, check_pool_shape
 
 R, RM = "actor_rollout_ref.rollout", "reward.reward_model"
 GRPO = {"trainer.n_gpus_per_node": 8, "trainer.nnodes": 1, "algorithm.adv_estimator": "grpo",

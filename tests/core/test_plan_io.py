@@ -5,10 +5,10 @@ from hypothesis import strategies as st
 from omegaconf import OmegaConf
 
 from wizard.adapters.resources import load_schema
-from wizard.core.compose import compose
-from wizard.core.overrides import render_value
-from wizard.core.plan import field_map
-from wizard.core.plan_io import apply_overrides, plan_from_overrides, plan_overrides
+from wizard.core.verl.compose import compose
+from wizard.core.verl.overrides import render_value
+from wizard.core.plan.model import field_map
+from wizard.core.plan.convert import apply_overrides, plan_from_overrides, plan_overrides
 
 MODELLED = sorted(field_map())
 OTHER = [
@@ -76,7 +76,7 @@ def test_apply_replaces_fields_and_passthrough_entries():
 @settings(max_examples=60, deadline=None)
 @given(override_lists())
 def test_checking_leaves_the_shared_default_config_untouched(overrides):
-    from wizard.core.compose import _base, compose
+    from wizard.core.verl.compose import _base, compose
 
     schema = load_schema()
     before = OmegaConf.to_container(_base(schema.variant()), resolve=False)

@@ -3,7 +3,7 @@
 import math
 
 from wizard.core.findings import Severity
-from wizard.core.reward_bench import (
+from wizard.core.reward.bench import (
     BenchRow,
     Trial,
     bench_rows,

@@ -1,7 +1,7 @@
 """The reward bench's one-line verdict, from the core's own findings and summary."""
 
-from wizard.core.reward_bench import Trial, judge, summarize
-from wizard.core.reward_verdict import verdict
+from wizard.core.reward.bench import Trial, judge, summarize
+from wizard.core.reward.verdict import verdict
 
 
 def bench(scores: dict[str, float], rows=(0, 1), **kw):
@@ -39,7 +39,7 @@ def test_slow_is_said_after_a_good_verdict():
 
 
 def test_nothing_scored_says_why():
-    from wizard.core.reward_bench import BenchRow, builtin_findings
+    from wizard.core.reward.bench import BenchRow, builtin_findings
 
     findings = builtin_findings([BenchRow(0, "my_source", "1")])
     v = verdict([], summarize([]), findings)

@@ -3,7 +3,7 @@
 import pytest
 
 from wizard.core.findings import Severity, Stage
-from wizard.core.gpus import parse_gpu_spec
+from wizard.core.hardware.gpus import parse_gpu_spec
 
 GOOD = [
     "algorithm.adv_estimator=grpo", "actor_rollout_ref.model.path=Qwen/Qwen2.5-0.5B-Instruct",

@@ -2,10 +2,10 @@
 
 import pytest
 
-from wizard.core.overrides import parse_override
-from wizard.core.plan import Plan
-from wizard.core.plan_io import plan_overrides
-from wizard.core.smoke import (
+from wizard.core.verl.overrides import parse_override
+from wizard.core.plan.model import Plan
+from wizard.core.plan.convert import plan_overrides
+from wizard.core.run.smoke import (
     SmokeOptions,
     redact,
     render_command,

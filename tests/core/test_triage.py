@@ -4,7 +4,7 @@ issue threads in peers-and-pain-points.md §4)."""
 import pytest
 
 from wizard.core.findings import Severity, Stage
-from wizard.core.triage import RULES, triage
+from wizard.core.run.triage import RULES, triage
 
 ESC = "\x1b"
 P = f"{ESC}[36m(TaskRunnerV1 pid=466){ESC}[0m "

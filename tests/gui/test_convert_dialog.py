@@ -8,7 +8,7 @@ pytest.importorskip("PySide6")
 
 from PySide6.QtCore import Qt  # noqa: E402
 
-from wizard.gui.convert_dialog import ConvertDialog, default_output  # noqa: E402
+from wizard.gui.tools.convert_dialog import ConvertDialog, default_output  # noqa: E402
 from wizard.gui.document import PlanDocument  # noqa: E402
 
 READ_MS = 30_000

@@ -7,8 +7,8 @@ pytest.importorskip("PySide6")
 from PySide6.QtCore import QPoint, Qt  # noqa: E402
 from PySide6.QtTest import QTest  # noqa: E402
 
-from wizard.core.dataflow import Link, PortRef  # noqa: E402
-from wizard.core.emit import emit_overrides  # noqa: E402
+from wizard.core.dataflow.graph import Link, PortRef  # noqa: E402
+from wizard.core.plan.emit import emit_overrides  # noqa: E402
 from wizard.gui.dataflow import DataflowEditor  # noqa: E402
 from wizard.gui.dataflow.items import PortItem  # noqa: E402
 from wizard.gui.document import PlanDocument  # noqa: E402

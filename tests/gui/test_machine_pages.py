@@ -156,8 +156,8 @@ def test_the_model_step_shows_what_is_known_of_the_model_and_its_heads_rule_fire
 
 
 def test_the_data_step_opens_the_reward_bench_and_the_converter(window, qtbot):
-    from wizard.gui.convert_dialog import ConvertDialog
-    from wizard.gui.reward_bench import RewardBenchDialog
+    from wizard.gui.tools.convert_dialog import ConvertDialog
+    from wizard.gui.tools.reward_bench import RewardBenchDialog
 
     page = window.data_page
     qtbot.mouseClick(page.reward_button, Qt.LeftButton)

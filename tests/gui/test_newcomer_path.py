@@ -79,7 +79,7 @@ def test_start_accept_hardware_pick_preset_break_fix_undo_write(qtbot, tmp_path)
 
 
 def _overrides_from(run_sh: str) -> list[str]:
-    from wizard.core.launch_script import read_launch_script
+    from wizard.core.scripts.reader import read_launch_script
 
     return read_launch_script(run_sh).args
 

@@ -7,9 +7,9 @@ pytest.importorskip("PySide6")
 from PySide6.QtCore import QPoint, Qt  # noqa: E402
 from PySide6.QtTest import QTest  # noqa: E402
 
-from wizard.core.emit import emit_overrides  # noqa: E402
-from wizard.core.placement_moves import check_move  # noqa: E402
-from wizard.core.plan_io import apply_overrides  # noqa: E402
+from wizard.core.plan.emit import emit_overrides  # noqa: E402
+from wizard.core.placement.moves import check_move  # noqa: E402
+from wizard.core.plan.convert import apply_overrides  # noqa: E402
 from wizard.gui.document import PlanDocument  # noqa: E402
 from wizard.gui.placement import PlacementBoard  # noqa: E402
 from wizard.gui.placement.items import Region  # noqa: E402
@@ -168,7 +168,7 @@ def test_keyboard_move_dialog_gives_the_same_verdict(make_board, qtbot):
 
 def test_many_identical_nodes_collapse_into_one_row(qtbot):
     from wizard.adapters.gpu_catalogue import load_gpu_catalogue
-    from wizard.core.cluster import parse_cluster_spec
+    from wizard.core.hardware.cluster import parse_cluster_spec
 
     doc = PlanDocument(autosave=False)
     doc.load_preset("grpo-2node")

@@ -90,7 +90,7 @@ def test_closing_while_loading_keeps_the_recovery_offer(qtbot, tmp_path, monkeyp
 def recovered(tmp_path, monkeypatch, gpus):
     from wizard.adapters.generate import plan_with_gpus, preset_plan
     from wizard.adapters.session_store import save_session
-    from wizard.core.gpus import parse_gpu_spec
+    from wizard.core.hardware.gpus import parse_gpu_spec
 
     monkeypatch.setenv("XDG_STATE_HOME", str(tmp_path))
     plan = plan_with_gpus(preset_plan("grpo-1gpu-smoke", None), parse_gpu_spec(gpus)).model_copy(deep=True)
@@ -153,7 +153,7 @@ def test_closing_while_loading_after_saying_no_drops_the_old_session(qtbot, tmp_
 def test_the_recovered_session_comes_back_as_it_was_and_undo_takes_all_of_it_back(qtbot, tmp_path, monkeypatch):
     from wizard.adapters.generate import plan_with_gpus, preset_plan
     from wizard.adapters.session_store import save_session
-    from wizard.core.gpus import parse_gpu_spec
+    from wizard.core.hardware.gpus import parse_gpu_spec
 
     monkeypatch.setenv("XDG_STATE_HOME", str(tmp_path))
     plan = plan_with_gpus(preset_plan("grpo-1gpu-smoke", None), parse_gpu_spec("4")).model_copy(deep=True)

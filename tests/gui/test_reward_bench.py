@@ -10,7 +10,7 @@ from PySide6.QtCore import Qt  # noqa: E402
 
 from tests.conftest import has_verl  # noqa: E402
 from wizard.gui.document import PlanDocument  # noqa: E402
-from wizard.gui.reward_bench import RewardBenchDialog, RewardBenchPanel, split_responses  # noqa: E402
+from wizard.gui.tools.reward_bench import RewardBenchDialog, RewardBenchPanel, split_responses  # noqa: E402
 
 BENCH_S = 240_000  # ms to wait for a bench: loading verl's scorers in a fresh Python is slow on a busy machine
 

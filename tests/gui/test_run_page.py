@@ -24,11 +24,11 @@ from tests.helpers.tiny_data import write_gsm8k_like  # noqa: E402
 from tests.helpers.netns import LOOPBACK_RAY, UNSHARE, namespaces_work  # noqa: E402
 from wizard.adapters.gpu_sampler import GpuSampler, parse_sample  # noqa: E402
 from wizard.adapters.launcher import list_processes  # noqa: E402
-from wizard.core.plan_io import apply_overrides  # noqa: E402
+from wizard.core.plan.convert import apply_overrides  # noqa: E402
 from wizard.gui.document import PlanDocument  # noqa: E402
-from wizard.gui.gpu_monitor import GpuMonitor  # noqa: E402
-from wizard.gui.log_view import LogView  # noqa: E402
-from wizard.gui.run_page import RunPanel  # noqa: E402
+from wizard.gui.run.gpu_monitor import GpuMonitor  # noqa: E402
+from wizard.gui.run.log_view import LogView  # noqa: E402
+from wizard.gui.run.panel import RunPanel  # noqa: E402
 
 pytestmark = [pytest.mark.gui, pytest.mark.skipif(not os.path.isdir("/proc"), reason="runs read /proc (Linux)")]
 GPU_DATA = Path(__file__).resolve().parents[1] / "data" / "gpu"

@@ -8,9 +8,9 @@ import pytest
 pytest.importorskip("PySide6")
 
 from wizard.adapters.gpu_catalogue import load_gpu_catalogue  # noqa: E402
-from wizard.core.cluster import Cluster, Link, LinkKind, Node, parse_cluster_spec  # noqa: E402
-from wizard.core.topology import nvml_to_discovery  # noqa: E402
-from wizard.gui.topology_view import TopologyView  # noqa: E402
+from wizard.core.hardware.cluster import Cluster, Link, LinkKind, Node, parse_cluster_spec  # noqa: E402
+from wizard.core.hardware.topology import nvml_to_discovery  # noqa: E402
+from wizard.gui.widgets.topology_view import TopologyView  # noqa: E402
 
 DATA = Path(__file__).resolve().parents[1] / "data" / "gpu"
 
@@ -48,7 +48,7 @@ def test_pcie_links_are_arcs_drawn_by_kind(qtbot):
     links = [Link(a=0, b=1, kind=LinkKind.NV, nvlinks=4), Link(a=0, b=2, kind=LinkKind.PIX),
              Link(a=1, b=2, kind=LinkKind.SYS), Link(a=0, b=3, kind=LinkKind.SYS), Link(a=1, b=3, kind=LinkKind.PHB),
              Link(a=2, b=3, kind=LinkKind.NV, nvlinks=4)]
-    from wizard.core.cluster import GPU
+    from wizard.core.hardware.cluster import GPU
 
     node = Node(name="box", gpu_count=4, gpus=[GPU(index=i, name="RTX A6000") for i in range(4)], links=links)
     view = show(qtbot, Cluster(source="nvml", nodes=[node]))

@@ -1,6 +1,6 @@
 """The whole check of a config, as the CLI and the GUI both run it.
 
-``wizard.core.check.check_overrides`` is pure: it judges what it is given. This adds what only
+``wizard.core.check.verdict.check_overrides`` is pure: it judges what it is given. This adds what only
 the machine can give: the facts of the models the config names (local folders, the catalogue;
 never the network), looked up from the composed config's own values within the one
 composition, so the rules that need them (heads vs TP, context length, memory) run.
@@ -8,10 +8,10 @@ composition, so the rules that need them (heads vs TP, context length, memory) r
 
 from __future__ import annotations
 
-from wizard.core.check import CheckResult, check_overrides
-from wizard.core.cluster import Cluster
+from wizard.core.check.verdict import CheckResult, check_overrides
+from wizard.core.hardware.cluster import Cluster
 from wizard.core.findings import sort_findings
-from wizard.core.gpus import GpuSpec
+from wizard.core.hardware.gpus import GpuSpec
 
 
 def full_check(overrides: list[str], *, config_name: str = "ppo_trainer", gpus: GpuSpec | None = None,

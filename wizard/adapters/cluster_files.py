@@ -1,5 +1,5 @@
 """Write cluster launch material to a folder: each file atomically, an earlier different file kept as a backup,
-scripts executable. The texts come from ``wizard.core.cluster_launch``; nothing here decides what they say."""
+scripts executable. The texts come from ``wizard.core.cluster_launch.ray_scripts``; nothing here decides what they say."""
 
 from __future__ import annotations
 
@@ -7,7 +7,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from wizard.adapters.files import WriteError, write_atomic
-from wizard.core.cluster_launch import ClusterMaterial
+from wizard.core.cluster_launch.ray_scripts import ClusterMaterial
 
 
 @dataclass

@@ -16,7 +16,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from wizard.adapters.files import backup_path
-from wizard.core.data_schema import (
+from wizard.core.data.schema import (
     ConversionError,
     ConversionSpec,
     SchemaChecker,

@@ -5,9 +5,9 @@ One place for the CLI's ``detect``/``check --cluster`` and the GUI's Hardware st
 
 from __future__ import annotations
 
-from wizard.core.cluster import SOURCES, Cluster, ClusterSpecError, GpuCatalogue, parse_cluster_spec
-from wizard.core.gpus import GpuSpec
-from wizard.core.topology import Discovery
+from wizard.core.hardware.cluster import SOURCES, Cluster, ClusterSpecError, GpuCatalogue, parse_cluster_spec
+from wizard.core.hardware.gpus import GpuSpec
+from wizard.core.hardware.topology import Discovery
 
 
 def discover_this_machine(visible: str | None, catalogue: GpuCatalogue) -> Discovery:

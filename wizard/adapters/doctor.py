@@ -3,7 +3,7 @@
 ``run_probe`` runs ``probes/doctor_probe.py`` with the target Python (facts only); ``doctor_findings``
 turns the facts into findings, each with the exact command that fixes it. The pins are verl 0.9.1's
 own (its METADATA; shared/reference/verl-0.9.1.md section 9). ``doctor_findings`` is pure so the
-environment rules can move into ``wizard.core.rules`` unchanged.
+environment rules can move into ``wizard.core.check.rules`` unchanged.
 """
 
 from __future__ import annotations
@@ -17,7 +17,7 @@ import time
 from dataclasses import dataclass, field
 
 from wizard.adapters.bundle import probe_path
-from wizard.core.cluster import cuda_version_text
+from wizard.core.hardware.cluster import cuda_version_text
 from wizard.core.findings import Finding, Severity, Stage, has_errors, sort_findings
 
 VERL = "0.9.1"

@@ -8,10 +8,10 @@ from pathlib import Path
 
 from wizard.adapters.files import write_atomic
 from wizard.adapters.resources import load_preset_doc
-from wizard.core.emit import YamlEmitError, emit_overrides, render_run_sh, render_yaml
-from wizard.core.gpus import GpuSpec
-from wizard.core.plan import Plan, load_plan
-from wizard.core.plan_io import apply_overrides
+from wizard.core.plan.emit import YamlEmitError, emit_overrides, render_run_sh, render_yaml
+from wizard.core.hardware.gpus import GpuSpec
+from wizard.core.plan.model import Plan, load_plan
+from wizard.core.plan.convert import apply_overrides
 
 RUN_SH = "run.sh"
 CONFIG_YAML = "config.yaml"

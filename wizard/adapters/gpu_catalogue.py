@@ -5,7 +5,7 @@ from __future__ import annotations
 from functools import lru_cache
 
 from wizard.adapters.resources import resource_text, yaml_resource
-from wizard.core.cluster import GpuCatalogue
+from wizard.core.hardware.cluster import GpuCatalogue
 
 
 @lru_cache(maxsize=1)

@@ -28,7 +28,7 @@ from pathlib import Path
 
 from wizard.adapters.files import backup_path, write_atomic
 from wizard.adapters.procs import RUN_MARK, Proc, _has_mark, alive, list_processes  # noqa: F401 - re-exported
-from wizard.core.smoke import redact
+from wizard.core.run.smoke import redact
 
 LOG = "run.log"
 COMMAND = "command.sh"
@@ -386,7 +386,7 @@ def model_is_local(path: str | None) -> bool:
 
 def tail_jsonl(path: str | Path, offset: int, state) -> tuple[int, list]:
     """Events from the new complete lines of the file logger's JSONL since ``offset`` (``state`` is a
-    ``wizard.core.logparse.RunLog``); a line still being written waits for the next call."""
+    ``wizard.core.run.logparse.RunLog``); a line still being written waits for the next call."""
     try:
         with open(path, "rb") as fh:
             fh.seek(offset)

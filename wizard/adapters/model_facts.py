@@ -5,7 +5,7 @@ tokenizer files it has and the safetensors headers (8-byte length + JSON, read c
 id (``org/name`` that is not a path here) gives the catalogue row of
 ``resources/model-catalogue.yaml`` and the exact download command. What cannot be read becomes a
 Finding with a one-line reason, never a traceback. The rules on these facts live in
-``wizard.core.rules.models``.
+``wizard.core.check.rules.models``.
 """
 
 from __future__ import annotations
@@ -22,7 +22,7 @@ from pathlib import Path
 from wizard.adapters.model_files import FolderFiles, read_folder
 from wizard.adapters.resources import resource_text, yaml_resource
 from wizard.core.findings import Finding, Severity, Stage
-from wizard.core.models import PLACEHOLDER_PATH, ModelConfigError, ModelFacts, facts_from_hf_config, model_paths
+from wizard.core.models.facts import PLACEHOLDER_PATH, ModelConfigError, ModelFacts, facts_from_hf_config, model_paths
 
 _HUB_ID = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._-]*/[A-Za-z0-9][A-Za-z0-9._-]*$")  # org/name, as verl examples use
 _REMOTE_SCHEMES = ("hdfs://", "s3://", "gs://", "oss://", "http://", "https://")

@@ -1,7 +1,7 @@
 """``nvidia-smi -q -x``: the fallback when NVML cannot be asked directly, and saved captures from other machines.
 
 The XML is translated into the raw NVML shape (see ``wizard.adapters.nvml``), so the same pure code in
-``wizard.core.topology`` builds the Cluster and applies ``CUDA_VISIBLE_DEVICES``. The XML carries no
+``wizard.core.hardware.topology`` builds the Cluster and applies ``CUDA_VISIBLE_DEVICES``. The XML carries no
 link matrix and no compute capability: links stay unknown, the capability comes from the GPU catalogue.
 """
 
@@ -12,8 +12,8 @@ import subprocess
 import xml.etree.ElementTree as ET
 from pathlib import Path
 
-from wizard.core.cluster import MIB, GpuCatalogue
-from wizard.core.topology import Discovery, nvml_to_discovery
+from wizard.core.hardware.cluster import MIB, GpuCatalogue
+from wizard.core.hardware.topology import Discovery, nvml_to_discovery
 
 
 class NvidiaSmiError(ValueError):

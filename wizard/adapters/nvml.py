@@ -1,7 +1,7 @@
 """GPU discovery through NVML (the ``pynvml`` module of nvidia-ml-py).
 
 ``gather_nvml`` only asks NVML and writes the answers into a plain dict, in the shape of
-``shared/fixtures/gpu/capture_nvml.py``'s captures (``*.nvml.json``); ``wizard.core.topology``
+``shared/fixtures/gpu/capture_nvml.py``'s captures (``*.nvml.json``); ``wizard.core.hardware.topology``
 turns that dict into a Cluster. So every decision is tested on recorded answers from real GPUs,
 and this module stays a thin recorder. A machine without a driver is a normal answer
 (``{"error": {"kind": "library_not_found", ...}}``), never an exception.
@@ -14,8 +14,8 @@ import socket
 import time
 from collections.abc import Callable
 
-from wizard.core.cluster import GpuCatalogue
-from wizard.core.topology import Discovery, nvml_to_discovery
+from wizard.core.hardware.cluster import GpuCatalogue
+from wizard.core.hardware.topology import Discovery, nvml_to_discovery
 
 MAX_NVLINKS = 18  # NVML_NVLINK_MAX_LINKS on Hopper/Blackwell
 _ERROR_KINDS = {

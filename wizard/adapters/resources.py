@@ -10,8 +10,8 @@ from typing import TYPE_CHECKING
 import yaml
 
 if TYPE_CHECKING:  # imported where used: the GUI's first step reads presets only, and starts sooner
-    from wizard.core.moves import Moves
-    from wizard.core.schema import VerlSchema
+    from wizard.core.verl.moves import Moves
+    from wizard.core.verl.schema import VerlSchema
 
 DEFAULT_VERL = "0.9.1"
 
@@ -35,7 +35,7 @@ def yaml_resource(text: str):
 
 @lru_cache(maxsize=4)
 def load_schema(version: str = DEFAULT_VERL) -> VerlSchema:
-    from wizard.core.schema import VerlSchema
+    from wizard.core.verl.schema import VerlSchema
 
     path = _files() / "verl-schema" / f"{version}.json"
     if not path.is_file():
@@ -55,7 +55,7 @@ def load_key_docs(version: str = DEFAULT_VERL) -> dict[str, str]:
 
 @lru_cache(maxsize=1)
 def load_moves() -> Moves:
-    from wizard.core.moves import Moves
+    from wizard.core.verl.moves import Moves
 
     return Moves.from_dict(yaml_resource(resource_text("verl-moves.yaml")))
 

@@ -16,9 +16,9 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from wizard.adapters.bundle import probe_path
-from wizard.core.data_schema import scorer_for
+from wizard.core.data.schema import scorer_for
 from wizard.core.findings import Finding
-from wizard.core.reward_bench import BenchRow, BenchSummary, Trial, builtin_findings, candidates_for, judge, summarize
+from wizard.core.reward.bench import BenchRow, BenchSummary, Trial, builtin_findings, candidates_for, judge, summarize
 from wizard.adapters.python_envs import resolve_python
 
 

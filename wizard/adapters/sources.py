@@ -14,10 +14,10 @@ import yaml
 from wizard.adapters.files import read_text
 from wizard.adapters.resources import load_schema
 from wizard.core.findings import Finding, Severity, Stage
-from wizard.core.launch_script import ScriptError, read_launch_script
-from wizard.core.plan import Plan, load_plan
-from wizard.core.plan_io import plan_from_overrides
-from wizard.core.yaml_config import yaml_to_overrides
+from wizard.core.scripts.reader import ScriptError, read_launch_script
+from wizard.core.plan.model import Plan, load_plan
+from wizard.core.plan.convert import plan_from_overrides
+from wizard.core.verl.yaml_config import yaml_to_overrides
 
 
 @dataclass
@@ -125,7 +125,7 @@ def _plan_source(doc, path: str) -> Source:
     except ValueError as exc:  # pydantic ValidationError is a ValueError
         first = str(exc).splitlines()
         raise ValueError(f"{path}: not a verl-wizard plan: {' '.join(first[:3])}") from None
-    from wizard.core.plan_io import plan_overrides
+    from wizard.core.plan.convert import plan_overrides
 
     return Source(
         overrides=plan_overrides(plan),

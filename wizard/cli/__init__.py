@@ -119,7 +119,7 @@ def _dispatch(argv: list[str]) -> int:
 def parse_gpus(text: str | None):
     if text is None:
         return None
-    from wizard.core.gpus import parse_gpu_spec
+    from wizard.core.hardware.gpus import parse_gpu_spec
 
     try:
         return parse_gpu_spec(text)
@@ -140,8 +140,8 @@ def _generate(args) -> int:
     from wizard.adapters.generate import preset_plan, write_plan_files
     from wizard.adapters.checking import full_check
     from wizard.cli.check import print_findings
-    from wizard.core.emit import emit_overrides
-    from wizard.core.overrides import OverrideSyntaxError
+    from wizard.core.plan.emit import emit_overrides
+    from wizard.core.verl.overrides import OverrideSyntaxError
 
     gpus = parse_gpus(args.gpus)
     try:

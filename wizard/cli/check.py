@@ -100,8 +100,8 @@ def check_one(source: str | None, overrides: list[str], gpus, use_verl: bool, py
 def _fix(args, overrides: list[str], gpus) -> int:
     from wizard.adapters.resources import load_moves, load_schema
     from wizard.cli import EXIT_ERRORS, EXIT_OK
-    from wizard.core.autofix import autofix_overrides
-    from wizard.core.plan_io import plan_overrides
+    from wizard.core.check.autofix import autofix_overrides
+    from wizard.core.plan.convert import plan_overrides
 
     src = _read(args.source, overrides)
     fixed = autofix_overrides(load_schema(), src.overrides, config_name=src.config_name, moves=load_moves(), gpus=gpus)

@@ -47,7 +47,7 @@ def _plan(args):
 
 def _target(args, plan):
     from wizard.cli import UsageError
-    from wizard.core.cluster_launch import target_for
+    from wizard.core.cluster_launch.ray_scripts import target_for
 
     cluster = None
     if args.cluster:
@@ -79,8 +79,8 @@ def run_cluster(args) -> int:
     from wizard.cli import EXIT_ERRORS, EXIT_OK, UsageError
     from wizard.cli.check import print_findings
     from wizard.cli.plans import refuse_to_write
-    from wizard.core.cluster_launch import TARGETS, render_cluster
-    from wizard.core.gpus import GpuSpec
+    from wizard.core.cluster_launch.ray_scripts import TARGETS, render_cluster
+    from wizard.core.hardware.gpus import GpuSpec
 
     plan, source_findings = _plan(args)
     target, cluster = _target(args, plan)

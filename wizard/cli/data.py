@@ -169,7 +169,7 @@ def run_preview(args) -> int:
 
 def run_convert(args) -> int:
     from wizard.adapters.dataset import DatasetError, convert_file, convert_preview
-    from wizard.core.data_schema import ConversionError, ConversionSpec, conversion_findings
+    from wizard.core.data.schema import ConversionError, ConversionSpec, conversion_findings
 
     spec = ConversionSpec(question=args.question, answer=args.answer, data_source=args.data_source,
                           system=args.system, template=args.template, ability=args.ability, split=args.split)
@@ -216,7 +216,7 @@ def run_convert(args) -> int:
 def run_reward(args) -> int:
     from wizard.adapters.dataset import DatasetError, DatasetFile
     from wizard.adapters.reward_runner import RewardRunError, run_bench
-    from wizard.core.reward_bench import bench_rows
+    from wizard.core.reward.bench import bench_rows
 
     if args.name and not args.function:
         raise _usage("--name needs --function, the file that defines it")

@@ -15,7 +15,7 @@ from pathlib import Path
 
 from wizard.adapters.launcher import model_is_local, tail_jsonl
 from wizard.core.findings import Finding, has_errors, sort_findings
-from wizard.core.smoke import VALIDATION
+from wizard.core.run.smoke import VALIDATION
 
 TRIAGE_TAIL = 20000  # lines of the log the triage reads at the end (the full log is in the run directory)
 
@@ -62,9 +62,9 @@ def prepare(args):
     """Everything a launch or a dry run needs: the smoke plan, its check, the command. Raises UsageError."""
     from wizard.adapters.resources import load_moves, load_schema
     from wizard.cli import UsageError, parse_gpus
-    from wizard.core.check import check_overrides
-    from wizard.core.plan_io import plan_overrides
-    from wizard.core.smoke import SmokeOptions, smoke_command, smoke_plan
+    from wizard.core.check.verdict import check_overrides
+    from wizard.core.plan.convert import plan_overrides
+    from wizard.core.run.smoke import SmokeOptions, smoke_command, smoke_plan
 
     if args.steps < 1:
         raise UsageError(f"--steps must be 1 or more, not {args.steps}")
@@ -86,7 +86,7 @@ def prepare(args):
 def run_launch(args) -> int:
     from wizard.cli import EXIT_ERRORS, EXIT_OK
     from wizard.cli.check import print_findings
-    from wizard.core.smoke import render_command
+    from wizard.core.run.smoke import render_command
 
     plan, result, python, cmd, run_dir = prepare(args)
     shell = render_command(python, cmd)
@@ -129,7 +129,7 @@ class _Out:
         if self.json:
             self.event("log", stream=stream, line=line)
         else:
-            from wizard.core.logparse import strip_ansi
+            from wizard.core.run.logparse import strip_ansi
 
             print(line if self.tty else strip_ansi(line), flush=False)
 
@@ -141,9 +141,9 @@ class _Out:
 def _run(args, plan, python: str, cmd, run_dir: Path, shell: str) -> int:
     from wizard.adapters.launcher import LaunchError, RunProcess, prepare_run_dir, write_command_file
     from wizard.cli import EXIT_ERRORS, EXIT_OK, UsageError
-    from wizard.core.health import Thresholds, health
-    from wizard.core.logparse import RunLog, format_step
-    from wizard.core.triage import triage
+    from wizard.core.run.health import Thresholds, health
+    from wizard.core.run.logparse import RunLog, format_step
+    from wizard.core.run.triage import triage
 
     out = _Out(args.format)
     try:

@@ -11,7 +11,7 @@ from __future__ import annotations
 import json
 
 from wizard.core.findings import Finding, Severity, Stage, has_errors, sort_findings
-from wizard.core.memory_terms import GIB
+from wizard.core.memory.terms import GIB
 
 EXIT_OK, EXIT_ERRORS = 0, 1
 PHASE_ORDER = ("load", "weight_sync", "generation", "old_log_prob", "ref_log_prob", "actor_update", "critic_update",
@@ -45,7 +45,7 @@ def run_plan(args, tail: list[str] | None = None) -> int:
     overrides, config_name, src_findings, label = _source(args, list(tail or []), gpus)
     from wizard.adapters.checking import full_check
     from wizard.adapters.resources import load_moves, load_schema
-    from wizard.core.memory_plan import memory_plan
+    from wizard.core.memory.report import memory_plan
 
     # the same check as `check` (models from local folders or the catalogue), with the cluster's memory
     result = full_check(overrides, config_name=config_name, gpus=gpus, cluster=cluster)
@@ -105,8 +105,8 @@ def _source(args, tail: list[str], gpus):
         if args.source:
             raise _usage("give --preset or a file, not both")
         from wizard.adapters.generate import preset_plan
-        from wizard.core.emit import emit_overrides
-        from wizard.core.overrides import OverrideSyntaxError
+        from wizard.core.plan.emit import emit_overrides
+        from wizard.core.verl.overrides import OverrideSyntaxError
 
         try:
             plan = preset_plan(args.preset, gpus, words)
@@ -162,7 +162,7 @@ def render_plan(plan, findings: list[Finding], label: str, models) -> str:
     import io
 
     from wizard.cli.check import print_findings
-    from wizard.core.rules.memory import where
+    from wizard.core.check.rules.memory import where
 
     lines = [f"plan: {label}"]
     for role, f in sorted(models.items()):

@@ -12,8 +12,8 @@ def load_plan_arg(source: str | None = None, preset: str | None = None, gpus=Non
     from wizard.adapters.resources import preset_names
     from wizard.adapters.sources import load_source
     from wizard.cli import UsageError
-    from wizard.core.overrides import OverrideSyntaxError
-    from wizard.core.plan_io import apply_overrides
+    from wizard.core.verl.overrides import OverrideSyntaxError
+    from wizard.core.plan.convert import apply_overrides
 
     if source and not preset and not Path(source).exists():
         if source in preset_names():

@@ -40,7 +40,7 @@ from wizard.adapters.session_store import (
 )
 from wizard.gui import steps
 from wizard.gui.loading import Placeholder, Preloader
-from wizard.gui.page import Page
+from wizard.gui.widgets.page import Page
 from wizard.gui.plan_files import PlanFiles
 from wizard.gui.start_page import StartPage
 from wizard.gui.theme import THEMES, apply_theme
@@ -155,7 +155,7 @@ class WizardWindow(PlanFiles, QMainWindow):
         from wizard.gui.canvas_pages import DataflowPage, PlacementPage, RunPage
         from wizard.gui.document import PlanDocument
         from wizard.gui.env_pages import EnvironmentPage, HardwarePage
-        from wizard.gui.findings_view import FindingsView
+        from wizard.gui.widgets.findings_view import FindingsView
         from wizard.gui.form_pages import AlgorithmPage, DataPage, ModelPage, RolloutPage
         from wizard.gui.pages import ReviewPage, WritePage
 

@@ -10,7 +10,7 @@ from PySide6.QtWidgets import QVBoxLayout, QWidget
 
 from wizard.gui.document import PlanDocument
 from wizard.gui import steps
-from wizard.gui.page import Page
+from wizard.gui.widgets.page import Page
 
 
 class LazyPage(Page):
@@ -73,7 +73,7 @@ class RunPage(LazyPage):
         self._python: str | None = None
 
     def build(self) -> QWidget:
-        from wizard.gui.run_page import RunPanel
+        from wizard.gui.run.panel import RunPanel
 
         return RunPanel(self.doc, self._python)
 

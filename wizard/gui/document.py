@@ -11,14 +11,14 @@ from PySide6.QtGui import QUndoCommand, QUndoStack
 
 from wizard.adapters.generate import plan_with_gpus, preset_plan, render_files
 from wizard.adapters.session_store import save_session
-from wizard.core.cluster import Cluster
+from wizard.core.hardware.cluster import Cluster
 from wizard.adapters.checking import full_check
-from wizard.core.check import CheckResult
+from wizard.core.check.verdict import CheckResult
 from wizard.core.findings import Finding, Severity, Stage
-from wizard.core.overrides import one_line
-from wizard.core.gpus import GpuSpec
-from wizard.core.plan import Plan
-from wizard.core.plan_io import apply_overrides
+from wizard.core.verl.overrides import one_line
+from wizard.core.hardware.gpus import GpuSpec
+from wizard.core.plan.model import Plan
+from wizard.core.plan.convert import apply_overrides
 
 
 class _SetPlan(QUndoCommand):

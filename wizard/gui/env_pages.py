@@ -19,13 +19,13 @@ from PySide6.QtWidgets import (
     QWidget,
 )
 
-from wizard.core.cluster import LinkKind
+from wizard.core.hardware.cluster import LinkKind
 from wizard.core.findings import Severity
 from wizard.gui.document import PlanDocument
-from wizard.gui.fields import FieldForm
-from wizard.gui.page import Page, note, scrolled
+from wizard.gui.widgets.fields import FieldForm
+from wizard.gui.widgets.page import Page, note, scrolled
 from wizard.gui.tasks import TaskBar, TaskRunner
-from wizard.gui.topology_view import TopologyView
+from wizard.gui.widgets.topology_view import TopologyView
 from wizard.gui import steps
 from wizard.adapters.python_envs import default_python, how_to_create
 

@@ -19,10 +19,10 @@ from PySide6.QtWidgets import (
 )
 
 from wizard.core.findings import Severity
-from wizard.core.rules.names import ESTIMATORS, KL_TYPES, LOSS_MODES, REWARD_MANAGERS
+from wizard.core.check.rules.names import ESTIMATORS, KL_TYPES, LOSS_MODES, REWARD_MANAGERS
 from wizard.gui.document import PlanDocument
-from wizard.gui.fields import FieldForm
-from wizard.gui.page import Page, note, scrolled
+from wizard.gui.widgets.fields import FieldForm
+from wizard.gui.widgets.page import Page, note, scrolled
 from wizard.gui.tasks import TaskBar, TaskRunner
 from wizard.gui import steps
 
@@ -207,7 +207,7 @@ class DataPage(FormPage):
         self.finish()
 
     def open_reward_bench(self) -> None:
-        from wizard.gui.reward_bench import RewardBenchDialog
+        from wizard.gui.tools.reward_bench import RewardBenchDialog
 
         if self._reward_dialog is None:
             self._reward_dialog = RewardBenchDialog(self.doc, self.target_python, self)
@@ -215,7 +215,7 @@ class DataPage(FormPage):
         self._reward_dialog.raise_()
 
     def open_convert(self) -> None:
-        from wizard.gui.convert_dialog import ConvertDialog
+        from wizard.gui.tools.convert_dialog import ConvertDialog
 
         dialog = ConvertDialog(self.doc, self)
         dialog.setAttribute(Qt.WA_DeleteOnClose)

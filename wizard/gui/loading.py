@@ -11,7 +11,7 @@ from __future__ import annotations
 from PySide6.QtCore import QObject, Qt, Signal
 from PySide6.QtWidgets import QLabel, QVBoxLayout
 
-from wizard.gui.page import Page
+from wizard.gui.widgets.page import Page
 from wizard.gui.tasks import start_thread
 
 
@@ -33,7 +33,7 @@ def preload(preset: str) -> None:
     """Import and warm, off the GUI thread, what the first check of ``preset`` needs (all cached)."""
     import wizard.gui.canvas_pages  # noqa: F401
     import wizard.gui.env_pages  # noqa: F401
-    import wizard.gui.findings_view  # noqa: F401
+    import wizard.gui.widgets.findings_view  # noqa: F401
     import wizard.gui.form_pages  # noqa: F401
     import wizard.gui.pages  # noqa: F401
     from wizard.adapters.checking import full_check

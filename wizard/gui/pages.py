@@ -22,11 +22,11 @@ from PySide6.QtWidgets import (
 from wizard.adapters.files import WriteError
 from wizard.adapters.generate import CONFIG_YAML, RUN_SH, write_plan_files
 from wizard.adapters.resources import load_key_docs, load_schema
-from wizard.core.key_help import changes_from_defaults, key_help
+from wizard.core.verl.key_help import changes_from_defaults, key_help
 from wizard.gui.document import PlanDocument
-from wizard.gui.highlight import ConfigHighlighter
+from wizard.gui.widgets.highlight import ConfigHighlighter
 from wizard.gui import steps
-from wizard.gui.page import Page
+from wizard.gui.widgets.page import Page
 
 
 def code_view(name: str) -> QPlainTextEdit:
@@ -136,7 +136,7 @@ class WritePage(Page):
         layout.addLayout(row)
         layout.addWidget(self.write_button)
         layout.addWidget(self.status)
-        from wizard.gui.cluster_box import ClusterBox
+        from wizard.gui.widgets.cluster_box import ClusterBox
 
         self.cluster = ClusterBox(doc, self.folder)
         layout.addWidget(self.cluster)

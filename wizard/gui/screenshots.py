@@ -9,7 +9,7 @@ from pathlib import Path
 from PySide6.QtCore import Qt
 from PySide6.QtWidgets import QApplication
 
-from wizard.core.gpus import parse_gpu_spec
+from wizard.core.hardware.gpus import parse_gpu_spec
 from wizard.gui.app import WizardWindow
 from wizard.gui.theme import apply_theme
 

@@ -24,9 +24,9 @@ from PySide6.QtWidgets import (
 )
 
 from wizard.adapters.resources import load_preset_doc, preset_names
-from wizard.core.gpus import GpuSpec, parse_gpu_spec
+from wizard.core.hardware.gpus import GpuSpec, parse_gpu_spec
 from wizard.gui import steps
-from wizard.gui.page import Page
+from wizard.gui.widgets.page import Page
 
 if TYPE_CHECKING:
     from wizard.gui.document import PlanDocument

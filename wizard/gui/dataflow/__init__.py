@@ -1,6 +1,6 @@
 """The dataflow editor: which stages verl's training step runs and what feeds what.
 
-Model in wizard.core.dataflow*; here the scene and items (drawing), interactions (gestures),
+Model in wizard.core.dataflow; here the scene and items (drawing), interactions (gestures),
 commands (undo) and the editor widget a host page embeds: ``DataflowEditor(doc)``.
 """
 

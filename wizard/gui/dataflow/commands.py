@@ -13,8 +13,8 @@ from typing import Protocol
 from PySide6.QtGui import QUndoCommand
 from shiboken6 import isValid
 
-from wizard.core.dataflow import Graph
-from wizard.core.dataflow_map import plan_from_graph
+from wizard.core.dataflow.graph import Graph
+from wizard.core.dataflow.keys import plan_from_graph
 from wizard.gui.document import PlanDocument
 
 

@@ -17,8 +17,8 @@ from PySide6.QtWidgets import (
     QWidget,
 )
 
-from wizard.core.dataflow import KINDS, Link, Node, PortRef, PortType, PortSpec
-from wizard.core.dataflow_layout import HEADER_H, NODE_W, ROW_H, node_height, port_offset
+from wizard.core.dataflow.graph import KINDS, Link, Node, PortRef, PortType, PortSpec
+from wizard.core.dataflow.layout import HEADER_H, NODE_W, ROW_H, node_height, port_offset
 from wizard.core.findings import Finding, Severity
 
 # Stage families (header colours) and what flows (port and link colours): distinct hues, dark enough

@@ -23,9 +23,9 @@ from PySide6.QtWidgets import (
     QWidget,
 )
 
-from wizard.core.dataflow import KINDS, DataflowError, Graph, Link, PortRef, PortType
-from wizard.core.dataflow_check import NodeFinding, check_nodes
-from wizard.core.dataflow_edit import (
+from wizard.core.dataflow.graph import KINDS, DataflowError, Graph, Link, PortRef, PortType
+from wizard.core.dataflow.check import NodeFinding, check_nodes
+from wizard.core.dataflow.edit import (
     add_node,
     clear_layout,
     connect,
@@ -36,9 +36,9 @@ from wizard.core.dataflow_edit import (
     set_param,
     set_reward,
 )
-from wizard.core.dataflow_map import graph_for_plan, hidden_keys
+from wizard.core.dataflow.keys import graph_for_plan, hidden_keys
 from wizard.core.findings import Finding, sort_findings
-from wizard.gui.canvas import FitView, add_action, canvas_split, finding_item
+from wizard.gui.widgets.canvas import FitView, add_action, canvas_split, finding_item
 from wizard.gui.dataflow.commands import push_graph_edit
 from wizard.gui.dataflow.dialogs import ConnectDialog, DisconnectDialog
 from wizard.gui.dataflow.inspector import StageInspector

@@ -10,8 +10,8 @@ from PySide6.QtCore import QRectF, Qt
 from PySide6.QtGui import QBrush, QColor, QFont, QPainter, QPen
 from PySide6.QtWidgets import QGraphicsItem, QGraphicsObject, QGraphicsRectItem, QGraphicsSimpleTextItem
 
-from wizard.core.memory import GpuEstimate, MemoryReport
-from wizard.core.memory_terms import GIB
+from wizard.core.memory.estimate import GpuEstimate, MemoryReport
+from wizard.core.memory.terms import GIB
 from wizard.gui.placement.state import OK, OOM, ROLE_TITLES, TIGHT, UNKNOWN, verdict
 
 TILE_W, TILE_H, GAP = 132.0, 112.0, 10.0

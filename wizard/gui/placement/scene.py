@@ -15,7 +15,7 @@ from PySide6.QtCore import QPointF, QRectF, Qt, Signal
 from PySide6.QtGui import QColor
 from PySide6.QtWidgets import QGraphicsScene, QGraphicsSceneMouseEvent, QGraphicsSimpleTextItem
 
-from wizard.core.cluster import Cluster, Node
+from wizard.core.hardware.cluster import Cluster, Node
 from wizard.gui.placement.interactions import Outcome, RoleDrag
 from wizard.gui.placement.items import (
     GAP,

@@ -10,15 +10,15 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
-from wizard.core.cluster import GPU, Cluster, Node
-from wizard.core.emit import emit_overrides
+from wizard.core.hardware.cluster import GPU, Cluster, Node
+from wizard.core.plan.emit import emit_overrides
 from wizard.core.findings import Finding, sort_findings
-from wizard.core.gpus import GpuSpec
-from wizard.core.memory import GpuEstimate, MemoryReport
-from wizard.core.placement import GpuRef, Placement
-from wizard.core.placement_moves import MoveVerdict, check_move
-from wizard.core.plan import Plan
-from wizard.core.plan_io import apply_overrides
+from wizard.core.hardware.gpus import GpuSpec
+from wizard.core.memory.estimate import GpuEstimate, MemoryReport
+from wizard.core.placement.pools import GpuRef, Placement
+from wizard.core.placement.moves import MoveVerdict, check_move
+from wizard.core.plan.model import Plan
+from wizard.core.plan.convert import apply_overrides
 
 NEW_POOLS = {"reward_pool": "reward", "rollout_pool": "rollout", "teacher_pool": "teacher"}
 NEW_TITLES = {"reward_pool": "New reward-model pool", "rollout_pool": "New standalone rollout pool",
@@ -128,7 +128,7 @@ def estimate(plan: Plan, machine: Cluster, models: dict, findings: list[Finding]
              model_cache: dict | None = None) -> BoardState:
     """The board's picture of ``plan`` on ``machine``; ``findings`` when the document already checked it."""
     from wizard.adapters.resources import load_moves, load_schema
-    from wizard.core.memory_plan import memory_plan
+    from wizard.core.memory.report import memory_plan
 
     overrides = emit_overrides(plan).overrides
     if findings is None:

@@ -24,8 +24,8 @@ from PySide6.QtWidgets import (
 )
 
 from wizard.core.findings import Finding
-from wizard.core.memory_terms import GIB
-from wizard.gui.canvas import FitView, add_action, canvas_split, finding_item
+from wizard.core.memory.terms import GIB
+from wizard.gui.widgets.canvas import FitView, add_action, canvas_split, finding_item
 from wizard.gui.document import PlanDocument
 from wizard.gui.placement.commands import move_text, push_move
 from wizard.gui.placement.dialogs import MoveDialog

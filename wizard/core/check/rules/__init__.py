@@ -1,0 +1,65 @@
+"""The rules engine: every check the wizard makes, one module per concern.
+
+A rule is a function of a :class:`Context` that yields :class:`Finding` s. Its
+stage says when verl itself would fail (see ARCHITECTURE.md): for
+compose/preflight/startup the verdict must equal verl 0.9.1's, and the
+conformance tests hold the rules to that against real verl.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Iterable
+from dataclasses import dataclass
+
+from wizard.core.findings import Finding, Severity, Stage
+
+RuleFn = Callable[["Context"], Iterable[Finding]]
+
+
+@dataclass(frozen=True)
+class Rule:
+    id: str
+    stage: Stage
+    fn: RuleFn
+    doc: str
+
+
+RULES: list[Rule] = []
+
+
+def rule(rule_id: str, stage: Stage) -> Callable[[RuleFn], RuleFn]:
+    def register(fn: RuleFn) -> RuleFn:
+        RULES.append(Rule(rule_id, stage, fn, (fn.__doc__ or "").strip()))
+        return fn
+
+    return register
+
+
+from wizard.core.check.rules.context import Context, finding  # noqa: E402
+
+
+def run_rules(ctx: Context) -> list[Finding]:
+    _load()
+    out: list[Finding] = []
+    for r in RULES:
+        try:
+            out.extend(r.fn(ctx))
+        except Exception as exc:  # noqa: BLE001 - one broken rule must not hide the others
+            out.append(
+                finding(
+                    "internal.rule_failed",
+                    Severity.WARNING,
+                    Stage.ADVICE,
+                    [],
+                    f"the check {r.id} could not run on this config ({type(exc).__name__}: {exc})",
+                    "Please report it; verl's own pre-flight (check --verl) still gives a verdict",
+                )
+            )
+    return out
+
+
+def _load() -> None:
+    from wizard.core.check.rules import batch, legacy, memory, model_files, models, names, resources, rollout, types  # noqa: F401
+
+
+__all__ = ["RULES", "Context", "Rule", "finding", "rule", "run_rules"]

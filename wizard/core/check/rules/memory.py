@@ -1,0 +1,262 @@
+"""Memory and placement: will it fit, and can verl form the groups it needs?
+
+The numbers come from :mod:`wizard.core.memory.estimate` (per GPU, per phase) and :mod:`wizard.core.placement.pools`. The
+memory rules are silent unless the actor's model facts and the GPUs' memory are known (``Context.models``,
+``Context.cluster``); the group rules need neither.
+"""
+
+from __future__ import annotations
+
+from wizard.core.findings import Finding, Severity, Stage
+from wizard.core.memory.estimate import GpuEstimate, MemoryReport, estimate_memory
+from wizard.core.memory.config import MEMORY_KEYS, SAMPLE_TOKENS, AF, A, read_config
+from wizard.core.memory.fixes import ranked_fixes
+from wizard.core.memory.terms import CONSTANTS, GIB
+from wizard.core.placement.pools import PLACEMENT_KEYS, R, plan_placement
+from wizard.core.check.rules import rule
+from wizard.core.check.rules.context import UNRESOLVABLE, Context, finding
+
+PHASE_KEYS = {
+    "actor_update": [f"{A}.ppo_micro_batch_size_per_gpu", f"{A}.use_dynamic_bsz", f"{A}.ppo_max_token_len_per_gpu",
+                     "actor_rollout_ref.model.enable_gradient_checkpointing"],
+    "old_log_prob": [f"{R}.log_prob_micro_batch_size_per_gpu", f"{R}.log_prob_max_token_len_per_gpu"],
+    "ref_log_prob": ["actor_rollout_ref.ref.log_prob_micro_batch_size_per_gpu",
+                     "actor_rollout_ref.ref.log_prob_max_token_len_per_gpu"],
+    "generation": [f"{R}.gpu_memory_utilization", f"{AF}.optimizer_offload", f"{AF}.param_offload"],
+    "load": [f"{R}.gpu_memory_utilization", f"{AF}.param_offload"],
+    "weight_sync": [f"{AF}.optimizer_offload", f"{R}.tensor_model_parallel_size"],
+    "critic_update": ["critic.ppo_infer_max_token_len_per_gpu", "critic.fsdp.param_offload"],
+    "reward": ["reward.reward_model.rollout.gpu_memory_utilization"],
+}
+
+
+def memory_values(ctx: Context) -> dict:
+    """The resolved values the estimate reads (unresolvable ones left out: the estimate takes verl's default)."""
+    if "memory.values" not in ctx._memo:
+        values = {k: ctx.get(k) for k in MEMORY_KEYS}
+        ctx._memo["memory.values"] = {k: v for k, v in values.items() if v is not UNRESOLVABLE}
+    return ctx._memo["memory.values"]
+
+
+def memory_report(ctx: Context) -> MemoryReport | None:
+    """The estimate for this config, once per check; None when models or GPU memory are unknown."""
+    if "memory.report" not in ctx._memo:
+        report = None
+        if ctx.models.get("actor") is not None and ctx.cluster is not None:
+            report, _ = estimate_memory(memory_values(ctx), ctx.models, ctx.cluster)
+            if report is not None and all(g.capacity_bytes is None for g in report.groups):
+                report = None
+        ctx._memo["memory.report"] = report
+    return ctx._memo["memory.report"]
+
+
+def where(group: GpuEstimate) -> str:
+    """"8 GPUs of global_pool (node0:0-7; actor, rollout, ref)", short for hundreds of GPUs."""
+    nodes: dict[str, list[int]] = {}
+    for g in group.gpus:
+        nodes.setdefault(g.node, []).append(g.index)
+    if len(nodes) <= 2:
+        parts = [f"{n}:{_span(ix)}" for n, ix in nodes.items()]
+    else:
+        first = next(iter(nodes.values()))
+        parts = [f"{len(nodes)} nodes x GPUs {_span(first)}"]
+    n = len(group.gpus)
+    return f"{n} GPU{'s' if n != 1 else ''} of {group.pool} ({', '.join(parts)}; {', '.join(group.roles)})"
+
+
+def _span(ix: list[int]) -> str:
+    ix = sorted(ix)
+    return f"{ix[0]}-{ix[-1]}" if len(ix) > 1 and ix == list(range(ix[0], ix[-1] + 1)) else ",".join(map(str, ix))
+
+
+def top_terms(group: GpuEstimate, n: int = 4) -> str:
+    terms = sorted(group.peak.terms, key=lambda t: -t.bytes)[:n]
+    return ", ".join(f"{t.label} {t.bytes / GIB:.1f}" for t in terms)
+
+
+def _fix_finding(ctx: Context, rule_id: str, severity: Severity, group: GpuEstimate, message: str) -> Finding:
+    fixes = ranked_fixes(memory_values(ctx), ctx.models, ctx.cluster, group, CONSTANTS)
+    if fixes:
+        text = "Cheapest first: " + "; ".join(f"{i}) {f.text}{'' if f.enough else ' - not enough alone'}"
+                                             for i, f in enumerate(fixes, 1))
+        overrides = list(fixes[0].overrides)
+    else:
+        text, overrides = "Use GPUs with more memory, or a smaller model", []
+    return finding(rule_id, severity, Stage.RUNTIME, PHASE_KEYS.get(group.peak.name, []), message, text, overrides,
+                   fix_auto=False)
+
+
+STEP_ORDER = ("load", "weight_sync", "generation", "reward", "old_log_prob", "ref_log_prob", "critic_update",
+              "actor_update")
+
+
+def _step_order(phase) -> int:
+    return STEP_ORDER.index(phase.name) if phase.name in STEP_ORDER else len(STEP_ORDER)
+
+
+def fitting_sample_tokens(ctx: Context, group: GpuEstimate) -> int | None:
+    """With fixed micro-batches and padding removed, the longest average sample (prompt + response) at which the
+    group still fits; None when the token count is not what overflows (or not even a quarter of the max fits)."""
+    values = memory_values(ctx)
+    cfg = read_config(values)
+    keys = {"actor_update": f"{A}.use_dynamic_bsz", "old_log_prob": f"{R}.log_prob_use_dynamic_bsz",
+            "ref_log_prob": "actor_rollout_ref.ref.log_prob_use_dynamic_bsz"}
+    dyn = keys.get(group.peak.name)
+    if dyn is None or values.get(dyn) or not values.get("actor_rollout_ref.model.use_remove_padding", True):
+        return None
+
+    def fits(tokens: int) -> bool:
+        report, _ = estimate_memory({**values, SAMPLE_TOKENS: tokens}, ctx.models, ctx.cluster)
+        same = [g for g in (report.groups if report else []) if g.pool == group.pool
+                and g.capacity_bytes == group.capacity_bytes]
+        return bool(same) and all(g.peak.total <= g.capacity_bytes for g in same)
+
+    lo, hi = max(1, cfg.seq_tokens // 4), cfg.seq_tokens
+    if not fits(lo):
+        return None
+    while hi - lo > 16:
+        mid = (lo + hi) // 2
+        lo, hi = (mid, hi) if fits(mid) else (lo, mid)
+    return lo
+
+
+@rule("memory.gpu", Stage.RUNTIME)
+def gpu_memory(ctx: Context):
+    """Per GPU and phase: over its memory is an OOM (error); within the tight margin a warning."""
+    report = memory_report(ctx)
+    if report is None:
+        return
+    for group in report.groups:
+        cap = group.capacity_bytes
+        if cap is None:
+            continue
+        peak = group.peak
+        margin = report.tight_margin(cap)
+        head = (f"{where(group)}: the {peak.title} phase needs {peak.total / GIB:.1f} GiB of "
+                f"{cap / GIB:.1f} GiB")
+        if peak.total > cap:
+            longest = fitting_sample_tokens(ctx, group)
+            over = [p for p in sorted(group.phases, key=_step_order) if p.total > cap]
+            also = (f" Over memory, in step order: {', '.join(f'{p.title} {p.total / GIB:.1f}' for p in over)}."
+                    if len(over) > 1 else "")
+            if longest is None:
+                yield _fix_finding(ctx, "memory.gpu_oom", Severity.ERROR, group,
+                                   f"{head}; CUDA out of memory. Largest: {top_terms(group)} GiB.{also}")
+            else:
+                seq = read_config(memory_values(ctx)).seq_tokens
+                yield _fix_finding(ctx, "memory.gpu_oom_long", Severity.WARNING, group,
+                                   f"{head} when every sample of a micro-batch is as long as data.max_prompt_length + "
+                                   f"data.max_response_length = {seq:,} tokens; it fits while the samples average up "
+                                   f"to {longest:,} tokens, and runs out of memory on longer ones. Largest: "
+                                   f"{top_terms(group)} GiB")
+        elif peak.total > cap - margin:
+            yield _fix_finding(ctx, "memory.gpu_tight", Severity.WARNING, group,
+                               f"{head}, {(cap - peak.total) / GIB:.1f} GiB spare (less than the "
+                               f"{margin / GIB:.1f} GiB margin the estimate needs). Largest: {top_terms(group)} GiB")
+
+
+@rule("memory.engine_start", Stage.STARTUP)
+def engine_start(ctx: Context):
+    """vLLM refuses to start when the free memory is below gpu_memory_utilization x total (gpu_worker.init_device);
+    the trainer's params are already on the GPU when the engine starts."""
+    report = memory_report(ctx)
+    if report is None:
+        return
+    cfg = read_config(memory_values(ctx))
+    eng = cfg.engines["rollout"]
+    if eng.name == "sglang":
+        return
+    for group in report.groups:
+        load = next((p for p in group.phases if p.name == "load"), None)
+        if load is None or group.capacity_bytes is None:
+            continue
+        cap = group.capacity_bytes
+        trainer = sum(t.bytes for t in load.terms if not t.key.startswith(("engine", "graphs", "driver")))
+        free = cap - report.constants.driver_reserved - trainer
+        want = eng.util * cap
+        if free < want:
+            best = int((free / cap) * 20) / 20 - 0.05  # a 0.05 step below what is free
+            if best >= 0.2:
+                fix, overrides = f"Set {R}.gpu_memory_utilization={best:.2f}, or {AF}.param_offload=True", [
+                    f"{R}.gpu_memory_utilization={best:.2f}"]
+            else:
+                fix, overrides = (f"Set {AF}.param_offload=True (the engine starts before the trainer needs its "
+                                  "params), or use GPUs with more memory"), [f"{AF}.param_offload=True"]
+            yield finding("memory.engine_start", Severity.ERROR, Stage.STARTUP,
+                          [f"{R}.gpu_memory_utilization", f"{AF}.param_offload"],
+                          f"{where(group)}: vLLM starts with {free / GIB:.1f} GiB free (the trainer holds "
+                          f"{trainer / GIB:.1f} GiB) but asks for {eng.util:g} x {cap / GIB:.1f} = {want / GIB:.1f} GiB; "
+                          f"it stops with: Free memory on device ... on startup is less than desired GPU memory "
+                          f"utilization", fix, overrides, fix_auto=False)
+
+
+@rule("memory.kv_cache", Stage.STARTUP)
+def kv_cache(ctx: Context):
+    """The engine needs room for the KV cache of one max_model_len request, and should hold the batch at once."""
+    report = memory_report(ctx)
+    if report is None:
+        return
+    cfg = read_config(memory_values(ctx))
+    for role, kv in report.kv.items():
+        eng = cfg.engines[role]
+        prefix = R if role == "rollout" else ("reward.reward_model.rollout" if role == "reward" else "distillation")
+        keys = [f"{prefix}.gpu_memory_utilization", f"{prefix}.tensor_model_parallel_size", f"{prefix}.max_model_len"]
+        per_rank = f"{kv.kv_bytes / GIB:.1f} GiB per GPU = {eng.util:g} x memory - weights {kv.weights_bytes / GIB:.1f}"
+        if kv.engine != "sglang":
+            per_rank += f" - activations {kv.activation_bytes / GIB:.1f} - non-torch {kv.other_bytes / GIB:.1f}"
+        if kv.kv_bytes <= 0:
+            yield finding("memory.kv_cache", Severity.ERROR, Stage.STARTUP, keys,
+                          f"The {role} engine has no room for a KV cache ({per_rank} GiB); it stops with: No available "
+                          "memory for the cache blocks",
+                          f"Raise {prefix}.gpu_memory_utilization or {prefix}.tensor_model_parallel_size", [],
+                          fix_auto=False)
+            continue
+        if kv.max_model_len and kv.tokens // max(1, eng.dp) < kv.max_model_len:
+            need = kv.max_model_len * kv.bytes_per_token
+            fix = min(kv.max_model_len, cfg.seq_tokens)
+            yield finding("memory.kv_cache", Severity.ERROR, Stage.STARTUP, keys,
+                          f"The {role} engine's KV cache holds {kv.tokens // max(1, eng.dp):,} tokens ({per_rank} GiB) "
+                          f"but max_model_len={kv.max_model_len:,} needs {need / GIB:.1f} GiB for one request; vLLM "
+                          "refuses to start (max_model_len larger than the KV cache)",
+                          f"Set {prefix}.max_model_len={fix} (prompt + response), or raise "
+                          f"{prefix}.gpu_memory_utilization", [f"{prefix}.max_model_len={fix}"] if role == "rollout" else [],
+                          fix_auto=False)
+            continue
+        if kv.sequences < kv.wanted:
+            yield finding("memory.kv_concurrency", Severity.WARNING, Stage.ADVICE, keys,
+                          f"Each {role} replica's KV cache holds {kv.tokens:,} tokens = {kv.sequences} sequences of "
+                          f"{kv.seq_tokens} tokens at once ({per_rank} GiB), but the batch sends {kv.wanted} at once; "
+                          "the engine queues and preempts the rest, so generation takes longer",
+                          f"Raise {prefix}.gpu_memory_utilization (if the GPUs have room) or "
+                          f"{prefix}.tensor_model_parallel_size", [], fix_auto=False)
+
+
+@rule("memory.host", Stage.RUNTIME)
+def host_memory(ctx: Context):
+    """Host RAM per node (Ray kills workers near 95 %): offloaded states, the CPU-offloaded reference, workers."""
+    report = memory_report(ctx)
+    if report is None:
+        return
+    for host in report.host:
+        if host.capacity_bytes is None:
+            continue
+        cap, need = host.capacity_bytes, host.total
+        top = ", ".join(f"{t.label} {t.bytes / GIB:.0f}" for t in sorted(host.terms, key=lambda t: -t.bytes)[:3])
+        if need > 0.95 * cap:
+            yield finding("memory.host", Severity.ERROR if need > cap else Severity.WARNING, Stage.RUNTIME,
+                          [f"{AF}.param_offload", f"{AF}.optimizer_offload", "data.dataloader_num_workers"],
+                          f"Node {host.node} needs about {need / GIB:.0f} GiB of host memory of {cap / GIB:.0f} GiB "
+                          f"(Ray kills workers at 95 %). Largest: {top} GiB",
+                          "Turn CPU offload off where the GPUs have room, lower data.dataloader_num_workers, or use "
+                          "fewer GPUs per node", [], fix_auto=False)
+
+
+@rule("placement.groups", Stage.STARTUP)
+def placement_groups(ctx: Context):
+    """Reward-model and teacher replicas that cannot be formed from their pools; TP groups over slow links."""
+    pools = ctx.get("distillation.enabled") is True or (
+        ctx.get("reward.reward_model.enable") is True and ctx.get("reward.reward_model.enable_resource_pool") is True)
+    if ctx.cluster is None and not pools:
+        return  # without links only the reward / teacher pools can go wrong; skip resolving the keys
+    values = {k: v for k in PLACEMENT_KEYS if (v := ctx.get(k)) is not UNRESOLVABLE}
+    yield from plan_placement(values, ctx.cluster).issues

@@ -1,0 +1,211 @@
+"""Models: what verl and the rollout engine require of the models a config names.
+
+These rules read ``ctx.models`` (role -> ModelFacts, from a local folder or the catalogue) and
+stay silent for a role whose facts are unknown. Everything here fails late: at worker start
+(tokenizer, weights, remote code, heads vs TP / Ulysses, max_model_len) or during the run (context
+length, critic vocabulary), so stages are startup/runtime.
+
+The reference policy needs no rule of its own: verl 0.9.1 always builds it from
+actor_rollout_ref.model.path (engine_workers.ActorRolloutRefWorker.init_model deep-copies the
+actor's model config), so it cannot differ from the actor.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+
+from wizard.core.findings import Severity, Stage
+from wizard.core.models.facts import ModelFacts
+from wizard.core.check.rules import rule
+from wizard.core.check.rules.context import Context, finding
+
+R = "actor_rollout_ref.rollout"
+RM = "reward.reward_model"
+PATH_KEYS = {"actor": "actor_rollout_ref.model.path", "ref": "actor_rollout_ref.model.path",
+             "critic": "critic.model.path", "reward": f"{RM}.model_path"}
+TRUST_KEYS = {"actor": "actor_rollout_ref.model.trust_remote_code", "critic": "critic.model.trust_remote_code"}
+TOKENIZER_KEYS = {"actor": "actor_rollout_ref.model.tokenizer_path", "critic": "critic.model.tokenizer_path"}
+
+
+def roles_with_facts(ctx: Context, *roles: str) -> Iterator[tuple[str, ModelFacts]]:
+    for role in roles:
+        facts = ctx.models.get(role)
+        if facts is not None:
+            yield role, facts
+
+
+# -- tensor parallelism of the rollout engine ---------------------------------------------------
+#
+# vLLM's rules (vllm-project/vllm):
+#  - vllm/config/model.py, ModelConfig.verify_with_parallel_config (commit 0052a5b8): raises
+#    ValueError "Total number of attention heads (N) must be divisible by tensor parallel size (T)."
+#  - vllm/model_executor/layers/linear.py, QKVParallelLinear.__init__ (commit 0036d38d): with
+#    T >= KV heads each rank holds one KV head and divide(T, KV) needs T % KV == 0 (heads replicated);
+#    with T < KV heads divide(KV, T) needs KV % T == 0. divide() asserts "A is not divisible by B".
+# MLA models (DeepSeek-V2/V3) keep one latent KV per token and have no KV-head constraint.
+
+def kv_heads_fit(kv_heads: int, tp: int) -> bool:
+    return tp % kv_heads == 0 if tp >= kv_heads else kv_heads % tp == 0
+
+
+def tp_fits(facts: ModelFacts, tp: int) -> bool:
+    heads_ok = facts.num_attention_heads % tp == 0
+    return heads_ok and (bool(facts.kv_lora_rank) or kv_heads_fit(facts.num_kv_heads, tp))
+
+
+def _rollouts(ctx: Context) -> Iterator[tuple[str, ModelFacts, str, object]]:
+    """(role, facts, TP key, engine name) of every rollout engine a model runs in."""
+    if "actor" in ctx.models:
+        yield "actor", ctx.models["actor"], f"{R}.tensor_model_parallel_size", ctx.get(f"{R}.name")
+    if "reward" in ctx.models and ctx.get(f"{RM}.enable"):
+        yield "reward", ctx.models["reward"], f"{RM}.rollout.tensor_model_parallel_size", ctx.get(f"{RM}.rollout.name")
+
+
+def _smaller_fit(facts: ModelFacts, size: int, n_gpus: int | None, fits=tp_fits) -> int:
+    for t in range(size - 1, 0, -1):
+        if fits(facts, t) and (not n_gpus or n_gpus % t == 0):
+            return t
+    return 1
+
+
+@rule("models.tp_heads", Stage.STARTUP)
+def tp_heads(ctx: Context):
+    """The rollout engine splits attention heads over its TP ranks: TP must divide them (vLLM's
+    verify_with_parallel_config), and KV heads must split or replicate evenly (QKVParallelLinear)."""
+    for role, facts, key, engine in _rollouts(ctx):
+        tp = ctx.int(key)
+        if not tp or tp <= 1 or tp_fits(facts, tp):
+            continue
+        best = _smaller_fit(facts, tp, ctx.n_gpus if role == "actor" else None)
+        heads, kv = facts.num_attention_heads, facts.num_kv_heads
+        if heads % tp:
+            rule_id = "models.tp_heads"
+            why = (f"{facts.name} has {heads} attention heads, which {tp} tensor-parallel ranks cannot split; "
+                   + (f"vLLM stops at startup with: Total number of attention heads ({heads}) must be divisible by "
+                      f"tensor parallel size ({tp})." if engine == "vllm"
+                      else f"the {engine if isinstance(engine, str) else 'rollout'} engine shards heads over its "
+                      "TP ranks and fails at startup"))
+        else:
+            rule_id = "models.tp_kv_heads"
+            need = f"{tp} % {kv} == 0 to replicate them" if tp >= kv else f"{kv} % {tp} == 0 to split them"
+            why = (f"{facts.name} has {kv} KV heads and {key}={tp}: the rollout engine needs {need}; vLLM's QKV "
+                   f"layer fails to build at startup with: {max(tp, kv)} is not divisible by {min(tp, kv)}")
+        yield finding(
+            rule_id, Severity.ERROR, Stage.STARTUP, [key, PATH_KEYS[role]], why,
+            f"Set {key}={best} (TP sizes that fit {heads} heads / {kv} KV heads: "
+            f"{', '.join(str(t) for t in range(1, heads + 1) if tp_fits(facts, t))})",
+            [f"{key}={best}"],
+        )
+
+
+# -- Ulysses sequence parallelism of the FSDP engine ----------------------------------------------
+
+def _ulysses(ctx: Context) -> Iterator[tuple[str, ModelFacts, str, int]]:
+    """(role, facts, the key that sets SP, SP size) for models the FSDP engine builds with Ulysses SP > 1.
+
+    The actor's legacy actor.ulysses_sequence_parallel_size wins when > 1 (FSDPActorConfig.__post_init__
+    copies it into fsdp_config); the critic's engine reads only critic.fsdp.*; the reference model gets
+    its own value, which defaults to the actor's (reported only when it differs).
+    """
+    actor_sp = None
+    for role, section, engine in (("actor", "actor_rollout_ref.actor", "fsdp_config"),
+                                  ("ref", "actor_rollout_ref.ref", "fsdp_config"), ("critic", "critic", "fsdp")):
+        facts = ctx.models.get(role)
+        if facts is None or ctx.get(f"{section}.strategy") not in ("fsdp", "fsdp2"):
+            continue
+        key = f"{section}.ulysses_sequence_parallel_size"
+        if role == "critic" or not (ctx.int(key) or 1) > 1:
+            key = f"{section}.{engine}.ulysses_sequence_parallel_size"
+        sp = ctx.int(key) or 1
+        if role == "actor":
+            actor_sp = sp
+        elif role == "ref" and sp == actor_sp:
+            continue
+        if sp > 1:
+            yield role, facts, key, sp
+
+
+def _sp_fits(facts: ModelFacts, sp: int) -> bool:
+    return facts.num_attention_heads % sp == 0 and kv_heads_fit(facts.num_kv_heads, sp)
+
+
+@rule("models.ulysses_heads", Stage.STARTUP)
+def ulysses_heads(ctx: Context):
+    """verl/models/transformers/monkey_patch.py apply_monkey_patch: Ulysses SP must divide the attention
+    heads, and KV heads must divide by SP or SP by them; asserted when the FSDP engine builds the model."""
+    for role, facts, key, sp in _ulysses(ctx):
+        if _sp_fits(facts, sp):
+            continue
+        heads, kv = facts.num_attention_heads, facts.num_kv_heads
+        said = (f"num_attention_heads {heads} must be divisible by ulysses_sp_size {sp}" if heads % sp
+                else f"num_key_value_heads {kv} must be divisible by ulysses_sp_size {sp} or vise versa")
+        best = _smaller_fit(facts, sp, None, fits=_sp_fits)
+        yield finding(
+            "models.ulysses_heads", Severity.ERROR, Stage.STARTUP, [key, PATH_KEYS[role]],
+            f"{key}={sp} does not fit {facts.name} ({heads} attention heads, {kv} KV heads): the {role} workers die "
+            f"building the model with: {said}",
+            f"Set {key}={best}", [f"{key}={best}"],
+        )
+
+
+# -- context length -------------------------------------------------------------------------------
+
+def _model_max_len(ctx: Context, facts: ModelFacts) -> int | None:
+    """max_position_embeddings as verl reads it: override_config can raise it (HFModelConfig applies it)."""
+    override = ctx.get("actor_rollout_ref.model.override_config")
+    value = override.get("max_position_embeddings") if isinstance(override, dict) else None
+    if isinstance(value, int) and not isinstance(value, bool) and value > 0:
+        return value
+    return facts.max_position_embeddings
+
+
+def _rope_note(facts: ModelFacts, max_pos: int) -> str:
+    if facts.rope_scaling_type in (None, "llama3") or not facts.rope_scaling_factor:
+        return ""  # llama3-style configs already state the scaled length
+    base = facts.original_max_position_embeddings or max_pos
+    return (f"; config.json's rope_scaling ({facts.rope_scaling_type}, factor {facts.rope_scaling_factor:g}) stretches "
+            f"{base} positions to {int(base * facts.rope_scaling_factor)}, but verl checks max_model_len against "
+            "max_position_embeddings: raise that with "
+            f"+actor_rollout_ref.model.override_config.max_position_embeddings={int(base * facts.rope_scaling_factor)}")
+
+
+@rule("models.context_length", Stage.RUNTIME)
+def context_length(ctx: Context):
+    """The rollout server refuses max_model_len > max_position_embeddings (vllm_async_server._validate_configs,
+    same for SGLang/TRT-LLM); left null, the model's length is the limit for prompt + response."""
+    facts = ctx.models.get("actor")
+    if facts is None:
+        return
+    max_pos = _model_max_len(ctx, facts)
+    prompt, response = ctx.int(f"{R}.prompt_length"), ctx.int(f"{R}.response_length")
+    max_len = ctx.int(f"{R}.max_model_len")
+    if max_pos is None:
+        return
+    keys = [f"{R}.max_model_len", "data.max_prompt_length", "data.max_response_length", PATH_KEYS["actor"]]
+    if max_len is not None:
+        if max_len > max_pos:
+            fit = prompt is not None and response is not None and prompt + response <= max_pos
+            yield finding(
+                "models.max_model_len", Severity.ERROR, Stage.STARTUP, keys,
+                f"{R}.max_model_len={max_len} is longer than {facts.name}'s max_position_embeddings={max_pos}; the "
+                f"rollout server stops at startup with: max_model_len ({max_len}) should be less than or equal to "
+                f"max_position_embeddings ({max_pos})" + _rope_note(facts, max_pos),
+                f"Set {R}.max_model_len={max_pos if fit else 'null'}" + ("" if fit else " and shorten the lengths"),
+                [f"{R}.max_model_len={max_pos}"] if fit else [],
+            )
+        return
+    if prompt is None or response is None or prompt + response <= max_pos:
+        return
+    cut = prompt < max_pos
+    yield finding(
+        "models.context_length", Severity.WARNING if cut else Severity.ERROR, Stage.RUNTIME, keys,
+        f"prompt + response = {prompt} + {response} = {prompt + response} tokens, but {facts.name} takes "
+        f"{max_pos} (max_position_embeddings, which verl uses as max_model_len): "
+        + (f"responses after long prompts are cut at {max_pos} tokens, before data.max_response_length"
+           if cut else f"a {prompt}-token prompt leaves no room, and the rollout stops with: Prompt length "
+           f"({prompt}) leaves no room to generate within the model's maximum context length ({max_pos})")
+        + _rope_note(facts, max_pos),
+        f"Set data.max_response_length={max_pos - prompt}" if cut
+        else f"Set data.max_prompt_length below {max_pos}, or use a model with a longer context",
+        [f"data.max_response_length={max_pos - prompt}"] if cut else [],
+    )

@@ -1,0 +1,183 @@
+"""Rollout engine settings verl only checks when workers start (RolloutConfig, engine_workers)."""
+
+from __future__ import annotations
+
+from wizard.core.findings import Severity, Stage
+from wizard.core.check.rules import rule
+from wizard.core.check.rules.context import Context, choices, finding
+
+R = "actor_rollout_ref.rollout"
+ENGINES = ("vllm", "sglang", "trtllm")
+
+
+@rule("rollout.name", Stage.STARTUP)
+def rollout_name(ctx: Context):
+    """rollout.name has no default (???) and must name a registered engine."""
+    if ctx.missing(f"{R}.name") or ctx.get(f"{R}.name") is None:
+        yield finding(
+            "rollout.name",
+            Severity.ERROR,
+            Stage.STARTUP,
+            [f"{R}.name"],
+            "actor_rollout_ref.rollout.name is not set (verl has no default); verl's pre-flight passes, then the "
+            "actor workers die with: Missing mandatory value: actor_rollout_ref.rollout.name",
+            f"Set {R}.name=vllm (or sglang)",
+            [f"{R}.name=vllm"],
+            fix_auto=False,
+        )
+        return
+    name = ctx.get(f"{R}.name")
+    if name not in ENGINES:
+        hint = " (the HF rollout was removed in verl 0.9)" if name == "hf" else ""
+        yield finding(
+            "rollout.engine",
+            Severity.ERROR,
+            Stage.STARTUP,
+            [f"{R}.name"],
+            f"Rollout {name} is not an engine verl 0.9.1 has{hint}; workers die at startup "
+            f"with: Rollout {name} with mode async not found",
+            "One of: " + choices(ENGINES),
+            [f"{R}.name=vllm"],
+            fix_auto=False,
+        )
+
+
+@rule("rollout.mode", Stage.STARTUP)
+def rollout_mode(ctx: Context):
+    """RolloutConfig.__post_init__: mode 'sync' was removed."""
+    if ctx.get(f"{R}.mode") == "sync":
+        yield finding(
+            "rollout.mode",
+            Severity.ERROR,
+            Stage.STARTUP,
+            [f"{R}.mode"],
+            "Rollout mode 'sync' has been removed. Please set `actor_rollout_ref.rollout.mode=async` or remove the "
+            "mode setting entirely.",
+            f"Set {R}.mode=async",
+            [f"{R}.mode=async"],
+        )
+
+
+@rule("rollout.pipeline_parallel", Stage.STARTUP)
+def rollout_pp(ctx: Context):
+    """RolloutConfig.__post_init__: no engine implements rollout pipeline parallelism."""
+    pp = ctx.int(f"{R}.pipeline_model_parallel_size")
+    name = ctx.get(f"{R}.name")
+    if pp is not None and pp > 1 and name in ENGINES:
+        yield finding(
+            "rollout.pipeline_parallel",
+            Severity.ERROR,
+            Stage.STARTUP,
+            [f"{R}.pipeline_model_parallel_size"],
+            f"Current rollout self.name={name!r} not implemented pipeline_model_parallel_size > 1 yet "
+            f"(pipeline_model_parallel_size={pp})",
+            f"Set {R}.pipeline_model_parallel_size=1",
+            [f"{R}.pipeline_model_parallel_size=1"],
+        )
+
+
+def _divisors(n: int) -> list[int]:
+    return [d for d in range(1, n + 1) if n % d == 0]
+
+
+@rule("rollout.world_size", Stage.STARTUP)
+def rollout_world_size(ctx: Context):
+    """engine_workers.py:655: TP x DP x PP of a rollout replica must divide the actor's GPUs."""
+    tp, dp, pp = (ctx.int(f"{R}.{k}") for k in ("tensor_model_parallel_size", "data_parallel_size", "pipeline_model_parallel_size"))
+    n_gpus = ctx.n_gpus
+    if None in (tp, dp, pp) or not n_gpus or tp < 1 or dp < 1 or pp < 1:
+        return
+    replica = tp * dp * pp
+    if n_gpus % replica != 0:
+        fits = [d for d in _divisors(n_gpus) if d <= tp] or [1]
+        yield finding(
+            "rollout.world_size",
+            Severity.ERROR,
+            Stage.STARTUP,
+            [f"{R}.tensor_model_parallel_size", "trainer.n_gpus_per_node", "trainer.nnodes"],
+            f"A rollout replica needs TP x DP x PP = {tp} x {dp} x {pp} = {replica} GPUs, which does not divide the "
+            f"{n_gpus} training GPUs; workers die at startup with: rollout world_size: {n_gpus} is not divisible by "
+            f"infer_world_size: {replica}",
+            f"Set {R}.tensor_model_parallel_size={fits[-1]}",
+            [f"{R}.tensor_model_parallel_size={fits[-1]}"],
+        )
+        return
+    per_node = ctx.int("trainer.n_gpus_per_node")
+    if per_node and replica > per_node and replica % per_node != 0:
+        yield finding(
+            "rollout.replica_nodes",
+            Severity.ERROR,
+            Stage.STARTUP,
+            [f"{R}.tensor_model_parallel_size", "trainer.n_gpus_per_node"],
+            f"A rollout replica of {replica} GPUs spans nodes of {per_node} GPUs unevenly; verl stops with: "
+            f"world_size {replica} must be divisible by gpus_per_node {per_node}",
+            f"Use a TP x DP x PP that is a multiple of {per_node} or at most {per_node}",
+        )
+
+
+@rule("rollout.context_length", Stage.RUNTIME)
+def context_length(ctx: Context):
+    """A set max_model_len must hold a prompt and its response (vllm_async_server.py:593)."""
+    max_len = ctx.int(f"{R}.max_model_len")
+    prompt, response = ctx.int(f"{R}.prompt_length"), ctx.int(f"{R}.response_length")
+    if max_len is None or prompt is None or response is None or prompt + response <= max_len:
+        return
+    yield finding(
+        "rollout.context_length",
+        Severity.ERROR if prompt >= max_len else Severity.WARNING,
+        Stage.RUNTIME,
+        [f"{R}.max_model_len", "data.max_prompt_length", "data.max_response_length"],
+        f"rollout.max_model_len={max_len} is shorter than prompt + response = {prompt} + {response} = "
+        f"{prompt + response}: "
+        + ("a prompt can fill the whole context, and vLLM rejects it with: Prompt length leaves no room to generate"
+           if prompt >= max_len else f"responses after long prompts are cut at {max_len} tokens, before "
+           "data.max_response_length"),
+        f"Set {R}.max_model_len={prompt + response} (or leave it null: the model's own limit)",
+        [f"{R}.max_model_len={prompt + response}"],
+    )
+
+
+@rule("rollout.batched_tokens", Stage.ADVICE)
+def batched_tokens(ctx: Context):
+    """Without chunked prefill, verl raises max_num_batched_tokens to max_model_len itself (more memory)."""
+    if ctx.get(f"{R}.enable_chunked_prefill"):
+        return
+    tokens, max_len = ctx.int(f"{R}.max_num_batched_tokens"), ctx.int(f"{R}.max_model_len")
+    if tokens is not None and max_len is not None and tokens < max_len:
+        yield finding(
+            "rollout.batched_tokens",
+            Severity.INFO,
+            Stage.ADVICE,
+            [f"{R}.max_num_batched_tokens", f"{R}.max_model_len", f"{R}.enable_chunked_prefill"],
+            f"With enable_chunked_prefill=false, max_num_batched_tokens ({tokens}) below max_model_len ({max_len}) "
+            f"is raised to {max_len} by verl at startup; the vLLM memory estimate should use {max_len}",
+            f"Set {R}.max_num_batched_tokens={max_len}, or enable chunked prefill",
+            [f"{R}.max_num_batched_tokens={max_len}"],
+        )
+
+
+# vLLM's MaxLoRARanks, as verl falls back to it (workers/rollout/vllm_rollout/utils.py:83-102).
+VLLM_LORA_RANKS = (1, 8, 16, 32, 64, 128, 256, 320, 512)
+
+
+@rule("rollout.vllm_lora_rank", Stage.PREFLIGHT)
+def vllm_lora_rank(ctx: Context):
+    """validate_config: with vLLM, the LoRA rank must be one vLLM supports."""
+    lora = ctx.get("actor_rollout_ref.model.lora") or {}
+    rank = lora.get("rank", 0) if isinstance(lora, dict) else 0
+    if not isinstance(rank, int) or rank <= 0:
+        rank = ctx.int("actor_rollout_ref.model.lora_rank") or 0
+    if isinstance(lora, dict) and lora.get("merge", False):
+        rank = 0
+    if rank > 0 and ctx.get(f"{R}.name") == "vllm" and rank not in VLLM_LORA_RANKS:
+        allowed = [r for r in VLLM_LORA_RANKS if r >= rank] or [VLLM_LORA_RANKS[-1]]
+        yield finding(
+            "rollout.vllm_lora_rank",
+            Severity.ERROR,
+            Stage.PREFLIGHT,
+            ["actor_rollout_ref.model.lora_rank"],
+            f"lora_rank must be less than or equal to {VLLM_LORA_RANKS[-1]} and one of vLLM's ranks "
+            f"({', '.join(map(str, VLLM_LORA_RANKS))}), but got {rank}",
+            f"Use a LoRA rank vLLM supports, e.g. actor_rollout_ref.model.lora_rank={allowed[0]}",
+            [f"actor_rollout_ref.model.lora_rank={allowed[0]}"],
+        )

@@ -1,0 +1,245 @@
+"""The verl keys the memory estimate reads (:data:`MEMORY_KEYS`) and what they mean for it (:class:`MemoryConfig`).
+
+Values come resolved as verl reads them (``Context.get``) or as a plain mapping; a key missing from the
+mapping takes verl 0.9.1's default (``_generated_ppo_trainer.yaml``), and a value that is not the number
+or flag the key holds is read as that default too (the type rules report it).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+
+from wizard.core.memory import terms as mt
+from wizard.core.models.facts import ModelFacts
+from wizard.core.placement.pools import (
+    PLACEMENT_KEYS, R, RM, lora_rank, need_critic, need_ref, ref_in_actor, replica_size,
+    trainer_mode, truthy,
+)
+
+A, AF, M, REF, CF = ("actor_rollout_ref.actor", "actor_rollout_ref.actor.fsdp_config", "actor_rollout_ref.model",
+                     "actor_rollout_ref.ref", "critic.fsdp")
+# verl 0.9.1 defaults (trainer/config/_generated_ppo_trainer.yaml and the dataclasses behind it)
+DEFAULTS: dict[str, object] = {
+    "trainer.n_gpus_per_node": 8, "trainer.nnodes": 1,
+    "data.train_batch_size": 1024, "data.max_prompt_length": 512, "data.max_response_length": 512,
+    "data.dataloader_num_workers": 8,
+    f"{A}.strategy": "fsdp", f"{A}.ppo_mini_batch_size": 256, f"{A}.ppo_micro_batch_size_per_gpu": None,
+    f"{A}.use_dynamic_bsz": False, f"{A}.ppo_max_token_len_per_gpu": 16384, f"{A}.entropy_coeff": 0,
+    f"{A}.calculate_entropy": False, f"{A}.ulysses_sequence_parallel_size": 1,
+    f"{AF}.param_offload": False, f"{AF}.optimizer_offload": False, f"{AF}.offload_policy": False,
+    f"{AF}.fsdp_size": -1, f"{AF}.model_dtype": "fp32", f"{AF}.ulysses_sequence_parallel_size": 1,
+    f"{AF}.entropy_from_logits_with_chunking": False, f"{AF}.entropy_checkpointing": False,
+    f"{AF}.use_torch_compile": True,
+    f"{M}.enable_gradient_checkpointing": True, f"{M}.enable_activation_offload": False,
+    f"{M}.use_remove_padding": True, f"{M}.use_fused_kernels": False, f"{M}.lora_rank": 0,
+    f"{M}.lora_adapter_path": None,
+    f"{R}.name": None, f"{R}.n": 1, f"{R}.gpu_memory_utilization": 0.5, f"{R}.tensor_model_parallel_size": 2,
+    f"{R}.data_parallel_size": 1, f"{R}.pipeline_model_parallel_size": 1, f"{R}.max_num_seqs": 256,
+    f"{R}.max_num_batched_tokens": 8192, f"{R}.max_model_len": None, f"{R}.enforce_eager": False,
+    f"{R}.free_cache_engine": True, f"{R}.cudagraph_capture_sizes": None,
+    f"{R}.log_prob_micro_batch_size_per_gpu": None, f"{R}.log_prob_use_dynamic_bsz": False,
+    f"{R}.log_prob_max_token_len_per_gpu": 16384,
+    f"{REF}.log_prob_micro_batch_size_per_gpu": None, f"{REF}.log_prob_use_dynamic_bsz": False,
+    f"{REF}.log_prob_max_token_len_per_gpu": 16384, f"{REF}.ulysses_sequence_parallel_size": 1,
+    f"{REF}.fsdp_config.model_dtype": "fp32",
+    "critic.strategy": "fsdp", "critic.ppo_mini_batch_size": None, f"{CF}.param_offload": False, f"{CF}.optimizer_offload": False,
+    f"{CF}.offload_policy": False, f"{CF}.fsdp_size": -1, f"{CF}.model_dtype": "fp32",
+    f"{CF}.ulysses_sequence_parallel_size": 1, "critic.ppo_infer_max_token_len_per_gpu": 32768,
+    "critic.model.enable_gradient_checkpointing": True,
+    f"{RM}.rollout.name": None, f"{RM}.rollout.gpu_memory_utilization": 0.5, f"{RM}.rollout.enforce_eager": True,
+    f"{RM}.rollout.free_cache_engine": True, f"{RM}.rollout.max_num_seqs": 1024,
+    f"{RM}.rollout.max_num_batched_tokens": 8192, f"{RM}.rollout.max_model_len": None,
+    f"{RM}.rollout.cudagraph_capture_sizes": None,
+}
+MEMORY_KEYS: tuple[str, ...] = tuple(dict.fromkeys(PLACEMENT_KEYS + tuple(DEFAULTS)))
+# Not a verl key: the average prompt + response length of a fixed-size micro-batch's samples. Unset, every sample
+# is taken at the maximum (the worst case); the memory rules set it to find the length at which a run still fits.
+SAMPLE_TOKENS = "wizard.sample_tokens"
+
+
+def _get(values: Mapping, key: str):
+    """The value, or verl's default when it is missing or null (a null where verl has a default means "unset")."""
+    v = values.get(key)
+    return DEFAULTS.get(key) if v is None else v
+
+
+def _int(values: Mapping, key: str, low: int | None = None) -> int | None:
+    v = _get(values, key)
+    if isinstance(v, bool) or not isinstance(v, int):
+        d = DEFAULTS.get(key)
+        v = d if isinstance(d, int) and not isinstance(d, bool) else None
+    return v if v is None or low is None else max(low, v)
+
+
+def _float(values: Mapping, key: str) -> float:
+    v = _get(values, key)
+    if isinstance(v, bool) or not isinstance(v, (int, float)):
+        v = DEFAULTS.get(key)
+    return float(v) if isinstance(v, (int, float)) else 0.0
+
+
+def _flag(values: Mapping, key: str) -> bool:
+    v = _get(values, key)
+    return truthy({key: v}, key)
+
+
+@dataclass(frozen=True)
+class EngineConfig:
+    name: str
+    util: float
+    tp: int
+    dp: int
+    pp: int
+    max_num_seqs: int
+    max_num_batched_tokens: int
+    max_model_len: int | None
+    enforce_eager: bool
+    free_cache_engine: bool
+    capture_sizes: object
+
+
+@dataclass(frozen=True)
+class MemoryConfig:
+    """What the estimate needs, derived from the keys as verl derives it."""
+
+    world: int  # GPUs of global_pool (the actor's FSDP world)
+    shards: int  # actor FSDP shard count (fsdp_size, -1 = world)
+    strategy: str
+    actor_dtype: str
+    actor_dtype_bytes: int
+    actor_param_offload: bool
+    actor_optimizer_offload: bool
+    actor_offload_policy: bool
+    actor_gc: bool
+    activation_offload: bool
+    fused_kernels: bool
+    lora_rank: int
+    actor_tokens: int  # tokens per GPU per micro-batch in update_actor
+    logprob_tokens: int
+    ref_tokens: int
+    entropy_mode: str  # compiled | eager | chunked | checkpointed | fused
+    update_entropy: bool
+    ref_separate: bool  # a reference model pass with its own (CPU-offloaded) weights
+    need_critic: bool
+    critic_shards: int
+    critic_dtype: str
+    critic_dtype_bytes: int
+    critic_param_offload: bool
+    critic_optimizer_offload: bool
+    critic_offload_policy: bool
+    critic_gc: bool
+    critic_tokens: int
+    train_batch_size: int
+    rollout_n: int
+    seq_tokens: int
+    dataloader_workers: int
+    engines: dict[str, EngineConfig] = field(default_factory=dict)
+    notes: tuple[str, ...] = ()
+
+    def trainable_params(self, facts: ModelFacts) -> int:
+        return mt.lora_params(facts, self.lora_rank) if self.lora_rank else facts.param_count
+
+
+def _engine(values: Mapping, prefix: str, fallback_name: str | None = None) -> EngineConfig:
+    tp, dp, pp = replica_size(values, prefix)
+    name = _get(values, f"{prefix}.name")
+    return EngineConfig(
+        name=name if isinstance(name, str) and name not in ("???",) else (fallback_name or "vllm"),
+        util=_float(values, f"{prefix}.gpu_memory_utilization"), tp=tp, dp=dp, pp=pp,
+        max_num_seqs=_int(values, f"{prefix}.max_num_seqs", 1) or 256,
+        max_num_batched_tokens=_int(values, f"{prefix}.max_num_batched_tokens", 1) or 8192,
+        max_model_len=_int(values, f"{prefix}.max_model_len"),
+        enforce_eager=_flag(values, f"{prefix}.enforce_eager"),
+        free_cache_engine=_flag(values, f"{prefix}.free_cache_engine"),
+        capture_sizes=_get(values, f"{prefix}.cudagraph_capture_sizes"))
+
+
+def _tokens(values: Mapping, *, dynamic: str | None, budget: str, micro: str | None, seq: int, sp: int,
+            per_gpu_samples: int | None = None) -> int:
+    """Tokens on one GPU in one micro-batch: the token budget with dynamic batching (a longer sequence is its
+    own micro-batch), else micro-batch x the longest prompt + response (padding removed: the worst case);
+    never more than the samples one GPU gets in that call."""
+    if dynamic is None or _flag(values, dynamic):
+        tokens = max(_int(values, budget, 1) or 16384, -(-seq // sp))
+        return min(tokens, max(1, per_gpu_samples * seq // sp)) if per_gpu_samples else tokens
+    m = _int(values, micro, 1)
+    if m is None:
+        m = 1
+    if per_gpu_samples:
+        m = min(m, per_gpu_samples)
+    sample = values.get(SAMPLE_TOKENS)
+    if isinstance(sample, int) and 0 < sample < seq and _flag(values, f"{M}.use_remove_padding"):
+        seq = sample  # padding removed: a micro-batch holds what its samples really have
+    return max(1, m * seq // sp)
+
+
+def read_config(values: Mapping) -> MemoryConfig:
+    per, nodes = _int(values, "trainer.n_gpus_per_node", 1), _int(values, "trainer.nnodes", 1)
+    world = per * nodes
+    fsdp_size = _int(values, f"{AF}.fsdp_size") or -1
+    strategy = str(_get(values, f"{A}.strategy") or "fsdp")
+    seq = (_int(values, "data.max_prompt_length", 1) or 512) + (_int(values, "data.max_response_length", 1) or 512)
+    sp = max(_int(values, f"{A}.ulysses_sequence_parallel_size", 1), _int(values, f"{AF}.ulysses_sequence_parallel_size", 1))
+    n = _int(values, f"{R}.n", 1) or 1
+    mini = _int(values, f"{A}.ppo_mini_batch_size", 1) or 256
+    samples = max(1, mini * n // max(1, world // sp))  # per GPU in one mini-batch of update_actor
+    batch = _int(values, "data.train_batch_size", 1) or 1024
+    all_samples = max(1, -(-batch * n // max(1, world)))  # per GPU in a log-prob pass over the whole batch
+    c_mini = _int(values, "critic.ppo_mini_batch_size", 1) or mini
+    actor_dtype = str(_get(values, f"{AF}.model_dtype") or "fp32")
+    rank = lora_rank(values)
+    notes = []
+    if _flag(values, f"{M}.use_fused_kernels"):
+        entropy_mode = "fused"
+    elif _flag(values, f"{AF}.entropy_checkpointing"):
+        entropy_mode = "checkpointed"
+    elif _flag(values, f"{AF}.entropy_from_logits_with_chunking"):
+        entropy_mode = "chunked"
+    else:
+        entropy_mode = "compiled" if _flag(values, f"{AF}.use_torch_compile") else "eager"
+    if trainer_mode(values) != "sync":
+        notes.append(f"trainer mode {trainer_mode(values)}: phases may overlap more than in sync mode")
+    critic_dtype = str(_get(values, f"{CF}.model_dtype") or "fp32")
+    c_sp = _int(values, f"{CF}.ulysses_sequence_parallel_size", 1) or 1
+    c_shards = _int(values, f"{CF}.fsdp_size") or -1
+    strategy_fsdp2 = strategy == "fsdp2"
+    engines = {"rollout": _engine(values, R)}
+    if truthy(values, f"{RM}.enable"):
+        engines["reward"] = _engine(values, f"{RM}.rollout", engines["rollout"].name)
+    engines["teacher"] = EngineConfig(name=engines["rollout"].name, util=0.5, tp=2, dp=1, pp=1, max_num_seqs=1024,
+                                      max_num_batched_tokens=8192, max_model_len=None, enforce_eager=True,
+                                      free_cache_engine=True, capture_sizes=None)
+    return MemoryConfig(
+        world=world, shards=fsdp_size if fsdp_size > 0 else world, strategy=strategy,
+        actor_dtype=actor_dtype, actor_dtype_bytes=mt.dtype_bytes(actor_dtype),
+        actor_param_offload=_flag(values, f"{AF}.param_offload"),
+        actor_optimizer_offload=_flag(values, f"{AF}.optimizer_offload"),
+        actor_offload_policy=strategy_fsdp2 and _flag(values, f"{AF}.offload_policy"),
+        actor_gc=_flag(values, f"{M}.enable_gradient_checkpointing"),
+        activation_offload=_flag(values, f"{M}.enable_activation_offload"),
+        fused_kernels=_flag(values, f"{M}.use_fused_kernels"), lora_rank=rank,
+        actor_tokens=_tokens(values, dynamic=f"{A}.use_dynamic_bsz", budget=f"{A}.ppo_max_token_len_per_gpu",
+                             micro=f"{A}.ppo_micro_batch_size_per_gpu", seq=seq, sp=sp, per_gpu_samples=samples),
+        logprob_tokens=_tokens(values, dynamic=f"{R}.log_prob_use_dynamic_bsz", budget=f"{R}.log_prob_max_token_len_per_gpu",
+                               micro=f"{R}.log_prob_micro_batch_size_per_gpu", seq=seq, sp=sp,
+                               per_gpu_samples=all_samples),
+        ref_tokens=_tokens(values, dynamic=f"{REF}.log_prob_use_dynamic_bsz", budget=f"{REF}.log_prob_max_token_len_per_gpu",
+                           micro=f"{REF}.log_prob_micro_batch_size_per_gpu", seq=seq,
+                           sp=_int(values, f"{REF}.ulysses_sequence_parallel_size", 1) or 1, per_gpu_samples=all_samples),
+        entropy_mode=entropy_mode,
+        update_entropy=_float(values, f"{A}.entropy_coeff") != 0 or _flag(values, f"{A}.calculate_entropy"),
+        ref_separate=need_ref(values) and not ref_in_actor(values),
+        need_critic=need_critic(values), critic_shards=c_shards if c_shards > 0 else world,
+        critic_dtype=critic_dtype, critic_dtype_bytes=mt.dtype_bytes(critic_dtype),
+        critic_param_offload=_flag(values, f"{CF}.param_offload"),
+        critic_optimizer_offload=_flag(values, f"{CF}.optimizer_offload"),
+        critic_offload_policy=str(_get(values, "critic.strategy")) == "fsdp2" and _flag(values, f"{CF}.offload_policy"),
+        critic_gc=_flag(values, "critic.model.enable_gradient_checkpointing"),
+        # 0.9.1: the critic engine packs by tokens, ppo_infer_max_token_len_per_gpu (trainer_base.py:266)
+        critic_tokens=_tokens(values, dynamic=None, budget="critic.ppo_infer_max_token_len_per_gpu", micro=None,
+                              seq=seq, sp=c_sp, per_gpu_samples=max(1, c_mini * n // max(1, world // c_sp))),
+        train_batch_size=_int(values, "data.train_batch_size", 1) or 1, rollout_n=n, seq_tokens=seq,
+        dataloader_workers=_int(values, "data.dataloader_num_workers", 0) or 0,
+        engines=engines,
+        notes=tuple(notes))

@@ -1,0 +1,333 @@
+"""GPU and host memory of a verl 0.9.1 run, per GPU and per phase, with a breakdown a person can read.
+
+The phase model is ../shared/reference/gpu-memory.md §1: on a training GPU the FSDP trainer process (actor,
+fused reference, critic) and the rollout engine share the memory, and the peak is the worst phase, not the
+sum. Every term is in :mod:`wizard.core.memory.terms` with its constant and source; where each role runs is
+:mod:`wizard.core.placement.pools`. Pure: the resolved values of :data:`MEMORY_KEYS` (from a Context or a plain
+mapping), the :class:`ModelFacts` per role and the :class:`Cluster` (per-GPU memory) in, a
+:class:`MemoryReport` out, or ``None`` with the reason when the actor's model or the engine is unknown.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+
+from pydantic import BaseModel, ConfigDict, Field
+
+from wizard.core.memory import terms as mt
+from wizard.core.hardware.cluster import Cluster
+from wizard.core.memory.config import MEMORY_KEYS, MemoryConfig, read_config
+from wizard.core.memory.host import host_estimates
+from wizard.core.memory.terms import CONSTANTS, GIB, HostEstimate, KvCache, MemoryConstants, Term
+from wizard.core.models.facts import ModelFacts
+from wizard.core.placement.pools import GpuRef, Placement, plan_placement
+
+__all__ = ["MEMORY_KEYS", "GpuEstimate", "HostEstimate", "MemoryReport", "Phase", "Term", "estimate_memory"]
+
+PHASE_TITLES = {
+    "load": "load (engines start)", "weight_sync": "weight sync", "generation": "generation",
+    "old_log_prob": "old log-prob", "ref_log_prob": "ref log-prob", "actor_update": "actor update",
+    "critic_update": "critic update", "reward": "reward model",
+}
+
+
+class Phase(BaseModel):
+    model_config = ConfigDict(frozen=True)
+
+    name: str
+    terms: list[Term]
+
+    @property
+    def total(self) -> int:
+        return sum(t.bytes for t in self.terms)
+
+    @property
+    def title(self) -> str:
+        return PHASE_TITLES.get(self.name, self.name)
+
+
+class GpuEstimate(BaseModel):
+    """One estimate shared by every GPU of a pool with the same memory (``gpus`` lists them)."""
+
+    model_config = ConfigDict(frozen=True)
+
+    pool: str
+    roles: list[str]
+    gpus: list[GpuRef]
+    capacity_bytes: int | None
+    phases: list[Phase]
+
+    @property
+    def peak(self) -> Phase:
+        return max(self.phases, key=lambda p: p.total)
+
+    @property
+    def margin_bytes(self) -> int | None:
+        return None if self.capacity_bytes is None else self.capacity_bytes - self.peak.total
+
+
+class MemoryReport(BaseModel):
+    model_config = ConfigDict(frozen=True)
+
+    groups: list[GpuEstimate]
+    kv: dict[str, KvCache] = Field(default_factory=dict)  # by engine role: rollout, reward, teacher
+    host: list[HostEstimate] = Field(default_factory=list)
+    notes: list[str] = Field(default_factory=list)
+    placement: Placement
+    constants: MemoryConstants = CONSTANTS
+
+    def tight_margin(self, capacity: int) -> int:
+        return max(int(self.constants.tight_fraction * capacity), self.constants.tight_min)
+
+    @property
+    def fits(self) -> bool | None:
+        """False when a GPU's peak is over its memory; None when no GPU memory is known."""
+        known = [g for g in self.groups if g.capacity_bytes is not None]
+        if not known:
+            return None
+        return all(g.peak.total <= g.capacity_bytes for g in known)
+
+
+# ------------------------------------------------------------------------------------------------
+# Per-GPU phases of a training GPU (global_pool)
+
+
+class _Trainer:
+    """The numbers of one training GPU that several phases share."""
+
+    def __init__(self, cfg: MemoryConfig, actor: ModelFacts, critic: ModelFacts | None, c: MemoryConstants):
+        self.cfg, self.f, self.critic, self.c = cfg, actor, critic, c
+        self.P, self.Pt = actor.param_count, cfg.trainable_params(actor)
+        self.N = cfg.shards
+        bm = cfg.actor_dtype_bytes
+        self.params, self.grads, self.adam = bm * self.P / self.N, bm * self.Pt / self.N, 2 * bm * self.Pt / self.N
+        self.on_cpu = cfg.actor_offload_policy  # FSDP2 CPUOffloadPolicy: states stay on CPU even in the update
+        if critic is not None:
+            bc, Nc, Pc = cfg.critic_dtype_bytes, cfg.critic_shards, mt.critic_params(critic)
+            self.c_params, self.c_adam = bc * Pc / Nc, 2 * bc * Pc / Nc
+        else:
+            self.c_params = self.c_adam = 0.0
+
+    def resident(self, *, params_loaded: bool = False, adam: bool = True) -> list[Term]:
+        """What stays on the GPU between calls (after the first step created AdamW's moments)."""
+        cfg, out = self.cfg, []
+        shard = f"{cfg.actor_dtype} x {self.P / 1e9:.2f}B params / {self.N} shards"
+        if not self.on_cpu and (params_loaded or not cfg.actor_param_offload):
+            note = "loaded back for this call (param_offload moves it to CPU between calls)" if cfg.actor_param_offload else ""
+            out.append(_t("actor_params", f"actor params ({shard})", self.params, note))
+        if adam and not self.on_cpu and not cfg.actor_optimizer_offload and self.adam:
+            out.append(_t("actor_adam", "actor AdamW moments (2 per trainable param)", self.adam))
+        if self.critic is not None and not cfg.critic_offload_policy:
+            if not cfg.critic_param_offload:
+                out.append(_t("critic_params", f"critic params ({cfg.critic_dtype}, 1/{cfg.critic_shards})", self.c_params))
+            if adam and not cfg.critic_optimizer_offload:
+                out.append(_t("critic_adam", "critic AdamW moments", self.c_adam))
+        out.append(_t("trainer_context", "trainer process: CUDA context + NCCL", self.c.cuda_context + (
+            self.c.nccl_buffers if cfg.world > 1 else 0)))
+        return out
+
+    def forward(self, tokens: float, entropy_mode: str, load_params: bool) -> list[Term]:
+        """A forward-only pass of the actor (old log-prob) or the reference model (params streamed from CPU)."""
+        f, c = self.f, self.c
+        out = self.resident(params_loaded=load_params)
+        out.append(_t("fsdp_gather", "FSDP working set: gathered bf16 layers + lm_head",
+                      c.layer_copies_forward * 2 * f.layer_params + c.vocab_copies_forward * mt.vocab_matrix(f)))
+        logits = [_t("logits", f"logits ({_tok(tokens)} x vocab {f.vocab_size})",
+                     mt.logits(f, tokens, self.cfg.fused_kernels, c, update=False))]
+        ent = mt.entropy(f, tokens, entropy_mode, update=False, c=c)
+        if ent:
+            logits.append(_t("entropy", f"entropy temporaries ({entropy_mode})", ent))
+        layer = _t("layer_activations", f"one layer's activations ({_tok(tokens)}, freed as it goes)",
+                   c.forward_layer_fraction * mt.layer_activation(f, tokens, c))
+        # no_grad frees each layer's intermediates before the next: the peak is the logits or one layer, not both
+        return out + (logits if sum(t.bytes for t in logits) >= layer.bytes else [layer])
+
+    def update_parts(self) -> tuple[list[Term], list[Term], list[Term], list[Term]]:
+        """(states, backward of one micro-batch, optimizer step, the rest) of update_actor: params, grads and AdamW
+        are all on the GPU (manual offload loads them back for the call)."""
+        cfg, f, c = self.cfg, self.f, self.c
+        T = cfg.actor_tokens
+        states = [] if self.on_cpu else [
+            _t("actor_params", f"actor params ({cfg.actor_dtype} x {self.P / 1e9:.2f}B / {self.N} shards)", self.params,
+               "loaded back for the update" if cfg.actor_param_offload else ""),
+            _t("actor_grads", "actor gradients (sharded)", self.grads),
+            _t("actor_adam", "actor AdamW moments", self.adam,
+               "loaded back for the update" if cfg.actor_optimizer_offload else ""),
+        ]
+        acts, how = mt.train_activations(f, T, cfg.actor_gc, cfg.activation_offload, c)
+        vocab = c.vocab_copies_update if cfg.lora_rank == 0 else c.vocab_copies_forward
+        backward = [
+            _t("fsdp_gather", "FSDP working set: gathered layers, lm_head and its fp32 gradient",
+               c.layer_copies_update * 2 * f.layer_params + vocab * mt.vocab_matrix(f)),
+            _t("activations", f"activations of a micro-batch of {_tok(T)}", acts, how),
+            _t("logits", f"logits ({_tok(T)} x vocab {f.vocab_size})", mt.logits(f, T, cfg.fused_kernels, c)),
+        ]
+        if cfg.update_entropy:
+            backward.append(_t("entropy", f"entropy with gradient ({cfg.entropy_mode})",
+                               mt.entropy(f, T, cfg.entropy_mode, update=True, c=c)))
+        step = [_t("optimizer_step", "AdamW step temporaries (foreach)", c.optimizer_step_temp * self.grads)]
+        rest = [t for t in self.resident(adam=True) if not t.key.startswith("actor_")]
+        return states, backward, step, rest
+
+    def update(self) -> list[Term]:
+        """update_actor at its worse moment: the backward of one micro-batch or the optimizer step."""
+        states, backward, step, rest = self.update_parts()
+        worse = backward if sum(t.bytes for t in backward) >= sum(t.bytes for t in step) else step
+        return states + worse + rest
+
+    def critic_update(self) -> list[Term]:
+        cfg, f, c = self.cfg, self.critic, self.c
+        if f is None:
+            return []
+        T = cfg.critic_tokens
+        bc, Pc, Nc = cfg.critic_dtype_bytes, mt.critic_params(f), cfg.critic_shards
+        out = [] if cfg.critic_offload_policy else [
+            _t("critic_params", f"critic params ({cfg.critic_dtype} x {Pc / 1e9:.2f}B / {Nc} shards)", bc * Pc / Nc),
+            _t("critic_grads", "critic gradients", bc * Pc / Nc), _t("critic_adam", "critic AdamW moments", 2 * bc * Pc / Nc)]
+        acts, how = mt.train_activations(f, T, cfg.critic_gc, False, c)
+        out += [_t("fsdp_gather", "FSDP working set (critic)",
+                   c.layer_copies_update * 2 * f.layer_params + c.vocab_copies_update * mt.vocab_matrix(f) / 2),
+                _t("activations", f"critic activations ({_tok(T)}, dynamic batch)", acts, how)]
+        rest = [t for t in self.resident(adam=True) if not t.key.startswith("critic_")]
+        return out + rest
+
+
+def _t(key: str, label: str, value: float, note: str = "") -> Term:
+    return Term(key=key, label=label, bytes=int(mt.finite(value)), note=note)
+
+
+def _tok(tokens: float) -> str:
+    return f"{int(tokens):,} tokens"
+
+
+def _slack(terms: list[Term], f: ModelFacts, c: MemoryConstants) -> list[Term]:
+    """The caching allocator's reserved-but-unallocated memory at the peak of a pass with an FSDP working set
+    (none when the optimizer step is the peak: few, large tensors)."""
+    if not any(t.key in ("fsdp_gather", "sync_tensor") for t in terms):
+        return terms
+    return terms + [_t("allocator", "allocator slack (reserved, not allocated)", c.allocator_slack_vocab * mt.vocab_matrix(f))]
+
+
+def _engine_terms(role: str, e: dict, awake: bool, c: MemoryConstants) -> list[Term]:
+    """A rollout / reward / teacher engine on this GPU: its whole budget awake, its residual asleep."""
+    if awake or not e["free_cache_engine"]:
+        budget = (_t(f"engine_{role}", f"{role} engine: {e['name']} budget ({e['util']:g} x memory)", e["budget"])
+                  if e["name"] != "sglang" else
+                  _t(f"engine_{role}", f"{role} engine: sglang static memory ({e['util']:g} x free at start)", e["budget"]))
+        extra = [_t(f"graphs_{role}", f"{role} engine: CUDA graphs (outside the budget)", e["graphs"])] if e["graphs"] else []
+        if e["name"] == "sglang":
+            extra.append(_t(f"engine_{role}_runtime", f"{role} engine: activations and context", c.sglang_runtime))
+        return [budget] + extra
+    return [_t(f"engine_{role}_asleep", f"{role} engine asleep: context, NCCL and CUDA graphs stay",
+               e["non_torch"] + e["graphs"])]
+
+
+def _engine(cfg: MemoryConfig, which: str, capacity: int, free_at_start: int, c: MemoryConstants) -> dict:
+    eng = cfg.engines[which]
+    budget = eng.util * (free_at_start if eng.name == "sglang" else capacity)
+    return {"name": eng.name, "util": eng.util, "budget": budget, "free_cache_engine": eng.free_cache_engine,
+            "graphs": mt.graphs(eng.enforce_eager, eng.capture_sizes, c), "non_torch": mt.non_torch(eng.tp, c)}
+
+
+def _training_phases(cfg: MemoryConfig, tr: _Trainer, roles: list[str], capacity: int,
+                     c: MemoryConstants) -> tuple[list[Phase], int]:
+    f = tr.f
+    init = tr.resident(adam=False)
+    free = capacity - c.driver_reserved - sum(t.bytes for t in init)
+    engines = {r: _engine(cfg, r, capacity, free, c) for r in ("rollout", "reward") if r in roles}
+    asleep = [t for r, e in engines.items() for t in _engine_terms(r, e, False, c)]
+    phases = []
+    if "rollout" in engines:
+        phases.append(Phase(name="load", terms=init + _engine_terms("rollout", engines["rollout"], True, c)))
+        eng = cfg.engines["rollout"]
+        full = cfg.actor_dtype_bytes * f.vocab_size * f.hidden_size * 1.5
+        sync = tr.resident(params_loaded=True) + [
+            _t("engine_rollout_weights", f"rollout engine weights woken (bf16 / TP {eng.tp})", mt.engine_weights(f, eng.tp, eng.pp)),
+            _t("sync_tensor", "largest tensor gathered in full for the sync", full),
+            _t("engine_rollout_asleep", "rollout engine context and CUDA graphs", engines["rollout"]["non_torch"] + engines["rollout"]["graphs"])]
+        phases.append(Phase(name="weight_sync", terms=_slack(sync, f, c)))
+        phases.append(Phase(name="generation", terms=tr.resident() + _engine_terms("rollout", engines["rollout"], True, c)
+                            + [t for r, e in engines.items() if r != "rollout" for t in _engine_terms(r, e, False, c)]))
+    phases.append(Phase(name="old_log_prob", terms=_slack(
+        tr.forward(cfg.logprob_tokens, cfg.entropy_mode, cfg.actor_param_offload), f, c) + asleep))
+    if cfg.ref_separate:
+        phases.append(Phase(name="ref_log_prob", terms=_slack(tr.forward(cfg.ref_tokens, "none", False), f, c) + asleep))
+    phases.append(Phase(name="actor_update", terms=_slack(tr.update(), f, c) + asleep))
+    if tr.critic is not None:
+        phases.append(Phase(name="critic_update", terms=_slack(tr.critic_update(), tr.critic, c) + asleep))
+    if "reward" in engines:
+        others = [t for r, e in engines.items() if r != "reward" for t in _engine_terms(r, e, False, c)]
+        phases.append(Phase(name="reward", terms=tr.resident() + _engine_terms("reward", engines["reward"], True, c) + others))
+    return phases, free
+
+
+def _engine_only_phases(cfg: MemoryConfig, role: str, capacity: int, c: MemoryConstants) -> tuple[list[Phase], int]:
+    """A GPU that only serves an engine (standalone rollout, reward pool, teacher pool): awake throughout."""
+    free = capacity - c.driver_reserved
+    e = _engine(cfg, role, capacity, free, c)
+    return [Phase(name="generation" if role == "rollout" else ("reward" if role == "reward" else "load"),
+                  terms=_engine_terms(role, e, True, c))], free
+
+
+# ------------------------------------------------------------------------------------------------
+
+
+def estimate_memory(values: Mapping, models: Mapping[str, ModelFacts], cluster: Cluster | None = None,
+                    constants: MemoryConstants = CONSTANTS) -> tuple[MemoryReport | None, str | None]:
+    """The report, or (None, why) when the estimate cannot be made (no actor model, an engine not modelled)."""
+    actor = models.get("actor")
+    if actor is None:
+        return None, "the actor's model is unknown (a local folder or a catalogue id gives its size)"
+    cfg = read_config(values)
+    if cfg.strategy not in ("fsdp", "fsdp2"):
+        return None, f"memory of the {cfg.strategy} training engine is not modelled (FSDP and FSDP2 are)"
+    placement = plan_placement(values, cluster)
+    critic = models.get("critic") if cfg.need_critic else None
+    notes = list(cfg.notes)
+    if cfg.need_critic and critic is None:
+        notes.append("the critic's model is unknown: the critic is left out of the training GPUs' estimate")
+    tr = _Trainer(cfg, actor, critic, constants)
+    groups, kv = [], {}
+    gpu_memory = _gpu_memory(cluster)
+    for pool in placement.pools:
+        by_capacity: dict[int | None, list[GpuRef]] = {}
+        for g in pool.gpus:
+            by_capacity.setdefault(gpu_memory.get((g.node, g.index)), []).append(g)
+        for capacity, gpus in by_capacity.items():
+            cap = capacity if capacity is not None else 0
+            if pool.name == "global_pool":
+                phases, free = _training_phases(cfg, tr, pool.roles, cap, constants)
+            else:
+                phases, free = _engine_only_phases(cfg, pool.roles[0], cap, constants)
+            driver = _t("driver", "kept by the driver (NVML counts it as used on an idle GPU)", constants.driver_reserved)
+            phases = [p.model_copy(update={"terms": [*p.terms, driver]}) for p in phases]
+            groups.append(GpuEstimate(pool=pool.name, roles=pool.roles, gpus=gpus, capacity_bytes=capacity, phases=phases))
+            if capacity is not None:
+                for role in pool.roles:
+                    if role in ("rollout", "reward", "teacher") and role not in kv:
+                        facts = actor if role == "rollout" else models.get(role)
+                        if facts is not None:
+                            kv[role] = _kv(cfg, role, facts, cap, free, placement, constants)
+    host = host_estimates(cfg, actor, critic, placement, cluster, constants)
+    return MemoryReport(groups=groups, kv=kv, host=host, notes=notes, placement=placement, constants=constants), None
+
+
+def _gpu_memory(cluster: Cluster | None) -> dict[tuple[str, int], int | None]:
+    if cluster is None:
+        return {}
+    return {(n.name, g.index): g.memory_total_bytes for n in cluster.nodes for g in n.gpus}
+
+
+def _kv(cfg: MemoryConfig, role: str, facts: ModelFacts, capacity: int, free: int, placement: Placement,
+        c: MemoryConstants) -> KvCache:
+    eng = cfg.engines[role]
+    replicas = max(1, len(placement.replicas_of(role)))
+    in_flight = mt.ceil_div(cfg.train_batch_size * cfg.rollout_n, replicas)
+    max_len = eng.max_model_len or facts.max_position_embeddings
+    return mt.kv_cache(facts, engine=eng.name, capacity=capacity, free_at_start=free, util=eng.util, tp=eng.tp,
+                       dp=eng.dp, pp=eng.pp, batched_tokens=eng.max_num_batched_tokens, max_num_seqs=eng.max_num_seqs,
+                       seq_tokens=cfg.seq_tokens, max_model_len=max_len, in_flight=in_flight, c=c)
+
+
+def gib(n: int | float | None) -> float | None:
+    return None if n is None else round(n / GIB, 2)

@@ -1,0 +1,85 @@
+"""Host (CPU) memory per node: Ray workers die from host OOM as often as GPUs run out (gpu-memory.md §2.14).
+
+Per training GPU, its trainer process holds on the host what FSDP keeps on CPU: the reference model's shard
+(always: verl forces CPU offload for it), the actor's and critic's offloaded params and AdamW moments, and
+FSDP2 ``offload_policy`` states; rank 0 also reads the whole model into CPU memory once at start. Each process
+costs its resident size, and the head node runs the TaskRunner, TransferQueue, agent-loop and reward workers
+and the dataloader workers. The process sizes are estimates ([E] in :class:`MemoryConstants`).
+"""
+
+from __future__ import annotations
+
+from wizard.core.memory import terms as mt
+from wizard.core.hardware.cluster import Cluster
+from wizard.core.memory.config import MemoryConfig
+from wizard.core.memory.terms import HostEstimate, MemoryConstants, Term
+from wizard.core.models.facts import ModelFacts
+from wizard.core.placement.pools import Placement
+
+
+def _t(key: str, label: str, value: float, note: str = "") -> Term:
+    return Term(key=key, label=label, bytes=int(value), note=note)
+
+
+def host_estimates(cfg: MemoryConfig, actor: ModelFacts, critic: ModelFacts | None, placement: Placement,
+                   cluster: Cluster | None, c: MemoryConstants) -> list[HostEstimate]:
+    ram = {n.name: n.memory_bytes for n in cluster.nodes} if cluster is not None else {}
+    per_node: dict[str, dict[str, int]] = {}
+    for pool in placement.pools:
+        for g in pool.gpus:
+            counts = per_node.setdefault(g.node, {"trainer": 0, "engine": 0})
+            if pool.name == "global_pool":
+                counts["trainer"] += 1
+                counts["engine"] += 1 if "rollout" in pool.roles else 0
+            else:
+                counts["engine"] += 1
+    out = []
+    first = next(iter(per_node), None)
+    shard = _per_rank(cfg, actor, critic)
+    for node, counts in per_node.items():
+        terms = []
+        k = counts["trainer"]
+        if k:
+            for key, label, value in shard:
+                terms.append(_t(key, f"{label} x {k} GPUs", value * k))
+            terms.append(_t("host_trainer", f"trainer processes x {k}", c.host_trainer_process * k))
+        if counts["engine"]:
+            terms.append(_t("host_engine", f"engine worker processes x {counts['engine']}", c.host_engine_process * counts["engine"]))
+            if cfg.lora_rank:
+                eng = cfg.engines["rollout"]
+                terms.append(_t("host_engine_sleep", "rollout weights kept on CPU while asleep (LoRA: level-1 sleep)",
+                                mt.engine_weights(actor, eng.tp, eng.pp) * counts["engine"]))
+        if node == first:
+            terms.append(_t("host_init", "rank 0 reads the whole actor into CPU memory at start",
+                            cfg.actor_dtype_bytes * actor.param_count))
+            terms.append(_t("host_fixed", "TaskRunner, TransferQueue, agent-loop and reward workers", c.host_node_fixed))
+            if cfg.dataloader_workers:
+                terms.append(_t("host_dataloader", f"dataloader workers x {cfg.dataloader_workers}",
+                                c.host_dataloader_worker * cfg.dataloader_workers))
+        out.append(HostEstimate(node=node, terms=terms, capacity_bytes=ram.get(node)))
+    return out
+
+
+def _per_rank(cfg: MemoryConfig, actor: ModelFacts, critic: ModelFacts | None) -> list[tuple[str, str, float]]:
+    """(key, label, bytes) one trainer rank keeps on the host."""
+    P, Pt, N, bm = actor.param_count, cfg.trainable_params(actor), cfg.shards, cfg.actor_dtype_bytes
+    out = []
+    if cfg.ref_separate:
+        out.append(("host_ref", "reference model shard (fp32, always CPU-offloaded, pinned)", 4 * P / N))
+    if cfg.actor_offload_policy:
+        out.append(("host_actor_states", "actor params, grads and AdamW on CPU (FSDP2 offload_policy)", 4 * bm * Pt / N))
+    else:
+        if cfg.actor_param_offload:
+            out.append(("host_actor_params", "actor params offloaded between calls", bm * P / N))
+        if cfg.actor_optimizer_offload:
+            out.append(("host_actor_adam", "actor AdamW moments offloaded between calls", 2 * bm * Pt / N))
+    if critic is not None:
+        Pc, Nc, bc = mt.critic_params(critic), cfg.critic_shards, cfg.critic_dtype_bytes
+        if cfg.critic_offload_policy:
+            out.append(("host_critic_states", "critic states on CPU (FSDP2 offload_policy)", 4 * bc * Pc / Nc))
+        else:
+            if cfg.critic_param_offload:
+                out.append(("host_critic_params", "critic params offloaded", bc * Pc / Nc))
+            if cfg.critic_optimizer_offload:
+                out.append(("host_critic_adam", "critic AdamW moments offloaded", 2 * bc * Pc / Nc))
+    return out

@@ -1,0 +1,284 @@
+"""The terms of the GPU memory estimate, and every constant they use, each with its source.
+
+Pure arithmetic on :class:`ModelFacts` and a few numbers; :mod:`wizard.core.memory.estimate` assembles them per phase.
+Sources: "ref §x" is ../shared/reference/gpu-memory.md section x; "H200" is ``bench/data/gpu_memory_h200.json``,
+measured by ``bench/calibrate_gpu_memory.py`` (Qwen2 models of 0.5B-3B and a 4-layer 7B slice, FSDP2 on one
+rank, fp32 master weights, AdamW, bf16 compute, torch 2.11, ``expandable_segments:True`` as verl trains);
+"[E]" is an estimate nobody measured here. ``REFERENCE_CONSTANTS`` are the values the reference proposed
+before that measurement (``bench/bench_memory.py`` prints the error of both).
+"""
+
+from __future__ import annotations
+
+import math
+
+from pydantic import BaseModel, ConfigDict
+
+from wizard.core.models.facts import ModelFacts
+
+GIB = 1024**3
+DTYPE_BYTES = {"fp32": 4, "float32": 4, "bf16": 2, "bfloat16": 2, "fp16": 2, "float16": 2, "half": 2, "float": 4}
+
+
+class MemoryConstants(BaseModel):
+    """Every tunable number of the estimate. Units: bytes, or multipliers of the named tensor."""
+
+    model_config = ConfigDict(frozen=True)
+
+    # Activations saved per token by one Qwen2/Llama decoder layer in bf16 autocast, with flash attention:
+    # act_h*h + act_q*q + act_kv*kv + act_i*I bytes (q = heads*head_dim, kv = kv_heads*head_dim).
+    # H200: derived from the saved tensors (two RMSNorms keep an fp32 input, 2 bf16 outputs each = 16h; rotated q,
+    # attention output and its reshape copy = 6q; rotated k and v = 4kv; gate, up, silu, product = 8I), and the
+    # no-checkpointing fit gives 0.98x of it. Ref §2.3 proposed 10h + 4kv + 8I.
+    act_h: float = 16
+    act_q: float = 6
+    act_kv: float = 4
+    act_i: float = 8
+    # With gradient checkpointing: each layer keeps its input (2h per token, x gc_store) and one layer is
+    # recomputed with its backward temporaries (x gc_recompute of the layer's activations). H200 fit: 1.08, 1.19.
+    gc_store: float = 1.0
+    gc_recompute: float = 1.2
+    # bf16 copies of the V x h matrix (lm_head, or the tied embedding) alive in an update: gathered bf16 weight plus
+    # its fp32 gradient before the reduce-scatter = 3 copies. H200 fit 2.9. Ref §2.2 proposed 1.
+    vocab_copies_update: float = 3.0
+    vocab_copies_forward: float = 1.0  # H200: forward-only passes hold the gathered lm_head only
+    # Forward-only (no_grad) passes free each layer's intermediates at once: a quarter of what a layer saves for
+    # backward (hidden, normed input, gate, up, product) [E]; H200: never the peak, the logits were.
+    forward_layer_fraction: float = 0.25
+    # bf16 copies of one decoder layer in flight. H200 (one rank) fits 0.4 for an update; kept at 1 since with N > 1
+    # FSDP also holds the reduce-scatter input. Forward-only: current + prefetched unit (ref §2.2).
+    layer_copies_update: float = 1.0
+    layer_copies_forward: float = 2.0
+    # Logits (T x V): bf16; flash-attn's cross-entropy writes the gradient in place (H200: 1.0x). Ref §2.15 added
+    # fp32 temporaries (4 more bytes per logit).
+    logits_bytes: float = 2.0
+    logits_extra_update: float = 0.0
+    # Entropy of every token (bytes per logit element). torch.compile is verl's default (fsdp_config.use_torch_compile).
+    # H200: update +0.75x / +5.5x of the bf16 logits (compiled / eager); forward-only +0 / +2x.
+    entropy_update_compiled: float = 1.5
+    entropy_update_eager: float = 11.0
+    entropy_forward_compiled: float = 0.0
+    entropy_forward_eager: float = 4.0
+    entropy_chunk_rows: int = 2048  # entropy_from_logits_chunk_size default; fp32 chunk + softmax (ref §2.4)
+    # AdamW (torch.optim, foreach on CUDA) keeps a temporary the size of the moments' shard during step():
+    # H200 step peak = 20 P/N bytes in fp32 (states 16 P/N + 4 P/N). Ref §2.2 counted 16 P/N.
+    optimizer_step_temp: float = 1.0
+    # Caching allocator: reserved over allocated at the peak of a pass with an FSDP working set, in bf16 copies of the
+    # V x h matrix. H200 with expandable segments: 0.6 GiB (Qwen2.5-0.5B) to 2.5 GiB (the 7B layer slice), about
+    # 2.4 copies in every model; ~0 at the optimizer step (few, large, equal tensors).
+    allocator_slack_vocab: float = 2.5
+    # Outside torch, per process: CUDA context and library workspaces. H200: NVML used - reserved - idle = 0.30 GiB.
+    cuda_context: int = int(0.3 * GIB)
+    # NVML counts this as used on an idle H200 (1.115 GiB): never available to a process. H200.
+    driver_reserved: int = int(1.1 * GIB)
+    nccl_buffers: int = int(0.5 * GIB)  # per process in a multi-rank NCCL group [E, ref §2.11]
+    # vLLM (V1): "non_torch_memory" 1.27-1.79 GiB at TP1, 3.58 GiB at TP2 (ref §3.3, Llama-3-8B logs).
+    vllm_non_torch_tp1: int = int(1.6 * GIB)
+    vllm_non_torch_tp: int = int(3.6 * GIB)
+    # vLLM's profile run: (act_i*I/TP + act_h*h) bytes per batched token; 1.2 GiB for Llama-3-8B at 8192 tokens
+    # (ref §3.3 logs 1.26 GiB), plus the sampler's fp32 logits for max_num_seqs.
+    vllm_act_i: float = 7.0
+    vllm_act_h: float = 10.0
+    # CUDA graphs live outside gpu_memory_utilization and stay through training (ref §2.9: 0.8-1.5 GB seen) [E].
+    cuda_graphs: int = int(1.0 * GIB)
+    cuda_graphs_small: int = int(0.3 * GIB)  # cudagraph_capture_sizes set to a short list [E]
+    sglang_runtime: int = int(2.0 * GIB)  # SGLang's activations + graphs, taken from the (1 - fraction) rest [E]
+    # A GPU is "tight" when less than max(tight_fraction of its memory, tight_min) stays free at the peak: the
+    # estimator's error after calibration (bench/bench_memory.py) plus fragmentation without expandable segments.
+    tight_fraction: float = 0.08
+    tight_min: int = int(2 * GIB)
+    # Host RAM [E]: resident size of a Ray worker that imported torch + CUDA (trainer), of a rollout worker, and the
+    # per-node processes (TaskRunner, TransferQueue 9 actors, 8 agent-loop and 8 reward workers), per dataloader worker.
+    host_trainer_process: int = int(3 * GIB)
+    host_engine_process: int = int(2 * GIB)
+    host_node_fixed: int = int(10 * GIB)
+    host_dataloader_worker: int = int(0.5 * GIB)
+
+
+CONSTANTS = MemoryConstants()
+# What ../shared/reference/gpu-memory.md §2.15 proposed before the H200 measurements (bench/bench_memory.py).
+REFERENCE_CONSTANTS = MemoryConstants(
+    act_h=10, act_q=0, act_kv=4, act_i=8, gc_recompute=1.0, vocab_copies_update=1.0, layer_copies_update=5.0,
+    logits_extra_update=4.0, entropy_update_compiled=4.0, entropy_update_eager=4.0, entropy_forward_compiled=4.0,
+    entropy_forward_eager=4.0, optimizer_step_temp=0.0, allocator_slack_vocab=0.0)
+
+
+class Term(BaseModel):
+    model_config = ConfigDict(frozen=True)
+
+    key: str  # stable id: actor_params, kv_budget, ...
+    label: str
+    bytes: int
+    note: str = ""
+
+
+class HostEstimate(BaseModel):
+    model_config = ConfigDict(frozen=True)
+
+    node: str
+    terms: list[Term]
+    capacity_bytes: int | None
+
+    @property
+    def total(self) -> int:
+        return sum(t.bytes for t in self.terms)
+
+
+def dtype_bytes(name: object, default: int = 4) -> int:
+    return DTYPE_BYTES.get(str(name).lower(), default) if name is not None else default
+
+
+# ------------------------------------------------------------------------------------------------
+# Model states
+
+
+def lora_params(facts: ModelFacts, rank: int) -> int:
+    """Adapter parameters of ``target_modules: all-linear``: r x (in + out) for q, k, v, o, gate, up, down."""
+    h, q = facts.hidden_size, facts.num_attention_heads * facts.head_dim
+    kv, inter = facts.num_kv_heads * facts.head_dim, facts.moe_intermediate_size or facts.intermediate_size
+    per_layer = (h + q) + 2 * (h + kv) + (q + h) + 3 * (h + inter)
+    return rank * per_layer * facts.num_layers
+
+
+def critic_params(facts: ModelFacts) -> int:
+    """AutoModelForTokenClassification(num_labels=1): the decoder and embeddings, a value head instead of lm_head."""
+    return facts.param_count - (0 if facts.tie_word_embeddings else facts.vocab_size * facts.hidden_size) + facts.hidden_size
+
+
+def layer_activation(facts: ModelFacts, tokens: float, c: MemoryConstants = CONSTANTS, tp: int = 1) -> float:
+    """Bytes one decoder layer saves for backward over ``tokens`` tokens (see MemoryConstants.act_*)."""
+    h, q = facts.hidden_size, facts.num_attention_heads * facts.head_dim
+    kv = facts.num_kv_heads * facts.head_dim
+    inter = facts.intermediate_size
+    if facts.num_experts:  # routed tokens pass top-k experts of moe_intermediate_size (+ a shared one)
+        inter = (facts.num_experts_per_tok or 1) * (facts.moe_intermediate_size or inter) + (
+            facts.shared_expert_intermediate_size or 0)
+    return tokens * (c.act_h * h + c.act_q * q / tp + c.act_kv * kv / tp + c.act_i * inter / tp)
+
+
+def train_activations(facts: ModelFacts, tokens: float, gc: bool, offload: bool,
+                      c: MemoryConstants = CONSTANTS) -> tuple[float, str]:
+    """Activations of one micro-batch kept for its backward, and how they were counted."""
+    one = layer_activation(facts, tokens, c)
+    if gc:
+        store = 0.0 if offload else c.gc_store * facts.num_layers * tokens * 2 * facts.hidden_size
+        return store + c.gc_recompute * one, (
+            f"checkpointed: {'layer inputs on CPU (activation offload)' if offload else f'{facts.num_layers} layer inputs'}"
+            " + one layer recomputed")
+    if offload:
+        return 2 * one, "no checkpointing, activation offload: about two layers on the GPU"
+    return facts.num_layers * one, f"no checkpointing: all {facts.num_layers} layers' activations"
+
+
+def vocab_matrix(facts: ModelFacts) -> int:
+    """Bytes of the V x h matrix (lm_head or the tied embedding) in bf16."""
+    return 2 * facts.vocab_size * facts.hidden_size
+
+
+def logits(facts: ModelFacts, tokens: float, fused: bool, c: MemoryConstants = CONSTANTS, update: bool = True) -> float:
+    """The (T x V) logits; ``use_fused_kernels`` returns log-probs without materialising them."""
+    if fused:
+        return tokens * facts.hidden_size * 4
+    per = c.logits_bytes + (c.logits_extra_update if update else 0.0)
+    return tokens * facts.vocab_size * per
+
+
+def entropy(facts: ModelFacts, tokens: float, mode: str, update: bool, c: MemoryConstants = CONSTANTS) -> float:
+    """Extra bytes of the entropy of every token: mode compiled | eager | chunked | checkpointed | fused | none."""
+    if mode in ("none", "fused"):
+        return 0.0
+    per_logit = {
+        ("compiled", True): c.entropy_update_compiled, ("eager", True): c.entropy_update_eager,
+        ("compiled", False): c.entropy_forward_compiled, ("eager", False): c.entropy_forward_eager,
+        ("checkpointed", True): c.entropy_forward_compiled, ("checkpointed", False): c.entropy_forward_compiled,
+    }.get((mode, update))
+    if per_logit is not None:
+        return tokens * facts.vocab_size * per_logit
+    rows = min(tokens, c.entropy_chunk_rows)  # chunked: an fp32 chunk and its softmax
+    return rows * facts.vocab_size * 8
+
+
+# ------------------------------------------------------------------------------------------------
+# Rollout engines
+
+
+def vllm_activation(facts: ModelFacts, batched_tokens: int, max_num_seqs: int, tp: int,
+                    c: MemoryConstants = CONSTANTS) -> float:
+    """vLLM's profiled activation peak: a dummy forward of max_num_batched_tokens and the sampler's fp32 logits."""
+    inter = facts.intermediate_size if not facts.num_experts else (facts.moe_intermediate_size or facts.intermediate_size) * (
+        facts.num_experts_per_tok or 1)
+    return batched_tokens * (c.vllm_act_i * inter / tp + c.vllm_act_h * facts.hidden_size) + \
+        max_num_seqs * facts.vocab_size * 4
+
+
+def engine_weights(facts: ModelFacts, tp: int, pp: int = 1) -> float:
+    """bf16 weights on one rank: layers split by TP (and PP), vocabulary-parallel embedding and lm_head."""
+    return 2 * facts.param_count / max(1, tp) / max(1, pp)
+
+
+def non_torch(tp: int, c: MemoryConstants = CONSTANTS) -> int:
+    return c.vllm_non_torch_tp1 if tp <= 1 else c.vllm_non_torch_tp
+
+
+class KvCache(BaseModel):
+    """What a rollout replica's KV cache holds, per GPU and per replica."""
+
+    model_config = ConfigDict(frozen=True)
+
+    engine: str
+    budget_bytes: int  # gpu_memory_utilization x memory (vLLM), or the fraction of free memory (SGLang)
+    weights_bytes: int
+    activation_bytes: int
+    other_bytes: int  # non-torch memory counted inside the budget
+    kv_bytes: int  # per GPU; <= 0 means the engine does not start
+    bytes_per_token: int  # per GPU (its share of the KV heads and layers)
+    tokens: int  # tokens one replica can hold at once (x data-parallel ranks)
+    seq_tokens: int  # prompt + response: the most one sequence can need
+    max_model_len: int | None
+    sequences: int  # sequences of seq_tokens one replica holds at once
+    wanted: int  # sequences the batch puts on one replica at once (max_num_seqs caps it)
+
+
+def kv_cache(facts: ModelFacts, *, engine: str, capacity: int, free_at_start: int, util: float, tp: int, dp: int,
+             pp: int, batched_tokens: int, max_num_seqs: int, seq_tokens: int, max_model_len: int | None,
+             in_flight: int, c: MemoryConstants = CONSTANTS) -> KvCache:
+    """KV sizing of vLLM (util x total - weights - activation peak - non-torch; ref §2.9) or SGLang
+    (fraction x free memory before loading - weights; ref §2.10)."""
+    weights = engine_weights(facts, tp, pp)
+    act = vllm_activation(facts, batched_tokens, max_num_seqs, tp, c)
+    other = non_torch(tp, c)
+    if engine == "sglang":
+        budget = util * free_at_start
+        kv = budget - weights
+        act, other = 0, 0
+    else:
+        budget = util * capacity
+        kv = budget - weights - act - other
+    per_token = max(1, facts.kv_bytes_per_token(tp) // max(1, pp))
+    tokens = max(0, int(kv // per_token)) * dp
+    return KvCache(engine=engine, budget_bytes=int(budget), weights_bytes=int(weights), activation_bytes=int(act),
+                   other_bytes=int(other), kv_bytes=int(kv), bytes_per_token=int(per_token), tokens=tokens,
+                   seq_tokens=seq_tokens, max_model_len=max_model_len,
+                   sequences=tokens // max(1, seq_tokens), wanted=min(max_num_seqs * dp, in_flight))
+
+
+def graphs(enforce_eager: bool, capture_sizes: object, c: MemoryConstants = CONSTANTS) -> int:
+    if enforce_eager:
+        return 0
+    return c.cuda_graphs_small if capture_sizes else c.cuda_graphs
+
+
+def ceil_div(a: int, b: int) -> int:
+    return -(-a // b) if b else 0
+
+
+def gib(n: float) -> float:
+    return round(n / GIB, 2)
+
+
+def fmt_gib(n: float) -> str:
+    return f"{n / GIB:.1f} GiB" if abs(n) >= 0.05 * GIB or n == 0 else f"{n / 2**20:.0f} MiB"
+
+
+def finite(x: float) -> float:
+    return x if math.isfinite(x) else 0.0

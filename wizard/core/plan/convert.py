@@ -1,0 +1,130 @@
+"""Plan <-> verl overrides.
+
+Reading: an override becomes a Plan field only when doing so cannot change the
+effective config: a plain ``key=value`` of a modelled key, set once, with no other
+override on an ancestor or descendant key, whose value has the field's exact type
+and renders back to the same value. Everything else stays verbatim, in order, in
+``passthrough``. Writing: modelled fields first (section order), then passthrough.
+"""
+
+from __future__ import annotations
+
+from functools import lru_cache
+
+from pydantic import TypeAdapter, ValidationError
+
+from wizard.core.verl.overrides import OverrideSyntaxError, ParsedOverride, parse_override, render_override, render_value, same_value
+from wizard.core.plan.model import Plan, field_map
+
+
+@lru_cache(maxsize=None)
+def _adapter(key: str) -> TypeAdapter:
+    section, name = field_map()[key]
+    annotation = Plan.model_fields[section].annotation.model_fields[name].annotation
+    return TypeAdapter(annotation)
+
+
+def _field_value(key: str, value):
+    """The value as the field stores it, or raise ValueError if the field cannot hold it exactly."""
+    if value is None:
+        raise ValueError("an explicit null is not 'unset': keep it verbatim")
+    if isinstance(value, str) and "${" in value:
+        raise ValueError("interpolation")
+    try:
+        stored = _adapter(key).validate_python(value, strict=True)
+    except ValidationError as exc:
+        raise ValueError(str(exc)) from None
+    if not same_value(stored, value):
+        raise ValueError("not exact")
+    return stored
+
+
+def _try_parse(text: str) -> ParsedOverride | None:
+    try:
+        return parse_override(text)
+    except OverrideSyntaxError:
+        return None
+
+
+def _related(a: str, b: str) -> bool:
+    return a == b or a.startswith(b + ".") or b.startswith(a + ".")
+
+
+def plan_from_overrides(
+    overrides: list[str],
+    *,
+    base: Plan | None = None,
+    config_name: str = "ppo_trainer",
+    config_path: str | None = None,
+    script_env: list[str] | tuple[str, ...] = (),
+    name: str = "",
+) -> Plan:
+    plan = (base or Plan()).model_copy(deep=True)
+    plan.config_name = config_name
+    plan.config_path = config_path
+    plan.script_env = sorted(set(plan.script_env) | set(script_env))
+    if name:
+        plan.name = name
+    fields = field_map()
+    parsed = [_try_parse(t) for t in overrides]
+    keys = [p.key for p in parsed if p is not None]
+    passthrough: list[str] = []
+    for text, p in zip(overrides, parsed):
+        if p is None or not p.is_plain or p.is_sweep or p.key not in fields:
+            passthrough.append(text)
+            continue
+        if sum(1 for k in keys if _related(k, p.key)) != 1:
+            passthrough.append(text)
+            continue
+        try:
+            value = _field_value(p.key, p.value())
+        except ValueError:
+            passthrough.append(text)
+            continue
+        section, field_name = fields[p.key]
+        setattr(getattr(plan, section), field_name, value)
+    plan.passthrough = passthrough
+    return plan
+
+
+def apply_overrides(plan: Plan, overrides: list[str]) -> Plan:
+    """Apply edits (``--set``, a GUI fix button) to a plan; later ones win, as on verl's command line."""
+    plan = plan.model_copy(deep=True)
+    fields = field_map()
+    for text in overrides:
+        p = parse_override(text)  # OverrideSyntaxError is the caller's to report
+        plain_same_key = [
+            i for i, t in enumerate(plan.passthrough) if (q := _try_parse(t)) is not None and q.is_plain and q.key == p.key
+        ]
+        if p.is_plain and p.key in fields and not p.is_sweep:
+            try:
+                value = _field_value(p.key, p.value())
+            except ValueError:
+                value = None
+            else:
+                section, field_name = fields[p.key]
+                setattr(getattr(plan, section), field_name, value)
+                plan.passthrough = [t for i, t in enumerate(plan.passthrough) if i not in plain_same_key]
+                continue
+        if p.key in fields and (p.kind == "~" or p.is_plain):
+            section, field_name = fields[p.key]
+            setattr(getattr(plan, section), field_name, None)
+        if p.is_plain and plain_same_key:
+            plan.passthrough[plain_same_key[-1]] = text
+            plan.passthrough = [t for i, t in enumerate(plan.passthrough) if i not in plain_same_key[:-1]]
+        else:
+            plan.passthrough.append(text)
+    return plan
+
+
+def plan_overrides(plan: Plan) -> list[str]:
+    """The verl overrides this plan stands for: modelled fields, then passthrough."""
+    out = []
+    for key, (section, field_name) in field_map().items():
+        value = getattr(getattr(plan, section), field_name)
+        if value is not None:
+            out.append(render_override(key, value))
+    return out + list(plan.passthrough)  # config name/path travel as --config-name/--config-path
+
+
+__all__ = ["apply_overrides", "plan_from_overrides", "plan_overrides", "render_value"]

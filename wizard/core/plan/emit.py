@@ -1,0 +1,173 @@
+"""Write a Plan as verl launch material: ``run.sh`` (one override per line) and a Hydra YAML.
+
+Both are text built here (pure); the adapters write them atomically.
+Shell rules: every value is quoted. Values are single-quoted (nothing expands),
+except references to the environment variables the plan declares in
+``script_env`` (``$HOME``), which are written in double quotes so the shell
+expands them as the original script did. Values of secret-looking keys are never
+written: they become references to an environment variable of the same name.
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass, field
+
+from omegaconf import OmegaConf
+
+from wizard import __version__
+from wizard.core.verl.overrides import OverrideSyntaxError, parse_override
+from wizard.core.plan.model import Plan
+from wizard.core.plan.convert import plan_overrides
+
+ENTRY = "verl.trainer.main_ppo"
+_SECRET = re.compile(r"(^|_)(token|api_?key|secret|secret_key|password|passwd|access_key)$", re.IGNORECASE)
+_ENV_REF = re.compile(r"\$(?:\{([A-Za-z_][A-Za-z0-9_]*)\}|([A-Za-z_][A-Za-z0-9_]*))")
+
+
+@dataclass
+class Emitted:
+    overrides: list[str]
+    env: list[str]  # environment variables the launch reads
+    notes: list[str] = field(default_factory=list)
+
+
+def single_quote(text: str) -> str:
+    return "'" + text.replace("'", "'\"'\"'") + "'"
+
+
+def shell_word(text: str, env: set[str]) -> str:
+    """Quote ``text`` as one shell word, keeping ``$NAME`` expansion only for names in ``env``."""
+    if not any((m.group(1) or m.group(2)) in env for m in _ENV_REF.finditer(text)):
+        return single_quote(text)
+    out, pos = [], 0
+    for m in _ENV_REF.finditer(text):
+        name = m.group(1) or m.group(2)
+        if name not in env:
+            continue
+        out.append(_dq_escape(text[pos : m.start()]))
+        out.append("${" + name + "}")
+        pos = m.end()
+    out.append(_dq_escape(text[pos:]))
+    return '"' + "".join(out) + '"'
+
+
+def _dq_escape(text: str) -> str:
+    return re.sub(r'([\\"`$])', r"\\\1", text)
+
+
+def override_word(override: str, env: set[str]) -> str:
+    """``key='value'``: the key bare (it is [A-Za-z0-9_.+]), the value quoted."""
+    key, sep, value = override.partition("=")
+    if not sep or not re.fullmatch(r"\+{0,2}[A-Za-z0-9_.@/\-]+", key):
+        return shell_word(override, env)
+    return key + "=" + shell_word(value, env)
+
+
+def _secret_env_name(key: str) -> str | None:
+    leaf = key.rsplit(".", 1)[-1]
+    return re.sub(r"[^A-Za-z0-9_]", "_", leaf).upper() if _SECRET.search(leaf) else None
+
+
+def emit_overrides(plan: Plan) -> Emitted:
+    """The plan's overrides with secrets replaced by environment references."""
+    env = set(plan.script_env)
+    notes: list[str] = []
+    out: list[str] = []
+    for text in plan_overrides(plan):
+        try:
+            p = parse_override(text)
+        except OverrideSyntaxError:
+            out.append(text)
+            continue
+        secret = _secret_env_name(p.key) if p.kind != "~" else None
+        if secret and not (isinstance(p.value(), str) and _ENV_REF.fullmatch(p.value() or "")):
+            out.append(f"{p.kind}{p.key}=${{{secret}}}")
+            env.add(secret)
+            notes.append(f"{p.key} looks like a secret: written as ${{{secret}}}, set it in the environment")
+        else:
+            out.append(text)
+    return Emitted(overrides=out, env=sorted(env), notes=notes)
+
+
+def render_run_sh(plan: Plan, emitted: Emitted | None = None) -> str:
+    emitted = emitted or emit_overrides(plan)
+    env = set(emitted.env)
+    lines = [
+        "#!/usr/bin/env bash",
+        f"# verl {plan.verl_version} launch script, written by verl-wizard {__version__}"
+        + (f" from the plan {plan.name!r}" if plan.name else "")
+        + ".",
+        "# Run it as: bash run.sh [more Hydra overrides]   (set PYTHON to pick the interpreter)",
+    ]
+    if emitted.env:
+        lines.append("# Reads from the environment: " + ", ".join(emitted.env))
+    lines += ["set -euo pipefail", 'PYTHON="${PYTHON:-python3}"', "export PYTHONUNBUFFERED=1", ""]
+    args = [f'exec "$PYTHON" -m {ENTRY}']
+    if plan.config_path:
+        args.append("--config-path=" + shell_word(plan.config_path, env))
+    if plan.config_name != "ppo_trainer" or plan.config_path:
+        args.append("--config-name=" + shell_word(plan.config_name, env))
+    args += [override_word(o, env) for o in emitted.overrides]
+    args.append('"$@"')
+    lines.append(" \\\n    ".join(args))
+    return "\n".join(lines) + "\n"
+
+
+class YamlEmitError(ValueError):
+    pass
+
+
+def env_to_oc(value, env: set[str]):
+    if isinstance(value, str):
+        return _ENV_REF.sub(lambda m: "${oc.env:" + (m.group(1) or m.group(2)) + "}" if (m.group(1) or m.group(2)) in env else m.group(0), value)
+    if isinstance(value, list):
+        return [env_to_oc(v, env) for v in value]
+    if isinstance(value, dict):
+        return {k: env_to_oc(v, env) for k, v in value.items()}
+    return value
+
+
+def render_yaml(plan: Plan, emitted: Emitted | None = None, groups: tuple[str, ...] = ("model_engine",)) -> tuple[str, list[str]]:
+    """A primary Hydra config for ``--config-path DIR --config-name NAME``.
+
+    Returns (text, command_line_only): deletions (``~key``) cannot be written in YAML
+    and are returned to be passed on the command line.
+    """
+    emitted = emitted or emit_overrides(plan)
+    env = set(emitted.env)
+    body: dict = {}
+    group_choices: list[tuple[str, str]] = []
+    cli_only: list[str] = []
+    base = {"ppo_trainer": "ppo_trainer", "ppo_megatron_trainer": "ppo_megatron_trainer"}.get(plan.config_name)
+    if base is None or plan.config_path:
+        raise YamlEmitError(f"a YAML over --config-name={plan.config_name} (own config dir) is not supported; use run.sh")
+    for text in emitted.overrides:
+        p = parse_override(text)
+        if p.kind == "~" or p.package is not None or p.is_sweep:
+            cli_only.append(text)
+            continue
+        if p.is_plain and p.key in groups:
+            group_choices.append((p.key, p.value()))
+            continue
+        node = body
+        parts = p.key.split(".")
+        for part in parts[:-1]:
+            nxt = node.get(part)
+            if not isinstance(nxt, dict):
+                nxt = node[part] = {}
+            node = nxt
+        node[parts[-1]] = env_to_oc(p.value(), env)
+    defaults: list = [base] + [{f"override {g}": c} for g, c in group_choices] + ["_self_"]
+    doc = {"hydra": {"searchpath": ["pkg://verl.trainer.config"]}, "defaults": defaults, **body}
+    header = [
+        f"# verl {plan.verl_version} config written by verl-wizard {__version__}"
+        + (f" from the plan {plan.name!r}" if plan.name else "")
+        + ".",
+        "# Run it as: python3 -m verl.trainer.main_ppo --config-path=\"$PWD\" --config-name=<this file without .yaml>",
+    ]
+    if env:
+        header.append("# Reads from the environment (oc.env): " + ", ".join(sorted(env)))
+    if cli_only:
+        header.append("# Pass these on the command line too (YAML cannot delete keys): " + " ".join(cli_only))
+    return "\n".join(header) + "\n" + OmegaConf.to_yaml(OmegaConf.create(doc)), cli_only

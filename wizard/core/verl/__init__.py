@@ -1,0 +1,7 @@
+"""What verl 0.9.1 itself is, as data and as Hydra would treat it.
+
+The key schema extracted from an installed verl (``schema``), keys that moved between releases
+(``moves``), Hydra override strings (``overrides``), in-memory composition onto verl's default tree
+(``compose``), a Hydra YAML as overrides (``yaml_config``), which models verl loads for a config
+(``roles``) and plain-words help per key (``key_help``). Nothing here judges a config: that is ``check``.
+"""

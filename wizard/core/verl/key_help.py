@@ -1,0 +1,69 @@
+"""Plain-words help for a verl key: what it does (verl's own comment), its type and default.
+
+The text comes from ``resources/verl-key-docs/<version>.json`` (extracted from the comments in
+verl's config YAML files by ``wizard/adapters/probes/extract_verl_key_docs.py``) and the key
+schema; nothing is typed by hand. The GUI shows it as the tooltip of every field and in the
+Review page; the CLI can print it.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+
+from wizard.core.verl.schema import VerlSchema
+
+
+def key_help(schema: VerlSchema, docs: Mapping[str, str], key: str, engine: str | None = None,
+             plain: str | None = None) -> str:
+    """A short paragraph for ``key``; ``plain`` (the Plan's own wording) leads when given."""
+    bare = key.lstrip("+~")
+    info = schema.variant(engine).keys.get(bare)
+    lines = [bare]
+    said = [s for s in (plain, docs.get(bare)) if s]
+    if len(said) == 2 and said[0].rstrip(".").lower() == said[1].rstrip(".").lower():
+        said = said[:1]
+    lines += said or ["verl documents no description for this key."]
+    if info is None:
+        lines.append("Not a key of verl's PPO config.")
+        return "\n".join(lines)
+    if not info.in_yaml:
+        lines.append(f"Set it with +{bare}=… (a field of verl's dataclass, absent from the YAML).")
+    else:
+        kind = info.field_type or info.type
+        lines.append(f"Type: {kind}; verl's default: {_default_text(info.default)}")
+    return "\n".join(lines)
+
+
+def _default_text(value: object) -> str:
+    if value is None:
+        return "null"
+    if value == "???":
+        return "none (must be set)"
+    if isinstance(value, bool):
+        return "true" if value else "false"
+    return str(value)
+
+
+def changes_from_defaults(schema: VerlSchema, overrides: list[str], engine: str | None = None
+                          ) -> list[tuple[str, str, str]]:
+    """(key, the value set, verl's default) for each override, in order: what this plan changes."""
+    from wizard.core.verl.overrides import OverrideSyntaxError, parse_override
+
+    keys = schema.variant(engine).keys
+    out = []
+    for text in overrides:
+        try:
+            parsed = parse_override(text)
+        except OverrideSyntaxError:
+            out.append((text, "(not a valid override)", ""))
+            continue
+        key = parsed.key
+        info = keys.get(key)
+        if parsed.kind == "~":
+            shown = "(deleted)"
+        else:
+            shown = parsed.value_text or ""
+        default = "(not in verl's config)" if info is None else (
+            "(dataclass field, unset)" if not info.in_yaml else _default_text(info.default))
+        out.append((key, shown, default))
+    return out

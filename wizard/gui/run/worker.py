@@ -1,0 +1,161 @@
+"""The Run page's worker: polls one started ``RunProcess`` on a QThread until the run ends.
+
+Everything that touches the process happens here, off the GUI thread: reading its output in bounded chunks,
+parsing lines (``wizard.core.run.logparse``), raising health alarms (``wizard.core.run.health``), Stop (the whole
+process tree, Ray included) and, at the end, the triage (``wizard.core.run.triage``). The GUI receives
+``RunBatch``es about ten times a second and one ``RunResult``; it never waits for the process.
+"""
+
+from __future__ import annotations
+
+import threading
+import time
+from collections import deque
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from PySide6.QtCore import QObject, Signal, Slot
+
+from wizard.adapters.launcher import RunProcess, tail_jsonl
+from wizard.core.findings import Finding
+from wizard.core.run.health import Thresholds, health
+from wizard.core.run.logparse import RunLog, StepMetrics, split_line
+from wizard.core.run.triage import triage
+from wizard.gui.run.log_view import Entry, log_entry
+
+TRIAGE_TAIL = 20000  # log lines the triage reads at the end, as ``verl-wizard launch`` does
+BATCH_S = 0.1  # the worker sends the GUI at most ~10 batches a second
+HEALTH_EVERY_S = 5.0  # the stall alarm needs the clock even when no line arrives
+STOP_GRACE_S = 10.0
+
+
+@dataclass
+class RunBatch:
+    """What arrived since the last batch."""
+
+    entries: list[Entry] = field(default_factory=list)
+    metrics: list[StepMetrics] = field(default_factory=list)
+    events: list[tuple[str, object]] = field(default_factory=list)  # logparse lifecycle events (kind, value)
+    progress: tuple[int, int] | None = None
+    alarms: list[Finding] = field(default_factory=list)  # health alarms that fired for the first time
+
+    def __bool__(self) -> bool:
+        return bool(self.entries or self.metrics or self.events or self.alarms)
+
+
+@dataclass
+class RunResult:
+    exit_code: int | None
+    stopped: bool  # the user pressed Stop (or closed the window)
+    findings: list[Finding]  # the triage, worst first
+    last_error: str | None  # the last error line of the log: the text the triage read
+    ended: list[int]  # pids Stop (or the clean-up after the exit) had to end
+    left: list[int]  # pids still alive afterwards: empty unless something could not be ended
+    progress: tuple[int, int] | None
+
+    @property
+    def ok(self) -> bool:
+        return self.exit_code == 0 and not self.stopped
+
+
+class RunWorker(QObject):
+    """Polls one started ``RunProcess`` on a worker thread until it ends; ``request_stop`` from any thread."""
+
+    batch = Signal(object)  # RunBatch
+    done = Signal(object)  # RunResult
+
+    def __init__(self, run: RunProcess, max_response_length: int | None = None,
+                 metrics_file: Path | None = None) -> None:
+        super().__init__()
+        self.run = run
+        self.metrics_file = metrics_file  # the file logger's JSONL: exact values where the console rounds
+        self._metrics_offset = 0
+        self.max_response_length = max_response_length
+        self.gpus_busy: bool | None = None  # set by the GUI from the GPU monitor; read by the stall alarm
+        self._stop = threading.Event()
+        self._state = RunLog()
+        self._tail: deque[str] = deque(maxlen=TRIAGE_TAIL)
+        self._alarms: dict[str, Finding] = {}
+        self._last_error: str | None = None
+
+    def request_stop(self) -> None:
+        self._stop.set()
+
+    @Slot()
+    def work(self) -> None:
+        started = last_step = last_health = last_emit = time.monotonic()
+        pending = RunBatch()
+        stopped = False
+        try:
+            while not self.run.finished:
+                if self._stop.is_set():
+                    stopped = True
+                    break
+                steps_before = self._state.last_step
+                self._take(self.run.poll(BATCH_S), pending)
+                if self.metrics_file is not None:
+                    self._metrics_offset, events = tail_jsonl(self.metrics_file, self._metrics_offset, self._state)
+                    self._events(events, pending)
+                now = time.monotonic()
+                if self._state.last_step != steps_before:
+                    last_step = now
+                if pending.metrics or now - last_health >= HEALTH_EVERY_S:
+                    last_health = now
+                    since = now - (last_step if self._state.last_step is not None else started)
+                    self._health(pending, since)
+                if pending and now - last_emit >= BATCH_S:
+                    pending.progress = self._state.progress()
+                    self.batch.emit(pending)
+                    pending, last_emit = RunBatch(), now
+        finally:
+            self._finish(pending, stopped or self._stop.is_set())
+
+    def _take(self, lines: list[tuple[str, str]], pending: RunBatch) -> None:
+        for _stream, line in lines:
+            self._tail.append(line)
+            entry = log_entry(line)
+            pending.entries.append(entry)
+            if entry[0] in ("ERROR", "CRITICAL") and not entry[1].startswith("Traceback"):
+                self._last_error = split_line(entry[1]).text
+            self._events(self._state.feed(line), pending)
+
+    @staticmethod
+    def _events(events, pending: RunBatch) -> None:
+        for ev in events:
+            if ev.kind == "metrics":
+                pending.metrics.append(ev.value)
+            else:
+                pending.events.append((ev.kind, ev.value))
+
+    def _health(self, pending: RunBatch, since: float) -> None:
+        for f in health(self._state.series, Thresholds(), max_response_length=self.max_response_length,
+                        seconds_since_step=since, gpus_busy=self.gpus_busy):
+            if f.rule not in self._alarms:
+                self._alarms[f.rule] = f
+                pending.alarms.append(f)
+
+    def _finish(self, pending: RunBatch, stopped: bool) -> None:
+        """Stop what is left of the run, read the last lines, ask the triage; ``done`` is always sent, so the
+        page never stays "running" whatever happened here."""
+        run = self.run
+        report = None
+        findings: list[Finding] = []
+        try:
+            try:
+                if stopped or not run.finished or run.run_processes():
+                    report = run.stop(grace=STOP_GRACE_S)
+                self._take(run.drain(), pending)
+            finally:
+                run.close()
+            self._health(pending, 0.0)
+            pending.progress = self._state.progress()
+            self.batch.emit(pending)
+            failed = not stopped and run.returncode not in (0, None)
+            findings = triage(self._tail, run.returncode if failed else None)
+        finally:
+            self.done.emit(RunResult(
+                exit_code=run.returncode, stopped=stopped, findings=findings, last_error=self._last_error,
+                ended=sorted(set(report.signalled + report.killed)) if report else [],
+                left=report.left if report else [], progress=self._state.progress()))
+
+__all__ = ["RunWorker", "RunBatch", "RunResult", "STOP_GRACE_S"]

@@ -1,0 +1,92 @@
+"""What the two canvases (dataflow editor, placement board) share: the fitting view, keyboard actions, and
+the list of findings beside the canvas."""
+
+from __future__ import annotations
+
+from PySide6.QtCore import Qt
+from PySide6.QtGui import QAction, QColor, QKeySequence, QPainter
+from PySide6.QtWidgets import QGraphicsView, QListWidgetItem, QWidget
+
+from wizard.core.findings import Finding, Severity
+from wizard.gui.widgets.findings_view import SEVERITY_TEXT
+
+TEXT_COLOURS = {Severity.ERROR: "#b00020", Severity.WARNING: "#7a5200", Severity.INFO: "#1f2933"}  # readable on white
+
+
+class FitView(QGraphicsView):
+    """A canvas that fits its scene (never enlarging it) until the user zooms (Ctrl+wheel or ``zoom``)."""
+
+    def __init__(self, scene, parent: QWidget | None = None) -> None:
+        super().__init__(scene, parent)
+        self.setRenderHints(QPainter.Antialiasing | QPainter.TextAntialiasing)
+        self.setMouseTracking(True)
+        self.setFocusPolicy(Qt.StrongFocus)
+        self.auto_fit = True
+
+    def fit(self) -> None:
+        rect = self.scene().sceneRect()
+        if rect.isEmpty():
+            return
+        self.resetTransform()
+        self.fitInView(rect, Qt.KeepAspectRatio)
+        if self.transform().m11() > 1.0:  # never blow small scenes up
+            self.resetTransform()
+        self.centerOn(rect.center())
+
+    def zoom(self, factor: float) -> None:
+        self.auto_fit = False
+        self.scale(factor, factor)
+
+    def resizeEvent(self, event) -> None:  # noqa: N802 - Qt's name
+        super().resizeEvent(event)
+        if self.auto_fit:
+            self.fit()
+
+    def wheelEvent(self, event) -> None:  # noqa: N802
+        if event.modifiers() & Qt.ControlModifier:
+            self.zoom(1.15 if event.angleDelta().y() > 0 else 1 / 1.15)
+            event.accept()
+            return
+        super().wheelEvent(event)
+
+
+def add_action(owner: QWidget, text: str, tip: str, slot, shortcut: str | QKeySequence | None = None) -> QAction:
+    """An action of ``owner`` (toolbar and keyboard), its shortcut live while the canvas has the focus."""
+    act = QAction(text, owner)
+    act.setToolTip(tip)
+    act.setStatusTip(tip)
+    act.triggered.connect(slot)
+    if shortcut is not None:
+        act.setShortcut(QKeySequence(shortcut))
+        act.setShortcutContext(Qt.WidgetWithChildrenShortcut)
+    owner.addAction(act)
+    return act
+
+
+def finding_item(f: Finding, data) -> QListWidgetItem:
+    """One finding in a canvas's side list: its words coloured by severity, the fix as tooltip."""
+    item = QListWidgetItem(f"{SEVERITY_TEXT[f.severity]}: {f.message}")
+    item.setToolTip(f"Fix: {f.fix}" if f.fix else f.rule)
+    item.setForeground(QColor(TEXT_COLOURS[f.severity]))
+    item.setData(Qt.UserRole, data)
+    return item
+
+
+def canvas_split(view: QWidget, top: QWidget, heading: str, findings: QWidget, sizes: tuple[int, int]):
+    """The canvas on the left; on the right ``top`` (inspector, headline) over the labelled findings list."""
+    from PySide6.QtWidgets import QLabel, QSplitter, QVBoxLayout
+
+    side = QWidget()
+    side_layout = QVBoxLayout(side)
+    side_layout.setContentsMargins(0, 0, 0, 0)
+    side_layout.addWidget(top)
+    label = QLabel(heading)
+    label.setBuddy(findings)
+    side_layout.addWidget(label)
+    side_layout.addWidget(findings, 1)
+    split = QSplitter(Qt.Horizontal)
+    split.addWidget(view)
+    split.addWidget(side)
+    split.setStretchFactor(0, 1)
+    split.setSizes(list(sizes))
+    return split

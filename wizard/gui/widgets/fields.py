@@ -1,0 +1,210 @@
+"""Editors for Plan fields: one widget per verl key, bound to the document.
+
+Every field shows verl's default as its placeholder (empty = "verl decides"), explains its
+key in a tooltip (verl's own comment, type and default: ``wizard.core.verl.key_help``), and
+commits an edit as one undoable command when the user leaves it or picks a value. Widgets
+never hold plan state: they redraw from the document on every change.
+"""
+
+from __future__ import annotations
+
+import typing
+from collections.abc import Sequence
+
+from PySide6.QtCore import Qt
+from PySide6.QtWidgets import QComboBox, QFormLayout, QLabel, QLineEdit, QWidget
+
+from wizard.adapters.resources import load_key_docs, load_schema
+from wizard.core.verl.key_help import key_help
+from wizard.core.plan.model import Plan
+from wizard.gui.document import PlanDocument
+
+ERROR_STYLE = "border: 1px solid #c62828;"
+
+
+def field_info(path: str):
+    """(pydantic FieldInfo, verl key or None) of ``section.field``."""
+    section, name = path.split(".")
+    section_cls = Plan.model_fields[section].annotation
+    info = section_cls.model_fields[name]
+    extra = info.json_schema_extra or {}
+    return info, extra.get("verl")
+
+
+def _kind(annotation) -> str:
+    args = set(typing.get_args(annotation)) - {type(None)}
+    if args == {bool}:
+        return "bool"
+    if args == {int}:
+        return "int"
+    if args == {int, float} or args == {float}:
+        return "number"
+    if any(typing.get_origin(a) is list for a in args):
+        return "list"
+    return "str"
+
+
+def _default_text(value) -> str:
+    if value is None:
+        return "null"
+    if isinstance(value, bool):
+        return "true" if value else "false"
+    if value == "???":
+        return "must be set"
+    return str(value)
+
+
+class FieldEditor:
+    """Binds one Plan field to one widget."""
+
+    def __init__(self, doc: PlanDocument, path: str, choices: Sequence[str] = (), label: str | None = None) -> None:
+        self.doc, self.path = doc, path
+        info, self.key = field_info(path)
+        self.kind = _kind(info.annotation)
+        schema = load_schema()
+        key_info = schema.variant().keys.get(self.key) if self.key else None
+        self.default = key_info.default if key_info else None
+        self.label = label or path.split(".")[1].replace("_", " ")
+        self.error = QLabel()
+        self.error.setStyleSheet("color: #c62828")
+        self.error.setObjectName(f"error:{self.key or path}")
+        self.error.hide()
+        if self.kind == "bool" or choices:
+            self.widget = QComboBox()
+            self.widget.addItem(f"verl default ({_default_text(self.default)})", None)
+            for choice in (["true", "false"] if self.kind == "bool" else choices):
+                self.widget.addItem(choice, choice)
+            if self.kind != "bool":
+                self.widget.setEditable(True)
+                self.widget.lineEdit().editingFinished.connect(self._commit)
+            self.widget.activated.connect(lambda _i: self._commit())
+        else:
+            self.widget = QLineEdit()
+            self.widget.setPlaceholderText(f"verl default: {_default_text(self.default)}")
+            self.widget.editingFinished.connect(self._commit)
+            self.widget.setClearButtonEnabled(True)
+        self.widget.setObjectName(self.key or path)
+        self.widget.setAccessibleName(self.label)
+        if self.key:
+            self.widget.setToolTip(key_help(schema, load_key_docs(), self.key, plain=info.description or None))
+        else:
+            self.widget.setToolTip(info.description or "")
+        self.refresh()
+
+    # -- document -> widget -------------------------------------------------------------
+    def value(self):
+        section, name = self.path.split(".")
+        return getattr(getattr(self.doc.plan, section), name)
+
+    def refresh(self) -> None:
+        value = self.value()
+        self.widget.blockSignals(True)
+        try:
+            if isinstance(self.widget, QComboBox):
+                text = None if value is None else (
+                    ("true" if value else "false") if isinstance(value, bool) else str(value))
+                index = self.widget.findData(text)
+                if index >= 0:
+                    self.widget.setCurrentIndex(index)
+                elif self.widget.isEditable():
+                    self.widget.setEditText(text or "")
+            else:
+                self.widget.setText("" if value is None else _text(value))
+        finally:
+            self.widget.blockSignals(False)
+        self._show_error("")
+
+    # -- widget -> document -------------------------------------------------------------
+    def _raw(self) -> str:
+        if isinstance(self.widget, QComboBox):
+            data = self.widget.currentData()
+            if not self.widget.isEditable():
+                return data or ""
+            text = self.widget.currentText().strip()
+            return "" if text.startswith("verl default") else text
+        return self.widget.text().strip()
+
+    def parse(self, text: str):
+        """The field's value for ``text``; ValueError with a short reason."""
+        if text == "":
+            return None
+        if self.kind == "bool":
+            return text == "true"
+        if self.kind == "int":
+            try:
+                return int(text.replace("_", ""))
+            except ValueError:
+                raise ValueError(f"{self.label}: a whole number, like 8") from None
+        if self.kind == "number":
+            try:
+                return int(text) if text.lstrip("-").isdigit() else float(text)
+            except ValueError:
+                raise ValueError(f"{self.label}: a number, like 0.5 or 1e-6") from None
+        if self.kind == "list":
+            return [part.strip() for part in text.split(",") if part.strip()]
+        return text
+
+    def _commit(self) -> None:
+        try:
+            value = self.parse(self._raw())
+        except ValueError as exc:
+            self._show_error(str(exc))
+            return
+        self._show_error("")
+        if value == self.value():
+            return
+        plan = self.doc.plan.model_copy(deep=True)
+        section, name = self.path.split(".")
+        try:
+            setattr(getattr(plan, section), name, value)
+        except ValueError as exc:  # pydantic refuses the type
+            self._show_error(f"{self.label}: {str(exc).splitlines()[-1]}")
+            return
+        shown = "verl's default" if value is None else _text(value)
+        self.doc.set_plan(plan, text=f"Set {self.key or self.path} = {shown}")
+
+    def _show_error(self, text: str) -> None:
+        self.error.setText(text)
+        self.error.setVisible(bool(text))
+        self.widget.setStyleSheet(ERROR_STYLE if text else "")
+
+
+def _text(value) -> str:
+    if isinstance(value, list):
+        return ", ".join(str(v) for v in value)
+    if isinstance(value, bool):
+        return "true" if value else "false"
+    return str(value)
+
+
+class FieldForm(QWidget):
+    """A form of Plan fields; ``editors`` maps each verl key to its editor (for click-to-field)."""
+
+    def __init__(self, doc: PlanDocument, rows: Sequence[tuple], parent: QWidget | None = None) -> None:
+        """``rows``: (field path, label) or (field path, label, choices)."""
+        super().__init__(parent)
+        self.doc = doc
+        self.editors: dict[str, FieldEditor] = {}
+        form = QFormLayout(self)
+        form.setFieldGrowthPolicy(QFormLayout.ExpandingFieldsGrow)
+        for row in rows:
+            path, label = row[0], row[1]
+            editor = FieldEditor(doc, path, choices=row[2] if len(row) > 2 else (), label=label)
+            self.editors[editor.key or path] = editor
+            caption = QLabel(f"{label}:")
+            caption.setBuddy(editor.widget)
+            caption.setToolTip(editor.widget.toolTip())
+            form.addRow(caption, editor.widget)
+            form.addRow("", editor.error)
+        doc.changed.connect(self.refresh)
+
+    def refresh(self) -> None:
+        for editor in self.editors.values():
+            editor.refresh()
+
+    def focus_key(self, key: str) -> bool:
+        editor = self.editors.get(key.lstrip("+~"))
+        if editor is None:
+            return False
+        editor.widget.setFocus(Qt.OtherFocusReason)
+        return True
