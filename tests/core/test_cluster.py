@@ -10,7 +10,7 @@ from wizard.adapters.gpu_catalogue import load_gpu_catalogue
 from wizard.core.hardware.cluster import (
     MIB,
     ClusterSpecError,
-    Link,
+    GpuLink,
     LinkKind,
     cpu_list_text,
     cuda_version_text,
@@ -92,8 +92,8 @@ def test_bad_specs_are_one_line_naming_the_field(catalogue, doc, words):
 
 
 def test_link_labels_and_helpers():
-    assert Link(a=0, b=1, kind=LinkKind.NV, nvlinks=12).label == "NV12"
-    assert Link(a=0, b=1, kind=LinkKind.PXB).label == "PXB"
+    assert GpuLink(a=0, b=1, kind=LinkKind.NV, nvlinks=12).label == "NV12"
+    assert GpuLink(a=0, b=1, kind=LinkKind.PXB).label == "PXB"
     assert cpu_list_text([0, 1, 2, 3, 8, 9, 12]) == "0-3,8-9,12"
     assert cuda_version_text(13000) == "13.0" and cuda_version_text(12080) == "12.8"
     assert cuda_version_text(None) is None and cuda_version_text("ERR x") is None

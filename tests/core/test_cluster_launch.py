@@ -14,7 +14,7 @@ import yaml
 
 from tests.helpers.bash_argv import FAKE_HOME, bash_argv
 from wizard.adapters.generate import preset_plan
-from wizard.core.hardware.cluster import Cluster, Node
+from wizard.core.hardware.cluster import Cluster, ClusterNode
 from wizard.core.cluster_launch.ray_scripts import (LOCAL_RAY_KEYS, SHAPE_KEYS, ClusterTarget, cluster_job, render_cluster,
                                         target_for)
 from wizard.core.cluster_launch.schedulers import rayjob_name
@@ -272,7 +272,7 @@ def test_a_shape_key_the_plan_keeps_verbatim_is_replaced_not_doubled():
 def test_the_shape_comes_from_flags_then_a_cluster_then_the_plan():
     plan = preset_plan("grpo-2node")  # 2 x 8 x H100-80GB
     assert (target_for(plan).nodes, target_for(plan).gpus_per_node) == (2, 8)
-    cluster = Cluster(source="spec", nodes=[Node(name=f"n{i}", gpu_count=4, cpus=48) for i in range(3)])
+    cluster = Cluster(source="spec", nodes=[ClusterNode(name=f"n{i}", gpu_count=4, cpus=48) for i in range(3)])
     t = target_for(plan, cluster=cluster)
     assert (t.nodes, t.gpus_per_node, t.cpus_per_node) == (3, 4, 48)
     t = target_for(plan, nodes=5, cluster=cluster)

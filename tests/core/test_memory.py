@@ -8,7 +8,7 @@ import math
 
 import pytest
 
-from wizard.core.hardware.cluster import GPU, Cluster, Node
+from wizard.core.hardware.cluster import GPU, Cluster, ClusterNode
 from wizard.core.memory.estimate import estimate_memory
 from wizard.core.memory.terms import CONSTANTS as C
 from wizard.core.memory.terms import GIB, layer_activation, lora_params
@@ -33,7 +33,7 @@ BASE = {
 
 def cluster(nodes=1, per_node=8, gib=80, ram=None):
     return Cluster(source="spec", nodes=[
-        Node(name=f"node{i}", gpu_count=per_node, memory_bytes=ram,
+        ClusterNode(name=f"node{i}", gpu_count=per_node, memory_bytes=ram,
              gpus=[GPU(index=j, name="H100", memory_total_bytes=gib * GIB) for j in range(per_node)])
         for i in range(nodes)])
 
@@ -225,7 +225,7 @@ def test_hundreds_of_identical_gpus_share_one_group():
 
 def test_mixed_memory_nodes_get_a_group_each():
     cl = cluster(nodes=2)
-    cl.nodes[1] = Node(name="node1", gpu_count=8,
+    cl.nodes[1] = ClusterNode(name="node1", gpu_count=8,
                        gpus=[GPU(index=j, name="H200", memory_total_bytes=141 * GIB) for j in range(8)])
     rep = report({"trainer.nnodes": 2}, cl=cl)
     assert sorted(g.capacity_bytes for g in rep.groups) == [80 * GIB, 141 * GIB]

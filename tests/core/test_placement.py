@@ -5,7 +5,7 @@ import pytest
 from wizard.adapters.gpu_catalogue import load_gpu_catalogue
 from wizard.adapters.resources import load_moves, load_schema
 from wizard.core.check.verdict import check_overrides
-from wizard.core.hardware.cluster import GPU, Cluster, Link, LinkKind, Node, parse_cluster_spec
+from wizard.core.hardware.cluster import GPU, Cluster, GpuLink, LinkKind, ClusterNode, parse_cluster_spec
 from wizard.core.findings import Severity
 from wizard.core.placement.pools import GpuRef, plan_placement
 from wizard.core.placement.moves import check_move, check_pool_shape
@@ -55,9 +55,9 @@ def test_pcie_only_nodes_and_nvlink_nodes():
 def numa_node():
     """Two NVLink pairs on different NUMA nodes, joined through the CPUs (SYS) - as nvidia-smi topo -m shows."""
     gpus = [GPU(index=i, name="A100", memory_total_bytes=80 * 2**30, numa_node=0 if i < 2 else 1) for i in range(4)]
-    links = [Link(a=0, b=1, kind=LinkKind.NV, nvlinks=12), Link(a=2, b=3, kind=LinkKind.NV, nvlinks=12)]
-    links += [Link(a=a, b=b, kind=LinkKind.SYS) for a in (0, 1) for b in (2, 3)]
-    return Cluster(source="nvml", nodes=[Node(name="host", gpu_count=4, gpus=gpus, links=links)])
+    links = [GpuLink(a=0, b=1, kind=LinkKind.NV, nvlinks=12), GpuLink(a=2, b=3, kind=LinkKind.NV, nvlinks=12)]
+    links += [GpuLink(a=a, b=b, kind=LinkKind.SYS) for a in (0, 1) for b in (2, 3)]
+    return Cluster(source="nvml", nodes=[ClusterNode(name="host", gpu_count=4, gpus=gpus, links=links)])
 
 
 def test_cross_numa_tp_group_is_a_warning_and_nvlink_pairs_are_not():

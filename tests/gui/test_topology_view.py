@@ -8,7 +8,7 @@ import pytest
 pytest.importorskip("PySide6")
 
 from wizard.adapters.gpu_catalogue import load_gpu_catalogue  # noqa: E402
-from wizard.core.hardware.cluster import Cluster, Link, LinkKind, Node, parse_cluster_spec  # noqa: E402
+from wizard.core.hardware.cluster import Cluster, GpuLink, LinkKind, ClusterNode, parse_cluster_spec  # noqa: E402
 from wizard.core.hardware.topology import nvml_to_discovery  # noqa: E402
 from wizard.gui.widgets.topology_view import TopologyView  # noqa: E402
 
@@ -45,12 +45,12 @@ def test_two_nvlink_nodes_draw_two_all_to_all_islands(qtbot):
 
 
 def test_pcie_links_are_arcs_drawn_by_kind(qtbot):
-    links = [Link(a=0, b=1, kind=LinkKind.NV, nvlinks=4), Link(a=0, b=2, kind=LinkKind.PIX),
-             Link(a=1, b=2, kind=LinkKind.SYS), Link(a=0, b=3, kind=LinkKind.SYS), Link(a=1, b=3, kind=LinkKind.PHB),
-             Link(a=2, b=3, kind=LinkKind.NV, nvlinks=4)]
+    links = [GpuLink(a=0, b=1, kind=LinkKind.NV, nvlinks=4), GpuLink(a=0, b=2, kind=LinkKind.PIX),
+             GpuLink(a=1, b=2, kind=LinkKind.SYS), GpuLink(a=0, b=3, kind=LinkKind.SYS), GpuLink(a=1, b=3, kind=LinkKind.PHB),
+             GpuLink(a=2, b=3, kind=LinkKind.NV, nvlinks=4)]
     from wizard.core.hardware.cluster import GPU
 
-    node = Node(name="box", gpu_count=4, gpus=[GPU(index=i, name="RTX A6000") for i in range(4)], links=links)
+    node = ClusterNode(name="box", gpu_count=4, gpus=[GPU(index=i, name="RTX A6000") for i in range(4)], links=links)
     view = show(qtbot, Cluster(source="nvml", nodes=[node]))
     kinds = sorted((a.link.a, a.link.b, a.kind.value, a.pen().widthF(), a.pen().style().name) for a in view.arcs)
     assert kinds == [(0, 2, "PIX", 2.0, "SolidLine"), (0, 3, "SYS", 1.0, "DashLine"), (1, 2, "SYS", 1.0, "DashLine"),

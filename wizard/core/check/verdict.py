@@ -11,7 +11,7 @@ from wizard.core.findings import Finding, has_errors, sort_findings
 from wizard.core.hardware.gpus import GpuSpec
 from wizard.core.models.facts import ModelFacts
 from wizard.core.verl.moves import Moves
-from wizard.core.check.rules import Context, run_rules
+from wizard.core.check.rules import RuleContext, run_rules
 from wizard.core.verl.schema import VerlSchema
 
 
@@ -68,7 +68,7 @@ def check_overrides(
     """
     with composed_view(schema, overrides, config_name=config_name, moves=moves) as composed:
         findings = list(composed.findings)
-        ctx = Context(cfg=composed.cfg, variant=schema.variant(composed.engine), set_keys=composed.set_keys, gpus=gpus,
+        ctx = RuleContext(cfg=composed.cfg, variant=schema.variant(composed.engine), set_keys=composed.set_keys, gpus=gpus,
                       cluster=cluster, touched=composed.touched, plain_values=composed.plain_values)
         facts = {key: ctx.get(key) for key in FACT_KEYS}
         ctx.models = (models(facts) if callable(models) else models) or {}

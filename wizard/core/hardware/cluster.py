@@ -46,7 +46,7 @@ class P2P(str, Enum):
     UNKNOWN = "unknown"
 
 
-class Link(_Model):
+class GpuLink(_Model):
     """The connection between GPU ``a`` and GPU ``b`` (indices within one node, a < b)."""
 
     a: int
@@ -95,7 +95,7 @@ class GPU(_Model):
         return None if self.memory_total_bytes is None else self.memory_total_bytes / GIB
 
 
-class Node(_Model):
+class ClusterNode(_Model):
     """One machine. ``gpu_count`` is what the source declares; ``gpus`` the ones it could describe.
 
     A Ray node declares ``GPU: 8`` without telling which GPUs; a spec file describes GPUs it has
@@ -109,10 +109,10 @@ class Node(_Model):
     cpus: float | None = None
     memory_bytes: int | None = None
     gpus: list[GPU] = Field(default_factory=list)
-    links: list[Link] = Field(default_factory=list)
+    links: list[GpuLink] = Field(default_factory=list)
     interconnect: str | None = None  # for spec files: "nvlink" or "pcie" when no link matrix is known
 
-    def link(self, a: int, b: int) -> Link | None:
+    def link(self, a: int, b: int) -> GpuLink | None:
         lo, hi = min(a, b), max(a, b)
         return next((x for x in self.links if x.a == lo and x.b == hi), None)
 
@@ -147,7 +147,7 @@ class Cluster(_Model):
 
     schema_version: int = SCHEMA_VERSION
     source: str  # one of SOURCES
-    nodes: list[Node] = Field(default_factory=list)
+    nodes: list[ClusterNode] = Field(default_factory=list)
     driver_version: str | None = None
     cuda_driver_version: str | None = None  # the newest CUDA the driver runs, "13.0"
     ray_version: str | None = None
@@ -315,7 +315,7 @@ def parse_cluster_spec(doc: object, catalogue: GpuCatalogue) -> Cluster:
 
 
 def _spec_cluster(spec: ClusterSpec, catalogue: GpuCatalogue) -> Cluster:
-    nodes: list[Node] = []
+    nodes: list[ClusterNode] = []
     for gi, group in enumerate(spec.nodes):
         model = None
         if group.gpu is not None:
@@ -336,11 +336,11 @@ def _spec_cluster(spec: ClusterSpec, catalogue: GpuCatalogue) -> Cluster:
                 for j in range(group.gpus)
             ]
             links = [
-                Link(a=a, b=b, kind=LinkKind.NV, nvlinks=(model.nvlinks or 0) if model else 0)
+                GpuLink(a=a, b=b, kind=LinkKind.NV, nvlinks=(model.nvlinks or 0) if model else 0)
                 for a in range(group.gpus) for b in range(a + 1, group.gpus)
             ] if interconnect == "nvlink" else []
             prefix = group.name or (f"node{gi}-" if len(spec.nodes) > 1 else "node")
-            nodes.append(Node(name=f"{prefix}{k}", gpu_count=group.gpus, cpus=group.cpus, gpus=gpus, links=links,
+            nodes.append(ClusterNode(name=f"{prefix}{k}", gpu_count=group.gpus, cpus=group.cpus, gpus=gpus, links=links,
                               interconnect=interconnect))
     notes = [f"described by a cluster spec{f' ({spec.name})' if spec.name else ''}, not seen: "
              "links are assumed all-to-all for nvlink nodes"]

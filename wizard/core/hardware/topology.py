@@ -16,9 +16,9 @@ from wizard.core.hardware.cluster import (
     Cluster,
     GpuCatalogue,
     GpuProcess,
-    Link,
+    GpuLink,
     LinkKind,
-    Node,
+    ClusterNode,
     cpu_list_text,
     cuda_version_text,
 )
@@ -141,7 +141,7 @@ def nvml_to_discovery(raw: dict, visible: str | None = None, catalogue: GpuCatal
     chosen, findings = select_visible(devices, visible)
     gpus = [_gpu(cuda_index, phys, devices[phys], catalogue) for cuda_index, phys in enumerate(chosen)]
     links = _links(raw, devices, chosen)
-    node = Node(name=host, gpu_count=len(gpus), gpus=gpus, links=links)
+    node = ClusterNode(name=host, gpu_count=len(gpus), gpus=gpus, links=links)
     notes: list[str] = []
     if not devices:
         notes.append("the NVIDIA driver answers but reports no GPU on this machine")
@@ -177,7 +177,7 @@ def _no_gpu(host: str, error: dict, source: str, visible: str | None) -> Discove
     fix = "pip install nvidia-ml-py" if kind == "no_nvml_module" else (
         "on a GPU machine, install the NVIDIA driver (nvidia-smi must work); elsewhere plan with --cluster FILE "
         "or --gpus 8xH100-80GB")
-    cluster = Cluster(source="none", nodes=[Node(name=host, gpu_count=0)], visible_devices=visible, notes=[why])
+    cluster = Cluster(source="none", nodes=[ClusterNode(name=host, gpu_count=0)], visible_devices=visible, notes=[why])
     finding = _finding("hw.no_gpu", Severity.INFO, f"{why}; the wizard can still plan and check for other hardware",
                        fix=fix, stage=Stage.ADVICE)
     return Discovery(cluster=cluster, findings=[finding])
@@ -218,10 +218,10 @@ def _processes(procs) -> list[GpuProcess] | None:
     return None
 
 
-def _links(raw: dict, devices: list[dict], chosen: list[int]) -> list[Link]:
+def _links(raw: dict, devices: list[dict], chosen: list[int]) -> list[GpuLink]:
     p2p = _known(raw.get("p2p")) or {}
     pci_to_phys = {str(d.get("pci") or "").lower(): i for i, d in enumerate(devices)}
-    links: list[Link] = []
+    links: list[GpuLink] = []
     for a, pa in enumerate(chosen):
         for b in range(a + 1, len(chosen)):
             pb = chosen[b]
@@ -234,7 +234,7 @@ def _links(raw: dict, devices: list[dict], chosen: list[int]) -> list[Link]:
                 kind = _ANCESTOR[ancestor]
             else:
                 continue  # NVML did not say: leave the pair out rather than guess
-            links.append(Link(a=a, b=b, kind=kind, nvlinks=nv, p2p_read=_p2p(row.get("read")),
+            links.append(GpuLink(a=a, b=b, kind=kind, nvlinks=nv, p2p_read=_p2p(row.get("read")),
                               p2p_write=_p2p(row.get("write"))))
     return links
 
@@ -294,11 +294,11 @@ def gpu_findings(cluster: Cluster) -> list[Finding]:
 
 def ray_to_discovery(nodes: list[dict], ray_version: str | None, address: str) -> Discovery:
     """A Cluster from ``ray.nodes()``: one Node per raylet, GPUs as Ray declares them (count, not model)."""
-    out: list[Node] = []
+    out: list[ClusterNode] = []
     for n in nodes:
         res = n.get("Resources") or {}
         alive = bool(n.get("Alive"))
-        out.append(Node(
+        out.append(ClusterNode(
             name=str(n.get("NodeName") or n.get("NodeManagerHostname") or n.get("NodeID", "?"))[:64],
             address=n.get("NodeManagerAddress"),
             alive=alive,

@@ -1,6 +1,6 @@
 """The verl keys the memory estimate reads (:data:`MEMORY_KEYS`) and what they mean for it (:class:`MemoryConfig`).
 
-Values come resolved as verl reads them (``Context.get``) or as a plain mapping; a key missing from the
+Values come resolved as verl reads them (``RuleContext.get``) or as a plain mapping; a key missing from the
 mapping takes verl 0.9.1's default (``_generated_ppo_trainer.yaml``), and a value that is not the number
 or flag the key holds is read as that default too (the type rules report it).
 """

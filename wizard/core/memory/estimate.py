@@ -3,7 +3,7 @@
 The phase model is ../shared/reference/gpu-memory.md §1: on a training GPU the FSDP trainer process (actor,
 fused reference, critic) and the rollout engine share the memory, and the peak is the worst phase, not the
 sum. Every term is in :mod:`wizard.core.memory.terms` with its constant and source; where each role runs is
-:mod:`wizard.core.placement.pools`. Pure: the resolved values of :data:`MEMORY_KEYS` (from a Context or a plain
+:mod:`wizard.core.placement.pools`. Pure: the resolved values of :data:`MEMORY_KEYS` (from a RuleContext or a plain
 mapping), the :class:`ModelFacts` per role and the :class:`Cluster` (per-GPU memory) in, a
 :class:`MemoryReport` out, or ``None`` with the reason when the actor's model or the engine is unknown.
 """

@@ -22,7 +22,7 @@ from collections.abc import Mapping
 from pydantic import BaseModel, ConfigDict, Field
 
 from wizard.core.verl.roles import lora_rank, need_critic, need_ref, ref_in_actor  # noqa: F401 - re-exported
-from wizard.core.hardware.cluster import LINK_RANK, Cluster, LinkKind, Node
+from wizard.core.hardware.cluster import LINK_RANK, Cluster, LinkKind, ClusterNode
 from wizard.core.findings import Finding, Severity, Stage
 
 R = "actor_rollout_ref.rollout"
@@ -186,7 +186,7 @@ def pool_specs(values: Mapping) -> list[tuple[str, int, int, list[str]]]:
     return specs
 
 
-def _nodes(cluster: Cluster | None, values: Mapping) -> list[Node]:
+def _nodes(cluster: Cluster | None, values: Mapping) -> list[ClusterNode]:
     if cluster is not None:
         alive = [n for n in cluster.nodes if n.alive and n.gpu_count > 0]
         if alive:
@@ -194,15 +194,15 @@ def _nodes(cluster: Cluster | None, values: Mapping) -> list[Node]:
     per, nodes = _int(values, "trainer.n_gpus_per_node", 8), _int(values, "trainer.nnodes", 1)
     from wizard.core.hardware.cluster import GPU
 
-    return [Node(name=f"node{i}", gpu_count=per, gpus=[GPU(index=j, name="GPU") for j in range(per)])
+    return [ClusterNode(name=f"node{i}", gpu_count=per, gpus=[GPU(index=j, name="GPU") for j in range(per)])
             for i in range(max(1, nodes))]
 
 
-def _gpu_indices(node: Node) -> list[int]:
+def _gpu_indices(node: ClusterNode) -> list[int]:
     return [g.index for g in node.gpus] if node.gpus else list(range(node.gpu_count))
 
 
-def lay_pools(specs, nodes: list[Node]) -> list[Pool]:
+def lay_pools(specs, nodes: list[ClusterNode]) -> list[Pool]:
     """First-fit: each pool's per-node bundle on the first node with that many free GPUs."""
     free = {n.name: _gpu_indices(n) for n in nodes}
     pools = []
@@ -224,7 +224,7 @@ def lay_pools(specs, nodes: list[Node]) -> list[Pool]:
 # Replica groups and their links
 
 
-def _link_between(node: Node, a: int, b: int) -> str | None:
+def _link_between(node: ClusterNode, a: int, b: int) -> str | None:
     link = node.link(a, b)
     if link is not None:
         return link.label
@@ -233,7 +233,7 @@ def _link_between(node: Node, a: int, b: int) -> str | None:
     return None
 
 
-def worst_link(group: list[GpuRef], nodes: dict[str, Node]) -> str | None:
+def worst_link(group: list[GpuRef], nodes: dict[str, ClusterNode]) -> str | None:
     """The slowest link between any two GPUs of a TP group; "network" across nodes; None when unknown/NVLink."""
     if len({g.node for g in group}) > 1:
         return "network"
@@ -255,7 +255,7 @@ def worst_link(group: list[GpuRef], nodes: dict[str, Node]) -> str | None:
     return None if worst is None or worst.startswith("NV") else worst
 
 
-def _replicas(role: str, pool: Pool, tp: int, dp: int, pp: int, nodes: dict[str, Node], start: int = 0):
+def _replicas(role: str, pool: Pool, tp: int, dp: int, pp: int, nodes: dict[str, ClusterNode], start: int = 0):
     ws = tp * dp * pp
     out = []
     for k in range(len(pool.gpus) // ws if ws else 0):

@@ -111,7 +111,7 @@ class Training(Section):
     critic_ppo_micro_batch_size_per_gpu: int | None = verl("critic.ppo_micro_batch_size_per_gpu")
 
 
-class Placement(Section):
+class PlacementSettings(Section):
     """Where roles run. verl 0.9.1 colocates actor, rollout, reference and critic on one
     global pool; a reward model may get its own pool."""
 
@@ -172,7 +172,7 @@ class Plan(BaseModel):
     hardware: Hardware = Field(default_factory=Hardware)
     rollout: Rollout = Field(default_factory=Rollout)
     training: Training = Field(default_factory=Training)
-    placement: Placement = Field(default_factory=Placement)
+    placement: PlacementSettings = Field(default_factory=PlacementSettings)
     reward: Reward = Field(default_factory=Reward)
     trainer: Trainer = Field(default_factory=Trainer)
     dataflow: Dataflow = Field(default_factory=Dataflow)

@@ -19,7 +19,7 @@ RO = "actor_rollout_ref.rollout"
 
 
 @dataclass(frozen=True)
-class Context:
+class TriageContext:
     """What the whole log says beside the failing line (phase, sizes), for messages with numbers."""
 
     lines: list[str]  # prefix-free text, the tail the triage saw
@@ -34,7 +34,7 @@ class Context:
 class TriageRule:
     id: str
     pattern: re.Pattern
-    build: Callable[[re.Match, Context, int], Finding]
+    build: Callable[[re.Match, TriageContext, int], Finding]
     needle: str  # a plain substring every match contains: a fast pre-filter
 
 
@@ -61,7 +61,7 @@ _PHASES = (
 )
 
 
-def _phase(ctx: Context, index: int) -> str | None:
+def _phase(ctx: TriageContext, index: int) -> str | None:
     for text in reversed(ctx.before(index, 120)):
         for needle, phase in _PHASES:
             if needle in text:
@@ -73,7 +73,7 @@ def _gib(value: str, unit: str) -> float:
     return float(value) * {"GiB": 1.0, "MiB": 1 / 1024, "KiB": 1 / 1024 / 1024, "GB": 1.0, "MB": 1 / 1024}[unit]
 
 
-def _cuda_oom(m: re.Match, ctx: Context, i: int) -> Finding:
+def _cuda_oom(m: re.Match, ctx: TriageContext, i: int) -> Finding:
     tried = f"{m.group('tried')} {m.group('tunit')}" if m.group("tried") else None
     phase = _phase(ctx, i)
     detail = []
@@ -99,7 +99,7 @@ def _cuda_oom(m: re.Match, ctx: Context, i: int) -> Finding:
     return _f("triage.cuda_oom", msg, fix, keys, overrides)
 
 
-def _wake_oom(m: re.Match, ctx: Context, i: int) -> Finding:
+def _wake_oom(m: re.Match, ctx: TriageContext, i: int) -> Finding:
     return _f("triage.vllm_wake_oom",
               f"vLLM could not take its GPU memory back at wake-up ({m.group(0).strip()}): the trainer or another "
               "process still holds memory when the rollout resumes.",
@@ -108,7 +108,7 @@ def _wake_oom(m: re.Match, ctx: Context, i: int) -> Finding:
               [f"{RO}.gpu_memory_utilization", f"{RO}.free_cache_engine"], [f"{RO}.gpu_memory_utilization=0.4"])
 
 
-def _no_kv_memory(m: re.Match, ctx: Context, i: int) -> Finding:
+def _no_kv_memory(m: re.Match, ctx: TriageContext, i: int) -> Finding:
     return _f("triage.vllm_no_cache_memory",
               "vLLM found no GPU memory left for its KV cache after loading the model weights.",
               f"Raise {RO}.gpu_memory_utilization (e.g. 0.6), use a smaller model, or more tensor parallelism "
@@ -116,7 +116,7 @@ def _no_kv_memory(m: re.Match, ctx: Context, i: int) -> Finding:
               [f"{RO}.gpu_memory_utilization", f"{RO}.tensor_model_parallel_size"])
 
 
-def _gpus_short(m: re.Match, ctx: Context, i: int) -> Finding:
+def _gpus_short(m: re.Match, ctx: TriageContext, i: int) -> Finding:
     have, want = int(m.group(1)), int(m.group(2))
     what = "this machine has no GPU Ray can see" if have == 0 else f"Ray sees only {have} GPU(s)"
     return _f("triage.gpus_short",
@@ -138,7 +138,7 @@ _MODULE_FIX = {
 }
 
 
-def _missing_module(m: re.Match, ctx: Context, i: int) -> Finding:
+def _missing_module(m: re.Match, ctx: TriageContext, i: int) -> Finding:
     name = m.group(1)
     top = name.split(".")[0]
     fix = _MODULE_FIX.get(top, f"Install the package that provides {top!r} in the Python the run uses "
@@ -146,12 +146,12 @@ def _missing_module(m: re.Match, ctx: Context, i: int) -> Finding:
     return _f("triage.missing_module", f"The run's Python has no module {name!r}.", fix)
 
 
-def _vllm_missing(m: re.Match, ctx: Context, i: int) -> Finding:
+def _vllm_missing(m: re.Match, ctx: TriageContext, i: int) -> Finding:
     return _f("triage.missing_module", "The run's Python has no vLLM, and the rollout engine is vllm.",
               _MODULE_FIX["vllm"], [f"{RO}.name"])
 
 
-def _nccl_timeout(m: re.Match, ctx: Context, i: int) -> Finding:
+def _nccl_timeout(m: re.Match, ctx: TriageContext, i: int) -> Finding:
     ms = m.group("ms")
     op = m.group("op")
     detail = (f" ({op} waited {int(ms) // 1000} s)" if ms and op else "")
@@ -164,7 +164,7 @@ def _nccl_timeout(m: re.Match, ctx: Context, i: int) -> Finding:
               ["actor_rollout_ref.nccl_timeout"])
 
 
-def _batched_tokens(m: re.Match, ctx: Context, i: int) -> Finding:
+def _batched_tokens(m: re.Match, ctx: TriageContext, i: int) -> Finding:
     tokens, length = int(m.group(1)), int(m.group(2))
     return _f("triage.max_num_batched_tokens",
               f"vLLM's max_num_batched_tokens ({tokens}) is smaller than max_model_len ({length}), so vLLM refuses to "
@@ -175,7 +175,7 @@ def _batched_tokens(m: re.Match, ctx: Context, i: int) -> Finding:
               [f"{RO}.max_num_batched_tokens={length}"], auto=True)
 
 
-def _model_len_vs_positions(m: re.Match, ctx: Context, i: int) -> Finding:
+def _model_len_vs_positions(m: re.Match, ctx: TriageContext, i: int) -> Finding:
     length, positions = int(m.group(1)), int(m.group(2))
     return _f("triage.max_model_len",
               f"The rollout's max_model_len ({length}) is longer than the model's context "
@@ -185,7 +185,7 @@ def _model_len_vs_positions(m: re.Match, ctx: Context, i: int) -> Finding:
               ["data.max_prompt_length", "data.max_response_length", f"{RO}.max_model_len"])
 
 
-def _prompt_too_long(m: re.Match, ctx: Context, i: int) -> Finding:
+def _prompt_too_long(m: re.Match, ctx: TriageContext, i: int) -> Finding:
     n, limit = m.group("n"), m.group("limit")
     return _f("triage.prompt_too_long",
               f"A prompt of {n} tokens is longer than the limit of {limit} tokens.",
@@ -195,7 +195,7 @@ def _prompt_too_long(m: re.Match, ctx: Context, i: int) -> Finding:
               auto=True)
 
 
-def _host_oom(m: re.Match, ctx: Context, i: int) -> Finding:
+def _host_oom(m: re.Match, ctx: TriageContext, i: int) -> Finding:
     used = m.groupdict().get("used")
     msg = "Ray killed a worker because the machine ran out of host memory (RAM)"
     if used:
@@ -207,7 +207,7 @@ def _host_oom(m: re.Match, ctx: Context, i: int) -> Finding:
               ["actor_rollout_ref.actor.fsdp_config.param_offload", "actor_rollout_ref.actor.fsdp_config.optimizer_offload"])
 
 
-def _actor_died(m: re.Match, ctx: Context, i: int) -> Finding:
+def _actor_died(m: re.Match, ctx: TriageContext, i: int) -> Finding:
     window = " ".join(ctx.before(i, 5) + ctx.lines[i: i + 20])
     if "OOM killer" in window or "low on memory" in window or "SIGKILL" in window:
         return _host_oom(re.match("", ""), ctx, i)
@@ -217,7 +217,7 @@ def _actor_died(m: re.Match, ctx: Context, i: int) -> Finding:
               "running out of RAM (dmesg | grep -i oom), a segfault in a CUDA extension, or a node leaving the cluster")
 
 
-def _override_missing(m: re.Match, ctx: Context, i: int) -> Finding:
+def _override_missing(m: re.Match, ctx: TriageContext, i: int) -> Finding:
     key = m.group(1)
     return _f("triage.hydra_override",
               f"Hydra could not compose the config: {key!r} is not a key of verl 0.9.1's config (renamed, removed, or "
@@ -226,26 +226,26 @@ def _override_missing(m: re.Match, ctx: Context, i: int) -> Finding:
               f"purpose write +{key}=...", [key], stage=Stage.COMPOSE)
 
 
-def _override_exists(m: re.Match, ctx: Context, i: int) -> Finding:
+def _override_exists(m: re.Match, ctx: TriageContext, i: int) -> Finding:
     key = m.group(1)
     return _f("triage.hydra_append",
               f"Hydra could not add {key!r} with '+': the key already exists in the config.",
               f"Write {key}=... without the '+' (or ++{key}=... to set it either way)", [key], stage=Stage.COMPOSE)
 
 
-def _hydra_other(m: re.Match, ctx: Context, i: int) -> Finding:
+def _hydra_other(m: re.Match, ctx: TriageContext, i: int) -> Finding:
     return _f("triage.hydra_compose", f"Hydra could not compose the config: {m.group(1).strip()}",
               "Check the override syntax (key=value, lists as [a,b], quote values with spaces); verl-wizard check "
               "reports the exact override", stage=Stage.COMPOSE)
 
 
-def _missing_value(m: re.Match, ctx: Context, i: int) -> Finding:
+def _missing_value(m: re.Match, ctx: TriageContext, i: int) -> Finding:
     key = m.group(1)
     return _f("triage.missing_value", f"The config leaves {key} at '???' (a value verl requires and has no default for).",
               f"Set {key}=...", [key], stage=Stage.STARTUP)
 
 
-def _zero_division(m: re.Match, ctx: Context, i: int) -> Finding:
+def _zero_division(m: re.Match, ctx: TriageContext, i: int) -> Finding:
     window = " ".join(ctx.before(i, 40))
     if "steps_per_epoch" not in window and ctx.train_dataset_size is None:
         return _f("triage.zero_division", "A division by zero stopped the run.",
@@ -345,7 +345,7 @@ def triage(lines: Iterable[str], exit_code: int | None = None) -> list[Finding]:
             size = int(m.group(1))
         elif "'train_batch_size'" in text and batch is None and (m := _BATCH.search(text)):
             batch = int(m.group(1))
-    ctx = Context(lines=texts, train_dataset_size=size, train_batch_size=batch)
+    ctx = TriageContext(lines=texts, train_dataset_size=size, train_batch_size=batch)
     found: dict[tuple, Finding] = {}
     claimed: set[int] = set()
     for i, text in enumerate(texts):

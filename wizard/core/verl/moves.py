@@ -6,7 +6,7 @@ from dataclasses import dataclass
 
 
 @dataclass(frozen=True)
-class Move:
+class KeyMove:
     old: str  # a key or a key prefix ending in ".*"
     new: str | None  # same shape; None when the key is gone with no replacement
     note: str = ""
@@ -15,13 +15,13 @@ class Move:
 @dataclass
 class Moves:
     version: str
-    moves: list[Move]
+    moves: list[KeyMove]
 
     @classmethod
     def from_dict(cls, doc: dict) -> Moves:
         return cls(
             version=str(doc["version"]),
-            moves=[Move(old=m["old"], new=m.get("new"), note=m.get("note", "")) for m in doc["moves"]],
+            moves=[KeyMove(old=m["old"], new=m.get("new"), note=m.get("note", "")) for m in doc["moves"]],
         )
 
     def lookup(self, key: str) -> tuple[str | None, str] | None:

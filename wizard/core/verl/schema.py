@@ -82,9 +82,9 @@ class SchemaVariant:
 
     @cached_property
     def resolved_defaults(self) -> dict:
-        """Resolved default values of leaf keys, filled in by Context as rules ask for them.
+        """Resolved default values of leaf keys, filled in by RuleContext as rules ask for them.
 
-        Valid across checks because Context only stores a key here when no override touches
+        Valid across checks because RuleContext only stores a key here when no override touches
         the key or anything its default interpolates from (see ``interpolation_deps``).
         """
         return {}

@@ -19,7 +19,7 @@ SNAP = 14.0  # a drop this close to a port's centre lands on it
 
 
 @dataclass(frozen=True)
-class Outcome:
+class LinkDrop:
     """How a link drag ended: connect, disconnect, refused (with the reason) or cancel."""
 
     kind: str
@@ -85,16 +85,16 @@ class LinkDrag:
         name = f"{KINDS[target.ref.node].title} · {target.spec.label}"
         return f"Release to link to {name}" + (f" ({reason})" if reason else "") if ok else f"Refused: {reason}"
 
-    def release(self, pos: QPointF) -> Outcome:
+    def release(self, pos: QPointF) -> LinkDrop:
         target = self.port_at(pos)
         self.finish()
         if target is None:
-            return Outcome("disconnect", detached=self.detached) if self.detached else Outcome("cancel")
+            return LinkDrop("disconnect", detached=self.detached) if self.detached else LinkDrop("cancel")
         ok, reason = self.answers[target.ref]
         if not ok:
-            return Outcome("refused", reason=reason, detached=self.detached)
+            return LinkDrop("refused", reason=reason, detached=self.detached)
         src, dst = (target.ref, self.fixed.ref) if self.backwards else (self.fixed.ref, target.ref)
-        return Outcome("connect", src=src, dst=dst, detached=self.detached, reason=reason)
+        return LinkDrop("connect", src=src, dst=dst, detached=self.detached, reason=reason)
 
     def finish(self) -> None:
         for ref in self.answers:

@@ -19,7 +19,7 @@ from wizard.core.dataflow.check import NodeFinding, unresolved_inputs
 from wizard.core.dataflow.layout import positions, routes, subtitle
 from wizard.core.dataflow.keys import stage_on
 from wizard.core.findings import Finding
-from wizard.gui.dataflow.interactions import LinkDrag, Outcome
+from wizard.gui.dataflow.interactions import LinkDrag, LinkDrop
 from wizard.gui.dataflow.items import LinkItem, NodeItem, PortItem
 
 
@@ -150,7 +150,7 @@ class DataflowScene(QGraphicsScene):
         if moved:
             self.nodes_moved.emit(moved)
 
-    def _finish(self, outcome: Outcome) -> None:
+    def _finish(self, outcome: LinkDrop) -> None:
         if outcome.kind == "connect":
             self.link_requested.emit(outcome.src, outcome.dst, outcome.detached)
         elif outcome.kind == "disconnect":

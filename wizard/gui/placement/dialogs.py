@@ -6,13 +6,13 @@ from collections.abc import Callable
 
 from PySide6.QtWidgets import QComboBox, QDialog, QDialogButtonBox, QFormLayout, QLabel, QWidget
 
-from wizard.gui.placement.state import ROLE_TITLES, Move, target_title
+from wizard.gui.placement.state import ROLE_TITLES, BoardMove, target_title
 
 
 class MoveDialog(QDialog):
     """Pick a role and a pool; the verdict (and the keys it sets) shows before OK, which is off when refused."""
 
-    def __init__(self, roles: list[tuple[str, str]], targets: list[str], propose: Callable[[str, str], Move],
+    def __init__(self, roles: list[tuple[str, str]], targets: list[str], propose: Callable[[str, str], BoardMove],
                  role: str | None = None, parent: QWidget | None = None) -> None:
         super().__init__(parent)
         self.setWindowTitle("Move role to pool")
@@ -41,7 +41,7 @@ class MoveDialog(QDialog):
         form.addRow(self.buttons)
         self.role.currentIndexChanged.connect(self._update)
         self.target.currentIndexChanged.connect(self._update)
-        self.move: Move | None = None
+        self.move: BoardMove | None = None
         self._update()
 
     def _update(self) -> None:

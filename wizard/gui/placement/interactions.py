@@ -14,22 +14,22 @@ from PySide6.QtGui import QColor
 from PySide6.QtWidgets import QGraphicsScene
 
 from wizard.gui.placement.items import Region, RoleChip
-from wizard.gui.placement.state import ROLE_TITLES, Move, target_title
+from wizard.gui.placement.state import ROLE_TITLES, BoardMove, target_title
 
 
 @dataclass(frozen=True)
-class Outcome:
+class RoleDrop:
     """How a drag ended: move (with the Move), refused (with the reason) or cancel."""
 
     kind: str
-    move: Move | None = None
+    move: BoardMove | None = None
     reason: str = ""
 
 
 class RoleDrag:
     """Carry ``chip``'s role over the board; ``answers`` holds the core's verdict for each target."""
 
-    def __init__(self, scene: QGraphicsScene, chip: RoleChip, regions: list[Region], answers: dict[str, Move],
+    def __init__(self, scene: QGraphicsScene, chip: RoleChip, regions: list[Region], answers: dict[str, BoardMove],
                  grab: QPointF) -> None:
         self.chip, self.regions, self.answers = chip, regions, answers
         self.offset = grab - chip.scenePos()
@@ -72,15 +72,15 @@ class RoleDrag:
         keys = " ".join(move.verdict.overrides) or "no key changes"
         return f"Release to run the {role} on {where}: {keys}", region
 
-    def release(self, pos: QPointF) -> Outcome:
+    def release(self, pos: QPointF) -> RoleDrop:
         region = self.target_at(pos)
         self.finish()
         if region is None:
-            return Outcome("cancel")
+            return RoleDrop("cancel")
         move = self.answers[region.target]
         if not move.ok:
-            return Outcome("refused", move=move, reason=move.verdict.reason)
-        return Outcome("move", move=move)
+            return RoleDrop("refused", move=move, reason=move.verdict.reason)
+        return RoleDrop("move", move=move)
 
     def finish(self) -> None:
         for region in self.regions:

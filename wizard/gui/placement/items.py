@@ -12,7 +12,7 @@ from PySide6.QtWidgets import QGraphicsItem, QGraphicsObject, QGraphicsRectItem,
 
 from wizard.core.memory.estimate import GpuEstimate, MemoryReport
 from wizard.core.memory.terms import GIB
-from wizard.gui.placement.state import OK, OOM, ROLE_TITLES, TIGHT, UNKNOWN, verdict
+from wizard.gui.placement.state import OK, OOM, ROLE_TITLES, TIGHT, UNKNOWN, fit_verdict
 
 TILE_W, TILE_H, GAP = 132.0, 112.0, 10.0
 PHASE_ORDER = ("load", "weight_sync", "generation", "old_log_prob", "ref_log_prob", "actor_update", "critic_update",
@@ -59,7 +59,7 @@ class GpuTile(QGraphicsItem):
 
     @property
     def verdict(self) -> str:
-        return verdict(self.report, self.group)
+        return fit_verdict(self.report, self.group)
 
     def phases(self) -> list:
         if self.group is None:
@@ -120,7 +120,7 @@ class GpuTile(QGraphicsItem):
         for i, ph in enumerate(phases):
             x = 7 + i * width
             h = min(ph.total, cap * 1.15) * scale
-            colour = QColor(VERDICT_COLOURS[verdict(self.report, g, ph.total)])
+            colour = QColor(VERDICT_COLOURS[fit_verdict(self.report, g, ph.total)])
             if ph.name != peak:
                 colour.setAlpha(120)
             painter.setPen(QPen(QColor("#111111"), 1.4) if ph.name == peak else Qt.NoPen)

@@ -15,8 +15,8 @@ from PySide6.QtCore import QPointF, QRectF, Qt, Signal
 from PySide6.QtGui import QColor
 from PySide6.QtWidgets import QGraphicsScene, QGraphicsSceneMouseEvent, QGraphicsSimpleTextItem
 
-from wizard.core.hardware.cluster import Cluster, Node
-from wizard.gui.placement.interactions import Outcome, RoleDrag
+from wizard.core.hardware.cluster import Cluster, ClusterNode
+from wizard.gui.placement.interactions import RoleDrop, RoleDrag
 from wizard.gui.placement.items import (
     GAP,
     TILE_H,
@@ -29,7 +29,7 @@ from wizard.gui.placement.items import (
     pool_colour,
     small_font,
 )
-from wizard.gui.placement.state import NEW_TITLES, BoardState, Move
+from wizard.gui.placement.state import NEW_TITLES, BoardState, BoardMove
 
 LABEL_W, HEADER, FOOTER, ROW_GAP = 150.0, 30.0, 40.0, 16.0
 COLLAPSE_AT = 3  # this many identical nodes in a row draw as one
@@ -45,7 +45,7 @@ def _runs(indices: list[int]) -> list[list[int]]:
     return out
 
 
-def _indices(node: Node) -> list[int]:
+def _indices(node: ClusterNode) -> list[int]:
     return [g.index for g in node.gpus] if node.gpus else list(range(node.gpu_count))
 
 
@@ -63,9 +63,9 @@ class PlacementScene(QGraphicsScene):
         self.chips: dict[str, RoleChip] = {}
         self.rows: list[tuple[str, list[str]]] = []  # (label, node names)
         self._drag: RoleDrag | None = None
-        self.propose_all: Callable[[str], dict[str, Move]] = lambda role: {}
+        self.propose_all: Callable[[str], dict[str, BoardMove]] = lambda role: {}
         self.on_hint: Callable[[str], None] = lambda text: None
-        self.on_hover: Callable[[Move | None], None] = lambda move: None
+        self.on_hover: Callable[[BoardMove | None], None] = lambda move: None
 
     # -- layout (once per plan) -------------------------------------------------------------------------------
     def set_state(self, state: BoardState, machine: Cluster) -> None:
@@ -82,7 +82,7 @@ class PlacementScene(QGraphicsScene):
         self._slots(state, y)
         self.setSceneRect(self.itemsBoundingRect().adjusted(-20, -20, 20, 20))
 
-    def _signature(self, state: BoardState, node: Node) -> tuple:
+    def _signature(self, state: BoardState, node: ClusterNode) -> tuple:
         idx = _indices(node)
         pools = tuple(state.pool_of(node.name, i) for i in idx)
         est = tuple(id(state.estimate_of(node.name, i)) for i in idx)
@@ -90,9 +90,9 @@ class PlacementScene(QGraphicsScene):
                      for g in state.placement.replicas if any(r.node == node.name for r in g.gpus))
         return (len(idx), pools, est, reps, tuple(map(tuple, node.nvlink_islands())), node.interconnect)
 
-    def _group(self, state: BoardState, machine: Cluster) -> list[tuple[str, list[Node]]]:
+    def _group(self, state: BoardState, machine: Cluster) -> list[tuple[str, list[ClusterNode]]]:
         nodes = [n for n in machine.nodes if n.alive and n.gpu_count > 0]
-        runs: list[list[Node]] = []
+        runs: list[list[ClusterNode]] = []
         sigs: list[tuple] = []
         for node in nodes:
             sig = self._signature(state, node)
@@ -101,7 +101,7 @@ class PlacementScene(QGraphicsScene):
             else:
                 runs.append([node])
                 sigs.append(sig)
-        out: list[tuple[str, list[Node]]] = []
+        out: list[tuple[str, list[ClusterNode]]] = []
         for run in runs:
             if len(run) >= COLLAPSE_AT:
                 out.append((f"{run[0].name} – {run[-1].name}  ×{len(run)}", run))
@@ -112,7 +112,7 @@ class PlacementScene(QGraphicsScene):
     def _x(self, slot: int) -> float:
         return LABEL_W + slot * (TILE_W + GAP)
 
-    def _row(self, state: BoardState, nodes: list[Node], label: str, y: float) -> None:
+    def _row(self, state: BoardState, nodes: list[ClusterNode], label: str, y: float) -> None:
         node = nodes[0]
         self.rows.append((label, [n.name for n in nodes]))
         idx = _indices(node)
@@ -138,7 +138,7 @@ class PlacementScene(QGraphicsScene):
         self._replicas(state, node, slot, top, bottom)
         self._links(node, slot, bottom)
 
-    def _label(self, node: Node, label: str, y: float) -> None:
+    def _label(self, node: ClusterNode, label: str, y: float) -> None:
         text = QGraphicsSimpleTextItem(label)
         text.setFont(small_font(9, bold=True))
         text.setPos(0, y + HEADER)
@@ -162,7 +162,7 @@ class PlacementScene(QGraphicsScene):
             self.chips[role] = chip
             x += chip.width + 6
 
-    def _replicas(self, state: BoardState, node: Node, slot: dict[int, int], top: float, bottom: float) -> None:
+    def _replicas(self, state: BoardState, node: ClusterNode, slot: dict[int, int], top: float, bottom: float) -> None:
         for g in state.placement.replicas:
             mine = [r.index for r in g.gpus if r.node == node.name and r.index in slot]
             for run in _runs(mine):
@@ -171,7 +171,7 @@ class PlacementScene(QGraphicsScene):
                 self.addItem(ReplicaOutline(rect, f"{g.role} replica {g.rank} · {shape}", g.worst_link,
                                             right=not g.role.startswith("rollout")))
 
-    def _links(self, node: Node, slot: dict[int, int], bottom: float) -> None:
+    def _links(self, node: ClusterNode, slot: dict[int, int], bottom: float) -> None:
         if node.gpu_count < 2:
             return
         islands = [isl for isl in node.nvlink_islands() if len(isl) > 1]
@@ -253,7 +253,7 @@ class PlacementScene(QGraphicsScene):
             super().mouseReleaseEvent(event)
             return
         drag, self._drag = self._drag, None
-        outcome: Outcome = drag.release(event.scenePos())
+        outcome: RoleDrop = drag.release(event.scenePos())
         self.on_hover(None)
         if outcome.kind == "move":
             self.move_requested.emit(outcome.move)

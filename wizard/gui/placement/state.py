@@ -10,7 +10,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
-from wizard.core.hardware.cluster import GPU, Cluster, Node
+from wizard.core.hardware.cluster import GPU, Cluster, ClusterNode
 from wizard.core.plan.emit import emit_overrides
 from wizard.core.findings import Finding, sort_findings
 from wizard.core.hardware.gpus import GpuSpec
@@ -66,7 +66,7 @@ class BoardState:
         return out
 
 
-def verdict(report: MemoryReport | None, group: GpuEstimate | None, total: int | None = None) -> str:
+def fit_verdict(report: MemoryReport | None, group: GpuEstimate | None, total: int | None = None) -> str:
     """OK / tight / OOM of one GPU (or of one phase's ``total``), with the margin the memory rules use."""
     if report is None or group is None or group.capacity_bytes is None:
         return UNKNOWN
@@ -83,7 +83,7 @@ def verdict(report: MemoryReport | None, group: GpuEstimate | None, total: int |
 
 def plain_cluster(nodes: int, per_node: int, name: str = "GPU") -> Cluster:
     """Nodes whose GPUs' memory is unknown (no GPU model named): the board still shows where roles run."""
-    return Cluster(source="plan", nodes=[Node(name=f"node{i}", gpu_count=per_node,
+    return Cluster(source="plan", nodes=[ClusterNode(name=f"node{i}", gpu_count=per_node,
                                               gpus=[GPU(index=j, name=name) for j in range(per_node)])
                                          for i in range(max(1, nodes))])
 
@@ -149,7 +149,7 @@ def estimate(plan: Plan, machine: Cluster, models: dict, findings: list[Finding]
 
 
 @dataclass(frozen=True)
-class Move:
+class BoardMove:
     """A proposed drop: the core's verdict plus the plan it would make (None when refused)."""
 
     role: str
@@ -170,28 +170,28 @@ def target_title(target: str) -> str:
     return NEW_TITLES.get(target.removeprefix("new:"), target) if target.startswith("new:") else target
 
 
-def propose(state: BoardState, machine: Cluster, role: str, target: str) -> Move:
+def propose(state: BoardState, machine: Cluster, role: str, target: str) -> BoardMove:
     """Ask ``check_move`` about dropping ``role`` on ``target``; for a new pool, size it first."""
     pool = target.removeprefix("new:")
     current = next((p for r, p in state.roles() if r == role), None)
     if current is not None and (current == pool or (pool.startswith("rollout_pool") and
                                                     current.startswith("rollout_pool"))):
-        return Move(role, target, MoveVerdict(expressible=False, reason=f"the {ROLE_TITLES.get(role, role)} "
+        return BoardMove(role, target, MoveVerdict(expressible=False, reason=f"the {ROLE_TITLES.get(role, role)} "
                                               f"already runs on {pool}"), None)
     carve: list[str] = []
     per = nodes = None
     if target.startswith("new:"):
         size = _new_pool_size(state, machine)
         if size is None:
-            return Move(role, target, MoveVerdict(expressible=False, reason="no GPUs are free for a new pool and "
+            return BoardMove(role, target, MoveVerdict(expressible=False, reason="no GPUs are free for a new pool and "
                                                   "the training pool has a single GPU to give"), None)
         per, nodes, carve = size
     verdict_ = check_move(state.values, role, pool, per, nodes)
     if not verdict_.expressible:
-        return Move(role, target, verdict_, None)
+        return BoardMove(role, target, verdict_, None)
     overrides = carve + list(verdict_.overrides)
     verdict_ = verdict_.model_copy(update={"overrides": overrides})
-    return Move(role, target, verdict_, apply_overrides(state.plan, overrides) if overrides else state.plan)
+    return BoardMove(role, target, verdict_, apply_overrides(state.plan, overrides) if overrides else state.plan)
 
 
 def _new_pool_size(state: BoardState, machine: Cluster) -> tuple[int, int, list[str]] | None:

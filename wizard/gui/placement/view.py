@@ -34,12 +34,12 @@ from wizard.gui.placement.scene import PlacementScene
 from wizard.gui.placement.state import (
     ROLE_TITLES,
     BoardState,
-    Move,
+    BoardMove,
     estimate,
     machine_for,
     missing_gpus,
     propose,
-    verdict,
+    fit_verdict,
 )
 
 HOW_TO = ("Drag a role chip onto another pool (or a dashed \"new pool\" slot); green targets can take it, grey ones "
@@ -79,7 +79,7 @@ class PlacementBoard(QWidget):
         self.preview_state: BoardState | None = None
         self.previewing: str | None = None  # the target whose candidate the tiles show
         self._cache: dict[str, BoardState] = {}
-        self._pending: Move | None = None
+        self._pending: BoardMove | None = None
         self._timer = QTimer(self)
         self._timer.setSingleShot(True)
         self._timer.setInterval(PREVIEW_MS)
@@ -188,7 +188,7 @@ class PlacementBoard(QWidget):
         if not known:
             return "No memory estimate: the GPUs' memory is unknown"
         worst = max(known, key=lambda g: g.peak.total / g.capacity_bytes)
-        word = {"ok": "Fits", "tight": "Fits, tight", "oom": "Does not fit"}.get(verdict(r, worst), "Unknown")
+        word = {"ok": "Fits", "tight": "Fits, tight", "oom": "Does not fit"}.get(fit_verdict(r, worst), "Unknown")
         return (f"{word}: worst GPU {worst.peak.total / GIB:.1f} of {worst.capacity_bytes / GIB:.1f} GiB in the "
                 f"{worst.peak.title} phase ({worst.pool})")
 
@@ -196,19 +196,19 @@ class PlacementBoard(QWidget):
         return list((self.preview_state or self.state).findings)
 
     # -- moves ----------------------------------------------------------------------------------------------
-    def propose(self, role: str, target: str) -> Move:
+    def propose(self, role: str, target: str) -> BoardMove:
         return propose(self.state, self.machine, role, target)
 
-    def propose_all(self, role: str) -> dict[str, Move]:
+    def propose_all(self, role: str) -> dict[str, BoardMove]:
         self._cache.clear()
         return {t: self.propose(role, t) for t in self.state.targets()}
 
-    def _candidate(self, move: Move) -> BoardState:
+    def _candidate(self, move: BoardMove) -> BoardState:
         if move.target not in self._cache:
             self._cache[move.target] = self._estimate(move.plan)
         return self._cache[move.target]
 
-    def apply_move(self, move: Move) -> bool:
+    def apply_move(self, move: BoardMove) -> bool:
         """An accepted drop (or the dialog's OK): one undoable edit, unless the cluster cannot hold it."""
         if not move.ok:
             self._say(f"Refused: {move.verdict.reason}")
@@ -230,7 +230,7 @@ class PlacementBoard(QWidget):
             self.apply_move(dialog.move)
 
     # -- preview while dragging -----------------------------------------------------------------------------
-    def _hover(self, move: Move | None) -> None:
+    def _hover(self, move: BoardMove | None) -> None:
         self._pending = move
         self._timer.start()
 

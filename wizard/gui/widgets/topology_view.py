@@ -1,6 +1,6 @@
 """The Hardware step's picture of one Cluster: GPU tiles with memory, the links between them drawn by kind.
 
-NVLink islands (``Node.nvlink_islands``) are drawn as one green band when every pair in them is NVLinked (the
+NVLink islands (``ClusterNode.nvlink_islands``) are drawn as one green band when every pair in them is NVLinked (the
 usual 8-GPU board) and as thick green arcs otherwise; PCIe paths are arcs too: PIX/PXB solid blue, PHB/NODE/SYS
 thin dashed red (the slow ones a TP group should not cross). Identical neighbouring nodes collapse into one
 row ("node0 – node127 ×128"). Read-only: the view only draws what discovery found.
@@ -22,7 +22,7 @@ from PySide6.QtWidgets import (
     QWidget,
 )
 
-from wizard.core.hardware.cluster import GIB, Cluster, Link, LinkKind, Node
+from wizard.core.hardware.cluster import GIB, Cluster, GpuLink, LinkKind, ClusterNode
 
 TILE_W, TILE_H, GAP, LABEL_W, ARC_ROOM = 150.0, 78.0, 14.0, 150.0, 70.0
 LINK_STYLE = {  # kind -> (colour, width, dashed)
@@ -81,7 +81,7 @@ class TopoTile(QGraphicsItem):
 class LinkArc(QGraphicsPathItem):
     """A link between two GPUs of one node, as an arc above their tiles."""
 
-    def __init__(self, link: Link, a: QPointF, b: QPointF) -> None:
+    def __init__(self, link: GpuLink, a: QPointF, b: QPointF) -> None:
         super().__init__()
         self.link, self.kind = link, link.kind
         colour, width, dashed = LINK_STYLE[link.kind]
@@ -107,7 +107,7 @@ class Island(QGraphicsRectItem):
         text.setPos(rect.left() + 8, rect.top() + 4)
 
 
-def _signature(node: Node) -> tuple:
+def _signature(node: ClusterNode) -> tuple:
     return (node.gpu_count, tuple((g.index, g.name, g.memory_total_bytes) for g in node.gpus),
             tuple((x.a, x.b, x.label) for x in node.links), node.interconnect)
 
@@ -161,8 +161,8 @@ class TopologyView(QWidget):
                              + (f". {' '.join(cluster.notes)}" if cluster.notes else ""))
         self.view.setAccessibleDescription(self.describe())
 
-    def _rows(self, cluster: Cluster) -> list[tuple[str, Node]]:
-        runs: list[list[Node]] = []
+    def _rows(self, cluster: Cluster) -> list[tuple[str, ClusterNode]]:
+        runs: list[list[ClusterNode]] = []
         for node in cluster.nodes:
             if runs and _signature(runs[-1][0]) == _signature(node):
                 runs[-1].append(node)
@@ -176,7 +176,7 @@ class TopologyView(QWidget):
                 out += [(n.name, n) for n in run]
         return out
 
-    def _row(self, node: Node, label: str, y: float) -> None:
+    def _row(self, node: ClusterNode, label: str, y: float) -> None:
         text = QGraphicsSimpleTextItem(label + ("" if node.alive else " (dead)"))
         text.setPos(0, y + ARC_ROOM + 8)
         self.scene.addItem(text)

@@ -1,6 +1,6 @@
 """The rules engine: every check the wizard makes, one module per concern.
 
-A rule is a function of a :class:`Context` that yields :class:`Finding` s. Its
+A rule is a function of a :class:`RuleContext` that yields :class:`Finding` s. Its
 stage says when verl itself would fail (see ARCHITECTURE.md): for
 compose/preflight/startup the verdict must equal verl 0.9.1's, and the
 conformance tests hold the rules to that against real verl.
@@ -13,7 +13,7 @@ from dataclasses import dataclass
 
 from wizard.core.findings import Finding, Severity, Stage
 
-RuleFn = Callable[["Context"], Iterable[Finding]]
+RuleFn = Callable[["RuleContext"], Iterable[Finding]]
 
 
 @dataclass(frozen=True)
@@ -35,10 +35,10 @@ def rule(rule_id: str, stage: Stage) -> Callable[[RuleFn], RuleFn]:
     return register
 
 
-from wizard.core.check.rules.context import Context, finding  # noqa: E402
+from wizard.core.check.rules.context import RuleContext, finding  # noqa: E402
 
 
-def run_rules(ctx: Context) -> list[Finding]:
+def run_rules(ctx: RuleContext) -> list[Finding]:
     _load()
     out: list[Finding] = []
     for r in RULES:
@@ -62,4 +62,4 @@ def _load() -> None:
     from wizard.core.check.rules import batch, legacy, memory, model_files, models, names, resources, rollout, types  # noqa: F401
 
 
-__all__ = ["RULES", "Context", "Rule", "finding", "rule", "run_rules"]
+__all__ = ["RULES", "RuleContext", "Rule", "finding", "rule", "run_rules"]

@@ -7,7 +7,7 @@ from math import gcd
 
 from wizard.core.findings import Severity, Stage
 from wizard.core.check.rules import rule
-from wizard.core.check.rules.context import Context, finding
+from wizard.core.check.rules.context import RuleContext, finding
 
 A = "actor_rollout_ref.actor"
 TBS = "data.train_batch_size"
@@ -32,7 +32,7 @@ def _micro_suggestion(per_gpu_batch: int | None) -> int:
 
 
 @rule("batch.real_train_batch_size", Stage.PREFLIGHT)
-def real_train_batch_size(ctx: Context):
+def real_train_batch_size(ctx: RuleContext):
     """validate_config: data.train_batch_size x rollout.n must be divisible by the minimal batch."""
     if ctx.dynamic_bsz:
         return
@@ -92,7 +92,7 @@ def real_train_batch_size(ctx: Context):
 
 
 @rule("batch.actor_micro", Stage.PREFLIGHT)
-def actor_micro(ctx: Context):
+def actor_micro(ctx: RuleContext):
     """FSDPActorConfig.__post_init__: exactly one of ppo_micro_batch_size(_per_gpu) unless dynamic bsz."""
     if ctx.dynamic_bsz:
         return
@@ -126,7 +126,7 @@ def actor_micro(ctx: Context):
         )
 
 
-def _per_gpu_mini(ctx: Context, mini_key: str) -> int | None:
+def _per_gpu_mini(ctx: RuleContext, mini_key: str) -> int | None:
     mini, n, n_gpus = ctx.int(mini_key), ctx.int(N), ctx.n_gpus
     if None in (mini, n, n_gpus) or n_gpus <= 0:
         return None
@@ -134,7 +134,7 @@ def _per_gpu_mini(ctx: Context, mini_key: str) -> int | None:
 
 
 @rule("batch.loss_agg_mode", Stage.PREFLIGHT)
-def loss_agg_mode(ctx: Context):
+def loss_agg_mode(ctx: RuleContext):
     """ActorConfig.__post_init__: loss_agg_mode must be one of five."""
     mode = ctx.get(f"{A}.loss_agg_mode")
     if mode not in LOSS_AGG_MODES:
@@ -150,7 +150,7 @@ def loss_agg_mode(ctx: Context):
 
 
 @rule("batch.mini_vs_train", Stage.PREFLIGHT)
-def mini_vs_train(ctx: Context):
+def mini_vs_train(ctx: RuleContext):
     """ActorConfig.validate / CriticConfig.validate: train_batch_size >= ppo_mini_batch_size."""
     tbs = ctx.int(TBS)
     checks = [(ctx.dynamic_bsz, f"{A}.ppo_mini_batch_size", "actor")]
@@ -173,7 +173,7 @@ def mini_vs_train(ctx: Context):
 
 
 @rule("batch.deprecated_actor_micro", Stage.PREFLIGHT)
-def deprecated_actor_micro(ctx: Context):
+def deprecated_actor_micro(ctx: RuleContext):
     """ActorConfig.validate with the deprecated global ppo_micro_batch_size."""
     if ctx.dynamic_bsz:
         return
@@ -201,7 +201,7 @@ def deprecated_actor_micro(ctx: Context):
         )
 
 
-def _log_prob_pair(ctx: Context, section: str):
+def _log_prob_pair(ctx: RuleContext, section: str):
     name = f"actor_rollout_ref.{section}"
     micro = ctx.get(f"{name}.log_prob_micro_batch_size")
     per_gpu = ctx.get(f"{name}.log_prob_micro_batch_size_per_gpu")
@@ -231,7 +231,7 @@ def _log_prob_pair(ctx: Context, section: str):
 
 
 @rule("batch.log_prob_micro", Stage.PREFLIGHT)
-def log_prob_micro(ctx: Context):
+def log_prob_micro(ctx: RuleContext):
     """validate_config: rollout (always) and ref (when a reference model is needed) micro-batch keys."""
     if ctx.dynamic_bsz:
         return
@@ -241,7 +241,7 @@ def log_prob_micro(ctx: Context):
 
 
 @rule("batch.critic_micro", Stage.PREFLIGHT)
-def critic_micro(ctx: Context):
+def critic_micro(ctx: RuleContext):
     """FSDPCriticConfig.__post_init__/validate, when a critic is needed."""
     if not ctx.need_critic or ctx.get("critic.use_dynamic_bsz"):
         return
@@ -292,7 +292,7 @@ def critic_micro(ctx: Context):
 
 
 @rule("batch.val_temperature", Stage.PREFLIGHT)
-def val_temperature(ctx: Context):
+def val_temperature(ctx: RuleContext):
     """validate_config: sampling in validation needs temperature > 0."""
     temperature = ctx.num("actor_rollout_ref.rollout.temperature")
     if ctx.get("actor_rollout_ref.rollout.val_kwargs.do_sample") and temperature is not None and temperature <= 0:
@@ -308,7 +308,7 @@ def val_temperature(ctx: Context):
 
 
 @rule("batch.worker_micro", Stage.STARTUP)
-def worker_micro(ctx: Context):
+def worker_micro(ctx: RuleContext):
     """engine_workers.py:635: the deprecated global micro keys pass validate_config but fail at worker start."""
     if ctx.dynamic_bsz:
         return
@@ -331,7 +331,7 @@ def worker_micro(ctx: Context):
 
 
 @rule("batch.mini_vs_dp", Stage.RUNTIME)
-def mini_vs_dp(ctx: Context):
+def mini_vs_dp(ctx: RuleContext):
     """engine_workers.py:267: ppo_mini_batch_size x rollout.n must split evenly over data-parallel ranks."""
     n, n_gpus = ctx.int(N), ctx.n_gpus
     if n is None or not n_gpus or ctx.strategy == "megatron":

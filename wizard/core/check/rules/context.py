@@ -30,7 +30,7 @@ UNRESOLVABLE = _Unresolvable()
 
 
 @dataclass
-class Context:
+class RuleContext:
     cfg: DictConfig
     variant: SchemaVariant
     set_keys: set[str] = field(default_factory=set)

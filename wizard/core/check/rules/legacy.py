@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from wizard.core.findings import Severity, Stage
 from wizard.core.check.rules import rule
-from wizard.core.check.rules.context import Context, finding
+from wizard.core.check.rules.context import RuleContext, finding
 
 # What migrate_legacy_reward_impl would do (verl experimental/reward_loop/reward_loop.py:39-89);
 # main_ppo never calls it, so these keys compose and are ignored.
@@ -39,7 +39,7 @@ def _new_key(key: str) -> str | None:
 
 
 @rule("legacy.reward_keys", Stage.ADVICE)
-def legacy_reward_keys(ctx: Context):
+def legacy_reward_keys(ctx: RuleContext):
     """verl 0.9.1's main_ppo reads only reward.*; the old top-level keys still compose and do nothing."""
     for key in sorted(ctx.set_keys):
         if not key.startswith(("custom_reward_function.", "reward_model.", "sandbox_fusion.")):
@@ -67,7 +67,7 @@ def _render(value) -> str:
 
 
 @rule("legacy.ignored_by_v1", Stage.ADVICE)
-def ignored_by_v1(ctx: Context):
+def ignored_by_v1(ctx: RuleContext):
     """Trainer keys only the legacy (v0) trainer reads."""
     if not ctx.get("trainer.use_v1"):
         return
@@ -84,7 +84,7 @@ def ignored_by_v1(ctx: Context):
 
 
 @rule("advice.resume_auto", Stage.ADVICE)
-def resume_auto(ctx: Context):
+def resume_auto(ctx: RuleContext):
     """trainer.resume_mode=auto (the default) silently continues from an old checkpoint."""
     if ctx.get("trainer.resume_mode") == "auto":
         where = ctx.get("trainer.default_local_dir")
@@ -101,7 +101,7 @@ def resume_auto(ctx: Context):
 
 
 @rule("models.critic_path", Stage.PREFLIGHT)
-def critic_model(ctx: Context):
+def critic_model(ctx: RuleContext):
     """need_critic loads critic.model.path in validate_config; its default is a placeholder path."""
     if not ctx.need_critic:
         return
@@ -122,7 +122,7 @@ def critic_model(ctx: Context):
 
 
 @rule("advice.kl_both", Stage.ADVICE)
-def kl_both(ctx: Context):
+def kl_both(ctx: RuleContext):
     """validate_config prints a NOTICE when both KL placements are on."""
     if ctx.get("algorithm.use_kl_in_reward") and ctx.get("actor_rollout_ref.actor.use_kl_loss"):
         yield finding(
@@ -136,7 +136,7 @@ def kl_both(ctx: Context):
 
 
 @rule("models.actor_path", Stage.STARTUP)
-def actor_path(ctx: Context):
+def actor_path(ctx: RuleContext):
     """The actor model path defaults to a placeholder; the TaskRunner loads it before any GPU work."""
     path = ctx.get("actor_rollout_ref.model.path")
     if path == "~/models/deepseek-llm-7b-chat" and not ctx.is_set("actor_rollout_ref.model.path"):

@@ -1,8 +1,8 @@
 """Memory and placement: will it fit, and can verl form the groups it needs?
 
 The numbers come from :mod:`wizard.core.memory.estimate` (per GPU, per phase) and :mod:`wizard.core.placement.pools`. The
-memory rules are silent unless the actor's model facts and the GPUs' memory are known (``Context.models``,
-``Context.cluster``); the group rules need neither.
+memory rules are silent unless the actor's model facts and the GPUs' memory are known (``RuleContext.models``,
+``RuleContext.cluster``); the group rules need neither.
 """
 
 from __future__ import annotations
@@ -14,7 +14,7 @@ from wizard.core.memory.fixes import ranked_fixes
 from wizard.core.memory.terms import CONSTANTS, GIB
 from wizard.core.placement.pools import PLACEMENT_KEYS, R, plan_placement
 from wizard.core.check.rules import rule
-from wizard.core.check.rules.context import UNRESOLVABLE, Context, finding
+from wizard.core.check.rules.context import UNRESOLVABLE, RuleContext, finding
 
 PHASE_KEYS = {
     "actor_update": [f"{A}.ppo_micro_batch_size_per_gpu", f"{A}.use_dynamic_bsz", f"{A}.ppo_max_token_len_per_gpu",
@@ -30,7 +30,7 @@ PHASE_KEYS = {
 }
 
 
-def memory_values(ctx: Context) -> dict:
+def memory_values(ctx: RuleContext) -> dict:
     """The resolved values the estimate reads (unresolvable ones left out: the estimate takes verl's default)."""
     if "memory.values" not in ctx._memo:
         values = {k: ctx.get(k) for k in MEMORY_KEYS}
@@ -38,7 +38,7 @@ def memory_values(ctx: Context) -> dict:
     return ctx._memo["memory.values"]
 
 
-def memory_report(ctx: Context) -> MemoryReport | None:
+def memory_report(ctx: RuleContext) -> MemoryReport | None:
     """The estimate for this config, once per check; None when models or GPU memory are unknown."""
     if "memory.report" not in ctx._memo:
         report = None
@@ -74,7 +74,7 @@ def top_terms(group: GpuEstimate, n: int = 4) -> str:
     return ", ".join(f"{t.label} {t.bytes / GIB:.1f}" for t in terms)
 
 
-def _fix_finding(ctx: Context, rule_id: str, severity: Severity, group: GpuEstimate, message: str) -> Finding:
+def _fix_finding(ctx: RuleContext, rule_id: str, severity: Severity, group: GpuEstimate, message: str) -> Finding:
     fixes = ranked_fixes(memory_values(ctx), ctx.models, ctx.cluster, group, CONSTANTS)
     if fixes:
         text = "Cheapest first: " + "; ".join(f"{i}) {f.text}{'' if f.enough else ' - not enough alone'}"
@@ -94,7 +94,7 @@ def _step_order(phase) -> int:
     return STEP_ORDER.index(phase.name) if phase.name in STEP_ORDER else len(STEP_ORDER)
 
 
-def fitting_sample_tokens(ctx: Context, group: GpuEstimate) -> int | None:
+def fitting_sample_tokens(ctx: RuleContext, group: GpuEstimate) -> int | None:
     """With fixed micro-batches and padding removed, the longest average sample (prompt + response) at which the
     group still fits; None when the token count is not what overflows (or not even a quarter of the max fits)."""
     values = memory_values(ctx)
@@ -121,7 +121,7 @@ def fitting_sample_tokens(ctx: Context, group: GpuEstimate) -> int | None:
 
 
 @rule("memory.gpu", Stage.RUNTIME)
-def gpu_memory(ctx: Context):
+def gpu_memory(ctx: RuleContext):
     """Per GPU and phase: over its memory is an OOM (error); within the tight margin a warning."""
     report = memory_report(ctx)
     if report is None:
@@ -156,7 +156,7 @@ def gpu_memory(ctx: Context):
 
 
 @rule("memory.engine_start", Stage.STARTUP)
-def engine_start(ctx: Context):
+def engine_start(ctx: RuleContext):
     """vLLM refuses to start when the free memory is below gpu_memory_utilization x total (gpu_worker.init_device);
     the trainer's params are already on the GPU when the engine starts."""
     report = memory_report(ctx)
@@ -191,7 +191,7 @@ def engine_start(ctx: Context):
 
 
 @rule("memory.kv_cache", Stage.STARTUP)
-def kv_cache(ctx: Context):
+def kv_cache(ctx: RuleContext):
     """The engine needs room for the KV cache of one max_model_len request, and should hold the batch at once."""
     report = memory_report(ctx)
     if report is None:
@@ -232,7 +232,7 @@ def kv_cache(ctx: Context):
 
 
 @rule("memory.host", Stage.RUNTIME)
-def host_memory(ctx: Context):
+def host_memory(ctx: RuleContext):
     """Host RAM per node (Ray kills workers near 95 %): offloaded states, the CPU-offloaded reference, workers."""
     report = memory_report(ctx)
     if report is None:
@@ -252,7 +252,7 @@ def host_memory(ctx: Context):
 
 
 @rule("placement.groups", Stage.STARTUP)
-def placement_groups(ctx: Context):
+def placement_groups(ctx: RuleContext):
     """Reward-model and teacher replicas that cannot be formed from their pools; TP groups over slow links."""
     pools = ctx.get("distillation.enabled") is True or (
         ctx.get("reward.reward_model.enable") is True and ctx.get("reward.reward_model.enable_resource_pool") is True)

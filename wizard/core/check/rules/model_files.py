@@ -12,14 +12,14 @@ import re
 
 from wizard.core.findings import Severity, Stage
 from wizard.core.check.rules import rule
-from wizard.core.check.rules.context import Context, finding
+from wizard.core.check.rules.context import RuleContext, finding
 from wizard.core.check.rules.models import PATH_KEYS, TOKENIZER_KEYS, TRUST_KEYS, roles_with_facts
 
 LOADED = ("actor", "critic", "reward")  # the reference model is the actor's path: reported once, as the actor
 
 
 @rule("models.tokenizer_missing", Stage.STARTUP)
-def tokenizer_missing(ctx: Context):
+def tokenizer_missing(ctx: RuleContext):
     """HFModelConfig loads the tokenizer from tokenizer_path (default: the model path) in the TaskRunner."""
     for role, facts in roles_with_facts(ctx, *LOADED):
         tok_key = TOKENIZER_KEYS.get(role)
@@ -37,7 +37,7 @@ def tokenizer_missing(ctx: Context):
 
 
 @rule("models.chat_template", Stage.RUNTIME)
-def chat_template(ctx: Context):
+def chat_template(ctx: RuleContext):
     """RLHFDataset and the agent loop apply the actor tokenizer's chat template to every prompt."""
     facts = ctx.models.get("actor")
     if facts is None or facts.has_chat_template is not False or facts.has_tokenizer is False:
@@ -58,7 +58,7 @@ def chat_template(ctx: Context):
 
 
 @rule("models.weights_missing", Stage.STARTUP)
-def weights_missing(ctx: Context):
+def weights_missing(ctx: RuleContext):
     """The FSDP engine (and the rollout server) load the weights with from_pretrained at worker start."""
     for role, facts in roles_with_facts(ctx, *LOADED):
         if facts.has_weights is False:
@@ -71,7 +71,7 @@ def weights_missing(ctx: Context):
 
 
 @rule("models.remote_code", Stage.STARTUP)
-def remote_code(ctx: Context):
+def remote_code(ctx: RuleContext):
     """transformers runs a repo's own code only with trust_remote_code=True; else AutoConfig raises.
 
     The reward model has no such key: verl builds its HFModelConfig with trust_remote_code=False
@@ -106,7 +106,7 @@ def remote_code(ctx: Context):
 
 
 @rule("models.gated", Stage.STARTUP)
-def gated(ctx: Context):
+def gated(ctx: RuleContext):
     """Gated hub repos (Meta Llama, Google Gemma) answer 401/403 without an accepted licence and a token."""
     seen = set()
     for role, facts in roles_with_facts(ctx, *LOADED):
@@ -132,7 +132,7 @@ def _family(model_type: str | None) -> str | None:
 
 
 @rule("models.critic_vocab", Stage.RUNTIME)
-def critic_vocab(ctx: Context):
+def critic_vocab(ctx: RuleContext):
     """The critic may be any size, but it reads the actor's token ids (the rollout's input_ids, tokenized by
     the actor's tokenizer): they must mean the same tokens and fit its embedding. (The reward model
     decodes and re-tokenizes text with its own tokenizer, so it may differ.)"""
@@ -163,7 +163,7 @@ def critic_vocab(ctx: Context):
 
 
 @rule("models.unknown_architecture", Stage.STARTUP)
-def unknown_architecture(ctx: Context):
+def unknown_architecture(ctx: RuleContext):
     """The wizard knows the layout of the families in wizard.core.models.facts.KNOWN_MODEL_TYPES."""
     for role, facts in roles_with_facts(ctx, *LOADED):
         if facts.known_layout:

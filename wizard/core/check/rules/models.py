@@ -17,7 +17,7 @@ from collections.abc import Iterator
 from wizard.core.findings import Severity, Stage
 from wizard.core.models.facts import ModelFacts
 from wizard.core.check.rules import rule
-from wizard.core.check.rules.context import Context, finding
+from wizard.core.check.rules.context import RuleContext, finding
 
 R = "actor_rollout_ref.rollout"
 RM = "reward.reward_model"
@@ -27,7 +27,7 @@ TRUST_KEYS = {"actor": "actor_rollout_ref.model.trust_remote_code", "critic": "c
 TOKENIZER_KEYS = {"actor": "actor_rollout_ref.model.tokenizer_path", "critic": "critic.model.tokenizer_path"}
 
 
-def roles_with_facts(ctx: Context, *roles: str) -> Iterator[tuple[str, ModelFacts]]:
+def roles_with_facts(ctx: RuleContext, *roles: str) -> Iterator[tuple[str, ModelFacts]]:
     for role in roles:
         facts = ctx.models.get(role)
         if facts is not None:
@@ -53,7 +53,7 @@ def tp_fits(facts: ModelFacts, tp: int) -> bool:
     return heads_ok and (bool(facts.kv_lora_rank) or kv_heads_fit(facts.num_kv_heads, tp))
 
 
-def _rollouts(ctx: Context) -> Iterator[tuple[str, ModelFacts, str, object]]:
+def _rollouts(ctx: RuleContext) -> Iterator[tuple[str, ModelFacts, str, object]]:
     """(role, facts, TP key, engine name) of every rollout engine a model runs in."""
     if "actor" in ctx.models:
         yield "actor", ctx.models["actor"], f"{R}.tensor_model_parallel_size", ctx.get(f"{R}.name")
@@ -69,7 +69,7 @@ def _smaller_fit(facts: ModelFacts, size: int, n_gpus: int | None, fits=tp_fits)
 
 
 @rule("models.tp_heads", Stage.STARTUP)
-def tp_heads(ctx: Context):
+def tp_heads(ctx: RuleContext):
     """The rollout engine splits attention heads over its TP ranks: TP must divide them (vLLM's
     verify_with_parallel_config), and KV heads must split or replicate evenly (QKVParallelLinear)."""
     for role, facts, key, engine in _rollouts(ctx):
@@ -100,7 +100,7 @@ def tp_heads(ctx: Context):
 
 # -- Ulysses sequence parallelism of the FSDP engine ----------------------------------------------
 
-def _ulysses(ctx: Context) -> Iterator[tuple[str, ModelFacts, str, int]]:
+def _ulysses(ctx: RuleContext) -> Iterator[tuple[str, ModelFacts, str, int]]:
     """(role, facts, the key that sets SP, SP size) for models the FSDP engine builds with Ulysses SP > 1.
 
     The actor's legacy actor.ulysses_sequence_parallel_size wins when > 1 (FSDPActorConfig.__post_init__
@@ -130,7 +130,7 @@ def _sp_fits(facts: ModelFacts, sp: int) -> bool:
 
 
 @rule("models.ulysses_heads", Stage.STARTUP)
-def ulysses_heads(ctx: Context):
+def ulysses_heads(ctx: RuleContext):
     """verl/models/transformers/monkey_patch.py apply_monkey_patch: Ulysses SP must divide the attention
     heads, and KV heads must divide by SP or SP by them; asserted when the FSDP engine builds the model."""
     for role, facts, key, sp in _ulysses(ctx):
@@ -150,7 +150,7 @@ def ulysses_heads(ctx: Context):
 
 # -- context length -------------------------------------------------------------------------------
 
-def _model_max_len(ctx: Context, facts: ModelFacts) -> int | None:
+def _model_max_len(ctx: RuleContext, facts: ModelFacts) -> int | None:
     """max_position_embeddings as verl reads it: override_config can raise it (HFModelConfig applies it)."""
     override = ctx.get("actor_rollout_ref.model.override_config")
     value = override.get("max_position_embeddings") if isinstance(override, dict) else None
@@ -170,7 +170,7 @@ def _rope_note(facts: ModelFacts, max_pos: int) -> str:
 
 
 @rule("models.context_length", Stage.RUNTIME)
-def context_length(ctx: Context):
+def context_length(ctx: RuleContext):
     """The rollout server refuses max_model_len > max_position_embeddings (vllm_async_server._validate_configs,
     same for SGLang/TRT-LLM); left null, the model's length is the limit for prompt + response."""
     facts = ctx.models.get("actor")

@@ -6,7 +6,7 @@ import difflib
 
 from wizard.core.findings import Severity, Stage
 from wizard.core.check.rules import rule
-from wizard.core.check.rules.context import Context, choices, finding
+from wizard.core.check.rules.context import RuleContext, choices, finding
 
 LOGGERS = ("wandb", "mlflow", "swanlab", "vemlp_wandb", "tensorboard", "console", "clearml", "trackio", "file", "rl_insight")
 TRAINER_MODES = ("sync", "colocate_async", "separate_async")
@@ -52,7 +52,7 @@ def _logger_fix(entry) -> str:
 
 
 @rule("names.logger", Stage.RUNTIME)
-def logger(ctx: Context):
+def logger(ctx: RuleContext):
     """utils/tracking.py: every trainer.logger entry must be a supported backend (checked only at fit())."""
     value = ctx.get("trainer.logger")
     entries = [value] if isinstance(value, str) else value if isinstance(value, list) else []
@@ -72,7 +72,7 @@ def logger(ctx: Context):
 
 
 @rule("names.trainer_mode", Stage.STARTUP)
-def trainer_mode(ctx: Context):
+def trainer_mode(ctx: RuleContext):
     """trainer_base.get_trainer_cls: trainer.v1.trainer_mode must be registered."""
     mode = ctx.get("trainer.v1.trainer_mode")
     if mode not in TRAINER_MODES:
@@ -80,7 +80,7 @@ def trainer_mode(ctx: Context):
 
 
 @rule("names.adv_estimator", Stage.RUNTIME)
-def adv_estimator(ctx: Context):
+def adv_estimator(ctx: RuleContext):
     """core_algos.get_adv_estimator_fn: unknown names fail at the first advantage computation."""
     value = ctx.get("algorithm.adv_estimator")
     if value not in ESTIMATORS:
@@ -88,7 +88,7 @@ def adv_estimator(ctx: Context):
 
 
 @rule("names.loss_mode", Stage.RUNTIME)
-def loss_mode(ctx: Context):
+def loss_mode(ctx: RuleContext):
     """core_algos.get_policy_loss_fn: unknown loss modes fail at the first update."""
     value = ctx.get("actor_rollout_ref.actor.policy_loss.loss_mode")
     if value not in LOSS_MODES:
@@ -100,7 +100,7 @@ def _kl_name_ok(value) -> bool:
 
 
 @rule("names.kl_type", Stage.RUNTIME)
-def kl_type(ctx: Context):
+def kl_type(ctx: RuleContext):
     """core_algos.kl_penalty: unknown KL estimators (and 'full') raise NotImplementedError at the first step."""
     pairs = []
     if ctx.get("actor_rollout_ref.actor.use_kl_loss"):
@@ -116,7 +116,7 @@ def kl_type(ctx: Context):
 
 
 @rule("names.reward_manager", Stage.STARTUP)
-def reward_manager(ctx: Context):
+def reward_manager(ctx: RuleContext):
     """reward_manager/registry.py: the reward manager is looked up in each reward worker."""
     if ctx.get("reward.reward_manager.source") != "register":
         return
@@ -126,7 +126,7 @@ def reward_manager(ctx: Context):
 
 
 @rule("advice.group_size", Stage.ADVICE)
-def group_size(ctx: Context):
+def group_size(ctx: RuleContext):
     """Group estimators compare responses to the same prompt; with one response the advantage is 0."""
     est, n = ctx.get("algorithm.adv_estimator"), ctx.int("actor_rollout_ref.rollout.n")
     if est in GROUP_ESTIMATORS and n is not None and n < 2:

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from wizard.core.findings import Severity, Stage
 from wizard.core.check.rules import rule
-from wizard.core.check.rules.context import Context, finding
+from wizard.core.check.rules.context import RuleContext, finding
 
 TQ_UNITS = "transfer_queue.backend.SimpleStorage.num_data_storage_units"
 
@@ -15,7 +15,7 @@ def transfer_queue_cpus(units: int) -> int:
 
 
 @rule("ray.transfer_queue_cpus", Stage.RUNTIME)
-def ray_cpus(ctx: Context):
+def ray_cpus(ctx: RuleContext):
     """TransferQueue keeps 1 + num_data_storage_units one-CPU actors; with fewer Ray CPUs the run hangs silently."""
     units = ctx.int(TQ_UNITS) or 8
     need = transfer_queue_cpus(units)
@@ -49,7 +49,7 @@ def ray_cpus(ctx: Context):
         )
 
 
-def desired_gpus(ctx: Context) -> tuple[int, list[str]] | None:
+def desired_gpus(ctx: RuleContext) -> tuple[int, list[str]] | None:
     """GPUs verl asks Ray for (trainer_base._init_resource_pool_mgr), with the parts."""
     n_gpus = ctx.n_gpus
     if n_gpus is None:
@@ -69,7 +69,7 @@ def desired_gpus(ctx: Context) -> tuple[int, list[str]] | None:
 
 
 @rule("gpus.available", Stage.RUNTIME)
-def gpus_available(ctx: Context):
+def gpus_available(ctx: RuleContext):
     """single_controller/ray/base.py: Ray must have every GPU the pools ask for."""
     if ctx.gpus is None:
         return

@@ -4,14 +4,14 @@ from __future__ import annotations
 
 from wizard.core.findings import Severity, Stage
 from wizard.core.check.rules import rule
-from wizard.core.check.rules.context import Context, choices, finding
+from wizard.core.check.rules.context import RuleContext, choices, finding
 
 R = "actor_rollout_ref.rollout"
 ENGINES = ("vllm", "sglang", "trtllm")
 
 
 @rule("rollout.name", Stage.STARTUP)
-def rollout_name(ctx: Context):
+def rollout_name(ctx: RuleContext):
     """rollout.name has no default (???) and must name a registered engine."""
     if ctx.missing(f"{R}.name") or ctx.get(f"{R}.name") is None:
         yield finding(
@@ -43,7 +43,7 @@ def rollout_name(ctx: Context):
 
 
 @rule("rollout.mode", Stage.STARTUP)
-def rollout_mode(ctx: Context):
+def rollout_mode(ctx: RuleContext):
     """RolloutConfig.__post_init__: mode 'sync' was removed."""
     if ctx.get(f"{R}.mode") == "sync":
         yield finding(
@@ -59,7 +59,7 @@ def rollout_mode(ctx: Context):
 
 
 @rule("rollout.pipeline_parallel", Stage.STARTUP)
-def rollout_pp(ctx: Context):
+def rollout_pp(ctx: RuleContext):
     """RolloutConfig.__post_init__: no engine implements rollout pipeline parallelism."""
     pp = ctx.int(f"{R}.pipeline_model_parallel_size")
     name = ctx.get(f"{R}.name")
@@ -81,7 +81,7 @@ def _divisors(n: int) -> list[int]:
 
 
 @rule("rollout.world_size", Stage.STARTUP)
-def rollout_world_size(ctx: Context):
+def rollout_world_size(ctx: RuleContext):
     """engine_workers.py:655: TP x DP x PP of a rollout replica must divide the actor's GPUs."""
     tp, dp, pp = (ctx.int(f"{R}.{k}") for k in ("tensor_model_parallel_size", "data_parallel_size", "pipeline_model_parallel_size"))
     n_gpus = ctx.n_gpus
@@ -116,7 +116,7 @@ def rollout_world_size(ctx: Context):
 
 
 @rule("rollout.context_length", Stage.RUNTIME)
-def context_length(ctx: Context):
+def context_length(ctx: RuleContext):
     """A set max_model_len must hold a prompt and its response (vllm_async_server.py:593)."""
     max_len = ctx.int(f"{R}.max_model_len")
     prompt, response = ctx.int(f"{R}.prompt_length"), ctx.int(f"{R}.response_length")
@@ -138,7 +138,7 @@ def context_length(ctx: Context):
 
 
 @rule("rollout.batched_tokens", Stage.ADVICE)
-def batched_tokens(ctx: Context):
+def batched_tokens(ctx: RuleContext):
     """Without chunked prefill, verl raises max_num_batched_tokens to max_model_len itself (more memory)."""
     if ctx.get(f"{R}.enable_chunked_prefill"):
         return
@@ -161,7 +161,7 @@ VLLM_LORA_RANKS = (1, 8, 16, 32, 64, 128, 256, 320, 512)
 
 
 @rule("rollout.vllm_lora_rank", Stage.PREFLIGHT)
-def vllm_lora_rank(ctx: Context):
+def vllm_lora_rank(ctx: RuleContext):
     """validate_config: with vLLM, the LoRA rank must be one vLLM supports."""
     lora = ctx.get("actor_rollout_ref.model.lora") or {}
     rank = lora.get("rank", 0) if isinstance(lora, dict) else 0

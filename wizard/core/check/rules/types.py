@@ -12,7 +12,7 @@ import re
 
 from wizard.core.findings import Severity, Stage
 from wizard.core.check.rules import rule
-from wizard.core.check.rules.context import UNRESOLVABLE, Context, finding
+from wizard.core.check.rules.context import UNRESOLVABLE, RuleContext, finding
 
 # Read with plain arithmetic by validate_config before any conversion: any non-int fails there.
 ARITHMETIC_KEYS = ("data.train_batch_size", "actor_rollout_ref.rollout.n", "trainer.n_gpus_per_node", "trainer.nnodes")
@@ -51,7 +51,7 @@ def converts(value, kind: str) -> bool:
     return True
 
 
-def _stage(ctx: Context, key: str) -> Stage:
+def _stage(ctx: RuleContext, key: str) -> Stage:
     """verl converts its config classes with Hydra's instantiate, which does not check
     field types; only validate_config's own arithmetic (without dynamic batch size)
     trips over a wrong type before launch. Everything else fails when first used."""
@@ -61,7 +61,7 @@ def _stage(ctx: Context, key: str) -> Stage:
 
 
 @rule("types.value", Stage.PREFLIGHT)
-def value_types(ctx: Context):
+def value_types(ctx: RuleContext):
     """A value that cannot be the int/float/bool its key holds."""
     for key in sorted(ctx.set_keys):
         info = ctx.variant.keys.get(key)
