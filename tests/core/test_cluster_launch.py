@@ -15,8 +15,8 @@ import yaml
 from tests.helpers.bash_argv import FAKE_HOME, bash_argv
 from wizard.adapters.generate import preset_plan
 from wizard.core.hardware.cluster import Cluster, ClusterNode
-from wizard.core.cluster_launch.ray_scripts import (LOCAL_RAY_KEYS, SHAPE_KEYS, ClusterTarget, cluster_job, render_cluster,
-                                        target_for)
+from wizard.core.cluster_launch.job import LOCAL_RAY_KEYS, SHAPE_KEYS, ClusterTarget, cluster_job, target_for
+from wizard.core.cluster_launch.material import render_cluster
 from wizard.core.cluster_launch.schedulers import rayjob_name
 from wizard.core.plan.emit import render_run_sh
 from wizard.core.plan.convert import apply_overrides, plan_from_overrides

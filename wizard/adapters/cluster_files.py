@@ -7,7 +7,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from wizard.adapters.files import WriteError, write_atomic
-from wizard.core.cluster_launch.ray_scripts import ClusterMaterial
+from wizard.core.cluster_launch.material import ClusterMaterial
 
 
 @dataclass

@@ -5,35 +5,29 @@ from __future__ import annotations
 import json
 import sys
 
-from wizard.core.findings import STAGE_ORDER, STAGE_TITLES, Finding, Severity, sort_findings
+from wizard.cli._common import EXIT_ERRORS, EXIT_OK, UsageError, hardware, print_findings
+from wizard.core.findings import Finding, Severity, sort_findings
 
-ICON = {Severity.ERROR: "error", Severity.WARNING: "warning", Severity.INFO: "note"}
+
+def add_parser(sub) -> None:
+    c = sub.add_parser("check", help="check a config the way verl 0.9.1 would, plus the late mistakes")
+    c.add_argument("source", nargs="?", help="a launch script (.sh), a YAML config, or a plan (.json)")
+    c.add_argument("overrides", nargs="*",
+                   help="verl overrides, e.g. -- data.train_batch_size=64; after a file they are added to its own")
+    c.add_argument("--batch", metavar="CASES.jsonl", help='JSON lines {"id", "overrides": [...], "config_name"?}')
+    c.add_argument("--format", choices=("text", "json"), default="text")
+    c.add_argument("--gpus", metavar="SPEC", help="the cluster to check against, e.g. 8xH100-80GB or 2x8xH100-80GB")
+    c.add_argument("--cluster", metavar="FILE", help="the cluster to check against, as a cluster spec YAML")
+    c.add_argument("--ray-address", metavar="ADDR", help="check against a live Ray cluster (GPUs and CPUs it has)")
+    c.add_argument("--verl", action="store_true", help="also run verl's own pre-flight in --python (needs verl there)")
+    c.add_argument("--python", metavar="PATH", help="the Python that has verl (default: this one)")
+    c.add_argument("--fix", action="store_true", help="apply the offered fixes and print the corrected overrides")
+    c.add_argument("--data", action="store_true", help="also read the data files the config names (schema, rows, lengths)")
+    c.set_defaults(handler=run_check, takes_overrides=True)
 
 
 def run_check(args, tail: list[str]) -> int:
-    from wizard.cli import EXIT_ERRORS, EXIT_OK, UsageError, parse_gpus
-
-    gpus = parse_gpus(args.gpus)
-    if sum(bool(x) for x in (args.gpus, args.cluster, args.ray_address)) > 1:
-        raise UsageError("give one of --gpus, --cluster, --ray-address")
-    ray_findings = []
-    if args.ray_address:
-        gpus, ray_findings = _ray_cluster(args.ray_address, args.python)
-    cluster = None
-    if args.cluster:
-        from wizard.adapters.gpu_catalogue import load_gpu_catalogue
-        from wizard.cli.detect import _spec
-
-        cluster = _spec(args.cluster, load_gpu_catalogue()).cluster
-        gpus = cluster.to_gpu_spec()
-    elif gpus is not None and gpus.model:
-        from wizard.adapters.discovery import cluster_for_spec
-        from wizard.adapters.gpu_catalogue import load_gpu_catalogue
-
-        try:
-            cluster = cluster_for_spec(gpus, load_gpu_catalogue())  # memory rules need the GPUs' size
-        except ValueError as exc:
-            raise UsageError(f"--gpus {args.gpus}: {exc}") from None
+    cluster, gpus, hw_findings = hardware(args)
     if args.batch and (args.source or tail or args.overrides):
         raise UsageError("--batch reads its cases from the file; give no other config")
     if args.batch:
@@ -44,7 +38,7 @@ def run_check(args, tail: list[str]) -> int:
         return _fix(args, tail + list(args.overrides), gpus)
     result = check_one(args.source, tail + list(args.overrides), gpus, args.verl, args.python, cluster=cluster,
                        local_files=True, deep_data=args.data)
-    result.findings = sort_findings(result.findings + ray_findings)
+    result.findings = sort_findings(result.findings + hw_findings)
     if args.format == "json":
         print(json.dumps(result.to_json()))
     else:
@@ -52,28 +46,9 @@ def run_check(args, tail: list[str]) -> int:
     return EXIT_OK if result.ok else EXIT_ERRORS
 
 
-def _ray_cluster(address: str, python: str | None):
-    """The GPUs and CPUs of a live Ray cluster, and what discovery found wrong (never hangs)."""
-    import dataclasses
-
-    from wizard.adapters.ray_cluster import RayAddressError, discover_ray
-    from wizard.cli import UsageError
-
-    try:
-        discovery = discover_ray(address, python=python)
-    except RayAddressError as exc:
-        raise UsageError(str(exc)) from None
-    spec = discovery.cluster.to_gpu_spec()
-    cpus = sum(n.cpus or 0 for n in discovery.cluster.nodes if getattr(n, "alive", True))
-    if spec is not None:
-        spec = dataclasses.replace(spec, cpus=cpus or None)
-    return spec, list(discovery.findings)
-
-
 def _read(source: str | None, overrides: list[str]):
     """The config to check: a file, with ``overrides`` added to the end of its command line, or the overrides."""
     from wizard.adapters.sources import from_overrides, load_source
-    from wizard.cli import UsageError
 
     try:
         src = load_source(source) if source else from_overrides(overrides)
@@ -99,7 +74,6 @@ def check_one(source: str | None, overrides: list[str], gpus, use_verl: bool, py
 
 def _fix(args, overrides: list[str], gpus) -> int:
     from wizard.adapters.resources import load_moves, load_schema
-    from wizard.cli import EXIT_ERRORS, EXIT_OK
     from wizard.core.check.autofix import autofix_overrides
     from wizard.core.plan.convert import plan_overrides
 
@@ -121,7 +95,6 @@ def _fix(args, overrides: list[str], gpus) -> int:
 
 def _verl_findings(sources, python) -> list[Finding]:
     from wizard.adapters.verl_preflight import PreflightError, preflight_finding, run_preflight
-    from wizard.cli import UsageError
 
     cases = [{"id": str(i), "overrides": s.overrides, "config_name": s.config_name} for i, s in enumerate(sources)]
     try:
@@ -134,7 +107,6 @@ def _verl_findings(sources, python) -> list[Finding]:
 def _batch(args, gpus, cluster=None) -> int:
     from wizard.adapters.checking import full_check
     from wizard.adapters.files import read_text
-    from wizard.cli import EXIT_ERRORS, EXIT_OK, UsageError
 
     try:
         text = read_text(args.batch)
@@ -181,18 +153,3 @@ def _batch(args, gpus, cluster=None) -> int:
         else:
             print_findings(result.findings, header=f"case {result.id}")
     return EXIT_ERRORS if any_errors else EXIT_OK
-
-
-def print_findings(findings: list[Finding], header: str, out=None) -> None:
-    out = out or sys.stdout
-    counts = {s: sum(1 for f in findings if f.severity is s) for s in Severity}
-    verdict = "FAIL" if counts[Severity.ERROR] else "OK"
-    parts = [f"{counts[s]} {ICON[s]}{'s' if counts[s] != 1 else ''}" for s in Severity if counts[s]]
-    print(f"{verdict}  {header}: " + (", ".join(parts) if parts else "no findings"), file=out)
-    stages = sorted({f.stage for f in findings}, key=STAGE_ORDER.__getitem__)
-    for stage in stages:
-        print(f" {STAGE_TITLES[stage]}", file=out)
-        for f in sort_findings([f for f in findings if f.stage is stage]):
-            print(f"  {ICON[f.severity]:7} {f.rule}: {f.message}", file=out)
-            if f.fix:
-                print(f"          fix: {f.fix}", file=out)

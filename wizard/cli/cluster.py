@@ -10,12 +10,14 @@ import json
 import os
 from pathlib import Path
 
+from wizard.cli._common import (EXIT_ERRORS, EXIT_OK, UsageError, cluster_spec, load_plan_arg, print_findings,
+                                refuse_to_write)
 from wizard.core.findings import sort_findings
 
 CHOICES = ("ray", "slurm", "kuberay", "all")
 
 
-def add_parsers(subparsers) -> None:
+def add_parser(subparsers) -> None:
     p = subparsers.add_parser("cluster", help="write Ray cluster launch material: ray start scripts, ray job submit, "
                                               "SLURM, KubeRay")
     p.add_argument("source", metavar="SOURCE_OR_PRESET", help="a plan (.json/.yaml), a launch script, or a preset name")
@@ -40,21 +42,17 @@ def add_parsers(subparsers) -> None:
 
 def _plan(args):
     """The plan from a file or a preset name, with --set applied. UsageError (one line) otherwise."""
-    from wizard.cli.plans import load_plan_arg
-
     return load_plan_arg(args.source, sets=args.sets)
 
 
 def _target(args, plan):
-    from wizard.cli import UsageError
-    from wizard.core.cluster_launch.ray_scripts import target_for
+    from wizard.core.cluster_launch.job import target_for
 
     cluster = None
     if args.cluster:
         from wizard.adapters.gpu_catalogue import load_gpu_catalogue
-        from wizard.cli.detect import _spec
 
-        cluster = _spec(args.cluster, load_gpu_catalogue()).cluster
+        cluster = cluster_spec(args.cluster, load_gpu_catalogue()).cluster
         if cluster.to_gpu_spec() is None:
             raise UsageError(f"{args.cluster}: the cluster has no node with GPUs")
     for name in ("nodes", "gpus_per_node"):
@@ -76,10 +74,8 @@ def run_cluster(args) -> int:
     from wizard.adapters.cluster_files import write_cluster_files
     from wizard.adapters.files import WriteError
     from wizard.adapters.checking import full_check
-    from wizard.cli import EXIT_ERRORS, EXIT_OK, UsageError
-    from wizard.cli.check import print_findings
-    from wizard.cli.plans import refuse_to_write
-    from wizard.core.cluster_launch.ray_scripts import TARGETS, render_cluster
+    from wizard.core.cluster_launch.job import TARGETS
+    from wizard.core.cluster_launch.material import render_cluster
     from wizard.core.hardware.gpus import GpuSpec
 
     plan, source_findings = _plan(args)

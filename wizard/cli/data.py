@@ -1,7 +1,6 @@
 """``verl-wizard data check|preview|convert|reward``: the dataset and the reward, tested before a GPU is touched.
 
-``add_parsers(subparsers)`` adds ``data`` with its sub-commands; each sets ``handler`` so the dispatcher calls
-``args.handler(args)``. Exit codes: 0 fine, 1 problems found, 2 bad input (``wizard.cli.UsageError``, one line).
+Exit codes: 0 fine, 1 problems found, 2 bad input (one line).
 """
 
 from __future__ import annotations
@@ -9,14 +8,14 @@ from __future__ import annotations
 import json
 import math
 
-from wizard.core.findings import Finding, has_errors, sort_findings
+from wizard.cli._common import EXIT_ERRORS, EXIT_OK, UsageError, print_findings
+from wizard.core.findings import has_errors, sort_findings
 
-EXIT_OK, EXIT_ERRORS = 0, 1
 CELL = 70
 VERL_MAX_PROMPT_LENGTH = 512  # data.max_prompt_length's default in verl 0.9.1 (trainer/config/data/legacy_data.yaml)
 
 
-def add_parsers(subparsers) -> None:
+def add_parser(subparsers) -> None:
     d = subparsers.add_parser("data", help="check, preview and convert a dataset; test the reward on it")
     d.set_defaults(handler=_no_subcommand)
     sub = d.add_subparsers(dest="data_command")
@@ -68,12 +67,6 @@ def add_parsers(subparsers) -> None:
     r.set_defaults(handler=run_reward)
 
 
-def _usage(message: str):
-    from wizard.cli import UsageError
-
-    return UsageError(message)
-
-
 def _positive(text: str) -> int:
     import argparse
 
@@ -87,18 +80,12 @@ def _positive(text: str) -> int:
 
 
 def _no_subcommand(args) -> int:
-    raise _usage("give a data command: check, preview, convert or reward (see verl-wizard data --help)")
+    raise UsageError("give a data command: check, preview, convert or reward (see verl-wizard data --help)")
 
 
 def _cell(value: object, width: int = CELL) -> str:
     text = json.dumps(value, ensure_ascii=False, default=str) if not isinstance(value, str) else repr(value)
     return text if len(text) <= width else text[: width - 3] + "..."
-
-
-def _print_findings(findings: list[Finding], header: str) -> None:
-    from wizard.cli.check import print_findings
-
-    print_findings(findings, header=header)
 
 
 # ---- check ----------------------------------------------------------------------------------------
@@ -108,14 +95,14 @@ def run_check(args) -> int:
     from wizard.adapters.dataset import DatasetError, check_file
 
     if args.function and not _is_file(args.function):
-        raise _usage(f"{args.function}: no such file")
+        raise UsageError(f"{args.function}: no such file")
     max_len = args.max_prompt_length or (VERL_MAX_PROMPT_LENGTH if args.model else None)
     try:
         report = check_file(args.file, batch_size=args.batch_size, model_dir=args.model,
                             max_prompt_length=max_len, filter_overlong=args.filter_overlong_prompts,
                             has_custom_reward=bool(args.function), prompt_key=args.prompt_key)
     except DatasetError as exc:
-        raise _usage(str(exc)) from None
+        raise UsageError(str(exc)) from None
     if args.format == "json":
         print(json.dumps(report.to_json(), default=str))
         return EXIT_OK if report.ok else EXIT_ERRORS
@@ -129,7 +116,7 @@ def run_check(args) -> int:
         t = report.prompt_tokens
         print(f"  prompt tokens (chat template, {t['count']} prompts): min {t['min']}, median {t['median']}, "
               f"p95 {t['p95']}, max {t['max']}")
-    _print_findings(report.findings, header=report.path)
+    print_findings(report.findings, header=report.path)
     return EXIT_OK if report.ok else EXIT_ERRORS
 
 
@@ -148,7 +135,7 @@ def run_preview(args) -> int:
     try:
         pv = preview(args.file, args.rows)
     except DatasetError as exc:
-        raise _usage(str(exc)) from None
+        raise UsageError(str(exc)) from None
     if args.format == "json":
         print(json.dumps(pv.to_json(), default=str))
         return EXIT_OK
@@ -185,7 +172,7 @@ def run_convert(args) -> int:
             result = {"preview": rows, "written": conv.written, "out": conv.out, "backup": conv.backup,
                       "skipped_rows": conv.skipped, "findings": [f.to_json() for f in findings]}
     except (DatasetError, ConversionError) as exc:
-        raise _usage(str(exc)) from None
+        raise UsageError(str(exc)) from None
     if args.format == "json":
         print(json.dumps(result, default=str, ensure_ascii=False))
     else:
@@ -206,7 +193,7 @@ def run_convert(args) -> int:
             print(f"Next: verl-wizard data check {result['out']} --batch-size N, then "
                   f"data.train_files={result['out']}")
         if findings:
-            _print_findings(sort_findings(findings), header="conversion")
+            print_findings(sort_findings(findings), header="conversion")
     return EXIT_ERRORS if has_errors(findings) else EXIT_OK
 
 
@@ -219,20 +206,20 @@ def run_reward(args) -> int:
     from wizard.core.reward.bench import bench_rows
 
     if args.name and not args.function:
-        raise _usage("--name needs --function, the file that defines it")
+        raise UsageError("--name needs --function, the file that defines it")
     if args.timeout <= 0:
-        raise _usage("--timeout must be more than 0 seconds")
+        raise UsageError("--timeout must be more than 0 seconds")
     try:
         ds = DatasetFile(args.file)
         sampled = ds.sample(args.rows, ["data_source", "reward_model", "extra_info"])
     except DatasetError as exc:
-        raise _usage(str(exc)) from None
+        raise UsageError(str(exc)) from None
     rows, findings = bench_rows(sampled)
     try:
         result = run_bench(rows, function=args.function, name=args.name or ("compute_score" if args.function else None),
                            user_texts=args.response, python=args.python, timeout=args.timeout)
     except RewardRunError as exc:
-        raise _usage(str(exc)) from None
+        raise UsageError(str(exc)) from None
     findings = sort_findings(findings + result.findings)
     if args.format == "json":
         doc = result.to_json()
@@ -252,7 +239,7 @@ def run_reward(args) -> int:
             print(f"  scores: min {s.min:g}, max {s.max:g}, mean {s.mean:.3g}; distribution: {dist}")
             means = ", ".join(f"{k} {_g(v['mean'])}" for k, v in s.by_candidate.items())
             print(f"  mean by candidate: {means}")
-    _print_findings(findings, header=f"reward bench on {args.file}")
+    print_findings(findings, header=f"reward bench on {args.file}")
     return EXIT_ERRORS if has_errors(findings) else EXIT_OK
 
 

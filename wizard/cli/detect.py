@@ -1,8 +1,7 @@
-"""``verl-wizard detect`` (the hardware) and ``verl-wizard doctor`` (the Python environment verl will run in).
+"""``verl-wizard detect``: the GPUs, their links and the nodes verl would run on.
 
-``add_parsers(subparsers)`` adds both sub-commands; each sets ``handler`` so the dispatcher calls
-``args.handler(args)``. Exit codes follow the CLI contract: 0 no errors, 1 problems found, 2 bad input
-(raised as ``wizard.cli.UsageError``, one line). No GPU is not a problem: detect explains it and exits 0.
+Exit codes follow the CLI contract: 0 no errors, 1 problems found, 2 bad input (one line). No GPU is not a
+problem: detect explains it and exits 0.
 """
 
 from __future__ import annotations
@@ -10,12 +9,12 @@ from __future__ import annotations
 import json
 import os
 
+from wizard.cli._common import EXIT_ERRORS, EXIT_OK, UsageError, cluster_spec, findings_text, ray_discovery
 from wizard.core.findings import sort_findings
 
-EXIT_OK, EXIT_ERRORS = 0, 1
 
 
-def add_parsers(subparsers) -> None:
+def add_parser(subparsers) -> None:
     d = subparsers.add_parser("detect", help="show the GPUs, links and nodes verl would run on")
     source = d.add_mutually_exclusive_group()
     source.add_argument("--nvidia-smi-xml", metavar="FILE", help="read a saved `nvidia-smi -q -x` instead of NVML")
@@ -26,21 +25,6 @@ def add_parsers(subparsers) -> None:
     d.add_argument("--timeout", type=float, default=30.0, metavar="S", help="how long a Ray cluster may take (30)")
     d.set_defaults(handler=run_detect)
 
-    doc = subparsers.add_parser("doctor", help="check the Python environment verl will run in (versions, CUDA, Ray)")
-    doc.add_argument("--python", metavar="PATH",
-                     help="the Python that will run verl (default: the best one found: venvs, conda envs, PATH)")
-    doc.add_argument("--format", choices=("text", "json"), default="text")
-    doc.add_argument("--deep", action="store_true",
-                     help="import torch and flash-attn in that Python (3-6 s on a GPU machine) instead of reading "
-                          "their build and resolving their libraries")
-    doc.set_defaults(handler=run_doctor)
-
-
-def _usage(message: str):
-    from wizard.cli import UsageError
-
-    return UsageError(message)
-
 
 def run_detect(args) -> int:
     from wizard.adapters.gpu_catalogue import load_gpu_catalogue
@@ -49,7 +33,7 @@ def run_detect(args) -> int:
     if args.catalogue:
         return _print_catalogue(catalogue, args.format)
     if args.timeout <= 0:
-        raise _usage("--timeout must be more than 0 seconds")
+        raise UsageError("--timeout must be more than 0 seconds")
     discovery = _discover(args, catalogue)
     discovery.findings = sort_findings(discovery.findings)
     if args.format == "json":
@@ -68,16 +52,11 @@ def _discover(args, catalogue):
             return discover_nvidia_smi_xml(read_nvidia_smi_xml(args.nvidia_smi_xml), visible, catalogue,
                                            origin=args.nvidia_smi_xml)
         except NvidiaSmiError as exc:
-            raise _usage(str(exc)) from None
+            raise UsageError(str(exc)) from None
     if args.ray_address:
-        from wizard.adapters.ray_cluster import RayAddressError, discover_ray
-
-        try:
-            return discover_ray(args.ray_address, timeout=args.timeout)
-        except RayAddressError as exc:
-            raise _usage(str(exc)) from None
+        return ray_discovery(args.ray_address, timeout=args.timeout)
     if args.cluster:
-        return _spec(args.cluster, catalogue)
+        return cluster_spec(args.cluster, catalogue)
     return _this_machine(visible, catalogue)
 
 
@@ -85,15 +64,6 @@ def _this_machine(visible, catalogue):
     from wizard.adapters.discovery import discover_this_machine
 
     return discover_this_machine(visible, catalogue)
-
-
-def _spec(path: str, catalogue):
-    from wizard.adapters.discovery import load_cluster_spec_file
-
-    try:
-        return load_cluster_spec_file(path, catalogue)
-    except ValueError as exc:
-        raise _usage(str(exc)) from None
 
 
 def _print_catalogue(catalogue, fmt: str) -> int:
@@ -109,50 +79,6 @@ def _print_catalogue(catalogue, fmt: str) -> int:
     return EXIT_OK
 
 
-def run_doctor(args) -> int:
-    """Without --python, the Pythons found on this machine are listed and the best one is checked."""
-    from wizard.adapters.doctor import DoctorError
-    from wizard.adapters.doctor import run_doctor as doctor
-    from wizard.adapters.python_envs import discover, how_to_create
-
-    candidates = [] if args.python else discover()
-    advice = None if args.python or any(c.has_verl for c in candidates) else how_to_create()
-    python = args.python or (candidates[0].python if candidates else None)
-    if python is None:
-        return _no_python(args.format, advice)
-    try:
-        report = doctor(python, deep=args.deep)
-    except DoctorError as exc:
-        raise _usage(str(exc)) from None
-    if args.format == "json":
-        doc = report.to_json()
-        if not args.python:
-            doc.update(candidates=[c.to_json() for c in candidates], how_to_create=advice)
-        print(json.dumps(doc))
-    else:
-        if not args.python:
-            print(render_candidates(candidates))
-        print(render_doctor(report) + (f"\n\n{advice}" if advice else ""))
-    return EXIT_OK if report.ok else EXIT_ERRORS
-
-
-def _no_python(fmt: str, advice: str) -> int:
-    """No Python at all to check (the bundle on a machine without one): how to create one, exit 1."""
-    if fmt == "json":
-        print(json.dumps({"ok": False, "python": None, "candidates": [], "how_to_create": advice, "findings": []}))
-    else:
-        print(f"no Python found (no venv, conda env, ~/.venvs/* or python3 on PATH)\n\n{advice}")
-    return EXIT_ERRORS
-
-
-def render_candidates(candidates) -> str:
-    lines = ["Pythons found (best first; doctor checks the first, --python PATH picks another):"]
-    width, says = max(len(c.python) for c in candidates), max(len(c.summary()) for c in candidates)
-    for i, c in enumerate(candidates):
-        lines.append(f"  {'>' if i == 0 else ' '} {c.python:{width}}  {c.summary():{says}}  {c.origin}")
-    return "\n".join(lines) + "\n"
-
-
 # ------------------------------------------------------------------------------------------------
 # Text output
 
@@ -162,8 +88,6 @@ def _gib(n: int | None) -> str:
 
 
 def render_discovery(discovery) -> str:
-    from wizard.cli.check import print_findings
-
     c = discovery.cluster
     lines = []
     facts = [f"driver {c.driver_version}" if c.driver_version else "",
@@ -191,12 +115,8 @@ def render_discovery(discovery) -> str:
             lines += _matrix(node)
     for note in c.notes:
         lines.append(f"note: {note}")
-    import io
-
-    buf = io.StringIO()
-    if discovery.findings:
-        print_findings(discovery.findings, header="hardware", out=buf)
-    return "\n".join(lines) + ("\n" + buf.getvalue().rstrip() if buf.getvalue() else "")
+    text = "\n".join(lines)
+    return text + "\n" + findings_text(discovery.findings, "hardware") if discovery.findings else text
 
 
 def _matrix(node) -> list[str]:
@@ -211,30 +131,3 @@ def _matrix(node) -> list[str]:
     if any(len(x) > 1 for x in islands):
         rows.append("  NVLink islands: " + " ".join("[" + ",".join(map(str, x)) + "]" for x in islands))
     return rows
-
-
-def render_doctor(report) -> str:
-    import io
-
-    from wizard.cli.check import print_findings
-
-    f = report.facts
-    pk = f.get("packages") or {}
-    t = f.get("torch") or {}
-    drv = f.get("driver") or {}
-    from wizard.core.hardware.cluster import cuda_version_text
-
-    lines = [f"python  {f['python']['version']}  {report.python}"]
-    for name in ("verl", "torch", "transformers", "tensordict", "ray", "TransferQueue", "cachetools", "vllm",
-                 "sglang", "flash-attn"):
-        lines.append(f"{name:14} {pk.get(name) or '-'}")
-    if t:
-        lines.append(f"torch CUDA     build {t.get('cuda_build') or 'none (CPU)'}, available: "
-                     f"{'yes' if t.get('cuda_available') else 'no'}, {t.get('device_count', 0)} device(s)")
-    lines.append(f"driver CUDA    {cuda_version_text(drv.get('cuda')) or 'no NVIDIA driver'}")
-    ray = f.get("ray_check")
-    lines.append("ray            " + (f"{ray['address']} ({ray['origin']}): "
-                                     f"{'answers' if ray['reachable'] else ray['reason']}" if ray else "no cluster configured"))
-    buf = io.StringIO()
-    print_findings(report.findings, header=f"environment {report.python} ({report.wall_s:.1f} s)", out=buf)
-    return "\n".join(lines) + "\n" + buf.getvalue().rstrip()

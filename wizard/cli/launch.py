@@ -14,13 +14,14 @@ from collections import deque
 from pathlib import Path
 
 from wizard.adapters.launcher import model_is_local, tail_jsonl
+from wizard.cli._common import EXIT_ERRORS, EXIT_OK, UsageError, load_plan_arg, parse_gpus, print_findings
 from wizard.core.findings import Finding, has_errors, sort_findings
 from wizard.core.run.smoke import VALIDATION
 
 TRIAGE_TAIL = 20000  # lines of the log the triage reads at the end (the full log is in the run directory)
 
 
-def add_parsers(subparsers) -> None:
+def add_parser(subparsers) -> None:
     p = subparsers.add_parser("launch", help="start a local smoke run of a plan, stream it, explain failures")
     p.add_argument("source", nargs="?", metavar="PLAN.json|run.sh", help="a plan or a launch script to run")
     p.add_argument("--preset", metavar="NAME", help="run a preset (verl-wizard presets lists them)")
@@ -39,15 +40,10 @@ def add_parsers(subparsers) -> None:
 # --- reading the input into a smoke plan -----------------------------------------------------------------------
 
 def _plan(args):
-    from wizard.cli import parse_gpus
-    from wizard.cli.plans import load_plan_arg
-
     return load_plan_arg(args.source, args.preset, parse_gpus(args.gpus), args.sets)[0]
 
 
 def _python(path: str | None) -> str:
-    from wizard.cli import UsageError
-
     if path is None:
         return sys.executable
     p = Path(path)
@@ -61,7 +57,6 @@ def _python(path: str | None) -> str:
 def prepare(args):
     """Everything a launch or a dry run needs: the smoke plan, its check, the command. Raises UsageError."""
     from wizard.adapters.resources import load_moves, load_schema
-    from wizard.cli import UsageError, parse_gpus
     from wizard.core.check.verdict import check_overrides
     from wizard.core.plan.convert import plan_overrides
     from wizard.core.run.smoke import SmokeOptions, smoke_command, smoke_plan
@@ -84,8 +79,6 @@ def prepare(args):
 # --- the command ---------------------------------------------------------------------------------------------
 
 def run_launch(args) -> int:
-    from wizard.cli import EXIT_ERRORS, EXIT_OK
-    from wizard.cli.check import print_findings
     from wizard.core.run.smoke import render_command
 
     plan, result, python, cmd, run_dir = prepare(args)
@@ -140,7 +133,6 @@ class _Out:
 
 def _run(args, plan, python: str, cmd, run_dir: Path, shell: str) -> int:
     from wizard.adapters.launcher import LaunchError, RunProcess, prepare_run_dir, write_command_file
-    from wizard.cli import EXIT_ERRORS, EXIT_OK, UsageError
     from wizard.core.run.health import Thresholds, health
     from wizard.core.run.logparse import RunLog, format_step
     from wizard.core.run.triage import triage
@@ -221,8 +213,6 @@ def _run(args, plan, python: str, cmd, run_dir: Path, shell: str) -> int:
 
 
 def _print_end(ok, code, run_dir, progress, findings, interrupted) -> None:
-    from wizard.cli.check import print_findings
-
     print()
     if interrupted:
         print(f"verl-wizard: the run was stopped (exit code {code}).")

@@ -10,17 +10,17 @@ from __future__ import annotations
 
 import json
 
+from wizard.cli._common import EXIT_ERRORS, EXIT_OK, UsageError, findings_text, hardware
 from wizard.core.findings import Finding, Severity, Stage, has_errors, sort_findings
 from wizard.core.memory.terms import GIB
 
-EXIT_OK, EXIT_ERRORS = 0, 1
 PHASE_ORDER = ("load", "weight_sync", "generation", "old_log_prob", "ref_log_prob", "actor_update", "critic_update",
                "reward")
 SHORT = {"load": "load", "weight_sync": "sync", "generation": "gen", "old_log_prob": "logprob", "ref_log_prob": "ref",
          "actor_update": "update", "critic_update": "critic", "reward": "reward"}
 
 
-def add_parsers(subparsers) -> None:
+def add_parser(subparsers) -> None:
     p = subparsers.add_parser("plan", help="memory per GPU and phase, and where each role runs (will it fit?)")
     p.add_argument("source", nargs="?", help="a launch script (.sh), a YAML config, or a plan (.json)")
     p.add_argument("overrides", nargs="*", help="verl overrides, e.g. data.train_batch_size=64")
@@ -31,17 +31,11 @@ def add_parsers(subparsers) -> None:
     p.add_argument("--ray-address", metavar="ADDR", help="a live Ray cluster's head, HOST:PORT")
     p.add_argument("--python", metavar="PATH", help="the Python that has Ray (for --ray-address; default: this one)")
     p.add_argument("--format", choices=("text", "json"), default="text")
-    p.set_defaults(handler=run_plan)
-
-
-def _usage(message: str):
-    from wizard.cli import UsageError
-
-    return UsageError(message)
+    p.set_defaults(handler=run_plan, takes_overrides=True)
 
 
 def run_plan(args, tail: list[str] | None = None) -> int:
-    cluster, gpus, hw_findings = _hardware(args)
+    cluster, gpus, hw_findings = hardware(args)
     overrides, config_name, src_findings, label = _source(args, list(tail or []), gpus)
     from wizard.adapters.checking import full_check
     from wizard.adapters.resources import load_moves, load_schema
@@ -68,42 +62,12 @@ def run_plan(args, tail: list[str] | None = None) -> int:
 # Inputs (the same sources and hardware as check)
 
 
-def _hardware(args):
-    """(Cluster or None, GpuSpec or None, findings) from --gpus / --cluster / --ray-address."""
-    from wizard.adapters.gpu_catalogue import load_gpu_catalogue
-    from wizard.cli import parse_gpus
-
-    if sum(bool(x) for x in (args.gpus, args.cluster, args.ray_address)) > 1:
-        raise _usage("give one of --gpus, --cluster, --ray-address")
-    catalogue = load_gpu_catalogue()
-    if args.cluster:
-        from wizard.cli.detect import _spec
-
-        cluster = _spec(args.cluster, catalogue).cluster
-        return cluster, cluster.to_gpu_spec(), []
-    if args.ray_address:
-        from wizard.adapters.ray_cluster import RayAddressError, discover_ray
-
-        try:
-            discovery = discover_ray(args.ray_address, python=args.python)
-        except RayAddressError as exc:
-            raise _usage(str(exc)) from None
-        return discovery.cluster, discovery.cluster.to_gpu_spec(), list(discovery.findings)
-    from wizard.adapters.discovery import cluster_for_spec
-
-    spec = parse_gpus(args.gpus)
-    try:
-        return cluster_for_spec(spec, catalogue), spec, []
-    except ValueError as exc:
-        raise _usage(f"--gpus {args.gpus}: {exc}") from None
-
-
 def _source(args, tail: list[str], gpus):
     """(overrides, config_name, findings, label) from a preset, a file or override words."""
     words = tail + list(args.overrides) + list(args.sets)
     if args.preset:
         if args.source:
-            raise _usage("give --preset or a file, not both")
+            raise UsageError("give --preset or a file, not both")
         from wizard.adapters.generate import preset_plan
         from wizard.core.plan.emit import emit_overrides
         from wizard.core.verl.overrides import OverrideSyntaxError
@@ -111,18 +75,18 @@ def _source(args, tail: list[str], gpus):
         try:
             plan = preset_plan(args.preset, gpus, words)
         except OverrideSyntaxError as exc:
-            raise _usage(f"--set: {exc}") from None
+            raise UsageError(f"--set: {exc}") from None
         except ValueError as exc:
-            raise _usage(str(exc).splitlines()[0]) from None
+            raise UsageError(str(exc).splitlines()[0]) from None
         return emit_overrides(plan).overrides, plan.config_name, [], f"preset {args.preset}"
     if not args.source and not words:
-        raise _usage("give a config: a .sh, .yaml or .json file, --preset NAME, or overrides")
+        raise UsageError("give a config: a .sh, .yaml or .json file, --preset NAME, or overrides")
     from wizard.adapters.sources import from_overrides, load_source
 
     try:
         src = load_source(args.source) if args.source else from_overrides(words)
     except ValueError as exc:
-        raise _usage(str(exc)) from None
+        raise UsageError(str(exc)) from None
     overrides = src.overrides + (words if args.source else [])
     return overrides, src.config_name, list(src.findings), args.source or "overrides"
 
@@ -159,9 +123,6 @@ def plan_json(plan, findings: list[Finding]) -> dict:
 
 
 def render_plan(plan, findings: list[Finding], label: str, models) -> str:
-    import io
-
-    from wizard.cli.check import print_findings
     from wizard.core.check.rules.memory import where
 
     lines = [f"plan: {label}"]
@@ -180,9 +141,7 @@ def render_plan(plan, findings: list[Finding], label: str, models) -> str:
         for note in report.notes:
             lines.append(f"  note: {note}")
     lines.append(_verdict(report, findings))
-    buf = io.StringIO()
-    print_findings(findings, header=label, out=buf)
-    return "\n".join(lines) + "\n" + buf.getvalue().rstrip()
+    return "\n".join(lines) + "\n" + findings_text(findings, label)
 
 
 def _host_lines(hosts) -> list[str]:

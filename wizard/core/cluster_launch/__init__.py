@@ -1,3 +1,6 @@
-"""The same plan as cluster launch material: Ray head/worker scripts and ``ray job submit``
-(``ray_scripts``), a SLURM batch script and a KubeRay RayJob (``schedulers``). Pure text out.
+"""The same plan as cluster launch material. Pure text out; ``wizard.adapters.cluster_files`` writes it.
+
+``job`` says what the cluster job is (the target shape, its overrides, the shell and YAML pieces every launcher
+shares); ``ray_scripts`` writes the Ray head/worker scripts and ``ray job submit``; ``schedulers`` writes a SLURM
+batch script and a KubeRay RayJob; ``material`` renders every file of the targets asked.
 """

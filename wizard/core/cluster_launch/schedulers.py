@@ -1,5 +1,5 @@
 """The cluster job for two schedulers: a SLURM batch script (Ray started by ``srun`` on each node) and a KubeRay
-``RayJob`` manifest. Pure text out; ``wizard.core.cluster_launch.ray_scripts`` decides what the job is.
+``RayJob`` manifest. Pure text out; ``wizard.core.cluster_launch.job`` decides what the job is.
 
 SLURM follows verl's documented pattern, examples/slurm/ray_on_slurm.slurm (volcengine/verl at 3f38806, unchanged
 in verl-project/verl at 1dda039): one ``srun`` starts the Ray head on the first node, one ``srun`` per other node a
@@ -22,8 +22,8 @@ import shlex
 import yaml
 
 from wizard import __version__
-from wizard.core.cluster_launch.ray_scripts import (IMAGES, MIN_NODE_CPUS, ClusterJob, ClusterTarget, _default,
-                                        _env_lines, _shape_text, entry_words, runtime_env, to_yaml)
+from wizard.core.cluster_launch.job import (IMAGES, MIN_NODE_CPUS, ClusterJob, ClusterTarget, entry_words,
+                                            env_default, env_lines, runtime_env, shape_text, to_yaml)
 from wizard.core.plan.emit import ENTRY, env_to_oc
 
 SECRET_NAME = "verl-secrets"
@@ -62,16 +62,16 @@ def render_slurm(job: ClusterJob, target: ClusterTarget) -> str:
         "##SBATCH --partition=your-partition",
         "##SBATCH --account=your-account",
         "##SBATCH --time=04:00:00",
-        f"# The verl {job.plan.verl_version} run {job.plan.name!r} on {_shape_text(target)} as one SLURM job:",
+        f"# The verl {job.plan.verl_version} run {job.plan.name!r} on {shape_text(target)} as one SLURM job:",
         "# Ray on every node, then the training on the first. Written by verl-wizard "
         f"{__version__} after verl's examples/slurm/ray_on_slurm.slurm.",
         "#   sbatch slurm.sbatch [more Hydra overrides]     follow: tail -f slurm-JOBID.out     stop: scancel JOBID",
         "# To run inside a container, set CONTAINER to the command prefix, e.g.",
         '#   CONTAINER="apptainer run --nv --bind /data /images/verl-0.9.1.sif" sbatch slurm.sbatch',
         "set -euo pipefail",
-        _default("HEAD_PORT", target.port),
+        env_default("HEAD_PORT", target.port),
         'read -r -a container <<<"${CONTAINER:-}"',
-        *_env_lines(job, target),
+        *env_lines(job, target),
         "",
         'mapfile -t nodes_array < <(scontrol show hostnames "$SLURM_JOB_NODELIST")',
         'head_node="${nodes_array[0]}"',
@@ -190,7 +190,7 @@ def render_kuberay(job: ClusterJob, target: ClusterTarget) -> str:
     name = doc["metadata"]["name"]
     image = target.image or default_image(job)
     head = [
-        f"# KubeRay RayJob: the verl {job.plan.verl_version} run {job.plan.name!r} on {_shape_text(target)}, "
+        f"# KubeRay RayJob: the verl {job.plan.verl_version} run {job.plan.name!r} on {shape_text(target)}, "
         f"written by verl-wizard {__version__}.",
         "# Needs the KubeRay operator (ray.io/v1). Start: kubectl apply -f kuberay-rayjob.yaml",
         f"# Follow the logs: kubectl logs -f job/{name}    Stop: kubectl delete rayjob {name}",

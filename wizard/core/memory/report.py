@@ -15,8 +15,8 @@ from wizard.core.memory.estimate import MemoryReport, estimate_memory
 from wizard.core.memory.config import MEMORY_KEYS
 from wizard.core.models.facts import ModelFacts
 from wizard.core.verl.moves import Moves
+from wizard.core.verl.resolved import UNRESOLVABLE, ResolvedConfig
 from wizard.core.placement.pools import Placement, plan_placement
-from wizard.core.check.rules.context import UNRESOLVABLE, RuleContext
 from wizard.core.verl.schema import VerlSchema
 
 
@@ -32,7 +32,7 @@ def memory_plan(schema: VerlSchema, overrides: list[str], *, config_name: str = 
                 moves: Moves | None = None, models: Mapping[str, ModelFacts] | None = None,
                 cluster: Cluster | None = None) -> MemoryPlan:
     with composed_view(schema, overrides, config_name=config_name, moves=moves) as composed:
-        ctx = RuleContext(cfg=composed.cfg, variant=schema.variant(composed.engine), set_keys=composed.set_keys)
+        ctx = ResolvedConfig(cfg=composed.cfg, variant=schema.variant(composed.engine), set_keys=composed.set_keys)
         values = {k: v for k in MEMORY_KEYS if (v := ctx.get(k)) is not UNRESOLVABLE}
     placement = plan_placement(values, cluster)
     report, why = estimate_memory(values, models or {}, cluster)

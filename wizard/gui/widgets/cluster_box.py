@@ -78,7 +78,8 @@ class ClusterBox(QGroupBox):
         from wizard.adapters.checking import full_check
         from wizard.adapters.cluster_files import write_cluster_files
         from wizard.adapters.files import WriteError
-        from wizard.core.cluster_launch.ray_scripts import render_cluster, target_for
+        from wizard.core.cluster_launch.job import target_for
+        from wizard.core.cluster_launch.material import render_cluster
         from wizard.core.hardware.gpus import GpuSpec
 
         chosen = tuple(name for name, box in self.targets.items() if box.isChecked())

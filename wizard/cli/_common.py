@@ -1,0 +1,165 @@
+"""What every sub-command shares: exit codes, the one-line usage error, findings as text, and reading the
+inputs several commands take the same way (a plan from a preset or a file, the hardware from --gpus,
+--cluster or --ray-address). Light to import: everything heavy is imported where it is used.
+"""
+
+from __future__ import annotations
+
+import argparse
+import dataclasses
+import json
+import sys
+from pathlib import Path
+
+EXIT_OK, EXIT_ERRORS, EXIT_USAGE, EXIT_INTERNAL = 0, 1, 2, 3
+
+
+class UsageError(Exception):
+    """Bad usage or unreadable input: one line for the user, exit 2."""
+
+
+class Parser(argparse.ArgumentParser):
+    def error(self, message: str):  # one line instead of usage + error
+        raise UsageError(f"{message} (see {self.prog} --help)")
+
+
+def parse_gpus(text: str | None):
+    if text is None:
+        return None
+    from wizard.core.hardware.gpus import parse_gpu_spec
+
+    try:
+        return parse_gpu_spec(text)
+    except ValueError as exc:
+        raise UsageError(str(exc)) from None
+
+
+# ------------------------------------------------------------------------------------------------
+# Findings as text
+
+
+def print_findings(findings, header: str, out=None) -> None:
+    from wizard.core.findings import STAGE_ORDER, STAGE_TITLES, Severity, sort_findings
+
+    icon = {Severity.ERROR: "error", Severity.WARNING: "warning", Severity.INFO: "note"}
+    out = out or sys.stdout
+    counts = {s: sum(1 for f in findings if f.severity is s) for s in Severity}
+    verdict = "FAIL" if counts[Severity.ERROR] else "OK"
+    parts = [f"{counts[s]} {icon[s]}{'s' if counts[s] != 1 else ''}" for s in Severity if counts[s]]
+    print(f"{verdict}  {header}: " + (", ".join(parts) if parts else "no findings"), file=out)
+    stages = sorted({f.stage for f in findings}, key=STAGE_ORDER.__getitem__)
+    for stage in stages:
+        print(f" {STAGE_TITLES[stage]}", file=out)
+        for f in sort_findings([f for f in findings if f.stage is stage]):
+            print(f"  {icon[f.severity]:7} {f.rule}: {f.message}", file=out)
+            if f.fix:
+                print(f"          fix: {f.fix}", file=out)
+
+
+def findings_text(findings, header: str) -> str:
+    import io
+
+    buf = io.StringIO()
+    print_findings(findings, header=header, out=buf)
+    return buf.getvalue().rstrip()
+
+
+def refuse_to_write(findings, header: str, fmt: str, **json_fields) -> None:
+    """Say why nothing was written (errors in the config), as text or as the command's JSON."""
+    if fmt == "json":
+        print(json.dumps({"ok": False, "files": [], "findings": [f.to_json() for f in findings], **json_fields}))
+    else:
+        print_findings(findings, header=header)
+        print("Nothing written: fix the errors above (with --set KEY=VALUE), or pass --force.")
+
+
+# ------------------------------------------------------------------------------------------------
+# Inputs several commands share
+
+
+def load_plan_arg(source: str | None = None, preset: str | None = None, gpus=None, sets: list[str] | None = None):
+    """(Plan, findings of reading it). ``source`` may be a file or a preset name. UsageError (one line) otherwise."""
+    from wizard.adapters.generate import plan_with_gpus, preset_plan
+    from wizard.adapters.resources import preset_names
+    from wizard.adapters.sources import load_source
+    from wizard.core.plan.convert import apply_overrides
+    from wizard.core.verl.overrides import OverrideSyntaxError
+
+    if source and not preset and not Path(source).exists():
+        if source in preset_names():
+            source, preset = None, source  # a bare preset name where a file was expected
+        elif "/" not in source and not Path(source).suffix:
+            raise UsageError(f"{source!r} is neither a file nor a preset; presets: {', '.join(preset_names())}")
+    if bool(preset) == bool(source):
+        raise UsageError("give one of --preset NAME or a file (a plan .json/.yaml, a run.sh or a YAML config)")
+    findings = []
+    try:
+        if preset:
+            plan = preset_plan(preset, gpus, sets or [])
+        else:
+            src = load_source(source)
+            findings = src.findings
+            plan = src.to_plan(name=Path(source).stem)
+            if gpus is not None:
+                plan = plan_with_gpus(plan, gpus)
+            if sets:
+                plan = apply_overrides(plan, sets)
+    except OverrideSyntaxError as exc:
+        raise UsageError(f"--set: {exc}") from None
+    except ValueError as exc:
+        raise UsageError(str(exc).splitlines()[0]) from None
+    return plan, findings
+
+
+def cluster_spec(path: str, catalogue):
+    """The discovery answer a cluster spec file (or a saved ``detect --format json``) gives."""
+    from wizard.adapters.discovery import load_cluster_spec_file
+
+    try:
+        return load_cluster_spec_file(path, catalogue)
+    except ValueError as exc:
+        raise UsageError(str(exc)) from None
+
+
+def ray_discovery(address: str, python: str | None = None, timeout: float | None = None):
+    """A live Ray cluster's nodes, GPUs and CPUs (never hangs; a dead address is a UsageError)."""
+    from wizard.adapters.ray_cluster import RayAddressError, discover_ray
+
+    kwargs = {"python": python} if timeout is None else {"python": python, "timeout": timeout}
+    try:
+        return discover_ray(address, **kwargs)
+    except RayAddressError as exc:
+        raise UsageError(str(exc)) from None
+
+
+def hardware(args):
+    """(Cluster or None, GpuSpec or None, findings) from one of --gpus, --cluster, --ray-address.
+
+    The one reading of the hardware options for every command that checks a config against GPUs: a cluster
+    spec or a Ray cluster gives both the machines and the ``--gpus`` view (a Ray cluster's CPUs included, for
+    the Ray-CPUs rule); ``--gpus`` with a GPU model gives machines sized from the GPU catalogue.
+    """
+    if sum(bool(getattr(args, x, None)) for x in ("gpus", "cluster", "ray_address")) > 1:
+        raise UsageError("give one of --gpus, --cluster, --ray-address")
+    if getattr(args, "ray_address", None):
+        discovery = ray_discovery(args.ray_address, getattr(args, "python", None))
+        cluster = discovery.cluster
+        spec = cluster.to_gpu_spec()
+        cpus = sum(n.cpus or 0 for n in cluster.nodes if n.alive)
+        if spec is not None:
+            spec = dataclasses.replace(spec, cpus=cpus or None)
+        return cluster, spec, list(discovery.findings)
+    from wizard.adapters.gpu_catalogue import load_gpu_catalogue
+
+    if getattr(args, "cluster", None):
+        cluster = cluster_spec(args.cluster, load_gpu_catalogue()).cluster
+        return cluster, cluster.to_gpu_spec(), []
+    spec = parse_gpus(getattr(args, "gpus", None))
+    if spec is None or spec.model is None:
+        return None, spec, []
+    from wizard.adapters.discovery import cluster_for_spec
+
+    try:
+        return cluster_for_spec(spec, load_gpu_catalogue()), spec, []  # memory rules need the GPUs' size
+    except ValueError as exc:
+        raise UsageError(f"--gpus {args.gpus}: {exc}") from None
