@@ -7,7 +7,7 @@ import sys
 
 def run_gui(argv: list[str]) -> int:
     try:
-        from wizard.gui.app import main as gui_main
+        from wizard.gui.main import main as gui_main
     except ImportError as exc:
         print(f"verl-wizard: the GUI needs PySide6 ({exc}); install with: pip install 'verl-wizard[gui]'", file=sys.stderr)
         return 2

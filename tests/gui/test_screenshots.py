@@ -7,7 +7,7 @@ pytest.importorskip("PySide6")
 from PySide6.QtGui import QImage  # noqa: E402
 
 from wizard.gui import steps  # noqa: E402
-from wizard.gui.app import main  # noqa: E402
+from wizard.gui.main import main  # noqa: E402
 
 
 def test_every_step_is_rendered_with_the_chosen_preset(qtbot, tmp_path, capsys):

@@ -400,16 +400,3 @@ class WizardWindow(PlanFiles, QMainWindow):
                 return
         clear_session()  # closed on purpose: nothing to offer back next time
         super().closeEvent(event)
-
-
-def main(argv: list[str]) -> int:
-    if "--screenshots" in argv:
-        from wizard.gui.screenshots import screenshots_main
-
-        return screenshots_main(argv)
-    app = QApplication.instance() or QApplication(["verl-wizard"])
-    app.setApplicationName("verl-wizard")
-    apply_theme(app, load_prefs().get("theme", "system"))
-    window = WizardWindow(progressive=True)
-    window.show()
-    return app.exec()
