@@ -165,3 +165,20 @@ def test_live_ray_cluster_cpus_replace_num_cpus(check):
     assert "The Ray cluster has 4 CPUs" in f.message
     big = replace(small, cpus=64)
     assert "ray.transfer_queue_cpus" not in rules_of(check(GOOD + ["ray_kwargs.ray_init.num_cpus=2"], gpus=big))
+
+
+def test_every_rule_module_registers_rules_and_every_rule_runs():
+    """A module dropped into rules/ runs without joining a list, and one that registers nothing fails here."""
+    from pathlib import Path
+
+    import wizard.core.check.rules as rules_pkg
+    from wizard.core.check.rules import NOT_RULES, RULES, _load, rule_modules
+
+    _load()
+    on_disk = sorted(p.stem for p in Path(rules_pkg.__file__).parent.glob("*.py")
+                     if p.stem != "__init__" and p.stem not in NOT_RULES)
+    assert rule_modules() == on_disk
+    by_module = {name: [r.id for r in RULES if r.fn.__module__ == f"wizard.core.check.rules.{name}"] for name in on_disk}
+    assert not [name for name, ids in by_module.items() if not ids], "a rule module that registers no rule"
+    ids = [r.id for r in RULES]
+    assert len(ids) == len(set(ids)), "two rules with one id"

@@ -1,13 +1,17 @@
 """The rules engine: every check the wizard makes, one module per concern.
 
-A rule is a function of a :class:`RuleContext` that yields :class:`Finding` s. Its
-stage says when verl itself would fail (see ARCHITECTURE.md): for
-compose/preflight/startup the verdict must equal verl 0.9.1's, and the
-conformance tests hold the rules to that against real verl.
+A rule is a function of a :class:`RuleContext` that yields :class:`Finding` s, registered by the ``@rule``
+decorator when its module is imported. Every module in this package (but ``context``) is imported on the first
+check, found by listing the package, so a new module needs no list to join; a test fails for a module that
+registers nothing. A rule's stage says when verl itself would fail (see ARCHITECTURE.md): for
+compose/preflight/startup the verdict must equal verl 0.9.1's, and the conformance tests hold the rules to that
+against real verl.
 """
 
 from __future__ import annotations
 
+import importlib
+import pkgutil
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 
@@ -58,8 +62,22 @@ def run_rules(ctx: RuleContext) -> list[Finding]:
     return out
 
 
+NOT_RULES = frozenset({"context"})  # modules here that hold helpers, not rules
+
+
+def rule_modules() -> list[str]:
+    """The modules whose rules run: every module of this package but the helpers."""
+    return sorted(m.name for m in pkgutil.iter_modules(__path__) if m.name not in NOT_RULES)
+
+
 def _load() -> None:
-    from wizard.core.check.rules import batch, legacy, memory, model_files, models, names, resources, rollout, types  # noqa: F401
+    if not _loaded:
+        for name in rule_modules():
+            importlib.import_module(f"{__name__}.{name}")
+        _loaded.append(True)
+
+
+_loaded: list[bool] = []
 
 
 __all__ = ["RULES", "RuleContext", "Rule", "finding", "rule", "run_rules"]
