@@ -57,6 +57,7 @@ def main() -> None:
         run_sh = str(Path(tmp) / "run.sh")
         cli = [sys.executable, "-m", "wizard", "check", run_sh]
         print(f"CLI 'verl-wizard check run.sh' (process) {fmt(timed(lambda: subprocess.run(cli, capture_output=True), 5))}")
+        versus_verl(run_sh)
         cli_o = [sys.executable, "-m", "wizard", "check", "--", *overrides]
         print(f"CLI 'check -- OVERRIDES' (process)      {fmt(timed(lambda: subprocess.run(cli_o, capture_output=True), 5))}")
         cases = Path(tmp) / "cases.jsonl"
@@ -73,6 +74,44 @@ def main() -> None:
         print(f"CLI 'check --batch' 300 configs         {fmt(timed(lambda: subprocess.run(batch, capture_output=True), 2))}")
         verl = [sys.executable, "-m", "wizard", "check", "--verl", run_sh]
         print(f"CLI 'check --verl run.sh' (+ verl)      {fmt(timed(lambda: subprocess.run(verl, capture_output=True), 2))}")
+
+
+# A mistake verl 0.9.1's own validate_config catches before Ray starts: its first error, on the same launch.
+BAD = "actor_rollout_ref.actor.ppo_mini_batch_size=32"  # > data.train_batch_size=16 of the smoke preset
+
+
+def versus_verl(run_sh: str, runs: int = 9, verl_runs: int = 3) -> None:
+    """``check run.sh`` (process start included) next to verl's own first error on the same bad launch."""
+    import os
+    import shutil
+    import statistics
+
+    wizard = [sys.executable, "-m", "wizard", "check", run_sh, BAD]
+    samples = timed(lambda: subprocess.run(wizard, capture_output=True), runs)
+    print(f"CLI 'check run.sh {BAD}' {fmt(samples)}")
+    try:
+        import verl  # noqa: F401
+    except ImportError:
+        print("verl's first error: verl is not installed here (make setup installs it)")
+        return
+    if not shutil.which("unshare"):
+        print("verl's first error: not measured (needs unshare for a loopback-only namespace)")
+        return
+    env = {**os.environ, "PATH": f"{Path(sys.executable).parent}:{os.environ.get('PATH', '')}",
+           "RAY_USAGE_STATS_ENABLED": "0", "PYTHON": sys.executable}
+    # verl stops in validate_config before ray.init; the namespace keeps it on loopback all the same
+    cmd = ["unshare", "-n", "bash", "-c", 'ip link set lo up; exec bash "$0" "$1"', run_sh, BAD]
+    last = None
+
+    def once():
+        nonlocal last
+        last = subprocess.run(cmd, capture_output=True, text=True, env=env)
+
+    verl_samples = timed(once, verl_runs)
+    said = next((line for line in reversed(last.stderr.splitlines()) if "Error" in line), "?")
+    print(f"verl's own first error, same launch   {fmt(verl_samples)}: {said.strip()[:90]}")
+    ratio = statistics.median(verl_samples) / statistics.median(samples)
+    print(f"check is {ratio:.1f}x faster than verl's first error (medians, process start included)")
 
 
 if __name__ == "__main__":

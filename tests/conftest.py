@@ -11,6 +11,8 @@ os.environ.setdefault("RAY_USAGE_STATS_ENABLED", "0")
 # the GUI autosaves its session under XDG_STATE_HOME: keep the tests' autosaves out of the user's
 _STATE = __import__("tempfile").mkdtemp(prefix="verl-wizard-test-state-")
 os.environ["XDG_STATE_HOME"] = _STATE
+# and the schema cache (adapters/schema_cache.py) out of the user's cache folder: one per test session
+os.environ["XDG_CACHE_HOME"] = __import__("tempfile").mkdtemp(prefix="verl-wizard-test-cache-")
 
 ROOT = Path(__file__).resolve().parents[1]
 SCRIPTS = ROOT / "tests" / "data" / "verl_scripts"

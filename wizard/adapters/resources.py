@@ -35,13 +35,13 @@ def yaml_resource(text: str):
 
 @lru_cache(maxsize=4)
 def load_schema(version: str = DEFAULT_VERL) -> VerlSchema:
-    from wizard.core.verl.schema import VerlSchema
-
     path = _files() / "verl-schema" / f"{version}.json"
     if not path.is_file():
         known = ", ".join(sorted(p.name[:-5] for p in (_files() / "verl-schema").iterdir() if p.name.endswith(".json")))
         raise ValueError(f"no key schema for verl {version} (have: {known})")
-    return VerlSchema.from_dict(json.loads(path.read_text(encoding="utf-8")))
+    from wizard.adapters.schema_cache import load_schema_cached
+
+    return load_schema_cached(version, path.read_bytes())
 
 
 @lru_cache(maxsize=4)

@@ -15,7 +15,6 @@ import threading
 from collections.abc import Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass, field
-from functools import lru_cache
 
 from hydra._internal.config_loader_impl import ConfigLoaderImpl
 from hydra.errors import HydraException
@@ -51,11 +50,21 @@ class Composed:
         return {p.key for p in self.parsed if p.kind != "~" and p.package is None}
 
 
-@lru_cache(maxsize=8)
 def _base(variant: SchemaVariant) -> DictConfig:
-    cfg = OmegaConf.create(variant.tree)
-    OmegaConf.set_struct(cfg, True)
+    """verl's default config for a variant, built once and kept on the variant (so a schema the adapters
+    cached between runs brings it along: building the ~1,300-node tree is most of a first check)."""
+    cfg = variant.__dict__.get("base_config")
+    if cfg is None:
+        cfg = OmegaConf.create(variant.tree)
+        OmegaConf.set_struct(cfg, True)
+        variant.__dict__["base_config"] = cfg
     return cfg
+
+
+def build_base_configs(schema: VerlSchema) -> None:
+    """Build every variant's default config now (before the schema is cached between runs)."""
+    for variant in schema.variants.values():
+        _base(variant)
 
 
 def base_config(schema: VerlSchema, engine: str | None = None) -> DictConfig:
