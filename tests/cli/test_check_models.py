@@ -1,12 +1,10 @@
 """``verl-wizard check`` on configs that name models: a tiny local folder, a missing one, a catalogue hub id."""
 
 import json
-import os
 import shlex
-import subprocess
-import sys
 
 from tests.helpers.tiny_model import write_tiny_model
+from tests.helpers.cli import run_cli
 
 R = "actor_rollout_ref.rollout"
 BASE = ["algorithm.adv_estimator=grpo", f"{R}.name=vllm", f"{R}.n=4", "data.train_batch_size=16",
@@ -16,9 +14,7 @@ BASE = ["algorithm.adv_estimator=grpo", f"{R}.name=vllm", f"{R}.n=4", "data.trai
 
 
 def run(*args):
-    env = dict(os.environ, PYTHONWARNINGS="ignore")
-    return subprocess.run([sys.executable, "-m", "wizard", *args], capture_output=True, text=True, env=env,
-                          timeout=120)
+    return run_cli(*args)
 
 
 def findings(proc, rule):

@@ -2,12 +2,11 @@
 
 import json
 import os
-import subprocess
-import sys
 
 import pytest
 
 from tests.conftest import ROOT, SCRIPTS
+from tests.helpers.cli import run_cli
 
 GOOD = ["algorithm.adv_estimator=grpo", "actor_rollout_ref.model.path=Qwen/Qwen2.5-0.5B-Instruct",
         "actor_rollout_ref.rollout.name=vllm", "actor_rollout_ref.rollout.n=4", "data.train_batch_size=16",
@@ -18,9 +17,7 @@ GOOD = ["algorithm.adv_estimator=grpo", "actor_rollout_ref.model.path=Qwen/Qwen2
 
 
 def run(*args, cwd=None):
-    env = dict(os.environ, PYTHONWARNINGS="ignore")
-    return subprocess.run([sys.executable, "-m", "wizard", *args], capture_output=True, text=True, cwd=cwd, env=env,
-                          timeout=120)
+    return run_cli(*args, cwd=cwd)
 
 
 def assert_one_line_error(proc, code, needle):
@@ -220,3 +217,18 @@ def test_check_with_a_gpu_model_runs_the_memory_rules():
     # without a GPU model the memory rules stay silent instead of guessing
     proc = run("check", "--gpus", "8", "--format", "json", str(plan), "actor_rollout_ref.rollout.gpu_memory_utilization=0.95")
     assert not any(f["rule"].startswith("memory.") for f in json.loads(proc.stdout)["findings"])
+
+
+def test_the_installed_entry_points_start():
+    """The other tests call main() in-process; these start the programs a user types."""
+    import shutil
+    import subprocess
+    import sys
+
+    module = subprocess.run([sys.executable, "-m", "wizard", "check", "--", *GOOD], capture_output=True, text=True,
+                            timeout=120)
+    assert module.returncode == 0 and module.stdout.startswith("OK"), module.stderr
+    script = shutil.which("verl-wizard", path=os.path.dirname(sys.executable))
+    assert script, "the verl-wizard console script is not installed next to this Python"
+    bad = subprocess.run([script, "check", "--gpus", "8xNOPE"], capture_output=True, text=True, timeout=120)
+    assert bad.returncode == 2 and "Traceback" not in bad.stderr and len(bad.stderr.strip().splitlines()) == 1

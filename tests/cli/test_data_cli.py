@@ -2,7 +2,6 @@
 
 import json
 import os
-import subprocess
 import sys
 
 import pyarrow.parquet as pq
@@ -10,15 +9,11 @@ import pytest
 
 from tests.adapters.test_dataset import verl_rows, write_jsonl, write_parquet, write_tokenizer
 from tests.conftest import has_verl
-
-
-ENTRY = ["-m", "wizard"]
+from tests.helpers.cli import run_cli
 
 
 def run(*args):
-    env = dict(os.environ, PYTHONWARNINGS="ignore", HF_HUB_OFFLINE="1")
-    return subprocess.run([sys.executable, *ENTRY, "data", *map(str, args)], capture_output=True, text=True,
-                          env=env, timeout=180)
+    return run_cli("data", *args, env={"HF_HUB_OFFLINE": "1"})
 
 
 def assert_one_line_error(proc, words):

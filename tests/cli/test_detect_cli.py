@@ -1,24 +1,18 @@
 """verl-wizard detect / doctor: exit codes, JSON shapes, one-line errors, never a traceback."""
 
 import json
-import os
 import socket
-import subprocess
-import sys
 from pathlib import Path
+
+from tests.helpers.cli import run_cli
 
 
 DATA = Path(__file__).resolve().parents[1] / "data" / "gpu"
 XML = str(DATA / "h200-1gpu.nvidia-smi-q.xml")
 
 
-ENTRY = ["-m", "wizard"]
-
-
 def run(*args, env=None):
-    env = dict(os.environ, PYTHONWARNINGS="ignore", **(env or {}))
-    env.pop("RAY_ADDRESS", None)
-    return subprocess.run([sys.executable, *ENTRY, *args], capture_output=True, text=True, env=env, timeout=120)
+    return run_cli(*args, env=env)
 
 
 def assert_one_line_error(proc, words):

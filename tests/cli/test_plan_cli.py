@@ -1,14 +1,12 @@
 """``verl-wizard plan``: the real CLI on every preset and on hand-written cases (catalogue and local models)."""
 
 import json
-import os
-import subprocess
-import sys
 from pathlib import Path
 
 import pytest
 
 from tests.helpers.tiny_model import write_tiny_model
+from tests.helpers.cli import run_cli
 
 DATA = Path(__file__).resolve().parents[1] / "data" / "verl_scripts"
 PRESET_GPUS = {"grpo-1gpu-smoke": "1xRTX-4090-24GB", "grpo-2node": "2x8xH100-80GB", "grpo-8gpu": "8xH100-80GB",
@@ -18,10 +16,7 @@ R = "actor_rollout_ref.rollout"
 
 
 def run(*args):
-    env = dict(os.environ, PYTHONWARNINGS="ignore")
-    env.pop("RAY_ADDRESS", None)
-    return subprocess.run([sys.executable, "-m", "wizard", "plan", *args], capture_output=True, text=True, env=env,
-                          timeout=300)
+    return run_cli("plan", *args)
 
 
 def assert_one_line_error(proc, words):
