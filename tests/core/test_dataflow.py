@@ -250,6 +250,14 @@ def test_moves_are_saved_with_the_plan_and_never_written_as_overrides():
     assert plan_from_graph(clear_layout(graph), plan).dataflow.positions == {}
 
 
+def test_a_move_back_to_where_a_stage_is_drawn_is_no_edit():
+    graph = graph_from_plan(preset_plan("grpo-2node"))
+    here = positions(graph)["reward"]
+    assert move(graph, {"reward": here}) is graph  # nothing pinned, nothing to undo
+    pinned = move(graph, {"reward": (here[0], here[1] - 60)})
+    assert pinned != graph and move(pinned, {"reward": pinned.layout["reward"]}) is pinned
+
+
 def test_unknown_estimator_is_shown_not_lost():
     plan = plan_from_overrides(["algorithm.adv_estimator=my_registered_estimator"])
     graph = graph_from_plan(plan)

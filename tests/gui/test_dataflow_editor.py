@@ -228,3 +228,68 @@ def test_reward_model_from_the_inspector(make_editor):
     assert "reward.reward_model.enable=true" in text and "reward.reward_model.model_path=/models/rm-7b" in text
     assert "reward.reward_model.rollout.name=vllm" in text and messages(editor) == []
     assert "reward model: rm-7b" in editor.inspector.stage.currentText()
+
+
+def open_editor(doc, qtbot) -> DataflowEditor:
+    """An editor the test closes and destroys itself (as a page that is rebuilt drops its editor)."""
+    editor = DataflowEditor(doc)
+    editor.resize(1400, 700)
+    editor.show()
+    qtbot.waitExposed(editor)
+    return editor
+
+
+def destroy(editor) -> None:
+    from PySide6.QtCore import QCoreApplication, QEvent
+    from shiboken6 import isValid
+
+    editor.close()
+    editor.deleteLater()
+    QCoreApplication.sendPostedEvents(None, QEvent.DeferredDelete)
+    assert not isValid(editor)
+
+
+def test_undo_and_redo_after_the_editor_is_gone_restore_positions_and_links(qtbot):
+    doc = PlanDocument(autosave=False)
+    doc.load_preset("ppo-8gpu")
+    doc.undo_stack.clear()
+    plan_before = doc.plan
+    link = Link(PortRef("rollout", "responses"), PortRef("reward", "responses"))  # no key says it: a cut is drawn only
+    editor = open_editor(doc, qtbot)
+    item = editor.scene.node_items["reward"]
+    y0 = item.y()
+    start = editor.view.mapFromScene(item.mapToScene(60, 12))  # the title bar
+    drag(editor, start, start + QPoint(0, -60))
+    drag(editor, editor.port_view_pos(link.dst), empty_spot(editor))
+    moved = dict(doc.plan.dataflow.positions)
+    assert moved["reward"][1] < y0 - 50 and link not in editor.graph.links
+    destroy(editor)
+
+    editor = open_editor(doc, qtbot)  # the page built again: the document still holds the cut and the move
+    assert link not in editor.graph.links and editor.scene.node_items["reward"].y() == moved["reward"][1]
+    assert "unresolved dependency: responses → Reward (nothing feeds its responses input)" in messages(editor)
+    destroy(editor)
+
+    doc.undo_stack.undo()
+    doc.undo_stack.undo()
+    assert doc.plan == plan_before and doc.plan.dataflow.positions == {}
+    assert link in doc.graph.links and doc.graph.layout == {}
+    editor = open_editor(doc, qtbot)
+    assert link in editor.graph.links and editor.scene.node_items["reward"].y() == y0 and messages(editor) == []
+    destroy(editor)
+
+    doc.undo_stack.redo()
+    doc.undo_stack.redo()
+    assert link not in doc.graph.links and doc.plan.dataflow.positions == moved
+
+
+def test_an_edit_that_changes_nothing_pushes_no_undo_step(make_editor):
+    editor = make_editor("grpo-8gpu")
+    doc = editor.doc
+    plan, steps = doc.plan, doc.undo_stack.count()
+    item = editor.scene.node_items["reward"]
+    editor.scene.nodes_moved.emit({"reward": (item.x(), item.y())})  # a drag that ends where it began
+    editor.inspector.param_edited.emit("rollout", "n", plan.rollout.n)  # the value it already has
+    assert doc.undo_stack.count() == steps and doc.plan == plan and doc.plan.dataflow.positions == {}
+    assert not doc.set_graph(doc.graph, text="Nothing") and not doc.set_plan(plan)
+    assert doc.undo_stack.count() == steps and doc.undo_stack.isClean()

@@ -1,6 +1,8 @@
-"""The GUI's one piece of state: the Plan being edited, and its verdict.
+"""The GUI's one piece of state: the Plan being edited, the dataflow graph as drawn, and the verdict.
 
-Widgets never hold plan state; they ask this object and listen to ``changed``.
+Widgets never hold edit state; they ask this object and listen to ``changed``. Every edit is one undo command
+that swaps the document's whole state (plan, GPUs, machines, import findings, graph) for another, so undo works
+the same whether or not the widget that made the edit still exists; an edit that changes nothing pushes nothing.
 All checking is the core's (the same call the CLI makes).
 """
 
@@ -14,6 +16,8 @@ from wizard.adapters.session_store import save_session
 from wizard.core.hardware.cluster import Cluster
 from wizard.adapters.checking import full_check
 from wizard.core.check.verdict import CheckResult
+from wizard.core.dataflow.graph import Graph
+from wizard.core.dataflow.keys import graph_for_plan, plan_from_graph
 from wizard.core.findings import Finding, Severity, Stage
 from wizard.core.verl.overrides import one_line
 from wizard.core.hardware.gpus import GpuSpec
@@ -21,8 +25,11 @@ from wizard.core.plan.model import Plan
 from wizard.core.plan.convert import apply_overrides
 
 
-class _SetPlan(QUndoCommand):
-    """One edit of the plan: undo puts the previous plan back (plans are immutable values)."""
+_KEEP = object()  # PlanDocument._state_with: keep the document's own value
+
+
+class _SetState(QUndoCommand):
+    """One edit of the document: undo puts the previous state back (plans and graphs are immutable values)."""
 
     def __init__(self, doc: PlanDocument, old: tuple, new: tuple, text: str) -> None:
         super().__init__(text)
@@ -41,6 +48,8 @@ class PlanDocument(QObject):
     def __init__(self, parent: QObject | None = None, autosave: bool = True) -> None:
         super().__init__(parent)
         self.plan: Plan = Plan()
+        # The dataflow graph as drawn: it says what the plan's keys say, and may hold what no key can (a cut link).
+        self.graph: Graph = graph_for_plan(self.plan)
         self.gpus: GpuSpec | None = None
         self.cluster: Cluster | None = None  # detected or planned machines, when the user chose some
         self.context_findings: dict[str, list[Finding]] = {}  # e.g. "environment": doctor's verdict
@@ -59,50 +68,63 @@ class PlanDocument(QObject):
         self._autosave_timer.setInterval(300)
         self._autosave_timer.timeout.connect(self.save_now)
 
-    # -- edits: every one is an undoable command ------------------------------------------
-    def load_preset(self, name: str) -> None:
-        self._edit(preset_plan(name, self.gpus), [], f"Preset {name}")
+    # -- edits: every one is an undoable command, and returns whether it changed anything -------------------------
+    def load_preset(self, name: str) -> bool:
+        return self._push(self._state_with(preset_plan(name, self.gpus), []), f"Preset {name}")
 
-    def set_plan(self, plan: Plan, source_findings: list[Finding] | None = None, text: str = "Edit plan") -> None:
-        self._edit(plan, self.source_findings if source_findings is None else source_findings, text)
+    def set_plan(self, plan: Plan, source_findings: list[Finding] | None = None, text: str = "Edit plan") -> bool:
+        return self._push(self._state_with(plan, source_findings), text)
 
-    def set_gpus(self, gpus: GpuSpec | None) -> None:
+    def set_graph(self, graph: Graph, text: str) -> bool:
+        """Draw ``graph`` and set the plan's keys to what it means, as one undo step."""
+        return self._push(self._state_with(plan_from_graph(graph, self.plan), graph=graph), text)
+
+    def set_gpus(self, gpus: GpuSpec | None) -> bool:
         plan = plan_with_gpus(self.plan, gpus) if gpus is not None else self.plan
-        old = self._state()
-        self.gpus = gpus
-        if self.cluster is not None and self.cluster.to_gpu_spec() != gpus:
-            self.cluster = None  # typed by hand: the detected machines no longer describe the plan
-        self.undo_stack.push(_SetPlan(self, old, self._state_with(plan), f"GPUs {gpus or 'as planned'}"))
+        cluster = self.cluster
+        if cluster is not None and cluster.to_gpu_spec() != gpus:
+            cluster = None  # typed by hand: the detected machines no longer describe the plan
+        return self._push(self._state_with(plan, gpus=gpus, cluster=cluster), f"GPUs {gpus or 'as planned'}")
 
-    def set_cluster(self, cluster: Cluster | None) -> None:
+    def set_cluster(self, cluster: Cluster | None) -> bool:
         """Plan for these machines: the GPU shape follows them, memory rules use their sizes."""
         gpus = cluster.to_gpu_spec() if cluster is not None else None
         plan = plan_with_gpus(self.plan, gpus) if gpus is not None else self.plan
-        old = self._state()
-        self.gpus, self.cluster = gpus, cluster
-        self.undo_stack.push(_SetPlan(self, old, self._state_with(plan), f"Use {gpus or 'the planned GPUs'}"))
+        return self._push(self._state_with(plan, gpus=gpus, cluster=cluster), f"Use {gpus or 'the planned GPUs'}")
 
     def set_context_findings(self, name: str, findings: list[Finding]) -> None:
         """Findings about the surroundings (the environment), not an edit: not undoable."""
         self.context_findings[name] = list(findings)
         self.changed.emit()
 
-    def apply_fix(self, finding: Finding) -> None:
-        if finding.fix_overrides:
-            self._edit(apply_overrides(self.plan, list(finding.fix_overrides)), self.source_findings,
-                       f"Fix {finding.rule}")
+    def apply_fix(self, finding: Finding) -> bool:
+        if not finding.fix_overrides:
+            return False
+        return self._push(self._state_with(apply_overrides(self.plan, list(finding.fix_overrides))),
+                          f"Fix {finding.rule}")
 
     def _state(self) -> tuple:
-        return (self.plan, self.gpus, self.cluster, self.source_findings)
+        return (self.plan, self.gpus, self.cluster, self.source_findings, self.graph)
 
-    def _state_with(self, plan: Plan, source_findings: list[Finding] | None = None) -> tuple:
-        return (plan, self.gpus, self.cluster, self.source_findings if source_findings is None else source_findings)
+    def _state_with(self, plan: Plan, source_findings: list[Finding] | None = None, graph: Graph | None = None,
+                    gpus=_KEEP, cluster=_KEEP) -> tuple:
+        """The document's state with ``plan``; the graph drawn for it, unless given, is the one on screen while it
+        still says what ``plan`` says (it may hold a cut link), else the plan's own."""
+        return (plan, self.gpus if gpus is _KEEP else gpus,
+                self.cluster if cluster is _KEEP else cluster,
+                self.source_findings if source_findings is None else source_findings,
+                graph_for_plan(plan, self.graph) if graph is None else graph)
 
-    def _edit(self, plan: Plan, source_findings: list[Finding], text: str) -> None:
-        self.undo_stack.push(_SetPlan(self, self._state(), self._state_with(plan, source_findings), text))
+    def _push(self, new: tuple, text: str) -> bool:
+        """One undo step to ``new``; nothing is pushed when it is the state the document is in."""
+        old = self._state()
+        if new == old:
+            return False
+        self.undo_stack.push(_SetState(self, old, new, text))
+        return True
 
     def _restore(self, state: tuple) -> None:
-        self.plan, self.gpus, self.cluster, self.source_findings = state
+        self.plan, self.gpus, self.cluster, self.source_findings, self.graph = state
         self._recheck()
         if self.autosave:
             self._autosave_timer.start()

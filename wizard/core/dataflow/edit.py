@@ -124,10 +124,14 @@ def _replace_node(graph: Graph, node: Node) -> Graph:
 
 
 def move(graph: Graph, positions: dict[str, tuple[float, float]]) -> Graph:
-    """Place nodes; the first move pins every node where it is drawn, so later additions do not reshuffle."""
+    """Place nodes; the first move pins every node where it is drawn, so later additions do not reshuffle.
+
+    Nodes put back where they are drawn (a drag that ends where it began) are no edit: the same graph comes back."""
     base = dict(graph.layout) if graph.layout else drawn(graph)
-    base.update({k: (float(x), float(y)) for k, (x, y) in positions.items() if graph.has(k)})
-    return replace(graph, layout=base)
+    asked = {k: (float(x), float(y)) for k, (x, y) in positions.items() if graph.has(k)}
+    if all(base.get(k) == xy for k, xy in asked.items()):
+        return graph
+    return replace(graph, layout={**base, **asked})
 
 
 def clear_layout(graph: Graph) -> Graph:

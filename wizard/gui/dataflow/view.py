@@ -1,9 +1,10 @@
 """The dataflow editor: the canvas, its toolbar, the stage inspector and the graph's findings.
 
-``DataflowEditor(doc)`` is self-contained: it reads ``doc.plan``, redraws on ``doc.changed`` and
-pushes every edit on ``doc.undo_stack`` (see commands.py). Everything the mouse does has a
-toolbar action too (add, connect, disconnect, delete, auto-layout), for keyboard and
-screen-reader users.
+``DataflowEditor(doc)`` is self-contained and holds no edit state: it draws ``doc.graph`` (the graph as
+drawn, which the document keeps in step with the plan), redraws on ``doc.changed``, and hands every
+edit (a graph the core's ``edit`` functions return) to ``doc.set_graph``, one step on the document's
+undo stack. Everything the mouse does has a toolbar action too (add, connect, disconnect, delete,
+auto-layout), for keyboard and screen-reader users.
 """
 
 from __future__ import annotations
@@ -36,10 +37,9 @@ from wizard.core.dataflow.edit import (
     set_param,
     set_reward,
 )
-from wizard.core.dataflow.keys import graph_for_plan, hidden_keys
+from wizard.core.dataflow.keys import hidden_keys
 from wizard.core.findings import Finding, sort_findings
 from wizard.gui.widgets.canvas import FitView, add_action, canvas_split, finding_item
-from wizard.gui.dataflow.commands import push_graph_edit
 from wizard.gui.dataflow.dialogs import ConnectDialog, DisconnectDialog
 from wizard.gui.dataflow.inspector import StageInspector
 from wizard.gui.dataflow.items import TYPE_COLOURS
@@ -75,7 +75,6 @@ class DataflowEditor(QWidget):
         super().__init__(parent)
         self.setAccessibleName("Dataflow editor")
         self.doc = doc
-        self.graph = Graph()
         self.node_findings: list[NodeFinding] = []
         self.scene = DataflowScene(self)
         self.view = DataflowView(self.scene)
@@ -91,7 +90,7 @@ class DataflowEditor(QWidget):
         self._build_actions()
         self._build_layout()
         self._wire()
-        self.show_graph(graph_for_plan(doc.plan))
+        self._draw(doc.graph)
         self._say("")
 
     # -- construction ---------------------------------------------------------------------------------------
@@ -163,9 +162,13 @@ class DataflowEditor(QWidget):
         self.findings.currentItemChanged.connect(self._on_finding)
 
     # -- the model ------------------------------------------------------------------------------------------
-    def show_graph(self, graph: Graph) -> None:
-        """Draw ``graph`` and its findings (the undo commands call this too)."""
-        self.graph = graph
+    @property
+    def graph(self) -> Graph:
+        """The graph as drawn: the document's."""
+        return self.doc.graph
+
+    def _draw(self, graph: Graph) -> None:
+        """Draw ``graph`` and its findings."""
         self.node_findings = check_nodes(graph)
         selected = self.scene.selected_node()
         self.scene.set_graph(graph, self.node_findings)
@@ -191,9 +194,8 @@ class DataflowEditor(QWidget):
         self.findings_changed.emit(findings)
 
     def _on_doc_changed(self) -> None:
-        graph = graph_for_plan(self.doc.plan, self.graph)
-        if graph != self.graph:
-            self.show_graph(graph)
+        if self.doc.graph != self.scene.graph:
+            self._draw(self.doc.graph)
         else:
             self._show_findings()  # plan-level notes (hidden keys) may have changed
 
@@ -203,7 +205,10 @@ class DataflowEditor(QWidget):
         except DataflowError as exc:
             self._say(f"Refused: {exc}")
             return False
-        changed = push_graph_edit(self.doc, self, new, text)
+        return self._set(new, text)
+
+    def _set(self, graph: Graph, text: str) -> bool:
+        changed = self.doc.set_graph(graph, text=text)
         self._say(f"{text}." if changed else "")
         return changed
 
@@ -258,8 +263,7 @@ class DataflowEditor(QWidget):
         except DataflowError as exc:
             self._say(f"Refused: {exc}")
             return
-        text = f"Link {KINDS[src.node].title} → {KINDS[dst.node].title}"
-        self._say(f"{text}." if push_graph_edit(self.doc, self, graph, text) else "")
+        self._set(graph, f"Link {KINDS[src.node].title} → {KINDS[dst.node].title}")
 
     def _on_moved(self, positions: dict) -> None:
         names = ", ".join(KINDS[n].title for n in positions)

@@ -6,7 +6,7 @@ from collections.abc import Callable
 
 from PySide6.QtWidgets import QComboBox, QDialog, QDialogButtonBox, QFormLayout, QLabel, QWidget
 
-from wizard.gui.placement.state import ROLE_TITLES, BoardMove, target_title
+from wizard.core.placement.board import BoardMove, role_title, target_title
 
 
 class MoveDialog(QDialog):
@@ -21,7 +21,7 @@ class MoveDialog(QDialog):
         self.role = QComboBox()
         self.role.setAccessibleName("Role")
         for r, pool in roles:
-            self.role.addItem(f"{ROLE_TITLES.get(r, r)} (now on {pool})", r)
+            self.role.addItem(f"{role_title(r)} (now on {pool})", r)
         if role is not None and self.role.findData(role) >= 0:
             self.role.setCurrentIndex(self.role.findData(role))
         self.target = QComboBox()

@@ -13,8 +13,8 @@ from PySide6.QtCore import QPointF
 from PySide6.QtGui import QColor
 from PySide6.QtWidgets import QGraphicsScene
 
+from wizard.core.placement.board import BoardMove, role_title, target_title
 from wizard.gui.placement.items import Region, RoleChip
-from wizard.gui.placement.state import ROLE_TITLES, BoardMove, target_title
 
 
 @dataclass(frozen=True)
@@ -62,7 +62,7 @@ class RoleDrag:
             if region is not None and self.answers[region.target].ok:
                 region.set_state(Region.HOVER, self.answers[region.target].verdict.reason)
             self.hovered = region
-        role = ROLE_TITLES.get(self.chip.role, self.chip.role)
+        role = role_title(self.chip.role)
         if region is None:
             return (f"Dragging the {role}: green pools can take it; grey ones say why not when you hover them"), None
         move = self.answers[region.target]

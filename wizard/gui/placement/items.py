@@ -10,9 +10,10 @@ from PySide6.QtCore import QRectF, Qt
 from PySide6.QtGui import QBrush, QColor, QFont, QPainter, QPen
 from PySide6.QtWidgets import QGraphicsItem, QGraphicsObject, QGraphicsRectItem, QGraphicsSimpleTextItem
 
+from wizard.core.memory.board import OK, OOM, TIGHT, UNKNOWN, fit_verdict
 from wizard.core.memory.estimate import GpuEstimate, MemoryReport
 from wizard.core.memory.terms import GIB
-from wizard.gui.placement.state import OK, OOM, ROLE_TITLES, TIGHT, UNKNOWN, fit_verdict
+from wizard.core.placement.board import role_title
 
 TILE_W, TILE_H, GAP = 132.0, 112.0, 10.0
 PHASE_ORDER = ("load", "weight_sync", "generation", "old_log_prob", "ref_log_prob", "actor_update", "critic_update",
@@ -199,7 +200,7 @@ class RoleChip(QGraphicsObject):
     def __init__(self, role: str, pool: str) -> None:
         super().__init__()
         self.role, self.pool = role, pool
-        self.text = ROLE_TITLES.get(role, role)
+        self.text = role_title(role)
         self.width = 14 + 6.2 * len(self.text)
         self.setZValue(5)
         self.setCursor(Qt.OpenHandCursor)

@@ -16,6 +16,8 @@ from PySide6.QtGui import QColor
 from PySide6.QtWidgets import QGraphicsScene, QGraphicsSceneMouseEvent, QGraphicsSimpleTextItem
 
 from wizard.core.hardware.cluster import Cluster, ClusterNode
+from wizard.core.memory.board import BoardState
+from wizard.core.placement.board import NEW_TITLES, BoardMove
 from wizard.gui.placement.interactions import RoleDrop, RoleDrag
 from wizard.gui.placement.items import (
     GAP,
@@ -29,7 +31,6 @@ from wizard.gui.placement.items import (
     pool_colour,
     small_font,
 )
-from wizard.gui.placement.state import NEW_TITLES, BoardState, BoardMove
 
 LABEL_W, HEADER, FOOTER, ROW_GAP = 150.0, 30.0, 40.0, 16.0
 COLLAPSE_AT = 3  # this many identical nodes in a row draw as one
@@ -50,7 +51,7 @@ def _indices(node: ClusterNode) -> list[int]:
 
 
 class PlacementScene(QGraphicsScene):
-    move_requested = Signal(object)  # Move
+    move_requested = Signal(object)  # BoardMove
     refused = Signal(str)
 
     def __init__(self, parent=None) -> None:

@@ -24,23 +24,15 @@ from PySide6.QtWidgets import (
 )
 
 from wizard.core.findings import Finding
-from wizard.core.memory.terms import GIB
+from wizard.core.memory.board import BoardState, headline
+from wizard.core.placement.board import BoardMove, propose, role_title
 from wizard.gui.widgets.canvas import FitView, add_action, canvas_split, finding_item
 from wizard.gui.document import PlanDocument
-from wizard.gui.placement.commands import move_text, push_move
+from wizard.gui.placement.commands import push_move
 from wizard.gui.placement.dialogs import MoveDialog
+from wizard.gui.placement.estimate import estimate, machine_for
 from wizard.gui.placement.items import VERDICT_COLOURS
 from wizard.gui.placement.scene import PlacementScene
-from wizard.gui.placement.state import (
-    ROLE_TITLES,
-    BoardState,
-    BoardMove,
-    estimate,
-    machine_for,
-    missing_gpus,
-    propose,
-    fit_verdict,
-)
 
 HOW_TO = ("Drag a role chip onto another pool (or a dashed \"new pool\" slot); green targets can take it, grey ones "
           "say why not. Ctrl+wheel zooms. Ctrl+M moves a role by keyboard.")
@@ -159,13 +151,7 @@ class PlacementBoard(QWidget):
 
     def describe(self) -> str:
         """The board in words, for screen readers and the tests."""
-        s = self.state
-        parts = []
-        for pool in s.placement.pools:
-            nodes = sorted({g.node for g in pool.gpus})
-            where = f"{nodes[0]}" if len(nodes) == 1 else f"{len(nodes)} nodes" if nodes else "no GPUs"
-            parts.append(f"{pool.name}: {len(pool.gpus)} GPU(s) on {where} ({', '.join(pool.roles)})")
-        return "; ".join(parts)
+        return self.state.describe()
 
     def _show_findings(self, state: BoardState, preview: str | None = None) -> None:
         self.findings.clear()
@@ -177,20 +163,8 @@ class PlacementBoard(QWidget):
             self.findings.addItem(finding_item(f, f.rule))
         if not state.findings:
             self.findings.addItem("No findings")
-        self.headline.setText(self._headline(state))
+        self.headline.setText(headline(state))
         self.findings_changed.emit(list(state.findings))
-
-    def _headline(self, state: BoardState) -> str:
-        r = state.report
-        if r is None:
-            return f"No memory estimate: {state.why}" if state.why else "No memory estimate"
-        known = [g for g in r.groups if g.capacity_bytes]
-        if not known:
-            return "No memory estimate: the GPUs' memory is unknown"
-        worst = max(known, key=lambda g: g.peak.total / g.capacity_bytes)
-        word = {"ok": "Fits", "tight": "Fits, tight", "oom": "Does not fit"}.get(fit_verdict(r, worst), "Unknown")
-        return (f"{word}: worst GPU {worst.peak.total / GIB:.1f} of {worst.capacity_bytes / GIB:.1f} GiB in the "
-                f"{worst.peak.title} phase ({worst.pool})")
 
     def current_findings(self) -> list[Finding]:
         return list((self.preview_state or self.state).findings)
@@ -213,13 +187,12 @@ class PlacementBoard(QWidget):
         if not move.ok:
             self._say(f"Refused: {move.verdict.reason}")
             return False
-        short = missing_gpus(self._candidate(move))
+        short = self._candidate(move).missing_gpus()
         if short:
             self._say(f"Refused: the machines cannot hold it ({short})")
             return False
-        text = move_text(move)
         changed = push_move(self.doc, move)
-        self._say(f"{text}: {' '.join(move.verdict.overrides)}" if changed else "")
+        self._say(f"{move.text}: {' '.join(move.verdict.overrides)}" if changed else "")
         return changed
 
     def move_dialog(self) -> None:
@@ -245,7 +218,7 @@ class PlacementBoard(QWidget):
         state = self._candidate(move)
         self.preview_state, self.previewing = state, move.target
         self.scene.preview(state)
-        self._show_findings(state, preview=f"{ROLE_TITLES.get(move.role, move.role)} on {move.pool}")
+        self._show_findings(state, preview=f"{role_title(move.role)} on {move.pool}")
 
     # -- for hosts and tests --------------------------------------------------------------------------------
     def fit(self) -> None:

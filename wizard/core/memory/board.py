@@ -1,0 +1,77 @@
+"""The placement board's picture of one plan: where its roles run, how full each GPU gets, and the verdict.
+
+:class:`BoardState` is a :class:`~wizard.core.placement.board.PlacedPlan` (pools, replicas, the moves it offers)
+plus the memory estimate per GPU and the findings; :func:`fit_verdict` says ok / tight / OOM with the margin the
+memory rules use, and :func:`headline` names the worst GPU. It lives with the memory estimate rather than with
+the placement because the estimate itself places the roles first (memory imports placement, never back).
+
+Pure: the verl schema, the renamed keys and the findings are handed in (the GUI asks the adapters for them).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+
+from wizard.core.findings import Finding, sort_findings
+from wizard.core.hardware.cluster import Cluster
+from wizard.core.memory.estimate import GpuEstimate, MemoryReport
+from wizard.core.memory.report import memory_plan
+from wizard.core.memory.terms import GIB
+from wizard.core.models.facts import ModelFacts
+from wizard.core.placement.board import PlacedPlan
+from wizard.core.plan.emit import emit_overrides
+from wizard.core.plan.model import Plan
+from wizard.core.verl.moves import Moves
+from wizard.core.verl.schema import VerlSchema
+
+OK, TIGHT, OOM, UNKNOWN = "ok", "tight", "oom", "unknown"
+HEADLINE_WORDS = {OK: "Fits", TIGHT: "Fits, tight", OOM: "Does not fit", UNKNOWN: "Unknown"}
+
+
+@dataclass
+class BoardState(PlacedPlan):
+    """One plan as the board draws it: its placement, the estimate of each GPU, why there is none, the findings."""
+
+    report: MemoryReport | None = None
+    why: str | None = None  # why there is no report
+    findings: list[Finding] = field(default_factory=list)
+    by_gpu: dict[tuple[str, int], GpuEstimate] = field(default_factory=dict)
+
+    def estimate_of(self, node: str, index: int) -> GpuEstimate | None:
+        return self.by_gpu.get((node, index))
+
+
+def board_state(plan: Plan, machine: Cluster, findings: list[Finding], *, schema: VerlSchema,
+                moves: Moves | None = None, models: Mapping[str, ModelFacts] | None = None) -> BoardState:
+    """The board's picture of ``plan`` on ``machine``, with the findings the full check gave for it."""
+    overrides = emit_overrides(plan).overrides
+    mp = memory_plan(schema, overrides, config_name=plan.config_name, moves=moves, models=models, cluster=machine)
+    report = mp.report if mp.report is not None and not mp.why else None
+    by_gpu = {(g.node, g.index): grp for grp in (report.groups if report else []) for g in grp.gpus}
+    return BoardState(plan=plan, values=mp.values, placement=mp.placement, report=report, why=mp.why,
+                      findings=sort_findings(list(findings)), by_gpu=by_gpu)
+
+
+def fit_verdict(report: MemoryReport | None, group: GpuEstimate | None, total: int | None = None) -> str:
+    """OK / tight / OOM of one GPU (or of one phase's ``total``), with the margin the memory rules use."""
+    if report is None or group is None or group.capacity_bytes is None:
+        return UNKNOWN
+    cap = group.capacity_bytes
+    used = group.peak.total if total is None else total
+    if used > cap:
+        return OOM
+    return TIGHT if used > cap - report.tight_margin(cap) else OK
+
+
+def headline(state: BoardState) -> str:
+    """The board's verdict in one line: "Fits, tight: worst GPU 74.1 of 80.0 GiB in the generation phase (global_pool)"."""
+    r = state.report
+    if r is None:
+        return f"No memory estimate: {state.why}" if state.why else "No memory estimate"
+    known = [g for g in r.groups if g.capacity_bytes]
+    if not known:
+        return "No memory estimate: the GPUs' memory is unknown"
+    worst = max(known, key=lambda g: g.peak.total / g.capacity_bytes)
+    return (f"{HEADLINE_WORDS[fit_verdict(r, worst)]}: worst GPU {worst.peak.total / GIB:.1f} of "
+            f"{worst.capacity_bytes / GIB:.1f} GiB in the {worst.peak.title} phase ({worst.pool})")
