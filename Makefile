@@ -6,7 +6,7 @@ BIN    := $(VENV)/bin
 STAMP  := $(VENV)/.installed
 OUT    ?= out/grpo-1gpu-smoke
 
-.PHONY: setup demo test lint bench gui screenshots clean
+.PHONY: setup demo test check lint bench gui screenshots clean
 
 setup: $(STAMP)
 
@@ -28,8 +28,14 @@ lint: setup
 	$(BIN)/lint-imports
 	$(BIN)/ruff check wizard tests bench
 
+# The full suite, what CI runs: every tier, verl required, every property at its full count.
 test: setup lint
-	QT_QPA_PLATFORM=offscreen $(BIN)/python -m pytest
+	QT_QPA_PLATFORM=offscreen VERL_WIZARD_REQUIRE_VERL=1 $(BIN)/python -m pytest
+
+# The fast tier to run while editing (a few minutes): lint, then the core and CLI tests in-process, without the
+# GUI, Ray or slow tests, properties at a tenth of their count. Other tiers: pytest -m gui|verl|ray|slow.
+check: setup lint
+	HYPOTHESIS_PROFILE=dev $(BIN)/python -m pytest -q -m "not gui and not ray and not slow" tests/core tests/cli
 
 bench: setup
 	$(BIN)/python bench/bench_check.py

@@ -8,9 +8,12 @@ page rendered, the CLI, parquet through pyarrow, doctor's probe in a Python foun
 
 import subprocess
 
+import pytest
+
 from tests.conftest import ROOT
 
 
+@pytest.mark.slow
 def test_the_bundle_builds_opens_offscreen_and_answers_version():
     build = subprocess.run(["bash", str(ROOT / "packaging" / "build.sh")], capture_output=True, text=True,
                            timeout=1200, cwd=ROOT)

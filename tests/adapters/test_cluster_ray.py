@@ -80,6 +80,8 @@ DRIVER = textwrap.dedent("""
 """)
 
 
+@pytest.mark.ray
+@pytest.mark.slow
 @pytest.mark.verl
 def test_generated_scripts_run_a_real_verl_job_on_a_loopback_ray_cluster(tmp_path, tiny_model):
     pytest.importorskip("verl")

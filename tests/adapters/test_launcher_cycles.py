@@ -106,9 +106,7 @@ DRIVER = textwrap.dedent("""
                 elif point == "failed" and "Total available GPUs 0 is less than total desired GPUs 1" in text:
                     mark = time.monotonic()
                 elif run.finished:
-                    break  # the stop point never came: reported below
-                if time.monotonic() - t0 > 240:
-                    break
+                    break  # the stop point never came (verl ends by itself without a GPU): reported below
                 continue
             while time.monotonic() - mark < delay:
                 lines += [t for _, t in run.poll(0.05)]
@@ -137,6 +135,8 @@ def _under_tmp(paths) -> list[str]:
     return [p for p in found if not any(p != q and p.startswith(q + "/") for q in found)]
 
 
+@pytest.mark.ray
+@pytest.mark.slow
 @pytest.mark.verl
 def test_twenty_start_stop_cycles_leave_nothing_behind(tmp_path):
     pytest.importorskip("verl")

@@ -7,7 +7,6 @@ import socket
 import subprocess
 import sys
 import textwrap
-import time
 
 import pytest
 
@@ -31,10 +30,10 @@ def test_unreadable_addresses_are_refused_before_anything_is_sent(address):
 
 def test_nothing_listening_answers_at_once_with_a_fix():
     port = _closed_loopback_port()
-    t0 = time.monotonic()
-    d = discover_ray(f"127.0.0.1:{port}", timeout=10)
-    assert time.monotonic() - t0 < 10  # never the full timeout for a refused connection
+    d = discover_ray(f"127.0.0.1:{port}", timeout=600)
     (f,) = d.findings
+    # the refusal itself is the answer (no probe started, no waiting out the timeout)
+    assert "Connection refused" in f.message and "within" not in f.message
     assert not d.ok and f.rule == "ray.unreachable" and f"127.0.0.1:{port}" in f.message
     assert "ray start --head" in f.fix and "--block" in f.fix and d.cluster.nodes == []
 
@@ -77,6 +76,7 @@ DRIVER = textwrap.dedent("""
 """)
 
 
+@pytest.mark.ray
 def test_a_real_two_raylet_cluster_on_loopback(tmp_path):
     why = _namespaces_work()
     if why:

@@ -136,6 +136,8 @@ DRIVER = textwrap.dedent("""
 """)
 
 
+@pytest.mark.ray
+@pytest.mark.slow
 @pytest.mark.verl
 def test_a_real_verl_run_fails_for_want_of_a_gpu_and_triage_says_so(tmp_path, tiny_model):
     pytest.importorskip("verl")

@@ -8,6 +8,8 @@ common, or the generator is not testing anything.
 
 import os
 
+import pytest
+
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
@@ -16,6 +18,7 @@ from wizard.adapters.generate import preset_plan
 from wizard.adapters.resources import preset_names
 from wizard.adapters.verl_preflight import PreflightSession
 from wizard.core.plan.emit import emit_overrides
+from tests.conftest import examples
 
 EXAMPLES = int(os.environ.get("VERL_WIZARD_PARITY_EXAMPLES", "2000"))
 A, R = "actor_rollout_ref.actor", "actor_rollout_ref.rollout"
@@ -52,7 +55,7 @@ edit = st.one_of(
 )
 
 
-@settings(max_examples=EXAMPLES, deadline=None, database=None, derandomize=True,
+@settings(max_examples=examples(EXAMPLES), deadline=None, database=None, derandomize=True,
           suppress_health_check=[HealthCheck.too_slow, HealthCheck.function_scoped_fixture])
 @given(preset=st.sampled_from(preset_names()), edits=st.lists(edit, min_size=1, max_size=5))
 def _agree(session, tiny_model, check, counts, preset, edits):
@@ -64,6 +67,7 @@ def _agree(session, tiny_model, check, counts, preset, edits):
     assert mine == theirs, f"{preset} + {edits}: wizard={mine} verl={theirs} {verl.get('error_type')}: {verl.get('message')}"
 
 
+@pytest.mark.slow
 def test_wizard_and_verl_agree_on_random_configs(tiny_model, check):
     counts = {True: 0, False: 0}
     with PreflightSession() as session:

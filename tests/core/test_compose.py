@@ -7,6 +7,7 @@ from hydra.errors import HydraException
 from omegaconf import OmegaConf
 
 from wizard.core.verl.compose import compose, composed_view
+from tests.conftest import examples
 
 CASES = [
     [],
@@ -110,7 +111,7 @@ def test_no_sequence_of_overrides_changes_the_next_check(schema, verl_defaults):
         st.builds("~{}".format, key),
     )
 
-    @settings(max_examples=200, deadline=None, database=None, derandomize=True,
+    @settings(max_examples=examples(200), deadline=None, database=None, derandomize=True,
               suppress_health_check=[HealthCheck.too_slow])
     @given(st.lists(override, min_size=1, max_size=6))
     def run(overrides):

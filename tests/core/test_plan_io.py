@@ -9,6 +9,7 @@ from wizard.core.verl.compose import compose
 from wizard.core.verl.overrides import render_value
 from wizard.core.plan.model import field_map
 from wizard.core.plan.convert import apply_overrides, plan_from_overrides, plan_overrides
+from tests.conftest import examples
 
 MODELLED = sorted(field_map())
 OTHER = [
@@ -40,7 +41,7 @@ def effective(schema, overrides):
     return OmegaConf.to_container(result.cfg, resolve=False), [(f.rule, f.keys) for f in result.findings]
 
 
-@settings(max_examples=150, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@settings(max_examples=examples(150), deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(override_lists())
 def test_parse_then_emit_keeps_the_effective_config(overrides):
     schema = load_schema()
@@ -73,7 +74,7 @@ def test_apply_replaces_fields_and_passthrough_entries():
     assert plan.passthrough == ["+foo.bar=1", "trainer.device=cuda"]
 
 
-@settings(max_examples=60, deadline=None)
+@settings(max_examples=examples(60), deadline=None)
 @given(override_lists())
 def test_checking_leaves_the_shared_default_config_untouched(overrides):
     from wizard.core.verl.compose import _base, compose
