@@ -3,6 +3,7 @@ on this CPU machine until its real failure, inside a loopback-only network names
 
 import json
 import os
+import signal
 import stat
 import subprocess
 import sys
@@ -175,3 +176,26 @@ def test_a_real_verl_run_fails_for_want_of_a_gpu_and_triage_says_so(tmp_path, ti
     log = (run_dir / "run.log").read_text()
     assert "Total available GPUs 0 is less than total desired GPUs 1" in log and "ip=127.0.0.1" in log
     assert "HF_HUB_OFFLINE=1" in (run_dir / "command.sh").read_text()
+
+
+@pytest.mark.parametrize("sig", [signal.SIGTERM, signal.SIGHUP, signal.SIGINT])
+def test_a_signal_to_launch_stops_the_whole_run_like_ctrl_c(tmp_path, sig):
+    """SIGTERM (a scheduler, `kill`) and SIGHUP (a closed terminal) end the run's whole tree, as Ctrl-C does; a
+    stop the user asked for is no failure to triage."""
+    marker = str(900 + int(sig))  # a sleep only this test's run starts
+    py = tmp_path / "python"
+    py.write_text(f"#!/bin/sh\necho 'Total training steps: 5'\nsleep {marker} &\nsetsid sleep {marker} &\n"
+                  f"exec sleep {marker}\n")
+    py.chmod(py.stat().st_mode | stat.S_IXUSR)
+    proc = subprocess.Popen([sys.executable, "-m", "wizard", "launch", "--preset", "grpo-1gpu-smoke", "--python",
+                             str(py), "--out", str(tmp_path / "r")], stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+                            text=True)
+    for line in proc.stdout:  # the run is started and printed its first line
+        if "training steps" in line:
+            break
+    proc.send_signal(sig)
+    out, err = proc.communicate(timeout=120)
+    left = subprocess.run(["pgrep", "-f", f"sleep {marker}"], capture_output=True, text=True).stdout.split()
+    assert proc.returncode == 128 + sig, err
+    assert "the run was stopped" in out and "triage" not in out and "Traceback" not in err
+    assert left == [], "processes of the run survived the stop"

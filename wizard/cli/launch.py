@@ -1,14 +1,17 @@
 """``verl-wizard launch``: a local smoke run of a plan, streamed, watched, and explained when it fails.
 
 Exit codes: 0 the run finished OK, 1 the run failed or the config has errors (findings printed),
-2 bad input (one line on stderr), 130 stopped with Ctrl-C (the run is ended first).
+2 bad input (one line on stderr), 128 + the signal when stopped by Ctrl-C, SIGTERM or SIGHUP (the run is ended
+first, and not triaged).
 """
 
 from __future__ import annotations
 
 import json
 import os
+import signal
 import sys
+import threading
 import time
 from collections import deque
 from pathlib import Path
@@ -158,8 +161,9 @@ def _run(args, plan, python: str, cmd, run_dir: Path, shell: str) -> int:
     metrics_file = run_dir / "metrics.jsonl"
     offset = 0
     started = last_step_at = time.monotonic()
-    interrupted = False
+    stop = _UserStop()
     try:
+        stop.arm()
         while not run.finished:
             events = []
             for stream, line in run.poll(0.5):
@@ -186,20 +190,24 @@ def _run(args, plan, python: str, cmd, run_dir: Path, shell: str) -> int:
                     alarms[f.rule] = f
                     out.event("alarm", **f.to_json())
                     out.note(f"alarm: {f.message} Fix: {f.fix}")
-    except KeyboardInterrupt:
-        interrupted = True
-        out.note("stopping the run (Ctrl-C)")
+    except _Stopped as exc:
+        out.note(f"stopping the run ({exc.name})")
     finally:
+        stop.stopping()
         report = run.stop(grace=10.0) if not run.finished or run.run_processes() else None
         for stream, line in run.drain():
             out.log(stream, line)
             tail.append(line)
             state.feed(line)
         run.close()
+        stop.disarm()
     sys.stdout.flush()
     code = run.returncode
+    interrupted = stop.signum is not None
     ok = code == 0 and not interrupted
-    findings = sort_findings(triage(tail, None if ok else (code if code is not None else -1)) + list(alarms.values()))
+    # after a stop the user asked for, the run's exit is no failure to explain: only the alarms seen until then
+    failure = [] if interrupted else triage(tail, None if ok else (code if code is not None else -1))
+    findings = sort_findings(failure + list(alarms.values()))
     progress = state.progress()
     if out.json:
         out.event("end", ok=ok, exit_code=code, run_dir=str(run_dir), log=str(run_dir / "run.log"),
@@ -208,8 +216,48 @@ def _run(args, plan, python: str, cmd, run_dir: Path, shell: str) -> int:
     else:
         _print_end(ok, code, run_dir, progress, findings, interrupted)
     if interrupted:
-        return 130
+        return 128 + stop.signum  # 130 for Ctrl-C, 143 for SIGTERM, 129 for SIGHUP, as a shell reports them
     return EXIT_OK if ok and not has_errors([f for f in findings if f.rule.startswith("triage.")]) else EXIT_ERRORS
+
+
+class _Stopped(Exception):
+    def __init__(self, signum: int):
+        super().__init__(signum)
+        self.name = signal.Signals(signum).name if signum != signal.SIGINT else "Ctrl-C"
+
+
+class _UserStop:
+    """Ctrl-C, SIGTERM and SIGHUP all stop the run the same way: the first one interrupts the watch loop, the
+    run's whole process tree is ended, and signals that come while that happens are noted, not obeyed (a second
+    Ctrl-C must not leave Ray running). The previous handlers come back afterwards."""
+
+    SIGNALS = (signal.SIGINT, signal.SIGTERM, signal.SIGHUP)
+
+    def __init__(self) -> None:
+        self.signum: int | None = None
+        self._saved: dict = {}
+        self._watching = False
+
+    def arm(self) -> None:
+        if threading.current_thread() is threading.main_thread():
+            self._saved = {s: signal.signal(s, self._handle) for s in self.SIGNALS}
+        self._watching = True
+
+    def stopping(self) -> None:
+        """From here on (the run being ended) a signal is noted, never raised."""
+        self._watching = False
+
+    def disarm(self) -> None:
+        for sig, handler in self._saved.items():
+            signal.signal(sig, handler)
+        self._saved = {}
+
+    def _handle(self, signum, frame) -> None:
+        if self.signum is None:
+            self.signum = signum
+            if self._watching:
+                self._watching = False
+                raise _Stopped(signum)
 
 
 def _print_end(ok, code, run_dir, progress, findings, interrupted) -> None:
