@@ -39,11 +39,12 @@ from wizard.adapters.session_store import (
     save_prefs,
 )
 from wizard.gui import steps
-from wizard.gui.loading import Placeholder, Preloader
+from wizard.gui.loading import Placeholder, preload
 from wizard.gui.widgets.page import Page
 from wizard.gui.plan_files import PlanFiles
 from wizard.gui.start_page import StartPage
 from wizard.gui.theme import THEMES, apply_theme
+from wizard.gui.workers import Worker
 
 if TYPE_CHECKING:
     from wizard.gui.document import PlanDocument
@@ -74,7 +75,7 @@ class WizardWindow(PlanFiles, QMainWindow):
         self.resize(1180, 820)
         self._previous = load_session()
         self._restore: bool | None = restore if self._previous else False
-        self._loader: Preloader | None = None
+        self._loader: Worker | None = None
         self._closed = False
         self.load_error: str | None = None
         self._asking = False  # the recovery question is open
@@ -91,10 +92,12 @@ class WizardWindow(PlanFiles, QMainWindow):
 
     def _start_loading(self) -> None:
         if self.doc is None and not self._closed:
-            self._loader = Preloader(self.start_page.presets.currentItem().data(Qt.UserRole), self)
-            self._loader.done.connect(self._preload_done)
+            self._loader = Worker(self)
+            self._loader.finished.connect(self._preload_done)
+            self._loader.failed.connect(self._preload_done)  # the steps, built on this thread, will say why
+            self._loader.start("load the checker", preload, self.start_page.presets.currentItem().data(Qt.UserRole))
 
-    def _preload_done(self) -> None:
+    def _preload_done(self, *_) -> None:
         if self._restore is not None and not self._closed:
             self.finish_loading()
 
@@ -102,7 +105,7 @@ class WizardWindow(PlanFiles, QMainWindow):
         if self._closed or self._restore is not None or self._asking:  # closed, or asked elsewhere
             return
         self._answered(self._ask())
-        if self.doc is None and self._loader is not None and self._loader.finished:
+        if self.doc is None and self._loader is not None and self._loader.ended:
             self.finish_loading()
 
     def _ask(self) -> bool:
@@ -125,7 +128,7 @@ class WizardWindow(PlanFiles, QMainWindow):
             return True
         if self.load_error is not None:
             return False
-        if self._loader is not None and not self._loader.finished:
+        if self._loader is not None and not self._loader.ended:
             self._loader.wait()
         if self._restore is None and not self._asking:
             self._answered(self._ask())

@@ -24,7 +24,8 @@ from wizard.core.findings import Severity
 from wizard.gui.document import PlanDocument
 from wizard.gui.widgets.fields import FieldForm
 from wizard.gui.widgets.page import Page, note, scrolled
-from wizard.gui.tasks import TaskBar, TaskRunner
+from wizard.gui.widgets.task_bar import TaskBar
+from wizard.gui.workers import Worker
 from wizard.gui.widgets.topology_view import TopologyView
 from wizard.gui import steps
 from wizard.adapters.python_envs import default_python, how_to_create
@@ -74,7 +75,7 @@ class EnvironmentPage(Page):
         self.check_button = QPushButton("&Check this environment")
         self.check_button.setObjectName("runDoctor")
         self.check_button.clicked.connect(self.run_doctor)
-        self.runner = TaskRunner(self)
+        self.runner = Worker(self)
         self.runner.finished.connect(self._report)
         self.runner.failed.connect(self._failed)
         self.runner.started.connect(lambda _l: self.check_button.setEnabled(False))
@@ -107,7 +108,7 @@ class EnvironmentPage(Page):
         if not python:
             self.result.setText(_html(how_to_create()))
             return
-        self.runner.start(f"Probing {python}", lambda: run_doctor(python, timeout=60))
+        self.runner.start(f"Probing {python}", run_doctor, python, timeout=60)
 
     def _failed(self, message: str) -> None:
         self.result.setText(f"<span style='color:#c62828'>{_html(message)}</span>")
@@ -136,7 +137,7 @@ class HardwarePage(Page):
     def __init__(self, doc: PlanDocument) -> None:
         super().__init__(doc)
         self.discovery = None
-        self.runner = TaskRunner(self)
+        self.runner = Worker(self)
         self.runner.finished.connect(self.show_discovery)
         self.runner.failed.connect(lambda m: self.summary.setText(f"<span style='color:#c62828'>{_html(m)}</span>"))
         detect = QPushButton("&Detect this machine")
@@ -194,17 +195,9 @@ class HardwarePage(Page):
         outer.setContentsMargins(0, 0, 0, 0)
         outer.addWidget(scrolled(body))
 
-    def _catalogue(self):
-        from wizard.adapters.gpu_catalogue import load_gpu_catalogue
-
-        return load_gpu_catalogue()
-
     def detect(self) -> None:
-        from wizard.adapters.discovery import discover_this_machine
-
         visible = os.environ.get("CUDA_VISIBLE_DEVICES")
-        self.runner.start("Asking NVML about this machine's GPUs",
-                          lambda: discover_this_machine(visible, self._catalogue()))
+        self.runner.start("Asking NVML about this machine's GPUs", _detect, visible)
 
     def _spec_dialog(self) -> None:
         path, _ = QFileDialog.getOpenFileName(self, "Cluster spec or a saved 'verl-wizard detect --format json'",
@@ -213,9 +206,7 @@ class HardwarePage(Page):
             self.load_spec(path)
 
     def load_spec(self, path: str) -> None:
-        from wizard.adapters.discovery import load_cluster_spec_file
-
-        self.runner.start(f"Reading {path}", lambda: load_cluster_spec_file(path, self._catalogue()))
+        self.runner.start(f"Reading {path}", _read_spec, path)
 
     def ask_ray(self) -> None:
         from wizard.adapters.ray_cluster import discover_ray
@@ -224,7 +215,7 @@ class HardwarePage(Page):
         if not address:
             self.summary.setText("Type the Ray address first (the head node's IP:6379, or auto).")
             return
-        self.runner.start(f"Asking the Ray cluster at {address}", lambda: discover_ray(address, timeout=20))
+        self.runner.start(f"Asking the Ray cluster at {address}", discover_ray, address, timeout=20)
 
     def show_discovery(self, discovery) -> None:
         self.discovery = discovery
@@ -286,6 +277,21 @@ class HardwarePage(Page):
         if self.discovery is None:
             return
         self.doc.set_cluster(self.discovery.cluster)
+
+
+# On the worker thread: the GPU catalogue is read there too.
+def _detect(visible: str | None):
+    from wizard.adapters.discovery import discover_this_machine
+    from wizard.adapters.gpu_catalogue import load_gpu_catalogue
+
+    return discover_this_machine(visible, load_gpu_catalogue())
+
+
+def _read_spec(path: str):
+    from wizard.adapters.discovery import load_cluster_spec_file
+    from wizard.adapters.gpu_catalogue import load_gpu_catalogue
+
+    return load_cluster_spec_file(path, load_gpu_catalogue())
 
 
 def _html(text: str) -> str:

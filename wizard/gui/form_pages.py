@@ -23,7 +23,8 @@ from wizard.core.check.rules.names import ESTIMATORS, KL_TYPES, LOSS_MODES, REWA
 from wizard.gui.document import PlanDocument
 from wizard.gui.widgets.fields import FieldForm
 from wizard.gui.widgets.page import Page, note, scrolled
-from wizard.gui.tasks import TaskBar, TaskRunner
+from wizard.gui.widgets.task_bar import TaskBar
+from wizard.gui.workers import Worker
 from wizard.gui import steps
 
 # One line per estimator, in a newcomer's words (verl/trainer/ppo/core_algos.py holds the maths).
@@ -173,7 +174,7 @@ class DataPage(FormPage):
 
     def __init__(self, doc: PlanDocument) -> None:
         super().__init__(doc)
-        self.runner = TaskRunner(self)
+        self.runner = Worker(self)
         buttons = QHBoxLayout()
         self.preview_button = QPushButton("&Preview the training file")
         self.preview_button.clicked.connect(self.preview)
@@ -234,7 +235,7 @@ class DataPage(FormPage):
         if path:
             from wizard.adapters.dataset import preview
 
-            self.runner.start(f"Reading the first rows of {path}", lambda: preview(path, 20))
+            self.runner.start(f"Reading the first rows of {path}", preview, path, 20)
 
     def check(self) -> None:
         path = self._train_file()
@@ -244,10 +245,10 @@ class DataPage(FormPage):
 
         plan = self.doc.plan
         model = plan.models.actor_path if plan.models.actor_path and os.path.isdir(plan.models.actor_path) else None
-        self.runner.start(f"Checking {path}", lambda: check_file(
-            path, batch_size=plan.data.train_batch_size, model_dir=model,
+        self.runner.start(
+            f"Checking {path}", check_file, path, batch_size=plan.data.train_batch_size, model_dir=model,
             max_prompt_length=plan.data.max_prompt_length, filter_overlong=bool(plan.data.filter_overlong_prompts),
-            has_custom_reward=bool(plan.reward.custom_function_path), prompt_key=plan.data.prompt_key or "prompt"))
+            has_custom_reward=bool(plan.reward.custom_function_path), prompt_key=plan.data.prompt_key or "prompt")
 
     def _show(self, result) -> None:
         from wizard.adapters.dataset import DataReport, Preview
