@@ -82,7 +82,7 @@ def edits(n: int) -> list[float]:
     w = WizardWindow(restore=False)
     w.show()
     app.processEvents()
-    editor = w.data_page.forms[1].editors["data.train_batch_size"]
+    editor = w.page("data").forms[1].editors["data.train_batch_size"]
     times = []
     for i in range(n):
         editor.widget.setText(str(16 if i % 2 else 32))

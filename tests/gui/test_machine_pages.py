@@ -12,13 +12,13 @@ from PySide6.QtWidgets import QLineEdit  # noqa: E402
 
 
 def test_doctor_runs_in_the_background_and_reports_into_the_findings(window, qtbot):
-    page = window.environment_page
+    page = window.page("environment")
     window.go_to(page)
     page.python.setText(sys.executable)
     qtbot.mouseClick(page.check_button, Qt.LeftButton)
     assert not page.check_button.isEnabled() and page.runner.running
     # the window keeps answering while the probe runs: typing goes on
-    field = window.data_page.forms[1].editors["data.train_batch_size"].widget
+    field = window.page("data").forms[1].editors["data.train_batch_size"].widget
     qtbot.keyClicks(field, "8")
     assert field.text().endswith("8")
     qtbot.waitUntil(lambda: not page.runner.running, timeout=60000)
@@ -33,7 +33,7 @@ def test_doctor_runs_in_the_background_and_reports_into_the_findings(window, qtb
 
 
 def test_a_python_that_is_not_there_is_a_message(window, qtbot, tmp_path):
-    page = window.environment_page
+    page = window.page("environment")
     page.python.setText(str(tmp_path / "no" / "python"))
     page.run_doctor()
     qtbot.waitUntil(lambda: not page.runner.running, timeout=30000)
@@ -42,7 +42,7 @@ def test_a_python_that_is_not_there_is_a_message(window, qtbot, tmp_path):
 
 
 def test_cancel_gives_control_back_at_once(window, qtbot):
-    page = window.environment_page
+    page = window.page("environment")
     page.python.setText(sys.executable)
     page.run_doctor()
     assert page.runner.running
@@ -54,7 +54,7 @@ def test_cancel_gives_control_back_at_once(window, qtbot):
 
 def test_detect_this_machine_without_a_gpu_is_explained(window, qtbot, monkeypatch):
     monkeypatch.delenv("CUDA_VISIBLE_DEVICES", raising=False)
-    page = window.hardware_page
+    page = window.page("hardware")
     window.go_to(page)
     page.detect()
     qtbot.waitUntil(lambda: not page.runner.running, timeout=30000)
@@ -66,7 +66,7 @@ def test_detect_this_machine_without_a_gpu_is_explained(window, qtbot, monkeypat
 def test_a_cluster_spec_becomes_the_plan_shape_and_can_be_undone(window, qtbot, tmp_path):
     spec = tmp_path / "cluster.yaml"
     spec.write_text("nodes:\n  - {count: 2, gpus: 8, gpu: H100-80GB}\n")
-    page = window.hardware_page
+    page = window.page("hardware")
     page.load_spec(str(spec))
     qtbot.waitUntil(lambda: not page.runner.running, timeout=30000)
     assert "16 GPU(s) on 2 node(s)" in page.summary.text()
@@ -84,7 +84,7 @@ def test_a_machine_detected_elsewhere_is_planned_with_its_real_memory(window, qt
     """`verl-wizard detect --format json` saved on a lent H100 machine, opened on this GPU-less one."""
     from tests.conftest import ROOT
 
-    page = window.hardware_page
+    page = window.page("hardware")
     page.load_spec(str(ROOT / "tests" / "data" / "gpu" / "h100-1gpu.detect.json"))
     qtbot.waitUntil(lambda: not page.runner.running, timeout=30000)
     assert "1 GPU(s) on 1 node(s)" in page.summary.text() and page.gpus.rowCount() == 1
@@ -97,7 +97,7 @@ def test_a_machine_detected_elsewhere_is_planned_with_its_real_memory(window, qt
 def test_a_broken_cluster_spec_is_one_line(window, qtbot, tmp_path):
     spec = tmp_path / "cluster.yaml"
     spec.write_text("nodes: [\n")
-    page = window.hardware_page
+    page = window.page("hardware")
     page.load_spec(str(spec))
     qtbot.waitUntil(lambda: not page.runner.running, timeout=30000)
     assert "not valid YAML" in page.summary.text()
@@ -110,7 +110,7 @@ def test_the_link_matrix_of_a_real_capture(window, qtbot):
 
     xml = (ROOT / "tests" / "data" / "gpu" / "h200-1gpu.nvidia-smi-q.xml").read_text()
     discovery = discover_nvidia_smi_xml(xml, None, load_gpu_catalogue())
-    page = window.hardware_page
+    page = window.page("hardware")
     page.show_discovery(discovery)
     assert page.gpus.rowCount() == 1 and "H200" in page.gpus.item(0, 1).text()
     assert "139" in page.gpus.item(0, 2).text() or "140" in page.gpus.item(0, 2).text()
@@ -129,7 +129,7 @@ def test_data_preview_reads_rows_off_the_gui_thread(window, qtbot, tmp_path):
     plan = window.doc.plan.model_copy(deep=True)
     plan.data.train_files = str(path)
     window.doc.set_plan(plan)
-    page = window.data_page
+    page = window.page("data")
     qtbot.mouseClick(page.preview_button, Qt.LeftButton)
     qtbot.waitUntil(lambda: not page.runner.running, timeout=30000)
     assert "40 rows" in page.status.text() and page.table.rowCount() == 20
@@ -141,7 +141,7 @@ def test_data_preview_reads_rows_off_the_gui_thread(window, qtbot, tmp_path):
 
 
 def test_the_model_step_shows_what_is_known_of_the_model_and_its_heads_rule_fires(window, qtbot):
-    page = window.model_page
+    page = window.page("model")
     window.go_to(page)
     # the default preset names a catalogue model: its facts are shown
     cells = [page.facts.item(r, 1).text() for r in range(page.facts.rowCount())]
@@ -159,10 +159,10 @@ def test_the_data_step_opens_the_reward_bench_and_the_converter(window, qtbot):
     from wizard.gui.tools.convert_dialog import ConvertDialog
     from wizard.gui.tools.reward_bench import RewardBenchDialog
 
-    page = window.data_page
+    page = window.page("data")
     qtbot.mouseClick(page.reward_button, Qt.LeftButton)
     assert isinstance(page._reward_dialog, RewardBenchDialog) and page._reward_dialog.isVisible()
-    assert page.target_python() == window.environment_page.python.text().strip()
+    assert page.target_python() == window.page("environment").python.text().strip()
     page._reward_dialog.close()
     qtbot.mouseClick(page.convert_button, Qt.LeftButton)
     dialogs = [w for w in page.findChildren(ConvertDialog) if w.isVisible()]

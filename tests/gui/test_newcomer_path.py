@@ -29,13 +29,13 @@ def test_start_accept_hardware_pick_preset_break_fix_undo_write(qtbot, tmp_path)
     assert w.start_page.presets.currentItem().data(Qt.UserRole) == "grpo-1gpu-smoke"
     # accept the detected hardware (this machine has no GPU: the H200 capture stands in for NVML's answer)
     xml = (ROOT / "tests" / "data" / "gpu" / "h200-1gpu.nvidia-smi-q.xml").read_text()
-    w.go_to(w.hardware_page)
-    w.hardware_page.show_discovery(discover_nvidia_smi_xml(xml, None, load_gpu_catalogue()))
-    qtbot.mouseClick(w.hardware_page.use_button, Qt.LeftButton)
+    w.go_to(w.page("hardware"))
+    w.page("hardware").show_discovery(discover_nvidia_smi_xml(xml, None, load_gpu_catalogue()))
+    qtbot.mouseClick(w.page("hardware").use_button, Qt.LeftButton)
     assert w.doc.cluster is not None and w.doc.plan.hardware.n_gpus_per_node == 1
     # a batch size verl refuses: the finding says so, with its fix
-    w.go_to(w.data_page)
-    field = w.data_page.forms[1].editors["data.train_batch_size"].widget
+    w.go_to(w.page("data"))
+    field = w.page("data").forms[1].editors["data.train_batch_size"].widget
     field.setFocus()
     field.selectAll()
     qtbot.keyClicks(field, "3")
@@ -43,8 +43,8 @@ def test_start_accept_hardware_pick_preset_break_fix_undo_write(qtbot, tmp_path)
     assert w.doc.plan.data.train_batch_size == 3
     broken = [f for f in w.doc.findings if f.severity.value == "error"]
     assert broken and any("train_batch_size (3)" in f.message for f in broken)
-    assert "✖" in w.steps.item(w.pages.index(w.data_page)).text() or "✖" in w.steps.item(
-        w.pages.index(w.rollout_page)).text()
+    assert "✖" in w.steps.item(w.pages.index(w.page("data"))).text() or "✖" in w.steps.item(
+        w.pages.index(w.page("rollout"))).text()
     # apply its fix
     assert w.findings.select_first_fixable()
     qtbot.mouseClick(w.findings.fix_button, Qt.LeftButton)
@@ -58,9 +58,9 @@ def test_start_accept_hardware_pick_preset_break_fix_undo_write(qtbot, tmp_path)
     qtbot.keyClick(w, "z", modifier=Qt.ControlModifier | Qt.ShiftModifier)
     assert w.doc.plan == fixed and w.doc.result.ok
     # write the files
-    w.go_to(w.write_page)
-    w.write_page.folder.setText(str(tmp_path / "gui out"))
-    qtbot.mouseClick(w.write_page.write_button, Qt.LeftButton)
+    w.go_to(w.page("write"))
+    w.page("write").folder.setText(str(tmp_path / "gui out"))
+    qtbot.mouseClick(w.page("write").write_button, Qt.LeftButton)
     written = (tmp_path / "gui out" / "run.sh").read_text()
     # the same plan through the CLI gives the same run.sh
     plan_file = tmp_path / "gui out" / "plan.json"

@@ -30,21 +30,22 @@ def test_the_start_step_is_usable_before_the_checker_has_loaded(qtbot):
     w = opening(qtbot, restore=False)
     assert not w.is_loaded  # nothing processed yet: the loader's answer is still queued
     assert [w.steps.item(i).text() for i in range(w.steps.count())] == [
-        f"{i + 1}. {name}" for i, (name, _, _) in enumerate(steps.STEPS)]
-    assert w.page_title.text() == steps.START[1]
+        f"{i + 1}. {step.name}" for i, step in enumerate(steps.STEPS)]
+    assert w.page_title.text() == steps.step("start").title
     assert w.start_page.presets.count() >= 4
     assert "Loading" in w.findings_dock.widget().text()
     # the user picks a preset and types GPUs while loading
     choose(w, "ppo-8gpu")
     w.start_page.gpus.setText("2x8xH100-80GB")
     w.start_page.gpus.editingFinished.emit()
-    w.go_to(steps.STEPS.index(steps.REVIEW))  # a step that is not built yet says so, it does not break
-    assert w.page_title.text() == steps.REVIEW[1]
+    w.go_to(steps.index("review"))  # a step that is not built yet says so, it does not break
+    assert w.page_title.text() == steps.step("review").title
     qtbot.waitUntil(lambda: w.is_loaded, timeout=60_000)
     plan = w.doc.plan
     assert plan.algorithm.adv_estimator == "gae"  # the PPO preset, not the default one
     assert (plan.hardware.nnodes, plan.hardware.n_gpus_per_node) == (2, 8)
-    assert w.current_page() is w.review_page and "trainer.nnodes='2'" in w.review_page.run_sh.toPlainText()
+    review = w.page("review")
+    assert w.current_page() is review and "trainer.nnodes='2'" in review.run_sh.toPlainText()
     assert w.findings.tree.topLevelItemCount() > 0  # the check ran
     assert w.doc.undo_stack.isClean() and not w.windowTitle().endswith("*")  # choosing is not an edit
 
@@ -133,7 +134,7 @@ def test_a_broken_install_says_why_instead_of_loading_forever(qtbot, monkeypatch
     w.report_load_error = said.append
     qtbot.waitUntil(lambda: w.load_error is not None, timeout=60_000)
     assert said == ["ImportError: No module named 'hydra'"]
-    w.go_to(steps.STEPS.index(steps.REVIEW))
+    w.go_to(steps.index("review"))
     assert "could not load: ImportError" in w.current_page().label.text()
     assert not w.open_file(str(SCRIPTS / "examples__ppo_trainer__run_deepseek7b_llm.sh")) and said == said[:1]
     assert not w.start_page.import_file(str(SCRIPTS / "examples__ppo_trainer__run_deepseek7b_llm.sh"))
@@ -202,8 +203,9 @@ def test_a_failing_check_is_a_finding_not_an_old_verdict(qtbot, monkeypatch):
     choose(w, "ppo-8gpu")
     (error,) = [f for f in w.doc.findings if f.rule == "wizard.internal_error"]
     assert "KeyError" in error.message and w.findings.tree.topLevelItemCount() > 0
-    w.go_to(w.review_page)
-    assert "No verdict" in w.review_page.verdict.text() and not w.review_page.is_complete()
+    review = w.page("review")
+    w.go_to(review)
+    assert "No verdict" in review.verdict.text() and not review.is_complete()
     monkeypatch.undo()
     w.doc.undo_stack.undo()
     assert not any(f.rule == "wizard.internal_error" for f in w.doc.findings)

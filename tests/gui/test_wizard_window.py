@@ -30,8 +30,8 @@ def type_into(qtbot, widget, text):
 
 
 def test_default_preset_is_clean_and_shows_run_sh(window):
-    window.go_to(window.review_page)
-    review = window.review_page
+    window.go_to(window.page("review"))
+    review = window.page("review")
     assert "No errors" in window.findings.summary.text()
     # the note with the model's download command, and GSM8K not prepared on this machine (checked as the CLI does)
     assert sorted(f.rule for f in window.doc.findings) == ["data.file_missing", "data.file_missing",
@@ -56,22 +56,22 @@ def test_every_step_is_reachable_in_order_with_next(window):
 
 
 def test_typing_a_value_is_one_undoable_edit_and_rechecks(window, qtbot):
-    window.go_to(window.algorithm_page)
-    n_field = window.algorithm_page.forms[0].editors["actor_rollout_ref.rollout.n"].widget
+    window.go_to(window.page("algorithm"))
+    n_field = window.page("algorithm").forms[0].editors["actor_rollout_ref.rollout.n"].widget
     type_into(qtbot, n_field, "1")
     assert window.doc.plan.rollout.n == 1
     assert any(f.rule.startswith("rollout.group") or "n" in f.message for f in window.doc.findings)
     assert "error" in window.findings.summary.text().lower() or "warning" in window.findings.summary.text().lower()
     assert window.windowTitle().endswith("*")
-    assert "Set n to 2 or more" in window.algorithm_page.explain.text()
+    assert "Set n to 2 or more" in window.page("algorithm").explain.text()
     qtbot.keyClick(window, "z", modifier=Qt.ControlModifier)
     assert window.doc.plan.rollout.n == 4
     assert n_field.text() == "4"  # the field redraws from the plan
 
 
 def test_a_bad_value_is_explained_in_place_and_not_applied(window, qtbot):
-    window.go_to(window.data_page)
-    editor = window.data_page.forms[1].editors["data.train_batch_size"]
+    window.go_to(window.page("data"))
+    editor = window.page("data").forms[1].editors["data.train_batch_size"]
     before = window.doc.plan.data.train_batch_size
     type_into(qtbot, editor.widget, "lots")
     assert "whole number" in editor.error.text() and not editor.error.isHidden()
@@ -79,7 +79,7 @@ def test_a_bad_value_is_explained_in_place_and_not_applied(window, qtbot):
 
 
 def test_each_field_explains_its_verl_key(window):
-    editor = window.rollout_page.forms[0].editors["actor_rollout_ref.rollout.gpu_memory_utilization"]
+    editor = window.page("rollout").forms[0].editors["actor_rollout_ref.rollout.gpu_memory_utilization"]
     tip = editor.widget.toolTip()
     assert "actor_rollout_ref.rollout.gpu_memory_utilization" in tip and "Fraction of GPU memory" in tip
     assert "default: 0.5" in tip and editor.widget.placeholderText() == "verl default: 0.5"
@@ -98,8 +98,8 @@ def test_a_finding_takes_you_to_its_field(window, qtbot):
                 if "actor_rollout_ref.actor.ppo_mini_batch_size" in tree.topLevelItem(i).child(j).data(0, Qt.UserRole).keys)
     tree.setCurrentItem(item)
     qtbot.mouseClick(window.findings.go_button, Qt.LeftButton)
-    assert window.current_page() is window.rollout_page
-    field = window.rollout_page.forms[1].editors["actor_rollout_ref.actor.ppo_mini_batch_size"].widget
+    assert window.current_page() is window.page("rollout")
+    field = window.page("rollout").forms[1].editors["actor_rollout_ref.actor.ppo_mini_batch_size"].widget
     assert QApplication.focusWidget() is field
 
 
@@ -108,8 +108,8 @@ def test_a_key_without_a_field_is_shown_in_run_sh(window):
     plan.passthrough.append("trainer.balance_batch=false")
     window.doc.set_plan(plan)
     assert window.go_to_keys(["trainer.balance_batch"])
-    assert window.current_page() is window.review_page
-    assert "trainer.balance_batch" in window.review_page.run_sh.textCursor().selectedText()
+    assert window.current_page() is window.page("review")
+    assert "trainer.balance_batch" in window.page("review").run_sh.textCursor().selectedText()
 
 
 def test_apply_fix_button_repairs_the_plan(window, qtbot):
@@ -117,24 +117,24 @@ def test_apply_fix_button_repairs_the_plan(window, qtbot):
     plan.rollout.name = None
     plan.passthrough.append("actor_rollout_ref.rollout.name='???'")
     window.doc.set_plan(plan)
-    window.go_to(window.review_page)
+    window.go_to(window.page("review"))
     assert not window.next_button.isEnabled() and "Fix the errors" in window.nav_hint.text()
     assert window.findings.select_first_fixable()
     qtbot.mouseClick(window.findings.fix_button, Qt.LeftButton)
     assert window.doc.result.ok and window.next_button.isEnabled()
-    assert "actor_rollout_ref.rollout.name='vllm'" in window.review_page.run_sh.toPlainText()
+    assert "actor_rollout_ref.rollout.name='vllm'" in window.page("review").run_sh.toPlainText()
 
 
 def test_gpu_spec_that_cannot_fit_blocks_writing(window):
     select_preset(window, "grpo-8gpu")
     window.start_page.gpus.setText("4xH100-80GB")
     window.start_page.gpus.editingFinished.emit()
-    assert window.review_page.is_complete()  # the trainer follows the GPUs: batch sizes still divide
+    assert window.page("review").is_complete()  # the trainer follows the GPUs: batch sizes still divide
     plan = window.doc.plan.model_copy(deep=True)
     plan.hardware.n_gpus_per_node = 8
     window.doc.set_plan(plan)
     assert "error" in window.findings.summary.text()
-    assert not window.review_page.is_complete()
+    assert not window.page("review").is_complete()
 
 
 def test_bad_gpu_spec_is_explained_in_place(window):
@@ -145,8 +145,8 @@ def test_bad_gpu_spec_is_explained_in_place(window):
 
 def test_import_a_real_verl_script(window):
     assert window.start_page.import_file(str(SCRIPTS / "examples__grpo_trainer__run_qwen2-7b_math.sh"))
-    window.go_to(window.review_page)
-    text = window.review_page.run_sh.toPlainText()
+    window.go_to(window.page("review"))
+    text = window.page("review").run_sh.toPlainText()
     assert 'data.train_files="[${HOME}/data/gsm8k/train.parquet,${HOME}/data/math/train.parquet]"' in text
 
 
@@ -188,8 +188,8 @@ def test_close_with_unsaved_edits_asks_and_cancel_keeps_the_window(window):
 
 
 def test_write_page_writes_files(window, qtbot, tmp_path):
-    window.go_to(window.write_page)
-    page = window.write_page
+    window.go_to(window.page("write"))
+    page = window.page("write")
     page.folder.setText(str(tmp_path / "out dir"))
     qtbot.mouseClick(page.write_button, Qt.LeftButton)
     assert (tmp_path / "out dir" / "run.sh").exists() and (tmp_path / "out dir" / "plan.json").exists()
@@ -199,9 +199,9 @@ def test_write_page_writes_files(window, qtbot, tmp_path):
 def test_write_into_an_unwritable_place_is_a_message(window, tmp_path):
     blocker = tmp_path / "file"
     blocker.write_text("x")
-    window.write_page.folder.setText(str(blocker / "sub"))
-    assert not window.write_page.write()
-    assert "cannot write" in window.write_page.status.text()
+    window.page("write").folder.setText(str(blocker / "sub"))
+    assert not window.page("write").write()
+    assert "cannot write" in window.page("write").status.text()
 
 
 def test_undo_and_redo_an_edit(window, qtbot):
@@ -262,8 +262,8 @@ def test_a_gpu_model_typed_on_start_turns_on_the_memory_check(window, qtbot):
     window.start_page.gpus.setText("8xH100-80GB")
     window.start_page.gpus.editingFinished.emit()
     assert not any(f.rule.startswith("memory.") and f.severity.value == "error" for f in window.doc.findings)
-    window.go_to(window.rollout_page)
-    share = window.rollout_page.forms[0].editors["actor_rollout_ref.rollout.gpu_memory_utilization"].widget
+    window.go_to(window.page("rollout"))
+    share = window.page("rollout").forms[0].editors["actor_rollout_ref.rollout.gpu_memory_utilization"].widget
     type_into(qtbot, share, "0.95")
     oom = [f for f in window.doc.findings if f.rule == "memory.gpu_oom"]
     assert oom and "of 79.6 GiB" in oom[0].message and window.findings.fix_button is not None
@@ -271,9 +271,9 @@ def test_a_gpu_model_typed_on_start_turns_on_the_memory_check(window, qtbot):
 
 def test_the_write_step_writes_cluster_launch_material_checked_for_its_shape(window, qtbot, tmp_path):
     select_preset(window, "grpo-2node")
-    window.go_to(window.write_page)
-    box = window.write_page.cluster
-    window.write_page.folder.setText(str(tmp_path / "my run"))
+    window.go_to(window.page("write"))
+    box = window.page("write").cluster
+    window.page("write").folder.setText(str(tmp_path / "my run"))
     assert (box.nodes.value(), box.gpus.value()) == (2, 8)
     box.head.setText("10.0.0.7")
     qtbot.mouseClick(box.write_button, Qt.LeftButton)

@@ -39,14 +39,15 @@ from wizard.adapters.session_store import (
     save_prefs,
 )
 from wizard.gui import steps
-from wizard.gui.loading import Placeholder, Preloader
-from wizard.gui.widgets.page import Page
+from wizard.gui.loading import Placeholder, preload
 from wizard.gui.plan_files import PlanFiles
-from wizard.gui.start_page import StartPage
 from wizard.gui.theme import THEMES, apply_theme
+from wizard.gui.widgets.page import Page
+from wizard.gui.workers import Worker
 
 if TYPE_CHECKING:
     from wizard.gui.document import PlanDocument
+    from wizard.gui.steps.start import StartPage
 
 TITLE = f"verl-wizard {__version__} — plan a verl 0.9.1 run"
 MARK = {"error": "✖", "warning": "⚠"}
@@ -63,9 +64,9 @@ class WizardWindow(PlanFiles, QMainWindow):
         super().__init__()
         self.setWindowTitle(TITLE)
         self.doc: PlanDocument | None = None
-        self.start_page = StartPage()
-        self.pages: list[Page] = [self.start_page] + [Placeholder(step) for step in steps.STEPS[1:]]
-        self.review_page = self.write_page = None
+        first, *rest = steps.STEPS
+        self.start_page: StartPage = first.load()()  # Start comes first: built at once, before the plan document
+        self.pages: list[Page] = [self.start_page] + [Placeholder(step) for step in rest]
         self._build()
         self._menus()
         self.start_page.opened.connect(self._opened)
@@ -74,7 +75,7 @@ class WizardWindow(PlanFiles, QMainWindow):
         self.resize(1180, 820)
         self._previous = load_session()
         self._restore: bool | None = restore if self._previous else False
-        self._loader: Preloader | None = None
+        self._loader: Worker | None = None
         self._closed = False
         self.load_error: str | None = None
         self._asking = False  # the recovery question is open
@@ -91,10 +92,12 @@ class WizardWindow(PlanFiles, QMainWindow):
 
     def _start_loading(self) -> None:
         if self.doc is None and not self._closed:
-            self._loader = Preloader(self.start_page.presets.currentItem().data(Qt.UserRole), self)
-            self._loader.done.connect(self._preload_done)
+            self._loader = Worker(self)
+            self._loader.finished.connect(self._preload_done)
+            self._loader.failed.connect(self._preload_done)  # the steps, built on this thread, will say why
+            self._loader.start("load the checker", preload, self.start_page.presets.currentItem().data(Qt.UserRole))
 
-    def _preload_done(self) -> None:
+    def _preload_done(self, *_) -> None:
         if self._restore is not None and not self._closed:
             self.finish_loading()
 
@@ -102,7 +105,7 @@ class WizardWindow(PlanFiles, QMainWindow):
         if self._closed or self._restore is not None or self._asking:  # closed, or asked elsewhere
             return
         self._answered(self._ask())
-        if self.doc is None and self._loader is not None and self._loader.finished:
+        if self.doc is None and self._loader is not None and self._loader.ended:
             self.finish_loading()
 
     def _ask(self) -> bool:
@@ -125,7 +128,7 @@ class WizardWindow(PlanFiles, QMainWindow):
             return True
         if self.load_error is not None:
             return False
-        if self._loader is not None and not self._loader.finished:
+        if self._loader is not None and not self._loader.ended:
             self._loader.wait()
         if self._restore is None and not self._asking:
             self._answered(self._ask())
@@ -152,31 +155,15 @@ class WizardWindow(PlanFiles, QMainWindow):
                              f"{reason}\n\nReinstall verl-wizard (make setup, or pip install -e .) and start again.")
 
     def _build_steps(self) -> None:
-        from wizard.gui.canvas_pages import DataflowPage, PlacementPage, RunPage
         from wizard.gui.document import PlanDocument
-        from wizard.gui.env_pages import EnvironmentPage, HardwarePage
         from wizard.gui.widgets.findings_view import FindingsView
-        from wizard.gui.form_pages import AlgorithmPage, DataPage, ModelPage, RolloutPage
-        from wizard.gui.pages import ReviewPage, WritePage
 
         self.doc = doc = PlanDocument(self)
-        self.environment_page = EnvironmentPage(self.doc)
-        self.hardware_page = HardwarePage(self.doc)
-        self.model_page = ModelPage(self.doc)
-        self.data_page = DataPage(self.doc)
-        self.algorithm_page = AlgorithmPage(self.doc)
-        self.rollout_page = RolloutPage(self.doc)
-        self.dataflow_page = DataflowPage(self.doc)
-        self.placement_page = PlacementPage(self.doc)
-        self.run_page = RunPage(self.doc)
-        self.review_page = ReviewPage(self.doc)
-        self.write_page = WritePage(self.doc)
-        pages = [
-            self.start_page, self.environment_page, self.hardware_page, self.model_page, self.data_page,
-            self.algorithm_page, self.rollout_page, self.dataflow_page, self.placement_page, self.review_page,
-            self.write_page, self.run_page,
-        ]
-        assert [p.step for p in pages] == [s[0] for s in steps.STEPS]
+        pages = [self.start_page] + [step.load()(doc) for step in steps.STEPS[1:]]
+        assert [p.step for p in pages] == [s.name for s in steps.STEPS]
+        by_key = {step.key: page for step, page in zip(steps.STEPS, pages)}
+        for page in pages:
+            page.wire(by_key)
         self.start_page.attach(doc)  # the first check: what fails here leaves the placeholders in place
         doc.undo_stack.clear()  # the default preset is where the user starts, not an edit
         if self._restore and self._previous:
@@ -199,8 +186,6 @@ class WizardWindow(PlanFiles, QMainWindow):
         redo.setShortcuts([QKeySequence.Redo, QKeySequence("Ctrl+Shift+Z")])
         self.edit_menu.addAction(undo)
         self.edit_menu.addAction(redo)
-        self.data_page.target_python = lambda: self.environment_page.python.text().strip()
-        self.environment_page.python_checked.connect(self.run_page.set_target_python)
         doc.changed.connect(self._refresh)
         doc.undo_stack.cleanChanged.connect(self._update_title)
         doc.undo_stack.indexChanged.connect(self._update_title)
@@ -274,13 +259,13 @@ class WizardWindow(PlanFiles, QMainWindow):
         self._action(file_menu, "&Save plan", QKeySequence.Save, self.save)
         self._action(file_menu, "Save plan &as…", QKeySequence.SaveAs, self.save_as)
         self._action(file_menu, "&Write run.sh and config.yaml…", "Ctrl+Shift+W",
-                     lambda: self.go_to(steps.STEPS.index(steps.WRITE)))
+                     lambda: self.go_to(steps.index("write")))
         file_menu.addSeparator()
         self._action(file_menu, "&Quit", QKeySequence.Quit, self.close)
         self.edit_menu = bar.addMenu("&Edit")  # Undo and Redo come with the plan document
         go = bar.addMenu("&Go")
-        for i, (step, _title, _subtitle) in enumerate(steps.STEPS):
-            self._action(go, f"&{i + 1 if i < 9 else chr(ord('A') + i - 9)} {step}",
+        for i, step in enumerate(steps.STEPS):
+            self._action(go, f"&{i + 1 if i < 9 else chr(ord('A') + i - 9)} {step.name}",
                          f"Alt+{i + 1}" if i < 9 else None, lambda _=False, n=i: self.go_to(n))
         go.addSeparator()
         self._action(go, "Next &finding", "F8", lambda: self.findings and self.findings.select_next())
@@ -310,6 +295,10 @@ class WizardWindow(PlanFiles, QMainWindow):
     # -- navigation ---------------------------------------------------------------------------
     def current_page(self) -> Page:
         return self.stack.currentWidget()
+
+    def page(self, key: str) -> Page:
+        """The page of the step ``key`` of ``wizard.gui.steps.STEPS`` (a Placeholder while it loads)."""
+        return self.pages[steps.index(key)]
 
     def go_to(self, page: Page | int) -> None:
         index = page if isinstance(page, int) else self.pages.index(page)
@@ -341,8 +330,7 @@ class WizardWindow(PlanFiles, QMainWindow):
         self.back_button.setEnabled(index > 0)
         complete = page.is_complete()
         self.next_button.setEnabled(index + 1 < len(self.pages) and complete)
-        self.nav_hint.setText("" if complete or page is not self.review_page
-                              else "Fix the errors below to go on to writing the files.")
+        self.nav_hint.setText("" if complete else page.incomplete_hint)
 
     def go_to_keys(self, keys: list[str]) -> bool:
         """Show the field of the first key some step has; else the key's line in run.sh."""
@@ -353,8 +341,9 @@ class WizardWindow(PlanFiles, QMainWindow):
                     page.focus_key(key)
                     return True
         if keys:
-            self.go_to(self.review_page)
-            return self.review_page.show_key(keys[0])
+            review = self.page("review")
+            self.go_to(review)
+            return review.show_key(keys[0])
         return False
 
     # -- document -----------------------------------------------------------------------------

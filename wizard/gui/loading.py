@@ -1,26 +1,27 @@
-"""The progressive start: what the window shows while the checker loads, and the loader itself.
+"""The progressive start: what the window shows while the checker loads, and what is loaded meanwhile.
 
-``verl-wizard`` opens with the Start step usable at once. Everything the first check needs (the pages'
-modules, Hydra's override parser, verl's default config composed and cached) is imported and warmed on
-a worker thread meanwhile; the window builds the remaining steps when it is done. bench/bench_gui.py
-prints both times and the longest stall of the GUI thread while loading.
+``verl-wizard`` opens with the Start step usable at once. Everything the first check needs (every step's
+module, Hydra's override parser, verl's default config composed and cached) is imported and warmed on
+a worker thread meanwhile (:func:`preload`, run by a ``wizard.gui.workers.Worker``); the window builds the
+remaining steps when it is done. bench/bench_gui.py prints both times and the longest stall of the GUI
+thread while loading.
 """
 
 from __future__ import annotations
 
-from PySide6.QtCore import QObject, Qt, Signal
+from PySide6.QtCore import Qt
 from PySide6.QtWidgets import QLabel, QVBoxLayout
 
+from wizard.gui.steps import STEPS, Step
 from wizard.gui.widgets.page import Page
-from wizard.gui.tasks import start_thread
 
 
 class Placeholder(Page):
     """A step whose page is still loading: its name and title, no content yet."""
 
-    def __init__(self, step: tuple[str, str, str]) -> None:
+    def __init__(self, step: Step) -> None:
         super().__init__(None)
-        self.step, self.title, self.subtitle = step
+        self.step, self.title, self.subtitle = step.texts
         self.label = QLabel("Loading…")
         self.label.setWordWrap(True)
         QVBoxLayout(self).addWidget(self.label, 0, Qt.AlignCenter)
@@ -30,46 +31,13 @@ class Placeholder(Page):
 
 
 def preload(preset: str) -> None:
-    """Import and warm, off the GUI thread, what the first check of ``preset`` needs (all cached)."""
-    import wizard.gui.canvas_pages  # noqa: F401
-    import wizard.gui.env_pages  # noqa: F401
+    """Import and warm, off the GUI thread, what the first check of ``preset`` needs (all cached). What fails
+    here fails again when the window builds the steps on the GUI thread, which says why."""
+    for step in STEPS:
+        step.load()
     import wizard.gui.widgets.findings_view  # noqa: F401
-    import wizard.gui.form_pages  # noqa: F401
-    import wizard.gui.pages  # noqa: F401
     from wizard.adapters.checking import full_check
     from wizard.adapters.generate import preset_plan, render_files
 
     _files, overrides, _notes = render_files(preset_plan(preset, None))
     full_check(overrides, local_files=True)
-
-
-class _Relay(QObject):
-    done = Signal()
-
-
-class Preloader(QObject):
-    """Runs :func:`preload` on a thread; ``done`` on the GUI thread. ``wait()`` joins it from there."""
-
-    done = Signal()
-
-    def __init__(self, preset: str, parent: QObject | None = None) -> None:
-        super().__init__(parent)
-        self.finished = False
-        self._relay = _Relay()
-        self._relay.done.connect(self._done, Qt.QueuedConnection)
-        self._thread = start_thread(lambda: self._run(preset), "verl-wizard: load")
-
-    def _run(self, preset: str) -> None:
-        try:
-            preload(preset)
-        except Exception:  # noqa: BLE001 - the GUI thread imports again and shows the real error
-            pass
-        self._relay.done.emit()
-
-    def _done(self) -> None:
-        self.finished = True
-        self.done.emit()
-
-    def wait(self) -> None:
-        self._thread.join()
-        self.finished = True

@@ -1,7 +1,7 @@
 """The Run page's GPU monitor: memory used/total, peak memory and utilisation per GPU, sampled once a second.
 
-Sampling runs on its own thread (``_SamplerWorker`` in a QThread, driven by a QTimer there): NVML calls are
-cheap once NVML is open, but a driver that hangs must never freeze typing. The worker parses each sample
+Sampling runs on a thread of its own (:func:`sample_gpus`, run by a ``wizard.gui.workers.Worker``): NVML calls
+are cheap once NVML is open, but a driver that hangs must never freeze typing. The thread parses each sample
 (``wizard.adapters.gpu_sampler.parse_sample``) and sends the GUI a ``GpuSnapshot``; ``show_snapshot`` is
 the only way the display changes, so tests feed it recorded captures from real GPUs.
 """
@@ -10,48 +10,31 @@ from __future__ import annotations
 
 import time
 
-from PySide6.QtCore import QMetaObject, QObject, Qt, QThread, QTimer, Signal, Slot
+from PySide6.QtCore import Qt, Signal
 from PySide6.QtWidgets import QFrame, QLabel, QProgressBar, QVBoxLayout, QWidget
 
 from wizard.adapters.gpu_sampler import GpuReading, GpuSampler, GpuSnapshot, format_gib, parse_sample
+from wizard.gui.workers import Job, Worker
 
 INTERVAL_MS = 1000
 
 
-class _SamplerWorker(QObject):
-    sampled = Signal(object, float)  # GpuSnapshot, seconds the sample took
-
-    def __init__(self, interval_ms: int) -> None:
-        super().__init__()
-        self.interval_ms = interval_ms
-        self._sampler: GpuSampler | None = None
-        self._timer: QTimer | None = None
-
-    @Slot()
-    def begin(self) -> None:
-        self._sampler = GpuSampler()
-        self._timer = QTimer(self)
-        self._timer.setInterval(self.interval_ms)
-        self._timer.timeout.connect(self.tick)
-        self.tick()
-        if self._sampler.available:  # without NVML the answer cannot change: ask once
-            self._timer.start()
-
-    @Slot()
-    def tick(self) -> None:
-        if self._sampler is None:
-            return
-        t = time.perf_counter()
-        snapshot = parse_sample(self._sampler.sample())
-        self.sampled.emit(snapshot, time.perf_counter() - t)
-
-    @Slot()
-    def end(self) -> None:
-        if self._timer is not None:
-            self._timer.stop()
-        if self._sampler is not None:
-            self._sampler.close()
-            self._sampler = None
+def sample_gpus(job: Job, interval_s: float) -> None:
+    """On the sampler's thread, until stopped: a sample now, then one every ``interval_s``, each reported as
+    ``(GpuSnapshot, seconds it took)``. NVML is opened and closed on this thread. Without NVML the answer
+    cannot change: it is asked once."""
+    sampler = GpuSampler()
+    due = time.monotonic()
+    try:
+        while True:
+            t = time.perf_counter()
+            snapshot = parse_sample(sampler.sample())
+            job.progress((snapshot, time.perf_counter() - t))
+            due += interval_s
+            if not sampler.available or job.stop.wait(max(0.0, due - time.monotonic())):
+                return
+    finally:
+        sampler.close()
 
 
 class _GpuRow(QFrame):
@@ -113,8 +96,9 @@ class GpuMonitor(QWidget):
         self.snapshot: GpuSnapshot | None = None
         self.last_sample_s: float | None = None
         self._rows: list[_GpuRow] = []
-        self._thread: QThread | None = None
-        self._worker: _SamplerWorker | None = None
+        self._sampler = Worker(self)
+        self._sampler.progress.connect(self._sampled)
+        self._sampling = False
         self.heading = QLabel("<b>GPUs</b>")
         self.state = QLabel("Looking for GPUs…")
         self.state.setObjectName("gpuState")
@@ -139,31 +123,25 @@ class GpuMonitor(QWidget):
 
     def start(self) -> None:
         """Sample on a thread of its own until ``stop``."""
-        if self._thread is not None:
+        if self._sampling:
             return
-        self._thread = QThread(self)
-        self._thread.setObjectName("gpu-sampler")
-        self._worker = _SamplerWorker(self.interval_ms)
-        self._worker.moveToThread(self._thread)
-        self._thread.started.connect(self._worker.begin)
-        self._worker.sampled.connect(self._sampled)
-        self._thread.start()
+        self._sampling = True
+        self._sampler.start_job("sample the GPUs", sample_gpus, self.interval_ms / 1000)
 
     def stop(self) -> None:
-        if self._thread is None:
+        """No more samples; NVML is closed when this returns (unless the driver hangs past 5 s)."""
+        if not self._sampling:
             return
-        QMetaObject.invokeMethod(self._worker, "end", Qt.BlockingQueuedConnection)  # on the sampler's thread
-        self._thread.quit()
-        self._thread.wait(5000)
-        self._worker.deleteLater()
-        self._thread, self._worker = None, None
+        self._sampling = False
+        self._sampler.cancel()
+        self._sampler.wait(5.0)
 
     @property
     def sampling(self) -> bool:
-        return self._thread is not None
+        return self._sampling
 
-    def _sampled(self, snapshot: GpuSnapshot, seconds: float) -> None:
-        self.last_sample_s = seconds
+    def _sampled(self, sample: tuple[GpuSnapshot, float]) -> None:
+        snapshot, self.last_sample_s = sample
         self.show_snapshot(snapshot)
 
     # -- display ----------------------------------------------------------------------------------------------

@@ -3,8 +3,9 @@
 ``RunPanel`` is a self-contained widget built on a ``PlanDocument``. It builds the run exactly as
 ``verl-wizard launch`` does, from the same core calls (``smoke_plan``, ``check_overrides``, ``smoke_command``,
 ``render_command``), and runs it through the same ``RunProcess`` (its own session; Stop ends the whole
-tree). All process I/O happens on a worker thread (``wizard.gui.run.worker.RunWorker`` in a QThread); the GUI
-thread only receives batches about ten times a second, so typing never waits for the run.
+tree). All process I/O happens on a worker thread (``wizard.gui.run.follower.RunFollower``, run by a
+``wizard.gui.workers.Worker``); the GUI thread only receives batches about ten times a second, so typing never
+waits for the run.
 """
 
 from __future__ import annotations
@@ -15,7 +16,7 @@ import time
 from dataclasses import dataclass
 from pathlib import Path
 
-from PySide6.QtCore import QEvent, QThread, Signal
+from PySide6.QtCore import QEvent, Signal
 from PySide6.QtGui import QFontDatabase, QGuiApplication
 from PySide6.QtWidgets import (
     QApplication,
@@ -47,7 +48,8 @@ from wizard.gui.run.gpu_monitor import GpuMonitor
 from wizard.gui.run.log_view import LogView
 from wizard.gui.run.metric_plots import MetricPlots
 from wizard.gui.run.status import FindingsBanner, RunStatus
-from wizard.gui.run.worker import STOP_GRACE_S, RunBatch, RunResult, RunWorker
+from wizard.gui.run.follower import STOP_GRACE_S, RunBatch, RunFollower, RunResult
+from wizard.gui.workers import Worker
 
 
 @dataclass
@@ -73,8 +75,10 @@ class RunPanel(QWidget):
         self.doc = doc
         self.result: RunResult | None = None
         self.prepared: Prepared | None = None
-        self._thread: QThread | None = None
-        self._worker: RunWorker | None = None
+        self._runner = Worker(self)
+        self._runner.progress.connect(self._batch)
+        self._runner.finished.connect(self._done)
+        self._follower: RunFollower | None = None
         self._close_after: QWidget | None = None
         self._watched: QWidget | None = None
         self._build(python or sys.executable)
@@ -233,7 +237,7 @@ class RunPanel(QWidget):
 
     @property
     def is_running(self) -> bool:
-        return self._thread is not None
+        return self._runner.running
 
     def start(self) -> bool:
         if self.is_running:
@@ -260,14 +264,9 @@ class RunPanel(QWidget):
             return False
         self._reset_views()
         self.status.started(run.pid, prepared.run_dir)
-        self._worker = RunWorker(run, prepared.max_response_length, metrics_file=prepared.run_dir / "metrics.jsonl")
-        self._thread = QThread(self)
-        self._thread.setObjectName("verl-run")
-        self._worker.moveToThread(self._thread)
-        self._thread.started.connect(self._worker.work)
-        self._worker.batch.connect(self._batch)
-        self._worker.done.connect(self._done)
-        self._thread.start()
+        self._follower = RunFollower(run, prepared.max_response_length,
+                                     metrics_file=prepared.run_dir / "metrics.jsonl")
+        self._runner.start_job(f"follow the run {run.pid}", self._follower.follow)
         self._set_running(True)
         self.run_started.emit()
         return True
@@ -290,8 +289,8 @@ class RunPanel(QWidget):
 
     def stop(self) -> None:
         """End the run: the worker signals the whole process tree and reports what it ended."""
-        if self._worker is not None:
-            self._worker.request_stop()
+        if self._runner.running:
+            self._runner.stop()
             self.stop_button.setEnabled(False)
             self.status.stopping()
 
@@ -304,11 +303,8 @@ class RunPanel(QWidget):
 
     def _done(self, result: RunResult) -> None:
         self.result = result
-        self._thread.quit()
-        self._thread.wait()
-        self._worker.deleteLater()
-        self._thread.deleteLater()
-        self._thread, self._worker = None, None
+        self._runner.wait()  # it has answered: a moment at most
+        self._follower = None
         self._set_running(False)
         self.status.ended(result)
         if result.findings and not result.stopped:
@@ -321,8 +317,8 @@ class RunPanel(QWidget):
             window.close()
 
     def _gpus_sampled(self, snapshot) -> None:
-        if self._worker is not None:
-            self._worker.gpus_busy = snapshot.busy()
+        if self._follower is not None:
+            self._follower.gpus_busy = snapshot.busy()
 
     # -- closing ----------------------------------------------------------------------------------------------
 
@@ -340,10 +336,9 @@ class RunPanel(QWidget):
 
     def shutdown(self) -> None:
         """Stop a run and wait for its end (application exit: nothing may be left behind)."""
-        if self._worker is not None and self._thread is not None:
-            self._worker.request_stop()
-            self._thread.quit()
-            self._thread.wait(int((STOP_GRACE_S + 10) * 1000))
+        if self._runner.running:
+            self._runner.stop()
+            self._runner.wait(STOP_GRACE_S + 10)
         self.gpus.stop()
 
     def showEvent(self, event) -> None:  # noqa: N802
@@ -363,4 +358,4 @@ class RunPanel(QWidget):
         return super().eventFilter(watched, event)
 
 
-__all__ = ["RunPanel", "RunWorker", "RunBatch", "RunResult", "Prepared"]
+__all__ = ["RunPanel", "RunFollower", "RunBatch", "RunResult", "Prepared"]

@@ -33,7 +33,8 @@ from wizard.core.data.schema import BUILTIN_SCORERS, ConversionError, Conversion
 from wizard.core.findings import Finding, Severity
 from wizard.gui.document import PlanDocument
 from wizard.gui.widgets.page import note
-from wizard.gui.tasks import TaskBar, TaskRunner
+from wizard.gui.widgets.task_bar import TaskBar
+from wizard.gui.workers import Worker
 
 PREVIEW_ROWS = 3
 PREVIEW_DELAY_MS = 250  # typing in the template re-reads the file this long after the last key
@@ -64,16 +65,17 @@ def default_output(input_path: str) -> str:
     return str(p.with_name(f"{p.stem}.verl.parquet"))
 
 
-def _read_columns(path: str) -> list[str]:
+# On the reader's thread; the answer says which question it answers.
+def _read_columns(path: str) -> tuple[str, list[str]]:
     from wizard.adapters.dataset import DatasetFile
 
-    return DatasetFile(path).columns()
+    return "columns", DatasetFile(path).columns()
 
 
-def _preview(path: str, spec: ConversionSpec) -> list[dict]:
+def _preview(path: str, spec: ConversionSpec) -> tuple[str, ConversionSpec, list[dict]]:
     from wizard.adapters.dataset import convert_preview
 
-    return convert_preview(path, spec, PREVIEW_ROWS)
+    return "preview", spec, convert_preview(path, spec, PREVIEW_ROWS)
 
 
 def _write(path: str, out: str, spec: ConversionSpec, has_custom_reward: bool):
@@ -94,8 +96,8 @@ class ConvertDialog(QDialog):
         self.out_path: str | None = None  # the file last written
         self.setWindowTitle("Convert a file to verl's format")
         self.setObjectName("convertDialog")
-        self.reader = TaskRunner(self)  # columns and preview: a newer request drops an older answer
-        self.writer = TaskRunner(self)
+        self.reader = Worker(self)  # columns and preview: a newer request drops an older answer
+        self.writer = Worker(self)
         self._timer = QTimer(self)
         self._timer.setSingleShot(True)
         self._timer.setInterval(PREVIEW_DELAY_MS)
@@ -224,7 +226,7 @@ class ConvertDialog(QDialog):
             self.output.setText(self._default_out)
         self.columns = []
         self._set_ready(False)
-        self.reader.start(f"Reading the columns of {os.path.basename(path)}", lambda: ("columns", _read_columns(path)))
+        self.reader.start(f"Reading the columns of {os.path.basename(path)}", _read_columns, path)
 
     def _fill_columns(self, columns: list[str]) -> None:
         self.columns = columns
@@ -268,7 +270,7 @@ class ConvertDialog(QDialog):
             self._show_problem(_words(str(exc)))
             return
         path = self._input
-        self.reader.start("Converting the first rows", lambda: ("preview", spec, _preview(path, spec)))
+        self.reader.start("Converting the first rows", _preview, path, spec)
 
     def _read(self, answer: tuple) -> None:
         if answer[0] == "columns":
@@ -337,7 +339,7 @@ class ConvertDialog(QDialog):
         self.form_box.setEnabled(False)  # the preview must stay the picture of what is written
         self.use_button.hide()
         self.result.setText("")
-        self.writer.start(f"Writing {os.path.basename(out)}", lambda: _write(path, out, spec, custom))
+        self.writer.start(f"Writing {os.path.basename(out)}", _write, path, out, spec, custom)
 
     def _written(self, conv) -> None:
         self.form_box.setEnabled(True)

@@ -37,7 +37,8 @@ from wizard.gui.document import PlanDocument
 from wizard.gui.widgets.fields import FieldForm
 from wizard.gui.widgets.page import note, scrolled
 from wizard.gui.tools.reward_results import RewardResults
-from wizard.gui.tasks import TaskBar, TaskRunner
+from wizard.gui.widgets.task_bar import TaskBar
+from wizard.gui.workers import Job, Worker
 
 BUILTIN, CUSTOM = "builtin", "custom"
 DEFAULT_FUNCTION = "compute_score"  # reward.custom_reward_function.name's default in verl 0.9.1
@@ -88,6 +89,11 @@ def bench_file(path: str, n: int, first: bool, function: str | None, name: str |
     return BenchOutcome(rows, sort_findings(findings + result.findings), result, python, function is not None)
 
 
+def _bench_job(job: Job, *args) -> BenchOutcome:
+    """:func:`bench_file` on the worker thread; Cancel kills the scoring subprocess at once."""
+    return bench_file(*args, cancel=job.stop)
+
+
 def scorer_name(rows: list[BenchRow], custom: bool) -> str:
     """Who scored, for the verdict: 'Your reward function', "verl's gsm8k scorer" or "verl's built-in scorers"."""
     if custom:
@@ -109,7 +115,7 @@ class RewardBenchPanel(QWidget):
         super().__init__(parent)
         self.doc = doc
         self.target_python = target_python
-        self.runner = TaskRunner(self)
+        self.runner = Worker(self)
         self._reward_key = self._reward_function()
         self.setObjectName("rewardBench")
         layout = QVBoxLayout(self)
@@ -280,8 +286,7 @@ class RewardBenchPanel(QWidget):
                            "neutral")
         self.run_button.setEnabled(False)
         who = f"{name} in {os.path.basename(function)}" if function else "verl's built-in scorer"
-        self.runner.start(f"Scoring {self.count.value()} rows with {who}",
-                          lambda: bench_file(*args, cancel=self.runner.cancel_event))
+        self.runner.start_job(f"Scoring {self.count.value()} rows with {who}", _bench_job, *args)
 
     def _finished(self, outcome: BenchOutcome) -> None:
         self.run_button.setEnabled(True)

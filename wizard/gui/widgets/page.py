@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from typing import TYPE_CHECKING
 
 from PySide6.QtCore import Qt, Signal
@@ -12,9 +13,12 @@ if TYPE_CHECKING:
 
 
 class Page(QWidget):
+    """A step's page. Its texts come from the step registry (``wizard.gui.steps``); the window builds it."""
+
     step = ""  # the name in the step list
     title = ""
     subtitle = ""
+    incomplete_hint = ""  # next to Next while the page is not complete: what to do to go on
     complete_changed = Signal()
 
     def __init__(self, doc: PlanDocument | None) -> None:
@@ -34,6 +38,10 @@ class Page(QWidget):
 
     def entered(self) -> None:
         """Called each time the page is shown."""
+
+    def wire(self, pages: Mapping[str, Page]) -> None:
+        """Called once every step's page exists (``pages`` by step key): connect to the steps this one
+        listens to. The window knows no step by its class, so the steps join up here."""
 
 
 def scrolled(widget: QWidget) -> QScrollArea:

@@ -1,31 +1,25 @@
-"""The wizard's last steps: Review (findings, files) and Write."""
+"""The Review step: the files the plan gives (run.sh, config.yaml), the changes from verl's defaults, and the
+verdict; Next stays off while verl would reject the plan."""
 
 from __future__ import annotations
-
-from pathlib import Path
 
 from PySide6.QtCore import Qt
 from PySide6.QtGui import QFontDatabase
 from PySide6.QtWidgets import (
-    QFileDialog,
-    QHBoxLayout,
     QLabel,
-    QLineEdit,
     QPlainTextEdit,
-    QPushButton,
     QTableWidget,
     QTableWidgetItem,
     QTabWidget,
     QVBoxLayout,
 )
 
-from wizard.adapters.files import WriteError
-from wizard.adapters.generate import CONFIG_YAML, RUN_SH, write_plan_files
+from wizard.adapters.generate import CONFIG_YAML, RUN_SH
 from wizard.adapters.resources import load_key_docs, load_schema
 from wizard.core.verl.key_help import changes_from_defaults, key_help
 from wizard.gui.document import PlanDocument
+from wizard.gui.steps import texts
 from wizard.gui.widgets.highlight import ConfigHighlighter
-from wizard.gui import steps
 from wizard.gui.widgets.page import Page
 
 
@@ -41,7 +35,8 @@ def code_view(name: str) -> QPlainTextEdit:
 
 
 class ReviewPage(Page):
-    step, title, subtitle = steps.REVIEW
+    step, title, subtitle = texts("review")
+    incomplete_hint = "Fix the errors below to go on to writing the files."
 
     def __init__(self, doc: PlanDocument) -> None:
         super().__init__(doc)
@@ -110,60 +105,3 @@ class ReviewPage(Page):
             found = self.run_sh.find(bare)
         self.run_sh.setFocus(Qt.OtherFocusReason)
         return found
-
-
-class WritePage(Page):
-    step, title, subtitle = steps.WRITE
-
-    def __init__(self, doc: PlanDocument) -> None:
-        super().__init__(doc)
-        self.folder = QLineEdit(str(Path.cwd() / "verl-run"))
-        self.folder.setAccessibleName("Output folder")
-        browse = QPushButton("&Browse…")
-        browse.clicked.connect(self._browse)
-        self.write_button = QPushButton("&Write")
-        self.write_button.setDefault(True)
-        self.write_button.clicked.connect(self.write)
-        self.status = QLabel()
-        self.status.setWordWrap(True)
-        self.status.setObjectName("writeStatus")
-        self.status.setTextInteractionFlags(Qt.TextSelectableByMouse)
-        row = QHBoxLayout()
-        row.addWidget(self.folder, 1)
-        row.addWidget(browse)
-        layout = QVBoxLayout(self)
-        layout.addWidget(QLabel("&Folder:", buddy=self.folder))
-        layout.addLayout(row)
-        layout.addWidget(self.write_button)
-        layout.addWidget(self.status)
-        from wizard.gui.widgets.cluster_box import ClusterBox
-
-        self.cluster = ClusterBox(doc, self.folder)
-        layout.addWidget(self.cluster)
-        layout.addStretch(1)
-
-    def _browse(self) -> None:
-        path = QFileDialog.getExistingDirectory(self, "Write the files into", self.folder.text())
-        if path:
-            self.folder.setText(path)
-
-    def write(self) -> bool:
-        folder = self.folder.text().strip()
-        if not folder:
-            self.status.setText("Choose a folder first.")
-            return False
-        try:
-            written = write_plan_files(self.doc.plan, folder)
-        except WriteError as exc:
-            self.status.setText(f"<span style='color:#b00020'>{exc}</span>")
-            return False
-        lines = [f"Wrote {p}" for p in written.files] + [f"Kept the previous file as {p}" for p in written.backups]
-        lines += [f"Note: {n}" for n in written.notes]
-        lines.append(f"Start it with: bash {Path(folder) / RUN_SH}")
-        self.status.setText("<br>".join(lines))
-        self.doc.undo_stack.setClean()
-        self.complete_changed.emit()
-        return True
-
-    def is_complete(self) -> bool:
-        return True  # the Run step works from the plan itself; writing the files is not required

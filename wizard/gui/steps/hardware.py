@@ -1,33 +1,32 @@
-"""The steps about the machine: Environment (doctor) and Hardware (GPUs, links, Ray)."""
+"""The Hardware step: this machine's GPUs and links (NVML), a cluster spec, or a running Ray cluster, read off
+the GUI thread; the plan's shape follows what the user chooses."""
 
 from __future__ import annotations
 
 import os
 
-from PySide6.QtCore import Qt, Signal
+from PySide6.QtCore import Qt
 from PySide6.QtGui import QColor
 from PySide6.QtWidgets import (
     QFileDialog,
     QGroupBox,
     QHBoxLayout,
-    QLabel,
     QLineEdit,
     QPushButton,
-    QTableWidget,
     QTableWidgetItem,
     QVBoxLayout,
     QWidget,
 )
 
 from wizard.core.hardware.cluster import LinkKind
-from wizard.core.findings import Severity
 from wizard.gui.document import PlanDocument
+from wizard.gui.steps import texts
+from wizard.gui.steps._machine import escaped, findings_html, read_only_table
 from wizard.gui.widgets.fields import FieldForm
 from wizard.gui.widgets.page import Page, note, scrolled
-from wizard.gui.tasks import TaskBar, TaskRunner
+from wizard.gui.widgets.task_bar import TaskBar
 from wizard.gui.widgets.topology_view import TopologyView
-from wizard.gui import steps
-from wizard.adapters.python_envs import default_python, how_to_create
+from wizard.gui.workers import Worker
 
 # Link colours, best to worst, for the topology matrix (readable on light and dark palettes).
 LINK_COLOURS = {
@@ -41,104 +40,16 @@ LINK_WORDS = {
 }
 
 
-def _table(name: str, headers: list[str]) -> QTableWidget:
-    table = QTableWidget(0, len(headers))
-    table.setObjectName(name)
-    table.setAccessibleName(name)
-    table.setHorizontalHeaderLabels(headers)
-    table.setEditTriggers(QTableWidget.NoEditTriggers)
-    table.verticalHeader().setVisible(False)
-    return table
-
-
-def _findings_html(findings) -> str:
-    if not findings:
-        return ""
-    marks = {Severity.ERROR: "✖", Severity.WARNING: "⚠", Severity.INFO: "ℹ"}
-    return "<br>".join(f"{marks[f.severity]} {_html(f.message)}" + (f"<br>&nbsp;&nbsp;&nbsp;Fix: {_html(f.fix)}"
-                                                                      if f.fix else "") for f in findings)
-
-
-class EnvironmentPage(Page):
-    python_checked = Signal(str)  # a Python that was probed: the Run step uses it
-    step, title, subtitle = steps.ENVIRONMENT
-
-    def __init__(self, doc: PlanDocument) -> None:
-        super().__init__(doc)
-        self.python = QLineEdit(default_python() or "")
-        self.python.setObjectName("targetPython")
-        self.python.setAccessibleName("Target Python")
-        self.python.setToolTip("The python of the virtual environment or conda env where verl is installed")
-        browse = QPushButton("&Browse…")
-        browse.clicked.connect(self._browse)
-        self.check_button = QPushButton("&Check this environment")
-        self.check_button.setObjectName("runDoctor")
-        self.check_button.clicked.connect(self.run_doctor)
-        self.runner = TaskRunner(self)
-        self.runner.finished.connect(self._report)
-        self.runner.failed.connect(self._failed)
-        self.runner.started.connect(lambda _l: self.check_button.setEnabled(False))
-        for signal in (self.runner.finished, self.runner.failed, self.runner.cancelled):
-            signal.connect(lambda *_: self.check_button.setEnabled(True))
-        self.facts = _table("environmentFacts", ["Package", "Version"])
-        self.facts.horizontalHeader().setStretchLastSection(True)
-        self.result = note("Not checked yet. verl-wizard plans without it; checking catches a broken install "
-                           "before a run does.", "environmentResult")
-        row = QHBoxLayout()
-        row.addWidget(QLabel("&Python:", buddy=self.python))
-        row.addWidget(self.python, 1)
-        row.addWidget(browse)
-        row.addWidget(self.check_button)
-        layout = QVBoxLayout(self)
-        layout.addLayout(row)
-        layout.addWidget(TaskBar(self.runner))
-        layout.addWidget(self.result)
-        layout.addWidget(self.facts, 1)
-
-    def _browse(self) -> None:
-        path, _ = QFileDialog.getOpenFileName(self, "The python of verl's environment", os.path.expanduser("~"))
-        if path:
-            self.python.setText(path)
-
-    def run_doctor(self) -> None:
-        from wizard.adapters.doctor import run_doctor
-
-        python = self.python.text().strip() or default_python() or ""
-        if not python:
-            self.result.setText(_html(how_to_create()))
-            return
-        self.runner.start(f"Probing {python}", lambda: run_doctor(python, timeout=60))
-
-    def _failed(self, message: str) -> None:
-        self.result.setText(f"<span style='color:#c62828'>{_html(message)}</span>")
-        self.doc.set_context_findings("environment", [])
-
-    def _report(self, report) -> None:
-        pk = report.facts.get("packages") or {}
-        names = ["verl", "torch", "transformers", "tensordict", "ray", "TransferQueue", "cachetools", "vllm",
-                 "sglang", "flash-attn"]
-        rows = [("python", (report.facts.get("python") or {}).get("version", "?"))]
-        rows += [(n, pk.get(n) or "not installed") for n in names]
-        self.facts.setRowCount(len(rows))
-        for r, (name, version) in enumerate(rows):
-            self.facts.setItem(r, 0, QTableWidgetItem(name))
-            self.facts.setItem(r, 1, QTableWidgetItem(str(version)))
-        verdict = ("<b>Ready for verl 0.9.1.</b>" if report.ok else "<b>Not ready:</b> fix the errors below.")
-        self.result.setText(f"{verdict} Probed {report.python} in {report.wall_s:.1f} s.<br>"
-                            + _findings_html(report.findings))
-        self.doc.set_context_findings("environment", report.findings)
-        self.python_checked.emit(report.python)
-
-
 class HardwarePage(Page):
-    step, title, subtitle = steps.HARDWARE
+    step, title, subtitle = texts("hardware")
 
     def __init__(self, doc: PlanDocument) -> None:
         super().__init__(doc)
         self.discovery = None
-        self.runner = TaskRunner(self)
+        self.runner = Worker(self)
         self.runner.finished.connect(self.show_discovery)
-        self.runner.failed.connect(lambda m: self.summary.setText(f"<span style='color:#c62828'>{_html(m)}</span>"))
+        self.runner.failed.connect(
+            lambda m: self.summary.setText(f"<span style='color:#c62828'>{escaped(m)}</span>"))
         detect = QPushButton("&Detect this machine")
         detect.setObjectName("detectGpus")
         detect.clicked.connect(self.detect)
@@ -155,8 +66,8 @@ class HardwarePage(Page):
         self.use_button.clicked.connect(self.use_discovery)
         self.summary = note("Nothing detected yet. Without it, the plan's own trainer.nnodes × n_gpus_per_node "
                             "is what gets checked.", "hardwareSummary")
-        self.gpus = _table("gpuTable", ["GPU", "Model", "Memory", "Free", "NUMA", "CPUs", "Busy"])
-        self.matrix = _table("linkMatrix", [])
+        self.gpus = read_only_table("gpuTable", ["GPU", "Model", "Memory", "Free", "NUMA", "CPUs", "Busy"])
+        self.matrix = read_only_table("linkMatrix", [])
         self.legend = note(" · ".join(f"<span style='color:{LINK_COLOURS[k]}'>■</span> {k.value}: {LINK_WORDS[k]}"
                                       for k in LinkKind), "linkLegend")
         self.findings = note("", "hardwareFindings")
@@ -194,17 +105,9 @@ class HardwarePage(Page):
         outer.setContentsMargins(0, 0, 0, 0)
         outer.addWidget(scrolled(body))
 
-    def _catalogue(self):
-        from wizard.adapters.gpu_catalogue import load_gpu_catalogue
-
-        return load_gpu_catalogue()
-
     def detect(self) -> None:
-        from wizard.adapters.discovery import discover_this_machine
-
         visible = os.environ.get("CUDA_VISIBLE_DEVICES")
-        self.runner.start("Asking NVML about this machine's GPUs",
-                          lambda: discover_this_machine(visible, self._catalogue()))
+        self.runner.start("Asking NVML about this machine's GPUs", _detect, visible)
 
     def _spec_dialog(self) -> None:
         path, _ = QFileDialog.getOpenFileName(self, "Cluster spec or a saved 'verl-wizard detect --format json'",
@@ -213,9 +116,7 @@ class HardwarePage(Page):
             self.load_spec(path)
 
     def load_spec(self, path: str) -> None:
-        from wizard.adapters.discovery import load_cluster_spec_file
-
-        self.runner.start(f"Reading {path}", lambda: load_cluster_spec_file(path, self._catalogue()))
+        self.runner.start(f"Reading {path}", _read_spec, path)
 
     def ask_ray(self) -> None:
         from wizard.adapters.ray_cluster import discover_ray
@@ -224,7 +125,7 @@ class HardwarePage(Page):
         if not address:
             self.summary.setText("Type the Ray address first (the head node's IP:6379, or auto).")
             return
-        self.runner.start(f"Asking the Ray cluster at {address}", lambda: discover_ray(address, timeout=20))
+        self.runner.start(f"Asking the Ray cluster at {address}", discover_ray, address, timeout=20)
 
     def show_discovery(self, discovery) -> None:
         self.discovery = discovery
@@ -234,9 +135,9 @@ class HardwarePage(Page):
                                       f"CUDA {c.cuda_driver_version}" if c.cuda_driver_version else "",
                                       f"Ray {c.ray_version}" if c.ray_version else "") if x)
         text = f"<b>{c.gpu_total} GPU(s) on {len(alive)} node(s)</b> (from {c.source}{', ' + facts if facts else ''})"
-        text += "".join(f"<br>{_html(n)}" for n in c.notes)
+        text += "".join(f"<br>{escaped(n)}" for n in c.notes)
         self.summary.setText(text)
-        self.findings.setText(_findings_html(discovery.findings))
+        self.findings.setText(findings_html(discovery.findings))
         self._fill_gpus(c)
         self.topology.set_cluster(c)
         self._fill_matrix(alive[0] if alive else None)
@@ -288,5 +189,16 @@ class HardwarePage(Page):
         self.doc.set_cluster(self.discovery.cluster)
 
 
-def _html(text: str) -> str:
-    return str(text).replace("&", "&amp;").replace("<", "&lt;").replace(">", "&gt;")
+# On the worker thread: the GPU catalogue is read there too.
+def _detect(visible: str | None):
+    from wizard.adapters.discovery import discover_this_machine
+    from wizard.adapters.gpu_catalogue import load_gpu_catalogue
+
+    return discover_this_machine(visible, load_gpu_catalogue())
+
+
+def _read_spec(path: str):
+    from wizard.adapters.discovery import load_cluster_spec_file
+    from wizard.adapters.gpu_catalogue import load_gpu_catalogue
+
+    return load_cluster_spec_file(path, load_gpu_catalogue())

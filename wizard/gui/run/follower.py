@@ -1,20 +1,19 @@
-"""The Run page's worker: polls one started ``RunProcess`` on a QThread until the run ends.
+"""The Run page's follower: polls one started ``RunProcess`` on a worker thread until the run ends.
 
-Everything that touches the process happens here, off the GUI thread: reading its output in bounded chunks,
-parsing lines (``wizard.core.run.logparse``), raising health alarms (``wizard.core.run.health``), Stop (the whole
-process tree, Ray included) and, at the end, the triage (``wizard.core.run.triage``). The GUI receives
-``RunBatch``es about ten times a second and one ``RunResult``; it never waits for the process.
+Everything that touches the process happens here, off the GUI thread (``RunFollower.follow``, run by a
+``wizard.gui.workers.Worker``): reading its output in bounded chunks, parsing lines (``wizard.core.run.logparse``),
+raising health alarms (``wizard.core.run.health``), Stop (the whole process tree, Ray included) and, at the end,
+the triage (``wizard.core.run.triage``). The GUI receives ``RunBatch``es about ten times a second (the job's
+progress) and one ``RunResult`` (its answer); it never waits for the process.
 """
 
 from __future__ import annotations
 
-import threading
 import time
+import traceback
 from collections import deque
 from dataclasses import dataclass, field
 from pathlib import Path
-
-from PySide6.QtCore import QObject, Signal, Slot
 
 from wizard.adapters.launcher import RunProcess, tail_jsonl
 from wizard.core.findings import Finding
@@ -22,6 +21,7 @@ from wizard.core.run.health import Thresholds, health
 from wizard.core.run.logparse import RunLog, StepMetrics, split_line
 from wizard.core.run.triage import triage
 from wizard.gui.run.log_view import Entry, log_entry
+from wizard.gui.workers import Job
 
 TRIAGE_TAIL = 20000  # log lines the triage reads at the end, as ``verl-wizard launch`` does
 BATCH_S = 0.1  # the worker sends the GUI at most ~10 batches a second
@@ -58,37 +58,32 @@ class RunResult:
         return self.exit_code == 0 and not self.stopped
 
 
-class RunWorker(QObject):
-    """Polls one started ``RunProcess`` on a worker thread until it ends; ``request_stop`` from any thread."""
+class RunFollower:
+    """Follows one started ``RunProcess`` until it ends: ``follow(job)`` on a worker thread; Stop is ``job.stop``.
 
-    batch = Signal(object)  # RunBatch
-    done = Signal(object)  # RunResult
+    Plain data, no Qt: the GUI sets ``gpus_busy`` from the GPU monitor, the worker thread reads it."""
 
     def __init__(self, run: RunProcess, max_response_length: int | None = None,
                  metrics_file: Path | None = None) -> None:
-        super().__init__()
         self.run = run
         self.metrics_file = metrics_file  # the file logger's JSONL: exact values where the console rounds
         self._metrics_offset = 0
         self.max_response_length = max_response_length
         self.gpus_busy: bool | None = None  # set by the GUI from the GPU monitor; read by the stall alarm
-        self._stop = threading.Event()
         self._state = RunLog()
         self._tail: deque[str] = deque(maxlen=TRIAGE_TAIL)
         self._alarms: dict[str, Finding] = {}
         self._last_error: str | None = None
 
-    def request_stop(self) -> None:
-        self._stop.set()
-
-    @Slot()
-    def work(self) -> None:
+    def follow(self, job: Job) -> RunResult:
+        """Report batches (``job.progress``) until the run ends or ``job.stop`` is set; then stop what is left
+        of it and answer with the result. Always answers: the page never stays "running"."""
         started = last_step = last_health = last_emit = time.monotonic()
         pending = RunBatch()
         stopped = False
         try:
             while not self.run.finished:
-                if self._stop.is_set():
+                if job.stopped:
                     stopped = True
                     break
                 steps_before = self._state.last_step
@@ -105,10 +100,11 @@ class RunWorker(QObject):
                     self._health(pending, since)
                 if pending and now - last_emit >= BATCH_S:
                     pending.progress = self._state.progress()
-                    self.batch.emit(pending)
+                    job.progress(pending)
                     pending, last_emit = RunBatch(), now
-        finally:
-            self._finish(pending, stopped or self._stop.is_set())
+        except Exception:  # noqa: BLE001 - shown on stderr; the run is still stopped, read and reported
+            traceback.print_exc()
+        return self._finish(job, pending, stopped or job.stopped)
 
     def _take(self, lines: list[tuple[str, str]], pending: RunBatch) -> None:
         for _stream, line in lines:
@@ -134,9 +130,9 @@ class RunWorker(QObject):
                 self._alarms[f.rule] = f
                 pending.alarms.append(f)
 
-    def _finish(self, pending: RunBatch, stopped: bool) -> None:
-        """Stop what is left of the run, read the last lines, ask the triage; ``done`` is always sent, so the
-        page never stays "running" whatever happened here."""
+    def _finish(self, job: Job, pending: RunBatch, stopped: bool) -> RunResult:
+        """Stop what is left of the run, read the last lines, ask the triage; the result comes whatever happened
+        here."""
         run = self.run
         report = None
         findings: list[Finding] = []
@@ -149,13 +145,15 @@ class RunWorker(QObject):
                 run.close()
             self._health(pending, 0.0)
             pending.progress = self._state.progress()
-            self.batch.emit(pending)
+            job.progress(pending)
             failed = not stopped and run.returncode not in (0, None)
             findings = triage(self._tail, run.returncode if failed else None)
-        finally:
-            self.done.emit(RunResult(
-                exit_code=run.returncode, stopped=stopped, findings=findings, last_error=self._last_error,
-                ended=sorted(set(report.signalled + report.killed)) if report else [],
-                left=report.left if report else [], progress=self._state.progress()))
+        except Exception:  # noqa: BLE001 - shown on stderr, as above
+            traceback.print_exc()
+        return RunResult(
+            exit_code=run.returncode, stopped=stopped, findings=findings, last_error=self._last_error,
+            ended=sorted(set(report.signalled + report.killed)) if report else [],
+            left=report.left if report else [], progress=self._state.progress())
 
-__all__ = ["RunWorker", "RunBatch", "RunResult", "STOP_GRACE_S"]
+
+__all__ = ["RunFollower", "RunBatch", "RunResult", "STOP_GRACE_S"]

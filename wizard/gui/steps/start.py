@@ -25,7 +25,7 @@ from PySide6.QtWidgets import (
 
 from wizard.adapters.resources import load_preset_doc, preset_names
 from wizard.core.hardware.gpus import GpuSpec, parse_gpu_spec
-from wizard.gui import steps
+from wizard.gui.steps import texts
 from wizard.gui.widgets.page import Page
 
 if TYPE_CHECKING:
@@ -35,7 +35,7 @@ DEFAULT_PRESET = "grpo-1gpu-smoke"
 
 
 class StartPage(Page):
-    step, title, subtitle = steps.START
+    step, title, subtitle = texts("start")
     opened = Signal(str)  # a file was read into the plan
     needs_document = Signal()  # an import asked for the plan before the window handed it over
 

@@ -1,0 +1,142 @@
+"""The Data step: files and batch sizes; previews and checks of the training file off the GUI thread; the
+convert dialog and the reward bench (``wizard.gui.tools``)."""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Callable, Mapping
+from html import escape
+
+from PySide6.QtCore import Qt
+from PySide6.QtWidgets import QHBoxLayout, QPushButton, QTableWidget, QTableWidgetItem
+
+from wizard.core.findings import Severity
+from wizard.gui.document import PlanDocument
+from wizard.gui.steps import texts
+from wizard.gui.steps._form import FormPage
+from wizard.gui.widgets.page import Page, note
+from wizard.gui.widgets.task_bar import TaskBar
+from wizard.gui.workers import Worker
+
+
+class DataPage(FormPage):
+    step, title, subtitle = texts("data")
+    groups = [
+        ("Files", [
+            ("data.train_files", "Training file(s)"),
+            ("data.val_files", "Validation file(s)"),
+            ("data.prompt_key", "Prompt column"),
+        ]),
+        ("Sizes", [
+            ("data.train_batch_size", "Prompts per step"),
+            ("data.max_prompt_length", "Max prompt tokens"),
+            ("data.max_response_length", "Max response tokens"),
+            ("data.filter_overlong_prompts", "Drop prompts that are too long"),
+            ("data.shuffle", "Shuffle"),
+        ]),
+    ]
+
+    def __init__(self, doc: PlanDocument) -> None:
+        super().__init__(doc)
+        self.runner = Worker(self)
+        buttons = QHBoxLayout()
+        self.preview_button = QPushButton("&Preview the training file")
+        self.preview_button.clicked.connect(self.preview)
+        self.check_button = QPushButton("Chec&k the training file")
+        self.check_button.clicked.connect(self.check)
+        self.target_python: Callable[[], str] = lambda: ""  # the Environment step's Python, once wired
+        self.convert_button = QPushButton("Con&vert a file…")
+        self.convert_button.setToolTip("Turn a JSONL/CSV/parquet of questions and answers into verl's format")
+        self.convert_button.clicked.connect(self.open_convert)
+        self.reward_button = QPushButton("&Test the reward…")
+        self.reward_button.setToolTip("Score sample rows with verl's scorer or your reward function, before training")
+        self.reward_button.clicked.connect(self.open_reward_bench)
+        self._reward_dialog = None
+        buttons.addWidget(self.preview_button)
+        buttons.addWidget(self.check_button)
+        buttons.addWidget(self.convert_button)
+        buttons.addWidget(self.reward_button)
+        buttons.addStretch(1)
+        self.body_layout.addLayout(buttons)
+        self.body_layout.addWidget(TaskBar(self.runner))
+        self.status = note("", "dataStatus")
+        self.body_layout.addWidget(self.status)
+        self.table = QTableWidget()
+        self.table.setObjectName("dataPreview")
+        self.table.setAccessibleName("Data preview")
+        self.table.setMinimumHeight(180)
+        self.table.hide()
+        self.body_layout.addWidget(self.table)
+        self.runner.finished.connect(self._show)
+        self.runner.failed.connect(lambda msg: self.status.setText(f"<span style='color:#c62828'>{msg}</span>"))
+        self.finish()
+
+    def wire(self, pages: Mapping[str, Page]) -> None:
+        self.target_python = pages["environment"].target_python
+
+    def open_reward_bench(self) -> None:
+        from wizard.gui.tools.reward_bench import RewardBenchDialog
+
+        if self._reward_dialog is None:
+            self._reward_dialog = RewardBenchDialog(self.doc, self.target_python, self)
+        self._reward_dialog.show()
+        self._reward_dialog.raise_()
+
+    def open_convert(self) -> None:
+        from wizard.gui.tools.convert_dialog import ConvertDialog
+
+        dialog = ConvertDialog(self.doc, self)
+        dialog.setAttribute(Qt.WA_DeleteOnClose)
+        dialog.show()
+
+    def _train_file(self) -> str | None:
+        files = self.doc.plan.data.train_files
+        first = files[0] if isinstance(files, list) and files else files
+        if not first:
+            self.status.setText("Set a training file first.")
+            return None
+        return os.path.expandvars(os.path.expanduser(str(first)))
+
+    def preview(self) -> None:
+        path = self._train_file()
+        if path:
+            from wizard.adapters.dataset import preview
+
+            self.runner.start(f"Reading the first rows of {path}", preview, path, 20)
+
+    def check(self) -> None:
+        path = self._train_file()
+        if not path:
+            return
+        from wizard.adapters.dataset import check_file
+
+        plan = self.doc.plan
+        model = plan.models.actor_path if plan.models.actor_path and os.path.isdir(plan.models.actor_path) else None
+        self.runner.start(
+            f"Checking {path}", check_file, path, batch_size=plan.data.train_batch_size, model_dir=model,
+            max_prompt_length=plan.data.max_prompt_length, filter_overlong=bool(plan.data.filter_overlong_prompts),
+            has_custom_reward=bool(plan.reward.custom_function_path), prompt_key=plan.data.prompt_key or "prompt")
+
+    def _show(self, result) -> None:
+        from wizard.adapters.dataset import DataReport, Preview
+
+        if isinstance(result, Preview):
+            rows = f"{result.num_rows} rows" if result.num_rows is not None else "rows: unknown until read"
+            self.status.setText(f"{result.path}: {result.format}, {rows}, read in {result.seconds * 1000:.0f} ms")
+            self.table.setColumnCount(len(result.columns))
+            self.table.setHorizontalHeaderLabels(result.columns)
+            self.table.setRowCount(len(result.rows))
+            for r, row in enumerate(result.rows):
+                for c, col in enumerate(result.columns):
+                    text = str(row.get(col, ""))
+                    item = QTableWidgetItem(text if len(text) < 300 else text[:300] + "…")
+                    item.setToolTip(text[:2000])
+                    self.table.setItem(r, c, item)
+            self.table.show()
+        elif isinstance(result, DataReport):
+            worst = [f for f in result.findings if f.severity is not Severity.INFO]
+            lines = [f"{result.path}: {result.rows} rows, checked in {result.seconds:.1f} s"]
+            lines += [f"• {f.severity.value}: {f.message}" + (f" — fix: {f.fix}" if f.fix else "") for f in worst]
+            if not worst:
+                lines.append("The rows have the columns verl expects.")
+            self.status.setText("<br>".join(escape(x, quote=False) for x in lines))

@@ -1,0 +1,91 @@
+"""The Environment step: probe the Python verl will run in (``verl-wizard doctor``), off the GUI thread."""
+
+from __future__ import annotations
+
+import os
+
+from PySide6.QtCore import Signal
+from PySide6.QtWidgets import QFileDialog, QHBoxLayout, QLabel, QLineEdit, QPushButton, QTableWidgetItem, QVBoxLayout
+
+from wizard.adapters.python_envs import default_python, how_to_create
+from wizard.gui.document import PlanDocument
+from wizard.gui.steps import texts
+from wizard.gui.steps._machine import escaped, findings_html, read_only_table
+from wizard.gui.widgets.page import Page, note
+from wizard.gui.widgets.task_bar import TaskBar
+from wizard.gui.workers import Worker
+
+
+class EnvironmentPage(Page):
+    python_checked = Signal(str)  # a Python that was probed: the Run step uses it
+    step, title, subtitle = texts("environment")
+
+    def __init__(self, doc: PlanDocument) -> None:
+        super().__init__(doc)
+        self.python = QLineEdit(default_python() or "")
+        self.python.setObjectName("targetPython")
+        self.python.setAccessibleName("Target Python")
+        self.python.setToolTip("The python of the virtual environment or conda env where verl is installed")
+        browse = QPushButton("&Browse…")
+        browse.clicked.connect(self._browse)
+        self.check_button = QPushButton("&Check this environment")
+        self.check_button.setObjectName("runDoctor")
+        self.check_button.clicked.connect(self.run_doctor)
+        self.runner = Worker(self)
+        self.runner.finished.connect(self._report)
+        self.runner.failed.connect(self._failed)
+        self.runner.started.connect(lambda _l: self.check_button.setEnabled(False))
+        for signal in (self.runner.finished, self.runner.failed, self.runner.cancelled):
+            signal.connect(lambda *_: self.check_button.setEnabled(True))
+        self.facts = read_only_table("environmentFacts", ["Package", "Version"])
+        self.facts.horizontalHeader().setStretchLastSection(True)
+        self.result = note("Not checked yet. verl-wizard plans without it; checking catches a broken install "
+                           "before a run does.", "environmentResult")
+        row = QHBoxLayout()
+        row.addWidget(QLabel("&Python:", buddy=self.python))
+        row.addWidget(self.python, 1)
+        row.addWidget(browse)
+        row.addWidget(self.check_button)
+        layout = QVBoxLayout(self)
+        layout.addLayout(row)
+        layout.addWidget(TaskBar(self.runner))
+        layout.addWidget(self.result)
+        layout.addWidget(self.facts, 1)
+
+    def target_python(self) -> str:
+        """The Python typed here ('' for the default one): the Data step's reward bench runs in it."""
+        return self.python.text().strip()
+
+    def _browse(self) -> None:
+        path, _ = QFileDialog.getOpenFileName(self, "The python of verl's environment", os.path.expanduser("~"))
+        if path:
+            self.python.setText(path)
+
+    def run_doctor(self) -> None:
+        from wizard.adapters.doctor import run_doctor
+
+        python = self.python.text().strip() or default_python() or ""
+        if not python:
+            self.result.setText(escaped(how_to_create()))
+            return
+        self.runner.start(f"Probing {python}", run_doctor, python, timeout=60)
+
+    def _failed(self, message: str) -> None:
+        self.result.setText(f"<span style='color:#c62828'>{escaped(message)}</span>")
+        self.doc.set_context_findings("environment", [])
+
+    def _report(self, report) -> None:
+        pk = report.facts.get("packages") or {}
+        names = ["verl", "torch", "transformers", "tensordict", "ray", "TransferQueue", "cachetools", "vllm",
+                 "sglang", "flash-attn"]
+        rows = [("python", (report.facts.get("python") or {}).get("version", "?"))]
+        rows += [(n, pk.get(n) or "not installed") for n in names]
+        self.facts.setRowCount(len(rows))
+        for r, (name, version) in enumerate(rows):
+            self.facts.setItem(r, 0, QTableWidgetItem(name))
+            self.facts.setItem(r, 1, QTableWidgetItem(str(version)))
+        verdict = ("<b>Ready for verl 0.9.1.</b>" if report.ok else "<b>Not ready:</b> fix the errors below.")
+        self.result.setText(f"{verdict} Probed {report.python} in {report.wall_s:.1f} s.<br>"
+                            + findings_html(report.findings))
+        self.doc.set_context_findings("environment", report.findings)
+        self.python_checked.emit(report.python)

@@ -1,0 +1,72 @@
+"""The Write step: run.sh, config.yaml and plan.json into a folder (files already there kept as .bak), and the
+same plan as cluster launch files (``wizard.gui.widgets.cluster_box``)."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from PySide6.QtCore import Qt
+from PySide6.QtWidgets import QFileDialog, QHBoxLayout, QLabel, QLineEdit, QPushButton, QVBoxLayout
+
+from wizard.adapters.files import WriteError
+from wizard.adapters.generate import RUN_SH, write_plan_files
+from wizard.gui.document import PlanDocument
+from wizard.gui.steps import texts
+from wizard.gui.widgets.page import Page
+
+
+class WritePage(Page):
+    step, title, subtitle = texts("write")
+
+    def __init__(self, doc: PlanDocument) -> None:
+        super().__init__(doc)
+        self.folder = QLineEdit(str(Path.cwd() / "verl-run"))
+        self.folder.setAccessibleName("Output folder")
+        browse = QPushButton("&Browse…")
+        browse.clicked.connect(self._browse)
+        self.write_button = QPushButton("&Write")
+        self.write_button.setDefault(True)
+        self.write_button.clicked.connect(self.write)
+        self.status = QLabel()
+        self.status.setWordWrap(True)
+        self.status.setObjectName("writeStatus")
+        self.status.setTextInteractionFlags(Qt.TextSelectableByMouse)
+        row = QHBoxLayout()
+        row.addWidget(self.folder, 1)
+        row.addWidget(browse)
+        layout = QVBoxLayout(self)
+        layout.addWidget(QLabel("&Folder:", buddy=self.folder))
+        layout.addLayout(row)
+        layout.addWidget(self.write_button)
+        layout.addWidget(self.status)
+        from wizard.gui.widgets.cluster_box import ClusterBox
+
+        self.cluster = ClusterBox(doc, self.folder)
+        layout.addWidget(self.cluster)
+        layout.addStretch(1)
+
+    def _browse(self) -> None:
+        path = QFileDialog.getExistingDirectory(self, "Write the files into", self.folder.text())
+        if path:
+            self.folder.setText(path)
+
+    def write(self) -> bool:
+        folder = self.folder.text().strip()
+        if not folder:
+            self.status.setText("Choose a folder first.")
+            return False
+        try:
+            written = write_plan_files(self.doc.plan, folder)
+        except WriteError as exc:
+            self.status.setText(f"<span style='color:#b00020'>{exc}</span>")
+            return False
+        lines = [f"Wrote {p}" for p in written.files] + [f"Kept the previous file as {p}" for p in written.backups]
+        lines += [f"Note: {n}" for n in written.notes]
+        lines.append(f"Start it with: bash {Path(folder) / RUN_SH}")
+        self.status.setText("<br>".join(lines))
+        self.doc.undo_stack.setClean()
+        self.complete_changed.emit()
+        return True
+
+    def is_complete(self) -> bool:
+        return True  # the Run step works from the plan itself; writing the files is not required
