@@ -35,3 +35,80 @@ def test_reading_a_directory_or_binary_is_a_reason(tmp_path):
     (tmp_path / "b").write_bytes(b"\xff\xfe\x00")
     with pytest.raises(ValueError, match="not a UTF-8"):
         read_text(tmp_path / "b")
+
+
+def test_a_full_disk_mid_generate_leaves_the_old_files_whole(tmp_path, monkeypatch):
+    import errno
+
+    import wizard.adapters.files as files
+    from wizard.adapters.generate import preset_plan, write_plan_files
+
+    old = {name: f"old {name}\n" for name in ("run.sh", "config.yaml", "plan.json")}
+    for name, text in old.items():
+        (tmp_path / name).write_text(text)
+    real_stage, calls = files._stage, []
+
+    def stage_until_full(folder, name, data, mode):
+        calls.append(name)
+        if len(calls) == 2:
+            raise OSError(errno.ENOSPC, "No space left on device")
+        return real_stage(folder, name, data, mode)
+
+    monkeypatch.setattr(files, "_stage", stage_until_full)
+    with pytest.raises(WriteError, match="No space left on device"):
+        write_plan_files(preset_plan("grpo-1gpu-smoke"), tmp_path)
+    assert {p.name: p.read_text() for p in tmp_path.iterdir()} == old  # no new file, no temp file, no backup
+
+
+def test_a_rename_failing_midway_puts_back_what_was_there(tmp_path, monkeypatch):
+    import wizard.adapters.files as files
+
+    (tmp_path / "a").write_text("old a\n")
+    real_replace, calls = os.replace, []
+
+    def replace_once(src, dst):
+        calls.append(dst)
+        if len(calls) == 2:
+            raise OSError(5, "Input/output error")
+        return real_replace(src, dst)
+
+    monkeypatch.setattr(files.os, "replace", replace_once)
+    with pytest.raises(WriteError):
+        files.write_file_set(tmp_path, {"a": ("new a\n", None), "b": ("new b\n", None)})
+    monkeypatch.undo()
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["a"] and (tmp_path / "a").read_text() == "old a\n"
+
+
+def test_a_rewrite_keeps_the_files_mode(tmp_path):
+    path = tmp_path / "run.sh"
+    write_atomic(path, "one\n")
+    path.chmod(0o750)
+    write_atomic(path, "two\n")
+    assert path.stat().st_mode & 0o777 == 0o750
+
+
+def test_the_autosave_survives_being_killed_while_it_saves(tmp_path):
+    """A process saving its session in a loop is killed at random moments: a whole session.json is always there."""
+    import json
+    import signal
+    import subprocess
+    import sys
+    import time
+
+    env = dict(os.environ, XDG_STATE_HOME=str(tmp_path))
+    saver = ("from wizard.adapters.session_store import save_session\n"
+             "i = 0\n"
+             "while True:\n"
+             "    i += 1\n"
+             "    save_session({'n': i, 'pad': 'x' * 200000})\n")
+    state = tmp_path / "verl-wizard"
+    for n in range(15):
+        proc = subprocess.Popen([sys.executable, "-c", saver], env=env)
+        deadline = time.monotonic() + 60
+        while not (state / "session.json").exists() and time.monotonic() < deadline:
+            time.sleep(0.01)
+        time.sleep(0.05 * (n % 5))
+        proc.send_signal(signal.SIGKILL)
+        proc.wait()
+        assert json.loads((state / "session.json").read_text())["n"] >= 1
+    assert len(list(state.iterdir())) <= 2  # session.json and at most the one temp file a kill interrupted

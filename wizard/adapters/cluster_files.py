@@ -1,4 +1,4 @@
-"""Write cluster launch material to a folder: each file atomically, an earlier different file kept as a backup,
+"""Write cluster launch material to a folder: all files or none, an earlier different file kept as a backup,
 scripts executable. The texts come from ``wizard.core.cluster_launch.ray_scripts``; nothing here decides what they say."""
 
 from __future__ import annotations
@@ -6,7 +6,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from wizard.adapters.files import WriteError, write_atomic
+from wizard.adapters.files import WriteError, write_file_set
 from wizard.core.cluster_launch.material import ClusterMaterial
 
 
@@ -21,14 +21,9 @@ def write_cluster_files(material: ClusterMaterial, out_dir: str | Path) -> Writt
     out = Path(out_dir)
     if out.exists() and not out.is_dir():
         raise WriteError(f"cannot write into {out}: it is a file, not a folder")
-    written, backups = [], []
-    for name, text in material.files.items():
-        path = out / name
-        backup = write_atomic(path, text, mode=0o755 if name in material.executable else 0o644)
-        written.append(str(path))
-        if backup:
-            backups.append(str(backup))
-    return WrittenCluster(files=written, backups=backups)
+    done = write_file_set(out, {name: (text, 0o755 if name in material.executable else 0o644)
+                                for name, text in material.files.items()})
+    return WrittenCluster(files=[str(f) for f in done.files], backups=[str(b) for b in done.backups.values()])
 
 
 __all__ = ["WrittenCluster", "write_cluster_files"]

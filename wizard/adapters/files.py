@@ -5,6 +5,7 @@ from __future__ import annotations
 import os
 import tempfile
 import time
+from dataclasses import dataclass, field
 from pathlib import Path
 
 
@@ -22,36 +23,155 @@ def backup_path(path: Path) -> Path:
     return candidate
 
 
-def write_atomic(path: Path, text: str, mode: int | None = None) -> Path | None:
-    """Write ``text`` to ``path`` atomically. An existing, different file is kept as a
-    timestamped ``.bak`` next to it; returns that backup's path (None if none was needed)."""
+def _stage(folder: Path, name: str, data: str | bytes, mode: int | None, pid_named: bool = False) -> Path:
+    """A temporary file in ``folder`` holding ``data``, flushed to disk: what ``os.replace`` then swaps in.
+    ``pid_named``: named after this process, so that one killed mid-write can be cleaned up by the next."""
+    if pid_named:
+        tmp = str(folder / f".{name}.{os.getpid()}.tmp")
+        fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
+    else:
+        fd, tmp = tempfile.mkstemp(prefix=f".{name}.", dir=folder)
+    try:
+        with os.fdopen(fd, "wb") as fh:
+            fh.write(data.encode("utf-8") if isinstance(data, str) else data)
+            fh.flush()
+            os.fsync(fh.fileno())
+        if mode is not None:
+            os.chmod(tmp, mode)
+    except BaseException:
+        os.unlink(tmp)
+        raise
+    return Path(tmp)
+
+
+def _mode_of(path: Path, mode: int | None) -> int | None:
+    """The mode to give the new file: the one asked for, else the old file's (a chmod +x survives a rewrite)."""
+    if mode is not None:
+        return mode
+    try:
+        return path.stat().st_mode & 0o7777
+    except OSError:
+        return None
+
+
+def _sync_dir(folder: Path) -> None:
+    try:
+        fd = os.open(folder, os.O_RDONLY)
+    except OSError:
+        return
+    try:
+        os.fsync(fd)
+    except OSError:
+        pass
+    finally:
+        os.close(fd)
+
+
+def replace_atomic(path: Path, data: str | bytes, mode: int | None = None) -> None:
+    """Replace ``path`` with ``data`` in one step, no backup (the wizard's own files: autosave, preferences).
+
+    At every moment the file is either the old one whole or the new one whole; a crash leaves no temp file
+    behind but the one being written (removed on any failure)."""
     path = Path(path)
     try:
         path.parent.mkdir(parents=True, exist_ok=True)
-        backup = None
-        if path.exists():
-            if path.read_text(encoding="utf-8", errors="replace") == text:
-                if mode is not None:
-                    os.chmod(path, mode)
-                return None
-            backup = backup_path(path)
-            os.link(path, backup) if hasattr(os, "link") else None
-        fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", dir=path.parent)
+        _remove_orphans(path)
+        tmp = _stage(path.parent, path.name, data, _mode_of(path, mode), pid_named=True)
         try:
-            with os.fdopen(fd, "w", encoding="utf-8") as fh:
-                fh.write(text)
-                fh.flush()
-                os.fsync(fh.fileno())
-            if mode is not None:
-                os.chmod(tmp, mode)
             os.replace(tmp, path)
         except BaseException:
-            if os.path.exists(tmp):
-                os.unlink(tmp)
+            tmp.unlink(missing_ok=True)
             raise
-        return backup
+        _sync_dir(path.parent)
     except OSError as exc:
         raise WriteError(f"cannot write {path}: {exc.strerror or exc}") from None
+
+
+def _remove_orphans(path: Path) -> None:
+    """Temporary files of ``path`` left by processes that were killed while writing it."""
+    for tmp in path.parent.glob(f".{path.name}.*.tmp"):
+        pid = tmp.name[len(path.name) + 2 : -len(".tmp")]
+        if pid.isdigit() and int(pid) != os.getpid() and not _alive(int(pid)):
+            tmp.unlink(missing_ok=True)
+
+
+def _alive(pid: int) -> bool:
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except PermissionError:
+        return True
+    return True
+
+
+def write_atomic(path: Path, text: str, mode: int | None = None) -> Path | None:
+    """Write ``text`` to ``path`` atomically. An existing, different file is kept as a
+    timestamped ``.bak`` next to it; returns that backup's path (None if none was needed)."""
+    return write_file_set(Path(path).parent, {Path(path).name: (text, mode)}).backups.get(Path(path).name)
+
+
+@dataclass
+class FileSet:
+    files: list[Path]
+    backups: dict[str, Path] = field(default_factory=dict)  # file name -> the backup of what was there
+
+
+def write_file_set(folder: str | Path, files: dict[str, tuple[str, int | None]]) -> FileSet:
+    """Write several files into ``folder`` all or nothing: every file is written and flushed beside its target
+    first; only when all are on disk are they swapped in (each old, different file kept as a ``.bak``). A
+    failure while writing (a full disk) leaves every old file as it was and no temporary file behind.
+    WriteError (one line) on failure."""
+    folder = Path(folder)
+    staged: dict[str, Path] = {}
+    target = folder
+    try:
+        if folder.exists() and not folder.is_dir():
+            raise NotADirectoryError(20, "it is a file, not a folder")
+        folder.mkdir(parents=True, exist_ok=True)
+        for name, (text, mode) in files.items():
+            target = folder / name
+            if target.exists() and target.read_text(encoding="utf-8", errors="replace") == text:
+                if mode is not None:
+                    os.chmod(target, mode)
+                continue
+            staged[name] = _stage(folder, name, text, _mode_of(target, mode))
+        target = folder
+        backups = _swap_in(folder, staged)
+        staged.clear()
+        _sync_dir(folder)
+        return FileSet(files=[folder / name for name in files], backups=backups)
+    except OSError as exc:
+        raise WriteError(f"cannot write {target}: {exc.strerror or exc}") from None
+    finally:
+        for tmp in staged.values():
+            tmp.unlink(missing_ok=True)
+
+
+def _swap_in(folder: Path, staged: dict[str, Path]) -> dict[str, Path]:
+    """Back up the files about to change (hard links: no data copied), then rename the new ones over them;
+    if a rename fails, the ones already swapped get their old content back."""
+    backups: dict[str, Path] = {}
+    for name in staged:
+        target = folder / name
+        if target.exists():
+            backups[name] = backup_path(target)
+            os.link(target, backups[name])
+    done: list[str] = []
+    try:
+        for name, tmp in staged.items():
+            os.replace(tmp, folder / name)
+            done.append(name)
+    except BaseException:
+        for name in done:  # back to how it was: the old file, or none
+            if name in backups:
+                os.replace(backups.pop(name), folder / name)
+            else:
+                (folder / name).unlink(missing_ok=True)
+        for backup in backups.values():
+            backup.unlink(missing_ok=True)
+        raise
+    return backups
 
 
 def read_text(path: str | Path) -> str:

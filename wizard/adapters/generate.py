@@ -6,7 +6,7 @@ import json
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from wizard.adapters.files import write_atomic
+from wizard.adapters.files import write_file_set
 from wizard.adapters.resources import load_preset_doc
 from wizard.core.plan.emit import YamlEmitError, emit_overrides, render_run_sh, render_yaml
 from wizard.core.hardware.gpus import GpuSpec
@@ -61,13 +61,8 @@ def render_files(plan: Plan) -> tuple[dict[str, str], list[str], list[str]]:
 
 
 def write_plan_files(plan: Plan, out_dir: str | Path) -> Written:
-    out = Path(out_dir)
+    """run.sh, config.yaml and plan.json into ``out_dir``, all or nothing (WriteError, one line, otherwise)."""
     texts, overrides, notes = render_files(plan)
-    written, backups = [], []
-    for name, text in texts.items():
-        path = out / name
-        backup = write_atomic(path, text, mode=0o755 if name == RUN_SH else None)
-        written.append(str(path))
-        if backup:
-            backups.append(str(backup))
-    return Written(overrides=overrides, files=written, backups=backups, notes=notes)
+    done = write_file_set(out_dir, {name: (text, 0o755 if name == RUN_SH else None) for name, text in texts.items()})
+    return Written(overrides=overrides, files=[str(f) for f in done.files],
+                   backups=[str(b) for b in done.backups.values()], notes=notes)

@@ -9,7 +9,7 @@ import json
 import os
 from pathlib import Path
 
-from wizard.adapters.files import WriteError, write_atomic
+from wizard.adapters.files import WriteError, replace_atomic, write_atomic
 
 
 def state_dir() -> Path:
@@ -24,12 +24,9 @@ def session_path() -> Path:
 def save_session(doc: dict) -> None:
     """Best effort: an autosave that cannot be written must never interrupt editing."""
     path = session_path()
-    try:
-        tmp_text = json.dumps(doc, indent=1) + "\n"
-        if path.exists():
-            path.unlink()  # an autosave is replaced, not backed up: it is ours, not the user's
-        write_atomic(path, tmp_text)
-    except (WriteError, OSError):
+    try:  # replaced in one step, never deleted first: a crash mid-save leaves the last autosave whole
+        replace_atomic(path, json.dumps(doc, indent=1) + "\n")
+    except (WriteError, OSError, TypeError, ValueError):
         pass
 
 
@@ -69,11 +66,8 @@ def save_prefs(prefs: dict) -> None:
     """Best effort, like the autosave: preferences never interrupt work."""
     path = _prefs_path()
     try:
-        text = json.dumps(prefs, indent=1) + "\n"
-        if path.exists():
-            path.unlink()
-        write_atomic(path, text)
-    except (WriteError, OSError):
+        replace_atomic(path, json.dumps(prefs, indent=1) + "\n")
+    except (WriteError, OSError, TypeError, ValueError):
         pass
 
 
