@@ -125,7 +125,7 @@ def test_hub_id_from_the_catalogue_gives_facts_and_the_download_command():
     (f,) = lookup.findings
     command, folder = download_command("Qwen/Qwen2.5-7B-Instruct")
     assert f.rule == "models.hub_download" and command in f.message
-    assert shlex.split(command)[:3] == ["huggingface-cli", "download", "Qwen/Qwen2.5-7B-Instruct"]
+    assert shlex.split(command)[:3] == ["hf", "download", "Qwen/Qwen2.5-7B-Instruct"]
     assert shlex.split(command)[3:] == ["--local-dir", folder] and folder.endswith("/models/Qwen2.5-7B-Instruct")
     assert load_model_facts("meta-llama/Llama-3.1-8B-Instruct").facts.gated is True
 
@@ -187,3 +187,22 @@ def test_every_catalogue_row_is_sourced_and_readable():
 def test_catalogue_parameter_counts_match_the_reference(hub_id, billions):
     assert load_catalogue().facts(hub_id).param_count / 1e9 == pytest.approx(billions, abs=0.006)
 
+
+
+def test_every_hub_command_a_fix_suggests_exists_in_the_target_environment():
+    """The commands fixes name run in the environment verl runs in (here: this one, which has verl 0.9.1's
+    huggingface_hub); `huggingface-cli` would print "deprecated and no longer works" there."""
+    import os
+    import subprocess
+    import sys
+
+    from tests.conftest import need_verl
+    from wizard.core.models.facts import HF_COMMANDS
+
+    need_verl()
+    hf = os.path.join(os.path.dirname(sys.executable), "hf")
+    for command in HF_COMMANDS:
+        words = command.split()
+        assert words[0] == "hf"
+        proc = subprocess.run([hf, *words[1:], "--help"], capture_output=True, text=True, timeout=120)
+        assert proc.returncode == 0, f"{command}: {proc.stderr[-300:]}"

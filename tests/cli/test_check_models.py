@@ -60,7 +60,7 @@ def test_a_catalogue_hub_id_gets_the_download_command():
     assert proc.returncode == 0, proc.stdout
     line = next(ln for ln in proc.stdout.splitlines() if "models.hub_download" in ln)
     command = line.split("to fetch it once ahead: ", 1)[1]
-    assert shlex.split(command)[:4] == ["huggingface-cli", "download", "Qwen/Qwen2.5-7B-Instruct", "--local-dir"]
+    assert shlex.split(command)[:4] == ["hf", "download", "Qwen/Qwen2.5-7B-Instruct", "--local-dir"]
     # and its facts are used: 28 heads do not split over TP=8
     proc = run("check", "--", *BASE, "actor_rollout_ref.model.path=Qwen/Qwen2.5-7B-Instruct",
                f"{R}.tensor_model_parallel_size=8")

@@ -127,7 +127,7 @@ def test_remote_code_needs_trust_remote_code(run):
 def test_gated_repo_is_a_note_without_any_token(run):
     llama = facts(LLAMA31_8B, name="meta-llama/Llama-3.1-8B-Instruct", gated=True)
     (f,) = found(run(["actor_rollout_ref.model.path=meta-llama/Llama-3.1-8B-Instruct"], actor=llama), "models.gated")
-    assert f.severity.value == "info" and "huggingface-cli login" in f.message and "HF_TOKEN" in f.message
+    assert f.severity.value == "info" and "hf auth login" in f.message and "HF_TOKEN" in f.message
     assert "hf_" not in f.message.replace("HF_TOKEN", "")
 
 

@@ -5,6 +5,8 @@ One place for the CLI's ``detect``/``check --cluster`` and the GUI's Hardware st
 
 from __future__ import annotations
 
+import dataclasses
+
 from wizard.core.hardware.cluster import SOURCES, Cluster, ClusterSpecError, GpuCatalogue, parse_cluster_spec
 from wizard.core.hardware.gpus import GpuSpec
 from wizard.core.hardware.topology import Discovery
@@ -93,6 +95,18 @@ def cluster_for_spec(spec: GpuSpec | None, catalogue: GpuCatalogue) -> Cluster |
     if spec is None or spec.model is None:
         return None
     try:
-        return parse_cluster_spec(f"{spec.nodes}x{spec.gpus_per_node}x{spec.model}", catalogue)
+        model = catalogue.resolve(spec.model).id
+        return parse_cluster_spec(f"{spec.nodes}x{spec.gpus_per_node}x{model}", catalogue)
+    except ClusterSpecError as exc:
+        raise ValueError(str(exc)) from None
+
+
+def canonical_spec(spec: GpuSpec | None, catalogue: GpuCatalogue) -> GpuSpec | None:
+    """``spec`` with its GPU model written as the catalogue's id (``8x4090`` -> ``8xRTX-4090-24GB``), so a plan
+    records a name every later reading knows. ValueError (one line, with a did-you-mean) for an unknown model."""
+    if spec is None or spec.model is None:
+        return spec
+    try:
+        return dataclasses.replace(spec, model=catalogue.resolve(spec.model).id)
     except ClusterSpecError as exc:
         raise ValueError(str(exc)) from None

@@ -22,7 +22,8 @@ from pathlib import Path
 from wizard.adapters.model_files import FolderFiles, read_folder
 from wizard.adapters.resources import resource_text, yaml_resource
 from wizard.core.findings import Finding, Severity, Stage
-from wizard.core.models.facts import PLACEHOLDER_PATH, ModelConfigError, ModelFacts, facts_from_hf_config, model_paths
+from wizard.core.models.facts import (HF_DOWNLOAD, PLACEHOLDER_PATH, ModelConfigError, ModelFacts, facts_from_hf_config,
+                                      model_paths)
 
 _HUB_ID = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._-]*/[A-Za-z0-9][A-Za-z0-9._-]*$")  # org/name, as verl examples use
 _REMOTE_SCHEMES = ("hdfs://", "s3://", "gs://", "oss://", "http://", "https://")
@@ -94,7 +95,7 @@ def load_model_facts(ref: str, *, trust_remote_code: bool = False) -> ModelLooku
 
 
 def _missing(ref: str, path: Path) -> Finding:
-    hint = f"huggingface-cli download ORG/NAME --local-dir {shlex.quote(str(path))}"
+    hint = f"{HF_DOWNLOAD} ORG/NAME --local-dir {shlex.quote(str(path))}"
     # A warning, like a missing data file: plans are often written on a laptop for a cluster.
     return _finding("models.path_missing", Severity.WARNING, Stage.STARTUP,
                     f"{ref} is not on this machine (looked for {path}); if it is missing where the run happens too, "
@@ -127,7 +128,7 @@ def _hub(ref: str) -> ModelLookup:
 def download_command(hub_id: str) -> tuple[str, str]:
     """(the download command, the folder it fills): every value shell-quoted."""
     folder = str(Path.home() / "models" / hub_id.split("/")[-1])
-    return f"huggingface-cli download {shlex.quote(hub_id)} --local-dir {shlex.quote(folder)}", folder
+    return f"{HF_DOWNLOAD} {shlex.quote(hub_id)} --local-dir {shlex.quote(folder)}", folder
 
 
 def _download_finding(ref: str) -> Finding:

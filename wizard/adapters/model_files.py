@@ -15,6 +15,7 @@ from math import prod
 from pathlib import Path
 
 from wizard.core.findings import Finding, Severity, Stage
+from wizard.core.models.facts import HF_DOWNLOAD
 
 SAFETENSORS_INDEX = "model.safetensors.index.json"
 BIN_INDEX = "pytorch_model.bin.index.json"
@@ -123,7 +124,7 @@ def _from_index(folder: Path, index: Path, out: FolderFiles, safetensors: bool =
             "models.weights_incomplete",
             f"{index.name} lists {len(names)} weight files but {len(missing)} are missing in {folder} "
             f"(e.g. {missing[0]}): the download is incomplete and loading the model fails at worker start",
-            "Finish the download (huggingface-cli download resumes where it stopped)"))
+            f"Finish the download ({HF_DOWNLOAD} resumes where it stopped)"))
         return
     if out.weight_bytes is None:
         out.weight_bytes = sum((folder / n).stat().st_size for n in names)

@@ -157,9 +157,10 @@ def hardware(args):
     spec = parse_gpus(getattr(args, "gpus", None))
     if spec is None or spec.model is None:
         return None, spec, []
-    from wizard.adapters.discovery import cluster_for_spec
+    from wizard.adapters.discovery import canonical_spec, cluster_for_spec
 
     try:
+        spec = canonical_spec(spec, load_gpu_catalogue())
         return cluster_for_spec(spec, load_gpu_catalogue()), spec, []  # memory rules need the GPUs' size
     except ValueError as exc:
         raise UsageError(f"--gpus {args.gpus}: {exc}") from None

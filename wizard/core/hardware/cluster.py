@@ -8,6 +8,8 @@ is not a zero.
 
 from __future__ import annotations
 
+import re
+
 from enum import Enum
 
 from pydantic import BaseModel, ConfigDict, Field
@@ -226,23 +228,61 @@ class GpuCatalogue(_Model):
     gpus: list[GpuModel]
 
     def find(self, name: str) -> GpuModel | None:
-        """Match a catalogue id (``h100-80gb``) or an NVML name (``NVIDIA H100 80GB HBM3``), any case."""
-        key = _norm(name)
-        for entry in self.gpus:
-            if key == _norm(entry.id) or key in (_norm(n) for n in entry.nvml_names):
-                return entry
-        # "H100" or "L4": the id without its memory suffix, when exactly one entry has that base
-        base = [e for e in self.gpus if _norm(e.id.rsplit("-", 1)[0]) == key]
-        return base[0] if len(base) == 1 else None
+        """The entry a name means, however it is written: a catalogue id (``H100-80GB``), an NVML name
+        (``NVIDIA H100 80GB HBM3``), any case, with or without spaces, dashes, ``NVIDIA`` or ``RTX``
+        (``h100 80gb``, ``RTX4090-24GB``, ``RTXA6000-48GB``), or the model alone when only one entry has it
+        (``4090``, ``A6000``, ``H200``). None when unknown or ambiguous (``A100``: 40 or 80 GB)."""
+        matches = self.matches(name)
+        return matches[0] if len(matches) == 1 else None
+
+    def resolve(self, name: str, where: str = "GPU model") -> GpuModel:
+        """The entry ``name`` means, or ClusterSpecError (one line) with the ids it may have meant."""
+        entry = self.find(name)
+        if entry is None:
+            hint = self.suggest(name)
+            hint_text = f"; did you mean {', '.join(hint)}?" if hint else "; `verl-wizard detect --catalogue` lists them"
+            raise ClusterSpecError(f"{where}: unknown GPU model {name!r}{hint_text}")
+        return entry
+
+    def matches(self, name: str) -> list[GpuModel]:
+        key = _squash(name)
+        if not key:
+            return []
+        exact = [e for e in self.gpus if key in _full_names(e)]
+        return exact or [e for e in self.gpus if key in _base_names(e)]
 
     def suggest(self, name: str) -> list[str]:
+        """Ids to offer for a name ``find`` does not take: the entries it is ambiguous between, or the closest."""
         import difflib
 
-        return difflib.get_close_matches(name.upper(), [g.id.upper() for g in self.gpus], n=3, cutoff=0.4)
+        several = self.matches(name)
+        if several:
+            return [e.id for e in several]
+        by_key = {k: e.id for e in self.gpus for k in (_full_names(e) | _base_names(e))}
+        close = difflib.get_close_matches(_squash(name), list(by_key), n=6, cutoff=0.6)
+        return list(dict.fromkeys(by_key[k] for k in close))[:3]
 
 
-def _norm(text: str) -> str:
-    return " ".join(text.replace("_", " ").split()).casefold()
+def _squash(text: str) -> str:
+    """Lower case, no separators: ``RTX-A6000 48GB`` and ``rtx_a6000-48gb`` read the same."""
+    return re.sub(r"[\s_\-]+", "", text).casefold()
+
+
+def _bare(key: str) -> str:
+    for prefix in ("nvidia", "geforce", "rtx"):
+        key = key.removeprefix(prefix)
+    return key
+
+
+def _full_names(entry: GpuModel) -> set[str]:
+    keys = {_squash(entry.id)} | {_squash(n) for n in entry.nvml_names}
+    return keys | {_bare(k) for k in keys}
+
+
+def _base_names(entry: GpuModel) -> set[str]:
+    base = _squash(entry.id.rsplit("-", 1)[0])  # the id without its memory: H100-80GB -> h100
+    return {base, _bare(base)}
+
 
 
 # --------------------------------------------------------------------------------------------
@@ -319,11 +359,7 @@ def _spec_cluster(spec: ClusterSpec, catalogue: GpuCatalogue) -> Cluster:
     for gi, group in enumerate(spec.nodes):
         model = None
         if group.gpu is not None:
-            model = catalogue.find(group.gpu)
-            if model is None:
-                hint = catalogue.suggest(group.gpu)
-                hint_text = f"; did you mean {', '.join(hint)}?" if hint else "; `verl-wizard detect --catalogue` lists them"
-                raise ClusterSpecError(f"nodes[{gi}].gpu: unknown GPU model {group.gpu!r}{hint_text}")
+            model = catalogue.resolve(group.gpu, f"nodes[{gi}].gpu")
         interconnect = group.interconnect or ("nvlink" if model and model.nvlink_gbs else "pcie")
         if interconnect == "nvlink" and model is not None and not model.nvlink_gbs:
             raise ClusterSpecError(f"nodes[{gi}].interconnect: {model.id} has no NVLink; use pcie")

@@ -5,7 +5,12 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass
 
-_SPEC = re.compile(r"^\s*(?:(\d+)\s*[x×]\s*)?(\d+)\s*(?:[x×]\s*([A-Za-z][\w.\-]*))?\s*$")
+_SPEC = re.compile(r"^\s*(?:(\d+)\s*[x×*]\s*)?(\d+)\s*(?:[x×*]\s*(\S.*?))?\s*$")
+
+# The largest cluster the wizard plans: far past any verl run reported, small enough that building its placement
+# and memory table stays interactive. Also the bound every reader of GPU counts checks before building anything.
+MAX_GPUS = 16_384
+MAX_GPUS_PER_NODE = 64
 
 
 @dataclass(frozen=True)
@@ -29,10 +34,18 @@ def parse_gpu_spec(text: str) -> GpuSpec:
     m = _SPEC.match(text or "")
     if not m:
         raise ValueError(f"cannot read GPU spec {text!r}: use N, NxMODEL or NODESxNxMODEL, e.g. 2x8xH100-80GB")
-    nodes = int(m.group(1) or 1)
-    per_node = int(m.group(2))
+    nodes, per_node, model = int(m.group(1) or 1), int(m.group(2)), m.group(3)
+    if model is None and m.group(1) and per_node >= 100:  # "8x4090": 8 RTX 4090s, not 4090 GPUs per node
+        nodes, per_node, model = 1, nodes, m.group(2)
+    check_gpu_counts(nodes, per_node, f"GPU spec {text!r}")
+    return GpuSpec(nodes=nodes, gpus_per_node=per_node, model=model)
+
+
+def check_gpu_counts(nodes: int, per_node: int, what: str) -> None:
+    """ValueError (one line) unless ``nodes`` x ``per_node`` is a cluster the wizard can plan."""
     if nodes < 1 or per_node < 1:
-        raise ValueError(f"GPU spec {text!r} needs at least 1 node and 1 GPU")
-    if nodes * per_node > 100_000:
-        raise ValueError(f"GPU spec {text!r} asks for {nodes * per_node} GPUs; that is not a cluster verl can plan")
-    return GpuSpec(nodes=nodes, gpus_per_node=per_node, model=m.group(3))
+        raise ValueError(f"{what} needs at least 1 node and 1 GPU")
+    if per_node > MAX_GPUS_PER_NODE:
+        raise ValueError(f"{what} has {per_node} GPUs per node; no machine has more than {MAX_GPUS_PER_NODE}")
+    if nodes * per_node > MAX_GPUS:
+        raise ValueError(f"{what} asks for {nodes * per_node:,} GPUs; the wizard plans up to {MAX_GPUS:,}")

@@ -19,6 +19,14 @@ from pydantic import BaseModel, ConfigDict
 
 from wizard.core.verl.roles import need_critic, need_ref, ref_in_actor
 
+
+# The Hugging Face commands fixes suggest: huggingface_hub >= 1.0 (what verl 0.9.1's transformers pulls in) has
+# only ``hf`` (``huggingface-cli`` prints "deprecated and no longer works"); ``hf`` exists since 0.34.
+# tests/adapters/test_model_facts.py runs each with --help in the target environment.
+HF_DOWNLOAD = "hf download"
+HF_LOGIN = "hf auth login"
+HF_COMMANDS = (HF_DOWNLOAD, HF_LOGIN)
+
 # model_type values whose layout facts_from_hf_config knows (norms, biases, q/k norms, MoE, MLA).
 # Others still parse with the generic decoder formula; the rules call them out as unknown.
 KNOWN_MODEL_TYPES = frozenset({

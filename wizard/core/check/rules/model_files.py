@@ -14,6 +14,7 @@ from wizard.core.findings import Severity, Stage
 from wizard.core.check.rules import rule
 from wizard.core.check.rules.context import RuleContext, finding
 from wizard.core.check.rules.models import PATH_KEYS, TOKENIZER_KEYS, TRUST_KEYS, roles_with_facts
+from wizard.core.models.facts import HF_LOGIN
 
 LOADED = ("actor", "critic", "reward")  # the reference model is the actor's path: reported once, as the actor
 
@@ -116,7 +117,7 @@ def gated(ctx: RuleContext):
         yield finding(
             "models.gated", Severity.INFO, Stage.STARTUP, [PATH_KEYS[role]],
             f"{facts.name} is a gated repo: accept its licence on its hub page with your account, then run "
-            "`huggingface-cli login` (or export HF_TOKEN) on every node; otherwise the download fails with 401/403 "
+            f"`{HF_LOGIN}` (or export HF_TOKEN) on every node; otherwise the download fails with 401/403 "
             "when the workers start. The wizard never writes tokens into the files it generates",
             "Log in on each node before launching, or download the model once and point the key at the folder",
             fix_auto=False,
