@@ -232,3 +232,34 @@ def test_the_installed_entry_points_start():
     assert script, "the verl-wizard console script is not installed next to this Python"
     bad = subprocess.run([script, "check", "--gpus", "8xNOPE"], capture_output=True, text=True, timeout=120)
     assert bad.returncode == 2 and "Traceback" not in bad.stderr and len(bad.stderr.strip().splitlines()) == 1
+
+
+def test_one_reading_of_the_inputs_for_check_generate_plan_and_launch(tmp_path):
+    """The same --gpus, presets and full check everywhere: what plan calls out of memory, generate refuses too."""
+    too_much = "actor_rollout_ref.rollout.gpu_memory_utilization=0.95"
+    plan = run_cli("plan", "--preset", "grpo-8gpu", "--gpus", "8xH100", "--set", too_much)
+    gen = run("generate", "--preset", "grpo-8gpu", "--gpus", "8xH100", "--set", too_much, "--out", tmp_path / "g")
+    chk = run("check", "--preset", "grpo-8gpu", "--gpus", "8xH100", "--set", too_much)
+    assert plan.returncode == gen.returncode == chk.returncode == 1
+    assert "memory.engine_start" in plan.stdout and "memory.engine_start" in gen.stdout
+    assert "memory.engine_start" in chk.stdout and not (tmp_path / "g").exists()
+    for argv in (["generate", "--preset", "grpo-8gpu", "--gpus", "8xFOO", "--out", tmp_path / "f"],
+                 ["launch", "--preset", "grpo-1gpu-smoke", "--gpus", "1xFOO", "--dry-run"],
+                 ["check", "--preset", "grpo-8gpu", "--gpus", "8xA100"]):
+        proc = run(*argv)
+        assert_one_line_error(proc, 2, "unknown GPU model")
+    assert "did you mean A100-80GB, A100-40GB" in run("check", "--preset", "grpo-8gpu", "--gpus", "8xA100").stderr
+    assert_one_line_error(run("generate", "--preset", "grpo-8gpu", "--out", ""), 2, "--out needs a folder")
+    assert_one_line_error(run("generate", "--preset", "../presets/grpo-8gpu", "--out", tmp_path / "p"), 2,
+                          "no preset '../presets/grpo-8gpu'")
+    dry = run("launch", "--preset", "grpo-1gpu-smoke", "--dry-run")
+    assert "data.file_missing" in dry.stdout  # the launcher's check is check's, data files included
+
+
+def test_check_with_verl_says_when_verl_accepts_the_config():
+    from tests.conftest import need_verl
+
+    need_verl()
+    proc = run("check", "--preset", "grpo-1gpu-smoke", "--verl", "--format", "json")
+    (ok,) = [f for f in json.loads(proc.stdout)["findings"] if f["rule"] == "verl.preflight_ok"]
+    assert proc.returncode == 0 and "verl 0.9.1 itself accepts this config" in ok["message"]

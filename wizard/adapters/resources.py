@@ -65,7 +65,8 @@ def preset_names() -> list[str]:
 
 
 def load_preset_doc(name: str) -> dict:
-    path = _files() / "presets" / f"{name}.yaml"
-    if not path.is_file():
+    """A shipped preset by name; a path (``../../x``, ``/etc/x``) is not a name and is refused like an unknown one."""
+    if name not in preset_names():
         raise ValueError(f"no preset {name!r}; presets: {', '.join(preset_names())}")
+    path = _files() / "presets" / f"{name}.yaml"
     return yaml_resource(path.read_text(encoding="utf-8"))

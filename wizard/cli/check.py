@@ -5,8 +5,8 @@ from __future__ import annotations
 import json
 import sys
 
-from wizard.cli._common import EXIT_ERRORS, EXIT_OK, UsageError, hardware, print_findings
-from wizard.core.findings import Finding, Severity, sort_findings
+from wizard.cli._common import EXIT_ERRORS, EXIT_OK, UsageError, hardware, load_plan_arg, print_findings
+from wizard.core.findings import Finding, Severity, Stage, sort_findings
 
 
 def add_parser(sub) -> None:
@@ -23,47 +23,63 @@ def add_parser(sub) -> None:
     c.add_argument("--python", metavar="PATH", help="the Python that has verl (default: this one)")
     c.add_argument("--fix", action="store_true", help="apply the offered fixes and print the corrected overrides")
     c.add_argument("--data", action="store_true", help="also read the data files the config names (schema, rows, lengths)")
+    c.add_argument("--preset", metavar="NAME", help="check a preset (verl-wizard presets lists them)")
+    c.add_argument("--set", dest="sets", action="append", default=[], metavar="KEY=VALUE",
+                   help="any verl override, added to the preset's or the file's")
     c.set_defaults(handler=run_check, takes_overrides=True)
 
 
 def run_check(args, tail: list[str]) -> int:
     cluster, gpus, hw_findings = hardware(args)
-    if args.batch and (args.source or tail or args.overrides):
+    extra = tail + list(args.overrides) + list(args.sets)
+    if args.batch and (args.source or extra or args.preset):
         raise UsageError("--batch reads its cases from the file; give no other config")
     if args.batch:
         return _batch(args, gpus, cluster)
-    if not args.source and not tail:
-        raise UsageError("give a config: a .sh or .yaml file, or overrides after --")
+    if args.preset and args.source:
+        raise UsageError("give --preset or a file, not both")
+    if not args.source and not args.preset and not extra:
+        raise UsageError("give a config: a .sh, .yaml or .json file, --preset NAME, or overrides after --")
+    source = args.source or (f"preset {args.preset}" if args.preset else None)
     if args.fix:
-        return _fix(args, tail + list(args.overrides), gpus)
-    result = check_one(args.source, tail + list(args.overrides), gpus, args.verl, args.python, cluster=cluster,
-                       local_files=True, deep_data=args.data)
+        return _fix(args, extra, gpus)
+    result = check_one(args.source, extra, gpus, args.verl, args.python, cluster=cluster, local_files=True,
+                       deep_data=args.data, preset=args.preset)
     result.findings = sort_findings(result.findings + hw_findings)
     if args.format == "json":
         print(json.dumps(result.to_json()))
     else:
-        print_findings(result.findings, header=args.source or "overrides")
+        print_findings(result.findings, header=source or "overrides")
     return EXIT_OK if result.ok else EXIT_ERRORS
 
 
-def _read(source: str | None, overrides: list[str]):
-    """The config to check: a file, with ``overrides`` added to the end of its command line, or the overrides."""
+def _read(source: str | None, overrides: list[str], preset: str | None = None, gpus=None):
+    """The config to check: a file or a preset (shaped for ``gpus``), with ``overrides`` added to the end of its
+    command line, or the overrides alone."""
     from wizard.adapters.sources import from_overrides, load_source
 
-    try:
-        src = load_source(source) if source else from_overrides(overrides)
-    except ValueError as exc:
-        raise UsageError(str(exc)) from None
-    if source and overrides:
+    if preset:
+        from wizard.core.plan.emit import emit_overrides
+
+        plan, _ = load_plan_arg(preset=preset, gpus=gpus)
+        src = from_overrides(emit_overrides(plan).overrides)
+        src.config_name = plan.config_name
+    else:
+        try:
+            src = load_source(source) if source else from_overrides(overrides)
+        except ValueError as exc:
+            raise UsageError(str(exc)) from None
+    if (source or preset) and overrides:
         src.overrides = list(src.overrides) + list(overrides)
     return src
 
 
 def check_one(source: str | None, overrides: list[str], gpus, use_verl: bool, python: str | None, case_id=None,
-              model_cache: dict | None = None, cluster=None, local_files: bool = False, deep_data: bool = False):
+              model_cache: dict | None = None, cluster=None, local_files: bool = False, deep_data: bool = False,
+              preset: str | None = None):
     from wizard.adapters.checking import full_check
 
-    src = _read(source, overrides)
+    src = _read(source, overrides, preset, gpus)
     result = full_check(src.overrides, config_name=src.config_name, gpus=gpus, case_id=case_id,
                         model_cache=model_cache, cluster=cluster, local_files=local_files, deep_data=deep_data)
     result.findings = sort_findings(result.findings + src.findings)
@@ -77,7 +93,7 @@ def _fix(args, overrides: list[str], gpus) -> int:
     from wizard.core.check.autofix import autofix_overrides
     from wizard.core.plan.convert import plan_overrides
 
-    src = _read(args.source, overrides)
+    src = _read(args.source, overrides, args.preset, gpus)
     fixed = autofix_overrides(load_schema(), src.overrides, config_name=src.config_name, moves=load_moves(), gpus=gpus)
     corrected = plan_overrides(fixed.plan)
     if args.format == "json":
@@ -94,14 +110,25 @@ def _fix(args, overrides: list[str], gpus) -> int:
 
 
 def _verl_findings(sources, python) -> list[Finding]:
+    """verl's own verdict (composition and validate_config in the target Python): its error, or that it passed."""
+    import time
+
     from wizard.adapters.verl_preflight import PreflightError, preflight_finding, run_preflight
 
     cases = [{"id": str(i), "overrides": s.overrides, "config_name": s.config_name} for i, s in enumerate(sources)]
+    started = time.monotonic()
     try:
         results = run_preflight(cases, python=python)
     except PreflightError as exc:
         raise UsageError(str(exc)) from None
-    return [f for f in (preflight_finding(r) for r in results) if f is not None]
+    seconds = time.monotonic() - started
+    return [preflight_finding(r) or _preflight_passed(python, seconds) for r in results]
+
+
+def _preflight_passed(python: str | None, seconds: float) -> Finding:
+    return Finding(rule="verl.preflight_ok", severity=Severity.INFO, stage=Stage.PREFLIGHT, keys=[],
+                   message=f"verl 0.9.1 itself accepts this config: its composition and validate_config passed in "
+                           f"{python or sys.executable} ({seconds:.1f} s)")
 
 
 def _batch(args, gpus, cluster=None) -> int:

@@ -7,7 +7,7 @@ from __future__ import annotations
 
 import json
 
-from wizard.cli._common import EXIT_ERRORS, EXIT_OK, UsageError, parse_gpus, print_findings, refuse_to_write
+from wizard.cli._common import EXIT_ERRORS, EXIT_OK, UsageError, hardware, print_findings, refuse_to_write
 
 
 def add_parser(sub) -> None:
@@ -39,7 +39,9 @@ def run_generate(args) -> int:
     from wizard.core.plan.emit import emit_overrides
     from wizard.core.verl.overrides import OverrideSyntaxError
 
-    gpus = parse_gpus(args.gpus)
+    if not args.out.strip():
+        raise UsageError("--out needs a folder (it was empty)")
+    cluster, gpus, _ = hardware(args)  # the same reading of --gpus as check and plan: an unknown GPU is refused
     try:
         plan = preset_plan(args.preset, gpus, args.sets)
     except OverrideSyntaxError as exc:
@@ -47,7 +49,8 @@ def run_generate(args) -> int:
     except ValueError as exc:
         raise UsageError(str(exc).splitlines()[0]) from None
     overrides = emit_overrides(plan).overrides
-    result = full_check(overrides, config_name=plan.config_name, gpus=gpus)
+    # the same full check as `check` and `plan` (memory on the GPUs named, data files on this machine)
+    result = full_check(overrides, config_name=plan.config_name, gpus=gpus, cluster=cluster, local_files=True)
     if not result.ok and not args.force:
         refuse_to_write(result.findings, f"preset {args.preset}", args.format, overrides=overrides)
         return EXIT_ERRORS

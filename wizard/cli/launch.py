@@ -17,7 +17,7 @@ from collections import deque
 from pathlib import Path
 
 from wizard.adapters.launcher import model_is_local, tail_jsonl
-from wizard.cli._common import EXIT_ERRORS, EXIT_OK, UsageError, load_plan_arg, parse_gpus, print_findings
+from wizard.cli._common import EXIT_ERRORS, EXIT_OK, UsageError, hardware, load_plan_arg, print_findings
 from wizard.core.findings import Finding, has_errors, sort_findings
 from wizard.core.run.smoke import VALIDATION
 
@@ -43,7 +43,7 @@ def add_parser(subparsers) -> None:
 # --- reading the input into a smoke plan -----------------------------------------------------------------------
 
 def _plan(args):
-    return load_plan_arg(args.source, args.preset, parse_gpus(args.gpus), args.sets)[0]
+    return load_plan_arg(args.source, args.preset, hardware(args)[1], args.sets)[0]
 
 
 def _python(path: str | None) -> str:
@@ -59,8 +59,7 @@ def _python(path: str | None) -> str:
 
 def prepare(args):
     """Everything a launch or a dry run needs: the smoke plan, its check, the command. Raises UsageError."""
-    from wizard.adapters.resources import load_moves, load_schema
-    from wizard.core.check.verdict import check_overrides
+    from wizard.adapters.checking import full_check
     from wizard.core.plan.convert import plan_overrides
     from wizard.core.run.smoke import SmokeOptions, smoke_command, smoke_plan
 
@@ -68,8 +67,10 @@ def prepare(args):
         raise UsageError(f"--steps must be 1 or more, not {args.steps}")
     python = _python(args.python)
     plan = smoke_plan(_plan(args), SmokeOptions(steps=args.steps, validation=args.val))
-    result = check_overrides(load_schema(), plan_overrides(plan), config_name=plan.config_name, moves=load_moves(),
-                             gpus=parse_gpus(args.gpus))
+    cluster, gpus, _ = hardware(args)
+    # the same full check as `check` (models, data files on this machine, memory when the GPU model is known)
+    result = full_check(plan_overrides(plan), config_name=plan.config_name, gpus=gpus, cluster=cluster,
+                        local_files=True)
     run_dir = Path(args.out or Path("runs") / time.strftime("launch-%Y%m%d-%H%M%S")).absolute()
     cmd = smoke_command(plan, SmokeOptions(steps=args.steps, validation=args.val), run_dir=str(run_dir),
                         file_logger_path=str(run_dir / "metrics.jsonl"), model_is_local=model_is_local(plan.models.actor_path),
