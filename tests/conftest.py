@@ -52,7 +52,7 @@ def has_verl() -> bool:
 def tiny_model(tmp_path_factory):
     from tests.helpers.tiny_model import write_tiny_model
 
-    return write_tiny_model(tmp_path_factory.mktemp("tiny-model"))
+    return write_tiny_model(tmp_path_factory.mktemp("tiny-model"), shards=1)  # weights: a folder verl could load
 
 
 def need_verl() -> None:

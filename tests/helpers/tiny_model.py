@@ -1,4 +1,4 @@
-"""A tiny local Hugging Face model folder (config + tokenizer, no weights), written by the tests.
+"""A tiny local Hugging Face model folder (config + tokenizer; real safetensors weights with ``shards``), written by the tests.
 
 verl's pre-flight loads the critic's tokenizer and config from ``critic.model.path``;
 nothing can be downloaded here, so conformance tests point model paths at this.
