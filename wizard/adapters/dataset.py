@@ -15,7 +15,7 @@ from collections.abc import Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from wizard.adapters.files import backup_path
+from wizard.adapters.files import backup_path, exists, is_dir
 from wizard.core.data.schema import (
     ConversionError,
     ConversionSpec,
@@ -52,9 +52,9 @@ class DatasetFile:
 
     def __init__(self, path: str | os.PathLike) -> None:
         self.path = Path(path)
-        if not self.path.exists():
+        if not exists(self.path):
             raise DatasetError(f"{self.path}: no such file")
-        if self.path.is_dir():
+        if is_dir(self.path):
             raise DatasetError(f"{self.path}: is a folder, not a dataset file")
         self.format = _format(self.path)
         self._pq = None

@@ -31,21 +31,10 @@ def discover_this_machine(visible: str | None, catalogue: GpuCatalogue) -> Disco
 def load_cluster_spec_file(path: str, catalogue: GpuCatalogue) -> Discovery:
     """A cluster spec YAML, or a saved ``detect --format json`` answer, as a Discovery; ValueError with a
     one-line reason."""
-    import yaml
+    from wizard.adapters.files import read_text
+    from wizard.adapters.user_input import load_yaml
 
-    try:
-        with open(path, encoding="utf-8") as fh:
-            doc = yaml.safe_load(fh)
-    except FileNotFoundError:
-        raise ValueError(f"{path}: no such file") from None
-    except IsADirectoryError:
-        raise ValueError(f"{path}: is a folder, not a cluster spec") from None
-    except yaml.YAMLError as exc:
-        mark = getattr(exc, "problem_mark", None)
-        where = f" (line {mark.line + 1})" if mark else ""
-        raise ValueError(f"{path}: not valid YAML{where}") from None
-    except (OSError, UnicodeDecodeError) as exc:
-        raise ValueError(f"{path}: cannot read it ({exc})") from None
+    doc = load_yaml(read_text(path), path)  # JSON is YAML too: a saved `detect --format json` reads the same
     saved = _saved_detection(doc)
     if saved is not None:
         from pydantic import ValidationError

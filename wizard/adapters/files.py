@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import os
+import stat
 import tempfile
 import time
 from dataclasses import dataclass, field
@@ -189,3 +190,26 @@ def read_text(path: str | Path) -> str:
         raise ValueError(f"{path}: not a UTF-8 text file") from None
     except OSError as exc:
         raise ValueError(f"{path}: {exc.strerror or exc}") from None
+
+
+def _stat(path) -> os.stat_result | None:
+    """``os.stat`` of a path a user typed, or None for anything that is not there to read: missing, a name too
+    long for the file system, a NUL byte, no permission (``Path.exists`` raises for some of these)."""
+    try:
+        return os.stat(path)
+    except (OSError, ValueError):
+        return None
+
+
+def exists(path) -> bool:
+    return _stat(path) is not None
+
+
+def is_dir(path) -> bool:
+    st = _stat(path)
+    return st is not None and stat.S_ISDIR(st.st_mode)
+
+
+def is_file(path) -> bool:
+    st = _stat(path)
+    return st is not None and stat.S_ISREG(st.st_mode)

@@ -11,6 +11,7 @@ import os
 from pathlib import Path
 
 from wizard.core.findings import Finding, Severity, Stage
+from wizard.adapters.files import exists, is_dir
 
 
 def _paths(value) -> list[str]:
@@ -32,7 +33,7 @@ def file_findings(facts: dict, deep: bool = False) -> list[Finding]:
     for key in ("data.train_files", "data.val_files"):
         for raw in _paths(facts.get(key)):
             path = _local(raw)
-            if path.exists():
+            if exists(path):
                 existing.append((key, path))
                 continue
             findings.append(Finding(
@@ -56,7 +57,7 @@ def _resume_findings(facts: dict) -> list[Finding]:
     if facts.get("trainer.resume_mode") != "auto" or not isinstance(facts.get("trainer.default_local_dir"), str):
         return []
     folder = _local(facts["trainer.default_local_dir"])
-    steps = sorted(folder.glob("global_step_*")) if folder.is_dir() else []
+    steps = sorted(folder.glob("global_step_*")) if is_dir(folder) else []
     if not steps:
         return []
     return [Finding(
@@ -76,7 +77,7 @@ def _deep(facts: dict, existing: list[tuple[str, Path]]) -> list[Finding]:
     from wizard.adapters.dataset import DatasetError, check_file
 
     model = facts.get("actor_rollout_ref.model.path")
-    model_dir = str(_local(model)) if isinstance(model, str) and _local(model).is_dir() else None
+    model_dir = str(_local(model)) if isinstance(model, str) and is_dir(_local(model)) else None
     out: list[Finding] = []
     for key, path in existing:
         batch = facts.get("data.train_batch_size") if key == "data.train_files" else None

@@ -19,6 +19,7 @@ from functools import lru_cache
 from pathlib import Path
 
 
+from wizard.adapters.files import exists, is_dir
 from wizard.adapters.model_files import FolderFiles, read_folder
 from wizard.adapters.resources import resource_text, yaml_resource
 from wizard.core.findings import Finding, Severity, Stage
@@ -87,7 +88,7 @@ def load_model_facts(ref: str, *, trust_remote_code: bool = False) -> ModelLooku
                            f"{ref} is a remote location that verl copies at startup; the wizard does not read it, so "
                            "heads, context and memory checks are skipped for it")])
     path = Path(os.path.expanduser(os.path.expandvars(ref)))
-    if path.exists():
+    if exists(path):
         return _local(ref, path, trust_remote_code)
     if ref.startswith(("/", ".", "~", "$")) or not _HUB_ID.match(ref):
         return ModelLookup(ref, None, [_missing(ref, path)], local=True)
@@ -140,7 +141,7 @@ def _download_finding(ref: str) -> Finding:
 
 
 def _local(ref: str, path: Path, trust_remote_code: bool) -> ModelLookup:
-    if not path.is_dir():
+    if not is_dir(path):
         return ModelLookup(ref, None, [_finding("models.not_a_folder", Severity.ERROR, Stage.STARTUP,
                            f"{ref} is a file, not a model folder; verl loads config.json and the tokenizer from a folder",
                            "Point the key at the folder that holds config.json")], local=True)
@@ -180,7 +181,7 @@ def load_models_for(facts: dict, cache: dict | None = None) -> dict[str, ModelLo
     cache = {} if cache is None else cache
     out: dict[str, ModelLookup] = {}
     for role, (key, ref) in model_paths(facts).items():
-        if ref == PLACEHOLDER_PATH and not Path(os.path.expanduser(ref)).exists():
+        if ref == PLACEHOLDER_PATH and not exists(os.path.expanduser(ref)):
             continue
         trust = bool(facts.get(TRUST_KEYS[role])) if role in TRUST_KEYS else False
         if (ref, trust) not in cache:

@@ -7,6 +7,7 @@ link matrix and no compute capability: links stay unknown, the capability comes 
 
 from __future__ import annotations
 
+import math
 import shutil
 import subprocess
 import xml.etree.ElementTree as ET
@@ -14,6 +15,7 @@ from pathlib import Path
 
 from wizard.core.hardware.cluster import MIB, GpuCatalogue
 from wizard.core.hardware.topology import Discovery, nvml_to_discovery
+from wizard.core.hardware.gpus import MAX_GPUS_PER_NODE
 
 
 class NvidiaSmiError(ValueError):
@@ -37,6 +39,9 @@ def read_nvidia_smi_xml(path: str | Path) -> str:
         raise NvidiaSmiError(f"{path}: cannot read it ({exc.strerror})") from None
 
 
+MAX_XML_CHARS = 16 * 1024 * 1024  # nvidia-smi -q -x of 8 GPUs busy with processes is ~200 KiB
+
+
 def run_nvidia_smi_xml(timeout: float = 15.0) -> str | None:
     """This machine's ``nvidia-smi -q -x``; None when nvidia-smi is not installed or does not answer."""
     exe = shutil.which("nvidia-smi")
@@ -51,6 +56,8 @@ def run_nvidia_smi_xml(timeout: float = 15.0) -> str | None:
 
 def xml_to_raw(text: str, origin: str = "nvidia-smi") -> dict:
     """The XML as the raw NVML dict: driver, cuda_driver, devices (no p2p: the XML has no links)."""
+    if len(text) > MAX_XML_CHARS:
+        raise NvidiaSmiError(f"{origin}: {len(text):,} characters is more than nvidia-smi writes for one machine")
     try:
         root = ET.fromstring(text)
     except ET.ParseError as exc:
@@ -58,11 +65,14 @@ def xml_to_raw(text: str, origin: str = "nvidia-smi") -> dict:
     if root.tag != "nvidia_smi_log":
         raise NvidiaSmiError(f"{origin}: not nvidia-smi -q -x output (the root element is <{root.tag}>, "
                              "expected <nvidia_smi_log>)")
+    gpus = root.findall("gpu")
+    if len(gpus) > MAX_GPUS_PER_NODE:  # one machine's answer: bounded before anything is built from it
+        raise NvidiaSmiError(f"{origin}: {len(gpus):,} <gpu> entries; one machine has at most {MAX_GPUS_PER_NODE}")
     raw: dict = {
         "hostname": None,
         "driver": _text(root, "driver_version"),
         "cuda_driver": _cuda_int(_text(root, "cuda_version")),
-        "devices": [_device(g) for g in root.findall("gpu")],
+        "devices": [_device(g) for g in gpus],
         "p2p": {},
     }
     raw["count"] = len(raw["devices"])
@@ -94,16 +104,25 @@ def _mib(text: str | None) -> int | None:
         return None
     number, _, unit = text.partition(" ")
     try:
-        value = int(float(number))
+        value = float(number)
     except ValueError:
         return None
-    return value * {"MiB": MIB, "GiB": 1024 * MIB, "KiB": 1024}.get(unit.strip(), MIB)
+    if not math.isfinite(value) or value < 0 or value > 1 << 50:  # "inf MiB" and the like: not a reading
+        return None
+    return int(value) * {"MiB": MIB, "GiB": 1024 * MIB, "KiB": 1024}.get(unit.strip(), MIB)
+
+
+def _int(text: str | None) -> int:
+    try:
+        return int(text or 0)
+    except ValueError:
+        return 0
 
 
 def _device(g: ET.Element) -> dict:
     mig = _text(g, "mig_mode/current_mig")
     procs = [
-        {"pid": int(_text(p, "pid") or 0), "used": _mib(_text(p, "used_memory"))}
+        {"pid": _int(_text(p, "pid")), "used": _mib(_text(p, "used_memory"))}
         for p in g.findall("processes/process_info")
     ]
     return {

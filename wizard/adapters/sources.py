@@ -5,14 +5,13 @@ Both the CLI and the GUI go through here, so an import reads the same either way
 
 from __future__ import annotations
 
-import json
 from dataclasses import dataclass, field
 from pathlib import Path
 
-import yaml
 
 from wizard.adapters.files import read_text
 from wizard.adapters.resources import load_schema
+from wizard.adapters.user_input import load_json, load_yaml
 from wizard.core.findings import Finding, Severity, Stage
 from wizard.core.scripts.reader import ScriptError, read_launch_script
 from wizard.core.plan.model import Plan, load_plan
@@ -81,12 +80,7 @@ def _from_script(text: str, path: str) -> Source:
 
 
 def _from_yaml(text: str, path: str) -> Source:
-    try:
-        doc = yaml.safe_load(text)
-    except yaml.YAMLError as exc:
-        mark = getattr(exc, "problem_mark", None)
-        where = f" (line {mark.line + 1}, column {mark.column + 1})" if mark else ""
-        raise ValueError(f"{path}: not valid YAML{where}: {getattr(exc, 'problem', exc)}") from None
+    doc = load_yaml(text, path)  # bounded: size, depth, aliases; ValueError (one line) otherwise
     if isinstance(doc, dict) and "schema_version" in doc and "verl_version" in doc:
         return _plan_source(doc, path)  # a verl-wizard plan (a preset) written as YAML, not a verl config
     try:
@@ -110,11 +104,7 @@ def _from_yaml(text: str, path: str) -> Source:
 
 
 def _from_plan_json(text: str, path: str) -> Source:
-    try:
-        doc = json.loads(text)
-    except json.JSONDecodeError as exc:
-        raise ValueError(f"{path}: not valid JSON (line {exc.lineno}): {exc.msg}") from None
-    return _plan_source(doc, path)
+    return _plan_source(load_json(text, path), path)
 
 
 def _plan_source(doc, path: str) -> Source:

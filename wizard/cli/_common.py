@@ -79,13 +79,14 @@ def refuse_to_write(findings, header: str, fmt: str, **json_fields) -> None:
 
 def load_plan_arg(source: str | None = None, preset: str | None = None, gpus=None, sets: list[str] | None = None):
     """(Plan, findings of reading it). ``source`` may be a file or a preset name. UsageError (one line) otherwise."""
+    from wizard.adapters.files import exists
     from wizard.adapters.generate import plan_with_gpus, preset_plan
     from wizard.adapters.resources import preset_names
     from wizard.adapters.sources import load_source
     from wizard.core.plan.convert import apply_overrides
     from wizard.core.verl.overrides import OverrideSyntaxError
 
-    if source and not preset and not Path(source).exists():
+    if source and not preset and not exists(source):
         if source in preset_names():
             source, preset = None, source  # a bare preset name where a file was expected
         elif "/" not in source and not Path(source).suffix:

@@ -121,9 +121,10 @@ def run_check(args) -> int:
 
 
 def _is_file(path: str) -> bool:
-    from pathlib import Path
 
-    return Path(path).is_file()
+    from wizard.adapters.files import is_file
+
+    return is_file(path)
 
 
 # ---- preview --------------------------------------------------------------------------------------

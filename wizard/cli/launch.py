@@ -50,7 +50,9 @@ def _python(path: str | None) -> str:
     if path is None:
         return sys.executable
     p = Path(path)
-    if not p.is_file():
+    from wizard.adapters.files import is_file
+
+    if not is_file(p):
         raise UsageError(f"--python {path}: no such file")
     if not os.access(p, os.X_OK):
         raise UsageError(f"--python {path}: not executable")

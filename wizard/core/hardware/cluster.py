@@ -14,7 +14,7 @@ from enum import Enum
 
 from pydantic import BaseModel, ConfigDict, Field
 
-from wizard.core.hardware.gpus import GpuSpec
+from wizard.core.hardware.gpus import MAX_GPUS, GpuSpec, check_gpu_counts
 
 SCHEMA_VERSION = 1
 GIB = 1024**3
@@ -355,6 +355,16 @@ def parse_cluster_spec(doc: object, catalogue: GpuCatalogue) -> Cluster:
 
 
 def _spec_cluster(spec: ClusterSpec, catalogue: GpuCatalogue) -> Cluster:
+    total_nodes = sum(g.count for g in spec.nodes)
+    try:  # bounded before anything is built: a spec of 1000 x 1024 GPUs is refused, not allocated
+        for gi, group in enumerate(spec.nodes):
+            check_gpu_counts(1, max(group.gpus, 1), f"nodes[{gi}]")
+        gpus = sum(g.count * g.gpus for g in spec.nodes)
+        if total_nodes > MAX_GPUS or gpus > MAX_GPUS:
+            raise ValueError(f"the cluster has {total_nodes:,} nodes and {gpus:,} GPUs; the wizard plans up to "
+                             f"{MAX_GPUS:,} GPUs")
+    except ValueError as exc:
+        raise ClusterSpecError(str(exc)) from None
     nodes: list[ClusterNode] = []
     for gi, group in enumerate(spec.nodes):
         model = None

@@ -24,6 +24,7 @@ from pydantic import BaseModel, ConfigDict, Field
 from wizard.core.verl.roles import lora_rank, need_critic, need_ref, ref_in_actor  # noqa: F401 - re-exported
 from wizard.core.hardware.cluster import LINK_RANK, Cluster, LinkKind, ClusterNode
 from wizard.core.findings import Finding, Severity, Stage
+from wizard.core.hardware.gpus import MAX_GPUS, MAX_GPUS_PER_NODE
 
 R = "actor_rollout_ref.rollout"
 RM = "reward.reward_model"
@@ -194,8 +195,12 @@ def _nodes(cluster: Cluster | None, values: Mapping) -> list[ClusterNode]:
     per, nodes = _int(values, "trainer.n_gpus_per_node", 8), _int(values, "trainer.nnodes", 1)
     from wizard.core.hardware.cluster import GPU
 
+    # the machines the config describes, drawn at most MAX_GPUS wide (a typo of nnodes=100000000 must not hang
+    # the check: the rules say what is wrong with such a size; the placement shows the first MAX_GPUS GPUs)
+    per = min(max(1, per), MAX_GPUS_PER_NODE)
+    nodes = min(max(1, nodes), MAX_GPUS // per)
     return [ClusterNode(name=f"node{i}", gpu_count=per, gpus=[GPU(index=j, name="GPU") for j in range(per)])
-            for i in range(max(1, nodes))]
+            for i in range(nodes)]
 
 
 def _gpu_indices(node: ClusterNode) -> list[int]:
@@ -209,11 +214,11 @@ def lay_pools(specs, nodes: list[ClusterNode]) -> list[Pool]:
     for name, per, count, roles in specs:
         gpus: list[GpuRef] = []
         missing = 0
-        for _ in range(max(0, count)):
+        for placed in range(max(0, count)):
             node = next((n for n in nodes if len(free[n.name]) >= per), None) if per > 0 else None
-            if node is None:
-                missing += per
-                continue
+            if node is None:  # no node has room now, nor will one for the bundles still to place
+                missing += per * (count - placed)
+                break
             taken, free[node.name] = free[node.name][:per], free[node.name][per:]
             gpus += [GpuRef(node=node.name, index=i) for i in taken]
         pools.append(Pool(name=name, roles=roles, per_node=per, nnodes=max(0, count), gpus=gpus, missing=missing))
