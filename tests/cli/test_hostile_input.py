@@ -1,0 +1,144 @@
+"""Hostile and absurd input, through the real program: every case ends with exit 0, 1 or 2, never a traceback or
+an "internal error", within a memory cap (an address-space limit on the process) and a generous time cap that only
+catches a hang. Cases from issue 19 and more; each new kind of bad input that ever crashed the wizard belongs here.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import resource
+import subprocess
+import sys
+
+import pytest
+
+MEMORY_CAP = 3 * 1024**3  # bytes of address space: a YAML bomb or a huge placement would pass it
+HANG = 300  # seconds: a safety net for a hang, not a measure of speed
+
+
+def _cap() -> None:
+    resource.setrlimit(resource.RLIMIT_AS, (MEMORY_CAP, MEMORY_CAP))
+
+
+def wizard(*args, cwd=None, stdin=None):
+    env = dict(os.environ, PYTHONWARNINGS="ignore")
+    env.pop("RAY_ADDRESS", None)
+    return subprocess.run([sys.executable, "-m", "wizard", *map(str, args)], capture_output=True, text=True,
+                          timeout=HANG, preexec_fn=_cap, env=env, cwd=cwd, input=stdin)
+
+
+def _bomb(levels: int = 9) -> str:
+    lines = ['a: &a ["lol", "lol", "lol", "lol", "lol", "lol", "lol", "lol", "lol"]']
+    prev = "a"
+    for i in range(levels):
+        name = f"l{i}"
+        lines.append(f"{name}: &{name} [" + ", ".join([f"*{prev}"] * 9) + "]")
+        prev = name
+    return "\n".join(lines) + f"\ntrainer:\n  experiment_name: *{prev}\n"
+
+
+def _xml(gpus: int, memory: str = "81559 MiB") -> str:
+    gpu = (f"<gpu id='00000000:00:00.0'><product_name>NVIDIA H100 80GB HBM3</product_name>"
+           f"<fb_memory_usage><total>{memory}</total></fb_memory_usage></gpu>")
+    return f"<nvidia_smi_log><driver_version>580</driver_version><cuda_version>13.0</cuda_version>{gpu * gpus}</nvidia_smi_log>"
+
+
+FILES = {
+    "bomb.yaml": _bomb(),
+    "deep.yaml": "a: " + "[" * 5000 + "]" * 5000 + "\n",
+    "deep-map.yaml": "".join("  " * i + f"k{i}:\n" for i in range(200)) + "  " * 200 + "v: 1\n",
+    "binary.yaml": "trainer:\n  experiment_name: !!binary aGVsbG8=\n",
+    "set.yaml": "trainer:\n  logger: !!set {console: null}\n",
+    "list.yaml": "- a\n- b\n",
+    "empty.yaml": "",
+    "not-yaml.yaml": "trainer: [unclosed\n",
+    "deep.json": "[" * 100000 + "]" * 100000,
+    "not-utf8.sh": "\xff\xfe python3 -m verl.trainer.main_ppo\n",
+    "comments.sh": "# nothing but a comment\n",
+    "spec-huge.yaml": "nodes:\n  - count: 1000\n    gpus: 1024\n    gpu: H100-80GB\n",
+    "spec-many.yaml": "nodes:\n  - count: 5000\n    gpus: 8\n    gpu: H100-80GB\n",
+    "spec-bomb.yaml": _bomb(),
+    "gpus-20000.xml": _xml(20000),
+    "gpus-inf.xml": _xml(2, "inf MiB"),
+    "gpus-nan.xml": _xml(2, "nan MiB"),
+    "not-xml.xml": "<nvidia_smi_log><gpu>",
+}
+
+CASES = {
+    "yaml bomb, check": ["check", "{bomb.yaml}"],
+    "yaml bomb, plan": ["plan", "{bomb.yaml}", "--gpus", "8xH100-80GB"],
+    "yaml bomb, cluster spec": ["plan", "--preset", "grpo-8gpu", "--cluster", "{spec-bomb.yaml}"],
+    "deep flow yaml": ["check", "{deep.yaml}"],
+    "deep block yaml": ["check", "{deep-map.yaml}"],
+    "!!binary": ["check", "{binary.yaml}"],
+    "!!set": ["check", "{set.yaml}"],
+    "a yaml list": ["check", "{list.yaml}"],
+    "an empty yaml": ["check", "{empty.yaml}"],
+    "broken yaml": ["check", "{not-yaml.yaml}"],
+    "deep json plan": ["check", "{deep.json}"],
+    "not utf-8": ["check", "{not-utf8.sh}"],
+    "a script with no launch": ["check", "{comments.sh}"],
+    "a folder as the config": ["check", "{dir}"],
+    "a missing file": ["check", "{dir}/nope.sh"],
+    "spec 1000 x 1024 GPUs": ["plan", "--preset", "grpo-8gpu", "--cluster", "{spec-huge.yaml}"],
+    "spec 5000 nodes": ["check", "--preset", "grpo-8gpu", "--cluster", "{spec-many.yaml}"],
+    "xml with 20,000 GPUs": ["detect", "--nvidia-smi-xml", "{gpus-20000.xml}"],
+    "xml with inf memory": ["detect", "--nvidia-smi-xml", "{gpus-inf.xml}"],
+    "xml with nan memory": ["detect", "--nvidia-smi-xml", "{gpus-nan.xml}"],
+    "broken xml": ["detect", "--nvidia-smi-xml", "{not-xml.xml}"],
+    "--gpus 12500x8": ["check", "--preset", "grpo-8gpu", "--gpus", "12500x8xH100-80GB"],
+    "--gpus 8x1000000": ["plan", "--preset", "grpo-8gpu", "--gpus", "8x1000000"],
+    "--gpus 0": ["check", "--preset", "grpo-8gpu", "--gpus", "0"],
+    "--gpus of an unknown model": ["generate", "--preset", "grpo-8gpu", "--gpus", "8xFOO", "--out", "{dir}/g"],
+    "nnodes 2**62 with GPUs": ["check", "--preset", "grpo-8gpu", "--gpus", "8xH100-80GB", "--set",
+                               "trainer.nnodes=4611686018427387904"],
+    "nnodes 10**8, plan": ["plan", "--preset", "grpo-8gpu", "--gpus", "8xH100-80GB", "--set",
+                           "trainer.nnodes=100000000"],
+    "n_gpus_per_node 10**9": ["plan", "--preset", "grpo-8gpu", "--set", "trainer.n_gpus_per_node=1000000000"],
+    "negative sizes": ["check", "--", "trainer.nnodes=-1", "trainer.n_gpus_per_node=0"],
+    "a 5000-character name": ["check", "--preset", "grpo-8gpu", "--set", "trainer.experiment_name=" + "x" * 5000],
+    "a 5000-character data path": ["check", "--", "data.train_files=/" + "y" * 5000],
+    "a NUL byte in a path": ["check", "--", "data.train_files=/tmp/a\\x00b"],
+    "a preset path": ["generate", "--preset", "../../resources/presets/grpo-8gpu", "--out", "{dir}/p"],
+    "an absolute preset path": ["check", "--preset", "/etc/passwd"],
+    "an empty --out": ["generate", "--preset", "grpo-8gpu", "--out", ""],
+    "--out is a file": ["generate", "--preset", "grpo-8gpu", "--out", "{comments.sh}"],
+    "a cluster into a file": ["cluster", "grpo-2node", "--out", "{comments.sh}"],
+    "an override without a value": ["check", "--", "trainer.nnodes"],
+    "an override of brackets": ["check", "--", "trainer.logger=[[[["],
+    "an unknown command": ["frobnicate"],
+    "a batch of garbage": ["check", "--batch", "{not-utf8.sh}"],
+    "--steps 0": ["launch", "--preset", "grpo-1gpu-smoke", "--steps", "0", "--dry-run"],
+    "--timeout -1": ["detect", "--ray-address", "127.0.0.1:1", "--timeout", "-1"],
+}
+
+
+@pytest.fixture(scope="module")
+def files(tmp_path_factory):
+    folder = tmp_path_factory.mktemp("hostile")
+    for name, text in FILES.items():
+        (folder / name).write_bytes(text.encode("utf-8", "surrogateescape") if "utf8" not in name
+                                    else b"\xff\xfe python3 -m verl.trainer.main_ppo\n")
+    return folder
+
+
+@pytest.mark.parametrize("case", sorted(CASES))
+def test_bad_input_is_a_reason_or_a_finding_never_a_crash(case, files):
+    names = {"{dir}": str(files), **{"{" + n + "}": str(files / n) for n in FILES}}
+    args = []
+    for arg in CASES[case]:
+        for mark, value in names.items():
+            arg = arg.replace(mark, value)
+        args.append(arg)
+    args = [a.replace("\\x00", "\x00") for a in args]
+    if any("\x00" in a for a in args):  # an argv cannot hold NUL: it comes from a file, as in a batch
+        batch = files / "nul.jsonl"
+        batch.write_text(json.dumps({"id": "nul", "overrides": [a for a in args if "=" in a]}) + "\n")
+        args = ["check", "--batch", str(batch)]
+    proc = wizard(*args, cwd=files)
+    out = proc.stdout + proc.stderr
+    assert proc.returncode in (0, 1, 2), f"{case}: exit {proc.returncode}\n{out[-2000:]}"
+    assert "Traceback" not in out and "internal error" not in out, f"{case}:\n{out[-2000:]}"
+    if proc.returncode == 2:
+        assert len(proc.stderr.strip().splitlines()) == 1, f"{case}: more than one line:\n{proc.stderr[-2000:]}"
