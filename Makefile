@@ -10,7 +10,7 @@ OUT    ?= out/grpo-1gpu-smoke
 
 setup: $(STAMP)
 
-$(STAMP): pyproject.toml
+$(STAMP): pyproject.toml setup.py
 	$(PYTHON) -m venv $(VENV)
 	$(BIN)/pip install --quiet --upgrade pip
 	# torch first, pinned: 2.13.0 is the CPU build this project tests with (verl itself does not pin torch)

@@ -34,7 +34,7 @@ EOF
 
 start=$(date +%s)
 stamp="$VENV/.bundle-stamp"
-want=$(cat packaging/requirements-build.txt packaging/constraints-bundle.txt pyproject.toml | sha256sum | cut -c1-16)
+want=$(cat packaging/requirements-build.txt packaging/constraints-bundle.txt pyproject.toml setup.py | sha256sum | cut -c1-16)
 if [ ! -x "$VENV/bin/python" ] || [ "$(cat "$stamp" 2>/dev/null)" != "$want" ]; then
     say "creating the build venv $VENV (PyInstaller and the runtime packages, pinned)"
     "$PYTHON" -m venv --clear "$VENV"
@@ -46,7 +46,7 @@ fi
 # files from an earlier setuptools build/ folder or anything else lying in the work tree.
 rm -rf "$SRC"
 mkdir -p "$SRC"
-tar -cf - --exclude=__pycache__ --exclude='*.pyc' pyproject.toml README.md wizard resources | tar -xf - -C "$SRC"
+tar -cf - --exclude=__pycache__ --exclude='*.pyc' pyproject.toml setup.py README.md wizard resources | tar -xf - -C "$SRC"
 if [ "${fresh:-0}" = 1 ]; then
     "$VENV/bin/python" -m pip install --quiet -c packaging/constraints-bundle.txt "./$SRC[gui]"
     echo "$want" > "$stamp"

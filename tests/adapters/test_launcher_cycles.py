@@ -46,6 +46,7 @@ DRIVER = textwrap.dedent("""
     from wizard.core.run.smoke import SmokeOptions, smoke_command, smoke_plan
 
     os.environ["HOME"] = "/tmp/home"
+    os.environ["XDG_CACHE_HOME"] = "/tmp/home/.cache"  # caches (the wizard's, Hugging Face's) where a user's go
     os.makedirs("/tmp/home")
     assets, work = Path("/tmp/assets"), Path("/tmp/work")
     model = write_tiny_model(assets / "model")

@@ -232,21 +232,22 @@ def test_a_container_prefix_wraps_every_srun(tmp_path):
 
 def test_secrets_are_never_written_and_reach_the_nodes_from_their_environment(tmp_path):
     plan = apply_overrides(preset_plan("grpo-2node"), [
-        "+ray_kwargs.ray_init.runtime_env.env_vars.WANDB_API_KEY=sk-live-123456", "trainer.logger=[console,wandb]"])
+        "+ray_kwargs.ray_init.runtime_env.env_vars.WANDB_API_KEY=sk-live-123456", "trainer.logger=[console,wandb]",
+        "+trainer.hub_token=hf_" + "t" * 34])
     out = write(tmp_path, plan, target_for(plan, head_address="10.0.0.7"))
     for path in out.iterdir():
-        assert "sk-live-123456" not in path.read_text(), path.name
+        assert "sk-live-123456" not in path.read_text() and "hf_" + "t" * 34 not in path.read_text(), path.name
     assert "WANDB_API_KEY" in (out / "ray-head.sh").read_text() and "WANDB_API_KEY" in (out / "ray-worker.sh").read_text()
-    proc, calls = run_stubbed(tmp_path, str(out / "submit.sh"), env={"WANDB_API_KEY": "from-env"})
-    assert proc.returncode == 0 and "+ray_kwargs.ray_init.runtime_env.env_vars.WANDB_API_KEY=from-env" in calls[0]["argv"]
-    proc, calls = run_stubbed(tmp_path, str(out / "submit.sh"))
-    assert proc.returncode != 0 and "WANDB_API_KEY" in proc.stderr and calls == []  # unset: stop, never submit an empty key
+    proc, calls = run_stubbed(tmp_path, str(out / "submit.sh"), env={"HUB_TOKEN": "from-env"})
+    argv = calls[0]["argv"]
+    assert proc.returncode == 0 and "+trainer.hub_token=${oc.env:HUB_TOKEN}" in argv  # verl reads it on the head
+    assert not any("from-env" in a for a in argv)  # never on a command line
+    assert not any("env_vars.WANDB_API_KEY" in a for a in argv)  # the workers inherit it from their node
     job = yaml.safe_load((out / "kuberay-rayjob.yaml").read_text())
-    assert "+ray_kwargs.ray_init.runtime_env.env_vars.WANDB_API_KEY=${oc.env:WANDB_API_KEY}" in shlex.split(
-        job["spec"]["entrypoint"])
+    assert "+trainer.hub_token=${oc.env:HUB_TOKEN}" in shlex.split(job["spec"]["entrypoint"])
     head = job["spec"]["rayClusterSpec"]["headGroupSpec"]["template"]["spec"]["containers"][0]
-    assert head["env"] == [{"name": "WANDB_API_KEY",
-                            "valueFrom": {"secretKeyRef": {"name": "verl-secrets", "key": "WANDB_API_KEY"}}}]
+    assert {"name": "WANDB_API_KEY", "valueFrom": {"secretKeyRef": {"name": "verl-secrets", "key": "WANDB_API_KEY"}}} \
+        in head["env"]
 
 
 def test_local_only_ray_init_keys_are_dropped_with_a_reason_and_the_rest_kept():

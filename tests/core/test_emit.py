@@ -5,14 +5,23 @@ from wizard.core.plan.convert import plan_from_overrides
 
 
 def test_secrets_become_environment_references():
-    plan = plan_from_overrides(["+ray_kwargs.ray_init.runtime_env.env_vars.WANDB_API_KEY=abc123",
-                                "+ray_kwargs.ray_init.runtime_env.env_vars.HF_TOKEN=hf_xyz"])
+    plan = plan_from_overrides(["+trainer.wandb_api_key=abc123", "+reward.custom_reward_function.reward_kwargs."
+                                "api_key=sk-proj-abcdefghijklmnopqrstuvwx", "+x.header='Bearer hf_" + "a" * 34 + "'"])
     text = render_run_sh(plan)
     yaml_text, _ = render_yaml(plan)
-    for secret in ("abc123", "hf_xyz"):
-        assert secret not in text and secret not in yaml_text
-    assert '"${WANDB_API_KEY}"' in text and "${oc.env:HF_TOKEN}" in yaml_text
-    assert "WANDB_API_KEY" in emit_overrides(plan).env
+    dumped = plan.model_dump_json()
+    for secret in ("abc123", "sk-proj-abcdefghijklmnopqrstuvwx", "hf_" + "a" * 34):
+        assert secret not in text and secret not in yaml_text and secret not in dumped
+    assert "+trainer.wandb_api_key='${oc.env:WANDB_API_KEY}'" in text and "${oc.env:API_KEY}" in yaml_text
+    assert "Bearer ${oc.env:HF_TOKEN}" in text
+    assert {"WANDB_API_KEY", "API_KEY", "HF_TOKEN"} <= set(emit_overrides(plan).env)
+
+
+def test_a_secret_for_rays_workers_is_left_to_the_environment():
+    """verl passes ray_init.runtime_env to Ray unresolved: a reference would reach the workers as text."""
+    plan = plan_from_overrides(["+ray_kwargs.ray_init.runtime_env.env_vars.WANDB_API_KEY=abc123",
+                                "+ray_kwargs.ray_init.runtime_env.env_vars.NCCL_DEBUG=INFO"])
+    assert plan.passthrough == ["+ray_kwargs.ray_init.runtime_env.env_vars.NCCL_DEBUG=INFO"]
 
 
 def test_token_budget_keys_are_not_secrets():

@@ -7,7 +7,6 @@ from wizard.core.plan.model import Plan
 from wizard.core.plan.convert import plan_overrides
 from wizard.core.run.smoke import (
     SmokeOptions,
-    redact,
     render_command,
     smoke_command,
     smoke_env,
@@ -92,11 +91,17 @@ def test_command_expands_what_bash_would_and_displays_references():
     assert missing.missing == ["HOME"]
 
 
-def test_secrets_stay_references_in_what_is_shown_and_logged():
+def test_secrets_reach_the_run_through_its_environment_never_its_command_line():
     plan = smoke_plan(base_plan(extra=["+trainer.wandb_api_key=abcd1234secret"]))
     cmd = smoke_command(plan, SmokeOptions(), run_dir="/r", file_logger_path="/r/m", model_is_local=False,
                         environ={"HOME": "/h", "WANDB_API_KEY": "abcd1234secret"})
-    assert cmd.secrets == ["WANDB_API_KEY"]
-    assert "+trainer.wandb_api_key=abcd1234secret" in cmd.args  # the run gets the value...
-    assert "abcd1234secret" not in render_command("python", cmd)  # ...the shown command does not
+    assert cmd.secrets == ["WANDB_API_KEY"] and cmd.missing == []
+    assert "+trainer.wandb_api_key=${oc.env:WANDB_API_KEY}" in cmd.args  # verl's Hydra reads it from the env
+    assert not any("abcd1234secret" in w for w in cmd.args + cmd.display)
+    assert "abcd1234secret" not in render_command("python", cmd)
+    unset = smoke_command(plan, SmokeOptions(), run_dir="/r", file_logger_path="/r/m", model_is_local=False,
+                          environ={"HOME": "/h"})
+    assert unset.missing == ["WANDB_API_KEY"]  # the launcher refuses to start a run that would fail on it
+    from wizard.core.secrets import redact
+
     assert redact("key=abcd1234secret!", {"WANDB_API_KEY": "abcd1234secret"}) == "key=${WANDB_API_KEY}!"

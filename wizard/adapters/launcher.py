@@ -28,7 +28,7 @@ from pathlib import Path
 
 from wizard.adapters.files import backup_path, write_atomic
 from wizard.adapters.procs import RUN_MARK, Proc, _has_mark, alive, list_processes  # noqa: F401 - re-exported
-from wizard.core.run.smoke import redact
+from wizard.core.secrets import redact
 
 LOG = "run.log"
 COMMAND = "command.sh"

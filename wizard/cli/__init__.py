@@ -17,7 +17,7 @@ import os
 import sys
 
 from wizard import __version__
-from wizard.cli._common import EXIT_INTERNAL, EXIT_OK, EXIT_USAGE, Parser, UsageError
+from wizard.cli._common import EXIT_INTERNAL, EXIT_OK, EXIT_USAGE, Parser, UsageError, redacted_output
 
 # (module, the sub-commands it adds): only the module of the command asked for is imported, so a command
 # starts without the others' imports (see bench/bench_check.py for what start-up costs).
@@ -40,6 +40,11 @@ def build_parser(only: str | None = None) -> argparse.ArgumentParser:
 
 def main(argv: list[str] | None = None) -> int:
     argv = sys.argv[1:] if argv is None else argv
+    with redacted_output():
+        return _main(argv)
+
+
+def _main(argv: list[str]) -> int:
     try:
         return _dispatch(argv)
     except UsageError as exc:

@@ -7,8 +7,11 @@ from __future__ import annotations
 
 import argparse
 import dataclasses
+import io
 import json
+import os
 import sys
+from contextlib import contextmanager
 from pathlib import Path
 
 EXIT_OK, EXIT_ERRORS, EXIT_USAGE, EXIT_INTERNAL = 0, 1, 2, 3
@@ -32,6 +35,47 @@ def parse_gpus(text: str | None):
         return parse_gpu_spec(text)
     except ValueError as exc:
         raise UsageError(str(exc)) from None
+
+
+# ------------------------------------------------------------------------------------------------
+# Output
+
+
+class _Redacting(io.TextIOBase):
+    """A stream that writes through ``wizard.core.secrets.redact``: the last net under every command's output."""
+
+    def __init__(self, stream, values: dict[str, str]):
+        self._stream, self._values = stream, values
+
+    def write(self, text: str) -> int:
+        from wizard.core.secrets import redact
+
+        self._stream.write(redact(text, self._values))
+        return len(text)
+
+    def flush(self) -> None:
+        self._stream.flush()
+
+    def isatty(self) -> bool:
+        return self._stream.isatty()
+
+    def fileno(self) -> int:
+        return self._stream.fileno()
+
+
+@contextmanager
+def redacted_output():
+    """stdout and stderr with secrets replaced by ``${NAME}``: the values of this environment's secret variables
+    and anything shaped like a credential (see wizard.core.secrets), whatever a command prints."""
+    from wizard.core.secrets import secret_values
+
+    values = secret_values(os.environ)
+    saved = sys.stdout, sys.stderr
+    sys.stdout, sys.stderr = _Redacting(saved[0], values), _Redacting(saved[1], values)
+    try:
+        yield
+    finally:
+        sys.stdout, sys.stderr = saved
 
 
 # ------------------------------------------------------------------------------------------------

@@ -142,6 +142,7 @@ def _run(args, plan, python: str, cmd, run_dir: Path, shell: str) -> int:
     from wizard.core.run.health import Thresholds, health
     from wizard.core.run.logparse import RunLog, format_step
     from wizard.core.run.triage import triage
+    from wizard.core.secrets import secret_values
 
     out = _Out(args.format)
     try:
@@ -149,7 +150,8 @@ def _run(args, plan, python: str, cmd, run_dir: Path, shell: str) -> int:
         write_command_file(run_dir, shell)
     except (LaunchError, OSError) as exc:
         raise UsageError(str(exc)) from None
-    secrets = {name: os.environ[name] for name in cmd.secrets if name in os.environ}
+    # every secret of this environment is kept out of run.log, not only those the config names
+    secrets = secret_values(os.environ) | secret_values(os.environ, cmd.secrets)
     run = RunProcess([python, *cmd.args], env_add=cmd.env, cwd=os.getcwd(), run_dir=run_dir, secrets=secrets)
     try:
         run.start()

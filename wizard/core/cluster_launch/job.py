@@ -25,7 +25,7 @@ from wizard import __version__
 from wizard.core.hardware.cluster import Cluster
 from wizard.core.plan.emit import ENTRY, emit_overrides, override_word, shell_word
 from wizard.core.plan.model import Plan
-from wizard.core.run.smoke import is_secret_name
+from wizard.core.secrets import is_secret_name
 from wizard.core.verl.overrides import OverrideSyntaxError, parse_override
 
 TARGETS = ("ray", "slurm", "kuberay")

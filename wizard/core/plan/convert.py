@@ -15,6 +15,7 @@ from pydantic import TypeAdapter, ValidationError
 
 from wizard.core.verl.overrides import OverrideSyntaxError, ParsedOverride, parse_override, render_override, render_value, same_value
 from wizard.core.plan.model import Plan, field_map
+from wizard.core.secrets import hide_secrets
 
 
 @lru_cache(maxsize=None)
@@ -59,6 +60,7 @@ def plan_from_overrides(
     script_env: list[str] | tuple[str, ...] = (),
     name: str = "",
 ) -> Plan:
+    overrides, _ = hide_secrets(overrides)  # a Plan never holds a secret: see wizard.core.secrets
     plan = (base or Plan()).model_copy(deep=True)
     plan.config_name = config_name
     plan.config_path = config_path
@@ -92,7 +94,12 @@ def apply_overrides(plan: Plan, overrides: list[str]) -> Plan:
     plan = plan.model_copy(deep=True)
     fields = field_map()
     for text in overrides:
-        p = parse_override(text)  # OverrideSyntaxError is the caller's to report
+        parse_override(text)  # OverrideSyntaxError is the caller's to report
+        kept = hide_secrets([text])[0]  # a Plan never holds a secret (wizard.core.secrets)
+        if not kept:
+            continue
+        text = kept[0]
+        p = parse_override(text)
         plain_same_key = [
             i for i, t in enumerate(plan.passthrough) if (q := _try_parse(t)) is not None and q.is_plain and q.key == p.key
         ]

@@ -4,8 +4,8 @@ Both are text built here (pure); the adapters write them atomically.
 Shell rules: every value is quoted. Values are single-quoted (nothing expands),
 except references to the environment variables the plan declares in
 ``script_env`` (``$HOME``), which are written in double quotes so the shell
-expands them as the original script did. Values of secret-looking keys are never
-written: they become references to an environment variable of the same name.
+expands them as the original script did. Secrets are never written: a Plan holds them as ``${oc.env:NAME}``
+references that verl's Hydra resolves from the environment where it runs (wizard.core.secrets).
 """
 
 from __future__ import annotations
@@ -16,12 +16,13 @@ from dataclasses import dataclass, field
 from omegaconf import OmegaConf
 
 from wizard import __version__
-from wizard.core.verl.overrides import OverrideSyntaxError, parse_override
+from wizard.core.verl.overrides import parse_override
 from wizard.core.plan.model import Plan
 from wizard.core.plan.convert import plan_overrides
+from wizard.core.secrets import hide_secrets, is_secret_name
 
 ENTRY = "verl.trainer.main_ppo"
-_SECRET = re.compile(r"(^|_)(token|api_?key|secret|secret_key|password|passwd|access_key)$", re.IGNORECASE)
+_OC_ENV = re.compile(r"\$\{oc\.env:([A-Za-z_][A-Za-z0-9_]*)")
 _ENV_REF = re.compile(r"\$(?:\{([A-Za-z_][A-Za-z0-9_]*)\}|([A-Za-z_][A-Za-z0-9_]*))")
 
 
@@ -64,30 +65,24 @@ def override_word(override: str, env: set[str]) -> str:
     return key + "=" + shell_word(value, env)
 
 
-def _secret_env_name(key: str) -> str | None:
-    leaf = key.rsplit(".", 1)[-1]
-    return re.sub(r"[^A-Za-z0-9_]", "_", leaf).upper() if _SECRET.search(leaf) else None
-
-
 def emit_overrides(plan: Plan) -> Emitted:
-    """The plan's overrides with secrets replaced by environment references."""
+    """The plan's overrides, and the environment variables the launch reads: those the script read (``$HOME``,
+    expanded by the shell) and those verl's Hydra reads (``${oc.env:NAME}``: secrets, which a Plan never holds
+    as values; see wizard.core.secrets). An override that is not a plan's (a caller's own) is hidden too."""
     env = set(plan.script_env)
-    notes: list[str] = []
-    out: list[str] = []
-    for text in plan_overrides(plan):
-        try:
-            p = parse_override(text)
-        except OverrideSyntaxError:
-            out.append(text)
-            continue
-        secret = _secret_env_name(p.key) if p.kind != "~" else None
-        if secret and not (isinstance(p.value(), str) and _ENV_REF.fullmatch(p.value() or "")):
-            out.append(f"{p.kind}{p.key}=${{{secret}}}")
-            env.add(secret)
-            notes.append(f"{p.key} looks like a secret: written as ${{{secret}}}, set it in the environment")
-        else:
-            out.append(text)
-    return Emitted(overrides=out, env=sorted(env), notes=notes)
+    overrides, notes = hide_secrets(plan_overrides(plan))
+    for text in overrides:
+        env.update(_OC_ENV.findall(text))
+    return Emitted(overrides=overrides, env=sorted(env), notes=notes + _secret_notes(overrides))
+
+
+def _secret_notes(overrides: list[str]) -> list[str]:
+    keys = [t.split("=", 1)[0].lstrip("+~") for t in overrides if _OC_ENV.search(t)]
+    names = sorted({n for t in overrides for n in _OC_ENV.findall(t) if is_secret_name(n)})
+    if not names:
+        return []
+    return [f"{', '.join(keys)} read{'s' if len(keys) == 1 else ''} {', '.join(names)} from the environment where "
+            "verl runs (the value is never written): set it there"]
 
 
 def render_run_sh(plan: Plan, emitted: Emitted | None = None) -> str:

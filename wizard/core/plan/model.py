@@ -211,4 +211,11 @@ def migrate(doc: dict) -> dict:
 
 
 def load_plan(doc: dict) -> Plan:
-    return Plan.model_validate(migrate(dict(doc)))
+    """A saved plan; a secret in its passthrough (a file written before secrets were hidden, or by hand) is
+    replaced by its environment reference as it is read (see wizard.core.secrets)."""
+    from wizard.core.secrets import hide_secrets
+
+    plan = Plan.model_validate(migrate(dict(doc)))
+    if plan.passthrough:
+        plan.passthrough = hide_secrets(plan.passthrough)[0]
+    return plan

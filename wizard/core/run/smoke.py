@@ -15,6 +15,7 @@ from wizard.core.plan.emit import ENTRY, emit_overrides, shell_word
 from wizard.core.verl.overrides import OverrideSyntaxError, parse_override
 from wizard.core.plan.model import Plan
 from wizard.core.plan.convert import apply_overrides
+from wizard.core.secrets import is_secret_name
 
 VALIDATION = ("end", "none", "start", "both")
 # verl's V1 trainer keeps a TaskRunner, the TransferQueue controller and its storage units on one logical
@@ -22,7 +23,6 @@ VALIDATION = ("end", "none", "start", "both")
 MIN_RAY_CPUS = 10
 NODE_IP_KEY = "ray_kwargs.ray_init._node_ip_address"
 LOOPBACK = "127.0.0.1"
-_SECRET_ENV = re.compile(r"(TOKEN|API_?KEY|SECRET|PASSWORD|PASSWD|ACCESS_KEY|CREDENTIAL)", re.IGNORECASE)
 _PLAIN = re.compile(r"[A-Za-z0-9_@%+=:,./-]+")
 _REF = re.compile(r"\$(?:\{([A-Za-z_][A-Za-z0-9_]*)\}|([A-Za-z_][A-Za-z0-9_]*))")
 
@@ -52,10 +52,6 @@ class SmokeCommand:
     reads: list[str]
     secrets: list[str] = field(default_factory=list)  # names of secret variables whose values must not be logged
     missing: list[str] = field(default_factory=list)  # referenced variables that are not set
-
-
-def is_secret_name(name: str) -> bool:
-    return bool(_SECRET_ENV.search(name))
 
 
 def _touches(plan_overrides: list[str], key: str) -> bool:
@@ -140,6 +136,8 @@ def smoke_command(plan: Plan, opts: SmokeOptions, *, run_dir: str, file_logger_p
         head.append(f"--config-name={plan.config_name}")
     tail = [f"hydra.run.dir={run_dir}/hydra"]
     args = [expand_refs(w, names, environ, missing) for w in head + emitted.overrides + tail]
+    # what verl's Hydra reads from the environment (secrets): the run inherits it, so it must be set here
+    missing |= {n for n in names if n not in environ and any("${oc.env:" + n in w for w in emitted.overrides)}
     return SmokeCommand(
         args=args,
         display=head + emitted.overrides + tail,
@@ -163,13 +161,5 @@ def _word(text: str, env: set[str]) -> str:
     return text if _PLAIN.fullmatch(text) else shell_word(text, env)
 
 
-def redact(text: str, secrets: Mapping[str, str]) -> str:
-    """``text`` with the values of secret variables replaced by ``${NAME}`` (never a secret in a log)."""
-    for name, value in secrets.items():
-        if value and len(value) >= 4 and value in text:
-            text = text.replace(value, "${" + name + "}")
-    return text
-
-
 __all__ = ["SmokeOptions", "SmokeCommand", "smoke_overrides", "smoke_plan", "smoke_env", "smoke_command",
-           "render_command", "redact", "is_secret_name"]
+           "render_command"]

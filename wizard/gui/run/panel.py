@@ -50,6 +50,7 @@ from wizard.gui.run.metric_plots import MetricPlots
 from wizard.gui.run.status import FindingsBanner, RunStatus
 from wizard.gui.run.follower import STOP_GRACE_S, RunBatch, RunFollower, RunResult
 from wizard.gui.workers import Worker
+from wizard.core.secrets import secret_values
 
 
 @dataclass
@@ -257,7 +258,7 @@ class RunPanel(QWidget):
             write_command_file(prepared.run_dir, prepared.shell)
             run = RunProcess([prepared.python, *prepared.command.args], env_add=prepared.command.env,
                              cwd=os.getcwd(), run_dir=prepared.run_dir,
-                             secrets={n: os.environ[n] for n in prepared.command.secrets if n in os.environ})
+                             secrets=secret_values(os.environ) | secret_values(os.environ, prepared.command.secrets))
             run.start()
         except (LaunchError, OSError) as exc:
             self.status.say(f"Not started: {exc}", error=True)

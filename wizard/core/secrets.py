@@ -1,0 +1,124 @@
+"""What the wizard treats as a secret, in one place, and how secrets stay out of everything it writes or prints.
+
+A secret is (1) the value of a config key whose last part names a credential (``wandb_api_key``,
+``*.token``, ``password``...), (2) the value of an environment variable whose name does (``HF_TOKEN``,
+``WANDB_API_KEY``, ``*_SECRET``...), or (3) a value shaped like a known credential wherever it appears
+(Hugging Face ``hf_…``, OpenAI-style ``sk-…``, GitHub ``ghp_…``, Slack ``xox…``, AWS ``AKIA…``, JWTs).
+
+No Plan ever holds one: a secret value in an override becomes ``${oc.env:NAME}``, a reference verl's Hydra
+resolves from the environment where the run happens, so run.sh, config.yaml, plan.json, the GUI's autosave,
+cluster material and a smoke run's command line carry the name, never the value; runs receive the value
+through their environment, never on argv. Text shown or logged is redacted on top of that (``redact``).
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Iterable, Mapping
+
+_KEY = re.compile(r"(^|_)(token|api_?key|secret|secret_key|password|passwd|access_key|private_key|credentials?)$",
+                  re.IGNORECASE)
+_NAME = re.compile(r"(TOKEN|API_?KEY|SECRET|PASSWORD|PASSWD|ACCESS_KEY|PRIVATE_KEY|CREDENTIAL)", re.IGNORECASE)
+# Credential shapes, each with the variable such a credential conventionally lives in.
+_SHAPES = (
+    (re.compile(r"hf_[A-Za-z0-9]{30,}"), "HF_TOKEN"),
+    (re.compile(r"sk-(?:proj-|ant-)?[A-Za-z0-9_\-]{20,}"), "OPENAI_API_KEY"),
+    (re.compile(r"gh[pousr]_[A-Za-z0-9]{30,}"), "GITHUB_TOKEN"),
+    (re.compile(r"xox[abprs]-[A-Za-z0-9\-]{10,}"), "SLACK_TOKEN"),
+    (re.compile(r"AKIA[0-9A-Z]{16}"), "AWS_ACCESS_KEY_ID"),
+    (re.compile(r"eyJ[A-Za-z0-9_\-]{8,}\.[A-Za-z0-9_\-]{8,}\.[A-Za-z0-9_\-]{8,}"), "API_TOKEN"),
+)
+_ENV_REF = re.compile(r"^\$\{oc\.env:([A-Za-z_][A-Za-z0-9_]*)(?:,[^}]*)?\}$")
+_SHELL_REF = re.compile(r"\$(?:\{([A-Za-z_][A-Za-z0-9_]*)\}|([A-Za-z_][A-Za-z0-9_]*))")
+RAY_ENV_VARS = "ray_kwargs.ray_init.runtime_env.env_vars."
+MIN_SECRET = 4  # shorter values are not replaced in text (every "1" in a log would go)
+
+
+def is_secret_key(key: str) -> bool:
+    """A config key whose value is a credential (its last part says so)."""
+    return bool(_KEY.search(key.rsplit(".", 1)[-1]))
+
+
+def is_secret_name(name: str) -> bool:
+    """An environment variable whose value is a credential."""
+    return bool(_NAME.search(name))
+
+
+def env_name_for(key: str) -> str:
+    """The variable a secret config key is read from: its last part, upper case (``WANDB_API_KEY``)."""
+    return re.sub(r"[^A-Za-z0-9_]", "_", key.rsplit(".", 1)[-1]).upper()
+
+
+def env_ref(name: str) -> str:
+    return "${oc.env:" + name + "}"
+
+
+def env_ref_name(value: object) -> str | None:
+    """``NAME`` when ``value`` is exactly ``${oc.env:NAME}`` (or with a default)."""
+    m = _ENV_REF.match(value) if isinstance(value, str) else None
+    return m.group(1) if m else None
+
+
+def shaped_secrets(text: str) -> list[tuple[str, str]]:
+    """(credential, the variable it conventionally lives in) for each credential-shaped run in ``text``."""
+    return [(m.group(0), name) for pattern, name in _SHAPES for m in pattern.finditer(text)]
+
+
+def redact(text: str, values: Mapping[str, str] | None = None) -> str:
+    """``text`` with the given secret values (name -> value) and any credential-shaped run as ``${NAME}``."""
+    for name, value in (values or {}).items():
+        if value and len(value) >= MIN_SECRET and value in text:
+            text = text.replace(value, "${" + name + "}")
+    for value, name in shaped_secrets(text):
+        text = text.replace(value, "${" + name + "}")
+    return text
+
+
+def secret_values(environ: Mapping[str, str], names: Iterable[str] | None = None) -> dict[str, str]:
+    """The secret-named variables of ``environ`` (or just ``names``) that hold something worth hiding."""
+    chosen = names if names is not None else (n for n in environ if is_secret_name(n))
+    return {n: environ[n] for n in chosen if len(environ.get(n) or "") >= MIN_SECRET}
+
+
+def hide_secrets(overrides: Iterable[str]) -> tuple[list[str], list[str]]:
+    """The overrides with every secret value replaced by an ``${oc.env:NAME}`` reference, and a note per change.
+
+    The value of a secret key becomes a reference to the variable named after the key; a credential-shaped run
+    anywhere else (``"Authorization: Bearer hf_..."``) becomes a reference to the variable such a credential
+    conventionally lives in. Whoever runs verl sets those variables; verl's Hydra reads them there."""
+    from wizard.core.verl.overrides import OverrideSyntaxError, parse_override
+
+    out: list[str] = []
+    notes: list[str] = []
+    for text in overrides:
+        try:
+            p = parse_override(text)
+        except OverrideSyntaxError:
+            p = None
+        if p is not None and p.kind != "~" and p.key.startswith(RAY_ENV_VARS) and is_secret_key(p.key):
+            # verl hands ray_init.runtime_env to Ray unresolved (OmegaConf.to_container without resolve): a
+            # reference would reach the workers as its own text. Ray's workers inherit the environment verl
+            # starts in (on a cluster: the nodes' `ray start`), which is where the secret belongs.
+            name = p.key[len(RAY_ENV_VARS):]
+            notes.append(f"{p.key} left out: Ray's workers get {name} from the environment verl starts in (on a "
+                         "cluster, from each node's environment when Ray starts); set it there")
+            continue
+        if p is not None and p.kind != "~" and p.package is None and is_secret_key(p.key):
+            value = p.value()
+            if value not in (None, "") and env_ref_name(value) is None:
+                shell = _SHELL_REF.fullmatch(value) if isinstance(value, str) else None
+                name = (shell.group(1) or shell.group(2)) if shell else env_name_for(p.key)
+                out.append(f"{p.kind}{p.key}={env_ref(name)}")
+                if not shell:
+                    notes.append(f"{p.key} holds a secret: kept as ${{oc.env:{name}}}; set {name} where the run "
+                                 "happens")
+                continue
+        # a secret variable the shell would expand onto verl's command line: read by verl's Hydra instead
+        text = _SHELL_REF.sub(lambda m: env_ref(m.group(1) or m.group(2))
+                              if is_secret_name(m.group(1) or m.group(2)) else m.group(0), text)
+        for value, name in shaped_secrets(text):
+            text = text.replace(value, env_ref(name))
+            notes.append(f"a credential in {text.split('=', 1)[0]} is kept as ${{oc.env:{name}}}; set {name} where "
+                         "the run happens")
+        out.append(text)
+    return out, notes
