@@ -153,3 +153,71 @@ def test_bad_function_file_name_or_python_are_one_line_errors(tmp_path):
         run_bench(rows, function=broken, name="fn", python=PY)
     with pytest.raises(RewardRunError, match="cannot run .*no such file"):
         run_bench(rows, function=path, name="fn", python=str(tmp_path / "no-python"))
+
+
+# --- reward functions that misbehave: the wizard stays whole and nothing of theirs is left running -------------
+
+def _left(marker: str) -> list[str]:
+    import subprocess
+
+    return subprocess.run(["pgrep", "-f", marker], capture_output=True, text=True).stdout.split()
+
+
+def test_a_child_holding_stdout_does_not_hold_the_time_limit(tmp_path):
+    """The function forks a child that keeps the probe's stdout open and sleeps: the bench ends at its limit
+    and the child is gone (only killing the probe, then reading to EOF, waited for the child)."""
+    fn = reward_file(tmp_path, """
+        import subprocess, time
+        def score(data_source, solution_str, ground_truth, extra_info=None):
+            subprocess.Popen(["sleep", "1911"])  # inherits stdout and stderr
+            time.sleep(1000)
+    """)
+    result = run_bench(GSM8K, function=fn, name="score", python=PY, timeout=3)
+    assert "reward.timeout" in rules(result) and _left("sleep 1911") == []
+
+
+def test_a_detached_child_is_ended_with_the_scorer(tmp_path):
+    fn = reward_file(tmp_path, """
+        import subprocess
+        def score(data_source, solution_str, ground_truth, extra_info=None):
+            subprocess.Popen(["setsid", "sleep", "1912"], stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+            return 1.0 if solution_str.strip().endswith(ground_truth) else 0.0
+    """)
+    run_bench(GSM8K, function=fn, name="score", python=PY, timeout=60)
+    assert _left("sleep 1912") == []
+
+
+def test_a_function_that_prints_a_flood_keeps_the_wizard_small(tmp_path):
+    import resource
+
+    fn = reward_file(tmp_path, """
+        import sys
+        def score(data_source, solution_str, ground_truth, extra_info=None):
+            sys.stdout.write("x" * (200 * 1024 * 1024))  # 200 MB per call
+            return 0.5 if solution_str else 0.0
+    """)
+    before = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss
+    result = run_bench(GSM8K[:1], function=fn, name="score", python=PY, timeout=120)
+    grew_kib = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss - before
+    assert len(result.trials) == 3 and grew_kib < 200 * 1024  # the output was dropped past its cap, not kept
+
+
+def test_an_allocation_past_the_limit_fails_in_the_scorer_not_the_machine(tmp_path):
+    fn = reward_file(tmp_path, """
+        def score(data_source, solution_str, ground_truth, extra_info=None):
+            big = bytearray(40 * 1024**3)
+            return 1.0
+    """)
+    result = run_bench(GSM8K[:1], function=fn, name="score", python=PY, timeout=60)
+    assert "MemoryError" in rules(result)["reward.exception"].message
+
+
+def test_a_function_that_ends_the_process_is_a_failure_not_ok(tmp_path):
+    fn = reward_file(tmp_path, """
+        import os
+        def score(data_source, solution_str, ground_truth, extra_info=None):
+            os._exit(0)
+    """)
+    result = run_bench(GSM8K, function=fn, name="score", python=PY, timeout=60)
+    ended = rules(result)["reward.process_ended"]
+    assert ended.severity is Severity.ERROR and "exited with code 0 after 0 of 6 calls" in ended.message

@@ -12,10 +12,10 @@ import json
 import os
 import re
 import shlex
-import subprocess
 import time
 from dataclasses import dataclass, field
 
+from wizard.adapters.guarded import run_guarded
 from wizard.adapters.bundle import probe_path
 from wizard.core.hardware.cluster import cuda_version_text
 from wizard.core.findings import Finding, Severity, Stage, has_errors, sort_findings
@@ -84,16 +84,16 @@ def run_probe(python: str, timeout: float = 120.0, imports: bool = True, deep: b
     env = dict(os.environ, PYTHONUNBUFFERED="1", PYTHONWARNINGS="ignore")
     if os.path.isdir(python):
         raise DoctorError(f"--python {python}: is a folder; give the python executable, e.g. {python.rstrip('/')}/bin/python")
-    try:
-        proc = subprocess.run(args, capture_output=True, text=True, timeout=timeout, env=env)
+    try:  # the user's Python: its own process group, nothing of it left afterwards (no memory cap: CUDA)
+        proc = run_guarded(args, timeout=timeout, env=env, memory_bytes=None)
     except FileNotFoundError:
         raise DoctorError(f"--python {python}: no such file") from None
     except PermissionError:
         raise DoctorError(f"--python {python}: not executable") from None
     except OSError as exc:
         raise DoctorError(f"--python {python}: cannot run it ({exc.strerror or exc})") from None
-    except subprocess.TimeoutExpired:
-        raise DoctorError(f"--python {python}: the environment probe did not finish within {timeout:.0f} s") from None
+    if proc.timed_out:
+        raise DoctorError(f"--python {python}: the environment probe did not finish within {timeout:.0f} s")
     for line in reversed(proc.stdout.splitlines()):
         if line.startswith("{"):
             try:

@@ -9,13 +9,12 @@ from __future__ import annotations
 
 import json
 import os
-import subprocess
 import threading
-import time
 from dataclasses import dataclass, field
 from pathlib import Path
 
 from wizard.adapters.bundle import probe_path
+from wizard.adapters.guarded import run_guarded
 from wizard.core.data.schema import scorer_for
 from wizard.core.findings import Finding
 from wizard.core.reward.bench import BenchRow, BenchSummary, Trial, builtin_findings, candidates_for, judge, summarize
@@ -46,45 +45,30 @@ def _probe_path() -> str:
 
 
 def run_probe(doc: dict, python: str | None = None, timeout: float = 60.0,
-              cancel: threading.Event | None = None) -> tuple[list[dict], str | None]:
-    """Send ``doc`` to the probe; return its result lines and, on a timeout, a note saying so.
+              cancel: threading.Event | None = None) -> tuple[list[dict], str | None, int | None]:
+    """Send ``doc`` to the probe; return its result lines, on a timeout a note saying so, and its exit code.
     ``cancel`` set from another thread kills the probe at once (RewardRunError "cancelled")."""
     python = resolve_python(python)
     env = dict(os.environ, PYTHONUNBUFFERED="1", HF_HUB_OFFLINE="1", TRANSFORMERS_OFFLINE="1",
                VERL_USE_EXTERNAL_PLUGINS=os.environ.get("VERL_USE_EXTERNAL_PLUGINS", "none"))
-    try:
-        proc = subprocess.Popen([python, _probe_path()], stdin=subprocess.PIPE, stdout=subprocess.PIPE,
-                                stderr=subprocess.PIPE, text=True, env=env)
+    try:  # the user's code: its own process group, a memory and an output cap, nothing of it left afterwards
+        done = run_guarded([python, _probe_path()], input=json.dumps(doc), timeout=timeout, env=env, cancel=cancel)
     except FileNotFoundError:
         raise RewardRunError(f"cannot run {python}: no such file") from None
     except PermissionError:
         raise RewardRunError(f"cannot run {python}: not executable") from None
-    timed_out = None
-    deadline = time.monotonic() + timeout
-    payload: str | None = json.dumps(doc)
-    while True:
-        try:
-            out, err = proc.communicate(payload, timeout=max(0.0, min(0.2, deadline - time.monotonic())))
-            break
-        except subprocess.TimeoutExpired:
-            payload = None  # sent with the first call; later calls only wait
-            if cancel is not None and cancel.is_set():
-                proc.kill()
-                proc.communicate()
-                raise RewardRunError("cancelled") from None
-            if time.monotonic() >= deadline:
-                proc.kill()
-                out, err = proc.communicate()
-                timed_out = f"no answer within {timeout:g} s"
-                break
+    if done.cancelled:
+        raise RewardRunError("cancelled")
+    out, err = done.stdout, done.stderr
+    timed_out = f"no answer within {timeout:g} s" if done.timed_out else None
     lines = [json.loads(line) for line in out.splitlines() if line.strip().startswith("{")]
     if lines and "fatal" in lines[0]:
         fatal = lines[0]
         raise RewardRunError(f"{fatal['fatal']} (in {python})" + _last_user_line(fatal.get("traceback")))
-    if not lines and not timed_out and proc.returncode:
+    if not lines and not timed_out and done.returncode:
         tail = (err.strip().splitlines() or ["no output"])[-1]
         raise RewardRunError(f"the reward probe failed in {python}: {tail}")
-    return lines, timed_out
+    return lines, timed_out, done.returncode
 
 
 def _last_user_line(tb: str | None) -> str:
@@ -125,17 +109,19 @@ def run_bench(rows: list[BenchRow], function: str | None = None, name: str | Non
             trials_in.append({"row": r.row, "candidate": c.kind, "text": c.text, "data_source": r.data_source,
                               "ground_truth": r.ground_truth, "extra_info": r.extra_info})
     lines: list[dict] = []
-    timed_out = None
+    timed_out, code = None, 0
     if trials_in:
         doc = {"mode": "custom" if custom else "builtin", "path": str(Path(function).resolve()) if custom else None,
                "name": name, "trials": trials_in}
-        lines, timed_out = run_probe(doc, python, timeout, cancel=cancel)
+        lines, timed_out, code = run_probe(doc, python, timeout, cancel=cancel)
     trials = [_trial(line, trials_in[i]["text"]) for i, line in enumerate(lines)]
-    note = None
-    if timed_out:
-        nxt = trials_in[len(lines)] if len(lines) < len(trials_in) else None
-        where = f" on row {nxt['row']} ({nxt['candidate']})" if nxt else ""
-        note = f"{timed_out}{where}, after {len(lines)} of {len(trials_in)} calls"
-    findings += judge(trials, source, timed_out=note)
+    nxt = trials_in[len(lines)] if len(lines) < len(trials_in) else None
+    where = f" on row {nxt['row']} ({nxt['candidate']})" if nxt else ""
+    note = f"{timed_out}{where}, after {len(lines)} of {len(trials_in)} calls" if timed_out else None
+    ended = None  # a missing answer is a failure, never "ok"
+    if nxt is not None and not timed_out:
+        how = f"was killed by signal {-code}" if code and code < 0 else f"exited with code {code}"
+        ended = f"{how} after {len(lines)} of {len(trials_in)} calls, without answering the next one{where}"
+    findings += judge(trials, source, timed_out=note, ended=ended)
     skipped = [r.row for r in rows if not custom and not scorer_for(r.data_source)]
     return BenchResult(trials, findings, summarize(trials), source, note, skipped)

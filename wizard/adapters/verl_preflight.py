@@ -10,6 +10,7 @@ import json
 import os
 import subprocess
 
+from wizard.adapters.guarded import run_guarded
 from wizard.adapters.bundle import probe_path
 from wizard.core.findings import Finding, Severity, Stage
 from wizard.adapters.python_envs import resolve_python
@@ -27,16 +28,15 @@ def run_preflight(cases: list[dict], python: str | None = None, timeout: float =
     python = resolve_python(python)
     payload = "".join(json.dumps(c) + "\n" for c in cases)
     env = dict(os.environ, PYTHONUNBUFFERED="1", RAY_USAGE_STATS_ENABLED="0", HF_HUB_OFFLINE="1", TRANSFORMERS_OFFLINE="1")
-    try:
-        proc = subprocess.run(
-            [python, _probe_path()], input=payload, capture_output=True, text=True, timeout=timeout, env=env
-        )
+    try:  # verl in the user's Python: its own process group, nothing of it left afterwards
+        proc = run_guarded([python, _probe_path()], input=payload, timeout=timeout, env=env, memory_bytes=None,
+                           output_bytes=64 * 1024**2)
     except FileNotFoundError:
         raise PreflightError(f"cannot run {python}: no such file") from None
     except PermissionError:
         raise PreflightError(f"cannot run {python}: not executable") from None
-    except subprocess.TimeoutExpired:
-        raise PreflightError(f"verl's pre-flight in {python} did not finish within {timeout:.0f} s") from None
+    if proc.timed_out:
+        raise PreflightError(f"verl's pre-flight in {python} did not finish within {timeout:.0f} s")
     results = []
     for line in proc.stdout.splitlines():
         if not line.strip():

@@ -152,13 +152,20 @@ def _where(trials: list[Trial]) -> str:
     return f"{format_rows(rows)} (candidates: {cands})"
 
 
-def judge(trials: list[Trial], source: str = "the reward function", timed_out: str | None = None) -> list[Finding]:
-    """Flag exceptions, non-numeric returns, NaN/inf, the same score for every candidate, and slowness."""
+def judge(trials: list[Trial], source: str = "the reward function", timed_out: str | None = None,
+          ended: str | None = None) -> list[Finding]:
+    """Flag exceptions, non-numeric returns, NaN/inf, the same score for every candidate, and slowness.
+    ``ended``: the scorer's process ended before answering every call (how, in words)."""
     out: list[Finding] = []
     if timed_out:
         out.append(_f("reward.timeout", Severity.ERROR, f"{source} did not return: {timed_out}",
                       "look for a loop or a network call in the reward function; verl's reward workers would hang "
                       "the same way"))
+    if ended:
+        out.append(_f("reward.process_ended", Severity.ERROR,
+                      f"{source}: its process {ended}; in verl the reward worker would end the same way",
+                      "look for sys.exit/os._exit, a crash in native code, or memory use past the limit in the "
+                      "reward function"))
     errors = [t for t in trials if t.error]
     if errors:
         first = errors[0]
