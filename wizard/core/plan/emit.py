@@ -64,9 +64,14 @@ def override_word(override: str, env: set[str]) -> str:
     return key + "=" + shell_word(value, env)
 
 
+def is_secret_key(key: str) -> bool:
+    """A config key whose value is a secret (its last part ends in token, api_key, secret, password...)."""
+    return bool(_SECRET.search(key.rsplit(".", 1)[-1]))
+
+
 def _secret_env_name(key: str) -> str | None:
     leaf = key.rsplit(".", 1)[-1]
-    return re.sub(r"[^A-Za-z0-9_]", "_", leaf).upper() if _SECRET.search(leaf) else None
+    return re.sub(r"[^A-Za-z0-9_]", "_", leaf).upper() if is_secret_key(key) else None
 
 
 def emit_overrides(plan: Plan) -> Emitted:

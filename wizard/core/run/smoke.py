@@ -11,7 +11,7 @@ import re
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 
-from wizard.core.plan.emit import ENTRY, emit_overrides, shell_word
+from wizard.core.plan.emit import ENTRY, emit_overrides, is_secret_key, shell_word
 from wizard.core.verl.overrides import OverrideSyntaxError, parse_override
 from wizard.core.plan.model import Plan
 from wizard.core.plan.convert import apply_overrides
@@ -171,5 +171,30 @@ def redact(text: str, secrets: Mapping[str, str]) -> str:
     return text
 
 
+# key=value, key: value, 'key': 'value' (a pprinted config); the key's last part decides (is_secret_key)
+_ASSIGN = re.compile(r"""(?P<key>[A-Za-z_][\w.\-]*)(?P<sep>['"]?\s*[:=]\s*)(?P<q>['"]?)(?P<val>[^\s'",}\])]+)""")
+_NOT_A_VALUE = {"none", "null", "~", "true", "false", "''", '""'}
+# tokens that are secrets wherever they appear: Hugging Face, OpenAI-style, GitHub, Slack, AWS access keys
+_TOKENS = re.compile(r"\b(?:hf_[A-Za-z0-9]{30,}|sk-[A-Za-z0-9_\-]{20,}|gh[pousr]_[A-Za-z0-9]{30,}|"
+                     r"xox[abposr]-[A-Za-z0-9\-]{10,}|AKIA[0-9A-Z]{16})\b")
+REDACTED = "<redacted>"
+
+
+def scrub(text: str, secrets: Mapping[str, str]) -> str:
+    """``text`` safe to share: values of secret variables as ``${NAME}`` (``redact``), values of secret-looking keys
+    and well-known token shapes as ``<redacted>``; ``${NAME}`` references are kept."""
+    text = redact(text, secrets)
+
+    def assign(m: re.Match) -> str:
+        value = m.group("val")
+        if not is_secret_key(m.group("key")) or value.lower() in _NOT_A_VALUE or value.startswith("$"):
+            return m.group(0)
+        return m.group("key") + m.group("sep") + m.group("q") + REDACTED
+
+    if "=" in text or ":" in text:
+        text = _ASSIGN.sub(assign, text)
+    return _TOKENS.sub(REDACTED, text)
+
+
 __all__ = ["SmokeOptions", "SmokeCommand", "smoke_overrides", "smoke_plan", "smoke_env", "smoke_command",
-           "render_command", "redact", "is_secret_name"]
+           "render_command", "redact", "scrub", "is_secret_name"]

@@ -72,6 +72,10 @@ class TimingSummary:
     def share(self, phase: str) -> float:
         return self.phases.get(phase, 0.0) / self.step_s if self.step_s else 0.0
 
+    def shown_phases(self) -> tuple[str, ...]:
+        """The phases any step spent time in (a GRPO run has no critic, most runs no reward model)."""
+        return tuple(p for p in PHASE_NAMES if any(s.phases.get(p, 0.0) >= 0.05 for s in self.steps))
+
 
 def _at(series: Series, key: str) -> dict[int, float]:
     return {step: value for step, value in series.get(key, ()) if value == value}  # NaN dropped
