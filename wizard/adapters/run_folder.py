@@ -24,6 +24,7 @@ from wizard.core.run.record import (
     RunMeta,
     RunRecord,
     busy_by_step,
+    step_in_progress,
     trace_lines,
 )
 from wizard.core.run.samples.dump import Sample, dump_step, parse_dump
@@ -251,6 +252,58 @@ class GpuTrace:
             self._fh = None
 
 
+class RunRecorder:
+    """What a launch records beside the log: ``run.json`` at the start and at the end, and the GPUs' samples in
+    ``gpus.csv`` tagged with the step in progress. The CLI lets it sample NVML itself (``own_sampler``); the GUI
+    hands it the GPU monitor's snapshots. Never raises: a record that cannot be written never stops a run."""
+
+    def __init__(self, run_dir: str | Path, meta: RunMeta, own_sampler: bool = False, interval_s: float = 1.0) -> None:
+        self.run_dir, self.meta, self.interval_s = Path(run_dir), meta, interval_s
+        self.trace = GpuTrace(run_dir)
+        self._sampler = None
+        self._next = 0.0
+        self._last = None
+        if own_sampler:
+            from wizard.adapters.gpu_sampler import GpuSampler
+
+            self._sampler = GpuSampler()
+
+    def start(self) -> None:
+        if self.meta.gpus is None and self._sampler is not None:
+            self._last = self._sample()
+            self.meta.gpus = gpu_inventory(self._last) if self._last is not None else None
+        write_meta(self.run_dir, self.meta)
+
+    def _sample(self):
+        from wizard.adapters.gpu_sampler import parse_sample
+
+        try:
+            return parse_sample(self._sampler.sample())
+        except Exception:  # noqa: BLE001 - a driver that misbehaves costs the trace, never the run
+            self._sampler = None
+            return None
+
+    def tick(self, state: RunLog, snapshot=None) -> None:
+        """At most once per ``interval_s``: the GPUs now (``snapshot``, or a sample of its own), with the step."""
+        now = time.monotonic()
+        if now < self._next:
+            return
+        self._next = now + self.interval_s
+        if snapshot is None and self._sampler is not None:
+            snapshot = self._sample()
+        if snapshot is not None and snapshot is not self._last:
+            self._last = snapshot
+            self.trace.add(step_in_progress(state), readings(snapshot))
+
+    def end(self, exit_code: int | None, stopped: bool) -> None:
+        self.meta.ended, self.meta.exit_code, self.meta.stopped = now_iso(), exit_code, stopped
+        write_meta(self.run_dir, self.meta)
+        self.trace.close()
+        if self._sampler is not None:
+            self._sampler.close()
+            self._sampler = None
+
+
 def readings(snapshot) -> list[tuple[int, int | None, int | None]]:
     """A ``GpuSnapshot``'s rows for ``gpus.csv``: (index, utilisation %, memory used in bytes)."""
     return [(g.index, g.util_gpu, g.memory_used) for g in getattr(snapshot, "gpus", ())]
@@ -293,4 +346,4 @@ def find_smoke_run(root: str | Path, fingerprint: str, limit: int = 500) -> Path
 
 
 __all__ = ["RunFolderError", "read_run_folder", "read_dumps", "read_dump", "dump_folders", "DumpWatcher",
-           "write_meta", "now_iso", "GpuTrace", "readings", "gpu_inventory", "find_smoke_run", "META", "TRACE", "REPORT"]
+           "write_meta", "now_iso", "GpuTrace", "RunRecorder", "readings", "gpu_inventory", "find_smoke_run", "META", "TRACE", "REPORT"]

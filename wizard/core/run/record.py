@@ -20,6 +20,7 @@ from wizard.core.plan.emit import emit_overrides
 from wizard.core.plan.model import Plan
 from wizard.core.run.logparse import RunLog
 from wizard.core.run.samples.dump import Sample
+from wizard.core.run.smoke import dump_dirs
 
 META_FORMAT = 1
 ROLLOUT_DIR, VALIDATION_DIR = "rollout", "validation"
@@ -67,6 +68,16 @@ class RunMeta:
             return cls(**known)
         except TypeError:
             return None
+
+
+def start_meta(plan: Plan, smoke: Plan, *, steps: int, python: str, started: str, wizard_version: str,
+               environment: dict | None = None, gpus: list[dict] | None = None) -> RunMeta:
+    """run.json at the start: ``plan`` is the user's plan (its overrides, its fingerprint), ``smoke`` the smoke plan
+    (where verl will dump the generations)."""
+    rollout, validation = dump_dirs(smoke)
+    return RunMeta(plan_overrides=emit_overrides(plan).overrides, config_name=plan.config_name,
+                   fingerprint=plan_fingerprint(plan), wizard_version=wizard_version, started=started, python=python,
+                   steps=steps, rollout_dir=rollout, validation_dir=validation, environment=environment, gpus=gpus)
 
 
 @dataclass
@@ -127,5 +138,5 @@ def samples_of(steps: dict[int, list[Sample]], order: Sequence[int] | None = Non
     return [s for step in (order or sorted(steps)) for s in steps.get(step, [])]
 
 
-__all__ = ["RunMeta", "RunRecord", "plan_fingerprint", "trace_lines", "busy_by_step", "step_in_progress",
+__all__ = ["RunMeta", "RunRecord", "plan_fingerprint", "start_meta", "trace_lines", "busy_by_step", "step_in_progress",
            "samples_of", "ROLLOUT_DIR", "VALIDATION_DIR", "TRACE_HEADER", "META_FORMAT"]
