@@ -304,6 +304,13 @@ class RunRecorder:
             self._sampler = None
 
 
+def secret_values() -> dict[str, str]:
+    """What a report must never show: the values of this environment's secret-looking variables."""
+    from wizard.core.run.smoke import is_secret_name
+
+    return {k: v for k, v in os.environ.items() if v and is_secret_name(k)}
+
+
 def readings(snapshot) -> list[tuple[int, int | None, int | None]]:
     """A ``GpuSnapshot``'s rows for ``gpus.csv``: (index, utilisation %, memory used in bytes)."""
     return [(g.index, g.util_gpu, g.memory_used) for g in getattr(snapshot, "gpus", ())]
@@ -346,4 +353,4 @@ def find_smoke_run(root: str | Path, fingerprint: str, limit: int = 500) -> Path
 
 
 __all__ = ["RunFolderError", "read_run_folder", "read_dumps", "read_dump", "dump_folders", "DumpWatcher",
-           "write_meta", "now_iso", "GpuTrace", "RunRecorder", "readings", "gpu_inventory", "find_smoke_run", "META", "TRACE", "REPORT"]
+           "write_meta", "now_iso", "GpuTrace", "RunRecorder", "secret_values", "readings", "gpu_inventory", "find_smoke_run", "META", "TRACE", "REPORT"]

@@ -7,7 +7,6 @@ Exit codes: 0 written, 2 no run folder, or the report could not be written (one 
 from __future__ import annotations
 
 import json
-import os
 import sys
 import time
 from pathlib import Path
@@ -24,21 +23,14 @@ def add_parser(subparsers) -> None:
     p.set_defaults(handler=run_report)
 
 
-def secrets_in_environment() -> dict[str, str]:
-    """The values a report must never show: every secret-looking variable of this environment."""
-    from wizard.core.run.smoke import is_secret_name
-
-    return {k: v for k, v in os.environ.items() if v and is_secret_name(k)}
-
-
 def run_report(args) -> int:
     from wizard import __version__
     from wizard.adapters.files import WriteError, write_atomic
-    from wizard.adapters.run_folder import REPORT
+    from wizard.adapters.run_folder import REPORT, secret_values
     from wizard.core.run.report import render_report
 
     record = read_run_dir(args.run_dir)
-    text = render_report(record, secrets=secrets_in_environment(), environment=_environment(record, args.python),
+    text = render_report(record, secrets=secret_values(), environment=_environment(record, args.python),
                          wizard_version=__version__, written=time.strftime("%Y-%m-%d %H:%M"))
     if args.out == "-":
         sys.stdout.write(text)

@@ -35,6 +35,10 @@ def _time(text: str) -> datetime | None:
         return None
 
 
+def has_timestamp(text: str) -> bool:
+    return _time(text) is not None
+
+
 def dataset_size(lines: Sequence[str]) -> int | None:
     """The training set's size after filtering, as verl logs it ("train dataset size: N"); the last one wins."""
     for raw in reversed(lines):
@@ -79,4 +83,4 @@ def outcome(record: RunRecord) -> str:
     return f"running, or ended without a record of how{steps}"
 
 
-__all__ = ["dataset_size", "startup_seconds", "versions_in_log", "outcome"]
+__all__ = ["has_timestamp", "dataset_size", "startup_seconds", "versions_in_log", "outcome"]

@@ -8,6 +8,7 @@ from PySide6.QtCore import Signal
 from PySide6.QtWidgets import QFileDialog, QHBoxLayout, QLabel, QLineEdit, QPushButton, QTableWidgetItem, QVBoxLayout
 
 from wizard.adapters.python_envs import default_python, how_to_create
+from wizard.core.run.report import ENV_PACKAGES, environment_summary
 from wizard.gui.document import PlanDocument
 from wizard.gui.steps import texts
 from wizard.gui.steps._machine import escaped, findings_html, read_only_table
@@ -76,10 +77,8 @@ class EnvironmentPage(Page):
 
     def _report(self, report) -> None:
         pk = report.facts.get("packages") or {}
-        names = ["verl", "torch", "transformers", "tensordict", "ray", "TransferQueue", "cachetools", "vllm",
-                 "sglang", "flash-attn"]
         rows = [("python", (report.facts.get("python") or {}).get("version", "?"))]
-        rows += [(n, pk.get(n) or "not installed") for n in names]
+        rows += [(n, pk.get(n) or "not installed") for n in ENV_PACKAGES]
         self.facts.setRowCount(len(rows))
         for r, (name, version) in enumerate(rows):
             self.facts.setItem(r, 0, QTableWidgetItem(name))
@@ -87,5 +86,6 @@ class EnvironmentPage(Page):
         verdict = ("<b>Ready for verl 0.9.1.</b>" if report.ok else "<b>Not ready:</b> fix the errors below.")
         self.result.setText(f"{verdict} Probed {report.python} in {report.wall_s:.1f} s.<br>"
                             + findings_html(report.findings))
+        self.doc.environment = environment_summary(report.facts)
         self.doc.set_context_findings("environment", report.findings)
         self.python_checked.emit(report.python)

@@ -25,12 +25,12 @@ from wizard.core.run.samples.verdict import StepVerdict, verdict_findings, verdi
 CUT, EMPTY, LOOP, LANGUAGE, SAME_TEXT, SAME_SCORE = "cut", "empty", "loop", "language", "same text", "same score"
 FLAGS = (CUT, EMPTY, LOOP, LANGUAGE, SAME_TEXT, SAME_SCORE)
 FLAG_HELP = {
-    CUT: "reached the length limit (data.max_response_length): the answer is unfinished",
-    EMPTY: "an empty answer",
+    CUT: "reached the length limit (data.max_response_length): the response is unfinished",
+    EMPTY: "an empty response",
     LOOP: "ends in a loop, or repeats the same 4-word sequences over and over",
     LANGUAGE: "switches to another script (language) than the prompt's",
-    SAME_TEXT: "the same text as another answer to the same prompt",
-    SAME_SCORE: "every answer to this prompt scored the same: GRPO's advantage is 0 for all of them",
+    SAME_TEXT: "the same text as another response to the same prompt",
+    SAME_SCORE: "every response to this prompt scored the same: GRPO's advantage is 0 for all of them",
 }
 CHARS_PER_TOKEN = 3.5  # when neither verl's clip ratio nor its mean length is known (English-like text)
 _SCRIPTS = {  # letters by script; Greek is left out (math writes α, π in any language)
