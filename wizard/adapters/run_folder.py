@@ -352,5 +352,21 @@ def find_smoke_run(root: str | Path, fingerprint: str, limit: int = 500) -> Path
     return best[1] if best else None
 
 
+def forecast_for_plan(root: str, fingerprint: str) -> tuple[str, object] | None:
+    """On a worker thread: the forecast of the newest smoke run of this plan under ``root`` (runs/), if any."""
+    from wizard.core.run.digest import forecast_of
+    from wizard.core.run.timing.forecast import Forecast
+
+    folder = find_smoke_run(root, fingerprint)
+    if folder is None:
+        return None
+    try:
+        record = read_run_folder(folder)
+    except RunFolderError:
+        return None
+    fc = forecast_of(record)
+    return (str(folder), fc) if isinstance(fc, Forecast) else None
+
+
 __all__ = ["RunFolderError", "read_run_folder", "read_dumps", "read_dump", "dump_folders", "DumpWatcher",
-           "write_meta", "now_iso", "GpuTrace", "RunRecorder", "secret_values", "readings", "gpu_inventory", "find_smoke_run", "META", "TRACE", "REPORT"]
+           "write_meta", "now_iso", "GpuTrace", "RunRecorder", "secret_values", "readings", "gpu_inventory", "find_smoke_run", "forecast_for_plan", "META", "TRACE", "REPORT"]

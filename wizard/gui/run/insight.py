@@ -110,7 +110,7 @@ class RunInsight(QObject):
     """Feeds the Samples and Time tabs, live or from a folder; owns Open run folder… and Write report."""
 
     digested = Signal(object)  # FolderDigest
-    forecast_found = Signal(str, object)  # (the plan's fingerprint, Forecast): for the Review step
+    forecast_found = Signal(str, object, str)  # (the plan's fingerprint, Forecast, the run folder): for Review
     said = Signal(str, bool)  # a status line, and whether it is an error
 
     def __init__(self, parent: QWidget, environment=lambda: None) -> None:
@@ -118,13 +118,14 @@ class RunInsight(QObject):
         self.samples = SamplesView()
         self.timing = TimingView()
         self.run_dir: str | None = None
+        self._opening = False
         self.plan: Plan | None = None
         self._environment = environment
         self._state = RunLog()
         self._facts: list[str] = []  # the log lines the forecast needs (dataset size, timestamps, ready to fit)
         self._reader = Worker(self)
         self._reader.finished.connect(self._digested)
-        self._reader.failed.connect(lambda msg: self.said.emit(f"Could not read the run folder: {msg}", True))
+        self._reader.failed.connect(self._unreadable)
         self._reporter = Worker(self)
         self._reporter.finished.connect(self._reported)
         self._reporter.failed.connect(lambda msg: self.said.emit(f"No report: {msg}", True))
@@ -150,9 +151,16 @@ class RunInsight(QObject):
             self.open_folder(path)
 
     def open_folder(self, path: str, opened: bool = True) -> None:
-        """Read ``path`` off the GUI thread; the tabs show it when it is read (``digested``)."""
-        self.said.emit(f"Reading {path}…", False)
+        """Read ``path`` off the GUI thread; the tabs show it when it is read (``digested``). ``opened``: the user
+        opened it (the status line says so); else a run just ended and its status line stays."""
+        self._opening = opened
+        if opened:
+            self.said.emit(f"Reading {path}…", False)
         self._reader.start(f"read the run folder {path}", digest_folder, str(path), opened)
+
+    def _unreadable(self, message: str) -> None:
+        if self._opening:  # after a run, its own status line stays (the log view has the log)
+            self.said.emit(f"Could not read the run folder: {message}", True)
 
     @property
     def reading(self) -> bool:
@@ -167,7 +175,7 @@ class RunInsight(QObject):
         self.timing.show_timing(d.timing, d.forecast)
         meta = d.record.meta
         if meta is not None and meta.fingerprint and isinstance(d.forecast, Forecast):
-            self.forecast_found.emit(meta.fingerprint, d.forecast)
+            self.forecast_found.emit(meta.fingerprint, d.forecast, d.record.path)
         if d.opened:
             n = sum(len(s.samples) for s in d.training + d.validation)
             self.said.emit(f"{d.record.path}: {d.record.log_lines:,} log lines, {len(d.timing.steps)} timed step(s), "
