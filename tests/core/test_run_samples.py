@@ -160,3 +160,14 @@ def test_groups_search_and_sort_keys():
 
     by_score = sorted(samples, key=lambda s: sort_value(s, "score"))
     assert [s.score for s in by_score] == [0.0, 0.5, 1.0, None]  # no score last
+
+
+@pytest.mark.parametrize("prompt, question", [
+    ("system\nYou are a helpful assistant.\nuser\n你好吗？\nassistant\n", "你好吗？"),
+    ("user\nwhat is 1 + 2 ?\nassistant\n", "what is 1 + 2 ?"),
+    ("Solve: 2 + 2", "Solve: 2 + 2"),
+])
+def test_the_prompts_language_is_its_questions(prompt, question):
+    from wizard.core.run.samples.checks import question_of
+
+    assert question_of(prompt) == question

@@ -117,6 +117,21 @@ def script_weights(text: str) -> dict[str, int]:
     return out
 
 
+_ROLE = re.compile(r"(?:^|\n)(system|user|assistant)\s*\n")
+
+
+def question_of(prompt: str) -> str:
+    """The last user turn of a prompt decoded from a chat template (verl dumps "system\n…user\n…assistant\n" once
+    the special tokens are gone): the language is the question's, not the role names' or the system prompt's."""
+    roles = list(_ROLE.finditer(prompt))
+    users = [m for m in roles if m.group(1) == "user"]
+    if not users:
+        return prompt
+    start = users[-1].end()
+    end = next((m.start() for m in roles if m.start() >= start and m.group(1) == "assistant"), len(prompt))
+    return prompt[start:end]
+
+
 def main_script(weights: dict[str, int]) -> str | None:
     return max(weights, key=weights.get) if weights else None
 
@@ -170,7 +185,7 @@ def inspect_step(samples: Sequence[Sample], hints: StepHints = StepHints()) -> I
     groups = groups_of(samples)
     for group in groups.values():
         if group[0].group not in prompt_script:
-            prompt_script[group[0].group] = main_script(script_weights(group[0].prompt))
+            prompt_script[group[0].group] = main_script(script_weights(question_of(group[0].prompt)))
         texts = [s.response.strip() for s in group]
         scores = [s.score for s in group]
         flat = len(group) > 1 and None not in scores and len(set(scores)) == 1
@@ -229,4 +244,4 @@ def _finish(v: StepVerdict) -> None:
 
 __all__ = ["FLAGS", "FLAG_HELP", "CUT", "EMPTY", "LOOP", "LANGUAGE", "SAME_TEXT", "SAME_SCORE", "StepHints",
            "StepVerdict", "InspectedStep", "inspect_step", "loop_period", "repeated_ngrams", "is_loop",
-           "script_weights", "switches_language"]
+           "script_weights", "switches_language", "question_of"]
