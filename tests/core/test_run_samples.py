@@ -156,6 +156,7 @@ def test_groups_search_and_sort_keys():
     assert [len(g) for g in groups_of(samples).values()] == [2, 2]
     assert matches(haystack(samples[0]), "answer THE") and not matches(haystack(samples[0]), "answer missing")
     assert matches(haystack(samples[1]), "72")  # the ground truth is searched too
+    assert matches(haystack(samples[0]), '"the answer"') and not matches(haystack(samples[0]), '"answer the"')
     from wizard.core.run.samples.dump import sort_value
 
     by_score = sorted(samples, key=lambda s: sort_value(s, "score"))

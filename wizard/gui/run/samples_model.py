@@ -14,7 +14,7 @@ from PySide6.QtCore import QAbstractTableModel, QModelIndex, Qt
 from PySide6.QtGui import QColor
 
 from wizard.core.run.samples.checks import FLAG_HELP, InspectedStep
-from wizard.core.run.samples.dump import Sample, haystack, matches, sort_value
+from wizard.core.run.samples.dump import Sample, haystack, matches, sort_value, terms
 
 COLUMNS = ("Step", "#", "Prompt", "Response", "Score", "Ground truth", "Flags")
 SHOWN_CHARS = 160  # characters of a prompt or response in its cell (the detail pane shows all of it)
@@ -48,6 +48,7 @@ class SamplesModel(QAbstractTableModel):
         self.step: int | None = None
         self.flag: str | None = None  # a flag name, FLAGGED, or None for every row
         self.query = ""
+        self._terms: list[str] = []
         self._sort: tuple[int, Qt.SortOrder] | None = None
 
     # -- Qt's model -------------------------------------------------------------------------------------------
@@ -127,7 +128,7 @@ class SamplesModel(QAbstractTableModel):
             return False
         if self.flag not in (None, FLAGGED) and self.flag not in row.flags:
             return False
-        return not self.query or matches(row.hay, self.query)
+        return not self._terms or matches(row.hay, self._terms)
 
     def set_rows(self, rows: list[Row]) -> None:
         self.rows = rows
@@ -140,6 +141,7 @@ class SamplesModel(QAbstractTableModel):
 
     def set_filter(self, step: int | None, flag: str | None, query: str) -> None:
         self.step, self.flag, self.query = step, flag, query.strip()
+        self._terms = terms(self.query)
         self.refilter()
 
     def refilter(self) -> None:

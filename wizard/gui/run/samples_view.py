@@ -65,7 +65,7 @@ class SamplesView(QWidget):
             self.flag.setItemData(self.flag.count() - 1, FLAG_HELP[f], Qt.ToolTipRole)
         self.search = QLineEdit()
         self.search.setObjectName("samplesSearch")
-        self.search.setPlaceholderText("Search prompts, responses, ground truths…")
+        self.search.setPlaceholderText('Search prompts, responses, ground truths ("a phrase" as one)…')
         self.search.setClearButtonEnabled(True)
         self.count = QLabel()
         self.count.setObjectName("samplesCount")

@@ -131,9 +131,17 @@ def haystack(s: Sample) -> str:
     return "\n".join((s.prompt, s.response, s.ground_truth or "")).lower()
 
 
-def matches(hay: str, query: str) -> bool:
-    """Every word of ``query`` is in the sample (case-insensitive); an empty query matches all."""
-    return all(word in hay for word in query.lower().split())
+_TERMS = re.compile(r'"([^"]+)"|(\S+)')
+
+
+def terms(query: str) -> list[str]:
+    """The words of a search, a "quoted phrase" as one term, lower-cased."""
+    return [(a or b).lower() for a, b in _TERMS.findall(query)]
+
+
+def matches(hay: str, query: str | list[str]) -> bool:
+    """Every term of ``query`` (``terms``) is in the sample (case-insensitive); an empty query matches all."""
+    return all(term in hay for term in (terms(query) if isinstance(query, str) else query))
 
 
 SORT_KEYS = ("step", "score", "length", "flags")
@@ -150,5 +158,5 @@ def sort_value(s: Sample, key: str, flags: Sequence[str] = ()) -> tuple:
     return (s.step, s.index)
 
 
-__all__ = ["Sample", "DumpRead", "dump_step", "parse_dump_line", "parse_dump", "groups_of", "haystack", "matches",
+__all__ = ["Sample", "DumpRead", "dump_step", "parse_dump_line", "parse_dump", "groups_of", "haystack", "matches", "terms",
            "sort_value", "SORT_KEYS"]
