@@ -35,6 +35,7 @@ from wizard.gui.run.samples_model import FLAGGED, Row, SamplesModel, rows_of
 
 KINDS = ("training", "validation")
 SEARCH_DELAY_MS = 150
+SHOWN_STEPS = 3  # verdict lines shown for "every step": the last ones
 EMPTY_TEXT = ("No generations yet. A smoke run started here dumps every step's prompts, responses and scores into "
               "its folder (rollout/ and validation/); they show here as each step ends. Open run folder… shows an "
               "earlier run's.")
@@ -78,6 +79,7 @@ class SamplesView(QWidget):
         self.detail.setObjectName("sampleDetail")
         self.detail.setReadOnly(True)
         self.detail.setFont(QFontDatabase.systemFont(QFontDatabase.FixedFont))
+        self.detail.setLineWrapMode(QPlainTextEdit.WidgetWidth)
         self.detail.setPlaceholderText("Select a response to read all of it.")
         self._layout()
         self._search_timer = QTimer(self)
@@ -105,10 +107,10 @@ class SamplesView(QWidget):
         table.verticalHeader().setVisible(False)
         table.verticalHeader().setDefaultSectionSize(table.fontMetrics().height() + 6)
         header = table.horizontalHeader()
-        for col, width in ((0, 44), (1, 40), (2, 220), (4, 52), (5, 90)):
+        for col, width in ((0, 44), (1, 40), (2, 190), (4, 52), (5, 90)):
             table.setColumnWidth(col, width)
         header.setSectionResizeMode(3, QHeaderView.Stretch)
-        table.setColumnWidth(6, 140)
+        table.setColumnWidth(6, 130)
         return table
 
     def _layout(self) -> None:
@@ -118,11 +120,11 @@ class SamplesView(QWidget):
             bar.addWidget(w)
         bar.addWidget(self.search, 1)
         bar.addWidget(self.count)
-        split = QSplitter(Qt.Vertical)
+        split = QSplitter(Qt.Vertical)  # the whole response below the table, wrapped, the response first
         split.addWidget(self.table)
         split.addWidget(self.detail)
         split.setStretchFactor(0, 3)
-        split.setStretchFactor(1, 1)
+        split.setStretchFactor(1, 2)
         content = QWidget()
         box = QVBoxLayout(content)
         box.setContentsMargins(0, 0, 0, 0)
@@ -219,9 +221,9 @@ class SamplesView(QWidget):
         verdicts = self._verdicts[self.current_kind()]
         step = self.step.currentData()
         chosen = [v for s, v in sorted(verdicts.items()) if step is None or s == step]
-        lines = [html.escape(v.line) for v in chosen[-6:]]
-        if len(chosen) > 6:
-            lines.insert(0, f"… {len(chosen) - 6} earlier steps (pick one above)")
+        lines = [html.escape(v.line) for v in chosen[-SHOWN_STEPS:]]
+        if len(chosen) > SHOWN_STEPS:
+            lines.insert(0, f"… {len(chosen) - SHOWN_STEPS} earlier steps (pick one above)")
         last = chosen[-1] if chosen else None
         for f in last.findings if last else []:
             lines.append(f"<span style='color:{_COLOURS[f.severity]}'><b>{html.escape(f.severity.value)}</b>: "
@@ -239,8 +241,8 @@ class SamplesView(QWidget):
         self.detail.setPlainText(
             f"step {s.step}, response #{s.index} (prompt {s.group}, answer {s.answer})\n"
             f"score: {'none' if s.score is None else f'{s.score:g}'}   ground truth: {s.ground_truth}{extra}\n"
-            f"flags:\n{flags}\n\n--- prompt ---\n{s.prompt}\n\n--- response ({len(s.response):,} characters) ---\n"
-            f"{s.response or '(empty)'}")
+            f"flags:\n{flags}\n\n--- response ({len(s.response):,} characters) ---\n{s.response or '(empty)'}\n\n"
+            f"--- prompt ---\n{s.prompt}")
 
     def select_row(self, view_row: int) -> None:
         self.table.selectRow(view_row)
