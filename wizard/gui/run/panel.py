@@ -44,15 +44,8 @@ from wizard.core.check.verdict import CheckResult, check_overrides
 from wizard.core.findings import Severity
 from wizard.core.plan.convert import plan_overrides
 from wizard.core.plan.model import Plan
-from wizard.core.run.smoke import (
-    VALIDATION,
-    SmokeCommand,
-    SmokeOptions,
-    dump_dirs,
-    render_command,
-    smoke_command,
-    smoke_plan,
-)
+from wizard.core.run.smoke import (VALIDATION, SmokeCommand, SmokeOptions, dump_dirs, render_command, smoke_command,
+                                   smoke_plan)
 from wizard.gui.document import PlanDocument
 from wizard.gui.run.gpu_monitor import GpuMonitor
 from wizard.gui.run.insight import RunInsight, start_recorder
@@ -290,15 +283,14 @@ class RunPanel(QWidget):
         self.insight.begin(str(prepared.run_dir), prepared.base)
         self._follower = RunFollower(run, prepared.max_response_length,
                                      metrics_file=prepared.run_dir / "metrics.jsonl",
-                                     recorder=self._recorder(prepared), dump_dirs=dump_dirs(prepared.plan))
+                                     dump_dirs=dump_dirs(prepared.plan), recorder=start_recorder(
+                                         prepared.run_dir, prepared.base, prepared.plan, steps=self.steps.value(),
+                                         python=prepared.python, environment=self.doc.environment,
+                                         snapshot=self.gpus.snapshot))
         self._runner.start_job(f"follow the run {run.pid}", self._follower.follow)
         self._set_running(True)
         self.run_started.emit()
         return True
-
-    def _recorder(self, prepared: Prepared):
-        return start_recorder(prepared.run_dir, prepared.base, prepared.plan, steps=self.steps.value(),
-                              python=prepared.python, environment=self.doc.environment, snapshot=self.gpus.snapshot)
 
     def _folder_read(self, d) -> None:
         """An opened run folder: its log and metrics in the Log and Metrics tabs (Samples and Time fill themselves)."""
