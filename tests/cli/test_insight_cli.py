@@ -106,3 +106,44 @@ def test_report_probes_the_python_it_is_given(run_dir):
     assert f"| Python | {sys.version.split()[0]} |" in text
     bad = run_cli("report", run_dir, "--python", str(run_dir / "none"))
     assert bad.returncode == 2 and "no such file" in bad.stderr
+
+
+FAKE = """\
+import json, os, sys
+args = dict(a.split("=", 1) for a in sys.argv[1:] if "=" in a)
+rollout = args["trainer.rollout_data_dir"]
+os.makedirs(rollout, exist_ok=True)
+P = "(TaskRunnerV1 pid=466) "
+print(P + "INFO:2026-12-03 15:44:32,052:train and validate dataloader initialized, train dataset size: 64, val dataset size: 8")
+print(P + "INFO:2026-12-03 15:44:33,001:Total training steps: 2")
+print(P + "INFO:2026-12-03 15:46:33,013:all initialize finished, ready to fit")
+for step, total in ((1, 30.0), (2, 10.0)):
+    with open(f"{rollout}/{step}.jsonl", "w") as fh:
+        for i in range(8):
+            fh.write(json.dumps({"input": "user\\nq\\nassistant\\n", "output": "#### 2", "gts": "2", "score": 0.0,
+                                 "step": step, "uid": f"u{i // 4}_{i % 4}_0"}) + "\\n")
+    print(P + f"step:{step} - timing_s/step:{total} - timing_s/gen:6.0 - timing_s/update_actor:3.0")
+print(P + "'Final validation metrics: None'")
+"""
+
+
+def test_launch_records_the_run_and_ends_with_the_verdict_the_time_and_the_forecast(tmp_path):
+    import sys
+
+    py = tmp_path / "python"
+    (tmp_path / "fake.py").write_text(FAKE)
+    py.write_text(f"#!/bin/sh\nexec {sys.executable} {tmp_path / 'fake.py'} \"$@\"\n")
+    py.chmod(0o755)
+    out = tmp_path / "r"
+    r = run_cli("launch", "--preset", "grpo-1gpu-smoke", "--python", py, "--out", out, "--steps", "2")
+    assert r.returncode == 0, r.stdout + r.stderr
+    assert ("verl-wizard: samples, step 2: 8 responses to 2 prompts (4 each): in all 2 groups every response scored "
+            "the same (0), so GRPO's advantage is 0 there; in 2 of 2 groups every response is the same text") in r.stdout
+    assert "verl-wizard: time: a steady step takes 10 s (generation 60 %, update 30 %, other 10 %); step 1 warm-up " \
+           "30 s" in r.stdout
+    assert "The full run: 4 steps (1 epoch × 4 steps of 16 prompts from 64 rows)" in r.stdout  # epochs end first
+    meta = json.loads((out / "run.json").read_text())
+    assert meta["exit_code"] == 0 and meta["steps"] == 2 and meta["rollout_dir"] == str(out / "rollout")
+    assert sorted(p.name for p in (out / "rollout").iterdir()) == ["1.jsonl", "2.jsonl"]
+    again = run_cli("launch", "--preset", "grpo-1gpu-smoke", "--python", py, "--out", out, "--steps", "2")
+    assert again.returncode == 0 and len(list(out.glob("rollout.*.bak"))) == 1  # the first run's dumps kept aside
