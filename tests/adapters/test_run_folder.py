@@ -81,6 +81,8 @@ def test_the_watcher_takes_a_dump_only_once_it_is_complete(tmp_path):
     ((step, samples),) = w.poll()
     assert step == 1 and [s.response for s in samples] == ["a", "b"]
     assert w.poll() == []  # once only
+    (folder / "2.jsonl").write_text('{"output": "c"}\n')
+    assert [step for step, _ in w.poll(final=True)] == [2]  # the run has ended: nothing more is being written
 
 
 def test_the_recorder_writes_run_json_and_the_gpu_samples_by_step(tmp_path):

@@ -179,7 +179,8 @@ class DumpWatcher:
         self._done: set[str] = set()
         self._sizes: dict[str, int] = {}
 
-    def poll(self, problems: list[str] | None = None) -> list[tuple[int, list[Sample]]]:
+    def poll(self, problems: list[str] | None = None, final: bool = False) -> list[tuple[int, list[Sample]]]:
+        """``final``: the run has ended, nothing is being written: every file that ends in a newline is taken."""
         if not self.folder.is_dir():
             return []
         out = []
@@ -194,7 +195,7 @@ class DumpWatcher:
                     ends = fh.read(1) == b"\n"
             except OSError:
                 continue
-            if size == 0 or not ends or self._sizes.get(path.name) != size:
+            if size == 0 or not ends or (self._sizes.get(path.name) != size and not final):
                 self._sizes[path.name] = size  # taken when it is seen the same twice
                 continue
             self._done.add(path.name)

@@ -147,7 +147,7 @@ class RunFollower:
             return
         self._dumps_at = now
         for kind, watcher in self._watchers:
-            self._dumped += [(kind, step, samples) for step, samples in watcher.poll()]
+            self._dumped += [(kind, step, samples) for step, samples in watcher.poll(final=final)]
         waiting = []
         for kind, step, samples in self._dumped:
             if kind == "training" and not final and (self._state.last_step or 0) < step:
