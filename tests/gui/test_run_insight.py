@@ -204,3 +204,14 @@ def test_review_shows_the_forecast_of_a_smoke_run_of_this_plan(qtbot, window, tm
 
     window.doc.set_plan(apply_overrides(plan, ["data.train_batch_size=32"]))  # another plan: no forecast
     assert not review.forecast.isVisible()
+
+
+def test_a_folder_with_validation_generations_only_shows_them(qtbot, panel, tmp_path):
+    from tests.helpers.rollout_dumps import varied_step
+
+    varied_step(tmp_path / "run" / "validation", step=3)
+    (tmp_path / "run" / "run.log").write_text("(TaskRunnerV1 pid=1) step:3 - val-core/openai/gsm8k/acc/mean@1:0.5\n")
+    opened(qtbot, panel, tmp_path / "run")
+    view = panel.insight.samples
+    assert view.current_kind() == "validation" and view.count.text() == "32 of 32 responses"
+    assert view.verdict_lines()[0].startswith("step 3: 32 responses to 8 prompts (4 each)")

@@ -153,7 +153,8 @@ class SamplesView(QWidget):
     def set_steps(self, kind: str, steps: Sequence[InspectedStep]) -> None:
         self._rows[kind] = rows_of(steps)
         self._verdicts[kind] = {s.verdict.step: s.verdict for s in steps}
-        if kind == self.current_kind() or (kind == "training" and steps):
+        other = KINDS[1 - KINDS.index(kind)]
+        if steps and (kind == "training" or not self._rows[other]):  # training first; validation when alone
             self._select_kind(kind)
         self._show_kind()
 
