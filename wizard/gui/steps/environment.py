@@ -8,7 +8,6 @@ from PySide6.QtCore import Signal
 from PySide6.QtWidgets import QFileDialog, QHBoxLayout, QLabel, QLineEdit, QPushButton, QTableWidgetItem, QVBoxLayout
 
 from wizard.adapters.python_envs import default_python, how_to_create
-from wizard.core.run.report import ENV_PACKAGES, environment_summary
 from wizard.gui.document import PlanDocument
 from wizard.gui.steps import texts
 from wizard.gui.steps._machine import escaped, findings_html, read_only_table
@@ -76,6 +75,8 @@ class EnvironmentPage(Page):
         self.doc.set_context_findings("environment", [])
 
     def _report(self, report) -> None:
+        from wizard.core.run.report import ENV_PACKAGES, environment_summary
+
         pk = report.facts.get("packages") or {}
         rows = [("python", (report.facts.get("python") or {}).get("version", "?"))]
         rows += [(n, pk.get(n) or "not installed") for n in ENV_PACKAGES]
