@@ -4,9 +4,10 @@ import pytest
 
 from wizard.core.verl.overrides import parse_override
 from wizard.core.plan.model import Plan
-from wizard.core.plan.convert import plan_overrides
+from wizard.core.plan.convert import apply_overrides, plan_overrides
 from wizard.core.run.smoke import (
     SmokeOptions,
+    dump_dirs,
     render_command,
     smoke_command,
     smoke_env,
@@ -105,3 +106,32 @@ def test_secrets_reach_the_run_through_its_environment_never_its_command_line():
     from wizard.core.secrets import redact
 
     assert redact("key=abcd1234secret!", {"WANDB_API_KEY": "abcd1234secret"}) == "key=${WANDB_API_KEY}!"
+
+
+
+def test_a_smoke_run_dumps_its_generations_into_its_folder_unless_the_plan_says_where():
+    plan = smoke_plan(base_plan(), SmokeOptions(samples_dir="/runs/my try"))
+    words = plan_overrides(plan)
+    assert "trainer.rollout_data_dir='/runs/my try/rollout'" in words  # Hydra's own quoting: one value
+    got = as_dict(words)
+    assert got["trainer.validation_data_dir"] == "/runs/my try/validation"
+    assert dump_dirs(plan) == ("/runs/my try/rollout", "/runs/my try/validation")
+    own = smoke_plan(apply_overrides(base_plan(), ["trainer.rollout_data_dir=/data/dumps"]),
+                     SmokeOptions(samples_dir="/r"))
+    assert dump_dirs(own) == ("/data/dumps", "/r/validation")
+    assert dump_dirs(smoke_plan(base_plan())) == (None, None)  # no folder given: no dumps
+
+
+def test_scrub_leaves_no_secret_and_keeps_references():
+    text = ("trainer.wandb_api_key=abc123xyz 'hf_token': 'hf_abcdefghijklmnopqrstuvwxyz0123456' "
+            "max_num_batched_tokens=8192 'api_key': None secret=${WANDB} sk-abcdefghijklmnopqrstuvwxyz "
+            "OPENAI_API_KEY=topsecretvalue pad_token_id=0")
+    from wizard.core.secrets import scrub
+
+    out = scrub(text, {"WANDB_API_KEY": "abc123xyz"})
+    for secret in ("abc123xyz", "hf_abcdefghijklmnopqrstuvwxyz0123456", "sk-abcdefghijklmnopqrstuvwxyz",
+                   "topsecretvalue"):
+        assert secret not in out
+    assert "trainer.wandb_api_key=${WANDB_API_KEY}" in out and "'hf_token': '${HF_TOKEN}'" in out
+    assert "max_num_batched_tokens=8192" in out and "'api_key': None" in out and "secret=${WANDB}" in out
+    assert "pad_token_id=0" in out

@@ -88,7 +88,7 @@ def test_dry_run_shows_the_exact_command_and_environment_and_copies_it(panel, tm
     panel.steps.setValue(2)
     panel.dry_button.click()
     text = panel.command.toPlainText()
-    assert panel.tabs.currentIndex() == 2
+    assert panel.tabs.currentWidget() is panel.command_tab
     for word in ("PYTHONUNBUFFERED=1", "RAY_USAGE_STATS_ENABLED=0", "RAY_DEDUP_LOGS=0",
                  f"VERL_FILE_LOGGER_PATH={tmp_path / 'r' / 'metrics.jsonl'}", f"{sys.executable} -m verl.trainer.main_ppo",
                  "trainer.total_training_steps=2", "'trainer.logger=[console,file]'",

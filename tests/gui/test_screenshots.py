@@ -29,3 +29,20 @@ def test_a_bad_flag_is_one_line_and_exit_2(qtbot, tmp_path, monkeypatch, capsys,
     assert main(argv) == 2
     err = capsys.readouterr().err
     assert err.startswith("verl-wizard: error:") and reason in err and err.count("\n") == 1
+
+
+def test_the_run_steps_tabs_with_a_run_folder_opened(qtbot, tmp_path, capsys):
+    import shutil
+    from pathlib import Path
+
+    from tests.helpers.rollout_dumps import recorded_run_dumps
+
+    run = tmp_path / "run"
+    shutil.copytree(Path(__file__).resolve().parents[1] / "data" / "verl-run-h200", run)
+    recorded_run_dumps(run / "rollout")
+    assert main(["--screenshots", str(tmp_path / "shots"), "--run-folder", str(run)]) == 0
+    names = sorted(p.name for p in (tmp_path / "shots").glob("*.png"))
+    assert names == ["run-log.png", "run-metrics.png", "run-samples.png", "run-time.png"]
+    assert (QImage(str(tmp_path / "shots" / "run-time.png")).width(), ) == (1280,)
+    assert main(["--screenshots", str(tmp_path / "x"), "--run-folder", str(tmp_path / "nope")]) == 2
+    assert "no such folder" in capsys.readouterr().err

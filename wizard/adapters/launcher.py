@@ -33,6 +33,8 @@ from wizard.core.secrets import redact
 LOG = "run.log"
 COMMAND = "command.sh"
 METRICS = "metrics.jsonl"
+# what an earlier run in the same folder left (its record, GPU samples, generations, report): kept as .bak too
+EARLIER = ("run.json", "gpus.csv", "rollout", "validation", "report.md")
 
 
 class LaunchError(RuntimeError):
@@ -40,11 +42,12 @@ class LaunchError(RuntimeError):
 
 
 def prepare_run_dir(out: str | Path) -> Path:
-    """The run directory, created; an earlier run's log there is kept as ``run.log.<time>.bak``."""
+    """The run directory, created; an earlier run's log, metrics, record and dumps there are kept as
+    ``<name>.<time>.bak``."""
     path = Path(out)
     try:
         path.mkdir(parents=True, exist_ok=True)
-        for name in (LOG, METRICS):
+        for name in (LOG, METRICS, *EARLIER):
             if (path / name).exists():
                 (path / name).rename(backup_path(path / name))
     except OSError as exc:

@@ -209,3 +209,13 @@ def hardware(args):
         return cluster_for_spec(spec, load_gpu_catalogue()), spec, []  # memory rules need the GPUs' size
     except ValueError as exc:
         raise UsageError(f"--gpus {args.gpus}: {exc}") from None
+
+
+def read_run_dir(path: str):
+    """A run folder (``wizard.core.run.record.RunRecord``) for samples, timing and report; UsageError otherwise."""
+    from wizard.adapters.run_folder import RunFolderError, read_run_folder
+
+    try:
+        return read_run_folder(path)
+    except RunFolderError as exc:
+        raise UsageError(str(exc)) from None

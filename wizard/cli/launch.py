@@ -68,18 +68,19 @@ def prepare(args):
     if args.steps < 1:
         raise UsageError(f"--steps must be 1 or more, not {args.steps}")
     python = _python(args.python)
-    plan = smoke_plan(_plan(args), SmokeOptions(steps=args.steps, validation=args.val))
+    base = _plan(args)
+    run_dir = Path(args.out or Path("runs") / time.strftime("launch-%Y%m%d-%H%M%S")).absolute()
+    opts = SmokeOptions(steps=args.steps, validation=args.val, samples_dir=str(run_dir))
+    plan = smoke_plan(base, opts)
     cluster, gpus, _ = hardware(args)
     # the same full check as `check` (models, data files on this machine, memory when the GPU model is known)
     result = full_check(plan_overrides(plan), config_name=plan.config_name, gpus=gpus, cluster=cluster,
                         local_files=True)
-    run_dir = Path(args.out or Path("runs") / time.strftime("launch-%Y%m%d-%H%M%S")).absolute()
-    cmd = smoke_command(plan, SmokeOptions(steps=args.steps, validation=args.val), run_dir=str(run_dir),
-                        file_logger_path=str(run_dir / "metrics.jsonl"), model_is_local=model_is_local(plan.models.actor_path),
-                        environ=os.environ)
+    cmd = smoke_command(plan, opts, run_dir=str(run_dir), file_logger_path=str(run_dir / "metrics.jsonl"),
+                        model_is_local=model_is_local(plan.models.actor_path), environ=os.environ)
     if cmd.missing:
         raise UsageError(f"the config reads ${cmd.missing[0]}, which is not set in this environment")
-    return plan, result, python, cmd, run_dir
+    return plan, result, python, cmd, run_dir, base
 
 
 # --- the command ---------------------------------------------------------------------------------------------
@@ -87,7 +88,7 @@ def prepare(args):
 def run_launch(args) -> int:
     from wizard.core.run.smoke import render_command
 
-    plan, result, python, cmd, run_dir = prepare(args)
+    plan, result, python, cmd, run_dir, base = prepare(args)
     shell = render_command(python, cmd)
     if args.dry_run:
         if args.format == "json":
@@ -110,7 +111,7 @@ def run_launch(args) -> int:
             print_findings(result.findings, header="smoke run")
             print("Not started: fix the errors above (with --set KEY=VALUE).")
         return EXIT_ERRORS
-    return _run(args, plan, python, cmd, run_dir, shell)
+    return _run(args, plan, python, cmd, run_dir, shell, base)
 
 
 class _Out:
@@ -137,7 +138,17 @@ class _Out:
             print(f"verl-wizard: {text}", flush=True)
 
 
-def _run(args, plan, python: str, cmd, run_dir: Path, shell: str) -> int:
+def _recorder(run_dir: Path, base, plan, python: str, steps: int):
+    """run.json and gpus.csv beside the log (``wizard.adapters.run_folder.RunRecorder``), NVML sampled here."""
+    from wizard import __version__
+    from wizard.adapters.run_folder import RunRecorder, now_iso
+    from wizard.core.run.record import start_meta
+
+    meta = start_meta(base, plan, steps=steps, python=python, started=now_iso(), wizard_version=__version__)
+    return RunRecorder(run_dir, meta, own_sampler=True)
+
+
+def _run(args, plan, python: str, cmd, run_dir: Path, shell: str, base) -> int:
     from wizard.adapters.launcher import LaunchError, RunProcess, prepare_run_dir, write_command_file
     from wizard.core.run.health import Thresholds, health
     from wizard.core.run.logparse import RunLog, format_step
@@ -157,6 +168,8 @@ def _run(args, plan, python: str, cmd, run_dir: Path, shell: str) -> int:
         run.start()
     except LaunchError as exc:
         raise UsageError(str(exc)) from None
+    recorder = _recorder(run_dir, base, plan, python, args.steps)
+    recorder.start()
     out.event("started", pid=run.pid, run_dir=str(run_dir), command=[python, *cmd.display], env=cmd.env)
     out.note(f"started pid {run.pid}; full log in {run_dir / 'run.log'}")
     state = RunLog()
@@ -178,6 +191,7 @@ def _run(args, plan, python: str, cmd, run_dir: Path, shell: str) -> int:
             sys.stdout.flush()  # once per batch of lines, not per line
             offset, more = tail_jsonl(metrics_file, offset, state)
             events += more
+            recorder.tick(state)
             for ev in events:
                 if ev.kind == "metrics":
                     last_step_at = time.monotonic()
@@ -209,17 +223,20 @@ def _run(args, plan, python: str, cmd, run_dir: Path, shell: str) -> int:
     sys.stdout.flush()
     code = run.returncode
     interrupted = stop.signum is not None
+    recorder.end(code, interrupted)
     ok = code == 0 and not interrupted
     # after a stop the user asked for, the run's exit is no failure to explain: only the alarms seen until then
     failure = [] if interrupted else triage(tail, None if ok else (code if code is not None else -1))
     findings = sort_findings(failure + list(alarms.values()))
     progress = state.progress()
     if out.json:
+        _insight(out, run_dir)  # before "end": the end event is the stream's last
         out.event("end", ok=ok, exit_code=code, run_dir=str(run_dir), log=str(run_dir / "run.log"),
                   progress=list(progress) if progress else None, findings=[f.to_json() for f in findings],
                   stopped=[*report.signalled] if report else [])
     else:
         _print_end(ok, code, run_dir, progress, findings, interrupted)
+        _insight(out, run_dir)
     if interrupted:
         return 128 + stop.signum  # 130 for Ctrl-C, 143 for SIGTERM, 129 for SIGHUP, as a shell reports them
     return EXIT_OK if ok and not has_errors([f for f in findings if f.rule.startswith("triage.")]) else EXIT_ERRORS
@@ -276,6 +293,35 @@ def _print_end(ok, code, run_dir, progress, findings, interrupted) -> None:
     if findings:
         print_findings(findings, header="triage")
     print(f"verl-wizard: full log: {run_dir / 'run.log'}")
+
+
+def _insight(out: _Out, run_dir: Path) -> None:
+    """After the run: the last step's samples verdict, where the time went, and the full run's forecast."""
+    from wizard.adapters.run_folder import RunFolderError, read_run_folder
+    from wizard.core.run import digest
+    from wizard.core.run.timing.steps import fmt_s
+
+    try:
+        record = read_run_folder(run_dir)
+    except RunFolderError:
+        return
+    inspected = digest.inspect_steps(record.rollout, record.state, digest.max_response_length(record))
+    summary = digest.timing_of(record)
+    fc = digest.forecast_of(record, summary)
+    if out.json:
+        if inspected or summary.step_s:
+            out.event("insight", samples=inspected[-1].verdict.to_json() if inspected else None,
+                      step_s=summary.step_s, phases=summary.phases,
+                      forecast=fc if isinstance(fc, str) else fc.to_json())
+        return
+    if inspected:
+        out.note(f"samples, {inspected[-1].verdict.line} (verl-wizard samples {run_dir})")
+    if summary.step_s:
+        parts = ", ".join(f"{p} {100 * summary.share(p):.0f} %" for p in summary.shown_phases()
+                          if summary.share(p) >= 0.05)
+        warm = f"; step {summary.warmup.step} warm-up {fmt_s(summary.warmup.total)}" if summary.warmup else ""
+        out.note(f"time: a steady step takes {fmt_s(summary.step_s)} ({parts}){warm} (verl-wizard timing {run_dir})")
+        out.note(f"forecast: none ({fc})" if isinstance(fc, str) else fc.line())
 
 
 def _json_safe(data: dict) -> dict:

@@ -122,3 +122,23 @@ def hide_secrets(overrides: Iterable[str]) -> tuple[list[str], list[str]]:
                          "the run happens")
         out.append(text)
     return out, notes
+
+
+# key=value, key: value, 'key': 'value' (a pprinted config): the key's last part decides
+_ASSIGN = re.compile(r"""(?P<key>[A-Za-z_][\w.\-]*)(?P<sep>['"]?\s*[:=]\s*)(?P<q>['"]?)(?P<val>[^\s'",}\])]+)""")
+_NOT_A_VALUE = {"none", "null", "~", "true", "false", "''", '""'}
+REDACTED = "<redacted>"
+
+
+def scrub(text: str, values: Mapping[str, str] | None = None) -> str:
+    """``text`` safe to share (a report, a log written by something other than the launcher): ``redact``, and the
+    value of any secret-looking key in ``key=value`` / ``key: value`` text as ``<redacted>``; references stay."""
+    text = redact(text, values)
+
+    def assign(m: re.Match) -> str:
+        value = m.group("val")
+        if not is_secret_key(m.group("key")) or value.lower() in _NOT_A_VALUE or value.startswith("$"):
+            return m.group(0)
+        return m.group("key") + m.group("sep") + m.group("q") + REDACTED
+
+    return _ASSIGN.sub(assign, text) if ("=" in text or ":" in text) else text

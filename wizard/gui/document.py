@@ -53,6 +53,7 @@ class PlanDocument(QObject):
         self.gpus: GpuSpec | None = None
         self.cluster: Cluster | None = None  # detected or planned machines, when the user chose some
         self.context_findings: dict[str, list[Finding]] = {}  # e.g. "environment": doctor's verdict
+        self.environment: dict | None = None  # the Environment step's probe, summarised (run records, reports)
         self._model_cache: dict = {}  # model folders read once per session (config.json, tokenizer, headers)
         self.path: str | None = None  # the plan file this document was opened from or saved to
         self.source_findings: list[Finding] = []

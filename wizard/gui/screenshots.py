@@ -1,9 +1,11 @@
-"""``verl-wizard --screenshots DIR``: every step rendered to PNG, for the docs and for review."""
+"""``verl-wizard --screenshots DIR``: every step rendered to PNG, for the docs and for review; with
+``--run-folder RUN_DIR``, the Run step's tabs with that run opened instead (log, metrics, samples, time)."""
 
 from __future__ import annotations
 
 import os
 import sys
+import time
 from pathlib import Path
 
 from PySide6.QtCore import Qt
@@ -27,6 +29,47 @@ def save_screenshots(window: WizardWindow, folder: str) -> list[str]:
         path = out / f"{i + 1:02d}-{page.step.lower().replace(' & ', '-').replace(' ', '-')}.png"
         window.grab().save(str(path))
         paths.append(str(path))
+    return paths
+
+
+def save_run_screenshots(doc, folder: str, run_dir: str, timeout_s: float = 120) -> list[str]:
+    """The Run step's panel (1280 x 860, as the README's other run pictures) with ``run_dir`` opened:
+    ``run-<tab>.png`` for its Log, Metrics, Samples and Time tabs."""
+    from wizard.gui.run.panel import RunPanel
+
+    out = Path(folder)
+    out.mkdir(parents=True, exist_ok=True)
+    app = QApplication.instance()
+    panel = RunPanel(doc)
+    panel.resize(1280, 860)
+    panel.show()
+    failed: list[str] = []
+    panel.insight._reader.failed.connect(failed.append)
+    panel.insight.open_folder(run_dir)
+    deadline = time.monotonic() + timeout_s
+    while panel.insight.reading and time.monotonic() < deadline:
+        app.processEvents()
+        time.sleep(0.01)
+    if failed or panel.insight.reading:
+        panel.shutdown()
+        raise ValueError(failed[0] if failed else f"{run_dir}: not read within {timeout_s:.0f} s")
+    samples = panel.insight.samples
+    rows = [samples.model.row_at(i) for i in range(len(samples.model.shown))]
+    flagged = next((i for i, r in enumerate(rows) if "cut" in r.flags),  # the flag a newcomer meets first
+                   next((i for i, r in enumerate(rows) if r.flags), 0))
+    samples.select_row(flagged)
+    paths = []
+    for name, tab in (("log", panel.log), ("metrics", panel.plots), ("samples", samples),
+                      ("time", panel.insight.timing)):
+        panel.tabs.setCurrentWidget(tab)
+        for _ in range(5):  # the plots draw on their timers
+            app.processEvents()
+            time.sleep(0.05)
+        path = out / f"run-{name}.png"
+        panel.grab().save(str(path))
+        paths.append(str(path))
+    panel.shutdown()
+    panel.close()
     return paths
 
 
@@ -54,6 +97,15 @@ def preset_and_gpus(window: WizardWindow, argv: list[str]) -> None:
         window.start_page.gpus.setText(gpus)
 
 
+def _value(argv: list[str], flag: str) -> str | None:
+    if flag not in argv:
+        return None
+    i = argv.index(flag)
+    if i + 1 >= len(argv):
+        raise ValueError(f"{flag} needs a value")
+    return argv[i + 1]
+
+
 def screenshots_main(argv: list[str]) -> int:
     idx = argv.index("--screenshots")
     if idx + 1 >= len(argv):
@@ -69,7 +121,16 @@ def screenshots_main(argv: list[str]) -> int:
     except ValueError as exc:
         print(f"verl-wizard: error: {exc}", file=sys.stderr)
         return 2
-    for path in save_screenshots(window, argv[idx + 1]):
+    try:
+        run_dir = _value(argv, "--run-folder")
+        paths = (save_run_screenshots(window.doc, argv[idx + 1], run_dir) if run_dir
+                 else save_screenshots(window, argv[idx + 1]))
+    except ValueError as exc:
+        print(f"verl-wizard: error: {exc}", file=sys.stderr)
+        window.ask_save = lambda: "discard"
+        window.close()
+        return 2
+    for path in paths:
         print(f"wrote {path}")
     window.ask_save = lambda: "discard"
     window.close()

@@ -22,6 +22,8 @@ VALIDATION = ("end", "none", "start", "both")
 # CPU each; with fewer Ray CPUs it hangs without a message (reference §3.7 T3).
 MIN_RAY_CPUS = 10
 NODE_IP_KEY = "ray_kwargs.ray_init._node_ip_address"
+# verl dumps every step's generations as <dir>/<step>.jsonl when these are set (trainer/ppo/v1/trainer_base.py)
+DUMP_KEYS = (("trainer.rollout_data_dir", "rollout"), ("trainer.validation_data_dir", "validation"))
 LOOPBACK = "127.0.0.1"
 _PLAIN = re.compile(r"[A-Za-z0-9_@%+=:,./-]+")
 _REF = re.compile(r"\$(?:\{([A-Za-z_][A-Za-z0-9_]*)\}|([A-Za-z_][A-Za-z0-9_]*))")
@@ -32,6 +34,7 @@ class SmokeOptions:
     steps: int = 5
     validation: str = "end"  # end: once after the last step; none; start: before training; both
     loopback: bool = True  # bind the run's own Ray instance to 127.0.0.1 (a local run needs nothing else)
+    samples_dir: str | None = None  # the run folder: verl dumps the generations into its rollout/ and validation/
 
     def __post_init__(self):
         if self.steps < 1:
@@ -80,7 +83,32 @@ def smoke_overrides(plan: Plan, opts: SmokeOptions = SmokeOptions()) -> list[str
     cpus = plan.hardware.ray_num_cpus
     if cpus is None or cpus < MIN_RAY_CPUS:
         out.append(f"ray_kwargs.ray_init.num_cpus={MIN_RAY_CPUS}")
+    if opts.samples_dir:
+        out += [f"{key}={_hydra_path(f'{opts.samples_dir}/{sub}')}" for key, sub in DUMP_KEYS
+                if not _touches(plan.passthrough, key)]
     return out
+
+
+def _hydra_path(path: str) -> str:
+    """A path as a Hydra override value: bare when it is plain, else single-quoted (Hydra's own quoting)."""
+    if _PLAIN.fullmatch(path):
+        return path
+    return "'" + path.replace("\\", "\\\\").replace("'", "\\'") + "'"
+
+
+def dump_dirs(plan: Plan) -> tuple[str | None, str | None]:
+    """Where verl will dump the training and validation generations of ``plan`` (a smoke plan or the user's own),
+    or None where it will not."""
+    found: dict[str, str | None] = {key: None for key, _ in DUMP_KEYS}
+    for text in plan.passthrough:
+        try:
+            p = parse_override(text)
+        except OverrideSyntaxError:
+            continue
+        if p.key in found and p.kind != "~":
+            value = p.value()
+            found[p.key] = value if isinstance(value, str) and value else None
+    return found[DUMP_KEYS[0][0]], found[DUMP_KEYS[1][0]]
 
 
 def smoke_plan(plan: Plan, opts: SmokeOptions = SmokeOptions()) -> Plan:
@@ -162,4 +190,4 @@ def _word(text: str, env: set[str]) -> str:
 
 
 __all__ = ["SmokeOptions", "SmokeCommand", "smoke_overrides", "smoke_plan", "smoke_env", "smoke_command",
-           "render_command"]
+           "render_command", "dump_dirs", "DUMP_KEYS"]

@@ -3,7 +3,9 @@
 Everything that touches the process happens here, off the GUI thread (``RunFollower.follow``, run by a
 ``wizard.gui.workers.Worker``): reading its output in bounded chunks, parsing lines (``wizard.core.run.logparse``),
 raising health alarms (``wizard.core.run.health``), Stop (the whole process tree, Ray included) and, at the end,
-the triage (``wizard.core.run.triage``). The GUI receives ``RunBatch``es about ten times a second (the job's
+the triage (``wizard.core.run.triage``). It also watches the folders verl dumps the generations into and sends
+each new step judged (``wizard.core.run.samples``), and keeps the run's record (``run.json``, the GPU samples
+in ``gpus.csv``) through a ``RunRecorder``. The GUI receives ``RunBatch``es about ten times a second (the job's
 progress) and one ``RunResult`` (its answer); it never waits for the process.
 """
 
@@ -16,9 +18,13 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from wizard.adapters.launcher import RunProcess, tail_jsonl
+from wizard.adapters.run_folder import DumpWatcher, RunRecorder
 from wizard.core.findings import Finding
 from wizard.core.run.health import Thresholds, health
+from wizard.core.run.digest import step_hints
 from wizard.core.run.logparse import RunLog, StepMetrics, split_line
+from wizard.core.run.samples.checks import InspectedStep, StepHints, inspect_step
+from wizard.core.run.samples.dump import Sample
 from wizard.core.run.triage import triage
 from wizard.gui.run.log_view import Entry, log_entry
 from wizard.gui.workers import Job
@@ -27,6 +33,7 @@ TRIAGE_TAIL = 20000  # log lines the triage reads at the end, as ``verl-wizard l
 BATCH_S = 0.1  # the worker sends the GUI at most ~10 batches a second
 HEALTH_EVERY_S = 5.0  # the stall alarm needs the clock even when no line arrives
 STOP_GRACE_S = 10.0
+DUMPS_EVERY_S = 1.0  # how often the dump folders are looked at
 
 
 @dataclass
@@ -38,9 +45,10 @@ class RunBatch:
     events: list[tuple[str, object]] = field(default_factory=list)  # logparse lifecycle events (kind, value)
     progress: tuple[int, int] | None = None
     alarms: list[Finding] = field(default_factory=list)  # health alarms that fired for the first time
+    samples: list[tuple[str, InspectedStep]] = field(default_factory=list)  # ("training"|"validation", a step)
 
     def __bool__(self) -> bool:
-        return bool(self.entries or self.metrics or self.events or self.alarms)
+        return bool(self.entries or self.metrics or self.events or self.alarms or self.samples)
 
 
 @dataclass
@@ -64,8 +72,14 @@ class RunFollower:
     Plain data, no Qt: the GUI sets ``gpus_busy`` from the GPU monitor, the worker thread reads it."""
 
     def __init__(self, run: RunProcess, max_response_length: int | None = None,
-                 metrics_file: Path | None = None) -> None:
+                 metrics_file: Path | None = None, recorder: RunRecorder | None = None,
+                 dump_dirs: tuple[str | None, str | None] = (None, None)) -> None:
         self.run = run
+        self.recorder = recorder
+        self.gpu_snapshot = None  # set by the GUI from the GPU monitor; recorded with the step in progress
+        self._watchers = [(kind, DumpWatcher(d)) for kind, d in zip(("training", "validation"), dump_dirs) if d]
+        self._dumped: list[tuple[str, int, list[Sample]]] = []  # read, waiting for their step's metrics
+        self._dumps_at = 0.0
         self.metrics_file = metrics_file  # the file logger's JSONL: exact values where the console rounds
         self._metrics_offset = 0
         self.max_response_length = max_response_length
@@ -92,6 +106,7 @@ class RunFollower:
                     self._metrics_offset, events = tail_jsonl(self.metrics_file, self._metrics_offset, self._state)
                     self._events(events, pending)
                 now = time.monotonic()
+                self._record_and_dumps(pending, now)
                 if self._state.last_step != steps_before:
                     last_step = now
                 if pending.metrics or now - last_health >= HEALTH_EVERY_S:
@@ -123,6 +138,26 @@ class RunFollower:
             else:
                 pending.events.append((ev.kind, ev.value))
 
+    def _record_and_dumps(self, pending: RunBatch, now: float, final: bool = False) -> None:
+        """The GPU sample into the record; new dump files read, and judged once their step's metrics are in (verl
+        logs a step's metrics right after it dumps; validation has none to wait for)."""
+        if self.recorder is not None and not final:
+            self.recorder.tick(self._state, self.gpu_snapshot)
+        if not self._watchers or (now - self._dumps_at < DUMPS_EVERY_S and not final):
+            return
+        self._dumps_at = now
+        for kind, watcher in self._watchers:
+            self._dumped += [(kind, step, samples) for step, samples in watcher.poll(final=final)]
+        waiting = []
+        for kind, step, samples in self._dumped:
+            if kind == "training" and not final and (self._state.last_step or 0) < step:
+                waiting.append((kind, step, samples))
+                continue
+            hints = (step_hints(self._state, step, self.max_response_length) if kind == "training"
+                     else StepHints(max_response_length=self.max_response_length))
+            pending.samples.append((kind, inspect_step(samples, hints)))
+        self._dumped = waiting
+
     def _health(self, pending: RunBatch, since: float) -> None:
         for f in health(self._state.series, Thresholds(), max_response_length=self.max_response_length,
                         seconds_since_step=since, gpus_busy=self.gpus_busy):
@@ -143,6 +178,9 @@ class RunFollower:
                 self._take(run.drain(), pending)
             finally:
                 run.close()
+                if self.recorder is not None:
+                    self.recorder.end(run.returncode, stopped)
+            self._record_and_dumps(pending, time.monotonic(), final=True)
             self._health(pending, 0.0)
             pending.progress = self._state.progress()
             job.progress(pending)

@@ -3,7 +3,8 @@
 ``RunPanel`` is a self-contained widget built on a ``PlanDocument``. It builds the run exactly as
 ``verl-wizard launch`` does, from the same core calls (``smoke_plan``, ``check_overrides``, ``smoke_command``,
 ``render_command``), and runs it through the same ``RunProcess`` (its own session; Stop ends the whole
-tree). All process I/O happens on a worker thread (``wizard.gui.run.follower.RunFollower``, run by a
+tree). Its Samples and Time tabs, Open run folder… and Report are ``wizard.gui.run.insight.RunInsight``'s.
+All process I/O happens on a worker thread (``wizard.gui.run.follower.RunFollower``, run by a
 ``wizard.gui.workers.Worker``); the GUI thread only receives batches about ten times a second, so typing never
 waits for the run.
 """
@@ -42,9 +43,12 @@ from wizard.adapters.resources import load_moves, load_schema
 from wizard.core.check.verdict import CheckResult, check_overrides
 from wizard.core.findings import Severity
 from wizard.core.plan.convert import plan_overrides
-from wizard.core.run.smoke import VALIDATION, SmokeCommand, SmokeOptions, render_command, smoke_command, smoke_plan
+from wizard.core.plan.model import Plan
+from wizard.core.run.smoke import (VALIDATION, SmokeCommand, SmokeOptions, dump_dirs, render_command, smoke_command,
+                                   smoke_plan)
 from wizard.gui.document import PlanDocument
 from wizard.gui.run.gpu_monitor import GpuMonitor
+from wizard.gui.run.insight import RunInsight, start_recorder
 from wizard.gui.run.log_view import LogView
 from wizard.gui.run.metric_plots import MetricPlots
 from wizard.gui.run.status import FindingsBanner, RunStatus
@@ -63,6 +67,8 @@ class Prepared:
     run_dir: Path
     shell: str
     max_response_length: int | None
+    plan: Plan  # the smoke plan (what runs)
+    base: Plan  # the user's plan (what the run's record and the forecast are about)
 
 
 class RunPanel(QWidget):
@@ -128,6 +134,11 @@ class RunPanel(QWidget):
         self.banner.fix_requested.connect(self.doc.apply_fix)
         self.log = LogView()
         self.plots = MetricPlots()
+        self.insight = RunInsight(self, environment=lambda: self.doc.environment)
+        self.insight.said.connect(self.status.say)
+        self.insight.digested.connect(self._folder_read)
+        for b in (self.insight.open_button, self.insight.report_button):
+            buttons.addWidget(b)
         self.command = QPlainTextEdit()
         self.command.setObjectName("dryRunText")
         self.command.setReadOnly(True)
@@ -141,7 +152,10 @@ class RunPanel(QWidget):
         self.tabs = QTabWidget()
         self.tabs.addTab(self.log, "&Log")
         self.tabs.addTab(self.plots, "&Metrics")
+        self.tabs.addTab(self.insight.samples, "S&amples")
+        self.tabs.addTab(self.insight.timing, "T&ime")
         self.tabs.addTab(command_tab, "C&ommand")
+        self.command_tab = command_tab
         self.gpus = GpuMonitor()
         self.gpus.snapshot_changed.connect(self._gpus_sampled)
         split = QSplitter()
@@ -195,23 +209,25 @@ class RunPanel(QWidget):
             return f"Target Python {python}: no such file"
         if not os.access(p, os.X_OK):
             return f"Target Python {python}: not executable"
-        opts = SmokeOptions(steps=self.steps.value(), validation=self.validation.currentText())
+        folder = self.folder.text().strip() or str(Path("runs") / time.strftime("launch-%Y%m%d-%H%M%S"))
+        run_dir = Path(os.path.expanduser(folder)).absolute()
+        opts = SmokeOptions(steps=self.steps.value(), validation=self.validation.currentText(),
+                            samples_dir=str(run_dir))
         plan = smoke_plan(self.doc.plan, opts)
         result = check_overrides(load_schema(), plan_overrides(plan), config_name=plan.config_name,
                                  moves=load_moves(), gpus=self.doc.gpus)
-        folder = self.folder.text().strip() or str(Path("runs") / time.strftime("launch-%Y%m%d-%H%M%S"))
-        run_dir = Path(os.path.expanduser(folder)).absolute()
         cmd = smoke_command(plan, opts, run_dir=str(run_dir), file_logger_path=str(run_dir / "metrics.jsonl"),
                             model_is_local=model_is_local(plan.models.actor_path), environ=os.environ)
         if cmd.missing:
             return f"The config reads ${cmd.missing[0]}, which is not set in this environment"
         return Prepared(python=python, command=cmd, check=result, run_dir=run_dir,
-                        shell=render_command(python, cmd), max_response_length=plan.data.max_response_length)
+                        shell=render_command(python, cmd), max_response_length=plan.data.max_response_length,
+                        plan=plan, base=self.doc.plan)
 
     def dry_run(self) -> Prepared | None:
         """Show the exact command and environment on the Command tab; run nothing."""
         prepared = self.prepare()
-        self.tabs.setCurrentIndex(2)
+        self.tabs.setCurrentWidget(self.command_tab)
         if isinstance(prepared, str):
             self.command.setPlainText(prepared)
             self.status.say(prepared, error=True)
@@ -265,12 +281,29 @@ class RunPanel(QWidget):
             return False
         self._reset_views()
         self.status.started(run.pid, prepared.run_dir)
+        self.insight.begin(str(prepared.run_dir), prepared.base)
         self._follower = RunFollower(run, prepared.max_response_length,
-                                     metrics_file=prepared.run_dir / "metrics.jsonl")
+                                     metrics_file=prepared.run_dir / "metrics.jsonl",
+                                     dump_dirs=dump_dirs(prepared.plan), recorder=start_recorder(
+                                         prepared.run_dir, prepared.base, prepared.plan, steps=self.steps.value(),
+                                         python=prepared.python, environment=self.doc.environment,
+                                         snapshot=self.gpus.snapshot))
         self._runner.start_job(f"follow the run {run.pid}", self._follower.follow)
         self._set_running(True)
         self.run_started.emit()
         return True
+
+    def _folder_read(self, d) -> None:
+        """An opened run folder: its log and metrics in the Log and Metrics tabs (Samples and Time fill themselves)."""
+        if not d.opened or self.is_running:
+            return
+        self.log.clear()
+        self.plots.clear()
+        self.banner.clear()
+        self.log.append(d.entries)
+        self.plots.add(d.metrics)
+        self.folder.setText(d.record.path)
+        self.status.show_progress(d.record.state.progress())
 
     def _reset_views(self) -> None:
         self.result = None
@@ -283,7 +316,7 @@ class RunPanel(QWidget):
         self.start_button.setEnabled(not running)
         self.dry_button.setEnabled(not running)
         self.stop_button.setEnabled(running)
-        for w in (self.python, self.folder, self.steps, self.validation):
+        for w in (self.python, self.folder, self.steps, self.validation, self.insight.open_button):
             w.setEnabled(not running)
         if running:
             self.gpus.start()
@@ -299,6 +332,7 @@ class RunPanel(QWidget):
         self.log.append(batch.entries)
         self.plots.add(batch.metrics)
         self.status.update_run(batch.events, batch.progress)
+        self.insight.add_batch(batch)
         if batch.alarms:
             self.banner.add_alarms(batch.alarms)
 
@@ -312,6 +346,7 @@ class RunPanel(QWidget):
             self.banner.show_findings(result.findings, "The run failed" if not result.ok else "Seen in the log",
                                       result.last_error)
         self.log.flush()
+        self.insight.ended()
         self.run_finished.emit(result)
         if self._close_after is not None:
             window, self._close_after = self._close_after, None
@@ -320,6 +355,7 @@ class RunPanel(QWidget):
     def _gpus_sampled(self, snapshot) -> None:
         if self._follower is not None:
             self._follower.gpus_busy = snapshot.busy()
+            self._follower.gpu_snapshot = snapshot
 
     # -- closing ----------------------------------------------------------------------------------------------
 

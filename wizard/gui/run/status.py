@@ -71,13 +71,18 @@ class RunStatus(QLabel):
             elif kind == "total_steps":
                 self.say(f"The run has {value} training steps; loading the models and workers…")
         if progress is not None:
-            done, total = progress
-            self.total = total
-            self.progress.setRange(0, max(total, 1))
-            self.progress.setValue(done)
-            self.progress.setFormat(f"step {done} of {total}")
-            if done:
-                self.say(f"Training: step {done} of {total}.")
+            self.show_progress(progress)
+            if progress[0]:
+                self.say(f"Training: step {progress[0]} of {progress[1]}.")
+
+    def show_progress(self, progress: tuple[int, int] | None) -> None:
+        if progress is None:
+            return
+        done, total = progress
+        self.total = total
+        self.progress.setRange(0, max(total, 1))
+        self.progress.setValue(done)
+        self.progress.setFormat(f"step {done} of {total}")
 
     def stopping(self) -> None:
         self.say("Stopping: ending the run and every process it started (Ray included)…")

@@ -75,11 +75,11 @@ class EnvironmentPage(Page):
         self.doc.set_context_findings("environment", [])
 
     def _report(self, report) -> None:
+        from wizard.core.run.report import ENV_PACKAGES, environment_summary
+
         pk = report.facts.get("packages") or {}
-        names = ["verl", "torch", "transformers", "tensordict", "ray", "TransferQueue", "cachetools", "vllm",
-                 "sglang", "flash-attn"]
         rows = [("python", (report.facts.get("python") or {}).get("version", "?"))]
-        rows += [(n, pk.get(n) or "not installed") for n in names]
+        rows += [(n, pk.get(n) or "not installed") for n in ENV_PACKAGES]
         self.facts.setRowCount(len(rows))
         for r, (name, version) in enumerate(rows):
             self.facts.setItem(r, 0, QTableWidgetItem(name))
@@ -87,5 +87,6 @@ class EnvironmentPage(Page):
         verdict = ("<b>Ready for verl 0.9.1.</b>" if report.ok else "<b>Not ready:</b> fix the errors below.")
         self.result.setText(f"{verdict} Probed {report.python} in {report.wall_s:.1f} s.<br>"
                             + findings_html(report.findings))
+        self.doc.environment = environment_summary(report.facts)
         self.doc.set_context_findings("environment", report.findings)
         self.python_checked.emit(report.python)

@@ -1,7 +1,12 @@
 """The Review step: the files the plan gives (run.sh, config.yaml), the changes from verl's defaults, and the
-verdict; Next stays off while verl would reject the plan."""
+verdict; Next stays off while verl would reject the plan. When a smoke run of this very plan exists (run in this
+session, or a folder under runs/ whose run.json has the plan's fingerprint), its forecast of the full run too."""
 
 from __future__ import annotations
+
+import html
+from collections.abc import Mapping
+from pathlib import Path
 
 from PySide6.QtCore import Qt
 from PySide6.QtGui import QFontDatabase
@@ -16,11 +21,16 @@ from PySide6.QtWidgets import (
 
 from wizard.adapters.generate import CONFIG_YAML, RUN_SH
 from wizard.adapters.resources import load_key_docs, load_schema
+from wizard.core.run.record import plan_fingerprint
+from wizard.core.run.timing.forecast import Forecast
 from wizard.core.verl.key_help import changes_from_defaults, key_help
 from wizard.gui.document import PlanDocument
 from wizard.gui.steps import texts
 from wizard.gui.widgets.highlight import ConfigHighlighter
 from wizard.gui.widgets.page import Page
+from wizard.gui.workers import Worker
+
+RUNS = "runs"  # where smoke runs go by default (launch and the Run step), relative to the working folder
 
 
 def code_view(name: str) -> QPlainTextEdit:
@@ -56,8 +66,19 @@ class ReviewPage(Page):
         self.verdict = QLabel()
         self.verdict.setObjectName("reviewVerdict")
         self.verdict.setWordWrap(True)
+        self.forecast = QLabel()
+        self.forecast.setObjectName("reviewForecast")
+        self.forecast.setWordWrap(True)
+        self.forecast.setTextInteractionFlags(Qt.TextSelectableByMouse)
+        self.forecast.setVisible(False)
+        self.forecasts: dict[str, tuple[Forecast, str]] = {}  # plan fingerprint -> (forecast, its run folder)
+        self._looked: set[str] = set()
+        self._finding = ""
+        self._finder = Worker(self)
+        self._finder.finished.connect(self._found)
         layout = QVBoxLayout(self)
         layout.addWidget(self.verdict)
+        layout.addWidget(self.forecast)
         layout.addWidget(self.tabs, 1)
         doc.changed.connect(self.refresh)
         self.refresh()
@@ -76,7 +97,39 @@ class ReviewPage(Page):
             self.verdict.setText(f"<b style='color:#c62828'>{errors} error(s)</b> would stop verl: fix them in the "
                                  "findings panel (each has its fix) before writing.")
         self._fill_changes()
+        self._show_forecast()
         self.complete_changed.emit()
+
+    # -- the forecast of a smoke run of this plan ------------------------------------------------------------
+    def wire(self, pages: Mapping[str, Page]) -> None:
+        pages["run"].forecast_found.connect(self.add_forecast)
+
+    def add_forecast(self, fingerprint: str, forecast: Forecast, run_dir: str) -> None:
+        self.forecasts[fingerprint] = (forecast, run_dir)
+        self._show_forecast()
+
+    def entered(self) -> None:
+        """Look under runs/ once per plan for a smoke run of it (off the GUI thread)."""
+        from wizard.adapters.run_folder import forecast_for_plan
+
+        fp = plan_fingerprint(self.doc.plan)
+        if fp in self.forecasts or fp in self._looked or self._finder.running:
+            return
+        self._looked.add(fp)
+        self._finder.start("look for a smoke run of this plan", forecast_for_plan, str(Path(RUNS).absolute()), fp)
+        self._finding = fp
+
+    def _found(self, answer) -> None:
+        if answer is not None:
+            self.add_forecast(self._finding, answer[1], answer[0])
+
+    def _show_forecast(self) -> None:
+        got = self.forecasts.get(plan_fingerprint(self.doc.plan))
+        self.forecast.setVisible(got is not None)
+        if got is not None:
+            fc, run_dir = got
+            self.forecast.setText(f"<b>From the smoke run in {html.escape(run_dir)}:</b> {html.escape(fc.line())} "
+                                  f"<small>Assuming {html.escape('; '.join(fc.assumptions))}.</small>")
 
     def _fill_changes(self) -> None:
         schema, docs = load_schema(), load_key_docs()

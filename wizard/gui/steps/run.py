@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 
+from PySide6.QtCore import Signal
 from PySide6.QtWidgets import QWidget
 
 from wizard.gui.document import PlanDocument
@@ -14,6 +15,7 @@ from wizard.gui.widgets.page import Page
 
 class RunPage(LazyPage):
     step, title, subtitle = texts("run")
+    forecast_found = Signal(str, object, str)  # a smoke run's forecast: (plan fingerprint, Forecast, run folder)
 
     def __init__(self, doc: PlanDocument) -> None:
         super().__init__(doc)
@@ -22,7 +24,9 @@ class RunPage(LazyPage):
     def build(self) -> QWidget:
         from wizard.gui.run.panel import RunPanel
 
-        return RunPanel(self.doc, self._python)
+        panel = RunPanel(self.doc, self._python)
+        panel.insight.forecast_found.connect(self.forecast_found)
+        return panel
 
     @property
     def panel(self):
