@@ -70,10 +70,9 @@ def legend_html() -> str:
     dots = " ".join(f"<span style='color:{c.verdict[v]}'>■</span>&nbsp;{w}"
                     for v, w in (("ok", "fits"), ("tight", "tight"), ("oom", "out of memory")))
     phases = " · ".join(SHORT[p] for p in PHASE_ORDER)
-    return (f"Bars: memory per phase, in this order where the plan has it: {phases}; the peak is outlined and "
-            f"named under the bars, the dashes are the GPU's memory. {dots} · "
-            f"<span style='color:{c.verdict['ok']}'>━</span> NVLink island · <span style='color:{c.bad}'>┅</span> "
-            "PCIe only · dashed box: one engine replica (TP group). Hover a GPU for every phase.")
+    return (f"Bars: memory per phase ({phases}: those the plan has), the peak outlined; dashes: the GPU's memory. "
+            f"{dots} · <span style='color:{c.verdict['ok']}'>━</span> NVLink · <span style='color:{c.bad}'>┅</span> "
+            "PCIe only · dashed box: an engine replica. Hover a GPU for details.")
 
 
 class PlacementBoard(QWidget):

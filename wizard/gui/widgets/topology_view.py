@@ -129,10 +129,10 @@ class TopologyView(QWidget):
         self.view = QGraphicsView(self.scene)
         self.view.setRenderHints(QPainter.Antialiasing | QPainter.TextAntialiasing)
         self.view.setAccessibleName("GPU topology picture")
-        self.legend = QLabel("<small><span style='color:#2e7d32'>━━</span> NVLink (NV#) · "
+        self.legend = QLabel("<span style='color:#2e7d32'>━━</span> NVLink (NV#) · "
                              "<span style='color:#1565c0'>━</span> PCIe switch (PIX/PXB) · "
                              "<span style='color:#c62828'>┅</span> through the CPU (PHB/NODE/SYS): slow for a TP "
-                             "group · bar: memory in use</small>")
+                             "group · bar: memory in use")
         self.legend.setWordWrap(True)
         self.summary = QLabel()
         self.summary.setWordWrap(True)
@@ -165,6 +165,9 @@ class TopologyView(QWidget):
             self._row(node, label, y)
             y += ARC_ROOM + TILE_H + 30
         self.scene.setSceneRect(self.scene.itemsBoundingRect().adjusted(-16, -16, 16, 16))
+        # tall enough for two rows at their size (text at 9 pt and up): more rows scroll
+        shown = min(self.scene.sceneRect().height(), 2 * (ARC_ROOM + TILE_H + 30) + 16)
+        self.view.setMinimumHeight(int(shown) + 2 * self.view.frameWidth() + self.view.horizontalScrollBar().sizeHint().height())
         gpus = cluster.gpu_total
         self.summary.setText(f"{gpus} GPU(s) on {len(cluster.nodes)} node(s), from {cluster.source}"
                              + (f". {' '.join(cluster.notes)}" if cluster.notes else ""))
