@@ -6,13 +6,14 @@ pytest.importorskip("PySide6")
 
 from PySide6.QtCore import QPoint, Qt  # noqa: E402
 from PySide6.QtTest import QTest  # noqa: E402
+from PySide6.QtWidgets import QApplication, QGraphicsSimpleTextItem, QGraphicsTextItem  # noqa: E402
 
 from wizard.core.plan.emit import emit_overrides  # noqa: E402
 from wizard.core.placement.moves import check_move  # noqa: E402
 from wizard.core.plan.convert import apply_overrides  # noqa: E402
 from wizard.gui.document import PlanDocument  # noqa: E402
 from wizard.gui.placement import PlacementBoard  # noqa: E402
-from wizard.gui.placement.items import Region  # noqa: E402
+from wizard.gui.placement.items import FONTS, Region  # noqa: E402
 
 RM = "reward.reward_model"
 WITH_RM = [f"{RM}.enable=True", f"{RM}.model_path=Qwen/Qwen2.5-7B-Instruct"]
@@ -178,3 +179,65 @@ def test_many_identical_nodes_collapse_into_one_row(qtbot):
     assert board.scene.rows == [("node0 – node127  ×128", [f"node{i}" for i in range(128)])]
     assert len({id(t) for t in board.scene.tiles.values()}) == 8 and len(board.scene.tiles) == 1024
     assert "global_pool: 1024 GPU(s) on 128 nodes" in board.describe()
+
+
+# -- readable at the window's default size ---------------------------------------------------------------------
+
+def board_in_window(window, qtbot, preset: str, gpus: str | None = None, cluster: str | None = None,
+                    extra: list[str] | None = None):
+    """The Placement step of the window at its default size (1180 x 820), for ``preset`` on these GPUs."""
+    from wizard.gui.screenshots import preset_and_gpus
+
+    argv = ["--preset", preset] + (["--gpus", gpus] if gpus else []) + (["--cluster", cluster] if cluster else [])
+    preset_and_gpus(window, argv)
+    if extra:
+        window.doc.set_plan(apply_overrides(window.doc.plan, extra))
+    page = window.page("placement")
+    window.go_to(page)
+    qtbot.waitExposed(window)
+    QApplication.processEvents()
+    return page.board
+
+
+def smallest_text_on_screen(board) -> float:
+    """The smallest point size any text on the board has on screen (its size in the scene times the zoom)."""
+    texts = [i for i in board.scene.items() if isinstance(i, (QGraphicsSimpleTextItem, QGraphicsTextItem))]
+    painted = [size for size, _bold in FONTS.values()]  # what the tiles and chips paint with
+    return min([t.font().pointSizeF() for t in texts] + painted) * board.view.transform().m11()
+
+
+@pytest.mark.parametrize("preset, gpus, cluster, count", [
+    ("grpo-1gpu-smoke", "1xH100-80GB", None, 1),
+    ("ppo-8gpu", "8xH100-80GB", None, 8),
+    ("grpo-2node", None, "8x8xH100-80GB nvlink", 64),
+])
+def test_board_text_is_readable_at_any_gpu_count(window, qtbot, preset, gpus, cluster, count):
+    board = board_in_window(window, qtbot, preset, gpus, cluster)
+    assert len(board.scene.tiles) == count
+    assert smallest_text_on_screen(board) >= 9.0
+    # the GPUs wrap to the canvas's width rather than shrink: nothing to scroll sideways
+    assert board.scene.sceneRect().width() * board.view.transform().m11() <= board.view.viewport().width()
+    qtbot.waitUntil(lambda: not board.view.horizontalScrollBar().isVisible(), timeout=2000)  # once laid out
+    # every role chip sits inside its pool's region, even on one GPU
+    for chip in board.scene.chips.values():
+        region = board.scene.regions_of(chip.pool)[0]
+        assert region.sceneBoundingRect().contains(chip.sceneBoundingRect()), chip.role
+
+
+def test_identical_nodes_draw_once_even_two_of_them(window, qtbot):
+    board = board_in_window(window, qtbot, "grpo-2node", cluster="2x8xH100-80GB nvlink")
+    assert board.scene.rows == [("node0 – node1  ×2", ["node0", "node1"])]
+    assert board.scene.lines == 2  # 8 GPUs as 4 + 4 at this width
+
+
+def test_the_status_line_wraps_a_long_hint_during_a_drag(window, qtbot):
+    board = board_in_window(window, qtbot, "grpo-2node", extra=WITH_RM)
+    press_and_move(board, board.chip_view_pos("reward"), board.target_view_pos("new:reward_pool"))
+    status = board.status
+    hint = status.text()
+    assert hint.startswith("Release to run the reward model on New reward-model pool:") and len(hint) > 120
+    QApplication.processEvents()
+    assert status.minimumSizeHint().width() <= status.width()  # no word wider than the line
+    assert status.heightForWidth(status.width()) <= status.height()  # every line of it shown
+    assert status.geometry().right() <= board.width()
+    release(board, board.chip_view_pos("reward"))

@@ -5,6 +5,7 @@ import pytest
 pytest.importorskip("PySide6")
 
 from PySide6.QtGui import QImage  # noqa: E402
+from PySide6.QtWidgets import QApplication  # noqa: E402
 
 from wizard.gui import steps  # noqa: E402
 from wizard.gui.main import main  # noqa: E402
@@ -16,13 +17,28 @@ def test_every_step_is_rendered_with_the_chosen_preset(qtbot, tmp_path, capsys):
     assert [p.name for p in pngs][:2] == ["01-start.png", "02-environment.png"]
     assert len(pngs) == len(steps.STEPS) and capsys.readouterr().out.count("wrote ") == len(steps.STEPS)
     image = QImage(str(pngs[0]))
-    assert (image.width(), image.height()) == (1440, 960)
+    assert (image.width(), image.height()) == (1180, 820)  # what a user first sees
+
+
+def test_size_dark_and_cluster_flags(qtbot, tmp_path):
+    from wizard.gui.theme import apply_theme
+
+    try:
+        assert main(["--screenshots", str(tmp_path), "--dark", "--size", "1000x700", "--preset", "grpo-2node",
+                     "--cluster", "2x8xH100-80GB nvlink"]) == 0
+    finally:
+        apply_theme(QApplication.instance(), "system")
+    image = QImage(str(tmp_path / "03-hardware.png"))
+    assert (image.width(), image.height()) == (1000, 700)
+    assert image.pixelColor(image.width() // 2, 5).lightness() < 100  # the dark theme, from the menu bar down
 
 
 @pytest.mark.parametrize("argv, reason", [
     (["--screenshots"], "--screenshots needs a folder"),
     (["--screenshots", "x", "--preset", "nope"], "no preset 'nope'"),
     (["--screenshots", "x", "--gpus", "8x"], "cannot read GPU spec '8x'"),
+    (["--screenshots", "x", "--size", "big"], "--size needs WIDTHxHEIGHT"),
+    (["--screenshots", "x", "--cluster", "2xNOPE"], "cannot read cluster spec '2xNOPE'"),
 ])
 def test_a_bad_flag_is_one_line_and_exit_2(qtbot, tmp_path, monkeypatch, capsys, argv, reason):
     monkeypatch.chdir(tmp_path)

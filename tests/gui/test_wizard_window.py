@@ -93,9 +93,8 @@ def test_a_finding_takes_you_to_its_field(window, qtbot):
     marks = [window.steps.item(i).text() for i in range(window.steps.count())]
     assert any(m.startswith("7. Rollout") and "✖" in m for m in marks)  # the step with the bad field is marked
     tree = window.findings.tree
-    item = next(tree.topLevelItem(i).child(j) for i in range(tree.topLevelItemCount())
-                for j in range(tree.topLevelItem(i).childCount())
-                if "actor_rollout_ref.actor.ppo_mini_batch_size" in tree.topLevelItem(i).child(j).data(0, Qt.UserRole).keys)
+    item = next(i for i in window.findings.items()
+                if "actor_rollout_ref.actor.ppo_mini_batch_size" in i.data(0, Qt.UserRole).keys)
     tree.setCurrentItem(item)
     qtbot.mouseClick(window.findings.go_button, Qt.LeftButton)
     assert window.current_page() is window.page("rollout")

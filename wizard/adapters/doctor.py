@@ -127,9 +127,9 @@ def ray_reachability(ray: dict) -> dict | None:
 
 
 def _f(rule: str, severity: Severity, message: str, fix: str | None, stage: Stage = Stage.RUNTIME,
-       keys: list[str] | None = None, fix_overrides: list[str] | None = None) -> Finding:
-    return Finding(rule=rule, severity=severity, stage=stage, keys=keys or [], message=message, fix=fix,
-                   fix_overrides=fix_overrides or [])
+       keys: list[str] | None = None) -> Finding:
+    """An environment finding: its fix is for the machine (install, upgrade, start Ray), never plan overrides."""
+    return Finding(rule=rule, severity=severity, stage=stage, keys=keys or [], message=message, fix=fix)
 
 
 def doctor_findings(facts: dict, python: str) -> list[Finding]:
@@ -276,13 +276,12 @@ def _flash_attn(facts: dict, pip: str) -> list[Finding]:
                    "flash-attn is not installed: verl loads models with attn_implementation=flash_attention_2 by "
                    "default, which fails at model load without it",
                    f"{pip} flash-attn==2.8.3 --no-build-isolation  (or set {sdpa})",
-                   keys=["actor_rollout_ref.model.override_config"], fix_overrides=[sdpa])]
+                   keys=["actor_rollout_ref.model.override_config"])]  # a machine's fact, never a plan override
     fa = facts.get("flash_attn") or {}
     if fa and not fa.get("imported"):
         return [_f("env.flash_attn", Severity.ERROR,
                    f"flash-attn {have} is installed but does not import ({fa.get('error')}): usually a build for "
-                   "another torch/CUDA", f"{pip} --force-reinstall --no-build-isolation flash-attn==2.8.3",
-                   fix_overrides=[sdpa])]
+                   "another torch/CUDA", f"{pip} --force-reinstall --no-build-isolation flash-attn==2.8.3  (or set {sdpa})")]
     return []
 
 

@@ -65,5 +65,20 @@ def sort_findings(findings: list[Finding]) -> list[Finding]:
     return sorted(findings, key=lambda f: (SEVERITY_ORDER[f.severity], STAGE_ORDER[f.stage], f.rule))
 
 
+def about_environment(finding: Finding) -> bool:
+    """Whether ``finding`` is about the Python environment that was probed (``verl-wizard doctor``, rules ``env.*``)
+    rather than about the plan.
+
+    The environment is a property of the machine the wizard runs on, which need not be where training runs: such
+    a finding is shown where the environment is chosen, it marks no step of the plan, and nothing in it is ever
+    applied to the plan (a missing flash-attn is fixed by installing it, not by an attention override)."""
+    return finding.rule.startswith("env.")
+
+
+def plan_fix(finding: Finding) -> list[str]:
+    """The overrides that fix ``finding`` in the plan: none for an environment finding (see ``about_environment``)."""
+    return [] if about_environment(finding) else list(finding.fix_overrides)
+
+
 def has_errors(findings: list[Finding]) -> bool:
     return any(f.severity is Severity.ERROR for f in findings)

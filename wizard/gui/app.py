@@ -51,6 +51,7 @@ if TYPE_CHECKING:
 
 TITLE = f"verl-wizard {__version__} — plan a verl 0.9.1 run"
 MARK = {"error": "✖", "warning": "⚠"}
+FINDINGS_HEIGHT = 250  # the dock while the checker loads; then room for FindingsView.ROWS findings
 
 
 class WizardWindow(PlanFiles, QMainWindow):
@@ -175,10 +176,12 @@ class WizardWindow(PlanFiles, QMainWindow):
             self.stack.insertWidget(i, page)
             placeholder.deleteLater()
         self.pages = pages
-        self.findings = FindingsView()
+        self.findings = FindingsView(header_inside=False)
         self.findings.fix_requested.connect(doc.apply_fix)
         self.findings.go_requested.connect(self.go_to_keys)
+        self.findings.environment_requested.connect(lambda: self.go_to(self.page("environment")))
         self.findings_dock.widget().deleteLater()
+        self.findings_dock.setTitleBarWidget(self.findings.header)  # the counts and buttons: the list gets the room
         self.findings_dock.setWidget(self.findings)
         undo = doc.undo_stack.createUndoAction(self, "&Undo")
         undo.setShortcuts([QKeySequence.Undo])
@@ -193,6 +196,7 @@ class WizardWindow(PlanFiles, QMainWindow):
             page.complete_changed.connect(self._update_nav)
         self._step_chosen(current)  # the step shown while loading now has its page
         self._refresh()
+        self._size_findings()
         self._update_title()
         self.loaded.emit()
 
@@ -201,7 +205,7 @@ class WizardWindow(PlanFiles, QMainWindow):
         self.steps = QListWidget()
         self.steps.setObjectName("steps")
         self.steps.setAccessibleName("Steps")
-        self.steps.setMaximumWidth(210)
+        self.steps.setMaximumWidth(185)
         self.stack = QStackedWidget()
         for i, page in enumerate(self.pages):
             self.steps.addItem(QListWidgetItem(f"{i + 1}. {page.step}"))
@@ -247,8 +251,13 @@ class WizardWindow(PlanFiles, QMainWindow):
         loading.setContentsMargins(6, 6, 6, 6)
         self.findings_dock.setWidget(loading)
         self.addDockWidget(Qt.BottomDockWidgetArea, self.findings_dock)
-        self.resizeDocks([self.findings_dock], [170], Qt.Vertical)
+        self.resizeDocks([self.findings_dock], [FINDINGS_HEIGHT], Qt.Vertical)
         self.status = self.statusBar()
+
+    def _size_findings(self) -> None:
+        """Give the findings dock room for ``ROWS`` findings (the user may drag its edge either way)."""
+        title = self.findings.header.sizeHint().height()
+        self.resizeDocks([self.findings_dock], [title + self.findings.preferred_height()], Qt.Vertical)
 
     def _menus(self) -> None:
         bar = self.menuBar()
@@ -348,20 +357,26 @@ class WizardWindow(PlanFiles, QMainWindow):
 
     # -- document -----------------------------------------------------------------------------
     def _refresh(self) -> None:
+        from wizard.core.findings import about_environment  # with the checker, not before the Start step shows
+
         findings = self.doc.findings
         self.findings.set_findings(findings)
         worst: dict[int, str] = {}
+        environment = steps.index("environment")
         for f in findings:
-            for i, page in enumerate(self.pages):
-                if any(k.lstrip("+~") in page.keys() for k in f.keys):
-                    if worst.get(i) != "error":
-                        worst[i] = f.severity.value if f.severity.value in MARK else worst.get(i)
+            # an environment finding is the Environment step's, whatever verl key it names (about_environment)
+            where = [environment] if about_environment(f) else [
+                i for i, page in enumerate(self.pages) if any(k.lstrip("+~") in page.keys() for k in f.keys)]
+            for i in where:
+                if worst.get(i) != "error":
+                    worst[i] = f.severity.value if f.severity.value in MARK else worst.get(i)
         for i, page in enumerate(self.pages):
             mark = MARK.get(worst.get(i))
             item = self.steps.item(i)
             item.setText(f"{i + 1}. {page.step}" + (f"  {mark}" if mark else ""))
             item.setToolTip({"✖": "A field on this step has an error", "⚠": "A field on this step has a warning"}
-                            .get(mark, ""))
+                            .get(mark, "") if i != environment else
+                            {"✖": "The environment has an error", "⚠": "The environment has a warning"}.get(mark, ""))
         self._update_nav()
 
     def _update_title(self, *_) -> None:

@@ -18,7 +18,7 @@ from wizard.adapters.checking import full_check
 from wizard.core.check.verdict import CheckResult
 from wizard.core.dataflow.graph import Graph
 from wizard.core.dataflow.keys import graph_for_plan, plan_from_graph
-from wizard.core.findings import Finding, Severity, Stage
+from wizard.core.findings import Finding, Severity, Stage, plan_fix
 from wizard.core.verl.overrides import one_line
 from wizard.core.hardware.gpus import GpuSpec
 from wizard.core.plan.model import Plan
@@ -99,10 +99,11 @@ class PlanDocument(QObject):
         self.changed.emit()
 
     def apply_fix(self, finding: Finding) -> bool:
-        if not finding.fix_overrides:
+        """Apply ``finding``'s fix to the plan, as one undo step; an environment finding has none (``plan_fix``)."""
+        overrides = plan_fix(finding)
+        if not overrides:
             return False
-        return self._push(self._state_with(apply_overrides(self.plan, list(finding.fix_overrides))),
-                          f"Fix {finding.rule}")
+        return self._push(self._state_with(apply_overrides(self.plan, overrides)), f"Fix {finding.rule}")
 
     def _state(self) -> tuple:
         return (self.plan, self.gpus, self.cluster, self.source_findings, self.graph)

@@ -1,5 +1,10 @@
-"""``verl-wizard --screenshots DIR``: every step rendered to PNG, for the docs and for review; with
-``--run-folder RUN_DIR``, the Run step's tabs with that run opened instead (log, metrics, samples, time)."""
+"""``verl-wizard --screenshots DIR``: every step rendered to PNG, for the docs and for review.
+
+``--size WxH`` (default: the window's own 1180x820, what a user first sees), ``--dark``, ``--preset NAME``,
+``--gpus SPEC`` (the plan's GPUs), ``--cluster SPEC`` (machines shown on the Hardware step and used for the
+plan, as if a cluster spec had been opened) and ``--doctor PYTHON`` (that environment probed, as the Environment
+step's button does). ``QT_SCALE_FACTOR=2`` renders at 200 %. With ``--run-folder RUN_DIR``, the Run step's tabs
+with that run opened instead (log, metrics, samples, time)."""
 
 from __future__ import annotations
 
@@ -16,16 +21,29 @@ from wizard.gui.app import WizardWindow
 from wizard.gui.theme import apply_theme
 
 
-def save_screenshots(window: WizardWindow, folder: str) -> list[str]:
+DEFAULT_SIZE = (1180, 820)  # the window's size when it opens
+
+
+def settle(app: QApplication, rounds: int = 6) -> None:
+    """Let a page built on first show lay out, its canvas fit the final size and the scroll bars follow."""
+    for _ in range(rounds):
+        app.processEvents()
+        time.sleep(0.01)
+
+
+def save_screenshots(window: WizardWindow, folder: str, size: tuple[int, int] = DEFAULT_SIZE) -> list[str]:
     out = Path(folder)
     out.mkdir(parents=True, exist_ok=True)
     paths = []
-    window.resize(1440, 960)  # room for the canvases; the window opens at 1180x820 for people
+    window.resize(*size)
     window.show()
     app = QApplication.instance()
     for i, page in enumerate(window.pages):
         window.go_to(i)
-        app.processEvents()
+        settle(app)
+        if getattr(page, "discovery", None) is not None:  # --cluster: the Hardware step's picture, not its buttons
+            page.show_topology()
+            settle(app)
         path = out / f"{i + 1:02d}-{page.step.lower().replace(' & ', '-').replace(' ', '-')}.png"
         window.grab().save(str(path))
         paths.append(str(path))
@@ -83,7 +101,7 @@ def preset_and_gpus(window: WizardWindow, argv: list[str]) -> None:
             raise ValueError(f"{flag} needs a value")
         return argv[i + 1]
 
-    preset, gpus = value("--preset"), value("--gpus")
+    preset, gpus, cluster, python = value("--preset"), value("--gpus"), value("--cluster"), value("--doctor")
     if preset:
         from wizard.adapters.resources import preset_names
 
@@ -95,6 +113,37 @@ def preset_and_gpus(window: WizardWindow, argv: list[str]) -> None:
     if gpus:
         window.doc.set_gpus(parse_gpu_spec(gpus))
         window.start_page.gpus.setText(gpus)
+    if cluster:
+        from wizard.adapters.gpu_catalogue import load_gpu_catalogue
+        from wizard.core.hardware.cluster import ClusterSpecError, parse_cluster_spec
+        from wizard.core.hardware.topology import Discovery
+
+        try:
+            machines = parse_cluster_spec(cluster, load_gpu_catalogue())
+        except ClusterSpecError as exc:
+            raise ValueError(f"cannot read cluster spec {cluster!r}: {exc}") from None
+        hardware = window.page("hardware")
+        hardware.show_discovery(Discovery(cluster=machines))
+        hardware.use_discovery()
+    if python:
+        from wizard.adapters.doctor import run_doctor
+
+        window.page("environment").python.setText(python)
+        window.page("environment").show_report(run_doctor(python, timeout=60, check_ray=False))
+
+
+def size_of(argv: list[str]) -> tuple[int, int]:
+    if "--size" not in argv:
+        return DEFAULT_SIZE
+    i = argv.index("--size")
+    text = argv[i + 1] if i + 1 < len(argv) else ""
+    try:
+        width, height = (int(v) for v in text.lower().split("x"))
+    except ValueError:
+        raise ValueError(f"--size needs WIDTHxHEIGHT, e.g. 1180x820, not {text!r}") from None
+    if not (320 <= width <= 8000 and 240 <= height <= 8000):
+        raise ValueError(f"--size {text}: between 320x240 and 8000x8000")
+    return width, height
 
 
 def _value(argv: list[str], flag: str) -> str | None:
@@ -115,16 +164,23 @@ def screenshots_main(argv: list[str]) -> int:
     app = QApplication.instance() or QApplication(["verl-wizard"])
     if "--dark" in argv:
         apply_theme(app, "dark")
+    try:
+        size = size_of(argv)
+    except ValueError as exc:
+        print(f"verl-wizard: error: {exc}", file=sys.stderr)
+        return 2
     window = WizardWindow(restore=False)
     try:
         preset_and_gpus(window, argv)
     except ValueError as exc:
         print(f"verl-wizard: error: {exc}", file=sys.stderr)
+        window.ask_save = lambda: "discard"
+        window.close()
         return 2
     try:
         run_dir = _value(argv, "--run-folder")
         paths = (save_run_screenshots(window.doc, argv[idx + 1], run_dir) if run_dir
-                 else save_screenshots(window, argv[idx + 1]))
+                 else save_screenshots(window, argv[idx + 1], size))
     except ValueError as exc:
         print(f"verl-wizard: error: {exc}", file=sys.stderr)
         window.ask_save = lambda: "discard"

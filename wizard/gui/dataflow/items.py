@@ -20,6 +20,7 @@ from PySide6.QtWidgets import (
 from wizard.core.dataflow.graph import KINDS, Link, Node, PortRef, PortType, PortSpec
 from wizard.core.dataflow.layout import HEADER_H, NODE_W, ROW_H, node_height, port_offset
 from wizard.core.findings import Finding, Severity
+from wizard.gui.theme import canvas_colours
 
 # Stage families (header colours) and what flows (port and link colours): distinct hues, dark enough
 # for white text, none of them the red of an error badge.
@@ -58,6 +59,7 @@ class PortItem(QGraphicsEllipseItem):
     def set_state(self, state: str, reason: str = "") -> None:
         """How the port answers the link being dragged: lit (it fits), greyed with the reason (it does not)."""
         self.state = state
+        c = canvas_colours()
         colour = QColor(TYPE_COLOURS[self.spec.type])
         if state == self.COMPATIBLE:
             self.setRect(-PORT_R - 3, -PORT_R - 3, 2 * PORT_R + 6, 2 * PORT_R + 6)
@@ -66,18 +68,18 @@ class PortItem(QGraphicsEllipseItem):
             self.setToolTip(f"Drop here: {self.base_tip}" + (f" ({reason})" if reason else ""))
         elif state == self.REFUSED:
             self.setRect(-PORT_R, -PORT_R, 2 * PORT_R, 2 * PORT_R)
-            self.setPen(QPen(QColor("#c62828"), 1.5))
-            self.setBrush(QBrush(QColor("#d9d9d9")))
+            self.setPen(QPen(QColor(c.bad), 1.5))
+            self.setBrush(QBrush(QColor(c.track)))
             self.setToolTip(f"Cannot link here: {reason}")
         elif self.missing:
             self.setRect(-PORT_R - 1, -PORT_R - 1, 2 * PORT_R + 2, 2 * PORT_R + 2)
             self.setPen(QPen(QColor(SEVERITY_COLOURS[Severity.ERROR]), 3))
-            self.setBrush(QBrush(QColor("#ffffff")))
+            self.setBrush(QBrush(QColor(c.surface)))
             self.setToolTip(f"Nothing feeds this input: {self.base_tip}. Drag a link here from a lit output.")
         elif self.unused_note:
             self.setRect(-PORT_R, -PORT_R, 2 * PORT_R, 2 * PORT_R)
-            self.setPen(QPen(QColor("#9aa3ad"), 1.2))
-            self.setBrush(QBrush(QColor("#e4e7eb")))
+            self.setPen(QPen(QColor(c.muted), 1.2))
+            self.setBrush(QBrush(QColor(c.track)))
             self.setToolTip(f"{self.base_tip} — not read now ({self.unused_note})")
         else:
             self.setRect(-PORT_R, -PORT_R, 2 * PORT_R, 2 * PORT_R)
@@ -110,6 +112,7 @@ class NodeItem(QGraphicsObject):
         self.active = active
         self.findings = findings
         self.height = node_height(node.id)
+        self.colours = canvas_colours()
         self.setFlags(QGraphicsItem.ItemIsMovable | QGraphicsItem.ItemIsSelectable
                       | QGraphicsItem.ItemSendsGeometryChanges)
         self.setZValue(1)
@@ -133,6 +136,7 @@ class NodeItem(QGraphicsObject):
 
     def paint(self, painter: QPainter, option: QStyleOptionGraphicsItem, widget: QWidget | None = None) -> None:
         painter.setRenderHint(QPainter.Antialiasing)
+        c = self.colours
         body = QRectF(0, 0, NODE_W, self.height)
         header = QColor(CATEGORY_COLOURS[self.spec.category])
         if not self.active:
@@ -141,7 +145,7 @@ class NodeItem(QGraphicsObject):
         if not self.active:
             outline.setStyle(Qt.DashLine)
         painter.setPen(outline)
-        painter.setBrush(QColor("#ffffff") if self.active else QColor("#f3f4f6"))
+        painter.setBrush(QColor(c.surface if self.active else c.surface_off))
         painter.drawRoundedRect(body, 7, 7)
         path = QPainterPath()
         path.setFillRule(Qt.WindingFill)
@@ -169,7 +173,7 @@ class NodeItem(QGraphicsObject):
                 label = spec.label if spec.required or side == "out" else f"{spec.label} (optional)"
                 if spec.name in self.unused and side == "in":
                     label = f"{spec.label} ({self.unused[spec.name]})"
-                painter.setPen(QColor("#9aa3ad") if spec.name in self.unused else QColor("#1f2933"))
+                painter.setPen(QColor(c.muted if spec.name in self.unused else c.text))
                 painter.drawText(rect, align, label)
         self._paint_badge(painter)
 
@@ -177,7 +181,7 @@ class NodeItem(QGraphicsObject):
         if not self.findings:
             return
         worst = min(self.findings, key=lambda f: list(Severity).index(f.severity)).severity
-        painter.setPen(QPen(QColor("#ffffff"), 1.5))
+        painter.setPen(QPen(QColor(self.colours.surface), 1.5))
         painter.setBrush(QColor(SEVERITY_COLOURS[worst]))
         painter.drawEllipse(QRectF(NODE_W - 22, -8, 20, 20))
         font = QFont(painter.font())

@@ -21,6 +21,7 @@ from wizard.core.dataflow.keys import stage_on
 from wizard.core.findings import Finding
 from wizard.gui.dataflow.interactions import LinkDrag, LinkDrop
 from wizard.gui.dataflow.items import LinkItem, NodeItem, PortItem
+from wizard.gui.theme import canvas_colours
 
 
 class DataflowScene(QGraphicsScene):
@@ -31,7 +32,7 @@ class DataflowScene(QGraphicsScene):
 
     def __init__(self, parent=None) -> None:
         super().__init__(parent)
-        self.setBackgroundBrush(QColor("#f7f8fa"))
+        self.setBackgroundBrush(QColor(canvas_colours().background))
         self.graph = Graph()
         self.node_items: dict[str, NodeItem] = {}
         self.link_items: dict[Link, LinkItem] = {}
@@ -51,6 +52,7 @@ class DataflowScene(QGraphicsScene):
             self._drag = None
         selected = {i.node_id for i in self.selectedItems() if isinstance(i, NodeItem)}
         self.clear()
+        self.setBackgroundBrush(QColor(canvas_colours().background))  # the theme may have changed since
         self.graph = graph
         self.node_items, self.link_items, self.port_items = {}, {}, {}
         by_node: dict[str, list[Finding]] = {}

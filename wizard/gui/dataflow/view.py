@@ -40,6 +40,8 @@ from wizard.core.dataflow.edit import (
 from wizard.core.dataflow.keys import hidden_keys
 from wizard.core.findings import Finding, sort_findings
 from wizard.gui.widgets.canvas import FitView, add_action, canvas_split, finding_item
+from wizard.gui.widgets.status_line import StatusLine
+from wizard.gui.theme import ThemeFollower
 from wizard.gui.dataflow.dialogs import ConnectDialog, DisconnectDialog
 from wizard.gui.dataflow.inspector import StageInspector
 from wizard.gui.dataflow.items import TYPE_COLOURS
@@ -78,10 +80,7 @@ class DataflowEditor(QWidget):
         self.node_findings: list[NodeFinding] = []
         self.scene = DataflowScene(self)
         self.view = DataflowView(self.scene)
-        self.status = QLabel()
-        self.status.setObjectName("dataflowStatus")
-        self.status.setAccessibleName("Canvas status")
-        self.status.setWordWrap(True)
+        self.status = StatusLine("dataflowStatus", "Canvas status")
         self.inspector = StageInspector()
         self.findings = QListWidget()
         self.findings.setObjectName("dataflowFindings")
@@ -92,6 +91,7 @@ class DataflowEditor(QWidget):
         self._wire()
         self._draw(doc.graph)
         self._say("")
+        ThemeFollower(self, lambda: self._draw(self.doc.graph))  # the canvas in the new theme's colours
 
     # -- construction ---------------------------------------------------------------------------------------
     def _action(self, text: str, tip: str, slot, shortcut: str | QKeySequence | None = None) -> QAction:

@@ -1,19 +1,21 @@
 """The QGraphicsScene of the placement board: node rows of GPU tiles, pools as regions, replicas, role chips.
 
-``set_state`` lays the board out once per plan (never during a drag); identical neighbouring nodes collapse into
-one row ("node0–127 ×128"), so 128 x 8 GPUs draw as a handful of rows. ``preview`` only repaints the tiles'
-memory bars with a candidate's estimate. Gestures end in signals (``move_requested``, ``refused``) that the
-board turns into an undoable edit; per-move feedback goes through plain callbacks (see the dataflow scene on
-why not Signals).
+``set_state`` lays the board out once per plan (never during a drag). The board is drawn at a size where every
+text is readable (``items.MIN_PT``); instead of shrinking, a node's GPUs wrap onto as many lines as the view's
+width needs (``columns``, set by the view), and identical neighbouring nodes collapse into one row ("node0 –
+node127 ×128"), so 128 x 8 GPUs draw as a handful of lines. ``preview`` only repaints the tiles' memory bars with
+a candidate's estimate. Gestures end in signals (``move_requested``, ``refused``) that the board turns into an
+undoable edit; per-move feedback goes through plain callbacks (see the dataflow scene on why not Signals).
 """
 
 from __future__ import annotations
 
+import math
 from collections.abc import Callable
 
 from PySide6.QtCore import QPointF, QRectF, Qt, Signal
 from PySide6.QtGui import QColor
-from PySide6.QtWidgets import QGraphicsScene, QGraphicsSceneMouseEvent, QGraphicsSimpleTextItem
+from PySide6.QtWidgets import QGraphicsScene, QGraphicsSceneMouseEvent, QGraphicsTextItem
 
 from wizard.core.hardware.cluster import Cluster, ClusterNode
 from wizard.core.memory.board import BoardState
@@ -28,17 +30,29 @@ from wizard.gui.placement.items import (
     Region,
     ReplicaOutline,
     RoleChip,
+    board_font,
     pool_colour,
-    small_font,
+    text_item,
 )
+from wizard.gui.theme import canvas_colours
 
-LABEL_W, HEADER, FOOTER, ROW_GAP = 150.0, 30.0, 40.0, 16.0
-COLLAPSE_AT = 3  # this many identical nodes in a row draw as one
+PAD = GAP / 2 - 1  # a region's margin around its tiles
+NODE_H, TITLE_H, CHIP_LINE, FOOTER, LINE_GAP, ROW_GAP = 28.0, 24.0, 27.0, 42.0, 10.0, 14.0
+COLLAPSE_AT = 2  # this many identical nodes in a row draw as one
+SLOT_H = 64.0
+DEFAULT_COLUMNS = 8
+MARGIN = 8.0  # around the board
+SCROLL_BAR = 16.0  # kept free: a long board has a vertical scroll bar
 
 
-def _runs(indices: list[int]) -> list[list[int]]:
+def columns_for(width: float) -> int:
+    """How many tiles fit side by side in ``width`` pixels at the board's own scale."""
+    return max(1, int((width - SCROLL_BAR - 2 * MARGIN - 2 * PAD + GAP) // (TILE_W + GAP)))
+
+
+def _runs(slots: list[int]) -> list[list[int]]:
     out: list[list[int]] = []
-    for i in sorted(indices):
+    for i in sorted(slots):
         if out and out[-1][-1] == i - 1:
             out[-1].append(i)
         else:
@@ -56,32 +70,44 @@ class PlacementScene(QGraphicsScene):
 
     def __init__(self, parent=None) -> None:
         super().__init__(parent)
-        self.setBackgroundBrush(QColor("#f7f8fa"))
         self.setItemIndexMethod(QGraphicsScene.BspTreeIndex)
         self.state: BoardState | None = None
+        self.machine: Cluster | None = None
+        self.columns = DEFAULT_COLUMNS  # the most tiles on one line (the view sets it from its width)
         self.tiles: dict[tuple[str, int], GpuTile] = {}
         self.regions: list[Region] = []
         self.chips: dict[str, RoleChip] = {}
         self.rows: list[tuple[str, list[str]]] = []  # (label, node names)
+        self.lines = 0  # lines of tiles drawn
         self._drag: RoleDrag | None = None
         self.propose_all: Callable[[str], dict[str, BoardMove]] = lambda role: {}
         self.on_hint: Callable[[str], None] = lambda text: None
         self.on_hover: Callable[[BoardMove | None], None] = lambda move: None
 
-    # -- layout (once per plan) -------------------------------------------------------------------------------
-    def set_state(self, state: BoardState, machine: Cluster) -> None:
+    # -- layout (once per plan, and when the width or the theme changes) -----------------------------------------
+    def set_state(self, state: BoardState, machine: Cluster, columns: int | None = None) -> None:
         if self._drag is not None:
             self._drag.finish()
             self._drag = None
         self.clear()
-        self.state = state
-        self.tiles, self.regions, self.chips, self.rows = {}, [], {}, []
+        self.colours = canvas_colours()
+        self.setBackgroundBrush(QColor(self.colours.background))
+        self.state, self.machine = state, machine
+        if columns is not None:
+            self.columns = max(1, columns)
+        self.tiles, self.regions, self.chips, self.rows, self.lines = {}, [], {}, [], 0
         y = 0.0
         for label, nodes in self._group(state, machine):
-            self._row(state, nodes, label, y)
-            y += HEADER + TILE_H + FOOTER + ROW_GAP
+            y = self._row(state, nodes, label, y) + ROW_GAP
         self._slots(state, y)
-        self.setSceneRect(self.itemsBoundingRect().adjusted(-20, -20, 20, 20))
+        self.setSceneRect(self.itemsBoundingRect().adjusted(-MARGIN, -MARGIN, MARGIN, MARGIN))
+
+    def relayout(self, columns: int | None = None) -> bool:
+        """Lay the same state out again (another width, another theme); False while a drag is under way."""
+        if self.state is None or self.machine is None or self._drag is not None:
+            return False
+        self.set_state(self.state, self.machine, columns)
+        return True
 
     def _signature(self, state: BoardState, node: ClusterNode) -> tuple:
         idx = _indices(node)
@@ -89,7 +115,9 @@ class PlacementScene(QGraphicsScene):
         est = tuple(id(state.estimate_of(node.name, i)) for i in idx)
         reps = tuple((g.role, g.tp, tuple(r.index for r in g.gpus if r.node == node.name), g.worst_link)
                      for g in state.placement.replicas if any(r.node == node.name for r in g.gpus))
-        return (len(idx), pools, est, reps, tuple(map(tuple, node.nvlink_islands())), node.interconnect)
+        gpu = node.gpus[0] if node.gpus else None
+        model = (gpu.catalogue_id or gpu.name, gpu.memory_total_bytes) if gpu is not None else None
+        return (len(idx), pools, est, reps, tuple(map(tuple, node.nvlink_islands())), node.interconnect, model)
 
     def _group(self, state: BoardState, machine: Cluster) -> list[tuple[str, list[ClusterNode]]]:
         nodes = [n for n in machine.nodes if n.alive and n.gpu_count > 0]
@@ -110,99 +138,146 @@ class PlacementScene(QGraphicsScene):
                 out += [(n.name, [n]) for n in run]
         return out
 
-    def _x(self, slot: int) -> float:
-        return LABEL_W + slot * (TILE_W + GAP)
+    def _x(self, col: int) -> float:
+        return PAD + col * (TILE_W + GAP)
 
-    def _row(self, state: BoardState, nodes: list[ClusterNode], label: str, y: float) -> None:
+    def _row(self, state: BoardState, nodes: list[ClusterNode], label: str, y: float) -> float:
+        """One node (or a run of identical ones): its header, then its GPUs on as many lines as ``columns`` needs.
+        Returns the y below it."""
         node = nodes[0]
         self.rows.append((label, [n.name for n in nodes]))
         idx = _indices(node)
-        slot = {i: k for k, i in enumerate(idx)}
-        top, bottom = y + HEADER, y + HEADER + TILE_H
         self._label(node, label, y)
-        for i in idx:
+        y += NODE_H
+        lines = math.ceil(len(idx) / self.columns)
+        per_line = math.ceil(len(idx) / lines)  # 8 GPUs on two lines are 4 + 4, never 7 + 1
+        collapsed = len(nodes) > 1
+        for start in range(0, len(idx), per_line):
+            line = idx[start:start + per_line]
+            col = {i: k for k, i in enumerate(line)}
+            y = self._line(state, nodes, line, col, y, collapsed, last=start + per_line >= len(idx)) + LINE_GAP
+            self.lines += 1
+        return y - LINE_GAP
+
+    def _line(self, state: BoardState, nodes: list[ClusterNode], line: list[int], col: dict[int, int], y: float,
+              collapsed: bool, last: bool) -> float:
+        node = nodes[0]
+        segments = []  # (pool, columns of this line, chips to place)
+        for pool in state.placement.pools:
+            mine = [col[g.index] for g in pool.gpus if g.node == node.name and g.index in col]
+            for run in _runs(mine):
+                roles = [r for r, p in state.roles() if p == pool.name and r not in self.chips
+                         and not any(r in s[2] for s in segments if s[0] is pool)]
+                segments.append((pool, run, roles))
+        placed = [(seg, self._chip_lines(seg[2], seg[0].name, (TILE_W + GAP) * len(seg[1]) - GAP + 2 * PAD - 12))
+                  for seg in segments]
+        header = TITLE_H + max((len(lines) for _, lines in placed), default=0) * CHIP_LINE + 2
+        top = y + header
+        for (pool, run, _roles), chip_lines in placed:
+            rect = QRectF(self._x(run[0]) - PAD, y, (TILE_W + GAP) * len(run) - GAP + 2 * PAD, header + TILE_H + FOOTER)
+            region = Region(pool.name, rect, pool_colour(pool.name, self.colours), f"{pool.name} · {pool.per_node}×{pool.nnodes}")
+            self.addItem(region)
+            self.regions.append(region)
+            for k, chips in enumerate(chip_lines):
+                x = rect.left() + 6
+                for chip in chips:
+                    chip.setPos(x, y + TITLE_H + k * CHIP_LINE)
+                    self.addItem(chip)
+                    self.chips[chip.role] = chip
+                    x += chip.width + 6
+        for i in line:
             tile = GpuTile(node.name, i, f"GPU {i}")
-            tile.setPos(self._x(slot[i]), top)
+            tile.setPos(self._x(col[i]), top)
             tile.set_estimate(state.estimate_of(node.name, i), state.report)
             self.addItem(tile)
             for n in nodes:
                 self.tiles[(n.name, i)] = tile
-        for pool in state.placement.pools:
-            mine = [g.index for g in pool.gpus if g.node == node.name]
-            for run in _runs(mine):
-                rect = QRectF(self._x(slot[run[0]]) - 5, y, (TILE_W + GAP) * len(run), HEADER + TILE_H + FOOTER - 4)
-                title = f"{pool.name} · {pool.per_node}×{pool.nnodes}"
-                region = Region(pool.name, rect, pool_colour(pool.name), title)
-                self.addItem(region)
-                self.regions.append(region)
-                self._chips(pool.name, region)
-        self._replicas(state, node, slot, top, bottom)
-        self._links(node, slot, bottom)
+        self._replicas(state, node, col, top, collapsed)
+        self._links(node, line, col, top + TILE_H, last)
+        return top + TILE_H + FOOTER
 
-    def _label(self, node: ClusterNode, label: str, y: float) -> None:
-        text = QGraphicsSimpleTextItem(label)
-        text.setFont(small_font(9, bold=True))
-        text.setPos(0, y + HEADER)
-        self.addItem(text)
-        gpu = node.gpus[0] if node.gpus else None
-        mem = f"{gpu.memory_total_gib:.0f} GiB" if gpu is not None and gpu.memory_total_bytes else "memory ?"
-        model = (gpu.catalogue_id or gpu.name) if gpu is not None else "GPU"
-        sub = QGraphicsSimpleTextItem(f"{node.gpu_count} × {model}\n{mem} each")
-        sub.setFont(small_font(7.5))
-        sub.setBrush(QColor("#52606d"))
-        sub.setPos(0, y + HEADER + 18)
-        self.addItem(sub)
-
-    def _chips(self, pool: str, region: Region) -> None:
-        x = region.rect().left() + region.text.boundingRect().width() + 14
-        roles = [r for r, p in self.state.roles() if p == pool and r not in self.chips]
+    @staticmethod
+    def _chip_lines(roles: list[str], pool: str, width: float) -> list[list[RoleChip]]:
+        """The chips of ``roles`` in lines no wider than ``width`` (one GPU's pool holds three chips on two lines)."""
+        lines: list[list[RoleChip]] = []
+        used = width + 1
         for role in roles:
             chip = RoleChip(role, pool)
-            chip.setPos(x, region.rect().top() + 4)
-            self.addItem(chip)
-            self.chips[role] = chip
-            x += chip.width + 6
+            if used + chip.width > width and (not lines or lines[-1]):
+                lines.append([])
+                used = 0.0
+            lines[-1].append(chip)
+            used += chip.width + 6
+        return lines
 
-    def _replicas(self, state: BoardState, node: ClusterNode, slot: dict[int, int], top: float, bottom: float) -> None:
+    def _label(self, node: ClusterNode, label: str, y: float) -> None:
+        c = self.colours
+        text = text_item(label, "node", c.text)
+        text.setPos(0, y + 2)
+        self.addItem(text)
+        gpu = node.gpus[0] if node.gpus else None
+        mem = f"{gpu.memory_total_gib:.0f} GiB each" if gpu is not None and gpu.memory_total_bytes else "memory ?"
+        model = (gpu.catalogue_id or gpu.name) if gpu is not None else "GPU"
+        sub = text_item(f"{node.gpu_count} × {model} · {mem}", "node_facts", c.muted)
+        sub.setPos(text.boundingRect().width() + 14, y + 3)
+        self.addItem(sub)
+
+    def _replicas(self, state: BoardState, node: ClusterNode, col: dict[int, int], top: float,
+                  collapsed: bool) -> None:
         for g in state.placement.replicas:
-            mine = [r.index for r in g.gpus if r.node == node.name and r.index in slot]
+            mine = [col[r.index] for r in g.gpus if r.node == node.name and r.index in col]
             for run in _runs(mine):
-                rect = QRectF(self._x(slot[run[0]]) - 2, top - 2, (TILE_W + GAP) * len(run) - GAP + 4, TILE_H + 4)
+                rect = QRectF(self._x(run[0]) - 2, top - 2, (TILE_W + GAP) * len(run) - GAP + 4, TILE_H + 4)
                 shape = f"TP{g.tp}" + (f"×DP{g.dp}" if g.dp > 1 else "") + (f"×PP{g.pp}" if g.pp > 1 else "")
-                self.addItem(ReplicaOutline(rect, f"{g.role} replica {g.rank} · {shape}", g.worst_link,
+                name = f"{g.role} replica" if collapsed else f"{g.role} replica {g.rank}"
+                self.addItem(ReplicaOutline(rect, f"{name} · {shape}", g.worst_link,
                                             right=not g.role.startswith("rollout")))
 
-    def _links(self, node: ClusterNode, slot: dict[int, int], bottom: float) -> None:
+    def _links(self, node: ClusterNode, line: list[int], col: dict[int, int], bottom: float, last: bool) -> None:
         if node.gpu_count < 2:
             return
         islands = [isl for isl in node.nvlink_islands() if len(isl) > 1]
         if islands:
             for isl in islands:
-                for run in _runs([i for i in isl if i in slot]):
-                    link = node.link(run[0], run[-1]) if len(run) > 1 else None
+                here = [i for i in isl if i in col]
+                for run in _runs([col[i] for i in here]):
+                    a, b = line[run[0]], line[run[-1]]
+                    link = node.link(isl[0], isl[-1]) if len(isl) > 1 else None
                     label = link.label if link is not None else "NV"
-                    rect = QRectF(self._x(slot[run[0]]), bottom + 17, (TILE_W + GAP) * len(run) - GAP, 3)
-                    self.addItem(LinkBar(rect, True, f"NVLink island ({label}) of GPUs {run[0]}–{run[-1]}"))
+                    rect = QRectF(self._x(run[0]), bottom + 19, (TILE_W + GAP) * len(run) - GAP, 3)
+                    whole = (a, b) == (isl[0], isl[-1])
+                    self.addItem(LinkBar(rect, True, f"NVLink island ({label}): GPUs {isl[0]}–{isl[-1]}"
+                                         + ("" if whole else f" ({a}–{b} on this line)")))
         elif node.interconnect == "pcie" or node.links:
-            rect = QRectF(self._x(0), bottom + 17, (TILE_W + GAP) * len(slot) - GAP, 3)
-            self.addItem(LinkBar(rect, False, "PCIe only: no NVLink between these GPUs"))
+            rect = QRectF(self._x(0), bottom + 19, (TILE_W + GAP) * len(line) - GAP, 3)
+            self.addItem(LinkBar(rect, False, "PCIe only: no NVLink between these GPUs", label=last))
 
     def _slots(self, state: BoardState, y: float) -> None:
-        x = LABEL_W
+        c = self.colours
+        span = min(self.columns, 2)
+        width = (TILE_W + GAP) * span - GAP + 2 * PAD
+        per_line = max(1, self.columns // span)
+        k = 0
         for target in state.targets():
             if not target.startswith("new:"):
                 continue
             pool = target.removeprefix("new:")
-            rect = QRectF(x, y, 330, 70)
-            region = Region(target, rect, QColor("#ffffff"), NEW_TITLES[pool], dashed=True)
-            hint = QGraphicsSimpleTextItem("Drop a role here to give it GPUs of its own\n(spare GPUs, else the "
-                                           "training pool's last node\nor half of its one node)", region)
-            hint.setFont(small_font(7))
-            hint.setBrush(QColor("#52606d"))
-            hint.setPos(rect.left() + 6, rect.top() + 22)
+            x = (k % per_line) * (width + GAP)
+            top = y + (k // per_line) * (SLOT_H + GAP)
+            rect = QRectF(x, top, width, SLOT_H)
+            region = Region(target, rect, QColor(c.surface), NEW_TITLES[pool], dashed=True)
+            region.setToolTip("Drop a role here to give it GPUs of its own: spare GPUs, else the training pool's "
+                              "last node, or half of its one node")
+            region.hint = hint = QGraphicsTextItem("Drop a role here to give it GPUs of its own", region)  # kept
+            hint.setFont(board_font("hint"))
+            hint.setDefaultTextColor(QColor(c.muted))
+            hint.setTextWidth(width - 8)
+            hint.setPos(rect.left() + 2, rect.top() + TITLE_H - 4)
+            if hint.boundingRect().height() > SLOT_H - TITLE_H:
+                region.setRect(QRectF(rect.left(), rect.top(), width, TITLE_H + hint.boundingRect().height()))
             self.addItem(region)
             self.regions.append(region)
-            x += 350
+            k += 1
 
     # -- preview ------------------------------------------------------------------------------------------------
     def preview(self, state: BoardState | None) -> None:

@@ -9,7 +9,7 @@ pool…", Ctrl+M) and the canvas has an accessible description of the pools.
 
 from __future__ import annotations
 
-from PySide6.QtCore import QPoint, QTimer, Signal
+from PySide6.QtCore import QPoint, Qt, QTimer, Signal
 from PySide6.QtGui import QAction, QColor, QKeySequence
 from PySide6.QtWidgets import (
     QDialog,
@@ -27,12 +27,14 @@ from wizard.core.findings import Finding
 from wizard.core.memory.board import BoardState, headline
 from wizard.core.placement.board import BoardMove, propose, role_title
 from wizard.gui.widgets.canvas import FitView, add_action, canvas_split, finding_item
+from wizard.gui.widgets.status_line import StatusLine
 from wizard.gui.document import PlanDocument
 from wizard.gui.placement.commands import push_move
 from wizard.gui.placement.dialogs import MoveDialog
 from wizard.gui.placement.estimate import estimate, machine_for
-from wizard.gui.placement.items import VERDICT_COLOURS
-from wizard.gui.placement.scene import PlacementScene
+from wizard.gui.placement.items import PHASE_ORDER, SHORT
+from wizard.gui.placement.scene import PlacementScene, columns_for
+from wizard.gui.theme import ThemeFollower, canvas_colours
 
 HOW_TO = ("Drag a role chip onto another pool (or a dashed \"new pool\" slot); green targets can take it, grey ones "
           "say why not. Ctrl+wheel zooms. Ctrl+M moves a role by keyboard.")
@@ -40,21 +42,37 @@ PREVIEW_MS = 60  # estimate a hovered target this long after the mouse settles o
 
 
 class PlacementView(FitView):
-    """The canvas; fits the board until the user zooms (Ctrl+wheel or the toolbar)."""
+    """The canvas. Until the user zooms (Ctrl+wheel or the toolbar) it shows the board at its own, readable scale
+    and has the scene wrap each node's GPUs to the view's width; it never shrinks the board to fit."""
 
     def __init__(self, scene: PlacementScene, parent: QWidget | None = None) -> None:
         super().__init__(scene, parent)
         self.setViewportUpdateMode(QGraphicsView.SmartViewportUpdate)
         self.setCacheMode(QGraphicsView.CacheBackground)
+        self.setAlignment(Qt.AlignHCenter | Qt.AlignTop)
         self.setAccessibleName("Placement board")
+        self._shown_top = False
+
+    def fit(self) -> None:
+        scene: PlacementScene = self.scene()
+        columns = columns_for(self.viewport().width())
+        relaid = columns != scene.columns and scene.relayout(columns)
+        if relaid:
+            self.resetCachedContent()
+        self.resetTransform()
+        if relaid or not self._shown_top:  # a new layout starts at its top; an edit keeps where the user scrolled
+            self._shown_top = True
+            self.ensureVisible(scene.sceneRect().left(), scene.sceneRect().top(), 1, 1, 0, 0)
 
 
 def legend_html() -> str:
-    dots = " ".join(f"<span style='color:{VERDICT_COLOURS[v]}'>■</span>&nbsp;{w}"
+    c = canvas_colours()
+    dots = " ".join(f"<span style='color:{c.verdict[v]}'>■</span>&nbsp;{w}"
                     for v, w in (("ok", "fits"), ("tight", "tight"), ("oom", "out of memory")))
-    return (f"<small>Bars: memory per phase, peak outlined, red dashes = GPU memory. {dots} · "
-            "<span style='color:#2e7d32'>━</span> NVLink island · <span style='color:#c62828'>┅</span> PCIe only · "
-            "dashed box = one engine replica (TP group)</small>")
+    phases = " · ".join(SHORT[p] for p in PHASE_ORDER)
+    return (f"Bars: memory per phase ({phases}: those the plan has), the peak outlined; dashes: the GPU's memory. "
+            f"{dots} · <span style='color:{c.verdict['ok']}'>━</span> NVLink · <span style='color:{c.bad}'>┅</span> "
+            "PCIe only · dashed box: an engine replica. Hover a GPU for details.")
 
 
 class PlacementBoard(QWidget):
@@ -82,10 +100,7 @@ class PlacementBoard(QWidget):
         self.headline.setObjectName("placementHeadline")
         self.headline.setAccessibleName("Memory verdict")
         self.headline.setWordWrap(True)
-        self.status = QLabel()
-        self.status.setObjectName("placementStatus")
-        self.status.setAccessibleName("Board status")
-        self.status.setWordWrap(True)
+        self.status = StatusLine("placementStatus", "Board status")
         self.findings = QListWidget()
         self.findings.setAccessibleName("Placement and memory findings")
         self.findings.setWordWrap(True)
@@ -98,6 +113,7 @@ class PlacementBoard(QWidget):
         self.scene.refused.connect(lambda reason: self._say(f"Refused: {reason}"))
         doc.changed.connect(self.refresh)
         self.refresh()
+        ThemeFollower(self, self.restyle)
 
     # -- construction ---------------------------------------------------------------------------------------
     def _action(self, text: str, tip: str, slot, shortcut=None) -> QAction:
@@ -106,7 +122,8 @@ class PlacementBoard(QWidget):
     def _build(self) -> None:
         self.move_action = self._action("&Move role to pool…", "Move a role to another pool, by keyboard",
                                         self.move_dialog, "Ctrl+M")
-        self.fit_action = self._action("&Fit", "Fit the whole board in the window", self.fit, "Ctrl+0")
+        self.fit_action = self._action("&Fit", "Back to the readable size, the GPUs wrapped to the window's width",
+                                       self.fit, "Ctrl+0")
         self.zoom_in_action = self._action("Zoom &in", "Zoom in", lambda: self.view.zoom(1.25), QKeySequence.ZoomIn)
         self.zoom_out_action = self._action("Zoom &out", "Zoom out", lambda: self.view.zoom(0.8),
                                             QKeySequence.ZoomOut)
@@ -117,8 +134,8 @@ class PlacementBoard(QWidget):
         bar.addSeparator()
         bar.addAction(self.doc.undo_stack.createUndoAction(self, "Undo"))
         bar.addAction(self.doc.undo_stack.createRedoAction(self, "Redo"))
-        split = canvas_split(self.view, self.headline, "&Findings for this placement:", self.findings, (1000, 340))
-        legend = QLabel(legend_html())
+        split = canvas_split(self.view, self.headline, "&Findings for this placement:", self.findings, (1000, 270))
+        self.legend = legend = QLabel(legend_html())
         legend.setAccessibleName("Board legend")
         legend.setWordWrap(True)
         layout = QVBoxLayout(self)
@@ -143,6 +160,7 @@ class PlacementBoard(QWidget):
         self._cache.clear()
         self.preview_state, self.previewing = None, None
         self.scene.set_state(self.state, self.machine)
+        self.view.resetCachedContent()
         self.view.setAccessibleDescription(self.describe())
         self._show_findings(self.state)
         if self.view.auto_fit:
@@ -157,7 +175,7 @@ class PlacementBoard(QWidget):
         self.findings.clear()
         if preview:
             head = QListWidgetItem(f"If you drop here ({preview}):")
-            head.setForeground(QColor("#1b5e20"))
+            head.setForeground(QColor(canvas_colours().good))
             self.findings.addItem(head)
         for f in state.findings:
             self.findings.addItem(finding_item(f, f.rule))
@@ -165,6 +183,13 @@ class PlacementBoard(QWidget):
             self.findings.addItem("No findings")
         self.headline.setText(headline(state))
         self.findings_changed.emit(list(state.findings))
+
+    def restyle(self) -> None:
+        """Draw the board again in the theme's colours (the theme changed)."""
+        self.legend.setText(legend_html())
+        if self.scene.relayout():
+            self.view.resetCachedContent()
+        self._show_findings(self.preview_state or self.state)
 
     def current_findings(self) -> list[Finding]:
         return list((self.preview_state or self.state).findings)

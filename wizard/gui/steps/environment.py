@@ -32,7 +32,7 @@ class EnvironmentPage(Page):
         self.check_button.setObjectName("runDoctor")
         self.check_button.clicked.connect(self.run_doctor)
         self.runner = Worker(self)
-        self.runner.finished.connect(self._report)
+        self.runner.finished.connect(self.show_report)
         self.runner.failed.connect(self._failed)
         self.runner.started.connect(lambda _l: self.check_button.setEnabled(False))
         for signal in (self.runner.finished, self.runner.failed, self.runner.cancelled):
@@ -74,7 +74,9 @@ class EnvironmentPage(Page):
         self.result.setText(f"<span style='color:#c62828'>{escaped(message)}</span>")
         self.doc.set_context_findings("environment", [])
 
-    def _report(self, report) -> None:
+    def show_report(self, report) -> None:
+        """Show a probe's answer: the versions, the verdict and every finding with its fix (for the machine, never a
+        plan edit); the findings panel lists them too, marked "this machine"."""
         from wizard.core.run.report import ENV_PACKAGES, environment_summary
 
         pk = report.facts.get("packages") or {}

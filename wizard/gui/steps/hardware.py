@@ -103,7 +103,8 @@ class HardwarePage(Page):
         layout.addStretch(1)
         outer = QVBoxLayout(self)
         outer.setContentsMargins(0, 0, 0, 0)
-        outer.addWidget(scrolled(body))
+        self.scroll = scrolled(body)
+        outer.addWidget(self.scroll)
 
     def detect(self) -> None:
         visible = os.environ.get("CUDA_VISIBLE_DEVICES")
@@ -182,6 +183,10 @@ class HardwarePage(Page):
         self.matrix.resizeColumnsToContents()
         self.matrix.setVisible(n > 1)
         self.legend.setVisible(n > 1)
+
+    def show_topology(self) -> None:
+        """Scroll the step to the picture of the GPUs and their links."""
+        self.scroll.ensureWidgetVisible(self.topology, 0, 0)
 
     def use_discovery(self) -> None:
         if self.discovery is None:

@@ -8,9 +8,8 @@ from PySide6.QtGui import QAction, QColor, QKeySequence, QPainter
 from PySide6.QtWidgets import QGraphicsView, QListWidgetItem, QWidget
 
 from wizard.core.findings import Finding, Severity
+from wizard.gui.theme import canvas_colours
 from wizard.gui.widgets.findings_view import SEVERITY_TEXT
-
-TEXT_COLOURS = {Severity.ERROR: "#b00020", Severity.WARNING: "#7a5200", Severity.INFO: "#1f2933"}  # readable on white
 
 
 class FitView(QGraphicsView):
@@ -64,10 +63,12 @@ def add_action(owner: QWidget, text: str, tip: str, slot, shortcut: str | QKeySe
 
 
 def finding_item(f: Finding, data) -> QListWidgetItem:
-    """One finding in a canvas's side list: its words coloured by severity, the fix as tooltip."""
+    """One finding in a canvas's side list: its words coloured by severity (for the theme in use), the fix as
+    tooltip."""
     item = QListWidgetItem(f"{SEVERITY_TEXT[f.severity]}: {f.message}")
     item.setToolTip(f"Fix: {f.fix}" if f.fix else f.rule)
-    item.setForeground(QColor(TEXT_COLOURS[f.severity]))
+    if f.severity is not Severity.INFO:  # notes keep the palette's text colour
+        item.setForeground(QColor(canvas_colours().severity[f.severity.value]))
     item.setData(Qt.UserRole, data)
     return item
 

@@ -1,54 +1,124 @@
-"""The findings panel: grouped by stage, worst first, each with its fix."""
+"""The findings panel: one line per finding, errors first with the worst selected, the selected one in full beside
+the list with its fix.
+
+A line is the severity, when verl would meet the problem, and the message (cut at the list's width; the pane on
+the right has it whole). The order is the core's (``sort_findings``: errors, then warnings, then notes), so the
+first error is the first line and is selected and shown whenever the findings change. Findings about the probed
+environment (``about_environment``) say so, lead to the Environment step and offer no plan fix.
+
+``header`` (the title, the counts and the buttons) is a widget of its own: the window makes it the dock's title bar,
+so the list gets the height.
+"""
 
 from __future__ import annotations
 
 from PySide6.QtCore import Qt, Signal
-from PySide6.QtWidgets import QHBoxLayout, QLabel, QPushButton, QTreeWidget, QTreeWidgetItem, QVBoxLayout, QWidget
+from PySide6.QtGui import QColor
+from PySide6.QtWidgets import (
+    QAbstractItemView,
+    QFrame,
+    QHBoxLayout,
+    QHeaderView,
+    QLabel,
+    QPushButton,
+    QScrollArea,
+    QSplitter,
+    QTreeWidget,
+    QTreeWidgetItem,
+    QVBoxLayout,
+    QWidget,
+)
 
-from wizard.core.findings import STAGE_ORDER, STAGE_TITLES, Finding, Severity, Stage
+from wizard.core.findings import STAGE_TITLES, Finding, Severity, Stage, about_environment, plan_fix, sort_findings
+from wizard.gui.theme import ThemeFollower, canvas_colours
+
 SEVERITY_TEXT = {Severity.ERROR: "Error", Severity.WARNING: "Warning", Severity.INFO: "Note"}
+SEVERITY_MARK = {Severity.ERROR: "✖", Severity.WARNING: "⚠", Severity.INFO: "ℹ"}
+WHEN = {Stage.COMPOSE: "at launch", Stage.PREFLIGHT: "pre-flight", Stage.STARTUP: "at startup",
+        Stage.RUNTIME: "in training", Stage.ADVICE: "advice"}
+ENVIRONMENT = "this machine"
+ROWS = 8  # the list shows at least this many findings at the window's default size (1180 x 820)
+SEVERITY_COL, WHEN_COL, MESSAGE_COL = range(3)
 
 
 class FindingsView(QWidget):
     fix_requested = Signal(object)  # Finding
     go_requested = Signal(list)  # the keys of the finding the user wants to see
+    environment_requested = Signal()  # an environment finding: show the Environment step
 
-    def __init__(self, parent: QWidget | None = None) -> None:
+    def __init__(self, parent: QWidget | None = None, header_inside: bool = True) -> None:
         super().__init__(parent)
         self.summary = QLabel()
         self.summary.setObjectName("findingsSummary")
-        self.tree = QTreeWidget()
-        self.tree.setHeaderLabels(["Finding", "Fix"])
-        self.tree.setColumnWidth(0, 520)
-        self.tree.setWordWrap(True)
-        self.tree.setAccessibleName("Findings")
-        self.fix_button = QPushButton("&Apply fix")
-        self.fix_button.setToolTip("Apply the selected finding's fix to the plan")
-        self.fix_button.setEnabled(False)
-        self.fix_button.clicked.connect(self._apply_selected)
         self.go_button = QPushButton("&Show the field")
         self.go_button.setToolTip("Go to the step and field this finding is about (or double-click it)")
         self.go_button.setEnabled(False)
         self.go_button.clicked.connect(self._go_selected)
-        self.tree.itemActivated.connect(lambda *_: self._go_selected())
-        self.tree.currentItemChanged.connect(self._selection_changed)
+        self.fix_button = QPushButton("&Apply fix")
+        self.fix_button.setToolTip("Apply the selected finding's fix to the plan")
+        self.fix_button.setEnabled(False)
+        self.fix_button.clicked.connect(self._apply_selected)
+        self.header = self._header()
+        self.tree = self._tree()
         self.details = QLabel()
         self.details.setObjectName("findingDetails")
         self.details.setWordWrap(True)
+        self.details.setAlignment(Qt.AlignTop | Qt.AlignLeft)
         self.details.setTextInteractionFlags(Qt.TextSelectableByMouse)
-        row = QHBoxLayout()
+        self.details.setContentsMargins(6, 4, 6, 4)
+        pane = QScrollArea()
+        pane.setWidgetResizable(True)
+        pane.setFrameShape(QFrame.NoFrame)
+        pane.setWidget(self.details)
+        self.split = QSplitter(Qt.Horizontal)
+        self.split.addWidget(self.tree)
+        self.split.addWidget(pane)
+        self.split.setStretchFactor(0, 3)
+        self.split.setStretchFactor(1, 2)
+        self.split.setSizes([640, 420])
+        layout = QVBoxLayout(self)
+        layout.setContentsMargins(0, 0, 0, 0)
+        layout.setSpacing(0)
+        if header_inside:
+            layout.addWidget(self.header)
+        layout.addWidget(self.split, 1)
+        self._findings: list[Finding] = []
+        ThemeFollower(self, lambda: self.set_findings(self._findings))
+
+    def _header(self) -> QWidget:
+        header = QWidget()
+        header.setObjectName("findingsHeader")
+        title = QLabel("<b>Findings</b>")
+        row = QHBoxLayout(header)
+        row.setContentsMargins(6, 2, 2, 2)
+        row.addWidget(title)
         row.addWidget(self.summary, 1)
         row.addWidget(self.go_button)
         row.addWidget(self.fix_button)
-        layout = QVBoxLayout(self)
-        layout.setContentsMargins(0, 0, 0, 0)
-        layout.addLayout(row)
-        layout.addWidget(self.tree, 1)
-        layout.addWidget(self.details)
-        self._findings: list[Finding] = []
+        return header
 
+    def _tree(self) -> QTreeWidget:
+        tree = QTreeWidget()
+        tree.setColumnCount(3)
+        tree.setHeaderLabels(["Severity", "When", "Finding"])
+        tree.setHeaderHidden(True)
+        tree.setRootIsDecorated(False)
+        tree.setUniformRowHeights(True)
+        tree.setAlternatingRowColors(True)
+        tree.setTextElideMode(Qt.ElideRight)
+        tree.setSelectionMode(QAbstractItemView.SingleSelection)
+        tree.setAccessibleName("Findings")
+        head = tree.header()
+        head.setStretchLastSection(True)
+        head.setSectionResizeMode(SEVERITY_COL, QHeaderView.ResizeToContents)
+        head.setSectionResizeMode(WHEN_COL, QHeaderView.ResizeToContents)
+        tree.itemActivated.connect(lambda *_: self._go_selected())
+        tree.currentItemChanged.connect(self._selection_changed)
+        return tree
+
+    # -- contents -----------------------------------------------------------------------------------------------
     def set_findings(self, findings: list[Finding]) -> None:
-        self._findings = list(findings)
+        self._findings = sort_findings(list(findings))
         self.tree.clear()
         errors = sum(1 for f in findings if f.severity is Severity.ERROR)
         warnings = sum(1 for f in findings if f.severity is Severity.WARNING)
@@ -59,59 +129,64 @@ class FindingsView(QWidget):
             self.summary.setText(f"No errors; {len(findings)} thing{'s' if len(findings) != 1 else ''} worth a look")
         else:
             self.summary.setText("No findings: verl 0.9.1 accepts this config and no late mistake is known")
-        by_stage: dict[Stage, list[Finding]] = {}
-        for f in findings:
-            by_stage.setdefault(f.stage, []).append(f)
-        for stage in sorted(by_stage, key=STAGE_ORDER.__getitem__):
-            group = QTreeWidgetItem([f"{STAGE_TITLES[stage]}  ({len(by_stage[stage])})", ""])
-            group.setFlags(group.flags() & ~Qt.ItemIsSelectable)
-            self.tree.addTopLevelItem(group)
-            for f in sorted(by_stage[stage], key=lambda x: list(Severity).index(x.severity)):
-                item = QTreeWidgetItem([f"{SEVERITY_TEXT[f.severity]}: {f.message}", f.fix or ""])
-                item.setToolTip(0, f"{f.rule}\nkeys: {', '.join(f.keys)}\n\n{f.message}")
-                item.setToolTip(1, f.fix or "")
-                item.setData(0, Qt.UserRole, f)
-                group.addChild(item)
-            group.setExpanded(True)
+        colours = canvas_colours().severity
+        for f in self._findings:
+            self.tree.addTopLevelItem(_item(f, colours))
         self.fix_button.setEnabled(False)
         self.details.clear()
         first = self.tree.topLevelItem(0)
-        if first is not None and first.childCount():
-            self.tree.setCurrentItem(first.child(0))  # the worst problem, explained below the list
+        if first is not None:
+            self.tree.setCurrentItem(first)  # the worst problem, explained beside the list
+            self.tree.scrollToItem(first, QAbstractItemView.PositionAtTop)
+        else:
+            self.details.setText("Nothing to fix or look at.")
+            self._selection_changed()
 
+    def items(self) -> list[QTreeWidgetItem]:
+        """The findings' lines, in the order shown (the worst first)."""
+        return [self.tree.topLevelItem(i) for i in range(self.tree.topLevelItemCount())]
+
+    _items = items
+
+    def preferred_height(self) -> int:
+        """The panel's height with ``ROWS`` findings (and half a line more, so the list is seen to go on)."""
+        row = self.tree.sizeHintForRow(0) if self.tree.topLevelItemCount() else self.tree.fontMetrics().height() + 6
+        return int(row * (ROWS + 0.5)) + 2 * self.tree.frameWidth() + 2
+
+    # -- selection ----------------------------------------------------------------------------------------------
     def _selected(self) -> Finding | None:
         item = self.tree.currentItem()
         return item.data(0, Qt.UserRole) if item is not None else None
 
-    def _selection_changed(self, *_):
+    def _selection_changed(self, *_) -> None:
         finding = self._selected()
-        self.fix_button.setEnabled(bool(finding and finding.fix_overrides))
-        self.go_button.setEnabled(bool(finding and finding.keys))
+        environment = finding is not None and about_environment(finding)
+        self.fix_button.setEnabled(bool(finding and plan_fix(finding)))
+        self.fix_button.setToolTip("Not a plan setting: fix the environment itself (see the Fix line)" if environment
+                                   else "Apply the selected finding's fix to the plan")
+        self.go_button.setText("&Show the Environment step" if environment else "&Show the field")
+        self.go_button.setEnabled(bool(finding and (finding.keys or environment)))
         if finding is None:
-            self.details.clear()
             return
-        text = f"<b>{SEVERITY_TEXT[finding.severity]}</b> ({finding.rule}): {_html(finding.message)}"
-        if finding.fix:
-            text += f"<br><b>Fix:</b> {_html(finding.fix)}"
-        self.details.setText(text)
+        self.details.setText(details_html(finding))
 
     def _apply_selected(self) -> None:
         finding = self._selected()
-        if finding is not None and finding.fix_overrides:
+        if finding is not None and plan_fix(finding):
             self.fix_requested.emit(finding)
 
     def _go_selected(self) -> None:
         finding = self._selected()
-        if finding is not None and finding.keys:
+        if finding is None:
+            return
+        if about_environment(finding):
+            self.environment_requested.emit()
+        elif finding.keys:
             self.go_requested.emit(field_order(finding))
-
-    def _items(self) -> list[QTreeWidgetItem]:
-        return [self.tree.topLevelItem(i).child(j) for i in range(self.tree.topLevelItemCount())
-                for j in range(self.tree.topLevelItem(i).childCount())]
 
     def select_next(self) -> None:
         """F8: the next finding, wrapping round; the list gets the focus so Enter shows its field."""
-        items = self._items()
+        items = self.items()
         if not items:
             return
         current = self.tree.currentItem()
@@ -120,19 +195,44 @@ class FindingsView(QWidget):
         self.tree.setFocus(Qt.ShortcutFocusReason)
 
     def select_first_fixable(self) -> bool:
-        for i in range(self.tree.topLevelItemCount()):
-            group = self.tree.topLevelItem(i)
-            for j in range(group.childCount()):
-                item = group.child(j)
-                if item.data(0, Qt.UserRole).fix_overrides:
-                    self.tree.setCurrentItem(item)
-                    return True
+        for item in self.items():
+            if plan_fix(item.data(0, Qt.UserRole)):
+                self.tree.setCurrentItem(item)
+                return True
         return False
+
+
+def _item(f: Finding, colours: dict[str, str]) -> QTreeWidgetItem:
+    when = ENVIRONMENT if about_environment(f) else WHEN[f.stage]
+    message = " ".join(f.message.split())
+    item = QTreeWidgetItem([f"{SEVERITY_MARK[f.severity]} {SEVERITY_TEXT[f.severity]}", when, message])
+    if f.severity is not Severity.INFO:
+        item.setForeground(SEVERITY_COL, QColor(colours[f.severity.value]))
+    item.setToolTip(SEVERITY_COL, f.rule)
+    item.setToolTip(WHEN_COL, "About the Python environment probed on the Environment step" if about_environment(f)
+                    else STAGE_TITLES[f.stage])
+    item.setToolTip(MESSAGE_COL, f"{f.message}\n\nFix: {f.fix}" if f.fix else f.message)
+    item.setData(0, Qt.UserRole, f)
+    return item
+
+
+def details_html(finding: Finding) -> str:
+    """The selected finding in full: what, when, the fix; for an environment finding, why it is not a plan fix."""
+    when = ("this machine's Python environment" if about_environment(finding)
+            else STAGE_TITLES[finding.stage].replace("(", "— ").rstrip(")"))
+    text = (f"<b>{SEVERITY_TEXT[finding.severity]}</b> · {_html(when)} · <code>{_html(finding.rule)}</code>"
+            f"<br>{_html(finding.message)}")
+    if finding.fix:
+        text += f"<br><b>Fix:</b> {_html(finding.fix)}"
+    if about_environment(finding):
+        text += ("<br><i>This is about the environment probed on the Environment step, not a setting of the plan: "
+                 "nothing here is applied to the plan.</i>")
+    return text
 
 
 def field_order(finding: Finding) -> list[str]:
     """The finding's keys, the one its fix changes first: that is the field the user should see."""
-    fixed = [o.split("=", 1)[0].lstrip("+~") for o in finding.fix_overrides]
+    fixed = [o.split("=", 1)[0].lstrip("+~") for o in plan_fix(finding)]
     return sorted(finding.keys, key=lambda k: (k.lstrip("+~") not in fixed, finding.keys.index(k)))
 
 

@@ -3,13 +3,14 @@
 NVLink islands (``ClusterNode.nvlink_islands``) are drawn as one green band when every pair in them is NVLinked (the
 usual 8-GPU board) and as thick green arcs otherwise; PCIe paths are arcs too: PIX/PXB solid blue, PHB/NODE/SYS
 thin dashed red (the slow ones a TP group should not cross). Identical neighbouring nodes collapse into one
-row ("node0 – node127 ×128"). Read-only: the view only draws what discovery found.
+row ("node0 – node127 ×128"). Read-only: the view only draws what discovery found. Colours follow the theme (it
+draws itself again when the theme changes); no text is smaller than 9 pt.
 """
 
 from __future__ import annotations
 
 from PySide6.QtCore import QPointF, QRectF, Qt
-from PySide6.QtGui import QColor, QPainter, QPainterPath, QPen
+from PySide6.QtGui import QColor, QFontMetricsF, QPainter, QPainterPath, QPen
 from PySide6.QtWidgets import (
     QGraphicsItem,
     QGraphicsPathItem,
@@ -23,6 +24,7 @@ from PySide6.QtWidgets import (
 )
 
 from wizard.core.hardware.cluster import GIB, Cluster, GpuLink, LinkKind, ClusterNode
+from wizard.gui.theme import CanvasColours, ThemeFollower, canvas_colours
 
 TILE_W, TILE_H, GAP, LABEL_W, ARC_ROOM = 150.0, 78.0, 14.0, 150.0, 70.0
 LINK_STYLE = {  # kind -> (colour, width, dashed)
@@ -37,45 +39,50 @@ class TopoTile(QGraphicsItem):
     def __init__(self, node: str, index: int, name: str, total: int | None, free: int | None) -> None:
         super().__init__()
         self.node, self.index, self.name, self.total, self.free = node, index, name, total, free
+        self.colours = canvas_colours()
         self.setToolTip(self.text())
 
     def text(self) -> str:
         total = f"{self.total / GIB:.1f} GiB" if self.total else "memory unknown"
-        free = f", {self.free / GIB:.1f} GiB free" if self.free is not None and self.total else ""
+        free = (f", {self.free / GIB:.1f} GiB free" if self.free is not None and self.total
+                else ", free memory not measured" if self.total else "")
         return f"GPU {self.index}: {self.name}, {total}{free}"
 
     def boundingRect(self) -> QRectF:  # noqa: N802 - Qt's name
         return QRectF(0, 0, TILE_W, TILE_H)
 
     def paint(self, painter: QPainter, option, widget=None) -> None:
-        painter.setPen(QPen(QColor("#52606d"), 1.2))
-        painter.setBrush(QColor("#ffffff"))
+        c = self.colours
+        painter.setPen(QPen(QColor(c.border), 1.2))
+        painter.setBrush(QColor(c.surface))
         painter.drawRoundedRect(QRectF(1, 1, TILE_W - 2, TILE_H - 2), 6, 6)
-        painter.setPen(QColor("#1f2933"))
+        painter.setPen(QColor(c.text))
         font = painter.font()
-        font.setPointSizeF(8.5)
+        font.setPointSizeF(10)
         font.setBold(True)
         painter.setFont(font)
-        painter.drawText(QRectF(8, 4, TILE_W - 16, 16), Qt.AlignLeft | Qt.AlignVCenter, f"GPU {self.index}")
+        painter.drawText(QRectF(8, 3, TILE_W - 16, 18), Qt.AlignLeft | Qt.AlignVCenter, f"GPU {self.index}")
         font.setBold(False)
-        font.setPointSizeF(7.5)
+        font.setPointSizeF(9)
         painter.setFont(font)
-        painter.drawText(QRectF(8, 20, TILE_W - 16, 14), Qt.AlignLeft | Qt.AlignVCenter, self.name[:26])
+        painter.drawText(QRectF(8, 20, TILE_W - 16, 16), Qt.AlignLeft | Qt.AlignVCenter,
+                         QFontMetricsF(font).elidedText(self.name, Qt.ElideRight, TILE_W - 16))
         bar = QRectF(8, 40, TILE_W - 16, 10)
-        painter.setPen(QPen(QColor("#9aa5b1"), 1))
-        painter.setBrush(QColor("#e4e7eb"))
+        painter.setPen(QPen(QColor(c.border), 1))
+        painter.setBrush(QColor(c.track))
         painter.drawRect(bar)
         if self.total:
             used = 0.0 if self.free is None else max(0.0, min(1.0, 1 - self.free / self.total))
             painter.setPen(Qt.NoPen)
             painter.setBrush(QColor("#ef6c00" if used > 0.5 else "#1565c0"))
             painter.drawRect(QRectF(bar.left(), bar.top(), bar.width() * used, bar.height()))
-            free = f" · {self.free / GIB:.1f} free" if self.free is not None else " · free not measured"
+            free = f" · {self.free / GIB:.1f} free" if self.free is not None else ""  # the tooltip says why not
             words = f"{self.total / GIB:.1f} GiB{free}"
         else:
             words = "memory unknown"
-        painter.setPen(QColor("#1f2933"))
-        painter.drawText(QRectF(8, 54, TILE_W - 16, 16), Qt.AlignLeft | Qt.AlignVCenter, words)
+        painter.setPen(QColor(c.text))
+        painter.drawText(QRectF(8, 54, TILE_W - 16, 18), Qt.AlignLeft | Qt.AlignVCenter,
+                         QFontMetricsF(font).elidedText(words, Qt.ElideRight, TILE_W - 16))
 
 
 class LinkArc(QGraphicsPathItem):
@@ -96,14 +103,14 @@ class LinkArc(QGraphicsPathItem):
 class Island(QGraphicsRectItem):
     """An all-to-all NVLink island: one band behind its tiles instead of n·(n-1)/2 arcs."""
 
-    def __init__(self, rect: QRectF, gpus: list[int], label: str) -> None:
+    def __init__(self, rect: QRectF, gpus: list[int], label: str, colours: CanvasColours) -> None:
         super().__init__(rect)
         self.gpus, self.label = gpus, label
-        self.setPen(QPen(QColor("#2e7d32"), 4))
-        self.setBrush(QColor("#e8f5e9"))
+        self.setPen(QPen(QColor(colours.verdict["ok"]), 4))
+        self.setBrush(QColor(colours.lit[0]))
         self.setZValue(-1)
         text = QGraphicsSimpleTextItem(label, self)
-        text.setBrush(QColor("#1b5e20"))
+        text.setBrush(QColor(colours.good))
         text.setPos(rect.left() + 8, rect.top() + 4)
 
 
@@ -119,14 +126,13 @@ class TopologyView(QWidget):
         super().__init__(parent)
         self.setAccessibleName("GPU topology")
         self.scene = QGraphicsScene(self)
-        self.scene.setBackgroundBrush(QColor("#f7f8fa"))
         self.view = QGraphicsView(self.scene)
         self.view.setRenderHints(QPainter.Antialiasing | QPainter.TextAntialiasing)
         self.view.setAccessibleName("GPU topology picture")
-        self.legend = QLabel("<small><span style='color:#2e7d32'>━━</span> NVLink (NV#) · "
+        self.legend = QLabel("<span style='color:#2e7d32'>━━</span> NVLink (NV#) · "
                              "<span style='color:#1565c0'>━</span> PCIe switch (PIX/PXB) · "
                              "<span style='color:#c62828'>┅</span> through the CPU (PHB/NODE/SYS): slow for a TP "
-                             "group · bar: memory in use</small>")
+                             "group · bar: memory in use")
         self.legend.setWordWrap(True)
         self.summary = QLabel()
         self.summary.setWordWrap(True)
@@ -141,9 +147,12 @@ class TopologyView(QWidget):
         self.islands: list[Island] = []
         self.rows: list[str] = []
         self.set_cluster(cluster)
+        ThemeFollower(self, lambda: self.set_cluster(self.cluster))
 
     def set_cluster(self, cluster: Cluster | None) -> None:
         self.scene.clear()
+        self.colours = canvas_colours()
+        self.scene.setBackgroundBrush(QColor(self.colours.background))
         self.tiles, self.arcs, self.islands, self.rows = {}, [], [], []
         self.cluster = cluster
         if cluster is None or not cluster.nodes:
@@ -156,6 +165,9 @@ class TopologyView(QWidget):
             self._row(node, label, y)
             y += ARC_ROOM + TILE_H + 30
         self.scene.setSceneRect(self.scene.itemsBoundingRect().adjusted(-16, -16, 16, 16))
+        # tall enough for two rows at their size (text at 9 pt and up): more rows scroll
+        shown = min(self.scene.sceneRect().height(), 2 * (ARC_ROOM + TILE_H + 30) + 16)
+        self.view.setMinimumHeight(int(shown) + 2 * self.view.frameWidth() + self.view.horizontalScrollBar().sizeHint().height())
         gpus = cluster.gpu_total
         self.summary.setText(f"{gpus} GPU(s) on {len(cluster.nodes)} node(s), from {cluster.source}"
                              + (f". {' '.join(cluster.notes)}" if cluster.notes else ""))
@@ -178,6 +190,11 @@ class TopologyView(QWidget):
 
     def _row(self, node: ClusterNode, label: str, y: float) -> None:
         text = QGraphicsSimpleTextItem(label + ("" if node.alive else " (dead)"))
+        font = text.font()
+        font.setPointSizeF(10)
+        font.setBold(True)
+        text.setFont(font)
+        text.setBrush(QColor(self.colours.text))
         text.setPos(0, y + ARC_ROOM + 8)
         self.scene.addItem(text)
         gpus = node.gpus or []
@@ -190,6 +207,7 @@ class TopologyView(QWidget):
             self.tiles[(node.name, g.index)] = tile
         if not gpus and node.gpu_count:
             note = QGraphicsSimpleTextItem(f"{node.gpu_count} GPU(s), not described by this source")
+            note.setBrush(QColor(self.colours.muted))
             note.setPos(LABEL_W, top + 20)
             self.scene.addItem(note)
         banded: set[tuple[int, int]] = set()
@@ -204,7 +222,7 @@ class TopologyView(QWidget):
                 x0 = LABEL_W + slot[isl[0]] * (TILE_W + GAP) - 6
                 rect = QRectF(x0, top - 26, len(isl) * (TILE_W + GAP) - GAP + 12, TILE_H + 32)
                 island = Island(rect, isl, f"NVLink island: GPUs {isl[0]}–{isl[-1]}, all-to-all "
-                                           f"{'/'.join(labels)}")
+                                           f"{'/'.join(labels)}", self.colours)
                 self.scene.addItem(island)
                 self.islands.append(island)
                 banded.update(pairs)
