@@ -59,21 +59,33 @@ def prepare(args):
     from wizard.adapters.resources import load_moves, load_schema
     from wizard.core.check.verdict import check_overrides
     from wizard.core.plan.convert import plan_overrides
-    from wizard.core.run.smoke import SmokeOptions, smoke_command, smoke_plan
+    from wizard.core.run.smoke import SmokeOptions, smoke_command, smoke_notes, smoke_plan
 
     if args.steps < 1:
         raise UsageError(f"--steps must be 1 or more, not {args.steps}")
     python = _python(args.python)
-    plan = smoke_plan(_plan(args), SmokeOptions(steps=args.steps, validation=args.val))
+    env = environment_facts(python)
+    opts = SmokeOptions(steps=args.steps, validation=args.val, flash_attn=env.flash_attn)
+    source = _plan(args)
+    notes = smoke_notes(source, opts)
+    plan = smoke_plan(source, opts)
     result = check_overrides(load_schema(), plan_overrides(plan), config_name=plan.config_name, moves=load_moves(),
-                             gpus=parse_gpus(args.gpus))
+                             gpus=parse_gpus(args.gpus), environment=env)
     run_dir = Path(args.out or Path("runs") / time.strftime("launch-%Y%m%d-%H%M%S")).absolute()
-    cmd = smoke_command(plan, SmokeOptions(steps=args.steps, validation=args.val), run_dir=str(run_dir),
+    cmd = smoke_command(plan, opts, run_dir=str(run_dir),
                         file_logger_path=str(run_dir / "metrics.jsonl"), model_is_local=model_is_local(plan.models.actor_path),
                         environ=os.environ)
     if cmd.missing:
         raise UsageError(f"the config reads ${cmd.missing[0]}, which is not set in this environment")
-    return plan, result, python, cmd, run_dir
+    return plan, result, python, cmd, run_dir, notes
+
+
+def environment_facts(python: str):
+    """What the launch needs to know of the run's Python: does flash-attn import there."""
+    from wizard.adapters.doctor import flash_attn_importable
+    from wizard.core.check.rules.context import EnvironmentFacts
+
+    return EnvironmentFacts(flash_attn=flash_attn_importable(python), python=python)
 
 
 # --- the command ---------------------------------------------------------------------------------------------
@@ -81,13 +93,15 @@ def prepare(args):
 def run_launch(args) -> int:
     from wizard.core.run.smoke import render_command
 
-    plan, result, python, cmd, run_dir = prepare(args)
+    plan, result, python, cmd, run_dir, notes = prepare(args)
     shell = render_command(python, cmd)
     if args.dry_run:
         if args.format == "json":
             print(json.dumps({"command": [python, *cmd.display], "env": cmd.env, "shell": shell, "run_dir": str(run_dir),
-                              "ok": result.ok, "findings": result.to_json()["findings"]}))
+                              "ok": result.ok, "notes": notes, "findings": result.to_json()["findings"]}))
         else:
+            for text in notes:
+                print(f"verl-wizard: {text}")
             print_findings(result.findings, header="smoke run")
             print("environment (added to yours):")
             for k, v in cmd.env.items():
@@ -104,7 +118,7 @@ def run_launch(args) -> int:
             print_findings(result.findings, header="smoke run")
             print("Not started: fix the errors above (with --set KEY=VALUE).")
         return EXIT_ERRORS
-    return _run(args, plan, python, cmd, run_dir, shell)
+    return _run(args, plan, python, cmd, run_dir, shell, notes)
 
 
 class _Out:
@@ -131,13 +145,16 @@ class _Out:
             print(f"verl-wizard: {text}", flush=True)
 
 
-def _run(args, plan, python: str, cmd, run_dir: Path, shell: str) -> int:
+def _run(args, plan, python: str, cmd, run_dir: Path, shell: str, notes: list[str]) -> int:
     from wizard.adapters.launcher import LaunchError, RunProcess, prepare_run_dir, write_command_file
     from wizard.core.run.health import Thresholds, health
     from wizard.core.run.logparse import RunLog, format_step
     from wizard.core.run.triage import triage
 
     out = _Out(args.format)
+    for text in notes:
+        out.event("note", text=text)
+        out.note(text)
     try:
         prepare_run_dir(run_dir)
         write_command_file(run_dir, shell)
