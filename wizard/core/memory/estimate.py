@@ -18,6 +18,7 @@ from wizard.core.memory import terms as mt
 from wizard.core.hardware.cluster import Cluster
 from wizard.core.memory.config import MEMORY_KEYS, MemoryConfig, read_config
 from wizard.core.memory.host import host_estimates
+from wizard.core.memory.scope import unmodelled
 from wizard.core.memory.terms import CONSTANTS, GIB, HostEstimate, KvCache, MemoryConstants, Term
 from wizard.core.models.facts import ModelFacts
 from wizard.core.placement.pools import GpuRef, Placement, plan_placement
@@ -268,7 +269,7 @@ def _training_phases(cfg: MemoryConfig, tr: _Trainer, roles: list[str], capacity
             _t("engine_rollout_weights", f"rollout engine weights woken (bf16 / TP {eng.tp})", mt.engine_weights(f, eng.tp, eng.pp)),
             _t("sync_tensor", "largest tensor gathered in full for the sync", full),
             _t("engine_rollout_asleep", "rollout engine context and CUDA graphs", engines["rollout"]["asleep"])]
-        phases.append(Phase(name="weight_sync", terms=_slack(sync + _lora_summon(cfg, tr), f, c)))
+        phases.append(Phase(name="weight_sync", terms=_slack(sync + _sync_copies(cfg, tr), f, c)))
         phases.append(Phase(name="generation", terms=tr.resident() + _engine_terms("rollout", engines["rollout"], True, c)
                             + [t for r, e in engines.items() if r != "rollout" for t in _engine_terms(r, e, False, c)]))
     phases.append(Phase(name="old_log_prob", terms=_slack(
@@ -284,13 +285,17 @@ def _training_phases(cfg: MemoryConfig, tr: _Trainer, roles: list[str], capacity
     return phases, free
 
 
-def _lora_summon(cfg: MemoryConfig, tr: _Trainer) -> list[Term]:
-    """LoRA with FSDP1 and without rollout.layered_summon: collect_lora_params (verl/utils/fsdp_utils.py) runs in
-    FSDP.summon_full_params, the whole model unsharded on every GPU at every sync."""
-    if not cfg.lora_rank or cfg.layered_summon or cfg.strategy != "fsdp" or tr.N <= 1:
+def _sync_copies(cfg: MemoryConfig, tr: _Trainer) -> list[Term]:
+    """What FSDP1 gathers for the weight sync (FSDP2 streams one tensor at a time). Without LoRA its state_dict()
+    holds a copy of the params (verl H200, FSDP1 on one GPU: +2.35 GiB allocated for Qwen2.5-0.5B's 1.84 GiB). With
+    LoRA and without rollout.layered_summon, collect_lora_params (verl/utils/fsdp_utils.py) runs inside
+    FSDP.summon_full_params: the whole model unsharded on every GPU at every sync."""
+    if cfg.strategy != "fsdp" or tr.on_cpu or (cfg.lora_rank and cfg.layered_summon):
         return []
-    return [_t("lora_summon", "LoRA sync: the whole model unsharded (summon_full_params; "
-                              "rollout.layered_summon=True gathers a layer at a time)", tr.params * (tr.N - 1))]
+    if cfg.lora_rank:
+        return [_t("sync_copy", "LoRA sync: the whole model unsharded (summon_full_params; rollout.layered_summon="
+                                "True gathers a layer at a time)", tr.params * tr.N)]
+    return [_t("sync_copy", "FSDP1 state_dict for the sync: a copy of the params", tr.params)]
 
 
 def _engine_only_phases(cfg: MemoryConfig, role: str, capacity: int, c: MemoryConstants) -> tuple[list[Phase], int]:
@@ -343,21 +348,6 @@ def estimate_memory(values: Mapping, models: Mapping[str, ModelFacts], cluster: 
     host = host_estimates(cfg, actor, critic, placement, cluster, constants)
     return MemoryReport(groups=groups, kv=kv, host=host, notes=notes, placement=placement, constants=constants,
                         unmodelled=unmodelled(cfg, actor)), None
-
-
-VISION_TYPES = ("vl", "vision", "llava", "idefics", "paligemma", "pixtral", "mllama", "internvl", "minicpmv")
-
-
-def unmodelled(cfg: MemoryConfig, actor: ModelFacts) -> str | None:
-    """What the estimate counts but does not model well enough for a verdict (said, not guessed)."""
-    if any(cfg.engines[r].name == "sglang" for r in ("rollout", "reward") if r in cfg.engines):
-        return ("SGLang as rollout engine is not modelled: its memory (mem_fraction_static x the free memory at start) "
-                "follows its documentation, nobody measured it with verl; the numbers are a rough guess")
-    arch, kind = (actor.architecture or ""), (actor.model_type or "").lower()
-    if arch.endswith("ForConditionalGeneration") or any(v in kind for v in VISION_TYPES):
-        return (f"vision-language models are not modelled ({arch or kind}): the vision tower, its activations and "
-                "the image tokens are not counted; the numbers cover the language model only")
-    return None
 
 
 def _gpu_memory(cluster: Cluster | None) -> dict[tuple[str, int], int | None]:
