@@ -56,7 +56,10 @@ def values_of(case: dict) -> dict:
     }
 
 
-def estimate(case: dict, c: MemoryConstants) -> tuple[float, float] | None:
+IDLE_USED = 1_197_342_720  # NVML used before CUDA init on the machine of gpu_memory_h200.json (its "context")
+
+
+def estimate(case: dict, c: MemoryConstants, idle_used: int = IDLE_USED) -> tuple[float, float] | None:
     """(torch allocations, process total as NVML sees it) the estimator gives for one measured case."""
     cfg = read_config(values_of(case))
     tr = _Trainer(cfg, facts_of(case), None, c)
@@ -73,7 +76,7 @@ def estimate(case: dict, c: MemoryConstants) -> tuple[float, float] | None:
         return None
     torch_bytes = sum(t.bytes for t in terms if not t.key.startswith(TORCH_EXCLUDE))
     slack = sum(t.bytes for t in _slack(terms, tr.f, c) if t.key == "allocator")
-    total = torch_bytes + slack + c.cuda_context + c.driver_reserved
+    total = torch_bytes + slack + c.cuda_context + idle_used  # that machine's idle NVML used, not the estimate's
     return torch_bytes, total
 
 
@@ -82,7 +85,8 @@ def rows(doc: dict) -> list[dict]:
     for case in doc["cases"]:
         if case["phase"] not in ("update_fwd_bwd", "optimizer_step", "logprob_fwd") or case.get("error"):
             continue
-        before, after = estimate(case, REFERENCE_CONSTANTS), estimate(case, CONSTANTS)
+        idle = (doc.get("context") or {}).get("nvml_used_before_cuda_init", IDLE_USED)
+        before, after = estimate(case, REFERENCE_CONSTANTS, idle), estimate(case, CONSTANTS, idle)
         measured, nvml = case["peak_allocated"], case.get("nvml_used")
         out.append({
             "model": case["model"], "phase": case["phase"], "tokens": case.get("tokens"),

@@ -184,8 +184,8 @@ def test_a_signal_to_launch_stops_the_whole_run_like_ctrl_c(tmp_path, sig):
     stop the user asked for is no failure to triage."""
     marker = str(900 + int(sig))  # a sleep only this test's run starts
     py = tmp_path / "python"
-    py.write_text(f"#!/bin/sh\necho 'Total training steps: 5'\nsleep {marker} &\nsetsid sleep {marker} &\n"
-                  f"exec sleep {marker}\n")
+    py.write_text("#!/bin/sh\ncase \"$*\" in *verl.trainer.main_ppo*) ;; *) exit 1;; esac\n"  # not a probe's Python
+                  f"echo 'Total training steps: 5'\nsleep {marker} &\nsetsid sleep {marker} &\nexec sleep {marker}\n")
     py.chmod(py.stat().st_mode | stat.S_IXUSR)
     proc = subprocess.Popen([sys.executable, "-m", "wizard", "launch", "--preset", "grpo-1gpu-smoke", "--python",
                              str(py), "--out", str(tmp_path / "r")], stdout=subprocess.PIPE, stderr=subprocess.PIPE,

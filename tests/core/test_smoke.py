@@ -135,3 +135,31 @@ def test_scrub_leaves_no_secret_and_keeps_references():
     assert "trainer.wandb_api_key=${WANDB_API_KEY}" in out and "'hf_token': '${HF_TOKEN}'" in out
     assert "max_num_batched_tokens=8192" in out and "'api_key': None" in out and "secret=${WANDB}" in out
     assert "pad_token_id=0" in out
+
+
+def test_without_flash_attn_the_smoke_run_adds_sdpa_and_says_so():
+    from wizard.core.run.smoke import SDPA_OVERRIDE, adds_sdpa, smoke_notes
+
+    plan, opts = base_plan(), SmokeOptions(flash_attn=False)
+    assert adds_sdpa(plan, opts)
+    assert SDPA_OVERRIDE in plan_overrides(smoke_plan(plan, opts))
+    assert smoke_notes(plan, opts)[0].startswith("flash-attn does not import in the run's Python: added "
+                                                 "+actor_rollout_ref.model.override_config.attn_implementation=sdpa")
+
+
+@pytest.mark.parametrize("flash_attn", [True, None])
+def test_with_flash_attn_or_unknown_nothing_is_added(flash_attn):
+    from wizard.core.run.smoke import SDPA_OVERRIDE, smoke_notes
+
+    opts = SmokeOptions(flash_attn=flash_attn)
+    assert SDPA_OVERRIDE not in plan_overrides(smoke_plan(base_plan(), opts))
+    assert smoke_notes(base_plan(), opts) == []
+
+
+def test_an_attention_the_plan_chose_is_kept():
+    from wizard.core.run.smoke import adds_sdpa
+
+    plan = base_plan(extra=["+actor_rollout_ref.model.override_config.attn_implementation=eager"])
+    assert not adds_sdpa(plan, SmokeOptions(flash_attn=False))
+    assert "+actor_rollout_ref.model.override_config.attn_implementation=sdpa" not in plan_overrides(
+        smoke_plan(plan, SmokeOptions(flash_attn=False)))

@@ -16,9 +16,11 @@ from wizard.core.hardware.gpus import GpuSpec
 
 def full_check(overrides: list[str], *, config_name: str = "ppo_trainer", gpus: GpuSpec | None = None,
                cluster: Cluster | None = None, case_id: str | None = None,
-               model_cache: dict | None = None, local_files: bool = False, deep_data: bool = False) -> CheckResult:
+               model_cache: dict | None = None, local_files: bool = False, deep_data: bool = False,
+               environment=None) -> CheckResult:
     """``local_files``: also say which data files the config names are not on this machine and whether
-    resume_mode=auto would continue a checkpoint here (a few stat calls); ``deep_data``: read those files
+    resume_mode=auto would continue a checkpoint here (a few stat calls); ``environment``: what the run's Python
+    can do (``EnvironmentFacts``: flash-attn), for the rules that depend on it; ``deep_data``: read those files
     too (verl's row format, rows vs batch, prompt lengths)."""
     from wizard.adapters.model_facts import facts_by_role, load_models_for, lookup_findings
     from wizard.adapters.resources import load_moves, load_schema
@@ -31,7 +33,7 @@ def full_check(overrides: list[str], *, config_name: str = "ppo_trainer", gpus: 
         return facts_by_role(lookups)
 
     result = check_overrides(load_schema(), overrides, config_name=config_name, moves=load_moves(), gpus=gpus,
-                             cluster=cluster, case_id=case_id, models=models_for)
+                             cluster=cluster, case_id=case_id, models=models_for, environment=environment)
     result.findings = sort_findings(result.findings + lookup_findings(lookups))
     if local_files or deep_data:
         from wizard.adapters.local_facts import file_findings

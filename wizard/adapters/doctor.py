@@ -104,6 +104,19 @@ def run_probe(python: str, timeout: float = 120.0, imports: bool = True, deep: b
     raise DoctorError(f"--python {python}: not a Python 3 that can run the probe (exit {proc.returncode}: {tail})")
 
 
+def flash_attn_importable(python: str, timeout: float = 120.0) -> bool | None:
+    """Whether flash-attn imports in ``python``: its metadata first (0.3 s), the import only when it is installed
+    (a build for another torch shows only then). None when the probe cannot run there."""
+    try:
+        facts = run_probe(python, timeout=timeout, imports=False)
+        if not (facts.get("packages") or {}).get("flash-attn"):
+            return False
+        facts = run_probe(python, timeout=timeout, deep=True)
+    except DoctorError:
+        return None
+    return bool((facts.get("flash_attn") or {}).get("imported"))
+
+
 def ray_reachability(ray: dict) -> dict | None:
     """Does the Ray cluster the environment points at answer? (RAY_ADDRESS first, then a local instance.)"""
     from wizard.adapters.ray_cluster import CONNECT_TIMEOUT_S, RayAddressError, _tcp_refusal, parse_address
@@ -275,7 +288,9 @@ def _flash_attn(facts: dict, pip: str) -> list[Finding]:
         return [_f("env.flash_attn", Severity.WARNING,
                    "flash-attn is not installed: verl loads models with attn_implementation=flash_attention_2 by "
                    "default, which fails at model load without it",
-                   f"{pip} flash-attn==2.8.3 --no-build-isolation  (or set {sdpa})",
+                   f"{pip} flash-attn==2.8.3 --no-build-isolation  (or set {sdpa}; not for a plan with a critic: verl "
+                   "loads the critic with flash_attention_2 whatever the overrides say, see check's "
+                   "env.flash_attn_critic)",
                    keys=["actor_rollout_ref.model.override_config"])]  # a machine's fact, never a plan override
     fa = facts.get("flash_attn") or {}
     if fa and not fa.get("imported"):

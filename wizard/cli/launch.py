@@ -63,24 +63,35 @@ def prepare(args):
     """Everything a launch or a dry run needs: the smoke plan, its check, the command. Raises UsageError."""
     from wizard.adapters.checking import full_check
     from wizard.core.plan.convert import plan_overrides
-    from wizard.core.run.smoke import SmokeOptions, smoke_command, smoke_plan
+    from wizard.core.run.smoke import SmokeOptions, smoke_command, smoke_notes, smoke_plan
 
     if args.steps < 1:
         raise UsageError(f"--steps must be 1 or more, not {args.steps}")
     python = _python(args.python)
+    env = environment_facts(python)
     base = _plan(args)
     run_dir = Path(args.out or Path("runs") / time.strftime("launch-%Y%m%d-%H%M%S")).absolute()
-    opts = SmokeOptions(steps=args.steps, validation=args.val, samples_dir=str(run_dir))
+    opts = SmokeOptions(steps=args.steps, validation=args.val, samples_dir=str(run_dir), flash_attn=env.flash_attn)
+    notes = smoke_notes(base, opts)
     plan = smoke_plan(base, opts)
     cluster, gpus, _ = hardware(args)
-    # the same full check as `check` (models, data files on this machine, memory when the GPU model is known)
+    # the same full check as `check` (models, data files on this machine, memory when the GPU model is known),
+    # with what the run's Python can do (flash-attn)
     result = full_check(plan_overrides(plan), config_name=plan.config_name, gpus=gpus, cluster=cluster,
-                        local_files=True)
+                        local_files=True, environment=env)
     cmd = smoke_command(plan, opts, run_dir=str(run_dir), file_logger_path=str(run_dir / "metrics.jsonl"),
                         model_is_local=model_is_local(plan.models.actor_path), environ=os.environ)
     if cmd.missing:
         raise UsageError(f"the config reads ${cmd.missing[0]}, which is not set in this environment")
-    return plan, result, python, cmd, run_dir, base
+    return plan, result, python, cmd, run_dir, base, notes
+
+
+def environment_facts(python: str):
+    """What the launch needs to know of the run's Python: does flash-attn import there."""
+    from wizard.adapters.doctor import flash_attn_importable
+    from wizard.core.check.rules.context import EnvironmentFacts
+
+    return EnvironmentFacts(flash_attn=flash_attn_importable(python), python=python)
 
 
 # --- the command ---------------------------------------------------------------------------------------------
@@ -88,13 +99,15 @@ def prepare(args):
 def run_launch(args) -> int:
     from wizard.core.run.smoke import render_command
 
-    plan, result, python, cmd, run_dir, base = prepare(args)
+    plan, result, python, cmd, run_dir, base, notes = prepare(args)
     shell = render_command(python, cmd)
     if args.dry_run:
         if args.format == "json":
             print(json.dumps({"command": [python, *cmd.display], "env": cmd.env, "shell": shell, "run_dir": str(run_dir),
-                              "ok": result.ok, "findings": result.to_json()["findings"]}))
+                              "ok": result.ok, "notes": notes, "findings": result.to_json()["findings"]}))
         else:
+            for text in notes:
+                print(f"verl-wizard: {text}")
             print_findings(result.findings, header="smoke run")
             print("environment (added to yours):")
             for k, v in cmd.env.items():
@@ -111,7 +124,7 @@ def run_launch(args) -> int:
             print_findings(result.findings, header="smoke run")
             print("Not started: fix the errors above (with --set KEY=VALUE).")
         return EXIT_ERRORS
-    return _run(args, plan, python, cmd, run_dir, shell, base)
+    return _run(args, plan, python, cmd, run_dir, shell, base, notes)
 
 
 class _Out:
@@ -148,7 +161,7 @@ def _recorder(run_dir: Path, base, plan, python: str, steps: int):
     return RunRecorder(run_dir, meta, own_sampler=True)
 
 
-def _run(args, plan, python: str, cmd, run_dir: Path, shell: str, base) -> int:
+def _run(args, plan, python: str, cmd, run_dir: Path, shell: str, base, notes: list[str]) -> int:
     from wizard.adapters.launcher import LaunchError, RunProcess, prepare_run_dir, write_command_file
     from wizard.core.run.health import Thresholds, health
     from wizard.core.run.logparse import RunLog, format_step
@@ -156,6 +169,9 @@ def _run(args, plan, python: str, cmd, run_dir: Path, shell: str, base) -> int:
     from wizard.core.secrets import secret_values
 
     out = _Out(args.format)
+    for text in notes:
+        out.event("note", text=text)
+        out.note(text)
     try:
         prepare_run_dir(run_dir)
         write_command_file(run_dir, shell)

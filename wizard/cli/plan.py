@@ -100,8 +100,10 @@ def _gib(n) -> float | None:
 
 
 def plan_json(plan, findings: list[Finding]) -> dict:
-    """``{"fits", "gpus": [{"node", "index", "capacity_gib", "peak_gib", "peak_phase", "breakdown"}], "host",
-    "findings"}``: one entry per GPU; GPUs of one group share their numbers."""
+    """``{"fits", "verdict", "fits_up_to_avg_tokens", "fits_reason", "gpus": [{"node", "index", "capacity_gib",
+    "peak_gib", "peak_phase", "breakdown"}], "host", "findings"}``: one entry per GPU; GPUs of one group share their
+    numbers. ``verdict`` is fits | tight | fits_while_short | does_not_fit, or null with ``fits_reason`` (an engine
+    or model not modelled, unknown GPU memory); ``fits`` is true for fits and tight, null without a verdict."""
     report = plan.report if not plan.why else None
     gpus, host = [], {"nodes": []}
     if report is not None:
@@ -117,9 +119,9 @@ def plan_json(plan, findings: list[Finding]) -> dict:
                           "terms": {t.key: _gib(t.bytes) for t in h.terms}} for h in report.host]
         host["kv_cache"] = {role: {"tokens_per_replica": kv.tokens, "sequences": kv.sequences, "wanted": kv.wanted,
                                    "kv_gib_per_gpu": _gib(kv.kv_bytes)} for role, kv in report.kv.items()}
-    memory_errors = any(f.severity is Severity.ERROR and f.rule.startswith("memory.") for f in findings)
-    fits = bool(report is not None and report.fits and not memory_errors)
-    return {"fits": fits, "gpus": gpus, "host": host, "findings": [f.to_json() for f in findings]}
+    v = plan.verdict
+    return {"fits": v.fits, "verdict": v.word, "fits_up_to_avg_tokens": v.fits_up_to_avg_tokens,
+            "fits_reason": v.reason, "gpus": gpus, "host": host, "findings": [f.to_json() for f in findings]}
 
 
 def render_plan(plan, findings: list[Finding], label: str, models) -> str:
@@ -140,7 +142,7 @@ def render_plan(plan, findings: list[Finding], label: str, models) -> str:
         lines += _host_lines(report.host)
         for note in report.notes:
             lines.append(f"  note: {note}")
-    lines.append(_verdict(report, findings))
+    lines.append(_verdict(plan.verdict))
     return "\n".join(lines) + "\n" + findings_text(findings, label)
 
 
@@ -186,18 +188,13 @@ def _table(report, where) -> list[str]:
     return out
 
 
-def _verdict(report, findings: list[Finding]) -> str:
-    if report is None:
-        return "verdict: no memory estimate (see the note below)"
-    worst = max((g for g in report.groups if g.capacity_bytes), key=lambda g: g.peak.total / g.capacity_bytes,
-                default=None)
-    if worst is None:
-        return "verdict: no GPU memory known"
-    spare = (worst.capacity_bytes - worst.peak.total) / GIB
-    tight = any(f.rule == "memory.gpu_tight" for f in findings)
-    long_only = not any(f.rule == "memory.gpu_oom" for f in findings) and any(
-        f.rule == "memory.gpu_oom_long" for f in findings)
-    word = ("FITS ONLY WHILE SAMPLES ARE SHORT (memory.gpu_oom_long)" if not report.fits and long_only
-            else "DOES NOT FIT" if not report.fits else ("FITS, TIGHT" if tight else "FITS"))
-    return (f"verdict: {word}: worst GPU {worst.peak.total / GIB:.1f} of {worst.capacity_bytes / GIB:.1f} GiB in "
-            f"the {worst.peak.title} phase ({spare:+.1f} GiB spare)")
+def _verdict(verdict) -> str:
+    """"verdict: FITS, TIGHT: worst GPU 74.1 of 80.0 GiB in the generation phase (+5.9 GiB spare)", in the words
+    of wizard.core.memory.verdict (the same in the JSON, check and the Placement step)."""
+    from wizard.core.memory.verdict import describe
+
+    text = describe(verdict)
+    if verdict.word is None:
+        return f"verdict: none ({text.removeprefix('no verdict: ')})"
+    head, _, rest = text.partition(":")
+    return f"verdict: {head.upper()}" + (f":{rest}" if rest else "")

@@ -12,6 +12,7 @@ from wizard.core.hardware.gpus import GpuSpec
 from wizard.core.models.facts import ModelFacts
 from wizard.core.verl.moves import Moves
 from wizard.core.check.rules import RuleContext, run_rules
+from wizard.core.check.rules.context import EnvironmentFacts
 from wizard.core.verl.schema import VerlSchema
 
 
@@ -58,6 +59,7 @@ def check_overrides(
     case_id: str | None = None,
     models: Mapping[str, ModelFacts] | Callable[[dict], Mapping[str, ModelFacts]] | None = None,
     cluster: Cluster | None = None,
+    environment: EnvironmentFacts | None = None,
 ) -> CheckResult:
     """Compose ``overrides`` as verl would and run every rule.
 
@@ -69,7 +71,8 @@ def check_overrides(
     with composed_view(schema, overrides, config_name=config_name, moves=moves) as composed:
         findings = list(composed.findings)
         ctx = RuleContext(cfg=composed.cfg, variant=schema.variant(composed.engine), set_keys=composed.set_keys, gpus=gpus,
-                      cluster=cluster, touched=composed.touched, plain_values=composed.plain_values)
+                      cluster=cluster, touched=composed.touched, plain_values=composed.plain_values,
+                      environment=environment)
         facts = {key: ctx.get(key) for key in FACT_KEYS}
         ctx.models = (models(facts) if callable(models) else models) or {}
         findings.extend(run_rules(ctx))

@@ -18,6 +18,7 @@ from wizard.core.hardware.cluster import Cluster
 from wizard.core.memory.estimate import GpuEstimate, MemoryReport
 from wizard.core.memory.report import memory_plan
 from wizard.core.memory.terms import GIB
+from wizard.core.memory.verdict import Verdict
 from wizard.core.models.facts import ModelFacts
 from wizard.core.placement.board import PlacedPlan
 from wizard.core.plan.emit import emit_overrides
@@ -37,6 +38,8 @@ class BoardState(PlacedPlan):
     why: str | None = None  # why there is no report
     findings: list[Finding] = field(default_factory=list)
     by_gpu: dict[tuple[str, int], GpuEstimate] = field(default_factory=dict)
+    # The plan's verdict in the words plan and check use: fits / tight / fits while short / does not fit / none.
+    verdict: Verdict | None = None
 
     def estimate_of(self, node: str, index: int) -> GpuEstimate | None:
         return self.by_gpu.get((node, index))
@@ -50,7 +53,7 @@ def board_state(plan: Plan, machine: Cluster, findings: list[Finding], *, schema
     report = mp.report if mp.report is not None and not mp.why else None
     by_gpu = {(g.node, g.index): grp for grp in (report.groups if report else []) for g in grp.gpus}
     return BoardState(plan=plan, values=mp.values, placement=mp.placement, report=report, why=mp.why,
-                      findings=sort_findings(list(findings)), by_gpu=by_gpu)
+                      findings=sort_findings(list(findings)), by_gpu=by_gpu, verdict=mp.verdict)
 
 
 def fit_verdict(report: MemoryReport | None, group: GpuEstimate | None, total: int | None = None) -> str:
@@ -72,6 +75,10 @@ def headline(state: BoardState) -> str:
     known = [g for g in r.groups if g.capacity_bytes]
     if not known:
         return "No memory estimate: the GPUs' memory is unknown"
+    if r.unmodelled:
+        return f"No memory verdict: {r.unmodelled}"
     worst = max(known, key=lambda g: g.peak.total / g.capacity_bytes)
-    return (f"{HEADLINE_WORDS[fit_verdict(r, worst)]}: worst GPU {worst.peak.total / GIB:.1f} of "
-            f"{worst.capacity_bytes / GIB:.1f} GiB in the {worst.peak.title} phase ({worst.pool})")
+    v = state.verdict
+    word = v.text().capitalize() if v is not None and v.word is not None else HEADLINE_WORDS[fit_verdict(r, worst)]
+    return (f"{word}: worst GPU {worst.peak.total / GIB:.1f} of {worst.capacity_bytes / GIB:.1f} GiB in the "
+            f"{worst.peak.title} phase ({worst.pool})")

@@ -25,6 +25,8 @@ DEFAULTS: dict[str, object] = {
     "data.train_batch_size": 1024, "data.max_prompt_length": 512, "data.max_response_length": 512,
     "data.dataloader_num_workers": 8,
     f"{A}.strategy": "fsdp", f"{A}.ppo_mini_batch_size": 256, f"{A}.ppo_micro_batch_size_per_gpu": None,
+    f"{A}.ppo_micro_batch_size": None, f"{R}.log_prob_micro_batch_size": None, f"{REF}.log_prob_micro_batch_size": None,
+    f"{M}.override_config.attn_implementation": None, f"{R}.layered_summon": False,
     f"{A}.use_dynamic_bsz": False, f"{A}.ppo_max_token_len_per_gpu": 16384, f"{A}.entropy_coeff": 0,
     f"{A}.calculate_entropy": False, f"{A}.ulysses_sequence_parallel_size": 1,
     f"{AF}.param_offload": False, f"{AF}.optimizer_offload": False, f"{AF}.offload_policy": False,
@@ -56,6 +58,9 @@ MEMORY_KEYS: tuple[str, ...] = tuple(dict.fromkeys(PLACEMENT_KEYS + tuple(DEFAUL
 # Not a verl key: the average prompt + response length of a fixed-size micro-batch's samples. Unset, every sample
 # is taken at the maximum (the worst case); the memory rules set it to find the length at which a run still fits.
 SAMPLE_TOKENS = "wizard.sample_tokens"
+# Not a verl key: whether flash-attn imports where verl runs (the environment probe), when known.
+FLASH_ATTN = "wizard.flash_attn"
+ATTN_KEY = f"{M}.override_config.attn_implementation"
 
 
 def _get(values: Mapping, key: str):
@@ -135,6 +140,8 @@ class MemoryConfig:
     seq_tokens: int
     dataloader_workers: int
     engines: dict[str, EngineConfig] = field(default_factory=dict)
+    flash_attn: bool = True  # verl's log-probs through flash-attn's cross-entropy (else logprobs_from_logits_v2)
+    layered_summon: bool = False  # LoRA weight sync gathers one layer at a time (rollout.layered_summon)
     notes: tuple[str, ...] = ()
 
     def trainable_params(self, facts: ModelFacts) -> int:
@@ -156,16 +163,17 @@ def _engine(values: Mapping, prefix: str, fallback_name: str | None = None) -> E
 
 
 def _tokens(values: Mapping, *, dynamic: str | None, budget: str, micro: str | None, seq: int, sp: int,
-            per_gpu_samples: int | None = None) -> int:
+            per_gpu_samples: int | None = None, legacy_micro: int | None = None) -> int:
     """Tokens on one GPU in one micro-batch: the token budget with dynamic batching (a longer sequence is its
     own micro-batch), else micro-batch x the longest prompt + response (padding removed: the worst case);
-    never more than the samples one GPU gets in that call."""
+    never more than the samples one GPU gets in that call. ``legacy_micro``: the per-GPU count a deprecated
+    global key means, used when the per-GPU key is unset."""
     if dynamic is None or _flag(values, dynamic):
         tokens = max(_int(values, budget, 1) or 16384, -(-seq // sp))
         return min(tokens, max(1, per_gpu_samples * seq // sp)) if per_gpu_samples else tokens
     m = _int(values, micro, 1)
     if m is None:
-        m = 1
+        m = legacy_micro or 1
     if per_gpu_samples:
         m = min(m, per_gpu_samples)
     sample = values.get(SAMPLE_TOKENS)
@@ -174,62 +182,89 @@ def _tokens(values: Mapping, *, dynamic: str | None, budget: str, micro: str | N
     return max(1, m * seq // sp)
 
 
-def read_config(values: Mapping) -> MemoryConfig:
-    per, nodes = _int(values, "trainer.n_gpus_per_node", 1), _int(values, "trainer.nnodes", 1)
-    world = per * nodes
-    fsdp_size = _int(values, f"{AF}.fsdp_size") or -1
-    strategy = str(_get(values, f"{A}.strategy") or "fsdp")
-    seq = (_int(values, "data.max_prompt_length", 1) or 512) + (_int(values, "data.max_response_length", 1) or 512)
-    sp = max(_int(values, f"{A}.ulysses_sequence_parallel_size", 1), _int(values, f"{AF}.ulysses_sequence_parallel_size", 1))
-    n = _int(values, f"{R}.n", 1) or 1
-    mini = _int(values, f"{A}.ppo_mini_batch_size", 1) or 256
-    samples = max(1, mini * n // max(1, world // sp))  # per GPU in one mini-batch of update_actor
-    batch = _int(values, "data.train_batch_size", 1) or 1024
-    all_samples = max(1, -(-batch * n // max(1, world)))  # per GPU in a log-prob pass over the whole batch
-    c_mini = _int(values, "critic.ppo_mini_batch_size", 1) or mini
-    actor_dtype = str(_get(values, f"{AF}.model_dtype") or "fp32")
-    rank = lora_rank(values)
-    notes = []
+def _legacy_micro(values: Mapping, key: str, per_gpu_key: str, dp: int, notes: list[str]) -> int | None:
+    """What a deprecated global micro-batch key means per GPU (verl <= 0.8 divided it by the data-parallel size);
+    verl 0.9.1 stops at startup with it (the batch.worker_micro finding), the estimate sizes what was meant."""
+    v = values.get(key)
+    if values.get(per_gpu_key) is not None or isinstance(v, bool) or not isinstance(v, int) or v < 1:
+        return None
+    per_gpu = max(1, v // max(1, dp))
+    notes.append(f"{key}={v} (deprecated, global) is sized as {per_gpu} per GPU ({v} / {dp} data-parallel ranks)")
+    return per_gpu
+
+
+def _entropy_mode(values: Mapping) -> str:
     if _flag(values, f"{M}.use_fused_kernels"):
-        entropy_mode = "fused"
-    elif _flag(values, f"{AF}.entropy_checkpointing"):
-        entropy_mode = "checkpointed"
-    elif _flag(values, f"{AF}.entropy_from_logits_with_chunking"):
-        entropy_mode = "chunked"
-    else:
-        entropy_mode = "compiled" if _flag(values, f"{AF}.use_torch_compile") else "eager"
-    if trainer_mode(values) != "sync":
-        notes.append(f"trainer mode {trainer_mode(values)}: phases may overlap more than in sync mode")
-    critic_dtype = str(_get(values, f"{CF}.model_dtype") or "fp32")
-    c_sp = _int(values, f"{CF}.ulysses_sequence_parallel_size", 1) or 1
-    c_shards = _int(values, f"{CF}.fsdp_size") or -1
-    strategy_fsdp2 = strategy == "fsdp2"
+        return "fused"
+    if _flag(values, f"{AF}.entropy_checkpointing"):
+        return "checkpointed"
+    if _flag(values, f"{AF}.entropy_from_logits_with_chunking"):
+        return "chunked"
+    return "compiled" if _flag(values, f"{AF}.use_torch_compile") else "eager"
+
+
+def _flash_attn(values: Mapping) -> bool:
+    """Whether verl's log-probs take flash-attn's cross-entropy: ``wizard.flash_attn`` when the environment is known
+    (the launcher's probe), else assumed unless the model's attention is overridden to another implementation
+    (a config that sets sdpa or eager is written for an environment without flash-attn)."""
+    known = values.get(FLASH_ATTN)
+    if isinstance(known, bool):
+        return known
+    attn = values.get(ATTN_KEY)
+    return attn is None or str(attn) == "flash_attention_2"
+
+
+def _engines(values: Mapping) -> dict[str, EngineConfig]:
     engines = {"rollout": _engine(values, R)}
     if truthy(values, f"{RM}.enable"):
         engines["reward"] = _engine(values, f"{RM}.rollout", engines["rollout"].name)
     engines["teacher"] = EngineConfig(name=engines["rollout"].name, util=0.5, tp=2, dp=1, pp=1, max_num_seqs=1024,
                                       max_num_batched_tokens=8192, max_model_len=None, enforce_eager=True,
                                       free_cache_engine=True, capture_sizes=None)
-    return MemoryConfig(
-        world=world, shards=fsdp_size if fsdp_size > 0 else world, strategy=strategy,
-        actor_dtype=actor_dtype, actor_dtype_bytes=mt.dtype_bytes(actor_dtype),
-        actor_param_offload=_flag(values, f"{AF}.param_offload"),
-        actor_optimizer_offload=_flag(values, f"{AF}.optimizer_offload"),
-        actor_offload_policy=strategy_fsdp2 and _flag(values, f"{AF}.offload_policy"),
-        actor_gc=_flag(values, f"{M}.enable_gradient_checkpointing"),
-        activation_offload=_flag(values, f"{M}.enable_activation_offload"),
-        fused_kernels=_flag(values, f"{M}.use_fused_kernels"), lora_rank=rank,
-        actor_tokens=_tokens(values, dynamic=f"{A}.use_dynamic_bsz", budget=f"{A}.ppo_max_token_len_per_gpu",
-                             micro=f"{A}.ppo_micro_batch_size_per_gpu", seq=seq, sp=sp, per_gpu_samples=samples),
-        logprob_tokens=_tokens(values, dynamic=f"{R}.log_prob_use_dynamic_bsz", budget=f"{R}.log_prob_max_token_len_per_gpu",
-                               micro=f"{R}.log_prob_micro_batch_size_per_gpu", seq=seq, sp=sp,
-                               per_gpu_samples=all_samples),
-        ref_tokens=_tokens(values, dynamic=f"{REF}.log_prob_use_dynamic_bsz", budget=f"{REF}.log_prob_max_token_len_per_gpu",
-                           micro=f"{REF}.log_prob_micro_batch_size_per_gpu", seq=seq,
-                           sp=_int(values, f"{REF}.ulysses_sequence_parallel_size", 1) or 1, per_gpu_samples=all_samples),
-        entropy_mode=entropy_mode,
-        update_entropy=_float(values, f"{A}.entropy_coeff") != 0 or _flag(values, f"{A}.calculate_entropy"),
-        ref_separate=need_ref(values) and not ref_in_actor(values),
+    return engines
+
+
+def _actor_tokens(values: Mapping, world: int, seq: int, notes: list[str]) -> dict[str, int]:
+    """Tokens per GPU per micro-batch of update_actor, the old log-prob pass and the reference pass."""
+    sp = max(_int(values, f"{A}.ulysses_sequence_parallel_size", 1), _int(values, f"{AF}.ulysses_sequence_parallel_size", 1))
+    ref_sp = _int(values, f"{REF}.ulysses_sequence_parallel_size", 1) or 1
+    n = _int(values, f"{R}.n", 1) or 1
+    mini = _int(values, f"{A}.ppo_mini_batch_size", 1) or 256
+    samples = max(1, mini * n // max(1, world // sp))  # per GPU in one mini-batch of update_actor
+    batch = _int(values, "data.train_batch_size", 1) or 1024
+    all_samples = max(1, -(-batch * n // max(1, world)))  # per GPU in a log-prob pass over the whole batch
+
+    def legacy(section: str, name: str, dp: int, dynamic: str) -> int | None:
+        if _flag(values, dynamic):
+            return None
+        return _legacy_micro(values, f"{section}.{name}", f"{section}.{name}_per_gpu", dp, notes)
+
+    return {
+        "actor_tokens": _tokens(values, dynamic=f"{A}.use_dynamic_bsz", budget=f"{A}.ppo_max_token_len_per_gpu",
+                                micro=f"{A}.ppo_micro_batch_size_per_gpu", seq=seq, sp=sp, per_gpu_samples=samples,
+                                legacy_micro=legacy(A, "ppo_micro_batch_size", world // sp, f"{A}.use_dynamic_bsz")),
+        "logprob_tokens": _tokens(values, dynamic=f"{R}.log_prob_use_dynamic_bsz",
+                                  budget=f"{R}.log_prob_max_token_len_per_gpu",
+                                  micro=f"{R}.log_prob_micro_batch_size_per_gpu", seq=seq, sp=sp,
+                                  per_gpu_samples=all_samples,
+                                  legacy_micro=legacy(R, "log_prob_micro_batch_size", world // sp,
+                                                      f"{R}.log_prob_use_dynamic_bsz")),
+        "ref_tokens": _tokens(values, dynamic=f"{REF}.log_prob_use_dynamic_bsz",
+                              budget=f"{REF}.log_prob_max_token_len_per_gpu",
+                              micro=f"{REF}.log_prob_micro_batch_size_per_gpu", seq=seq, sp=ref_sp,
+                              per_gpu_samples=all_samples,
+                              legacy_micro=legacy(REF, "log_prob_micro_batch_size", world // ref_sp,
+                                                  f"{REF}.log_prob_use_dynamic_bsz")),
+    }
+
+
+def _critic(values: Mapping, world: int, seq: int) -> dict:
+    critic_dtype = str(_get(values, f"{CF}.model_dtype") or "fp32")
+    c_sp = _int(values, f"{CF}.ulysses_sequence_parallel_size", 1) or 1
+    c_shards = _int(values, f"{CF}.fsdp_size") or -1
+    n = _int(values, f"{R}.n", 1) or 1
+    c_mini = _int(values, "critic.ppo_mini_batch_size", 1) or _int(values, f"{A}.ppo_mini_batch_size", 1) or 256
+    return dict(
         need_critic=need_critic(values), critic_shards=c_shards if c_shards > 0 else world,
         critic_dtype=critic_dtype, critic_dtype_bytes=mt.dtype_bytes(critic_dtype),
         critic_param_offload=_flag(values, f"{CF}.param_offload"),
@@ -238,8 +273,37 @@ def read_config(values: Mapping) -> MemoryConfig:
         critic_gc=_flag(values, "critic.model.enable_gradient_checkpointing"),
         # 0.9.1: the critic engine packs by tokens, ppo_infer_max_token_len_per_gpu (trainer_base.py:266)
         critic_tokens=_tokens(values, dynamic=None, budget="critic.ppo_infer_max_token_len_per_gpu", micro=None,
-                              seq=seq, sp=c_sp, per_gpu_samples=max(1, c_mini * n // max(1, world // c_sp))),
-        train_batch_size=_int(values, "data.train_batch_size", 1) or 1, rollout_n=n, seq_tokens=seq,
-        dataloader_workers=_int(values, "data.dataloader_num_workers", 0) or 0,
-        engines=engines,
-        notes=tuple(notes))
+                              seq=seq, sp=c_sp, per_gpu_samples=max(1, c_mini * n // max(1, world // c_sp))))
+
+
+def _actor(values: Mapping, world: int) -> dict:
+    fsdp_size = _int(values, f"{AF}.fsdp_size") or -1
+    strategy = str(_get(values, f"{A}.strategy") or "fsdp")
+    actor_dtype = str(_get(values, f"{AF}.model_dtype") or "fp32")
+    return dict(
+        shards=fsdp_size if fsdp_size > 0 else world, strategy=strategy,
+        actor_dtype=actor_dtype, actor_dtype_bytes=mt.dtype_bytes(actor_dtype),
+        actor_param_offload=_flag(values, f"{AF}.param_offload"),
+        actor_optimizer_offload=_flag(values, f"{AF}.optimizer_offload"),
+        actor_offload_policy=strategy == "fsdp2" and _flag(values, f"{AF}.offload_policy"),
+        actor_gc=_flag(values, f"{M}.enable_gradient_checkpointing"),
+        activation_offload=_flag(values, f"{M}.enable_activation_offload"),
+        fused_kernels=_flag(values, f"{M}.use_fused_kernels"), lora_rank=lora_rank(values),
+        layered_summon=_flag(values, f"{R}.layered_summon"))
+
+
+def read_config(values: Mapping) -> MemoryConfig:
+    per, nodes = _int(values, "trainer.n_gpus_per_node", 1), _int(values, "trainer.nnodes", 1)
+    world = per * nodes
+    seq = (_int(values, "data.max_prompt_length", 1) or 512) + (_int(values, "data.max_response_length", 1) or 512)
+    notes: list[str] = []
+    if trainer_mode(values) != "sync":
+        notes.append(f"trainer mode {trainer_mode(values)}: phases may overlap more than in sync mode")
+    tokens = _actor_tokens(values, world, seq, notes)
+    return MemoryConfig(
+        world=world, **_actor(values, world), **tokens, entropy_mode=_entropy_mode(values),
+        update_entropy=_float(values, f"{A}.entropy_coeff") != 0 or _flag(values, f"{A}.calculate_entropy"),
+        ref_separate=need_ref(values) and not ref_in_actor(values), **_critic(values, world, seq),
+        train_batch_size=_int(values, "data.train_batch_size", 1) or 1, rollout_n=_int(values, f"{R}.n", 1) or 1,
+        seq_tokens=seq, dataloader_workers=_int(values, "data.dataloader_num_workers", 0) or 0,
+        engines=_engines(values), flash_attn=_flash_attn(values), notes=tuple(notes))

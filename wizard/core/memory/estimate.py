@@ -18,6 +18,7 @@ from wizard.core.memory import terms as mt
 from wizard.core.hardware.cluster import Cluster
 from wizard.core.memory.config import MEMORY_KEYS, MemoryConfig, read_config
 from wizard.core.memory.host import host_estimates
+from wizard.core.memory.scope import unmodelled
 from wizard.core.memory.terms import CONSTANTS, GIB, HostEstimate, KvCache, MemoryConstants, Term
 from wizard.core.models.facts import ModelFacts
 from wizard.core.placement.pools import GpuRef, Placement, plan_placement
@@ -75,6 +76,8 @@ class MemoryReport(BaseModel):
     notes: list[str] = Field(default_factory=list)
     placement: Placement
     constants: MemoryConstants = CONSTANTS
+    # Why these numbers carry no verdict: an engine or a model the estimate does not model (SGLang, vision-language).
+    unmodelled: str | None = None
 
     def tight_margin(self, capacity: int) -> int:
         return max(int(self.constants.tight_fraction * capacity), self.constants.tight_min)
@@ -122,8 +125,20 @@ class _Trainer:
                 out.append(_t("critic_params", f"critic params ({cfg.critic_dtype}, 1/{cfg.critic_shards})", self.c_params))
             if adam and not cfg.critic_optimizer_offload:
                 out.append(_t("critic_adam", "critic AdamW moments", self.c_adam))
-        out.append(_t("trainer_context", "trainer process: CUDA context + NCCL", self.c.cuda_context + (
-            self.c.nccl_buffers if cfg.world > 1 else 0)))
+        out.append(_t("trainer_context", "trainer process: CUDA context, NCCL and library workspaces",
+                      self.c.trainer_context + (self.c.nccl_buffers if cfg.world > 1 else 0)))
+        return out
+
+    def at_load(self) -> list[Term]:
+        """When the engine starts: the params (no AdamW yet), the allocator's cache from building FSDP, and on one
+        GPU with FSDP1 the reference model too (NO_SHARD keeps it on the GPU until its first pass)."""
+        cfg, f, c = self.cfg, self.f, self.c
+        out = self.resident(adam=False)
+        out.append(_t("allocator", "allocator cache left by building the FSDP modules",
+                      c.allocator_slack_vocab * mt.vocab_matrix(f)))
+        if cfg.strategy == "fsdp" and self.N == 1 and cfg.ref_separate:
+            out.append(_t("ref_params", f"reference params ({cfg.actor_dtype}; FSDP1 on one GPU keeps them on it until "
+                                        "the first reference pass)", self.params))
         return out
 
     def forward(self, tokens: float, entropy_mode: str, load_params: bool) -> list[Term]:
@@ -160,7 +175,9 @@ class _Trainer:
             _t("fsdp_gather", "FSDP working set: gathered layers, lm_head and its fp32 gradient",
                c.layer_copies_update * 2 * f.layer_params + vocab * mt.vocab_matrix(f)),
             _t("activations", f"activations of a micro-batch of {_tok(T)}", acts, how),
-            _t("logits", f"logits ({_tok(T)} x vocab {f.vocab_size})", mt.logits(f, T, cfg.fused_kernels, c)),
+            _t("logits", f"logits ({_tok(T)} x vocab {f.vocab_size})" + ("" if cfg.flash_attn else
+               ", and a bf16 log-softmax per row for the backward (no flash-attn: logprobs_from_logits_v2)"),
+               mt.logits(f, T, cfg.fused_kernels, c, flash_attn=cfg.flash_attn)),
         ]
         if cfg.update_entropy:
             backward.append(_t("entropy", f"entropy with gradient ({cfg.entropy_mode})",
@@ -170,9 +187,14 @@ class _Trainer:
         return states, backward, step, rest
 
     def update(self) -> list[Term]:
-        """update_actor at its worse moment: the backward of one micro-batch or the optimizer step."""
+        """update_actor at its worse moment: the backward of one micro-batch or the optimizer step. Without flash-attn
+        the allocator still holds part of the backward's blocks at that moment (measured, see update_cache_fraction)."""
         states, backward, step, rest = self.update_parts()
-        worse = backward if sum(t.bytes for t in backward) >= sum(t.bytes for t in step) else step
+        b = sum(t.bytes for t in backward)
+        worse = backward if b >= sum(t.bytes for t in step) else step
+        if not self.cfg.flash_attn:
+            rest = rest + [_t("allocator", "allocator: the backward's blocks still cached at the peak",
+                              self.c.update_cache_fraction * b)]
         return states + worse + rest
 
     def critic_update(self) -> list[Term]:
@@ -203,7 +225,7 @@ def _tok(tokens: float) -> str:
 def _slack(terms: list[Term], f: ModelFacts, c: MemoryConstants) -> list[Term]:
     """The caching allocator's reserved-but-unallocated memory at the peak of a pass with an FSDP working set
     (none when the optimizer step is the peak: few, large tensors)."""
-    if not any(t.key in ("fsdp_gather", "sync_tensor") for t in terms):
+    if not any(t.key in ("fsdp_gather", "sync_tensor") for t in terms) or any(t.key == "allocator" for t in terms):
         return terms
     return terms + [_t("allocator", "allocator slack (reserved, not allocated)", c.allocator_slack_vocab * mt.vocab_matrix(f))]
 
@@ -211,28 +233,30 @@ def _slack(terms: list[Term], f: ModelFacts, c: MemoryConstants) -> list[Term]:
 def _engine_terms(role: str, e: dict, awake: bool, c: MemoryConstants) -> list[Term]:
     """A rollout / reward / teacher engine on this GPU: its whole budget awake, its residual asleep."""
     if awake or not e["free_cache_engine"]:
-        budget = (_t(f"engine_{role}", f"{role} engine: {e['name']} budget ({e['util']:g} x memory)", e["budget"])
-                  if e["name"] != "sglang" else
-                  _t(f"engine_{role}", f"{role} engine: sglang static memory ({e['util']:g} x free at start)", e["budget"]))
-        extra = [_t(f"graphs_{role}", f"{role} engine: CUDA graphs (outside the budget)", e["graphs"])] if e["graphs"] else []
         if e["name"] == "sglang":
-            extra.append(_t(f"engine_{role}_runtime", f"{role} engine: activations and context", c.sglang_runtime))
-        return [budget] + extra
-    return [_t(f"engine_{role}_asleep", f"{role} engine asleep: context, NCCL and CUDA graphs stay",
-               e["non_torch"] + e["graphs"])]
+            return [_t(f"engine_{role}", f"{role} engine: sglang static memory ({e['util']:g} x free at start)",
+                       e["budget"]),
+                    *([_t(f"graphs_{role}", f"{role} engine: CUDA graphs", e["graphs"])] if e["graphs"] else []),
+                    _t(f"engine_{role}_runtime", f"{role} engine: activations and context", c.sglang_runtime)]
+        return [_t(f"engine_{role}", f"{role} engine: {e['name']} budget ({e['util']:g} x CUDA's total memory; "
+                                     "weights, KV cache and CUDA graphs inside)", e["budget"]),
+                _t(f"engine_{role}_context", f"{role} engine: worker process beyond its budget", c.vllm_outside_budget)]
+    return [_t(f"engine_{role}_asleep", f"{role} engine asleep: context, NCCL and CUDA graphs stay", e["asleep"])]
 
 
 def _engine(cfg: MemoryConfig, which: str, capacity: int, free_at_start: int, c: MemoryConstants) -> dict:
     eng = cfg.engines[which]
-    budget = eng.util * (free_at_start if eng.name == "sglang" else capacity)
+    budget = eng.util * (free_at_start if eng.name == "sglang" else capacity - c.driver_reserved)
+    graphs = mt.graphs(eng.enforce_eager, eng.capture_sizes, c)
+    nccl = mt.non_torch(eng.tp, c) - mt.non_torch(1, c)
     return {"name": eng.name, "util": eng.util, "budget": budget, "free_cache_engine": eng.free_cache_engine,
-            "graphs": mt.graphs(eng.enforce_eager, eng.capture_sizes, c), "non_torch": mt.non_torch(eng.tp, c)}
+            "graphs": graphs, "asleep": c.vllm_asleep + graphs + nccl}
 
 
 def _training_phases(cfg: MemoryConfig, tr: _Trainer, roles: list[str], capacity: int,
                      c: MemoryConstants) -> tuple[list[Phase], int]:
     f = tr.f
-    init = tr.resident(adam=False)
+    init = tr.at_load()
     free = capacity - c.driver_reserved - sum(t.bytes for t in init)
     engines = {r: _engine(cfg, r, capacity, free, c) for r in ("rollout", "reward") if r in roles}
     asleep = [t for r, e in engines.items() for t in _engine_terms(r, e, False, c)]
@@ -244,8 +268,8 @@ def _training_phases(cfg: MemoryConfig, tr: _Trainer, roles: list[str], capacity
         sync = tr.resident(params_loaded=True) + [
             _t("engine_rollout_weights", f"rollout engine weights woken (bf16 / TP {eng.tp})", mt.engine_weights(f, eng.tp, eng.pp)),
             _t("sync_tensor", "largest tensor gathered in full for the sync", full),
-            _t("engine_rollout_asleep", "rollout engine context and CUDA graphs", engines["rollout"]["non_torch"] + engines["rollout"]["graphs"])]
-        phases.append(Phase(name="weight_sync", terms=_slack(sync, f, c)))
+            _t("engine_rollout_asleep", "rollout engine context and CUDA graphs", engines["rollout"]["asleep"])]
+        phases.append(Phase(name="weight_sync", terms=_slack(sync + _sync_copies(cfg, tr), f, c)))
         phases.append(Phase(name="generation", terms=tr.resident() + _engine_terms("rollout", engines["rollout"], True, c)
                             + [t for r, e in engines.items() if r != "rollout" for t in _engine_terms(r, e, False, c)]))
     phases.append(Phase(name="old_log_prob", terms=_slack(
@@ -259,6 +283,19 @@ def _training_phases(cfg: MemoryConfig, tr: _Trainer, roles: list[str], capacity
         others = [t for r, e in engines.items() if r != "reward" for t in _engine_terms(r, e, False, c)]
         phases.append(Phase(name="reward", terms=tr.resident() + _engine_terms("reward", engines["reward"], True, c) + others))
     return phases, free
+
+
+def _sync_copies(cfg: MemoryConfig, tr: _Trainer) -> list[Term]:
+    """What FSDP1 gathers for the weight sync (FSDP2 streams one tensor at a time). Without LoRA its state_dict()
+    holds a copy of the params (verl H200, FSDP1 on one GPU: +2.35 GiB allocated for Qwen2.5-0.5B's 1.84 GiB). With
+    LoRA and without rollout.layered_summon, collect_lora_params (verl/utils/fsdp_utils.py) runs inside
+    FSDP.summon_full_params: the whole model unsharded on every GPU at every sync."""
+    if cfg.strategy != "fsdp" or tr.on_cpu or (cfg.lora_rank and cfg.layered_summon):
+        return []
+    if cfg.lora_rank:
+        return [_t("sync_copy", "LoRA sync: the whole model unsharded (summon_full_params; rollout.layered_summon="
+                                "True gathers a layer at a time)", tr.params * tr.N)]
+    return [_t("sync_copy", "FSDP1 state_dict for the sync: a copy of the params", tr.params)]
 
 
 def _engine_only_phases(cfg: MemoryConfig, role: str, capacity: int, c: MemoryConstants) -> tuple[list[Phase], int]:
@@ -309,7 +346,8 @@ def estimate_memory(values: Mapping, models: Mapping[str, ModelFacts], cluster: 
                         if facts is not None:
                             kv[role] = _kv(cfg, role, facts, cap, free, placement, constants)
     host = host_estimates(cfg, actor, critic, placement, cluster, constants)
-    return MemoryReport(groups=groups, kv=kv, host=host, notes=notes, placement=placement, constants=constants), None
+    return MemoryReport(groups=groups, kv=kv, host=host, notes=notes, placement=placement, constants=constants,
+                        unmodelled=unmodelled(cfg, actor)), None
 
 
 def _gpu_memory(cluster: Cluster | None) -> dict[tuple[str, int], int | None]:
@@ -326,7 +364,8 @@ def _kv(cfg: MemoryConfig, role: str, facts: ModelFacts, capacity: int, free: in
     max_len = eng.max_model_len or facts.max_position_embeddings
     return mt.kv_cache(facts, engine=eng.name, capacity=capacity, free_at_start=free, util=eng.util, tp=eng.tp,
                        dp=eng.dp, pp=eng.pp, batched_tokens=eng.max_num_batched_tokens, max_num_seqs=eng.max_num_seqs,
-                       seq_tokens=cfg.seq_tokens, max_model_len=max_len, in_flight=in_flight, c=c)
+                       seq_tokens=cfg.seq_tokens, max_model_len=max_len, in_flight=in_flight,
+                       graph_pool=mt.graphs(eng.enforce_eager, eng.capture_sizes, c), c=c)
 
 
 def gib(n: int | float | None) -> float | None:

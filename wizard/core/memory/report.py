@@ -1,4 +1,5 @@
-"""One call for ``plan`` and the GUI: compose a config as verl would, then estimate its memory and placement.
+"""One call for ``plan`` and the GUI: compose a config as verl would, then estimate its memory and placement and
+judge it (:mod:`wizard.core.memory.verdict`).
 
 The findings come from ``check_overrides`` (with the same models and cluster, so the memory rules agree with
 this report); this module only adds the report itself, read from the same composed values.
@@ -13,6 +14,7 @@ from wizard.core.hardware.cluster import Cluster
 from wizard.core.verl.compose import composed_view
 from wizard.core.memory.estimate import MemoryReport, estimate_memory
 from wizard.core.memory.config import MEMORY_KEYS
+from wizard.core.memory.verdict import Verdict, memory_verdict
 from wizard.core.models.facts import ModelFacts
 from wizard.core.verl.moves import Moves
 from wizard.core.verl.resolved import UNRESOLVABLE, ResolvedConfig
@@ -26,6 +28,7 @@ class MemoryPlan:
     placement: Placement
     report: MemoryReport | None
     why: str | None  # why there is no report
+    verdict: Verdict  # fits / tight / fits while short / does not fit, or none with the reason
 
 
 def memory_plan(schema: VerlSchema, overrides: list[str], *, config_name: str = "ppo_trainer",
@@ -39,4 +42,5 @@ def memory_plan(schema: VerlSchema, overrides: list[str], *, config_name: str = 
     if report is not None and all(g.capacity_bytes is None for g in report.groups):
         why = ("the GPUs' memory is unknown: name the GPU model (--gpus 8xH100-80GB or --cluster FILE on the command "
                "line; the GPUs field of the Start step or the Hardware step in the window)")
-    return MemoryPlan(values=values, placement=placement, report=report, why=why)
+    verdict = memory_verdict(report, values, models or {}, cluster, why)
+    return MemoryPlan(values=values, placement=placement, report=report, why=why, verdict=verdict)

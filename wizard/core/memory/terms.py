@@ -4,6 +4,8 @@ Pure arithmetic on :class:`ModelFacts` and a few numbers; :mod:`wizard.core.memo
 Sources: "ref §x" is ../shared/reference/gpu-memory.md section x; "H200" is ``bench/data/gpu_memory_h200.json``,
 measured by ``bench/calibrate_gpu_memory.py`` (Qwen2 models of 0.5B-3B and a 4-layer 7B slice, FSDP2 on one
 rank, fp32 master weights, AdamW, bf16 compute, torch 2.11, ``expandable_segments:True`` as verl trains);
+"verl H200" is ``bench/data/verl_real/``: real verl 0.9.1 runs with vLLM 0.24 on one H200 (NVML per process at
+10 Hz, cut into verl's own phases; ``bench/bench_memory_real.py`` prints them against this estimate);
 "[E]" is an estimate nobody measured here. ``REFERENCE_CONSTANTS`` are the values the reference proposed
 before that measurement (``bench/bench_memory.py`` prints the error of both).
 """
@@ -53,6 +55,14 @@ class MemoryConstants(BaseModel):
     # fp32 temporaries (4 more bytes per logit).
     logits_bytes: float = 2.0
     logits_extra_update: float = 0.0
+    # Without flash-attn verl takes logprobs_from_logits_v2, whose per-row bf16 log-softmax stays for the backward.
+    # verl H200 (no flash-attn wheel exists there): update peak - states = 7.28 GiB for 7,584 tokens of Qwen2.5-1.5B,
+    # one bf16 copy of the logits over the flash-attn path.
+    logits_extra_update_torch: float = 2.0
+    # At the update's peak the allocator still holds part of the backward's blocks while the optimizer step
+    # allocates beside them. verl H200, no flash-attn: reserved - allocated at the peak = 0.51-0.63 x the backward's
+    # transient (0.5B FSDP1, 1.5B and 3B FSDP2). With flash-attn: the vocabulary slack below (not measured in verl).
+    update_cache_fraction: float = 0.57
     # Entropy of every token (bytes per logit element). torch.compile is verl's default (fsdp_config.use_torch_compile).
     # H200: update +0.75x / +5.5x of the bf16 logits (compiled / eager); forward-only +0 / +2x.
     entropy_update_compiled: float = 1.5
@@ -67,21 +77,34 @@ class MemoryConstants(BaseModel):
     # V x h matrix. H200 with expandable segments: 0.6 GiB (Qwen2.5-0.5B) to 2.5 GiB (the 7B layer slice), about
     # 2.4 copies in every model; ~0 at the optimizer step (few, large, equal tensors).
     allocator_slack_vocab: float = 2.5
-    # Outside torch, per process: CUDA context and library workspaces. H200: NVML used - reserved - idle = 0.30 GiB.
+    # Outside torch, per process: CUDA context and library workspaces. H200: NVML used - reserved - idle = 0.30 GiB
+    # for a plain torch process (bench/bench_memory.py).
     cuda_context: int = int(0.3 * GIB)
-    # NVML counts this as used on an idle H200 (1.115 GiB): never available to a process. H200.
-    driver_reserved: int = int(1.1 * GIB)
+    # verl's trainer worker (WorkerDict) outside torch's allocator: CUDA context, NCCL, cuBLAS workspaces and compiled
+    # kernels. verl H200: NVML per process - torch reserved = 1.14-1.30 GiB in every run (FSDP1 and FSDP2).
+    trainer_context: int = int(1.25 * GIB)
+    # What the driver keeps of every GPU: NVML's total minus CUDA's. H200: 140.4 - 139.8 GiB = 644,939,776 bytes,
+    # NVML used on the idle GPU of the verl H200 runs, and nvml_total - cuda_total in gpu_memory_h200.json.
+    driver_reserved: int = 644_939_776
     nccl_buffers: int = int(0.5 * GIB)  # per process in a multi-rank NCCL group [E, ref §2.11]
-    # vLLM (V1): "non_torch_memory" 1.27-1.79 GiB at TP1, 3.58 GiB at TP2 (ref §3.3, Llama-3-8B logs).
-    vllm_non_torch_tp1: int = int(1.6 * GIB)
-    vllm_non_torch_tp: int = int(3.6 * GIB)
+    # vLLM 0.24 sizes gpu_memory_utilization on CUDA's total (capacity - driver_reserved) and counts its CUDA graph
+    # pool inside it ("CUDA graph memory profiling is enabled (default since v0.21.0)"). Awake, its worker process
+    # holds the budget and a little more. verl H200: 0.21-0.42 GiB over util x 139.8 GiB (3 runs).
+    vllm_outside_budget: int = int(0.4 * GIB)
+    # Inside the budget beside weights, activation peak and graphs. verl H200: util x 139.8 - weights - graphs -
+    # "Available KV cache memory" = the activation peak + 0.26 GiB (Qwen2.5-1.5B). TP > 1 adds NCCL buffers [E]
+    # (older vLLM logged 3.58 GiB of non-torch memory at TP2, ref §3.3).
+    vllm_non_torch_tp1: int = int(0.3 * GIB)
+    vllm_non_torch_tp: int = int(2.0 * GIB)
     # vLLM's profile run: (act_i*I/TP + act_h*h) bytes per batched token; 1.2 GiB for Llama-3-8B at 8192 tokens
     # (ref §3.3 logs 1.26 GiB), plus the sampler's fp32 logits for max_num_seqs.
     vllm_act_i: float = 7.0
     vllm_act_h: float = 10.0
-    # CUDA graphs live outside gpu_memory_utilization and stay through training (ref §2.9: 0.8-1.5 GB seen) [E].
-    cuda_graphs: int = int(1.0 * GIB)
-    cuda_graphs_small: int = int(0.3 * GIB)  # cudagraph_capture_sizes set to a short list [E]
+    # Asleep (level 1 or 2) the worker keeps its context, and its CUDA graph pool stays. verl H200: 0.98 GiB with
+    # enforce_eager (Qwen2.5-3B); 1.24 / 1.67 GiB with graphs (0.5B / 1.5B; vLLM logs a 0.35 GiB pool for 1.5B).
+    vllm_asleep: int = int(1.0 * GIB)
+    cuda_graphs: int = int(0.5 * GIB)
+    cuda_graphs_small: int = int(0.2 * GIB)  # cudagraph_capture_sizes set to a short list [E]
     sglang_runtime: int = int(2.0 * GIB)  # SGLang's activations + graphs, taken from the (1 - fraction) rest [E]
     # A GPU is "tight" when less than max(tight_fraction of its memory, tight_min) stays free at the peak: the
     # estimator's error after calibration (bench/bench_memory.py) plus fragmentation without expandable segments.
@@ -175,12 +198,14 @@ def vocab_matrix(facts: ModelFacts) -> int:
     return 2 * facts.vocab_size * facts.hidden_size
 
 
-def logits(facts: ModelFacts, tokens: float, fused: bool, c: MemoryConstants = CONSTANTS, update: bool = True) -> float:
-    """The (T x V) logits; ``use_fused_kernels`` returns log-probs without materialising them."""
+def logits(facts: ModelFacts, tokens: float, fused: bool, c: MemoryConstants = CONSTANTS, update: bool = True,
+           flash_attn: bool = True) -> float:
+    """The (T x V) logits; ``use_fused_kernels`` returns log-probs without materialising them. Without flash-attn
+    the update keeps a bf16 log-softmax per row for the backward (verl's logprobs_from_logits_v2)."""
     if fused:
         return tokens * facts.hidden_size * 4
-    per = c.logits_bytes + (c.logits_extra_update if update else 0.0)
-    return tokens * facts.vocab_size * per
+    extra = (c.logits_extra_update if flash_attn else c.logits_extra_update_torch) if update else 0.0
+    return tokens * facts.vocab_size * (c.logits_bytes + extra)
 
 
 def entropy(facts: ModelFacts, tokens: float, mode: str, update: bool, c: MemoryConstants = CONSTANTS) -> float:
@@ -226,10 +251,10 @@ class KvCache(BaseModel):
     model_config = ConfigDict(frozen=True)
 
     engine: str
-    budget_bytes: int  # gpu_memory_utilization x memory (vLLM), or the fraction of free memory (SGLang)
+    budget_bytes: int  # gpu_memory_utilization x CUDA's total (vLLM), or the fraction of free memory (SGLang)
     weights_bytes: int
     activation_bytes: int
-    other_bytes: int  # non-torch memory counted inside the budget
+    other_bytes: int  # non-torch memory and the CUDA graph pool, counted inside the budget
     kv_bytes: int  # per GPU; <= 0 means the engine does not start
     bytes_per_token: int  # per GPU (its share of the KV heads and layers)
     tokens: int  # tokens one replica can hold at once (x data-parallel ranks)
@@ -241,18 +266,18 @@ class KvCache(BaseModel):
 
 def kv_cache(facts: ModelFacts, *, engine: str, capacity: int, free_at_start: int, util: float, tp: int, dp: int,
              pp: int, batched_tokens: int, max_num_seqs: int, seq_tokens: int, max_model_len: int | None,
-             in_flight: int, c: MemoryConstants = CONSTANTS) -> KvCache:
-    """KV sizing of vLLM (util x total - weights - activation peak - non-torch; ref §2.9) or SGLang
-    (fraction x free memory before loading - weights; ref §2.10)."""
+             in_flight: int, graph_pool: int = 0, c: MemoryConstants = CONSTANTS) -> KvCache:
+    """KV sizing of vLLM (util x CUDA's total - weights - activation peak - non-torch - CUDA graph pool; ref §2.9,
+    vLLM 0.24 as measured) or SGLang (fraction x free memory before loading - weights; ref §2.10)."""
     weights = engine_weights(facts, tp, pp)
     act = vllm_activation(facts, batched_tokens, max_num_seqs, tp, c)
-    other = non_torch(tp, c)
+    other = non_torch(tp, c) + graph_pool
     if engine == "sglang":
         budget = util * free_at_start
         kv = budget - weights
         act, other = 0, 0
     else:
-        budget = util * capacity
+        budget = util * (capacity - c.driver_reserved)
         kv = budget - weights - act - other
     per_token = max(1, facts.kv_bytes_per_token(tp) // max(1, pp))
     tokens = max(0, int(kv // per_token)) * dp

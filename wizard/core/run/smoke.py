@@ -25,6 +25,10 @@ NODE_IP_KEY = "ray_kwargs.ray_init._node_ip_address"
 # verl dumps every step's generations as <dir>/<step>.jsonl when these are set (trainer/ppo/v1/trainer_base.py)
 DUMP_KEYS = (("trainer.rollout_data_dir", "rollout"), ("trainer.validation_data_dir", "validation"))
 LOOPBACK = "127.0.0.1"
+# verl 0.9.1 loads the actor and the reference with attn_implementation=flash_attention_2 unless the model's
+# override_config names another; without flash-attn in the run's Python the model load fails.
+ATTN_KEY = "actor_rollout_ref.model.override_config.attn_implementation"
+SDPA_OVERRIDE = f"+{ATTN_KEY}=sdpa"
 _PLAIN = re.compile(r"[A-Za-z0-9_@%+=:,./-]+")
 _REF = re.compile(r"\$(?:\{([A-Za-z_][A-Za-z0-9_]*)\}|([A-Za-z_][A-Za-z0-9_]*))")
 
@@ -35,6 +39,9 @@ class SmokeOptions:
     validation: str = "end"  # end: once after the last step; none; start: before training; both
     loopback: bool = True  # bind the run's own Ray instance to 127.0.0.1 (a local run needs nothing else)
     samples_dir: str | None = None  # the run folder: verl dumps the generations into its rollout/ and validation/
+    # Does flash-attn import in the run's Python (the environment probe)? False: the launch adds SDPA_OVERRIDE
+    # itself. None: not known, nothing added.
+    flash_attn: bool | None = None
 
     def __post_init__(self):
         if self.steps < 1:
@@ -112,10 +119,27 @@ def dump_dirs(plan: Plan) -> tuple[str | None, str | None]:
 
 
 def smoke_plan(plan: Plan, opts: SmokeOptions = SmokeOptions()) -> Plan:
+    add_sdpa = adds_sdpa(plan, opts)
     plan = apply_overrides(plan, smoke_overrides(plan, opts))
     if opts.loopback and not _touches(plan.passthrough, NODE_IP_KEY):
         plan.passthrough = [*plan.passthrough, f"+{NODE_IP_KEY}={LOOPBACK}"]
+    if add_sdpa:
+        plan.passthrough = [*plan.passthrough, SDPA_OVERRIDE]
     return plan
+
+
+def adds_sdpa(plan: Plan, opts: SmokeOptions) -> bool:
+    """Whether the smoke run adds the SDPA attention override: flash-attn does not import in the run's Python
+    and the plan names no attention implementation of its own."""
+    return opts.flash_attn is False and not _touches(emit_overrides(plan).overrides, ATTN_KEY)
+
+
+def smoke_notes(plan: Plan, opts: SmokeOptions) -> list[str]:
+    """What the launch changed on its own, for the run's first lines (``plan`` is the plan before smoke_plan)."""
+    if not adds_sdpa(plan, opts):
+        return []
+    return [f"flash-attn does not import in the run's Python: added {SDPA_OVERRIDE} (verl loads the actor and the "
+            "reference with flash_attention_2 by default, which fails at model load without flash-attn)"]
 
 
 def smoke_env(file_logger_path: str, model_is_local: bool) -> dict[str, str]:
@@ -189,5 +213,5 @@ def _word(text: str, env: set[str]) -> str:
     return text if _PLAIN.fullmatch(text) else shell_word(text, env)
 
 
-__all__ = ["SmokeOptions", "SmokeCommand", "smoke_overrides", "smoke_plan", "smoke_env", "smoke_command",
-           "render_command", "dump_dirs", "DUMP_KEYS"]
+__all__ = ["SmokeOptions", "SmokeCommand", "smoke_overrides", "smoke_plan", "smoke_notes", "adds_sdpa", "smoke_env",
+           "smoke_command", "render_command", "dump_dirs", "DUMP_KEYS"]

@@ -14,7 +14,15 @@ from wizard.core.verl.resolved import UNRESOLVABLE, ResolvedConfig
 if TYPE_CHECKING:
     from wizard.core.hardware.cluster import Cluster
 
-__all__ = ["UNRESOLVABLE", "RuleContext", "choices", "finding"]
+__all__ = ["UNRESOLVABLE", "EnvironmentFacts", "RuleContext", "choices", "finding"]
+
+
+@dataclass(frozen=True)
+class EnvironmentFacts:
+    """What the environment probe found in the Python that will run verl (None: not known)."""
+
+    flash_attn: bool | None = None  # flash-attn imports there
+    python: str | None = None
 
 
 @dataclass
@@ -24,6 +32,8 @@ class RuleContext(ResolvedConfig):
     models: Mapping[str, ModelFacts] = field(default_factory=dict)
     # The detected or planned machines (per-GPU memory, links), when known; ``gpus`` is its shape.
     cluster: "Cluster | None" = None
+    # The target Python environment (doctor's probe), when known.
+    environment: EnvironmentFacts | None = None
 
 
 def finding(

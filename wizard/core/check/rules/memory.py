@@ -9,7 +9,8 @@ from __future__ import annotations
 
 from wizard.core.findings import Finding, Severity, Stage
 from wizard.core.memory.estimate import GpuEstimate, MemoryReport, estimate_memory
-from wizard.core.memory.config import MEMORY_KEYS, SAMPLE_TOKENS, AF, A, read_config
+from wizard.core.memory import verdict
+from wizard.core.memory.config import MEMORY_KEYS, AF, A, read_config
 from wizard.core.memory.fixes import ranked_fixes
 from wizard.core.memory.terms import CONSTANTS, GIB
 from wizard.core.placement.pools import PLACEMENT_KEYS, R, plan_placement
@@ -38,16 +39,23 @@ def memory_values(ctx: RuleContext) -> dict:
     return ctx._memo["memory.values"]
 
 
-def memory_report(ctx: RuleContext) -> MemoryReport | None:
-    """The estimate for this config, once per check; None when models or GPU memory are unknown."""
+def memory_estimate(ctx: RuleContext) -> tuple[MemoryReport | None, str | None]:
+    """(the estimate, why there is none), once per check; (None, None) when models or GPU memory are unknown."""
     if "memory.report" not in ctx._memo:
-        report = None
+        report, why = None, None
         if ctx.models.get("actor") is not None and ctx.cluster is not None:
-            report, _ = estimate_memory(memory_values(ctx), ctx.models, ctx.cluster)
+            report, why = estimate_memory(memory_values(ctx), ctx.models, ctx.cluster)
             if report is not None and all(g.capacity_bytes is None for g in report.groups):
                 report = None
-        ctx._memo["memory.report"] = report
+        ctx._memo["memory.report"] = (report, why)
     return ctx._memo["memory.report"]
+
+
+def memory_report(ctx: RuleContext) -> MemoryReport | None:
+    """The estimate when it carries a verdict: None when models or GPU memory are unknown, or the engine or model
+    is not modelled (memory.not_modelled says so)."""
+    report = memory_estimate(ctx)[0]
+    return None if report is None or report.unmodelled else report
 
 
 def where(group: GpuEstimate) -> str:
@@ -95,29 +103,19 @@ def _step_order(phase) -> int:
 
 
 def fitting_sample_tokens(ctx: RuleContext, group: GpuEstimate) -> int | None:
-    """With fixed micro-batches and padding removed, the longest average sample (prompt + response) at which the
-    group still fits; None when the token count is not what overflows (or not even a quarter of the max fits)."""
-    values = memory_values(ctx)
-    cfg = read_config(values)
-    keys = {"actor_update": f"{A}.use_dynamic_bsz", "old_log_prob": f"{R}.log_prob_use_dynamic_bsz",
-            "ref_log_prob": "actor_rollout_ref.ref.log_prob_use_dynamic_bsz"}
-    dyn = keys.get(group.peak.name)
-    if dyn is None or values.get(dyn) or not values.get("actor_rollout_ref.model.use_remove_padding", True):
-        return None
+    """The longest average sample at which ``group`` still fits (see verdict.fitting_sample_tokens)."""
+    return verdict.fitting_sample_tokens(memory_values(ctx), ctx.models, ctx.cluster, group)
 
-    def fits(tokens: int) -> bool:
-        report, _ = estimate_memory({**values, SAMPLE_TOKENS: tokens}, ctx.models, ctx.cluster)
-        same = [g for g in (report.groups if report else []) if g.pool == group.pool
-                and g.capacity_bytes == group.capacity_bytes]
-        return bool(same) and all(g.peak.total <= g.capacity_bytes for g in same)
 
-    lo, hi = max(1, cfg.seq_tokens // 4), cfg.seq_tokens
-    if not fits(lo):
-        return None
-    while hi - lo > 16:
-        mid = (lo + hi) // 2
-        lo, hi = (mid, hi) if fits(mid) else (lo, mid)
-    return lo
+@rule("memory.not_modelled", Stage.ADVICE)
+def not_modelled(ctx: RuleContext):
+    """An engine or model the estimate does not model: no verdict, and the reason (instead of a guess)."""
+    report, why = memory_estimate(ctx)
+    reason = report.unmodelled if report is not None else why
+    if reason and ctx.models.get("actor") is not None and ctx.cluster is not None:
+        yield finding("memory.not_modelled", Severity.INFO, Stage.ADVICE, [], f"No memory verdict: {reason}",
+                      "Size the run from a measured run of the same engine and model (nvidia-smi during a step)",
+                      fix_auto=False)
 
 
 @rule("memory.gpu", Stage.RUNTIME)
@@ -141,53 +139,47 @@ def gpu_memory(ctx: RuleContext):
                     if len(over) > 1 else "")
             if longest is None:
                 yield _fix_finding(ctx, "memory.gpu_oom", Severity.ERROR, group,
-                                   f"{head}; CUDA out of memory. Largest: {top_terms(group)} GiB.{also}")
+                                   f"Does not fit: {head}; CUDA out of memory. Largest: {top_terms(group)} GiB.{also}")
             else:
                 seq = read_config(memory_values(ctx)).seq_tokens
                 yield _fix_finding(ctx, "memory.gpu_oom_long", Severity.WARNING, group,
-                                   f"{head} when every sample of a micro-batch is as long as data.max_prompt_length + "
-                                   f"data.max_response_length = {seq:,} tokens; it fits while the samples average up "
-                                   f"to {longest:,} tokens, and runs out of memory on longer ones. Largest: "
+                                   f"Fits while samples average <= {longest:,} tokens: {head} when every sample of a "
+                                   f"micro-batch is as long as data.max_prompt_length + data.max_response_length = "
+                                   f"{seq:,} tokens, and runs out of memory on samples that average longer. Largest: "
                                    f"{top_terms(group)} GiB")
         elif peak.total > cap - margin:
             yield _fix_finding(ctx, "memory.gpu_tight", Severity.WARNING, group,
-                               f"{head}, {(cap - peak.total) / GIB:.1f} GiB spare (less than the "
+                               f"Fits, tight: {head}, {(cap - peak.total) / GIB:.1f} GiB spare (less than the "
                                f"{margin / GIB:.1f} GiB margin the estimate needs). Largest: {top_terms(group)} GiB")
 
 
 @rule("memory.engine_start", Stage.STARTUP)
 def engine_start(ctx: RuleContext):
-    """vLLM refuses to start when the free memory is below gpu_memory_utilization x total (gpu_worker.init_device);
-    the trainer's params are already on the GPU when the engine starts."""
+    """vLLM refuses to start when the free memory is below gpu_memory_utilization x CUDA's total
+    (gpu_worker.init_device); the trainer's params are already on the GPU when the engine starts."""
     report = memory_report(ctx)
     if report is None:
         return
-    cfg = read_config(memory_values(ctx))
-    eng = cfg.engines["rollout"]
-    if eng.name == "sglang":
-        return
+    eng = read_config(memory_values(ctx)).engines["rollout"]
     for group in report.groups:
-        load = next((p for p in group.phases if p.name == "load"), None)
-        if load is None or group.capacity_bytes is None:
+        short = verdict.engine_start_shortfall(report, memory_values(ctx), group)
+        if short is None:
             continue
-        cap = group.capacity_bytes
-        trainer = sum(t.bytes for t in load.terms if not t.key.startswith(("engine", "graphs", "driver")))
-        free = cap - report.constants.driver_reserved - trainer
-        want = eng.util * cap
-        if free < want:
-            best = int((free / cap) * 20) / 20 - 0.05  # a 0.05 step below what is free
-            if best >= 0.2:
-                fix, overrides = f"Set {R}.gpu_memory_utilization={best:.2f}, or {AF}.param_offload=True", [
-                    f"{R}.gpu_memory_utilization={best:.2f}"]
-            else:
-                fix, overrides = (f"Set {AF}.param_offload=True (the engine starts before the trainer needs its "
-                                  "params), or use GPUs with more memory"), [f"{AF}.param_offload=True"]
-            yield finding("memory.engine_start", Severity.ERROR, Stage.STARTUP,
-                          [f"{R}.gpu_memory_utilization", f"{AF}.param_offload"],
-                          f"{where(group)}: vLLM starts with {free / GIB:.1f} GiB free (the trainer holds "
-                          f"{trainer / GIB:.1f} GiB) but asks for {eng.util:g} x {cap / GIB:.1f} = {want / GIB:.1f} GiB; "
-                          f"it stops with: Free memory on device ... on startup is less than desired GPU memory "
-                          f"utilization", fix, overrides, fix_auto=False)
+        free, want, trainer = short
+        cuda_total = group.capacity_bytes - report.constants.driver_reserved
+        best = int((free / cuda_total) * 20) / 20 - 0.05  # a 0.05 step below what is free
+        if best >= 0.2:
+            fix, overrides = f"Set {R}.gpu_memory_utilization={best:.2f}, or {AF}.param_offload=True", [
+                f"{R}.gpu_memory_utilization={best:.2f}"]
+        else:
+            fix, overrides = (f"Set {AF}.param_offload=True (the engine starts before the trainer needs its "
+                              "params), or use GPUs with more memory"), [f"{AF}.param_offload=True"]
+        yield finding("memory.engine_start", Severity.ERROR, Stage.STARTUP,
+                      [f"{R}.gpu_memory_utilization", f"{AF}.param_offload"],
+                      f"Does not fit: {where(group)}: vLLM starts with {free / GIB:.1f} GiB free (the trainer holds "
+                      f"{trainer / GIB:.1f} GiB) but asks for {eng.util:g} x {cuda_total / GIB:.1f} = "
+                      f"{want / GIB:.1f} GiB; it stops with: Free memory on device ... on startup is less than desired "
+                      "GPU memory utilization", fix, overrides, fix_auto=False)
 
 
 @rule("memory.kv_cache", Stage.STARTUP)
@@ -201,9 +193,11 @@ def kv_cache(ctx: RuleContext):
         eng = cfg.engines[role]
         prefix = R if role == "rollout" else ("reward.reward_model.rollout" if role == "reward" else "distillation")
         keys = [f"{prefix}.gpu_memory_utilization", f"{prefix}.tensor_model_parallel_size", f"{prefix}.max_model_len"]
-        per_rank = f"{kv.kv_bytes / GIB:.1f} GiB per GPU = {eng.util:g} x memory - weights {kv.weights_bytes / GIB:.1f}"
+        per_rank = (f"{kv.kv_bytes / GIB:.1f} GiB per GPU = {kv.budget_bytes / GIB:.1f} ({eng.util:g} x "
+                    f"{'free memory' if kv.engine == 'sglang' else 'CUDA total'}) - weights {kv.weights_bytes / GIB:.1f}")
         if kv.engine != "sglang":
-            per_rank += f" - activations {kv.activation_bytes / GIB:.1f} - non-torch {kv.other_bytes / GIB:.1f}"
+            per_rank += (f" - activations {kv.activation_bytes / GIB:.1f} - non-torch and CUDA graphs "
+                         f"{kv.other_bytes / GIB:.1f}")
         if kv.kv_bytes <= 0:
             yield finding("memory.kv_cache", Severity.ERROR, Stage.STARTUP, keys,
                           f"The {role} engine has no room for a KV cache ({per_rank} GiB); it stops with: No available "

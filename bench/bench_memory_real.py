@@ -1,0 +1,149 @@
+"""The memory estimate against real verl 0.9.1 runs (bench/data/verl_real/): predicted vs measured peak per phase,
+the verdict against what happened, and a summary line.
+
+    .venv/bin/python bench/bench_memory_real.py [--data bench/data/verl_real] [--json]
+
+Each run is planned the way ``verl-wizard plan`` plans it (verl's composed config, the run's overrides, its model's
+config.json, one H200 of the run's NVML total), with ``wizard.flash_attn`` off: the device has no flash-attn wheel.
+Measured is NVML's used memory of the whole GPU (what the estimate's phase totals count, the driver's reserve
+included). A phase of the first step has no AdamW moments yet (PyTorch creates them at the first optimizer step):
+its prediction leaves them out. A verdict is right when "fits" / "tight" / "fits while short" met a run that
+trained its steps, and "does not fit" met one that ran out of memory. Phases measured only end to end (the fixture:
+nvidia-smi, no phase marks) are held to +-15 %, the others to +-10 %.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import statistics
+import sys
+from pathlib import Path
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+
+from real_records import MIB, Run, load_runs, overall_peak_mib, with_adam  # noqa: E402
+from wizard.adapters.resources import load_moves, load_schema  # noqa: E402
+from wizard.core.hardware.cluster import GPU, Cluster, ClusterNode  # noqa: E402
+from wizard.core.memory.config import FLASH_ATTN  # noqa: E402
+from wizard.core.memory.estimate import estimate_memory  # noqa: E402
+from wizard.core.memory.report import memory_plan  # noqa: E402
+from wizard.core.memory.verdict import DOES_NOT_FIT, memory_verdict  # noqa: E402
+from wizard.core.models.facts import facts_from_hf_config  # noqa: E402
+
+GIB = 1024**3
+ADAM_KEYS = ("actor_adam", "critic_adam")
+ENGINE_ONLY = {"load": "engine_rollout", "generation": "engine_rollout"}
+
+
+def h200(total_mib: int) -> Cluster:
+    gpu = GPU(index=0, name="NVIDIA H200", memory_total_bytes=total_mib * MIB)
+    return Cluster(source="spec", nodes=[ClusterNode(name="node0", gpu_count=1, gpus=[gpu])])
+
+
+def predict(run: Run):
+    """(report, verdict, why) for the run's config as plan would give them, without flash-attn."""
+    facts = facts_from_hf_config(run.model, name=run.spec.get("name", run.name), source="config")
+    cluster = h200(run.record.get("total_mib") or 143771)
+    models = {"actor": facts, "ref": facts, "critic": facts}
+    if run.spec.get("kind") == "vllm":
+        return None, None, "vLLM alone: compared per engine term"
+    mp = memory_plan(load_schema(), run.overrides(), moves=load_moves(), models=models, cluster=cluster)
+    values = {**mp.values, FLASH_ATTN: False}
+    report, why = estimate_memory(values, models, cluster)
+    return report, memory_verdict(report, values, models, cluster, why or mp.why), why
+
+
+def phase_bytes(report, name: str, step: int) -> int | None:
+    group = report.groups[0]
+    phase = next((p for p in group.phases if p.name == name), None)
+    if phase is None:
+        return None
+    if with_adam(name, step):
+        return phase.total
+    return phase.total - sum(t.bytes for t in phase.terms if t.key in ADAM_KEYS)
+
+
+def trainer_at_load(report) -> int:
+    """The load phase without the engine that never started (its budget and process)."""
+    load = next(p for p in report.groups[0].phases if p.name == "load")
+    return sum(t.bytes for t in load.terms if not t.key.startswith(("engine", "graphs")))
+
+
+def vllm_rows(run: Run) -> list[dict]:
+    """vLLM alone: the engine's own terms (budget + what its process holds beyond it, the driver's reserve)."""
+    from wizard.core.memory.terms import CONSTANTS as C
+
+    util = run.spec["args"]["util"]
+    total = (run.record.get("total_mib") or 143771) * MIB
+    awake = util * (total - C.driver_reserved) + C.vllm_outside_budget + C.driver_reserved
+    return [_row(run, name, m, awake, 0.10) for name, m in run.phases.items()]
+
+
+def _row(run: Run, phase: str, m, predicted: float | None, tolerance: float) -> dict:
+    measured = m.peak_mib * MIB
+    err = None if predicted is None or not m.complete else (predicted - measured) / measured
+    return {"run": run.name, "phase": phase, "step": m.step, "complete": m.complete,
+            "measured_gib": round(measured / GIB, 2), "predicted_gib": None if predicted is None else round(predicted / GIB, 2),
+            "error": None if err is None else round(err, 4), "within": None if err is None else abs(err) <= tolerance}
+
+
+def rows_for(run: Run) -> tuple[list[dict], dict]:
+    if run.spec.get("kind") == "vllm":
+        return vllm_rows(run), {"run": run.name, "outcome": run.outcome, "verdict": "n/a (engine alone)", "right": None}
+    report, verdict, why = predict(run)
+    if report is None:
+        return [], {"run": run.name, "outcome": run.outcome, "verdict": f"none: {why}", "right": None}
+    rows = [_row(run, name, m, phase_bytes(report, name, m.step), 0.10) for name, m in run.phases.items()]
+    if verdict.cause == "engine_start" and "load" in run.phases:  # vLLM refused: what held the GPU was the trainer
+        m = run.phases["load"]
+        m = type("M", (), {"peak_mib": m.peak_mib, "step": 0, "complete": True})()
+        rows = [_row(run, "load (trainer only)", m, trainer_at_load(report), 0.10)] + [
+            r for r in rows if r["phase"] != "load"]
+    if not run.phases:  # measured end to end only
+        m = type("M", (), {"peak_mib": overall_peak_mib(run), "step": 2, "complete": True})()
+        rows = [_row(run, "peak (end to end)", m, report.groups[0].peak.total, 0.15)]
+    right = (verdict.word == DOES_NOT_FIT) == (run.outcome == "oom") if verdict.word else None
+    return rows, {"run": run.name, "outcome": run.outcome, "verdict": verdict.text(), "cause": verdict.cause,
+                  "right": right}
+
+
+def summary(rows: list[dict], verdicts: list[dict]) -> str:
+    errs = [abs(r["error"]) for r in rows if r["error"] is not None]
+    within = sum(1 for r in rows if r["within"])
+    judged = [v for v in verdicts if v["right"] is not None]
+    return (f"{len(verdicts)} real runs: verdicts right {sum(v['right'] for v in judged)} of {len(judged)}; "
+            f"phase peaks within tolerance {within} of {len(errs)} (mean |error| {100 * statistics.mean(errs):.1f} %, "
+            f"max {100 * max(errs):.1f} %)" if errs else f"{len(verdicts)} runs, nothing comparable")
+
+
+def main(argv=None) -> int:
+    p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    p.add_argument("--data", default=str(Path(__file__).parent / "data" / "verl_real"))
+    p.add_argument("--json", action="store_true", help="print the rows and verdicts as JSON lines")
+    args = p.parse_args(argv)
+    all_rows, verdicts = [], []
+    for run in load_runs(Path(args.data)):
+        rows, v = rows_for(run)
+        all_rows += rows
+        verdicts.append(v)
+    if args.json:
+        for r in all_rows + verdicts:
+            print(json.dumps(r))
+        return 0
+    print(f"{'run':40} {'phase':18} {'step':>4} {'measured':>9} {'predicted':>9} {'error':>7}")
+    for r in all_rows:
+        err = "open" if not r["complete"] else ("" if r["error"] is None else f"{100 * r['error']:+6.1f}%")
+        pred = "" if r["predicted_gib"] is None else f"{r['predicted_gib']:9.2f}"
+        print(f"{r['run'][:40]:40} {r['phase']:18} {r['step']:>4} {r['measured_gib']:9.2f} {pred:>9} {err:>7}")
+    print()
+    for v in verdicts:
+        mark = {True: "right", False: "WRONG", None: "-"}[v["right"]]
+        print(f"{v['run'][:40]:40} ran: {v['outcome']:6} verdict: {v['verdict']}  [{mark}]")
+    print(summary(all_rows, verdicts))
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())

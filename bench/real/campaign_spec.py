@@ -1,0 +1,152 @@
+"""The configurations measured on the H200 (bench/data/verl_real/), in the order the campaign runs them.
+
+    python3 bench/real/campaign_spec.py OUT.json [--preflight PYTHON]
+
+Writes campaign.py's input. ``--preflight`` first runs verl's own pre-flight (Hydra compose + validate_config,
+``wizard/adapters/probes/verl_preflight_probe.py``) on every verl run with PYTHON, where verl 0.9.1 is installed:
+a config error found here costs nothing, on the device it costs a run.
+
+Every run: one H200, random-weight Qwen2.5 models with their real shapes and vocabulary (make_models.py), prompts
+of about 440 tokens and responses that run to max_response_length (random weights rarely draw the end token),
+2 training steps (the second generation runs with AdamW's moments resident), SDPA attention (no flash-attn wheel
+exists for the device; the log-probs take verl's torch path, logprobs_from_logits_v2).
+"""
+
+from __future__ import annotations
+
+import json
+import sys
+from pathlib import Path
+
+ROOT = "/tmp/real"
+A, R, AF, M = ("actor_rollout_ref.actor", "actor_rollout_ref.rollout", "actor_rollout_ref.actor.fsdp_config",
+               "actor_rollout_ref.model")
+STEPS = 2
+
+
+def base(size: str, util: float, *, strategy: str = "fsdp2", eager: bool = False) -> list[str]:
+    model = f"{ROOT}/q{size}"
+    return [
+        "algorithm.adv_estimator=grpo", "algorithm.use_kl_in_reward=false",
+        f"{A}.use_kl_loss=true", f"{A}.kl_loss_coef=0.001", f"{A}.kl_loss_type=low_var_kl", f"{A}.entropy_coeff=0.0",
+        f"{M}.path={model}", f"{M}.use_remove_padding=true", f"{M}.enable_gradient_checkpointing=true",
+        f"data.train_files={ROOT}/data/train.parquet", f"data.val_files={ROOT}/data/test.parquet",
+        "data.train_batch_size=16", "data.max_prompt_length=512", "data.max_response_length=512",
+        "data.filter_overlong_prompts=true", "data.dataloader_num_workers=2",
+        "trainer.nnodes=1", "trainer.n_gpus_per_node=1", "ray_kwargs.ray_init.num_cpus=16",
+        f"{R}.name=vllm", f"{R}.n=4", f"{R}.tensor_model_parallel_size=1", f"{R}.gpu_memory_utilization={util}",
+        f"{R}.log_prob_micro_batch_size_per_gpu=16", f"{R}.enforce_eager={str(eager).lower()}",
+        f"{R}.agent.num_workers=2", "reward.num_workers=2",
+        f"{A}.optim.lr=1e-6", f"{A}.ppo_mini_batch_size=8", f"{A}.ppo_micro_batch_size_per_gpu=8",
+        "actor_rollout_ref.ref.log_prob_micro_batch_size_per_gpu=16",
+        f"{A}.strategy={strategy}", f"actor_rollout_ref.ref.strategy={strategy}",
+        "trainer.project_name=mem", "trainer.experiment_name=mem", "trainer.logger=[console,file]",
+        "trainer.total_epochs=1", f"trainer.total_training_steps={STEPS}", "trainer.save_freq=-1",
+        "trainer.test_freq=-1", "trainer.val_before_train=false", "trainer.resume_mode=disable",
+        f"+{M}.override_config.attn_implementation=sdpa", "+ray_kwargs.ray_init._node_ip_address=127.0.0.1",
+    ]
+
+
+def replace(words: list[str], *changes: str) -> list[str]:
+    """``words`` with each change's key set to its value (appended when absent)."""
+    out = list(words)
+    for change in changes:
+        key = change.split("=", 1)[0]
+        hit = [i for i, w in enumerate(out) if w.split("=", 1)[0] == key]
+        if hit:
+            out[hit[0]] = change
+        else:
+            out.append(change)
+    return out
+
+
+def drop(words: list[str], *keys: str) -> list[str]:
+    return [w for w in words if w.split("=", 1)[0] not in keys]
+
+
+def verl(name: str, args: list[str], expect_s: int = 200, timeout_s: int = 420) -> dict:
+    model = next(w.split("=", 1)[1] for w in args if w.startswith(f"{M}.path="))
+    return {"name": name, "kind": "verl", "args": args, "steps": STEPS, "expect_s": expect_s, "timeout_s": timeout_s,
+            "needs": f"{model}/DONE"}
+
+
+def runs() -> list[dict]:
+    smoke = {"name": "launch-smoke-0.5b-fsdp1-u0.4", "kind": "launch", "steps": STEPS, "expect_s": 240, "timeout_s": 480,
+             "needs": f"{ROOT}/q0.5b/DONE",
+             "args": ["--preset", "grpo-1gpu-smoke", "--steps", str(STEPS), "--val", "none",
+                      "--set", f"{M}.path={ROOT}/q0.5b", "--set", f"data.train_files={ROOT}/data/train.parquet",
+                      "--set", f"data.val_files={ROOT}/data/test.parquet", "--set", f"{R}.agent.num_workers=2",
+                      "--set", "reward.num_workers=2", "--set", "data.dataloader_num_workers=2"]}
+    b15 = base("1.5b", 0.5)
+    lora = replace(b15, f"{M}.lora_rank=64", f"{M}.lora_alpha=32", f"{M}.target_modules=all-linear",
+                   f"{A}.optim.lr=1e-5")
+    critic = replace(base("0.5b", 0.3, strategy="fsdp"), "algorithm.adv_estimator=gae", f"{A}.use_kl_loss=false",
+                     f"critic.model.path={ROOT}/q0.5b", "critic.strategy=fsdp", "critic.optim.lr=1e-5",
+                     "critic.ppo_micro_batch_size_per_gpu=8", "+critic.model.override_config.attn_implementation=sdpa")
+    offload = replace(base("1.5b", 0.6, strategy="fsdp"), f"{AF}.param_offload=true", f"{AF}.optimizer_offload=true")
+    legacy = replace(drop(base("1.5b", 0.5), f"{A}.ppo_micro_batch_size_per_gpu", f"{R}.log_prob_micro_batch_size_per_gpu",
+                          "actor_rollout_ref.ref.log_prob_micro_batch_size_per_gpu"),
+                     f"{AF}.offload_policy=true", f"{A}.ppo_micro_batch_size=8", f"{R}.log_prob_micro_batch_size=16",
+                     "actor_rollout_ref.ref.log_prob_micro_batch_size=16")
+    return [
+        smoke,
+        verl("grpo-1.5b-fsdp2-u0.5", b15),
+        verl("grpo-1.5b-fsdp2-u0.95-startfail", base("1.5b", 0.95, eager=True), expect_s=120, timeout_s=300),
+        verl("grpo-3b-fsdp2-u0.75-eager", base("3b", 0.75, eager=True), expect_s=240, timeout_s=480),
+        verl("grpo-1.5b-lora64-fsdp2-u0.5", lora),
+        verl("ppo-0.5b-critic-fsdp1-u0.3", critic),
+        verl("grpo-1.5b-fsdp1-offload-u0.6", offload),
+        verl("grpo-1.5b-nogc-micro32-u0.3", replace(base("1.5b", 0.3, eager=True), f"{M}.enable_gradient_checkpointing=false",
+                                                  f"{A}.ppo_mini_batch_size=16", f"{A}.ppo_micro_batch_size_per_gpu=32"),
+             expect_s=150, timeout_s=360),
+        verl("grpo-3b-fsdp2-u0.75-optoffload-eager", replace(base("3b", 0.75, eager=True), f"{AF}.optimizer_offload=true"),
+             expect_s=240, timeout_s=480),
+        verl("grpo-1.5b-fsdp2-policy-legacy-micro", legacy),
+        *vllm_runs(),
+    ]
+
+
+def vllm_runs() -> list[dict]:
+    out = []
+    for util, seqs, max_len, lora, eager in [(0.5, 256, 4096, 0, False), (0.8, 256, 4096, 0, False),
+                                             (0.3, 64, 2048, 0, False), (0.5, 256, 4096, 64, False),
+                                             (0.5, 256, 4096, 0, True), (0.3, 1024, 32768, 0, False)]:
+        name = f"vllm-1.5b-u{util}-seqs{seqs}-len{max_len}" + (f"-lora{lora}" if lora else "") + ("-eager" if eager else "")
+        out.append({"name": name, "kind": "vllm", "expect_s": 70, "timeout_s": 180, "needs": f"{ROOT}/q1.5b/DONE",
+                    "args": {"model": f"{ROOT}/q1.5b", "util": util, "max_num_seqs": seqs, "max_model_len": max_len,
+                             "lora_rank": lora, "enforce_eager": eager, "prompts": 64, "prompt_len": 440,
+                             "max_tokens": 512}})
+    return out
+
+
+ENV = {"NCCL_NVLS_ENABLE": "0", "TORCH_SYMM_MEM_DISABLE_MULTICAST": "1", "NVSHMEM_DISABLE_NVLS": "1",
+       "RAY_USAGE_STATS_ENABLED": "0", "RAY_DEDUP_LOGS": "0", "HF_HUB_OFFLINE": "1", "TRANSFORMERS_OFFLINE": "1",
+       "VLLM_USE_FLASHINFER_SAMPLER": "0", "WANDB_MODE": "disabled", "PYTHONUNBUFFERED": "1",
+       # verl's runtime env sets these only where the launching shell has not: vLLM's memory lines in the log
+       # (weights, activation peak, KV cache), and its torch.compile cache kept between runs (minutes saved)
+       "VLLM_LOGGING_LEVEL": "INFO", "VLLM_DISABLE_COMPILE_CACHE": "0"}
+
+
+def preflight(python: str, spec: list[dict]) -> bool:
+    sys.path.insert(0, str(Path(__file__).resolve().parents[2]))
+    from wizard.adapters.verl_preflight import run_preflight
+
+    cases = [{"id": r["name"], "overrides": r["args"], "config_name": "ppo_trainer"} for r in spec if r["kind"] == "verl"]
+    ok = True
+    for res in run_preflight(cases, python=python):
+        print(f"{'ok ' if res.get('ok') else 'BAD'} {res['id']}: {res.get('message') or ''}"[:300])
+        ok = ok and bool(res.get("ok"))
+    return ok
+
+
+def main(argv: list[str]) -> int:
+    spec = runs()
+    if "--preflight" in argv and not preflight(argv[argv.index("--preflight") + 1], spec):
+        return 1
+    Path(argv[1]).write_text(json.dumps({"env": ENV, "runs": spec}, indent=1))
+    print(f"{len(spec)} runs written to {argv[1]}")
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main(sys.argv))
