@@ -432,3 +432,20 @@ def test_gpu_monitor_reads_the_samplers_own_answers_from_a_real_h200(qtbot):
     assert "Memory: 21.6 of 140.4 GiB (peak 21.6)" in row and "Utilisation: 100%" in row
     assert "Compute processes (pid): 496" in row and monitor.busy() is True
     assert monitor._rows[0].memory.value() == 15 and monitor._rows[0].util.value() == 100
+
+
+def test_without_flash_attn_in_the_probed_python_the_run_adds_sdpa_and_says_so(panel, tmp_path):
+    """The Environment step found no flash-attn in the run's Python: the smoke run adds the SDPA override itself
+    (verl would fail at model load) and the dry run says so first."""
+    import sys
+
+    from wizard.core.check.rules.context import EnvironmentFacts
+
+    panel.python.setText(sys.executable)
+    panel.folder.setText(str(tmp_path / "r"))
+    panel.environment = EnvironmentFacts(flash_attn=False, python=sys.executable)
+    prepared = panel.dry_run()
+    assert "+actor_rollout_ref.model.override_config.attn_implementation=sdpa" in prepared.command.args
+    assert panel.command.toPlainText().startswith("# flash-attn does not import in the run's Python")
+    panel.environment = EnvironmentFacts(flash_attn=True, python=sys.executable)
+    assert "+actor_rollout_ref.model.override_config.attn_implementation=sdpa" not in panel.prepare().command.args

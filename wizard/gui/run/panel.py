@@ -14,7 +14,7 @@ from __future__ import annotations
 import os
 import sys
 import time
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 
 from PySide6.QtCore import QEvent, Signal
@@ -45,7 +45,7 @@ from wizard.core.findings import Severity
 from wizard.core.plan.convert import plan_overrides
 from wizard.core.plan.model import Plan
 from wizard.core.run.smoke import (VALIDATION, SmokeCommand, SmokeOptions, dump_dirs, render_command, smoke_command,
-                                   smoke_plan)
+                                   smoke_notes, smoke_plan)
 from wizard.gui.document import PlanDocument
 from wizard.gui.run.gpu_monitor import GpuMonitor
 from wizard.gui.run.insight import RunInsight, start_recorder
@@ -69,6 +69,7 @@ class Prepared:
     max_response_length: int | None
     plan: Plan  # the smoke plan (what runs)
     base: Plan  # the user's plan (what the run's record and the forecast are about)
+    notes: list[str] = field(default_factory=list)  # what the launch changed on its own (the SDPA override)
 
 
 class RunPanel(QWidget):
@@ -82,6 +83,7 @@ class RunPanel(QWidget):
         self.doc = doc
         self.result: RunResult | None = None
         self.prepared: Prepared | None = None
+        self.environment = None  # EnvironmentFacts of the Python the Environment step probed, when it did
         self._runner = Worker(self)
         self._runner.progress.connect(self._batch)
         self._runner.finished.connect(self._done)
@@ -211,18 +213,19 @@ class RunPanel(QWidget):
             return f"Target Python {python}: not executable"
         folder = self.folder.text().strip() or str(Path("runs") / time.strftime("launch-%Y%m%d-%H%M%S"))
         run_dir = Path(os.path.expanduser(folder)).absolute()
+        env = self.environment if self.environment is not None and self.environment.python == python else None
         opts = SmokeOptions(steps=self.steps.value(), validation=self.validation.currentText(),
-                            samples_dir=str(run_dir))
+                            samples_dir=str(run_dir), flash_attn=env.flash_attn if env else None)
         plan = smoke_plan(self.doc.plan, opts)
         result = check_overrides(load_schema(), plan_overrides(plan), config_name=plan.config_name,
-                                 moves=load_moves(), gpus=self.doc.gpus)
+                                 moves=load_moves(), gpus=self.doc.gpus, environment=env)
         cmd = smoke_command(plan, opts, run_dir=str(run_dir), file_logger_path=str(run_dir / "metrics.jsonl"),
                             model_is_local=model_is_local(plan.models.actor_path), environ=os.environ)
         if cmd.missing:
             return f"The config reads ${cmd.missing[0]}, which is not set in this environment"
         return Prepared(python=python, command=cmd, check=result, run_dir=run_dir,
                         shell=render_command(python, cmd), max_response_length=plan.data.max_response_length,
-                        plan=plan, base=self.doc.plan)
+                        plan=plan, base=self.doc.plan, notes=smoke_notes(self.doc.plan, opts))
 
     def dry_run(self) -> Prepared | None:
         """Show the exact command and environment on the Command tab; run nothing."""
@@ -234,7 +237,7 @@ class RunPanel(QWidget):
             return None
         self.prepared = prepared
         errors = [f for f in prepared.check.findings if f.severity is Severity.ERROR]
-        lines = ["# Environment added to yours:"]
+        lines = [f"# {note}" for note in prepared.notes] + ["# Environment added to yours:"]
         lines += [f"{k}={v}" for k, v in prepared.command.env.items()]
         lines += ["", f"# The command (run from {os.getcwd()}); its output goes to {prepared.run_dir}:",
                   prepared.shell, ""]
@@ -281,6 +284,8 @@ class RunPanel(QWidget):
             return False
         self._reset_views()
         self.status.started(run.pid, prepared.run_dir)
+        for note in prepared.notes:  # what the launch changed on its own, said where the run is followed
+            self.log.append_raw([f"verl-wizard: {note}"])
         self.insight.begin(str(prepared.run_dir), prepared.base)
         self._follower = RunFollower(run, prepared.max_response_length,
                                      metrics_file=prepared.run_dir / "metrics.jsonl",

@@ -18,6 +18,7 @@ from wizard.gui.workers import Worker
 
 class EnvironmentPage(Page):
     python_checked = Signal(str)  # a Python that was probed: the Run step uses it
+    environment_known = Signal(object)  # EnvironmentFacts of that Python (flash-attn): the Run step's launch uses it
     step, title, subtitle = texts("environment")
 
     def __init__(self, doc: PlanDocument) -> None:
@@ -92,3 +93,14 @@ class EnvironmentPage(Page):
         self.doc.environment = environment_summary(report.facts)
         self.doc.set_context_findings("environment", report.findings)
         self.python_checked.emit(report.python)
+        self.environment_known.emit(environment_facts(report))
+
+
+def environment_facts(report):
+    """What the probe found that changes a run: does flash-attn import (None: installed, import not tried)."""
+    from wizard.core.check.rules.context import EnvironmentFacts
+
+    installed = bool((report.facts.get("packages") or {}).get("flash-attn"))
+    imported = (report.facts.get("flash_attn") or {}).get("imported")
+    return EnvironmentFacts(flash_attn=(imported if imported is not None else None) if installed else False,
+                            python=report.python)

@@ -25,6 +25,7 @@ class RunPage(LazyPage):
         from wizard.gui.run.panel import RunPanel
 
         panel = RunPanel(self.doc, self._python)
+        panel.environment = getattr(self, "_environment", None)
         panel.insight.forecast_found.connect(self.forecast_found)
         return panel
 
@@ -34,6 +35,13 @@ class RunPage(LazyPage):
 
     def wire(self, pages: Mapping[str, Page]) -> None:
         pages["environment"].python_checked.connect(self.set_target_python)
+        pages["environment"].environment_known.connect(self.set_environment)
+
+    def set_environment(self, facts) -> None:
+        """What the Environment step found in the run's Python (flash-attn): the launch adds SDPA when it lacks it."""
+        self._environment = facts
+        if self._content is not None:
+            self._content.environment = facts
 
     def set_target_python(self, path: str) -> None:
         """The Python the Environment step probed; used when the panel is (or was) built."""
