@@ -3,18 +3,19 @@
 import pytest
 
 from tests.conftest import SCRIPTS
+from tests.helpers.script_corpus import corpus_name, main_ppo_scripts, other_scripts
 from wizard.core.scripts.reader import ScriptError, read_launch_script
 
 # run_test.sh takes its config name as $1: refused (tested below), so not in MAIN.
-MAIN = sorted(p for p in SCRIPTS.glob("*.sh") if p.name != "tests__special_e2e__run_test.sh")
-OTHER = sorted((SCRIPTS / "other").glob("*.sh"))
+MAIN = [p for p in main_ppo_scripts() if p.name != "tests__special_e2e__run_test.sh"]
+OTHER = other_scripts()
 
 
 def test_the_corpus_is_there():
-    assert len(MAIN) >= 70 and len(OTHER) >= 5
+    assert len(MAIN) >= 230 and len(OTHER) >= 9
 
 
-@pytest.mark.parametrize("path", MAIN, ids=lambda p: p.name)
+@pytest.mark.parametrize("path", MAIN, ids=corpus_name)
 def test_every_main_ppo_example_is_read(path):
     script = read_launch_script(path.read_text())
     assert script.args, "no overrides found"

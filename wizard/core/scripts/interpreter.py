@@ -332,7 +332,7 @@ class Interpreter:
             self.opaque = True
         if cond:
             program = render(cmd.program or argv[0])
-            self.why = f"{program} is a program the wizard does not run; only the machine that runs the script knows"
+            self.why = f"the wizard does not run {program}, so only the machine that runs the script knows"
             self.why_is_command = True
             return None
         return True

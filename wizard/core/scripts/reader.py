@@ -47,6 +47,11 @@ class LaunchScript:
     _table: Table = field(default_factory=Table, repr=False)
 
     @property
+    def runtime_values(self) -> list[str]:
+        """The placeholders in the launch: values bash computes only when the script runs (``$(date +%s)``)."""
+        return list(dict.fromkeys(p.text for a in self._raw for p in self._table.of(a) if p.kind == "runtime"))
+
+    @property
     def warnings(self) -> list[str]:
         """The notes a user should look at (not the informational ones), one line each."""
         return [n.text for n in self.notes if n.severity != "info"]
