@@ -15,7 +15,7 @@ from collections.abc import Callable
 from wizard.core.scripts.arith import ArithError, ArithUnknown, evaluate
 from wizard.core.scripts.lexer import Lexer, Part, Word, lex
 from wizard.core.scripts.param_ops import apply_op
-from wizard.core.scripts.state import Context, ScriptExit, State
+from wizard.core.scripts.state import MAX_VALUE_CHARS, Context, ScriptExit, State, check_size
 from wizard.core.scripts.values import FORWARD, has_marker
 
 _PARAM = re.compile(r"([A-Za-z_]\w*|\d+|[@*#?$!-])(?:\[([^\]]*)\])?(.*)", re.S)
@@ -39,6 +39,8 @@ class Expander:
         out: list[str] = []
         for w in words:
             out.extend(self.expand(w))
+            if len(out) > 1000:
+                check_size("the command's words", out, w.line)
         return out
 
     def expand(self, word: Word) -> list[str]:
@@ -47,9 +49,14 @@ class Expander:
         fields: list[list[str]] = [[]]
         quoted = [False]
 
+        size = [0]
+
         def add(text: str, q: bool) -> None:
             fields[-1].append(text)
             quoted[-1] = quoted[-1] or q
+            size[0] += len(text) + 1
+            if size[0] > MAX_VALUE_CHARS:
+                check_size("a word", "".join("".join(f) for f in fields), word.line)
 
         def new_field() -> None:
             fields.append([])
@@ -71,7 +78,9 @@ class Expander:
                             new_field()
                         if piece:
                             add(piece, False)
-        return ["".join(f) for f, q in zip(fields, quoted) if q or "".join(f)]
+        out = ["".join(f) for f, q in zip(fields, quoted) if q or "".join(f)]
+        check_size("a word", out, word.line)
+        return out
 
     def _expand_dq(self, part: Part, add, new_field) -> None:
         lists = [self.list_value(s.text) if s.kind == "var" else None for s in part.parts]
@@ -101,7 +110,9 @@ class Expander:
                 out.extend(self._joined(s) for s in part.parts)
             else:
                 out.append(self._joined(part))
-        return "".join(out)
+        text = "".join(out)
+        check_size("a value", text, word.line)
+        return text
 
     def _joined(self, part: Part) -> str:
         items = self.list_value(part.text) if part.kind == "var" else None
@@ -137,6 +148,8 @@ class Expander:
             return self.arith(part.text)
         if part.kind == "proc":
             return self.runtime(f"<({part.text})", "is a process substitution; it exists only when the script runs")
+        if part.text in self.state.vars and isinstance(self.state.vars[part.text], str):
+            return self.state.vars[part.text]  # the common case, $NAME of a set variable
         value = self.param(part.text)
         return " ".join(value) if isinstance(value, list) else value
 

@@ -15,9 +15,8 @@ _SHOWN = 6  # items a message lists before "and N more" (the finding's data has 
 _HYDRA_FLAGS_OK = ("--config-name", "--config-path", "-cn", "-cp")
 
 
-def launch_notes(ctx: Context, launch: Launch, raw: list[str], overrides: list[str], env: list[str],
-                 used: list[str]) -> list[Note]:
-    render = ctx.table.render
+def launch_notes(ctx: Context, launch: Launch, raw: list[str], overrides: list[str], env: list[str]) -> list[Note]:
+    """``overrides``: as the script's text (rendered)."""
     notes: list[Note] = []
     seen = set()
     for value in raw + list(launch.env.values()):
@@ -41,8 +40,7 @@ def launch_notes(ctx: Context, launch: Launch, raw: list[str], overrides: list[s
     if wrappers:
         notes.append(Note(launch.line, "wrapper", f"verl is started through {' and '.join(wrappers)}; the "
                           "overrides are read the same way", "info", {"via": launch.via}))
-    for a in overrides:
-        text = render(a)
+    for text in overrides:
         if text.startswith("-") and not text.startswith(_HYDRA_FLAGS_OK):
             notes.append(Note(launch.line, "flag", f"Hydra flag {text!r} kept as given"))
         elif text.strip() == "" or ("=" in text and text.split("=", 1)[1].endswith(" ")):
@@ -188,7 +186,8 @@ def _walk(node, where: list[str]):
         for item in node.items:
             yield from _walk(item.body, inner)
     elif isinstance(node, (For, While)):
-        inner = where + [f"inside the loop at line {node.line}, which does not run"]
+        inner = where + [f"inside the loop at line {node.line} (how often a loop runs is known only when the "
+                         "script runs; the wizard reads one launch outside loops)"]
         if isinstance(node, While):
             yield from _walk(node.cond, inner)
         yield from _walk(node.body, inner)

@@ -25,6 +25,7 @@ _DQ_RUN = re.compile(r'[^"\\$`]+')
 _OPS3 = (";;&", "&>>", "<<<")
 _OPS2 = ("&&", "||", ";;", ";&", "|&", "&>", ">>", ">&", "<&", ">|", "<<", "<>")
 _OP_START = set(";&|<>()")
+_KEEP_ESCAPED = set("*?[]~=")
 REDIRECTS = {">", ">>", "<", ">&", "<&", "&>", "&>>", ">|", "<>", "<<", "<<<"}
 # after these words the next word starts a command again (so "((" is an arithmetic command)
 _COMMAND_WORDS = {"if", "then", "else", "elif", "do", "while", "until", "!", "{", "time", "for"}
@@ -191,7 +192,10 @@ class Lexer:
                     self.i += 2
                     self.line += 1
                     continue
-                push("esc", s[self.i + 1 : self.i + 2])
+                char = s[self.i + 1 : self.i + 2]
+                # an escaped character is literal text; it stays apart ("esc") only where quoting
+                # changes its meaning: glob and tilde characters, '=', and a word's first character
+                push("esc" if char in _KEEP_ESCAPED or not (parts or buf) else "lit", char)
                 self.i += 2
             elif c == "'":
                 end = s.find("'", self.i + 1)
@@ -290,17 +294,16 @@ class Lexer:
 
     def _dollar(self) -> Part:
         s, i = self.s, self.i
-        if s.startswith("$((", i):
+        nxt = s[i + 1 : i + 2]
+        if nxt == "(":
             end = matching(s, i + 1, "(", ")", self.line)
-            if s[end - 1] == ")":
+            if s.startswith("$((", i) and s[end - 1] == ")":
                 return self._enclosed("arith", i + 3, end - 1, end + 1)
-        if s.startswith("$(", i):
-            end = matching(s, i + 1, "(", ")", self.line)
             return self._enclosed("cmd", i + 2, end, end + 1)
-        if s.startswith("${", i):
+        if nxt == "{":
             end = matching(s, i + 1, "{", "}", self.line)
             return self._enclosed("var", i + 2, end, end + 1)
-        if s.startswith("$'", i):
+        if nxt == "'":
             return self._ansi_c()
         m = _NAME.match(s, i + 1)
         if m:

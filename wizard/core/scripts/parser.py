@@ -14,6 +14,8 @@ from wizard.core.scripts.syntax import (AndOr, ArithCommand, Case, CaseItem, Com
 _ASSIGN_START = __import__("re").compile(r"^[A-Za-z_][A-Za-z0-9_]*(\[[^\]]*\])?\+?=")
 _SEPARATORS = {"\n", ";", "&"}
 _CASE_ENDS = {";;", ";&", ";;&"}
+_COMPOUND = {"if": "if_", "for": "for_", "while": "while_", "until": "while_", "case": "case", "{": "group",
+             "function": "function"}
 
 
 class Parser:
@@ -157,10 +159,9 @@ class Parser:
         if tok.kind != "word":
             raise ShellSyntaxError(f"line {tok.line}: unexpected {self.src[tok.pos:tok.end]!r}")
         word = tok.word.raw_literal
-        handler = {"if": self.if_, "for": self.for_, "while": self.while_, "until": self.while_,
-                   "case": self.case, "{": self.group, "function": self.function}.get(word or "")
+        handler = _COMPOUND.get(word or "")
         if handler:
-            return handler()
+            return getattr(self, handler)()
         if word in ("then", "else", "elif", "fi", "do", "done", "esac", "}", "in"):
             raise ShellSyntaxError(f"line {tok.line}: unexpected '{word}'")
         nxt = self.t[self.i + 1] if self.i + 1 < len(self.t) else None

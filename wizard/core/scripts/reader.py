@@ -122,17 +122,17 @@ def _build(ctx: Context) -> LaunchScript:
         raise ScriptError(f"line {launch.line}: --config-name is {render(config_name) or 'empty'}, known only "
                           "when the script runs; give the wizard a script with a fixed config name")
     launch_env = {name: render(value) for name, value in launch.env.items()}
-    used = [render(a) for a in raw] + list(launch_env.values())
+    shown = {a: render(a) for a in raw}  # each value rendered once (a hostile script may hold many markers)
     env = sorted({p.name for a in raw + list(launch.env.values()) for p in table.of(a) if p.kind == "env"})
     script = LaunchScript(
-        args=[hydra_safe(render(a), table, a) for a in overrides],
+        args=[hydra_safe(shown[a], table, a) for a in overrides],
         config_name=config_name[:-5] if config_name.endswith(".yaml") else config_name,
         config_path=render(config_path) if config_path is not None else None,
         env=env,
         forwards_args=forwards,
         launch_env=launch_env,
         line=launch.line,
-        argv=[render(a) for a in raw],
+        argv=[shown[a] for a in raw],
         via=launch.via,
         wanted_files=list(ctx.wanted),
         defaults={name: value for name, (value, _) in ctx.defaults.items()},
@@ -140,7 +140,7 @@ def _build(ctx: Context) -> LaunchScript:
         _raw=raw,
         _table=table,
     )
-    script.notes = _sorted(list(ctx.notes) + explain.launch_notes(ctx, launch, raw, overrides, env, used))
+    script.notes = _sorted(list(ctx.notes) + explain.launch_notes(ctx, launch, raw, [shown[a] for a in overrides], env))
     return script
 
 

@@ -8,9 +8,10 @@ from dataclasses import dataclass, field
 from wizard.core.scripts.values import Table
 
 # Budgets: a hostile or broken script gets a one-line refusal, never a hang or a traceback.
-MAX_SCRIPT_CHARS = 1_048_576  # 1 MiB of text
+MAX_SCRIPT_CHARS = 262_144  # 256 KiB of text: the largest verl launch script is 14 KB
 MAX_STEPS = 200_000  # commands run while reading (loops unrolled, functions called)
-MAX_VALUE_CHARS = 1_048_576  # one variable's value
+MAX_VALUE_CHARS = 1_048_576  # one variable's value, one word, one command's words
+MAX_WORDS = 100_000  # words in one array or one command
 MAX_CALL_DEPTH = 100  # functions calling functions, sourced files, command substitutions
 MAX_LOOP_ITEMS = 10_000
 UNREADABLE = "\x00"  # a file the adapter found but could not read as text
@@ -151,8 +152,16 @@ class State:
         )
 
     def set(self, name: str, value: str | list[str], line: int) -> None:
-        size = sum(len(v) for v in value) if isinstance(value, list) else len(value)
-        if size > MAX_VALUE_CHARS:
-            raise ScriptError(f"line {line}: {name} grows past {MAX_VALUE_CHARS:,} characters; the wizard stops "
-                              "reading the script there")
+        check_size(name, value, line)
         self.vars[name] = value
+
+
+def check_size(what: str, value: str | list[str], line: int) -> None:
+    """A value (or a list of words) past the budget stops the reading: characters, plus one per word."""
+    if isinstance(value, list) and len(value) > MAX_WORDS:
+        raise ScriptError(f"line {line}: {what} grows past {MAX_WORDS:,} words; the wizard stops reading the "
+                          "script there")
+    size = sum(len(v) + 1 for v in value) if isinstance(value, list) else len(value)
+    if size > MAX_VALUE_CHARS:
+        raise ScriptError(f"line {line}: {what} grows past {MAX_VALUE_CHARS:,} characters; the wizard stops "
+                          "reading the script there")
