@@ -50,9 +50,11 @@ def test_a_word_just_under_the_budget_reads_quickly():
     (f"while true; do :; done\n{M} a=1\n", "runs more than 200,000 commands"),
     ("X=x\nwhile true; do X=$X$X; done\n", "line 2: a value grows past"),
     ("A=('')\nwhile true; do A=(\"${A[@]}\" \"${A[@]}\"); done\n", "grows past 100,000 words"),
-    (f"f() {{ f; }}\nf\n{M} a=1\n", "functions call each other more than"),
-    (f"f() {{ g; }}\ng() {{ f; }}\nf\n{M} a=1\n", "functions call each other more than"),
+    (f"f() {{ f; }}\nf\n{M} a=1\n", "nested more than 120 deep \\(in function f, called"),
+    (f"f() {{ g; }}\ng() {{ f; }}\nf\n{M} a=1\n", "nested more than 120 deep \\(in function [fg], called"),
     ("X=$(" + "echo $(" * 70 + "x" + ")" * 71 + f"\n{M} a=$X\n", "nested more than 64 deep"),
+    ("f() { " + "if true; then " * 30 + "f" + "; fi" * 30 + f"; }}\nf\n{M} a=1\n", "nested more than 120 deep"),
+    (f"f() {{ X=$(f); }}\nf\n{M} a=1\n", "nested more than 120 deep"),
 ])
 def test_budgets_stop_the_reading_with_one_line(text, reason):
     t0 = time.perf_counter()

@@ -15,8 +15,8 @@ from wizard.core.scripts.conditions import Tests
 from wizard.core.scripts.evaluator import Expander
 from wizard.core.scripts.launch import ENTRY, classify, looks_like_override
 from wizard.core.scripts.parser import parse_cached
-from wizard.core.scripts.state import (MAX_CALL_DEPTH, MAX_LOOP_ITEMS, Context, Decision, FunctionReturn, Launch,
-                                       LoopControl, ScriptError, ScriptExit, State)
+from wizard.core.scripts.state import (MAX_CALL_DEPTH, MAX_LOOP_ITEMS, MAX_NESTED_RUN, Context, Decision,
+                                       FunctionReturn, Launch, LoopControl, ScriptError, ScriptExit, State)
 from wizard.core.scripts.syntax import (AndOr, ArithCommand, Case, Compound, DoubleBracket, For, FuncDef, Group, If,
                                         Pipeline, Seq, Simple, SyntaxStop, While)
 from wizard.core.scripts.values import has_marker
@@ -73,6 +73,20 @@ class Interpreter:
                       None, self.file)
 
     def exec(self, node, cond: bool = False) -> Status:
+        ctx = self.ctx
+        ctx.depth += 1
+        try:
+            if ctx.depth > MAX_NESTED_RUN:
+                inside = f" (in function {self.functions[-1]}, called {len(self.functions)} deep)" \
+                    if self.functions else ""
+                raise ScriptError(f"line {getattr(node, 'line', 0) or self.ex.line}: commands, functions and "
+                                  f"substitutions run nested more than {MAX_NESTED_RUN} deep{inside}; the wizard "
+                                  "stops reading the script there")
+            return self._exec(node, cond)
+        finally:
+            ctx.depth -= 1
+
+    def _exec(self, node, cond: bool) -> Status:
         if isinstance(node, Seq):
             status: Status = True
             for k, item in enumerate(node.items):

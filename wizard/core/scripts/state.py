@@ -12,7 +12,8 @@ MAX_SCRIPT_CHARS = 262_144  # 256 KiB of text: the largest verl launch script is
 MAX_STEPS = 200_000  # commands run while reading (loops unrolled, functions called)
 MAX_VALUE_CHARS = 1_048_576  # one variable's value, one word, one command's words
 MAX_WORDS = 100_000  # words in one array or one command
-MAX_CALL_DEPTH = 100  # functions calling functions, sourced files, command substitutions
+MAX_CALL_DEPTH = 64  # functions calling functions, sourced files, command substitutions
+MAX_NESTED_RUN = 120  # commands running inside one another (keeps Python's own stack well clear)
 MAX_LOOP_ITEMS = 10_000
 UNREADABLE = "\x00"  # a file the adapter found but could not read as text
 
@@ -108,6 +109,7 @@ class Context:
     steps: int = 0
     exit: ScriptExit | None = None
     visited: set = field(default_factory=set)
+    depth: int = 0  # commands running inside one another, right now
     knobs: set = field(default_factory=set)  # names the script gives a default or an alternative (${X:-d})
     _seen: set = field(default_factory=set)
 
