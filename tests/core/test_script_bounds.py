@@ -74,3 +74,33 @@ def test_odd_but_bounded_scripts_read_in_seconds(text):
     t0 = time.perf_counter()
     script = read_launch_script(text)
     assert script.args and time.perf_counter() - t0 < 10
+
+
+def test_mangled_corpus_scripts_are_read_or_refused_never_a_crash():
+    """Real scripts with lines dropped, doubled, cut or prefixed with stray syntax: a reading or a ScriptError."""
+    import random
+
+    from tests.helpers.script_corpus import main_ppo_scripts
+
+    texts = [p.read_text() for p in main_ppo_scripts()[::7]]
+    snippets = ["$(", ")", "${", "}", '"', "'", "`", "((", "))", "if true; then", "fi", "case x in", "esac", ";;",
+                "do", "done", "f() {", "}", "set -- a", "exec", "env A=1", "A+=(x)", '"${A[@]}"', "$((1/0))",
+                "${X:?m}", "shift 5", "source ./x.sh", 'eval "$X"', "exit", "return", "break", "(", "<<EOF", "\\",
+                "[[ -f x ]] &&", "for i in 1 2; do", '"" A=(x)']
+    rng = random.Random(17)
+    for _ in range(400):
+        lines = rng.choice(texts).split("\n")
+        for _ in range(rng.randint(1, 4)):
+            i, op = rng.randrange(len(lines)), rng.random()
+            if op < 0.3:
+                del lines[i]
+            elif op < 0.6:
+                lines.insert(i, rng.choice(snippets) + " " + rng.choice(lines))
+            elif op < 0.8:
+                lines[i] = lines[i][: rng.randint(0, len(lines[i]))] + rng.choice(snippets)
+            else:
+                lines.insert(i, lines[rng.randrange(len(lines))])
+        try:
+            read_launch_script("\n".join(lines), files={"./x.sh": "A=1\n"})
+        except ScriptError as exc:
+            assert "\n" not in str(exc)

@@ -13,7 +13,7 @@ import re
 from collections.abc import Callable
 
 from wizard.core.scripts.arith import ArithError, ArithUnknown, evaluate
-from wizard.core.scripts.lexer import Lexer, Part, Word, lex
+from wizard.core.scripts.lexer import Lexer, Part, ShellSyntaxError, Word, lex
 from wizard.core.scripts.param_ops import apply_op
 from wizard.core.scripts.state import MAX_VALUE_CHARS, Context, ScriptExit, State, check_size
 from wizard.core.scripts.values import FORWARD, has_marker
@@ -307,7 +307,10 @@ class Expander:
         return out
 
     def arith(self, expr: str) -> str:
-        text = self._expand_in_arith(expr)
+        try:
+            text = self._expand_in_arith(expr)
+        except ShellSyntaxError as exc:
+            return self.runtime(f"$(({expr}))", f"is an error in bash ({exc})")
         if has_marker(text):
             return self.runtime(f"$(({expr}))", "uses a value known only at run time")
         try:
@@ -318,7 +321,10 @@ class Expander:
             return self.runtime(f"$(({expr}))", f"is an error in bash ({exc})")
 
     def arith_status(self, expr: str) -> bool | None:
-        text = self._expand_in_arith(expr)
+        try:
+            text = self._expand_in_arith(expr)
+        except ShellSyntaxError:
+            return False  # bash: a syntax error in the expression, the command fails
         if has_marker(text):
             return None
         try:

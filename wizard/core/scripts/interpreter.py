@@ -309,8 +309,8 @@ class Interpreter:
         self.ex.line = node.line
         self.ctx.visited.add(id(node))
         argv = self.ex.words([t.word for t in node.words if t.kind == "word"])
-        if not argv and not any(t.kind == "array" for t in node.words):
-            builtins.assign_all(self, node.assigns)
+        if not argv:  # the command expanded to nothing: its assignments stay, as bash keeps them
+            builtins.assign_all(self, node.assigns + [t for t in node.words if t.kind == "array"])
             return True
         prefix = builtins.prefix_env(self, node.assigns)
         if self.ctx.launches and looks_like_override(self.ctx.table.render(argv[0] if argv else "")):
@@ -318,7 +318,7 @@ class Interpreter:
             self.ctx.note(node.line, "orphan", f"{self.ctx.table.render(argv[0])!r} looks like an override but is "
                           f"not part of the launch (a comment or a missing backslash ends the command at line "
                           f"{launch.end_line}); bash runs it as a command and it fails")
-        name = argv[0] if argv else "declare"
+        name = argv[0]
         if name in self.state.functions and name not in builtins.SPECIAL:
             return self.call(name, argv, node)
         handler = builtins.BUILTINS.get(name)

@@ -20,6 +20,7 @@ from wizard.core.scripts import explain
 from wizard.core.scripts.explain import STANDARD_ENV
 from wizard.core.scripts.interpreter import Interpreter
 from wizard.core.scripts.launch import ENTRY
+from wizard.core.scripts.lexer import ShellSyntaxError
 from wizard.core.scripts.parser import parse_program
 from wizard.core.scripts.state import MAX_SCRIPT_CHARS, Context, Note, ScriptError, knob_names
 from wizard.core.scripts.values import FORWARD, Table
@@ -79,7 +80,7 @@ def read_launch_script(text: str, files: dict[str, str | None] | None = None,
     knobs = knob_names(text)
     main = _read_once(nodes, files, script_path, {}, knobs)
     if main.error:
-        raise ScriptError(main.error)
+        raise ScriptError(" ".join(main.error.split()))  # one line, whatever the script's text held
     script = _build(main.ctx)
     script.notes = _sorted(script.notes + explain.decisions(
         main.ctx, script, lambda forced: _alternative(nodes, files, script_path, forced, knobs)))
@@ -93,6 +94,8 @@ def _read_once(nodes: list, files, script_path, forced: dict, knobs: set[str]) -
         interp.run_program(nodes)
     except ScriptError as exc:
         return _Reading(ctx, str(exc))
+    except ShellSyntaxError as exc:  # text bash reads only when it runs it (an eval, a ${X:-...} default)
+        return _Reading(ctx, f"bash cannot read this: {exc}")
     except RecursionError:  # a backstop: the budgets above stop every script the tests know first
         return _Reading(ctx, "the script nests commands too deep for the wizard to read")
     if len(ctx.launches) > 1:
