@@ -165,7 +165,7 @@ def test_knobs_left_at_their_defaults_are_one_note_with_the_full_list():
     ('echo start\nexit 0\npython3 -m verl.trainer.main_ppo a=1\n', "line 2: the script stops here \\(exit 0\\)"),
     (f"while read -r x; do\n  {M} a=$x\ndone < list.txt\n", "line 2: .* inside the loop at line 1"),
     (f"{M} a=1 'unterminated\n", "line 1: unterminated single quote"),
-    (f'{M} --config-name="$1"\n', "--config-name is \\$1, known only when the script runs"),
+    (f'{M} --config-name="$1"\n', "--config-name is \\$1 \\(an argument of the script\\), known only when the script runs"),
 ])
 def test_refusals_name_the_line_and_why(text, reason):
     with pytest.raises(ScriptError, match=reason):

@@ -225,7 +225,7 @@ class Expander:
         name, index, op = m.group(1), m.group(2), m.group(3)
         value = self._get(name, index)
         if not op:
-            return self._bare(name, value)
+            return self._bare(name, value, index)
         return apply_op(self, name, index, value, op, expr)
 
     def _length(self, expr: str) -> str:
@@ -233,6 +233,10 @@ class Expander:
         if items is not None:
             return str(len(items)) if FORWARD not in items else self.runtime("${#" + expr + "}", "counts the "
                                                                                "script's arguments")
+        m = _PARAM.fullmatch(expr)
+        if m and not m.group(3) and self._get(m.group(1), m.group(2)) is None and (
+                m.group(1).isdigit() or m.group(2) is not None or m.group(1) not in self.ctx.env_reads):
+            return "0"  # unset in an empty environment (an argument the script is not given, an array element)
         value = self.param(expr)
         value = " ".join(value) if isinstance(value, list) else value
         if has_marker(value):
@@ -272,11 +276,13 @@ class Expander:
             return value[n] if n is not None and -len(value) <= n < len(value) else ""
         return value
 
-    def _bare(self, name: str, value: str | None) -> str:
+    def _bare(self, name: str, value: str | None, index: str | None = None) -> str:
         if value is not None:
             return value
         if name.isdigit():
-            return self.runtime("$" + name, f"is argument {name} of the script, given when it runs")
+            return self.argument(name)
+        if index is not None:
+            return ""  # an element of an array the script never set
         if name in self.ctx.knobs:  # the script gives it a default somewhere: unset, it is empty
             self.ctx.defaults.setdefault(name, ("", self.line))
             if self.state.nounset:
@@ -285,6 +291,12 @@ class Expander:
                               "read as empty", "warning", None, self.file)
             return ""
         return self.env_ref(name)
+
+    def argument(self, name: str) -> str:
+        """A positional parameter that is not there: the script is read as run with no arguments."""
+        if self.state.positional is None:
+            self.ctx.args_read.setdefault(int(name), self.line)
+        return ""
 
     def env_ref(self, name: str) -> str:
         self.ctx.env_reads.setdefault(name, self.line)

@@ -27,6 +27,11 @@ def launch_notes(ctx: Context, launch: Launch, raw: list[str], overrides: list[s
                                   "checks the rest of the value", "info", {"text": p.text}))
     if ctx.defaults:
         notes.append(_defaults_note(ctx.defaults))
+    if ctx.args_read:
+        names = ", ".join(f"${n}" for n in sorted(ctx.args_read))
+        notes.append(Note(min(ctx.args_read.values()), "args", f"the script reads its own arguments ({names}); it "
+                          "is read as run with none, so they are empty (arguments you pass when you run it go "
+                          "where the script puts them)", "info", {"arguments": sorted(ctx.args_read)}))
     unset = [n for n in env if n not in STANDARD_ENV]
     if unset:
         lines = sorted(ctx.env_reads.get(n, launch.line) for n in unset)

@@ -14,9 +14,12 @@ def apply_op(ex, name: str, index: str | None, value: str | None, op: str, expr:
     for prefix in (":-", ":=", ":+", ":?", "-", "=", "+", "?"):
         if op.startswith(prefix):
             return _default_family(ex, name, value, prefix, op[len(prefix):])
-    if value is None or has_marker(value):
-        if value is None and not name.isdigit():
-            ex.env_ref(name)
+    if value is None:
+        if name.isdigit() or name not in ex.ctx.env_reads:
+            value = ex.argument(name) if name.isdigit() else ""  # unset in an empty environment: empty
+        else:
+            value = ex.env_ref(name)  # read from the environment elsewhere in the script: kept as set
+    if has_marker(value):
         return ex.runtime("${" + expr + "}", "transforms a value known only at run time")
     if op in (",,", "^^", ",", "^", "@U", "@L", "@u"):
         return _case(value, op)
@@ -49,7 +52,8 @@ def _default_family(ex, name: str, value: str | None, prefix: str, arg: str) -> 
     # "?": the script stops when the variable is missing
     if value is None or (empty and name in ex.ctx.defaults):
         if name.isdigit():
-            return ex.runtime("$" + name, f"is argument {name} of the script, which it requires")
+            ex.argument(name)
+            ex.stop(f"${{{name}:?}}: the script needs argument {name}; run without arguments, bash stops here")
         ex.ctx.required.setdefault(name, ex.line)  # a knob the user must set: read as given from here on
         ref = ex.env_ref(name)
         ex.state.set(name, ref, ex.line)

@@ -123,9 +123,12 @@ def _build(ctx: Context) -> LaunchScript:
     forwards = any(FORWARD in a for a in launch.argv)
     raw = [a for a in launch.argv if a != FORWARD]
     config_name, config_path, overrides = _split_config(raw, render)
-    if "$" in config_name or "\ue000" in config_name:
-        raise ScriptError(f"line {launch.line}: --config-name is {render(config_name) or 'empty'}, known only "
-                          "when the script runs; give the wizard a script with a fixed config name")
+    if "\ue000" in config_name or (config_name == "" and ctx.args_read):
+        shown = render(config_name) or f"${min(ctx.args_read)} (an argument of the script)"
+        raise ScriptError(f"line {launch.line}: --config-name is {shown}, known only when the script runs; give "
+                          "the wizard a script with a fixed config name")
+    if config_name == "":
+        raise ScriptError(f"line {launch.line}: --config-name is empty; verl needs a config name")
     launch_env = {name: render(value) for name, value in launch.env.items()}
     shown = {a: render(a) for a in raw}  # each value rendered once (a hostile script may hold many markers)
     env = sorted({p.name for a in raw + list(launch.env.values()) for p in table.of(a) if p.kind == "env"})

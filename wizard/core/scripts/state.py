@@ -110,6 +110,7 @@ class Context:
     exit: ScriptExit | None = None
     visited: set = field(default_factory=set)
     depth: int = 0  # commands running inside one another, right now
+    args_read: dict[int, int] = field(default_factory=dict)  # the script's own $1, $2... read (line): empty
     knobs: set = field(default_factory=set)  # names the script gives a default or an alternative (${X:-d})
     _seen: set = field(default_factory=set)
 
