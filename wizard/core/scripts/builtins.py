@@ -48,6 +48,8 @@ def assign_token(interp, tok) -> None:
         return
     name, index, append, value = split_assignment(interp, tok.word)
     old = state.vars.get(name)
+    if append and old is None and ex.from_environment(name):
+        old = ex.env_ref(name)  # X+=... onto a value the script takes from the environment
     if index is not None:
         items = list(old) if isinstance(old, list) else ([] if old is None else [old])
         n = ex._int(index)

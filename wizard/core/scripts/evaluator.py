@@ -235,7 +235,7 @@ class Expander:
                                                                                "script's arguments")
         m = _PARAM.fullmatch(expr)
         if m and not m.group(3) and self._get(m.group(1), m.group(2)) is None and (
-                m.group(1).isdigit() or m.group(2) is not None or m.group(1) not in self.ctx.env_reads):
+                m.group(1).isdigit() or m.group(2) is not None or not self.from_environment(m.group(1))):
             return "0"  # unset in an empty environment (an argument the script is not given, an array element)
         value = self.param(expr)
         value = " ".join(value) if isinstance(value, list) else value
@@ -292,6 +292,10 @@ class Expander:
             return ""
         return self.env_ref(name)
 
+    def from_environment(self, name: str) -> bool:
+        """Whether the script reads ``name`` from the environment (so it is taken as set), not as an empty knob."""
+        return name in self.ctx.env_reads or name in self.ctx.environment
+
     def argument(self, name: str) -> str:
         """A positional parameter that is not there: the script is read as run with no arguments."""
         if self.state.positional is None:
@@ -314,7 +318,7 @@ class Expander:
             return ""
         words = [t.word for t in lex(text, self.line) if t.kind == "word" and t.word is not None]
         line = self.line
-        out = " ".join(self.text(w) for w in words)
+        out = " ".join(self.text(w, assignment=True) for w in words)  # ~ expands in ${X:-~/dir} too
         self.line = line
         return out
 

@@ -15,7 +15,7 @@ def apply_op(ex, name: str, index: str | None, value: str | None, op: str, expr:
         if op.startswith(prefix):
             return _default_family(ex, name, value, prefix, op[len(prefix):])
     if value is None:
-        if name.isdigit() or name not in ex.ctx.env_reads:
+        if name.isdigit() or not ex.from_environment(name):
             value = ex.argument(name) if name.isdigit() else ""  # unset in an empty environment: empty
         else:
             value = ex.env_ref(name)  # read from the environment elsewhere in the script: kept as set

@@ -22,7 +22,7 @@ from wizard.core.scripts.interpreter import Interpreter
 from wizard.core.scripts.launch import ENTRY
 from wizard.core.scripts.lexer import ShellSyntaxError
 from wizard.core.scripts.parser import parse_program
-from wizard.core.scripts.state import MAX_SCRIPT_CHARS, Context, Note, ScriptError, knob_names
+from wizard.core.scripts.state import MAX_SCRIPT_CHARS, Context, Note, ScriptError, environment_names, knob_names
 from wizard.core.scripts.values import FORWARD, Table
 
 __all__ = ["ENTRY", "LaunchScript", "STANDARD_ENV", "ScriptError", "read_launch_script"]
@@ -44,6 +44,7 @@ class LaunchScript:
     wanted_files: list[str] = field(default_factory=list)  # files the script sources or tests for
     defaults: dict[str, str] = field(default_factory=dict)  # knobs left unset, so the script's default applies
     required: list[str] = field(default_factory=list)  # knobs the script stops without (${X:?})
+    environment: list[str] = field(default_factory=list)  # every name the script reads from the environment
     _raw: list[str] = field(default_factory=list, repr=False)
     _table: Table = field(default_factory=Table, repr=False)
 
@@ -77,7 +78,7 @@ def read_launch_script(text: str, files: dict[str, str | None] | None = None,
         raise ScriptError(f"the script is {len(text):,} characters long; the wizard reads scripts up to "
                           f"{MAX_SCRIPT_CHARS:,} (launch scripts are a few thousand)")
     nodes = parse_program(text)
-    knobs = knob_names(text)
+    knobs = (knob_names(text), environment_names(text))
     main = _read_once(nodes, files, script_path, {}, knobs)
     if main.error:
         raise ScriptError(" ".join(main.error.split()))  # one line, whatever the script's text held
@@ -87,8 +88,9 @@ def read_launch_script(text: str, files: dict[str, str | None] | None = None,
     return script
 
 
-def _read_once(nodes: list, files, script_path, forced: dict, knobs: set[str]) -> _Reading:
-    ctx = Context(files=dict(files or {}), script_path=script_path, forced=dict(forced), knobs=set(knobs))
+def _read_once(nodes: list, files, script_path, forced: dict, knobs: tuple[set[str], set[str]]) -> _Reading:
+    ctx = Context(files=dict(files or {}), script_path=script_path, forced=dict(forced), knobs=set(knobs[0]),
+                  environment=set(knobs[1]))
     interp = Interpreter(ctx)
     try:
         interp.run_program(nodes)
@@ -145,6 +147,7 @@ def _build(ctx: Context) -> LaunchScript:
         wanted_files=list(ctx.wanted),
         defaults={name: value for name, (value, _) in ctx.defaults.items()},
         required=sorted(ctx.required),
+        environment=sorted(ctx.env_reads),
         _raw=raw,
         _table=table,
     )

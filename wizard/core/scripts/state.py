@@ -85,9 +85,21 @@ class Launch:
 _KNOB = re.compile(r"\$\{([A-Za-z_][A-Za-z0-9_]*):?[-=+?]")
 
 
+_BARE = re.compile(r"\$\{?([A-Za-z_][A-Za-z0-9_]*)\}?(?![A-Za-z0-9_\[:#%/,^@?=+-])")
+_SET = re.compile(r"(?:^|[\s;&|(])(?:(?:local|declare|typeset|export|readonly)\s+(?:-\w+\s+)*)?"
+                  r"([A-Za-z_][A-Za-z0-9_]*)\+?=|\b(?:for|read(?:\s+-\w+)*)\s+([A-Za-z_][A-Za-z0-9_]*)")
+
+
 def knob_names(text: str) -> set[str]:
     """Names the script treats as optional (``${X:-d}``, ``${X:+a}``): unset, they read as empty."""
     return set(_KNOB.findall(text))
+
+
+def environment_names(text: str) -> set[str]:
+    """Names the script reads as they are (``$X``) and never sets: references to the environment, wherever in
+    the script they are read first."""
+    assigned = {a or b for a, b in _SET.findall(text)}
+    return set(_BARE.findall(text)) - assigned - knob_names(text)
 
 
 @dataclass
@@ -112,6 +124,7 @@ class Context:
     depth: int = 0  # commands running inside one another, right now
     args_read: dict[int, int] = field(default_factory=dict)  # the script's own $1, $2... read (line): empty
     knobs: set = field(default_factory=set)  # names the script gives a default or an alternative (${X:-d})
+    environment: set = field(default_factory=set)  # names it reads from the environment (environment_names)
     _seen: set = field(default_factory=set)
 
     def note(self, line: int, kind: str, message: str, severity: str = "warning", data: dict | None = None,
