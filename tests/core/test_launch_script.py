@@ -3,18 +3,19 @@
 import pytest
 
 from tests.conftest import SCRIPTS
+from tests.helpers.script_corpus import corpus_name, main_ppo_scripts, other_scripts
 from wizard.core.scripts.reader import ScriptError, read_launch_script
 
 # run_test.sh takes its config name as $1: refused (tested below), so not in MAIN.
-MAIN = sorted(p for p in SCRIPTS.glob("*.sh") if p.name != "tests__special_e2e__run_test.sh")
-OTHER = sorted((SCRIPTS / "other").glob("*.sh"))
+MAIN = [p for p in main_ppo_scripts() if p.name != "tests__special_e2e__run_test.sh"]
+OTHER = other_scripts()
 
 
 def test_the_corpus_is_there():
-    assert len(MAIN) >= 70 and len(OTHER) >= 5
+    assert len(MAIN) >= 230 and len(OTHER) >= 9
 
 
-@pytest.mark.parametrize("path", MAIN, ids=lambda p: p.name)
+@pytest.mark.parametrize("path", MAIN, ids=corpus_name)
 def test_every_main_ppo_example_is_read(path):
     script = read_launch_script(path.read_text())
     assert script.args, "no overrides found"
@@ -25,7 +26,7 @@ def test_every_main_ppo_example_is_read(path):
     "path, reason",
     [
         ("examples__sapo_trainer__run_qwen30b_sapo.sh", "srun"),
-        ("examples__sft__gsm8k__run_qwen_05_sp2.sh", "torchrun"),
+        ("examples__sft__gsm8k__run_qwen_05_sp2.sh", "fsdp_sft_trainer"),
         ("tests__special_e2e__run_dapo.sh", "recipe.dapo.main_dapo"),
         ("tests__special_e2e__run_one_step_off_policy.sh", "one_step_off_policy"),
         ("verl__experimental__fully_async_policy__shell__dapo_30b_a3b_base_math_fsdp.sh", "'ray'"),
@@ -60,11 +61,12 @@ def test_comment_after_backslash_ends_the_command_and_is_reported():
     assert any("not part of the launch" in w for w in script.warnings)
 
 
-def test_command_substitution_is_kept_and_warned():
+def test_command_substitution_is_a_placeholder_with_a_note():
     text = 'python3 -m verl.trainer.main_ppo trainer.experiment_name=run_$(date +%s) data.train_batch_size=$((8 * 4))\n'
     script = read_launch_script(text)
-    assert script.args == ["trainer.experiment_name=run_$(date +%s)", "data.train_batch_size=32"]
-    assert any("runs a command" in w for w in script.warnings)
+    assert script.argv == ["trainer.experiment_name=run_$(date +%s)", "data.train_batch_size=32"]
+    assert script.args == ["trainer.experiment_name='run_$(date +%s)'", "data.train_batch_size=32"]  # Hydra reads it
+    assert [(n.line, n.kind) for n in script.notes] == [(1, "runtime")]
 
 
 def test_defaults_and_env_prefix():
@@ -79,7 +81,7 @@ def test_defaults_and_env_prefix():
         ("echo hello\n", "no 'python3 -m verl.trainer.main_ppo'"),
         ((SCRIPTS / "tests__special_e2e__run_test.sh").read_text(), "config-name is"),
         ("python3 -m verl.trainer.main_ppo a=1\npython3 -m verl.trainer.main_ppo a=2\n", "2 times"),
-        ("for i in 1 2; do\n python3 -m verl.trainer.main_ppo a=$i\ndone\n", "inside an if/loop"),
+        ("for i in 1 2; do\n python3 -m verl.trainer.main_ppo a=$i\ndone\n", "inside a loop"),
         ("python3 -m verl.trainer.main_ppo a='unterminated\n", "unterminated"),
     ],
 )

@@ -13,7 +13,7 @@ from wizard.adapters.files import read_text
 from wizard.adapters.resources import load_schema
 from wizard.adapters.user_input import load_json, load_yaml
 from wizard.core.findings import Finding, Severity, Stage
-from wizard.core.scripts.reader import ScriptError, read_launch_script
+from wizard.adapters.script_source import read_script, script_findings
 from wizard.core.plan.model import Plan, load_plan
 from wizard.core.plan.convert import plan_from_overrides
 from wizard.core.verl.yaml_config import yaml_to_overrides
@@ -62,20 +62,13 @@ def load_source(path: str) -> Source:
 
 
 def _from_script(text: str, path: str) -> Source:
-    try:
-        script = read_launch_script(text)
-    except ScriptError as exc:
-        raise ValueError(f"{path}: {exc}") from None
-    findings = [_note("script.read", w) for w in script.warnings]
-    if script.launch_env:
-        names = ", ".join(script.launch_env)
-        findings.append(_note("script.launch_env", f"the launch line sets {names}; kept out of the plan", Severity.INFO))
+    script = read_script(text, path)
     return Source(
         overrides=script.args,
         config_name=script.config_name,
         config_path=script.config_path,
         script_env=script.env,
-        findings=findings,
+        findings=script_findings(script),
     )
 
 

@@ -91,13 +91,30 @@ def print_findings(findings, header: str, out=None) -> None:
     verdict = "FAIL" if counts[Severity.ERROR] else "OK"
     parts = [f"{counts[s]} {icon[s]}{'s' if counts[s] != 1 else ''}" for s in Severity if counts[s]]
     print(f"{verdict}  {header}: " + (", ".join(parts) if parts else "no findings"), file=out)
-    stages = sorted({f.stage for f in findings}, key=STAGE_ORDER.__getitem__)
+    by_line = [f for f in findings if f.line is not None]
+    rest = [f for f in findings if f.line is None]
+    stages = sorted({f.stage for f in rest}, key=STAGE_ORDER.__getitem__)
     for stage in stages:
         print(f" {STAGE_TITLES[stage]}", file=out)
-        for f in sort_findings([f for f in findings if f.stage is stage]):
+        for f in sort_findings([f for f in rest if f.stage is stage]):
             print(f"  {icon[f.severity]:7} {f.rule}: {f.message}", file=out)
             if f.fix:
                 print(f"          fix: {f.fix}", file=out)
+    if by_line:
+        _print_by_line(by_line, icon, out)
+
+
+def _print_by_line(findings, icon, out) -> None:
+    """A script's findings under the line they are about (--format json keeps each one's data)."""
+    from wizard.core.findings import sort_findings
+
+    print(" From the script, by line", file=out)
+    for line in sorted({f.line for f in findings}):
+        print(f"  line {line}", file=out)
+        for f in sort_findings([f for f in findings if f.line == line]):
+            print(f"    {icon[f.severity]:7} {f.rule}: {f.message}", file=out)
+            if f.fix:
+                print(f"            fix: {f.fix}", file=out)
 
 
 def findings_text(findings, header: str) -> str:

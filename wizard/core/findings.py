@@ -55,9 +55,17 @@ class Finding(BaseModel):
     # False when the fix is one reasonable choice among several (a model, an engine):
     # the GUI offers it as a button, but check --fix does not apply it on its own.
     fix_auto: bool = True
+    # A finding about a launch script names its line, and may carry the full detail behind a
+    # summary message (every knob left at its default, what each side of a branch gives).
+    line: int | None = None
+    data: dict | None = None
 
     def to_json(self) -> dict:
-        return self.model_dump(mode="json")
+        doc = self.model_dump(mode="json")
+        for key in ("line", "data"):
+            if doc[key] is None:
+                del doc[key]
+        return doc
 
 
 def sort_findings(findings: list[Finding]) -> list[Finding]:

@@ -1,281 +1,389 @@
-"""Expand bash words statically: variables, defaults, arrays, arithmetic; unknowns stay references.
+"""Expand bash words as bash would: parameters, defaults, arrays, arithmetic, word splitting.
 
-Used by the launch-script reader; it never runs anything.
+What the script does not set is taken from an empty environment, so ``${X:-default}`` gives its
+default (recorded as a knob left at its default); a bare ``$X`` the script never sets stays a
+reference to the environment; a value bash computes only when it runs (``$(date)``,
+``$RANDOM``) becomes a placeholder with a note. No globbing: verl values are not paths to glob.
 """
 
 from __future__ import annotations
 
-import ast
-import operator
+import fnmatch
 import re
+from collections.abc import Callable
 
-from wizard.core.scripts.lexer import Part, Token, Word, lex
+from wizard.core.scripts.arith import ArithError, ArithUnknown, evaluate
+from wizard.core.scripts.lexer import Lexer, Part, ShellSyntaxError, Word, lex
+from wizard.core.scripts.param_ops import apply_op
+from wizard.core.scripts.state import MAX_VALUE_CHARS, Context, ScriptExit, State, check_size
+from wizard.core.scripts.values import FORWARD, has_marker
 
-ASSIGN = re.compile(r"^([A-Za-z_][A-Za-z0-9_]*)(\+?)=")
+_PARAM = re.compile(r"([A-Za-z_]\w*|\d+|[@*#?$!-])(?:\[([^\]]*)\])?(.*)", re.S)
+_LIST = re.compile(r"(?:([A-Za-z_]\w*)\[([@*])\]|([@*]))(?::(.*))?", re.S)
+_RUNTIME_VARS = {"RANDOM", "SRANDOM", "SECONDS", "EPOCHSECONDS", "EPOCHREALTIME", "BASHPID", "PPID", "UID", "EUID",
+                 "BASH_VERSION", "BASH_VERSINFO", "HISTCMD", "COLUMNS", "LINES", "OSTYPE", "MACHTYPE", "HOSTTYPE"}
+_IFS_SPLIT = re.compile(r"[ \t\n]+")
 
 
-class Unknown(str):
-    """Text standing in for a value the script computes at run time."""
+class Expander:
+    def __init__(self, ctx: Context, state: State, substitute: Callable[[str, int], str], file: str | None = None):
+        self.ctx = ctx
+        self.state = state
+        self.substitute = substitute
+        self.file = file
+        self.line = 0
+        self.function = ""
 
-
-class Evaluator:
-    def __init__(self) -> None:
-        self.vars: dict[str, str | list[str]] = {}
-        self.conditional: set[str] = set()
-        self.env: set[str] = set()
-        self.warnings: list[str] = []
-        self.forwards_args = False
-
-    # ---- expansion -------------------------------------------------------------------
-    def expand_words(self, words: list[Word]) -> list[str]:
+    # ---- words -------------------------------------------------------------------------------
+    def words(self, words: list[Word]) -> list[str]:
         out: list[str] = []
         for w in words:
             out.extend(self.expand(w))
+            if len(out) > 1000:
+                check_size("the command's words", out, w.line)
         return out
 
     def expand(self, word: Word) -> list[str]:
-        """Words after expansion and word splitting (no globbing: verl values are not paths to glob)."""
-        fields: list[str] = [""]
-        started = False
-        for part in word.parts:
+        """The fields bash makes of ``word``: expansions, then splitting of unquoted results."""
+        self.line = word.line
+        fields: list[list[str]] = [[]]
+        quoted = [False]
+
+        size = [0]
+
+        def add(text: str, q: bool) -> None:
+            fields[-1].append(text)
+            quoted[-1] = quoted[-1] or q
+            size[0] += len(text) + 1
+            if size[0] > MAX_VALUE_CHARS:
+                check_size("a word", "".join("".join(f) for f in fields), word.line)
+
+        def new_field() -> None:
+            fields.append([])
+            quoted.append(False)
+
+        for k, part in enumerate(word.parts):
             if part.kind in ("lit", "esc"):
-                fields[-1] += part.text
-                started = True
+                text = self._tilde(part.text) if part.kind == "lit" and k == 0 else part.text
+                add(text, part.kind == "esc")
             elif part.kind == "dq":
-                if not _only_list_expansions(part):
-                    started = True
-                for sub in part.parts:
-                    if sub.kind == "var" and sub.text in ("@", "*") or (sub.kind == "var" and sub.text.startswith("@:")):
-                        self.forwards_args = True
-                        continue
-                    if sub.kind == "var" and re.fullmatch(r"[A-Za-z_]\w*\[[@*]\]", sub.text):
-                        items = self._array_items(sub.text.split("[")[0])
-                        if items is not None:
-                            if items:
-                                fields[-1] += items[0]
-                                fields.extend(items[1:])
-                            continue
-                    fields[-1] += self._part_text(sub, word.line)
-            else:  # unquoted expansion: split on whitespace
-                if part.kind == "var" and (part.text in ("@", "*") or part.text.startswith("@:")):
-                    self.forwards_args = True
-                    continue
-                if part.kind == "var" and re.fullmatch(r"[A-Za-z_]\w*\[[@*]\]", part.text):
-                    items = self._array_items(part.text.split("[")[0]) or []
-                    pieces = [p for item in items for p in item.split()]
-                else:
-                    text = self._part_text(part, word.line)
-                    if isinstance(text, Unknown) or self._is_env_ref(part):
-                        fields[-1] += text
-                        started = True
-                        continue
-                    pieces = text.split()
-                    if text[:1].isspace():
-                        pieces = [""] + pieces if fields[-1] else pieces
-                    if text[-1:].isspace() and pieces:
-                        pieces = pieces + [""]
-                if not pieces:
-                    continue
-                fields[-1] += pieces[0]
-                fields.extend(pieces[1:])
-                started = True
-        if not started and fields == [""]:
-            return []  # "${EMPTY[@]}" and "$@" expand to no word at all
-        result = [f for f in fields if f != ""] if not _has_quoted_empty(word) else fields
-        return result if (started or result) else []
+                self._expand_dq(part, add, new_field)
+            else:
+                items = self.list_value(part.text) if part.kind == "var" else None
+                for n, item in enumerate(items if items is not None else [self.part_text(part)]):
+                    if n:
+                        new_field()
+                    for m, piece in enumerate(_IFS_SPLIT.split(item) if item else []):
+                        if m:
+                            new_field()
+                        if piece:
+                            add(piece, False)
+        out = ["".join(f) for f, q in zip(fields, quoted) if q or "".join(f)]
+        check_size("a word", out, word.line)
+        return out
 
-    def _is_env_ref(self, part: Part) -> bool:
-        name = _var_name(part.text)
-        return part.kind == "var" and name is not None and name not in self.vars and not name.isdigit()
+    def _expand_dq(self, part: Part, add, new_field) -> None:
+        lists = [self.list_value(s.text) if s.kind == "var" else None for s in part.parts]
+        if part.parts and all(v is not None and not v for v in lists):
+            return  # "$@" / "${EMPTY[@]}" with nothing in it: no word at all
+        if not part.parts:
+            add("", True)
+        for sub, items in zip(part.parts, lists):
+            if items is None:
+                add(self.part_text(sub), True)
+            elif sub.text.startswith("*") or sub.text.split(":")[0].endswith("[*]"):
+                add(" ".join(items), True)
+            else:
+                for n, item in enumerate(items):
+                    if n:
+                        new_field()
+                    add(item, True)
 
-    def _array_items(self, name: str) -> list[str] | None:
-        value = self.vars.get(name)
-        if isinstance(value, list):
-            return value
-        if isinstance(value, str):
-            return [value]
-        return None
+    def text(self, word: Word, assignment: bool = False) -> str:
+        """The word as one string, with no splitting (an assignment's value, a test's operand)."""
+        self.line = word.line
+        out = []
+        for k, part in enumerate(word.parts):
+            if part.kind in ("lit", "esc"):
+                out.append(self._tilde(part.text) if part.kind == "lit" and k == 0 and assignment else part.text)
+            elif part.kind == "dq":
+                out.extend(self._joined(s) for s in part.parts)
+            else:
+                out.append(self._joined(part))
+        text = "".join(out)
+        check_size("a value", text, word.line)
+        return text
 
-    def text(self, word: Word) -> str:
-        """A word as one string (assignment values: no splitting); Unknown if any piece is."""
+    def _joined(self, part: Part) -> str:
+        items = self.list_value(part.text) if part.kind == "var" else None
+        return " ".join(items) if items is not None else self.part_text(part)
+
+    def pattern(self, word: Word) -> re.Pattern | None:
+        """A case/[[ == ]] pattern as a regex (quoted parts literal); None when it holds a run-time value."""
         out = []
         for part in word.parts:
-            if part.kind in ("lit", "esc"):
-                out.append(part.text)
-            elif part.kind == "dq":
-                out.extend(self._part_text(s, word.line) for s in part.parts)
+            if part.kind == "lit":
+                out.append(fnmatch.translate(part.text)[4:-3])
+            elif part.kind == "esc":
+                out.append(re.escape(part.text))
             else:
-                out.append(self._part_text(part, word.line))
-        joined = "".join(out)
-        return Unknown(joined) if any(isinstance(o, Unknown) for o in out) else joined
+                text = self.text(Word([part], word.line))
+                if has_marker(text):
+                    return None
+                out.append(re.escape(text) if part.kind == "dq" else fnmatch.translate(text)[4:-3])
+        return re.compile("(?s:" + "".join(out) + r")\Z")
 
-    def _part_text(self, part: Part, line: int) -> str:
+    def _tilde(self, text: str) -> str:
+        if text == "~" or text.startswith("~/"):
+            return self.ctx.table.env("HOME", self.line) + text[1:]
+        return text
+
+    # ---- parts -------------------------------------------------------------------------------
+    def part_text(self, part: Part) -> str:
         if part.kind in ("lit", "esc"):
             return part.text
-        if part.kind == "cmd" and part.text.strip() == "pwd":
-            return self._lookup("PWD", line)  # $(pwd) is $PWD
         if part.kind == "cmd":
-            self.warnings.append(f"line {line}: $({part.text}) runs a command; its output is unknown, kept as text")
-            return Unknown(f"$({part.text})")
+            return self.substitute(part.text, self.line)
         if part.kind == "arith":
-            return self._arith(part.text, line)
-        return self._param(part.text, line)
+            return self.arith(part.text)
+        if part.kind == "proc":
+            return self.runtime(f"<({part.text})", "is a process substitution; it exists only when the script runs")
+        if part.text in self.state.vars and isinstance(self.state.vars[part.text], str):
+            return self.state.vars[part.text]  # the common case, $NAME of a set variable
+        value = self.param(part.text)
+        return " ".join(value) if isinstance(value, list) else value
 
-    def _param(self, expr: str, line: int) -> str:
-        m = re.fullmatch(r"#?([A-Za-z_]\w*|\d+|[@*#?$!-])(.*)", expr, re.S)
+    def runtime(self, text: str, why: str) -> str:
+        return self.ctx.table.runtime(text, self.line, why)
+
+    def list_value(self, expr: str) -> list[str] | None:
+        """Items of "$@", "${A[@]}", "${@:2}", "${A[@]:1:2}"; None when ``expr`` is no list expansion."""
+        m = _LIST.fullmatch(expr)
         if not m:
-            self.warnings.append(f"line {line}: cannot evaluate ${{{expr}}}; kept as text")
-            return Unknown("${" + expr + "}")
-        name, op = m.group(1), m.group(2)
-        if expr.startswith("#") and name not in "@*#?$!-":
-            value = self._lookup(name, line)
-            return str(len(value)) if not isinstance(value, Unknown) else Unknown("${" + expr + "}")
-        if name in ("@", "*"):
-            self.forwards_args = True
-            return ""
-        if name in "#?$!-" and len(name) == 1:
-            self.warnings.append(f"line {line}: ${name} depends on how the script is run; kept as text")
-            return Unknown("$" + name)
-        if name.isdigit():
-            m2 = re.fullmatch(r":?-(.*)", op, re.S)
-            if m2:
-                return self._expand_text(m2.group(1), line)
-            self.warnings.append(f"line {line}: ${name} is a command-line argument of the script; kept as text")
-            return Unknown("${" + expr + "}")
-        known = name in self.vars
-        value = self.vars.get(name)
-        if isinstance(value, list):
-            value = value[0] if value else ""
-        if not op:
-            return self._lookup(name, line)
-        for prefix, use_default_if_empty in ((":-", True), ("-", False), (":=", True), ("=", False)):
-            if op.startswith(prefix):
-                arg = op[len(prefix) :]
-                if not known:
-                    if name not in self.conditional:
-                        self.warnings.append(
-                            f"line {line}: ${{{name}{prefix}...}}: {name} is not set in the script, so the default "
-                            "applies (the environment could change it)"
-                        )
-                    result = self._expand_text(arg, line)
-                    if prefix.endswith("="):
-                        self.vars[name] = result
-                    return result
-                if use_default_if_empty and value == "":
-                    return self._expand_text(arg, line)
-                return value
-        for prefix, need_nonempty in ((":+", True), ("+", False)):
-            if op.startswith(prefix):
-                if not known and name not in self.conditional:
-                    self.warnings.append(
-                        f"line {line}: ${{{name}{prefix}...}}: {name} is not set in the script, so it expands to "
-                        "nothing (the environment could change it)"
-                    )
-                present = known and (value != "" or not need_nonempty)
-                return self._expand_text(op[len(prefix) :], line) if present else ""
-        base = self._lookup(name, line)
-        if isinstance(base, Unknown):
-            return Unknown("${" + expr + "}")
-        if op == ",,":
-            return base.lower()
-        if op == "^^":
-            return base.upper()
-        sub = re.fullmatch(r"(//?)([^/]*)/?(.*)", op, re.S)
-        if sub:
-            pattern, repl = self._expand_text(sub.group(2), line), self._expand_text(sub.group(3), line)
-            return base.replace(pattern, repl) if sub.group(1) == "//" else base.replace(pattern, repl, 1)
-        self.warnings.append(f"line {line}: cannot evaluate ${{{expr}}}; kept as text")
-        return Unknown("${" + expr + "}")
+            return None
+        name = m.group(1)
+        if name is None:
+            if self.state.positional is None:
+                return [FORWARD]  # the script's own arguments: none when it is read, passed on when run
+            items = list(self.state.positional)
+        else:
+            value = self.state.vars.get(name)
+            items = value if isinstance(value, list) else ([] if value is None else [value])
+            if value is None and name not in self.state.vars:
+                items = self._unset_array(name)
+        if m.group(4) is not None:
+            items = self._slice(items, m.group(4), positional=name is None)
+        return items
 
-    def _lookup(self, name: str, line: int) -> str:
-        if name in self.vars:
-            value = self.vars[name]
-            if name in self.conditional:
-                self.warnings.append(f"line {line}: {name} is assigned inside an if/loop; used its value before that")
-            return value[0] if isinstance(value, list) and value else ("" if isinstance(value, list) else value)
-        self.env.add(name)
-        return Unknown("$" + name)
+    def _unset_array(self, name: str) -> list[str]:
+        if name == "BASH_SOURCE":
+            return [self._script_path()]
+        return []
 
-    def _expand_text(self, text: str, line: int) -> str:
-        """Expand a default value such as ``"${HOME}/x"`` (it may carry quotes and expansions)."""
-        tokens = lex(text)
-        words = [t.word for t in tokens if t.kind == "word" and t.word is not None]
-        return " ".join(self.text(w) for w in words)
+    def _slice(self, items: list[str], spec: str, positional: bool) -> list[str]:
+        start_text, _, length_text = spec.partition(":")
+        start = self._int(start_text)
+        if positional and FORWARD in items:
+            return [FORWARD]
+        if start is None:
+            return [self.runtime("${...:" + spec + "}", "has an offset known only at run time")]
+        start = start - 1 if positional and start > 0 else start
+        chosen = items[start:] if start >= 0 else items[start:]
+        if length_text:
+            length = self._int(length_text)
+            chosen = chosen[:length] if length is not None and length >= 0 else chosen
+        return chosen
 
-    def _arith(self, expr: str, line: int) -> str:
-        names = {}
-        for name in set(re.findall(r"[A-Za-z_]\w*", expr)):
-            value = self.vars.get(name)
-            if not isinstance(value, str) or not re.fullmatch(r"-?\d+", value.strip()):
-                self.warnings.append(f"line {line}: $(({expr})) uses {name}, which is not a known integer; kept as text")
-                return Unknown(f"$(({expr}))")
-            names[name] = int(value)
-        expr_d = re.sub(r"\$\{?([A-Za-z_]\w*)\}?", r"\1", expr)
+    def _int(self, text: str) -> int | None:
+        value = self.arith(text) if text.strip() else "0"
         try:
-            return str(_eval_int(ast.parse(expr_d.strip(), mode="eval").body, names))
-        except (ValueError, SyntaxError, ZeroDivisionError):
-            self.warnings.append(f"line {line}: cannot evaluate $(({expr})); kept as text")
-            return Unknown(f"$(({expr}))")
+            return int(value)
+        except ValueError:
+            return None
 
-    # ---- statements --------------------------------------------------------------------
-    def assign(self, word: Word, conditional: bool) -> None:
-        raw = self.text(word)
-        m = ASSIGN.match(raw)
+    def _script_path(self) -> str:
+        if self.ctx.script_path:
+            return self.ctx.script_path
+        return self.runtime("${BASH_SOURCE[0]}", "is the script's own path, known when it runs")
+
+    # ---- parameters --------------------------------------------------------------------------
+    def param(self, expr: str) -> str | list[str]:
+        if expr == "#":
+            if self.state.positional is None:
+                return self.runtime("$#", "is the number of arguments the script is given")
+            return str(len([p for p in self.state.positional if p != FORWARD]))
+        if expr.startswith("#") and len(expr) > 1:
+            return self._length(expr[1:])
+        if expr.startswith("!") and len(expr) > 1:
+            target = self.param(expr[1:])
+            if isinstance(target, str) and re.fullmatch(r"[A-Za-z_]\w*", target):
+                return self.param(target)
+            return self.runtime("${" + expr + "}", "names its variable only at run time")
+        m = _PARAM.fullmatch(expr)
         if not m:
-            return
-        name, append, value = m.group(1), m.group(2), raw[m.end() :]
-        if isinstance(raw, Unknown):
-            value = Unknown(value)
-        if append and isinstance(self.vars.get(name), str):
-            value = self.vars[name] + value
-        self._set(name, value, conditional)
+            return self.runtime("${" + expr + "}", "is an expansion the wizard does not evaluate")
+        name, index, op = m.group(1), m.group(2), m.group(3)
+        value = self._get(name, index)
+        if not op:
+            return self._bare(name, value, index)
+        return apply_op(self, name, index, value, op, expr)
 
-    def assign_array(self, tok: Token, conditional: bool) -> None:
-        self._set(tok.name, self.expand_words(tok.items), conditional)
+    def _length(self, expr: str) -> str:
+        items = self.list_value(expr)
+        if items is not None:
+            return str(len(items)) if FORWARD not in items else self.runtime("${#" + expr + "}", "counts the "
+                                                                               "script's arguments")
+        m = _PARAM.fullmatch(expr)
+        if m and not m.group(3) and self._get(m.group(1), m.group(2)) is None and (
+                m.group(1).isdigit() or m.group(2) is not None or not self.from_environment(m.group(1))):
+            return "0"  # unset in an empty environment (an argument the script is not given, an array element)
+        value = self.param(expr)
+        value = " ".join(value) if isinstance(value, list) else value
+        if has_marker(value):
+            return self.runtime("${#" + expr + "}", "is the length of a value known only at run time")
+        return str(len(value))
 
-    def _set(self, name: str, value, conditional: bool) -> None:
-        if conditional:
-            self.conditional.add(name)
-            if name in self.vars:
-                return  # keep the value from before the branch
-        self.vars[name] = value
+    def _get(self, name: str, index: str | None) -> str | None:
+        """The value (None: unset). Positional parameters of the script itself read as unset."""
+        if name.isdigit():
+            if name == "0":
+                return self._script_path()
+            pos = self.state.positional
+            if pos is None:
+                return None
+            n = int(name) - 1
+            return pos[n] if n < len(pos) and pos[n] != FORWARD else None
+        if name in ("@", "*"):
+            items = self.list_value(name) or []
+            return " ".join(items)
+        if name in ("?", "$", "!", "-"):
+            return self.runtime("$" + name, "depends on how the script runs")
+        if name == "LINENO":
+            return str(self.line)
+        if name == "FUNCNAME":
+            return self.function
+        if name in _RUNTIME_VARS and name not in self.state.vars:
+            return self.runtime("$" + name, "changes every time the script runs")
+        if name == "PWD" and self.state.cwd is not None and name not in self.state.vars:
+            return self.state.cwd
+        value = self.state.vars.get(name)
+        if name == "BASH_SOURCE" and value is None:
+            value = [self._script_path()]
+        if isinstance(value, list):
+            if index in (None, "", "0"):
+                return value[0] if value else ""
+            n = self._int(index)
+            return value[n] if n is not None and -len(value) <= n < len(value) else ""
+        return value
 
+    def _bare(self, name: str, value: str | None, index: str | None = None) -> str:
+        if value is not None:
+            return value
+        if name.isdigit():
+            return self.argument(name)
+        if index is not None:
+            return ""  # an element of an array the script never set
+        if name in self.ctx.knobs:  # the script gives it a default somewhere: unset, it is empty
+            self.ctx.defaults.setdefault(name, ("", self.line))
+            if self.state.nounset:
+                self.ctx.note(self.line, "env", f"${{{name}}} is read before the script sets it, under set -u: "
+                              f"bash stops here ('{name}: unbound variable') unless {name} is in the environment; "
+                              "read as empty", "warning", None, self.file)
+            return ""
+        return self.env_ref(name)
 
-_OPS_ARITH = {
-    ast.Add: operator.add, ast.Sub: operator.sub, ast.Mult: operator.mul,
-    ast.FloorDiv: operator.floordiv, ast.Div: operator.floordiv, ast.Mod: operator.mod,
-}
+    def from_environment(self, name: str) -> bool:
+        """Whether the script reads ``name`` from the environment (so it is taken as set), not as an empty knob."""
+        return name in self.ctx.env_reads or name in self.ctx.environment
 
+    def argument(self, name: str) -> str:
+        """A positional parameter that is not there: the script is read as run with no arguments."""
+        if self.state.positional is None:
+            self.ctx.args_read.setdefault(int(name), self.line)
+        return ""
 
-def _eval_int(node, names) -> int:
-    if isinstance(node, ast.Constant) and isinstance(node.value, int):
-        return node.value
-    if isinstance(node, ast.Name) and node.id in names:
-        return names[node.id]
-    if isinstance(node, ast.BinOp) and type(node.op) in _OPS_ARITH:
-        left, right = _eval_int(node.left, names), _eval_int(node.right, names)
-        if isinstance(node.op, ast.Div):
-            return int(left / right)  # bash truncates toward zero
-        return _OPS_ARITH[type(node.op)](left, right)
-    if isinstance(node, ast.UnaryOp) and isinstance(node.op, ast.USub):
-        return -_eval_int(node.operand, names)
-    raise ValueError("unsupported arithmetic")
+    def env_ref(self, name: str) -> str:
+        self.ctx.env_reads.setdefault(name, self.line)
+        return self.ctx.table.env(name, self.line)
 
+    def default(self, name: str, text: str) -> str:
+        value = self.fragment(text)
+        if not name.isdigit():
+            self.ctx.defaults.setdefault(name, (self.ctx.table.render(value), self.line))
+        return value
 
-def _var_name(text: str) -> str | None:
-    m = re.match(r"#?([A-Za-z_]\w*)", text)
-    return m.group(1) if m else None
+    def fragment(self, text: str) -> str:
+        """Expand the word inside ``${X:-word}`` (it may hold quotes and expansions of its own)."""
+        if not text:
+            return ""
+        words = [t.word for t in lex(text, self.line) if t.kind == "word" and t.word is not None]
+        line = self.line
+        out = " ".join(self.text(w, assignment=True) for w in words)  # ~ expands in ${X:-~/dir} too
+        self.line = line
+        return out
 
+    def arith(self, expr: str) -> str:
+        try:
+            text = self._expand_in_arith(expr)
+        except ShellSyntaxError as exc:
+            return self.runtime(f"$(({expr}))", f"is an error in bash ({exc})")
+        if has_marker(text):
+            return self.runtime(f"$(({expr}))", "uses a value known only at run time")
+        try:
+            return str(evaluate(text, self._arith_lookup, self._arith_assign))
+        except ArithUnknown:
+            return self.runtime(f"$(({expr}))", "uses a variable the script never sets")
+        except ArithError as exc:
+            return self.runtime(f"$(({expr}))", f"is an error in bash ({exc})")
 
-def _only_list_expansions(part: Part) -> bool:
-    """A double-quoted part that is nothing but "$@" / "${ARR[@]}" expansions (they may give zero words)."""
-    return bool(part.parts) and all(
-        s.kind == "var" and (s.text in ("@", "*") or s.text.startswith("@:") or re.fullmatch(r"[A-Za-z_]\w*\[[@*]\]", s.text))
-        for s in part.parts
-    )
+    def arith_status(self, expr: str) -> bool | None:
+        try:
+            text = self._expand_in_arith(expr)
+        except ShellSyntaxError:
+            return False  # bash: a syntax error in the expression, the command fails
+        if has_marker(text):
+            return None
+        try:
+            return evaluate(text, self._arith_lookup, self._arith_assign) != 0
+        except (ArithUnknown, ArithError):
+            return None
 
+    def _expand_in_arith(self, expr: str) -> str:
+        if "$" not in expr:
+            return expr
+        out, i = [], 0
+        lexer = Lexer(expr, self.line)
+        while i < len(expr):
+            j = expr.find("$", i)
+            if j < 0:
+                out.append(expr[i:])
+                break
+            out.append(expr[i:j])
+            lexer.i = j
+            part = lexer._dollar()
+            out.append(self.part_text(part) if part.kind != "lit" else "$")
+            i = max(lexer.i, j + 1)
+        return "".join(out)
 
-def _has_quoted_empty(word: Word) -> bool:
-    return any(p.kind == "dq" or (p.kind == "esc" and p.text == "") for p in word.parts)
+    def _arith_lookup(self, name: str, depth: int) -> int:
+        value = self._get(name, None)
+        if value is None:
+            if name in self.state.vars:
+                return 0
+            raise ArithUnknown(name)
+        value = value.strip()
+        if has_marker(value):
+            raise ArithUnknown(name)
+        if not value:
+            return 0
+        if re.fullmatch(r"-?\d+", value):
+            return int(value)
+        if depth > 8:
+            raise ArithError(f"{name}: expression recursion level exceeded")
+        return evaluate(value, lambda n, d: self._arith_lookup(n, depth + 1 + d), self._arith_assign)
 
+    def _arith_assign(self, name: str, value: int) -> None:
+        self.state.set(name, str(value), self.line)
 
+    def stop(self, why: str) -> None:
+        raise ScriptExit(self.line, why)

@@ -1,82 +1,68 @@
-"""A small bash lexer: enough of bash's word rules to read verl launch scripts statically.
+"""A bash lexer: enough of bash's word rules to read verl launch scripts, in linear time.
 
-It never runs anything. Words keep their quoting (single, double, none) and their
-expansions ($VAR, ${...}, $(...), $((...)), backticks) as parts, so an evaluator
-can expand them as bash would, or keep them as references.
+It never runs anything. Words keep their quoting (single, double, none) and their expansions
+($VAR, ${...}, $(...), $((...)), backticks) as parts, so the expander can expand them as bash
+would. Runs of ordinary characters are taken with one regular-expression match and text is
+gathered in lists joined once, so a 1 MB word costs one pass, not one copy per character.
+
+A lexing error (an unterminated quote) does not lose what came before it: bash reads a script
+one command at a time, so the tokens so far are kept and an ``error`` token marks where bash
+would stop.
 """
 
 from __future__ import annotations
 
 import re
-from dataclasses import dataclass, field
 
-# Part kinds: "lit" unquoted text, "esc" escaped/single-quoted literal (never split or globbed),
-# "var" a parameter expansion (text inside ${} or after $), "cmd" command substitution,
-# "arith" arithmetic expansion. A double-quoted region is a "dq" part holding sub-parts.
+from wizard.core.scripts.words import MAX_NESTING, Part, ShellSyntaxError, Token, Word
 
-
-@dataclass
-class Part:
-    kind: str
-    text: str = ""
-    parts: list[Part] = field(default_factory=list)  # for "dq"
-
-
-@dataclass
-class Word:
-    parts: list[Part]
-    line: int
-
-    @property
-    def raw_literal(self) -> str | None:
-        """The word's text when it has no expansions at all, else None."""
-        out = []
-        for p in self.parts:
-            if p.kind in ("lit", "esc"):
-                out.append(p.text)
-            elif p.kind == "dq" and all(s.kind == "esc" for s in p.parts):
-                out.append("".join(s.text for s in p.parts))
-            else:
-                return None
-        return "".join(out)
-
-
-@dataclass
-class Token:
-    kind: str  # "word", "op", "array"
-    line: int
-    word: Word | None = None
-    op: str = ""
-    name: str = ""  # for "array": NAME=( words )
-    items: list[Word] = field(default_factory=list)
-
-
-class ShellSyntaxError(ValueError):
-    pass
-
+__all__ = ["MAX_NESTING", "Part", "ShellSyntaxError", "Token", "Word", "lex", "matching", "REDIRECTS"]
 
 _NAME = re.compile(r"[A-Za-z_][A-Za-z0-9_]*")
-_OPS = ("&&", "||", ";;", ">>", "&>", "<<<", "<<", ";", "|", "&", "(", ")", "<", ">")
+_ARRAY_START = re.compile(r"([A-Za-z_][A-Za-z0-9_]*)(\+?)=$")
+_RUN = re.compile(r"[^\s'\"\\$`;&|<>()]+")
+_DQ_RUN = re.compile(r'[^"\\$`]+')
+_OPS3 = (";;&", "&>>", "<<<")
+_OPS2 = ("&&", "||", ";;", ";&", "|&", "&>", ">>", ">&", "<&", ">|", "<<", "<>")
+_OP_START = set(";&|<>()")
+_KEEP_ESCAPED = set("*?[]~=")
+REDIRECTS = {">", ">>", "<", ">&", "<&", "&>", "&>>", ">|", "<>", "<<", "<<<"}
+# after these words the next word starts a command again (so "((" is an arithmetic command)
+_COMMAND_WORDS = {"if", "then", "else", "elif", "do", "while", "until", "!", "{", "time", "for"}
 
 
 class Lexer:
-    def __init__(self, text: str):
+    def __init__(self, text: str, line: int = 1, depth: int = 0):
         self.s = text.replace("\r\n", "\n")
+        self.n = len(self.s)
         self.i = 0
-        self.line = 1
+        self.line = line
+        self.depth = depth
         self.tokens: list[Token] = []
         self.pending_heredocs: list[tuple[str, bool]] = []
-
-    def peek(self, k: int = 0) -> str:
-        j = self.i + k
-        return self.s[j] if j < len(self.s) else ""
+        self.command_start = True
+        self.pending_fd = ""
 
     def lex(self) -> list[Token]:
-        while self.i < len(self.s):
-            c = self.peek()
+        try:
+            self._lex()
+        except ShellSyntaxError as exc:
+            # bash runs nothing of a command it cannot finish reading: drop the unfinished one
+            while self.tokens and not (self.tokens[-1].kind == "op" and self.tokens[-1].op == "\n"):
+                self.tokens.pop()
+            self._emit_op("\n")
+            self.tokens.append(Token(kind="error", line=self.line, text=str(exc), pos=self.i, end=self.i))
+            return self.tokens
+        self._emit_op("\n")
+        return self.tokens
+
+    def _lex(self) -> None:
+        s = self.s
+        while self.i < self.n:
+            c = s[self.i]
             if c in " \t":
                 self.i += 1
-            elif c == "\\" and self.peek(1) == "\n":
+            elif c == "\\" and s.startswith("\n", self.i + 1):
                 self.i += 2
                 self.line += 1
             elif c == "\n":
@@ -86,48 +72,61 @@ class Lexer:
                 if self.pending_heredocs:
                     self._skip_heredocs()
             elif c == "#":
-                while self.i < len(self.s) and self.peek() != "\n":
-                    self.i += 1
-            else:
+                end = s.find("\n", self.i)
+                self.i = self.n if end < 0 else end
+            elif c == "(" and self.command_start and s.startswith("((", self.i):
+                self._arith_command()
+            elif c in _OP_START and not (c in "<>" and s.startswith("(", self.i + 1)):
                 op = self._match_op()
-                if op:
-                    self.i += len(op)
-                    if op in ("<<",):
-                        self._heredoc_start()
-                    else:
-                        self._emit_op(op)
+                self.i += len(op)
+                if op == "<<":
+                    self._heredoc_start()
                 else:
-                    self._word()
-        self._emit_op("\n")
-        return self.tokens
+                    self._emit_op(op)
+            else:
+                self._word()
 
     def _emit_op(self, op: str) -> None:
-        self.tokens.append(Token(kind="op", op=op, line=self.line))
+        fd, self.pending_fd = self.pending_fd, ""
+        self.tokens.append(Token(kind="op", op=op, line=self.line, text=fd, pos=self.i, end=self.i + len(op)))
+        self.command_start = op not in REDIRECTS
 
     def _match_op(self) -> str:
-        for op in _OPS:
-            if self.s.startswith(op, self.i):
-                return op
-        return ""
+        for group in (_OPS3, _OPS2):
+            for op in group:
+                if self.s.startswith(op, self.i):
+                    return op
+        return self.s[self.i]
+
+    def _arith_command(self) -> None:
+        start, line = self.i, self.line
+        end = matching(self.s, self.i, "(", ")", line)
+        if self.s[end - 1] != ")":
+            self._emit_op("(")
+            self.i += 1
+            return
+        text = self.s[start + 2 : end - 1]
+        self.line += text.count("\n")
+        self.i = end + 1
+        self.tokens.append(Token(kind="arith", line=line, text=text, pos=start, end=self.i))
+        self.command_start = False
 
     def _heredoc_start(self) -> None:
-        strip_tabs = self.peek() == "-"
+        strip_tabs = self.s.startswith("-", self.i)
         if strip_tabs:
             self.i += 1
-        while self.peek() in " \t":
+        while self.i < self.n and self.s[self.i] in " \t":
             self.i += 1
-        word = self._word(emit=False)
-        delim = word.raw_literal if word else None
-        if not delim:
-            delim = "".join(p.text for p in word.parts) if word else ""
+        word = self._read_word()
+        delim = "".join(p.text if p.kind != "dq" else "".join(x.text for x in p.parts) for p in word.parts)
         self.pending_heredocs.append((delim, strip_tabs))
         self._emit_op("<<")
 
     def _skip_heredocs(self) -> None:
         for delim, strip_tabs in self.pending_heredocs:
-            while self.i < len(self.s):
+            while self.i < self.n:
                 end = self.s.find("\n", self.i)
-                end = len(self.s) if end < 0 else end
+                end = self.n if end < 0 else end
                 line = self.s[self.i : end]
                 self.i = end + 1
                 self.line += 1
@@ -135,155 +134,219 @@ class Lexer:
                     break
         self.pending_heredocs = []
 
-    def _word(self, emit: bool = True) -> Word | None:
-        start_line = self.line
+    def _word(self) -> None:
+        start, line = self.i, self.line
+        m = _RUN.match(self.s, self.i)
+        if m and self.s.startswith("(", m.end()):
+            arr = _ARRAY_START.match(m.group(0))
+            if arr:
+                self.i = m.end() + 1
+                items = self._array(arr.group(1), line)
+                self.tokens.append(Token(kind="array", line=line, name=arr.group(1), items=items,
+                                         append=bool(arr.group(2)), pos=start, end=self.i))
+                self.command_start = False
+                return
+        word = self._read_word()
+        if not word.parts:
+            return  # a file-descriptor number before a redirection (2>&1)
+        self.tokens.append(Token(kind="word", word=word, line=line, pos=start, end=self.i))
+        self.command_start = word.raw_literal in _COMMAND_WORDS
+
+    def _read_word(self) -> Word:
+        s, line = self.s, self.line
         parts: list[Part] = []
-        while self.i < len(self.s):
-            c = self.peek()
-            if c in " \t\n" or (self._match_op() and not (c == "<" and self.peek(1) == "(")):
-                # digits before a redirection belong to it (2>&1)
-                if c in "<>" and parts and all(p.kind == "lit" and p.text.isdigit() for p in parts):
-                    parts = []
-                    op = self._match_op()
-                    self.i += len(op)
-                    self._emit_op(op)
-                    return None
+        buf: list[str] = []
+        kind = ""
+
+        def push(k: str, text: str) -> None:
+            nonlocal kind
+            if buf and kind != k:
+                parts.append(Part(kind, "".join(buf)))
+                buf.clear()
+            kind = k
+            buf.append(text)
+
+        def flush() -> None:
+            if buf:
+                parts.append(Part(kind, "".join(buf)))
+                buf.clear()
+
+        while self.i < self.n:
+            c = s[self.i]
+            if c in " \t\n":
+                break
+            if c in _OP_START:
+                if c in "<>" and s.startswith("(", self.i + 1):
+                    flush()
+                    end = matching(s, self.i + 1, "(", ")", self.line)
+                    parts.append(Part("proc", s[self.i + 2 : end]))
+                    self.line += s.count("\n", self.i, end)
+                    self.i = end + 1
+                    continue
+                if c in "<>" and not parts and kind == "lit" and "".join(buf).isdigit():
+                    self.pending_fd = "".join(buf)  # "2>": the digits belong to the redirection
+                    buf.clear()
                 break
             if c == "\\":
-                nxt = self.peek(1)
-                if nxt == "\n":
+                if s.startswith("\n", self.i + 1):
                     self.i += 2
                     self.line += 1
                     continue
-                parts.append(Part("esc", nxt))
+                char = s[self.i + 1 : self.i + 2]
+                # an escaped character is literal text; it stays apart ("esc") only where quoting
+                # changes its meaning: glob and tilde characters, '=', and a word's first character
+                push("esc" if char in _KEEP_ESCAPED or not (parts or buf) else "lit", char)
                 self.i += 2
             elif c == "'":
-                end = self.s.find("'", self.i + 1)
+                end = s.find("'", self.i + 1)
                 if end < 0:
                     raise ShellSyntaxError(f"line {self.line}: unterminated single quote")
-                text = self.s[self.i + 1 : end]
+                text = s[self.i + 1 : end]
                 self.line += text.count("\n")
-                parts.append(Part("esc", text))
+                push("esc", text)
                 self.i = end + 1
             elif c == '"':
+                flush()
                 parts.append(self._double_quoted())
             elif c == "$":
+                flush()
                 parts.append(self._dollar())
             elif c == "`":
+                flush()
                 parts.append(self._backtick())
-            elif c == "=" and emit and self.peek(1) == "(" and parts and _is_name_lit(parts):
-                name = "".join(p.text for p in parts)
-                self.i += 2
-                self._array(name, start_line)
-                return None
             else:
-                parts.append(Part("lit", c))
-                self.i += 1
-        word = Word(parts=_merge(parts), line=start_line)
-        if emit:
-            self.tokens.append(Token(kind="word", word=word, line=start_line))
-        return word
+                m = _RUN.match(s, self.i)
+                push("lit", m.group(0))
+                self.i = m.end()
+        flush()
+        return Word(parts=_merge(parts), line=line)
 
-    def _array(self, name: str, line: int) -> None:
+    def _array(self, name: str, line: int) -> list[Word]:
         items: list[Word] = []
-        while self.i < len(self.s):
-            c = self.peek()
+        s = self.s
+        while self.i < self.n:
+            c = s[self.i]
             if c in " \t":
                 self.i += 1
             elif c == "\n":
                 self.i += 1
                 self.line += 1
-            elif c == "\\" and self.peek(1) == "\n":
+            elif c == "\\" and s.startswith("\n", self.i + 1):
                 self.i += 2
                 self.line += 1
             elif c == "#":
-                while self.i < len(self.s) and self.peek() != "\n":
-                    self.i += 1
+                end = s.find("\n", self.i)
+                self.i = self.n if end < 0 else end
             elif c == ")":
                 self.i += 1
-                self.tokens.append(Token(kind="array", line=line, name=name, items=items))
-                return
+                return items
             else:
-                w = self._word(emit=False)
-                if w is not None and w.parts:
+                before = self.i
+                w = self._read_word()
+                if w.parts:
                     items.append(w)
-                elif self.i < len(self.s) and self.peek() not in " \t\n)":
-                    raise ShellSyntaxError(f"line {self.line}: cannot read the array {name}")
-        raise ShellSyntaxError(f"line {line}: array {name}=( is never closed")
+                elif self.i == before:
+                    raise ShellSyntaxError(f"line {self.line}: cannot read {c!r} in the array {name}=( ... )")
+        raise ShellSyntaxError(f"line {line}: the array {name}=( is never closed")
 
     def _double_quoted(self) -> Part:
+        s = self.s
         self.i += 1
         sub: list[Part] = []
+        buf: list[str] = []
+
+        def flush() -> None:
+            if buf:
+                sub.append(Part("esc", "".join(buf)))
+                buf.clear()
+
         while True:
-            if self.i >= len(self.s):
+            if self.i >= self.n:
                 raise ShellSyntaxError(f"line {self.line}: unterminated double quote")
-            c = self.peek()
+            c = s[self.i]
             if c == '"':
                 self.i += 1
-                return Part("dq", parts=_merge(sub))
+                flush()
+                return Part("dq", parts=sub)
             if c == "\\":
-                nxt = self.peek(1)
+                nxt = s[self.i + 1 : self.i + 2]
                 if nxt == "\n":
                     self.i += 2
                     self.line += 1
-                    continue
-                if nxt in '$`"\\':
-                    sub.append(Part("esc", nxt))
+                elif nxt in ("$", "`", '"', "\\"):
+                    buf.append(nxt)
                     self.i += 2
-                    continue
-                sub.append(Part("esc", "\\"))
-                self.i += 1
+                else:
+                    buf.append("\\")
+                    self.i += 1
             elif c == "$":
+                flush()
                 sub.append(self._dollar())
             elif c == "`":
+                flush()
                 sub.append(self._backtick())
             else:
-                if c == "\n":
-                    self.line += 1
-                sub.append(Part("esc", c))
-                self.i += 1
+                m = _DQ_RUN.match(s, self.i)
+                text = m.group(0)
+                self.line += text.count("\n")
+                buf.append(text)
+                self.i = m.end()
 
     def _dollar(self) -> Part:
         s, i = self.s, self.i
-        if s.startswith("$((", i):
-            end = _matching(s, i + 1, "(", ")")
-            self.i = end + 1
-            return Part("arith", s[i + 3 : end - 1])
-        if s.startswith("$(", i):
-            end = _matching(s, i + 1, "(", ")")
-            self.i = end + 1
-            return Part("cmd", s[i + 2 : end])
-        if s.startswith("${", i):
-            end = _matching(s, i + 1, "{", "}")
-            self.i = end + 1
-            return Part("var", s[i + 2 : end])
+        nxt = s[i + 1 : i + 2]
+        if nxt == "(":
+            end = matching(s, i + 1, "(", ")", self.line)
+            if s.startswith("$((", i) and s[end - 1] == ")":
+                return self._enclosed("arith", i + 3, end - 1, end + 1)
+            return self._enclosed("cmd", i + 2, end, end + 1)
+        if nxt == "{":
+            end = matching(s, i + 1, "{", "}", self.line)
+            return self._enclosed("var", i + 2, end, end + 1)
+        if nxt == "'":
+            return self._ansi_c()
         m = _NAME.match(s, i + 1)
         if m:
             self.i = m.end()
             return Part("var", m.group(0))
-        if i + 1 < len(s) and (s[i + 1].isdigit() or s[i + 1] in "@*#?$!-"):
+        if i + 1 < self.n and (s[i + 1].isdigit() or s[i + 1] in "@*#?$!-"):
             self.i = i + 2
             return Part("var", s[i + 1])
         self.i = i + 1
         return Part("lit", "$")
 
+    def _enclosed(self, kind: str, start: int, stop: int, after: int) -> Part:
+        text = self.s[start:stop]
+        self.line += text.count("\n")
+        self.i = after
+        return Part(kind, text)
+
+    def _ansi_c(self) -> Part:
+        s, j, out = self.s, self.i + 2, []
+        escapes = {"n": "\n", "t": "\t", "r": "\r", "\\": "\\", "'": "'", '"': '"', "a": "\a", "e": "\x1b", "0": "\0"}
+        while j < self.n and s[j] != "'":
+            if s[j] == "\\" and j + 1 < self.n:
+                out.append(escapes.get(s[j + 1], "\\" + s[j + 1]))
+                j += 2
+            else:
+                out.append(s[j])
+                j += 1
+        if j >= self.n:
+            raise ShellSyntaxError(f"line {self.line}: unterminated $'...' quote")
+        self.i = j + 1
+        return Part("esc", "".join(out))
+
     def _backtick(self) -> Part:
         end = self.s.find("`", self.i + 1)
         if end < 0:
             raise ShellSyntaxError(f"line {self.line}: unterminated backtick")
-        text = self.s[self.i + 1 : end]
-        self.i = end + 1
-        return Part("cmd", text)
+        return self._enclosed("cmd", self.i + 1, end, end + 1)
 
 
-def _is_name_lit(parts: list[Part]) -> bool:
-    return all(p.kind == "lit" for p in parts) and bool(_NAME.fullmatch("".join(p.text for p in parts)))
-
-
-def _matching(s: str, i: int, open_: str, close: str) -> int:
-    """Index of the bracket closing the one at s[i], skipping quoted text."""
-    depth, j = 0, i
-    while j < len(s):
+def matching(s: str, i: int, open_: str, close: str, line: int = 0) -> int:
+    """Index of the bracket closing the one at s[i], skipping quoted text (one pass)."""
+    depth, j, n = 0, i, len(s)
+    while j < n:
         c = s[j]
         if c == "\\":
             j += 2
@@ -294,28 +357,31 @@ def _matching(s: str, i: int, open_: str, close: str) -> int:
                 break
         elif c == '"':
             k = j + 1
-            while k < len(s) and s[k] != '"':
+            while k < n and s[k] != '"':
                 k += 2 if s[k] == "\\" else 1
             j = k
         elif c == open_:
             depth += 1
+            if depth > MAX_NESTING:
+                raise ShellSyntaxError(f"line {line}: brackets nested more than {MAX_NESTING} deep")
         elif c == close:
             depth -= 1
             if depth == 0:
                 return j
         j += 1
-    raise ShellSyntaxError(f"unbalanced {open_}{close} in the script")
+    where = f"line {line}: " if line else ""
+    raise ShellSyntaxError(f"{where}unbalanced {open_}{close}: the {open_} is never closed")
 
 
 def _merge(parts: list[Part]) -> list[Part]:
     out: list[Part] = []
     for p in parts:
-        if out and p.kind in ("lit", "esc") and out[-1].kind == p.kind:
-            out[-1] = Part(p.kind, out[-1].text + p.text)
+        if out and p.kind == "lit" and out[-1].kind == "lit":
+            out[-1] = Part("lit", out[-1].text + p.text)
         else:
             out.append(p)
     return out
 
 
-def lex(text: str) -> list[Token]:
-    return Lexer(text).lex()
+def lex(text: str, line: int = 1) -> list[Token]:
+    return Lexer(text, line).lex()
