@@ -13,7 +13,8 @@ KEY_VALUE = "wandbkey-0123456789abcdef"  # a value only its key marks as secret
 HF = "hf_" + "Q" * 34  # a value whose shape marks it
 SK = "sk-proj-" + "Z" * 30
 ENV = {"WANDB_API_KEY": "envsecret-42424242", "HF_TOKEN": HF, "MY_SERVICE_PASSWORD": "hunter2hunter2"}
-PLANTED = (KEY_VALUE, HF, SK, *ENV.values())
+SCRIPT_ONLY = ("scriptpass-77777777", "defaulttoken-5555")  # written into a script, not shaped like anything
+PLANTED = (KEY_VALUE, HF, SK, *ENV.values(), *SCRIPT_ONLY)
 
 
 def _leaks(text: str) -> list[str]:
@@ -35,9 +36,12 @@ def _inputs(tmp: Path) -> dict[str, Path]:
     script.parent.mkdir(parents=True)
     script.write_text(f"""#!/bin/bash
 export HF_TOKEN={HF}
+DB_PASSWORD={SCRIPT_ONLY[0]}
+MY_TOKEN=${{MY_TOKEN:-{SCRIPT_ONLY[1]}}}
 python3 -m verl.trainer.main_ppo algorithm.adv_estimator=grpo \\
     +trainer.wandb_api_key={KEY_VALUE} \\
     "+reward.custom_reward_function.reward_kwargs.header=Bearer $HF_TOKEN" \\
+    +reward.custom_reward_function.reward_kwargs.db="$DB_PASSWORD" +x.auth="$MY_TOKEN" \\
     trainer.n_gpus_per_node=8 "$@"
 """)
     yaml_cfg = tmp / "in" / "config.yaml"

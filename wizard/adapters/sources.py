@@ -17,6 +17,7 @@ from wizard.adapters.script_source import read_script, script_findings
 from wizard.core.plan.model import Plan, load_plan
 from wizard.core.plan.convert import plan_from_overrides
 from wizard.core.verl.yaml_config import yaml_to_overrides
+from wizard.core.secrets import REDACTED, hide_secrets, is_secret_name, scrub
 
 
 @dataclass
@@ -49,16 +50,39 @@ def from_overrides(words: list[str]) -> Source:
 
 
 def load_source(path: str) -> Source:
-    """Read a config file; ValueError with a one-line reason when it cannot be read."""
+    """Read a config file; ValueError with a one-line reason when it cannot be read. Whatever it holds, no secret
+    value comes out of here: overrides carry ``${oc.env:NAME}`` references, findings redacted text."""
     text = read_text(path)
     suffix = Path(path).suffix.lower()
     if suffix in (".yaml", ".yml"):
-        return _from_yaml(text, path)
-    if suffix == ".json":
-        return _from_plan_json(text, path)
-    if suffix in (".sh", ".bash") or text.startswith("#!") or "main_ppo" in text:
-        return _from_script(text, path)
-    raise ValueError(f"{path}: not a launch script (.sh), a YAML config (.yaml) or a plan (.json)")
+        source = _from_yaml(text, path)
+    elif suffix == ".json":
+        source = _from_plan_json(text, path)
+    elif suffix in (".sh", ".bash") or text.startswith("#!") or "main_ppo" in text:
+        source = _from_script(text, path)
+    else:
+        raise ValueError(f"{path}: not a launch script (.sh), a YAML config (.yaml) or a plan (.json)")
+    return _without_secrets(source)
+
+
+def _without_secrets(source: Source) -> Source:
+    source.overrides = hide_secrets(source.overrides)[0]
+    source.findings = [f.model_copy(update={"message": scrub(f.message),
+                                            "data": _scrub_data(getattr(f, "data", None))})
+                       for f in source.findings]
+    return source
+
+
+def _scrub_data(data):
+    """A finding's data with secret-named knobs' defaults (``${HF_TOKEN:-hf_...}``) and credentials redacted."""
+    if isinstance(data, dict):
+        named = data.get("name") if isinstance(data.get("name"), str) else None
+        return {k: (REDACTED if v and isinstance(k, str) and (is_secret_name(k) or (k == "value" and named and
+                                                                                    is_secret_name(named)))
+                    else _scrub_data(v)) for k, v in data.items()}
+    if isinstance(data, list):
+        return [_scrub_data(v) for v in data]
+    return scrub(data) if isinstance(data, str) else data
 
 
 def _from_script(text: str, path: str) -> Source:

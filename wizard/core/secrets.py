@@ -18,7 +18,7 @@ from collections.abc import Iterable, Mapping
 
 _KEY = re.compile(r"(^|_)(token|api_?key|secret|secret_key|password|passwd|access_key|private_key|credentials?)$",
                   re.IGNORECASE)
-_NAME = re.compile(r"(TOKEN|API_?KEY|SECRET|PASSWORD|PASSWD|ACCESS_KEY|PRIVATE_KEY|CREDENTIAL)", re.IGNORECASE)
+_SECRET_WORDS = {"SECRET", "PASSWORD", "PASSWD", "CREDENTIAL", "CREDENTIALS"}
 # Credential shapes, each with the variable such a credential conventionally lives in.
 _SHAPES = (
     (re.compile(r"hf_[A-Za-z0-9]{30,}"), "HF_TOKEN"),
@@ -40,8 +40,15 @@ def is_secret_key(key: str) -> bool:
 
 
 def is_secret_name(name: str) -> bool:
-    """An environment variable whose value is a credential."""
-    return bool(_NAME.search(name))
+    """An environment variable whose value is a credential, by its words: one of SECRET, PASSWORD, PASSWD,
+    CREDENTIAL(S) anywhere (``AWS_SECRET_ACCESS_KEY``, ``DB_PASSWORD``), or a last word TOKEN (``HF_TOKEN``) or
+    KEY after API/ACCESS/PRIVATE/AUTH (``WANDB_API_KEY``, ``OPENAI_APIKEY``). ``max_token_len`` is not one."""
+    words = [w for w in re.split(r"[_\W]+", name.upper()) if w]
+    if not words:
+        return False
+    if _SECRET_WORDS & set(words) or words[-1] in ("TOKEN", "APIKEY"):
+        return True
+    return words[-1] == "KEY" and len(words) > 1 and words[-2] in ("API", "ACCESS", "PRIVATE", "AUTH", "SECRET")
 
 
 def env_name_for(key: str) -> str:
@@ -124,8 +131,10 @@ def hide_secrets(overrides: Iterable[str]) -> tuple[list[str], list[str]]:
     return out, notes
 
 
-# key=value, key: value, 'key': 'value' (a pprinted config): the key's last part decides
-_ASSIGN = re.compile(r"""(?P<key>[A-Za-z_][\w.\-]*)(?P<sep>['"]?\s*[:=]\s*)(?P<q>['"]?)(?P<val>[^\s'",}\])]+)""")
+# key=value, then key: value and 'key': 'value' (a pprinted config): the key's last part decides. Two passes, so
+# "defaults apply: MY_TOKEN=x" is read as MY_TOKEN=x, not as the value of "apply".
+_ASSIGNS = (re.compile(r"""(?P<key>[A-Za-z_][\w.\-]*)(?P<sep>=)(?P<q>['"]?)(?P<val>[^\s'",}\])]+)"""),
+            re.compile(r"""(?P<key>[A-Za-z_][\w.\-]*)(?P<sep>['"]?\s*:\s*)(?P<q>['"]?)(?P<val>[^\s'",}\])]+)"""))
 _NOT_A_VALUE = {"none", "null", "~", "true", "false", "''", '""'}
 REDACTED = "<redacted>"
 
@@ -141,4 +150,6 @@ def scrub(text: str, values: Mapping[str, str] | None = None) -> str:
             return m.group(0)
         return m.group("key") + m.group("sep") + m.group("q") + REDACTED
 
-    return _ASSIGN.sub(assign, text) if ("=" in text or ":" in text) else text
+    for pattern in _ASSIGNS:
+        text = pattern.sub(assign, text)
+    return text

@@ -13,7 +13,8 @@ from wizard.core.scripts.lexer import Part, Word
 from wizard.core.scripts.parser import parse_cached
 from wizard.core.scripts.state import UNREADABLE, FunctionReturn, LoopControl, ScriptExit, knob_names
 from wizard.core.scripts.syntax import SyntaxStop
-from wizard.core.scripts.values import FORWARD, has_marker
+from wizard.core.scripts.values import FORWARD, has_marker, is_known
+from wizard.core.secrets import is_secret_name
 
 _ASSIGN = re.compile(r"^([A-Za-z_][A-Za-z0-9_]*)(?:\[([^\]]*)\])?(\+?)=")
 SPECIAL = {"exec", "eval", "export", "set", "source", ".", "exit", "return", "shift", "unset", "readonly",
@@ -61,6 +62,12 @@ def assign_token(interp, tok) -> None:
         state.set(name, items, tok.line)
     elif append and isinstance(old, list):
         state.set(name, old + [value], tok.line)
+    elif is_secret_name(name) and value and is_known(value) and not append:
+        # a credential written into the script: read it as the environment's, so the value never reaches a
+        # plan, a file or an override (wizard.core.secrets); whoever runs the launch sets the variable
+        state.set(name, ex.env_ref(name), tok.line)
+        interp.ctx.note(tok.line, "secret", f"{name} is set to a secret here; the wizard reads it as the "
+                        f"environment's ${name} instead, and never keeps the value", severity="info")
     else:
         state.set(name, (old or "") + value if append and isinstance(old, str) else value, tok.line)
 
