@@ -154,6 +154,7 @@ class PlanDocument(QObject):
         save_session({"plan": self.plan.model_dump(mode="json"), "gpus": str(self.gpus) if self.gpus else None})
 
     def _recheck(self) -> None:
+        self.files, self.overrides, self.notes = {}, [], []  # never the previous plan's files under this one's name
         try:
             self.files, self.overrides, self.notes = render_files(self.plan)  # the overrides run.sh holds
             self.result = full_check(self.overrides, config_name=self.plan.config_name, gpus=self.gpus,

@@ -16,7 +16,7 @@ from dataclasses import dataclass, field
 from omegaconf import OmegaConf
 
 from wizard import __version__
-from wizard.core.verl.overrides import parse_override
+from wizard.core.verl.overrides import OverrideSyntaxError, parse_override
 from wizard.core.plan.model import Plan
 from wizard.core.plan.convert import plan_overrides
 from wizard.core.secrets import hide_secrets, is_secret_name
@@ -138,7 +138,11 @@ def render_yaml(plan: Plan, emitted: Emitted | None = None, groups: tuple[str, .
     if base is None or plan.config_path:
         raise YamlEmitError(f"a YAML over --config-name={plan.config_name} (own config dir) is not supported; use run.sh")
     for text in emitted.overrides:
-        p = parse_override(text)
+        try:
+            p = parse_override(text)
+        except OverrideSyntaxError:  # Hydra cannot read it (check says why): it stays on the command line as written
+            cli_only.append(text)
+            continue
         if p.kind == "~" or p.package is not None or p.is_sweep:
             cli_only.append(text)
             continue
