@@ -5,6 +5,7 @@ from __future__ import annotations
 from wizard.core.findings import Severity, Stage
 from wizard.core.check.rules import rule
 from wizard.core.check.rules.context import RuleContext, choices, finding
+from wizard.core.check.rules.sections import built_sections
 
 R = "actor_rollout_ref.rollout"
 ENGINES = ("vllm", "sglang", "trtllm")
@@ -44,36 +45,41 @@ def rollout_name(ctx: RuleContext):
 
 @rule("rollout.mode", Stage.STARTUP)
 def rollout_mode(ctx: RuleContext):
-    """RolloutConfig.__post_init__: mode 'sync' was removed."""
-    if ctx.get(f"{R}.mode") == "sync":
-        yield finding(
-            "rollout.mode",
-            Severity.ERROR,
-            Stage.STARTUP,
-            [f"{R}.mode"],
-            "Rollout mode 'sync' has been removed. Please set `actor_rollout_ref.rollout.mode=async` or remove the "
-            "mode setting entirely.",
-            f"Set {R}.mode=async",
-            [f"{R}.mode=async"],
-        )
+    """RolloutConfig.__post_init__: mode 'sync' was removed (every rollout verl builds); any mode but async is not in
+    the actor rollout's engine registry (workers/rollout/base.py:106)."""
+    for section in built_sections(ctx, ("RolloutConfig",)):
+        key = f"{section.path}.mode"
+        mode = ctx.get(key)
+        if mode == "sync":
+            yield finding(
+                "rollout.mode", Severity.ERROR, section.stage, [key],
+                "Rollout mode 'sync' has been removed. Please set `actor_rollout_ref.rollout.mode=async` or remove the "
+                f"mode setting entirely. ({key}=sync)",
+                f"Set {key}=async", [f"{key}=async"],
+            )
+        elif section.path == R and mode not in ("async", None) and ctx.get(f"{R}.name") in ENGINES:
+            yield finding(
+                "rollout.engine_mode", Severity.ERROR, Stage.STARTUP, [key],
+                f"{key}={mode!r}: verl warns that only 'async' exists, then the actor workers die with: Rollout "
+                f"{ctx.get(f'{R}.name')} with mode {mode} not found",
+                f"Set {key}=async (or remove it)", [f"{key}=async"],
+            )
 
 
 @rule("rollout.pipeline_parallel", Stage.STARTUP)
 def rollout_pp(ctx: RuleContext):
     """RolloutConfig.__post_init__: no engine implements rollout pipeline parallelism."""
-    pp = ctx.int(f"{R}.pipeline_model_parallel_size")
-    name = ctx.get(f"{R}.name")
-    if pp is not None and pp > 1 and name in ENGINES:
-        yield finding(
-            "rollout.pipeline_parallel",
-            Severity.ERROR,
-            Stage.STARTUP,
-            [f"{R}.pipeline_model_parallel_size"],
-            f"Current rollout self.name={name!r} not implemented pipeline_model_parallel_size > 1 yet "
-            f"(pipeline_model_parallel_size={pp})",
-            f"Set {R}.pipeline_model_parallel_size=1",
-            [f"{R}.pipeline_model_parallel_size=1"],
-        )
+    for section in built_sections(ctx, ("RolloutConfig",)):
+        key = f"{section.path}.pipeline_model_parallel_size"
+        pp = ctx.int(key)
+        name = ctx.get(f"{section.path}.name")
+        if pp is not None and pp > 1 and name in ENGINES:
+            yield finding(
+                "rollout.pipeline_parallel", Severity.ERROR, section.stage, [key],
+                f"Current rollout self.name={name!r} not implemented pipeline_model_parallel_size > 1 yet "
+                f"(pipeline_model_parallel_size={pp})",
+                f"Set {key}=1", [f"{key}=1"],
+            )
 
 
 def _divisors(n: int) -> list[int]:
