@@ -2,7 +2,7 @@
 
 verl runs in a subprocess (wizard/adapters/verl_preflight.py): Hydra composition,
 validate_config with need_reference_policy/need_critic (what main_ppo runs before
-Ray), and the rollout/algorithm config classes its workers build at startup.
+Ray), and what the TaskRunner and workers run at startup before loading a model.
 """
 
 import random
@@ -15,8 +15,22 @@ from wizard.adapters.verl_preflight import run_preflight
 from wizard.core.plan.emit import emit_overrides
 from wizard.core.findings import Severity, Stage
 
-# Startup checks the probe reproduces (config classes), so parity is asserted for them too.
-PROBED_STARTUP_RULES = {"rollout.name", "rollout.mode", "rollout.pipeline_parallel", "types.value"}
+# Startup checks the probe reproduces (verl_preflight_probe.startup: the trainer's constructor, its pools, the config
+# classes the workers build), so parity is asserted for them too.
+PROBED_STARTUP_RULES = {
+    "rollout.name", "rollout.mode", "rollout.pipeline_parallel", "rollout.config", "types.value", "fields.unknown",
+    "fields.missing", "engine.config", "profiler.config", "names.trainer_mode", "names.kl_ctrl", "names.reward_manager",
+    "trainer.separate_async", "trainer.hybrid_switch", "trainer.replay_buffer", "trainer.kl_horizon", "trainer.pools",
+    "distillation.config", "batch.ref_micro", "reward.loading", "trainer.callback_class",
+}
+# Sections the probe cannot build on a CPU without the model's files or a run: HFModelConfig loads the model.
+UNPROBED_SECTIONS = ("actor_rollout_ref.model.", "skip.")
+
+
+def _probed(f) -> bool:
+    if f.stage is not Stage.STARTUP or f.rule not in PROBED_STARTUP_RULES:
+        return False
+    return not (f.rule.startswith("fields.") and any(k.startswith(UNPROBED_SECTIONS) for k in f.keys))
 
 MUTATIONS = [
     "data.train_batch_size=257", "data.train_batch_size=7", "data.train_batch_size=abc", "data.train_batch_size='64'",
@@ -58,7 +72,7 @@ def _wizard_stage(findings):
     for stage in (Stage.COMPOSE, Stage.PREFLIGHT):
         if any(f.stage is stage for f in errors):
             return stage.value
-    if any(f.stage is Stage.STARTUP and f.rule in PROBED_STARTUP_RULES for f in errors):
+    if any(_probed(f) for f in errors):
         return "startup"
     return None
 

@@ -78,3 +78,53 @@ def test_a_check_without_an_entry_and_an_unused_entry_are_problems():
     cov = join(inventory, {"a.py::f#1": {"excluded": "nonsense", "why": "because it is long enough"}})
     assert any("not one of" in p for p in cov.problems)
     assert Path(ROOT / "resources" / "verl-checks" / "mapping.yaml").is_file()
+
+
+# Config-only checks mirrored without keys for the parity property, and why.
+KEYLESS = {
+    "workers/rollout/vllm_rollout/utils.py::get_vllm_max_lora_rank#2": "LoRA with vLLM: see parity_edits.NOT_VARIED",
+    "workers/config/actor.py::VeOmniActorConfig.__post_init__#1": "the VeOmni engine's keys (model_engine=veomni)",
+    "workers/config/critic.py::VeOmniCriticConfig.validate#2": "the VeOmni engine's keys (model_engine=veomni)",
+}
+
+
+def _lhs(override: str) -> tuple[str, str]:
+    raw = override.split("=", 1)[0]
+    return raw, raw.lstrip("+~")
+
+
+def test_the_parity_property_varies_every_key_an_inventoried_check_reads(coverage):
+    """Each key (glob) the mapping says a config-only check reads is set by at least one edit the property draws."""
+    import fnmatch
+
+    from tests.helpers.parity_edits import EDITS
+
+    sides = {side for edit in EDITS for o in edit for side in _lhs(o)}
+    unvaried = []
+    for e in coverage.entries:
+        if not e.config_only:
+            continue
+        if not e.keys:
+            assert e.check["id"] in KEYLESS or (e.key or "") in KEYLESS, f"{e.key}: give the keys the check reads"
+        for pattern in e.keys:
+            if not any(fnmatch.fnmatchcase(s, pattern) for s in sides):
+                unvaried.append(f"{pattern} ({e.key})")
+    assert sorted(set(unvaried)) == []
+
+
+def test_the_property_draws_both_sides_of_choices():
+    from tests.helpers.parity_edits import EDITS
+
+    values: dict[str, set[str]] = {}
+    for edit in EDITS:
+        key, _, value = edit[-1].partition("=")
+        values.setdefault(key, set()).add(value)
+    singles = sorted(k for k, v in values.items() if len(v) < 2 and not k.startswith(("+", "++")))
+    # a key set to one value only is part of a setup, or a mode switch that its other value is the default of
+    assert len(singles) < len(values) // 4, singles
+
+
+def test_every_edit_is_a_tuple_of_overrides():
+    from tests.helpers.parity_edits import EDITS
+
+    assert all(isinstance(e, tuple) and e and all("=" in o for o in e) for e in EDITS)

@@ -23,6 +23,7 @@ class Mapped:
     excluded: str | None = None
     why: str = ""
     key: str | None = None  # the mapping key that matched; None when nothing did
+    keys: tuple[str, ...] = ()  # the config keys the check reads (globs; +key for keys added under a section)
 
     @property
     def config_only(self) -> bool:
@@ -75,7 +76,7 @@ def _entry(check: dict, key: str | None, value: dict | None, problems: list[str]
         problems.append(f"{key}: an exclusion needs a why")
     if needs and needs not in NEEDS:
         problems.append(f"{key}: needs {needs!r} is not one of {', '.join(NEEDS)}")
-    return Mapped(check, rules, needs, excluded, value.get("why", ""), key)
+    return Mapped(check, rules, needs, excluded, value.get("why", ""), key, tuple(value.get("keys") or ()))
 
 
 def join(inventory: dict, mapping: dict) -> Coverage:

@@ -10,7 +10,7 @@ from __future__ import annotations
 from wizard.core.findings import Severity, Stage
 from wizard.core.check.rules import rule
 from wizard.core.check.rules.context import RuleContext, finding
-from wizard.core.check.rules.sections import Section, built_sections, stops
+from wizard.core.check.rules.sections import Section, built_sections, stops, unset_field
 
 DISAGG_BACKENDS = ("nixl", "mooncake", "ascend", "mori", "fake")
 MOONCAKE_PROTOCOLS = ("nvlink", "local", "rdma", "tcp")
@@ -56,6 +56,8 @@ def _parallel(ctx: RuleContext, s: Section):
 
 def _disaggregation(ctx: RuleContext, s: Section):
     d = f"{s.path}.disaggregation"
+    if unset_field(ctx, d):
+        return
     value = ctx.get(d)
     if not isinstance(value, dict):
         yield _bad(s, [d], f"{d}={value!r} is not a mapping",

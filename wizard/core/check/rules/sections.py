@@ -62,9 +62,13 @@ BUILDS: tuple[Build, ...] = (
           lambda ctx: ctx.get("trainer.v1.trainer_mode") == "separate_async", "trainer/ppo/v1/trainer_separate_async.py:86"),
     Build("skip", Stage.RUNTIME, _always, "utils/skip/skip_manager.py:40"),
 )
-# Plain dictionaries in the YAML that a config class turns into a dataclass itself (RolloutConfig.__post_init__).
+# Plain dictionaries in the YAML that a config class turns into a dataclass itself (RolloutConfig.__post_init__),
+# with that dataclass's fields (workers/config/disaggregation.py:28-36): the schema only knows the YAML's keys.
 DICT_CLASSES = {"actor_rollout_ref.rollout.disaggregation": "DisaggregationConfig",
                 "reward.reward_model.rollout.disaggregation": "DisaggregationConfig"}
+DICT_CLASS_FIELDS = {"DisaggregationConfig": ("enabled", "prefill_replicas", "decode_replicas",
+                                              "decode_tensor_model_parallel_size", "transfer_backend", "bootstrap_port",
+                                              "ib_device", "mooncake_protocol")}
 
 
 @dataclass(frozen=True)
@@ -107,7 +111,10 @@ def built_sections(ctx, classes: tuple[str, ...] | None = None) -> Iterator[Sect
 def fields(ctx, path: str) -> list[str]:
     """The fields of the class built at ``path``: its YAML keys and its dataclass-only fields."""
     prefix = path + "."
-    return sorted({k[len(prefix):].split(".")[0] for k in ctx.variant.keys if k.startswith(prefix)} - {"_target_"})
+    names = {k[len(prefix):].split(".")[0] for k in ctx.variant.keys if k.startswith(prefix)} - {"_target_"}
+    if path in DICT_CLASSES:
+        names |= set(DICT_CLASS_FIELDS[DICT_CLASSES[path]])
+    return sorted(names)
 
 
 def is_missing(ctx, key: str) -> bool:

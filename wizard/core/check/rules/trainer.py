@@ -32,12 +32,12 @@ def separate_async(ctx: RuleContext):
     """PPOTrainerSeparateAsync.__init__ (trainer_separate_async.py:59-108)."""
     if not _v1(ctx) or ctx.get("trainer.v1.trainer_mode") != "separate_async":
         return
-    tbs, step, mini = ctx.int("data.train_batch_size"), ctx.int(f"{SA}.parameter_sync_step"), ctx.int("actor_rollout_ref.actor.ppo_mini_batch_size")
-    if None not in (tbs, step, mini) and tbs != step * mini:
+    tbs, step, mini = ctx.get("data.train_batch_size"), ctx.int(f"{SA}.parameter_sync_step"), ctx.int("actor_rollout_ref.actor.ppo_mini_batch_size")
+    if None not in (tbs, step, mini) and tbs != step * mini:  # verl compares as Python does: '64' != 64
         yield _err("trainer.separate_async", Stage.STARTUP, ["data.train_batch_size", f"{SA}.parameter_sync_step",
                    "actor_rollout_ref.actor.ppo_mini_batch_size"],
                    f"separate_async trains parameter_sync_step x ppo_mini_batch_size = {step} x {mini} = {step * mini} "
-                   f"prompts per step, but data.train_batch_size={tbs}; the TaskRunner stops with: train_batch_size must "
+                   f"prompts per step, but data.train_batch_size={tbs!r}; the TaskRunner stops with: train_batch_size must "
                    f"equal parameter_sync_step * ppo_mini_batch_size in separate async training",
                    f"Set data.train_batch_size={step * mini} (or {SA}.parameter_sync_step to train_batch_size / mini)",
                    [f"data.train_batch_size={step * mini}"])
@@ -158,11 +158,11 @@ def setup(ctx: RuleContext):
     options (trainer_base.py:296), resuming from a path (trainer_base.py:866)."""
     if not _v1(ctx):
         return
-    for key, what in (("trainer.checkpoint_callback_class", "CheckpointCallback"),
-                      (f"{R}.agent.agent_loop_manager_class", "AgentLoopManager")):
+    for rule_id, key, what in (("trainer.callback_class", "trainer.checkpoint_callback_class", "CheckpointCallback"),
+                               ("trainer.agent_loop_manager", f"{R}.agent.agent_loop_manager_class", "AgentLoopManager")):
         fqn = ctx.get(key)
         if isinstance(fqn, str) and fqn and "." not in fqn:
-            yield _err("trainer.setup", Stage.STARTUP, [key],
+            yield _err(rule_id, Stage.STARTUP, [key],
                        f"Invalid {what} '{fqn}'. Expected fully qualified class name (e.g., 'mypackage.module.ClassName').",
                        f"Give the class with its module: {key}=mypackage.module.{fqn}", auto=False)
     steps = ctx.get("global_profiler.steps")
