@@ -15,7 +15,7 @@ PROF, D, T = f"{A}.profiler.tool_config", "distillation", "distillation.teacher_
 SMALL = (1, 2, 3, 4, 6, 8, 16, 32, 64, 100, 128, 256, 512, 1024)
 
 # Setups that make a mode's keys reachable with the rest valid.
-SEPARATE_ASYNC = (f"trainer.v1.trainer_mode=separate_async", f"{R}.nnodes=1", f"{R}.checkpoint_engine.backend=nccl",
+SEPARATE_ASYNC = ("trainer.v1.trainer_mode=separate_async", f"{R}.nnodes=1", f"{R}.checkpoint_engine.backend=nccl",
                   "data.train_batch_size=64", f"{A}.ppo_mini_batch_size=16", f"{SA}.parameter_sync_step=4")
 DISTILLATION = (f"{D}.enabled=true", f"{D}.nnodes=1", f"{D}.n_gpus_per_node=2", f"{T}.model_path=Qwen/Qwen2.5-0.5B",
                 f"{T}.inference.tensor_model_parallel_size=1", f"{T}.inference.name=vllm")
