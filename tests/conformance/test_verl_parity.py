@@ -21,7 +21,7 @@ PROBED_STARTUP_RULES = {
     "rollout.name", "rollout.mode", "rollout.pipeline_parallel", "rollout.config", "types.value", "fields.unknown",
     "fields.missing", "engine.config", "profiler.config", "names.trainer_mode", "names.kl_ctrl", "names.reward_manager",
     "trainer.separate_async", "trainer.hybrid_switch", "trainer.replay_buffer", "trainer.kl_horizon", "trainer.pools",
-    "distillation.config", "batch.ref_micro", "reward.loading", "trainer.callback_class",
+    "distillation.config", "placement.teacher_groups", "batch.ref_micro", "reward.loading", "trainer.callback_class",
 }
 # Sections the probe cannot build on a CPU without the model's files or a run: HFModelConfig loads the model.
 UNPROBED_SECTIONS = ("actor_rollout_ref.model.", "skip.")

@@ -23,7 +23,8 @@ def known_rule_ids() -> tuple[set[str], list[re.Pattern]]:
 
     _load()
     ids, patterns = {r.id for r in RULES}, []
-    for path in [*(ROOT / "wizard" / "core" / "check" / "rules").glob("*.py"), *(ROOT / "wizard" / "adapters").glob("*.py")]:
+    folders = [ROOT / "wizard" / "core" / "check" / "rules", ROOT / "wizard" / "core" / "placement", ROOT / "wizard" / "adapters"]
+    for path in [p for folder in folders for p in folder.glob("*.py")]:
         text = path.read_text()
         ids |= set(re.findall(r'"([a-z_]+\.[a-z_]+)"', text))
         for fid in re.findall(r'f"([a-z_]+\.[a-z_{}]+)"', text):

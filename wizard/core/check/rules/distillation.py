@@ -3,7 +3,7 @@ built when the trainer starts with distillation.enabled=true.
 
 The single default teacher (``distillation.teacher_models.teacher_model``) fills the teacher pool
 (distillation.n_gpus_per_node x nnodes) with as many replicas as fit; several teachers each give their own
-num_replicas, and together they must fill the pool exactly.
+num_replicas, and together they must fill the pool exactly (rule placement.teacher_groups, with the layout).
 """
 
 from __future__ import annotations
@@ -55,7 +55,7 @@ def _teachers(ctx: RuleContext):
         return
     pool = per * nodes
     names = list(teachers) if len(teachers) == 1 else [n for n in teachers if n != "teacher_model"]
-    total, keys = 0, set()
+    keys = set()
     for name in names:
         t = f"{D}.teacher_models.{name}"
         size = _replica(ctx, t)
@@ -85,11 +85,7 @@ def _teachers(ctx: RuleContext):
         if found is not None:
             yield found
             return
-        total += replicas * size if isinstance(replicas, int) else 0
-    if total != pool:
-        yield _err([f"{D}.n_gpus_per_node", f"{D}.nnodes"], f"Sum of teacher (num_replicas * per_replica_world_size) "
-                   f"({total}) must match the distillation resource pool size (n_gpus_per_node={per} * nnodes={nodes} = "
-                   f"{pool}).", f"Size the teacher pool to {total} GPUs, or the teachers' replicas to {pool}")
+    # the teachers' GPUs must add up to the pool: placement.teacher_groups says it (it also lays the teachers out)
 
 
 def _replica(ctx: RuleContext, t: str) -> int | None:

@@ -66,22 +66,11 @@ def dapo_overlong(ctx: RuleContext):
 
 @rule("reward.model_servers", Stage.STARTUP)
 def model_servers(ctx: RuleContext):
-    """RewardModelManager (experimental/reward_loop/reward_model.py:47-68): the reward model's replicas and tokenizer."""
+    """RewardModelManager.__init__ (experimental/reward_loop/reward_model.py:47): the reward model's servers need its
+    tokenizer."""
     if not ctx.get(f"{RM}.enable"):
         return
-    if ctx.get(f"{RM}.enable_resource_pool"):
-        per, nodes, where = ctx.int(f"{RM}.n_gpus_per_node"), ctx.int(f"{RM}.nnodes"), "its own pool"
-    else:
-        per, nodes, where = ctx.int("trainer.n_gpus_per_node"), ctx.int("trainer.nnodes"), "the training GPUs"
-    sizes = [ctx.int(f"{RM}.rollout.{k}") for k in ("tensor_model_parallel_size", "data_parallel_size", "pipeline_model_parallel_size")]
-    if None not in (per, nodes, *sizes) and per > 0 and nodes > 0:
-        world, replica = per * nodes, sizes[0] * sizes[1] * sizes[2]
-        if replica > 0 and world // replica <= 0:
-            yield _err("reward.model_servers", [f"{RM}.rollout.tensor_model_parallel_size", f"{RM}.n_gpus_per_node"],
-                       f"One reward-model replica needs TP x DP x PP = {replica} GPUs but it runs on {where}: {world} "
-                       f"GPU(s); verl stops with: Not enough GPUs to run the reward model. world_size ({world}) < "
-                       f"rollout_world_size ({replica})", f"Set {RM}.rollout.tensor_model_parallel_size={world} or less",
-                       [f"{RM}.rollout.tensor_model_parallel_size={max(1, world)}"], auto=False)
+    # replicas vs the pool's GPUs (reward_model.py:63): placement.reward_groups, which lays the replicas out
     if ctx.get(f"{RM}.rollout.skip_tokenizer_init") is not False:
         yield _err("reward.model_servers", [f"{RM}.rollout.skip_tokenizer_init"],
                    f"{RM}.rollout.skip_tokenizer_init={ctx.get(f'{RM}.rollout.skip_tokenizer_init')!r}: verl asserts it "

@@ -168,22 +168,29 @@ VLLM_LORA_RANKS = (1, 8, 16, 32, 64, 128, 256, 320, 512)
 
 @rule("rollout.vllm_lora_rank", Stage.PREFLIGHT)
 def vllm_lora_rank(ctx: RuleContext):
-    """validate_config: with vLLM, the LoRA rank must be one vLLM supports."""
+    """validate_config -> get_vllm_max_lora_rank (vllm_rollout/utils.py:83-102): with vLLM, a LoRA rank above vLLM's
+    largest is an error; one between its ranks is rounded up to the next (vLLM's max_lora_rank), which is fine."""
     lora = ctx.get("actor_rollout_ref.model.lora") or {}
     rank = lora.get("rank", 0) if isinstance(lora, dict) else 0
     if not isinstance(rank, int) or rank <= 0:
         rank = ctx.int("actor_rollout_ref.model.lora_rank") or 0
     if isinstance(lora, dict) and lora.get("merge", False):
         rank = 0
-    if rank > 0 and ctx.get(f"{R}.name") == "vllm" and rank not in VLLM_LORA_RANKS:
-        allowed = [r for r in VLLM_LORA_RANKS if r >= rank] or [VLLM_LORA_RANKS[-1]]
+    if rank <= 0 or ctx.get(f"{R}.name") != "vllm":
+        return
+    largest = VLLM_LORA_RANKS[-1]
+    if rank > largest:
         yield finding(
-            "rollout.vllm_lora_rank",
-            Severity.ERROR,
-            Stage.PREFLIGHT,
-            ["actor_rollout_ref.model.lora_rank"],
-            f"lora_rank must be less than or equal to {VLLM_LORA_RANKS[-1]} and one of vLLM's ranks "
-            f"({', '.join(map(str, VLLM_LORA_RANKS))}), but got {rank}",
-            f"Use a LoRA rank vLLM supports, e.g. actor_rollout_ref.model.lora_rank={allowed[0]}",
-            [f"actor_rollout_ref.model.lora_rank={allowed[0]}"],
+            "rollout.vllm_lora_rank", Severity.ERROR, Stage.PREFLIGHT, ["actor_rollout_ref.model.lora_rank"],
+            f"lora_rank must be less than or equal to {largest}, but got {rank} (vLLM serves LoRA ranks up to {largest})",
+            f"Use actor_rollout_ref.model.lora_rank={largest} or less", [f"actor_rollout_ref.model.lora_rank={largest}"],
+        )
+    elif rank not in VLLM_LORA_RANKS:
+        served = next(r for r in VLLM_LORA_RANKS if r >= rank)
+        yield finding(
+            "rollout.vllm_lora_rank", Severity.INFO, Stage.ADVICE, ["actor_rollout_ref.model.lora_rank"],
+            f"LoRA rank {rank} is not one of vLLM's ranks ({', '.join(map(str, VLLM_LORA_RANKS))}); verl starts vLLM "
+            f"with max_lora_rank={served}, which serves it, with KV/adapter memory sized for rank {served}",
+            f"Use actor_rollout_ref.model.lora_rank={served} to train what vLLM reserves room for",
+            [f"actor_rollout_ref.model.lora_rank={served}"], fix_auto=False,
         )
