@@ -290,3 +290,50 @@ def test_reward_model_replicas(check):
 def test_distillation(check, extra, said):
     f = only(check(GOOD + DISTILL + extra), "distillation.config")
     assert f.stage is Stage.STARTUP and said in f.message
+
+
+# --- beyond assertions: what verl accepts and then does differently ------------------------------------------------
+def one_advice(result, rule):
+    found = [f for f in result.findings if f.rule == rule]
+    assert len(found) == 1, [(f.rule, f.message) for f in result.findings]
+    return found[0]
+
+
+def test_critic_batching_keys_do_not_reach_the_critic(check):
+    f = one_advice(check(GOOD + ["algorithm.adv_estimator=gae", "critic.model.path=x/y", "critic.ppo_micro_batch_size_per_gpu=2",
+                                 "critic.ppo_max_token_len_per_gpu=8192"]), "advice.critic_batching")
+    assert "critic.ppo_max_token_len_per_gpu=8192" in f.message and "32768 tokens per GPU" in f.message
+    assert f.stage is Stage.ADVICE and f.severity is Severity.WARNING
+
+
+def test_kl_settings_whose_switch_is_off(check):
+    f = one_advice(check(GOOD + ["algorithm.kl_ctrl.kl_coef=0.01"]), "advice.kl_unused")
+    assert "algorithm.kl_ctrl.kl_coef=0.01 has no effect: algorithm.use_kl_in_reward is off" in f.message
+
+
+def test_runs_that_train_nothing_or_never_the_actor(check):
+    assert "runs no training step" in one_advice(check(GOOD + ["trainer.total_epochs=0"]), "advice.no_training").message
+    f = one_advice(check(GOOD + ["trainer.total_training_steps=5", "trainer.critic_warmup=10"]), "advice.critic_warmup")
+    assert "the actor is updated only from step 10 on, so it is never trained" in f.message
+
+
+def test_lr_warmup_longer_than_the_run(check):
+    f = one_advice(check(GOOD + ["trainer.total_training_steps=20", f"{A}.optim.lr_warmup_steps=50"]), "advice.lr_warmup")
+    assert "50 but the run has 20 optimizer steps" in f.message and "40%" in f.message
+
+
+def test_settings_verl_overrides(check):
+    r = check(GOOD + [f"{A}.use_dynamic_bsz=true"])
+    assert "is not used: with actor_rollout_ref.actor.use_dynamic_bsz=true" in one_advice(r, "advice.overridden").message
+    r = check(GOOD + ["algorithm.filter_groups.enable=true", "data.gen_batch_size=32"])
+    assert "data.gen_batch_size=32 is overridden to 1" in one_advice(r, "advice.overridden").message
+
+
+def test_prompts_cut_by_a_shorter_rollout_prompt_length(check):
+    f = one_advice(check(GOOD + [f"{R}.prompt_length=256", "data.max_prompt_length=512"]), "advice.prompt_truncated")
+    assert "prompts of 257-512 tokens" in f.message
+
+
+def test_gae_with_the_critic_switched_off(check):
+    f = only(check(GOOD + ["algorithm.adv_estimator=gae", "critic.enable=false"]), "algorithm.gae_without_critic")
+    assert f.stage is Stage.RUNTIME
