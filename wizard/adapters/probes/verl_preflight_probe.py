@@ -84,6 +84,24 @@ class _Hydra:
         return cfg
 
 
+def _stand_ins() -> None:
+    """A check runs verl's checks, not the user's code: the classes and files a config names (checkpoint callback,
+    custom sampler, reward manager or function) are stood in for after verl's own checks of their names, so nothing
+    of the user's is imported. Whether those import where the run happens is verl's startup, not this probe's."""
+    import verl.trainer.ppo.checkpoint_callback as callback
+    import verl.trainer.ppo.v1.trainer_base as trainer_base
+    import verl.utils.import_utils as import_utils
+
+    real_fqn = callback.load_class_from_fqn
+
+    def class_from_fqn(fqn: str, description: str = "class"):
+        return real_fqn(fqn, description) if "." not in fqn else callback.CheckpointCallback  # verl's own ValueError
+
+    callback.load_class_from_fqn = class_from_fqn
+    trainer_base.load_extern_type = lambda path, name: trainer_base.ReplayBufferAsync
+    import_utils.load_extern_object = lambda module_path, object_name: (lambda *a, **k: 0.0)
+
+
 def startup(cfg, to_dataclass, need_reference_policy) -> None:
     """What verl runs when the TaskRunner and its workers start, before any model is loaded, that a CPU can run:
     verl's own code, in verl's order (main_ppo.py:133-150, trainer_base.py:120-394, engine_workers.py:540-679)."""
@@ -169,6 +187,10 @@ def main() -> int:
         except Exception as exc:  # noqa: BLE001
             real_stdout.write(json.dumps({"fatal": f"import verl failed: {_message(exc)}"}) + "\n")
             return 3
+        try:
+            _stand_ins()
+        except Exception:  # noqa: BLE001 - a verl without these modules: startup() reports what fails
+            pass
         hydra = _Hydra()
         for line in sys.stdin:
             if not line.strip():
