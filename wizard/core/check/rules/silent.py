@@ -27,10 +27,11 @@ def critic_batching(ctx: RuleContext):
     and training-budget keys never reach it (verl issue #7462)."""
     if not _v1(ctx) or not ctx.need_critic:
         return
+    # the micro batch alone is no news: verl's pre-flight requires it (without dynamic batching) and it is then unused
+    if not any(ctx.is_set(k) for k in ("critic.use_dynamic_bsz", "critic.ppo_max_token_len_per_gpu")):
+        return
     ignored = [k for k in ("critic.ppo_micro_batch_size_per_gpu", "critic.use_dynamic_bsz", "critic.ppo_max_token_len_per_gpu")
                if ctx.is_set(k)]
-    if not ignored:
-        return
     budget = ctx.int("critic.ppo_infer_max_token_len_per_gpu") or 32768
     said = ", ".join(f"{k}={ctx.get(k)}" for k in ignored)
     yield _warn("advice.critic_batching", ignored,
