@@ -152,8 +152,12 @@ def test_batched_tokens_only_matter_without_chunked_prefill(check):
 
 
 def test_lora_rank_vllm_cannot_serve(check):
+    f = one(check(GOOD + ["actor_rollout_ref.model.lora_rank=1024"]), "rollout.vllm_lora_rank")
+    assert f.severity is Severity.ERROR and "512, but got 1024" in f.message
+    assert f.fix_overrides == ["actor_rollout_ref.model.lora_rank=512"]
+    # between vLLM's ranks verl rounds up (get_vllm_max_lora_rank): advice, not an error
     f = one(check(GOOD + ["actor_rollout_ref.model.lora_rank=48"]), "rollout.vllm_lora_rank")
-    assert "48" in f.message and f.fix_overrides == ["actor_rollout_ref.model.lora_rank=64"]
+    assert f.severity is Severity.INFO and "max_lora_rank=64" in f.message
     assert "rollout.vllm_lora_rank" not in rules_of(check(GOOD + ["actor_rollout_ref.model.lora_rank=64"]))
 
 

@@ -47,10 +47,40 @@ def file_findings(facts: dict, deep: bool = False) -> list[Finding]:
                 fix="Prepare it (verl's examples/data_preprocess/gsm8k.py writes ~/data/gsm8k/{train,test}.parquet), "
                 "or point the key at your data",
             ))
+    findings += _code_findings(facts)
     findings += _resume_findings(facts)
     if deep:
         findings += _deep(facts, existing)
     return findings
+
+
+def _code_files(facts: dict) -> list[str]:
+    """Keys that name a Python file verl's workers load by path (not a pkg:// module)."""
+    keys = ["reward.custom_reward_function.path", "trainer.v1.sampler.custom_sampler.path"]
+    if facts.get("reward.reward_manager.source") == "importlib":
+        keys.append("reward.reward_manager.module.path")
+    return keys
+
+
+def _code_findings(facts: dict) -> list[Finding]:
+    """utils/import_utils.py:179: a file that is not there stops every worker that loads it."""
+    out = []
+    for key in _code_files(facts):
+        raw = facts.get(key)
+        if not isinstance(raw, str) or not raw or raw.startswith("pkg://"):
+            continue
+        path = _local(raw[len("file://"):] if raw.startswith("file://") else raw)
+        if path.exists():
+            continue
+        out.append(Finding(
+            rule="data.code_file_missing", severity=Severity.WARNING, stage=Stage.STARTUP, keys=[key],
+            message=f"{key}: {raw} is not on this machine (looked for {path}); verl loads it in each worker, and a "
+            f"missing file stops them at startup with: Custom module file not found: module_path={raw!r}"
+            + ("" if path.is_absolute() else " (a relative path is resolved in each Ray worker's directory: use an "
+               "absolute one)"),
+            fix="Give the file's absolute path, on every node",
+        ))
+    return out
 
 
 def _resume_findings(facts: dict) -> list[Finding]:

@@ -5,6 +5,7 @@ from __future__ import annotations
 import json
 from functools import lru_cache
 from importlib import resources
+from pathlib import Path
 from typing import TYPE_CHECKING
 
 import yaml
@@ -17,6 +18,11 @@ DEFAULT_VERL = "0.9.1"
 
 
 def _files():
+    """``resources/`` beside the package in a source checkout (so a checkout, a git worktree say, reads its own
+    files even where another checkout is installed in editable mode), else the installed ``wizard.resources``."""
+    checkout = Path(__file__).resolve().parents[2] / "resources"
+    if (checkout / "__init__.py").is_file() and (checkout / "verl-schema").is_dir():
+        return checkout
     return resources.files("wizard.resources")
 
 
@@ -58,6 +64,12 @@ def load_moves() -> Moves:
     from wizard.core.verl.moves import Moves
 
     return Moves.from_dict(yaml_resource(resource_text("verl-moves.yaml")))
+
+
+def load_verl_checks(version: str = DEFAULT_VERL) -> tuple[dict, dict]:
+    """(inventory of verl's checks, the reviewed mapping to rules): resources/verl-checks/."""
+    inventory = json.loads(resource_text(f"verl-checks/{version}.json"))
+    return inventory, yaml_resource(resource_text("verl-checks/mapping.yaml")) or {}
 
 
 def preset_names() -> list[str]:

@@ -84,6 +84,71 @@ class _Hydra:
         return cfg
 
 
+def _stand_ins() -> None:
+    """A check runs verl's checks, not the user's code: the classes and files a config names (checkpoint callback,
+    custom sampler, reward manager or function) are stood in for after verl's own checks of their names, so nothing
+    of the user's is imported. Whether those import where the run happens is verl's startup, not this probe's."""
+    import verl.trainer.ppo.checkpoint_callback as callback
+    import verl.trainer.ppo.v1.trainer_base as trainer_base
+    import verl.utils.import_utils as import_utils
+
+    real_fqn = callback.load_class_from_fqn
+
+    def class_from_fqn(fqn: str, description: str = "class"):
+        return real_fqn(fqn, description) if "." not in fqn else callback.CheckpointCallback  # verl's own ValueError
+
+    callback.load_class_from_fqn = class_from_fqn
+    trainer_base.load_extern_type = lambda path, name: trainer_base.ReplayBufferAsync
+    import_utils.load_extern_object = lambda module_path, object_name: (lambda *a, **k: 0.0)
+
+
+def startup(cfg, to_dataclass, need_reference_policy) -> None:
+    """What verl runs when the TaskRunner and its workers start, before any model is loaded, that a CPU can run:
+    verl's own code, in verl's order (main_ppo.py:133-150, trainer_base.py:120-394, engine_workers.py:540-679)."""
+    to_dataclass(cfg.actor_rollout_ref.rollout)  # each rollout replica and worker (replica.py:104)
+    if not cfg.trainer.get("use_v1", True):
+        return
+    from verl.trainer.ppo.reward import get_custom_reward_fn, resolve_reward_manager_cls
+    from verl.trainer.ppo.v1 import get_trainer_cls
+
+    trainer = get_trainer_cls(cfg.trainer.v1.trainer_mode)(cfg)  # the trainer's __init__: modes, KL, replay buffer
+    trainer._init_resource_pool_mgr()  # trainer_base.py:788: reward and teacher pools
+    if trainer.use_teacher_policy:
+        to_dataclass(cfg.distillation)  # trainer_base.py:360
+    to_dataclass(cfg.actor_rollout_ref.rollout.checkpoint_engine)  # trainer_base.py:381
+    if cfg.reward.reward_model.enable:
+        to_dataclass(cfg.reward.reward_model.rollout)  # the reward model's replicas (replica.py:104)
+    resolve_reward_manager_cls(cfg)  # each reward worker (trainer/ppo/reward.py:89)
+    get_custom_reward_fn(cfg)
+    if need_reference_policy(cfg) and not _ref_in_actor(cfg):
+        _build_ref(cfg, to_dataclass)
+
+
+def _ref_in_actor(cfg) -> bool:
+    """trainer_base.py:805-808: with LoRA the actor is its own reference; no reference worker."""
+    model = cfg.actor_rollout_ref.model
+    rank = model.get("lora", {}).get("rank", 0)
+    if rank <= 0:
+        rank = model.get("lora_rank", 0)
+    return rank > 0 or model.get("lora_adapter_path") is not None
+
+
+def _build_ref(cfg, to_dataclass) -> None:
+    """engine_workers.py:543-553, verl's lines: the reference worker renames its keys, then builds ActorConfig."""
+    import copy
+
+    from omegaconf import open_dict
+
+    config = copy.deepcopy(cfg).actor_rollout_ref
+    with open_dict(config.ref):
+        config.ref.ppo_mini_batch_size = config.actor.ppo_mini_batch_size
+        config.ref.ppo_micro_batch_size = config.ref.pop("log_prob_micro_batch_size", None)
+        config.ref.ppo_micro_batch_size_per_gpu = config.ref.pop("log_prob_micro_batch_size_per_gpu", None)
+        config.ref.use_dynamic_bsz = config.ref.pop("log_prob_use_dynamic_bsz", False)
+        config.ref.ppo_max_token_len_per_gpu = config.ref.pop("log_prob_max_token_len_per_gpu", None)
+    to_dataclass(config.ref)
+
+
 def run_case(case: dict, default_dir: str, hydra: _Hydra) -> dict:
     from omegaconf import OmegaConf
 
@@ -100,8 +165,7 @@ def run_case(case: dict, default_dir: str, hydra: _Hydra) -> dict:
 
         validate_config(cfg, use_reference_policy=need_reference_policy(cfg), use_critic=need_critic(cfg))
         stage = "startup"
-        omega_conf_to_dataclass(cfg.actor_rollout_ref.rollout)
-        omega_conf_to_dataclass(cfg.algorithm)
+        startup(cfg, omega_conf_to_dataclass, need_reference_policy)
     except Exception as exc:  # noqa: BLE001 - every failure is a verdict to report
         out.update(ok=False, stage=stage, error_type=type(exc).__name__, message=_message(exc))
         if os.environ.get("VERL_WIZARD_PROBE_TRACE"):
@@ -123,6 +187,10 @@ def main() -> int:
         except Exception as exc:  # noqa: BLE001
             real_stdout.write(json.dumps({"fatal": f"import verl failed: {_message(exc)}"}) + "\n")
             return 3
+        try:
+            _stand_ins()
+        except Exception:  # noqa: BLE001 - a verl without these modules: startup() reports what fails
+            pass
         hydra = _Hydra()
         for line in sys.stdin:
             if not line.strip():

@@ -26,6 +26,8 @@ FACT_KEYS = (
     "actor_rollout_ref.actor.use_kl_loss", "actor_rollout_ref.model.lora", "actor_rollout_ref.model.lora_rank",
     "actor_rollout_ref.model.lora_adapter_path", "reward.reward_model.enable", "reward.reward_model.model_path",
     "actor_rollout_ref.model.trust_remote_code", "critic.model.trust_remote_code",
+    # Python files the workers load by path (utils/import_utils.py load_module)
+    "reward.reward_manager.source", "reward.reward_manager.module.path", "trainer.v1.sampler.custom_sampler.path",
 )
 
 

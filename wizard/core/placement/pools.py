@@ -135,19 +135,24 @@ def replica_size(values: Mapping, prefix: str) -> tuple[int, int, int]:
 
 
 def teacher_sizes(values: Mapping) -> list[tuple[str, int, int]]:
-    """(name, GPUs per replica, replicas) of each distillation teacher (DistillationTeacherModelConfig)."""
+    """(name, GPUs per replica, replicas) of each distillation teacher, as DistillationConfig._resolve_teacher_models
+    (workers/config/distillation.py:289-319) reads them: verl's default ``teacher_model`` alone fills the teacher pool
+    with as many replicas as fit; beside other teachers it is dropped, and each of those gives its num_replicas."""
     teachers = values.get("distillation.teacher_models")
+    if not isinstance(teachers, Mapping):
+        return []
+    single = list(teachers) == ["teacher_model"]
+    pool = _int(values, "distillation.n_gpus_per_node", 0) * _int(values, "distillation.nnodes", 0)
     out = []
-    if isinstance(teachers, Mapping):
-        for name, t in teachers.items():
-            if not isinstance(t, Mapping):
-                continue
-            inf = t.get("inference") if isinstance(t.get("inference"), Mapping) else {}
-            tp, dp, pp = (max(1, inf.get(k) if isinstance(inf.get(k), int) else d) for k, d in
-                          (("tensor_model_parallel_size", 2), ("data_parallel_size", 1),
-                           ("pipeline_model_parallel_size", 1)))
-            n = t.get("num_replicas") if isinstance(t.get("num_replicas"), int) else 0
-            out.append((str(name), tp * dp * pp, n))
+    for name, t in teachers.items():
+        if not isinstance(t, Mapping) or (name == "teacher_model" and len(teachers) > 1):
+            continue
+        inf = t.get("inference") if isinstance(t.get("inference"), Mapping) else {}
+        tp, dp, pp = (max(1, inf.get(k) if isinstance(inf.get(k), int) else d) for k, d in
+                      (("tensor_model_parallel_size", 2), ("data_parallel_size", 1),
+                       ("pipeline_model_parallel_size", 1)))
+        n = pool // (tp * dp * pp) if single else t.get("num_replicas") if isinstance(t.get("num_replicas"), int) else 0
+        out.append((str(name), tp * dp * pp, n))
     return out
 
 
@@ -356,9 +361,11 @@ def _reward_groups(pool: Pool, ws: int) -> list[Finding]:
 
 
 def _teacher_groups(pool: Pool, teachers: list[tuple[str, int, int]]) -> list[Finding]:
-    """MultiTeacherModelManager: the teacher pool must equal num_replicas x per-replica GPUs of each teacher."""
+    """DistillationConfig.__post_init__ (distillation.py:276-287): the teacher pool must equal num_replicas x
+    per-replica GPUs summed over the teachers. verl's single default teacher fills the pool by construction (a
+    replica size that does not divide it is rule distillation.config's)."""
     want = sum(ws * n for _, ws, n in teachers)
-    if not teachers or want == pool.size:
+    if not teachers or want == pool.size or [name for name, _, _ in teachers] == ["teacher_model"]:
         return []
     parts = ", ".join(f"{name}: {n} x {ws}" for name, ws, n in teachers)
     return [_issue("placement.teacher_groups", Severity.ERROR, Stage.STARTUP,

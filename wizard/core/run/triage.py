@@ -1,380 +1,100 @@
-"""Known failure texts of verl runs -> cause and fix, as Findings.
+"""Triage of a finished run: the known failure texts (``triage_rules``) and, for a failed run, the root cause
+(``rootcause``): the earliest error that explains the one the run stopped with, across every process.
 
-Pure: the log's lines in, findings out. Each rule has an id, a pattern on the text (after ANSI
-colour and Ray prefixes are removed), pulls the numbers out of the text, and says what to change.
-Texts are the ones verl 0.9.1, vLLM, torch, Ray and Hydra print (shared/reference/verl-0.9.1.md
-§3.7-3.8 and §5.3; the issue threads in peers-and-pain-points.md §4).
+Pure: the log's lines in, findings out.
 """
 
 from __future__ import annotations
 
 import re
-from collections.abc import Callable, Iterable
-from dataclasses import dataclass
+from collections.abc import Iterable
 
-from wizard.core.findings import Finding, Severity, Stage, sort_findings
+from wizard.core.findings import Finding, sort_findings
 from wizard.core.run.logparse import split_line
-
-RO = "actor_rollout_ref.rollout"
-
-
-@dataclass(frozen=True)
-class TriageContext:
-    """What the whole log says beside the failing line (phase, sizes), for messages with numbers."""
-
-    lines: list[str]  # prefix-free text, the tail the triage saw
-    train_dataset_size: int | None
-    train_batch_size: int | None
-
-    def before(self, index: int, window: int = 80) -> list[str]:
-        return self.lines[max(0, index - window): index + 1]
-
-
-@dataclass(frozen=True)
-class TriageRule:
-    id: str
-    pattern: re.Pattern
-    build: Callable[[re.Match, TriageContext, int], Finding]
-    needle: str  # a plain substring every match contains: a fast pre-filter
-
-
-def _f(rule: str, message: str, fix: str, keys: list[str] | None = None, fix_overrides: list[str] | None = None,
-       stage: Stage = Stage.RUNTIME, auto: bool = False) -> Finding:
-    return Finding(rule=rule, severity=Severity.ERROR, stage=stage, keys=keys or [], message=message, fix=fix,
-                   fix_overrides=fix_overrides or [], fix_auto=auto)
-
-
-# --- phase of a CUDA OOM: the traceback frames (or the last lifecycle line) just before it -----------------
-
-_PHASES = (
-    ("wake_up", "rollout wake-up (vLLM taking its memory back after the trainer)"),
-    ("generate_sequences", "rollout generation"),
-    ("update_actor", "actor update (forward/backward)"),
-    ("update_policy", "actor update (forward/backward)"),
-    ("backward", "actor update (backward)"),
-    ("update_critic", "critic update"),
-    ("compute_ref_log_prob", "reference log-prob pass"),
-    ("compute_log_prob", "old log-prob pass"),
-    ("old_log_prob", "old log-prob pass"),
-    ("init_model", "model loading"),
-    ("load_state_dict", "model loading"),
-)
-
-
-def _phase(ctx: TriageContext, index: int) -> str | None:
-    for text in reversed(ctx.before(index, 120)):
-        for needle, phase in _PHASES:
-            if needle in text:
-                return phase
-    return None
-
-
-def _gib(value: str, unit: str) -> float:
-    return float(value) * {"GiB": 1.0, "MiB": 1 / 1024, "KiB": 1 / 1024 / 1024, "GB": 1.0, "MB": 1 / 1024}[unit]
-
-
-def _cuda_oom(m: re.Match, ctx: TriageContext, i: int) -> Finding:
-    tried = f"{m.group('tried')} {m.group('tunit')}" if m.group("tried") else None
-    phase = _phase(ctx, i)
-    detail = []
-    if tried:
-        detail.append(f"it tried to allocate {tried}")
-    if m.group("gpu") is not None and m.group("total"):
-        detail.append(f"GPU {m.group('gpu')} has {m.group('total')} {m.group('totunit')} in all, "
-                      f"{m.group('free')} {m.group('freeunit')} free")
-    where = f" during the {phase}" if phase else ""
-    msg = f"A GPU ran out of memory{where}" + (": " + "; ".join(detail) if detail else "") + "."
-    if phase and phase.startswith("rollout"):
-        fix = (f"Give the trainer more room or vLLM less: lower {RO}.gpu_memory_utilization (e.g. 0.4), "
-               f"{RO}.max_num_batched_tokens or {RO}.max_num_seqs; keep {RO}.free_cache_engine=true")
-        overrides = [f"{RO}.gpu_memory_utilization=0.4"]
-        keys = [f"{RO}.gpu_memory_utilization", f"{RO}.max_num_seqs"]
-    else:
-        fix = ("Lower actor_rollout_ref.actor.ppo_micro_batch_size_per_gpu (or use_dynamic_bsz with a smaller "
-               "ppo_max_token_len_per_gpu), turn on actor_rollout_ref.model.enable_gradient_checkpointing, offload "
-               "parameters/optimizer (actor_rollout_ref.actor.fsdp_config.param_offload/optimizer_offload), "
-               f"or lower {RO}.gpu_memory_utilization so the colocated vLLM leaves more to the trainer")
-        overrides = ["actor_rollout_ref.model.enable_gradient_checkpointing=true"]
-        keys = ["actor_rollout_ref.actor.ppo_micro_batch_size_per_gpu", f"{RO}.gpu_memory_utilization"]
-    return _f("triage.cuda_oom", msg, fix, keys, overrides)
-
-
-def _wake_oom(m: re.Match, ctx: TriageContext, i: int) -> Finding:
-    return _f("triage.vllm_wake_oom",
-              f"vLLM could not take its GPU memory back at wake-up ({m.group(0).strip()}): the trainer or another "
-              "process still holds memory when the rollout resumes.",
-              f"Lower {RO}.gpu_memory_utilization (e.g. from 0.6 to 0.4), keep {RO}.free_cache_engine=true, and make "
-              "sure no other process uses the GPUs (verl-wizard detect lists them)",
-              [f"{RO}.gpu_memory_utilization", f"{RO}.free_cache_engine"], [f"{RO}.gpu_memory_utilization=0.4"])
-
-
-def _no_kv_memory(m: re.Match, ctx: TriageContext, i: int) -> Finding:
-    return _f("triage.vllm_no_cache_memory",
-              "vLLM found no GPU memory left for its KV cache after loading the model weights.",
-              f"Raise {RO}.gpu_memory_utilization (e.g. 0.6), use a smaller model, or more tensor parallelism "
-              f"({RO}.tensor_model_parallel_size)",
-              [f"{RO}.gpu_memory_utilization", f"{RO}.tensor_model_parallel_size"])
-
-
-def _gpus_short(m: re.Match, ctx: TriageContext, i: int) -> Finding:
-    have, want = int(m.group(1)), int(m.group(2))
-    what = "this machine has no GPU Ray can see" if have == 0 else f"Ray sees only {have} GPU(s)"
-    return _f("triage.gpus_short",
-              f"The run asks for {want} GPU(s) (trainer.nnodes × trainer.n_gpus_per_node, plus any reward/teacher "
-              f"pool) but {what}: Total available GPUs {have} < {want}.",
-              (f"Run on a machine with {want} GPU(s) (check with verl-wizard detect; CUDA_VISIBLE_DEVICES may hide "
-               "some), or lower trainer.n_gpus_per_node / trainer.nnodes" if have == 0 else
-               f"Set trainer.n_gpus_per_node={have} (with trainer.nnodes=1), or start Ray on more GPUs"),
-              ["trainer.n_gpus_per_node", "trainer.nnodes"],
-              [] if have == 0 else [f"trainer.n_gpus_per_node={have}"])
-
-
-_MODULE_FIX = {
-    "transfer_queue": "pip install TransferQueue==0.1.11 (verl 0.9.1's V1 trainer needs it)",
-    "cachetools": "pip install cachetools (or pip install 'verl[verl-core]==0.9.1', which brings it)",
-    "vllm": f"pip install 'verl[vllm]==0.9.1' for the vLLM rollout, or choose another engine with {RO}.name=sglang",
-    "sglang": "pip install 'verl[sglang]==0.9.1', or use the vLLM rollout",
-    "flash_attn": "pip install flash-attn matching your torch and CUDA, or set actor_rollout_ref.model.use_remove_padding=false",
-}
-
-
-def _missing_module(m: re.Match, ctx: TriageContext, i: int) -> Finding:
-    name = m.group(1)
-    top = name.split(".")[0]
-    fix = _MODULE_FIX.get(top, f"Install the package that provides {top!r} in the Python the run uses "
-                               "(verl-wizard doctor --python PATH checks it)")
-    return _f("triage.missing_module", f"The run's Python has no module {name!r}.", fix)
-
-
-def _vllm_missing(m: re.Match, ctx: TriageContext, i: int) -> Finding:
-    return _f("triage.missing_module", "The run's Python has no vLLM, and the rollout engine is vllm.",
-              _MODULE_FIX["vllm"], [f"{RO}.name"])
-
-
-def _nccl_timeout(m: re.Match, ctx: TriageContext, i: int) -> Finding:
-    ms = m.group("ms")
-    op = m.group("op")
-    detail = (f" ({op} waited {int(ms) // 1000} s)" if ms and op else "")
-    return _f("triage.nccl_timeout",
-              f"A collective operation between GPUs timed out{detail}: one rank stopped (crashed, out of memory, "
-              "or stuck in rollout) while the others waited, or the network between nodes is blocked.",
-              "Look for the first error of another rank above this one; across nodes check NCCL_SOCKET_IFNAME and that "
-              "the nodes reach each other (NCCL_DEBUG=INFO shows the chosen interface); a long rollout may need "
-              "actor_rollout_ref.nccl_timeout raised",
-              ["actor_rollout_ref.nccl_timeout"])
-
-
-def _batched_tokens(m: re.Match, ctx: TriageContext, i: int) -> Finding:
-    tokens, length = int(m.group(1)), int(m.group(2))
-    return _f("triage.max_num_batched_tokens",
-              f"vLLM's max_num_batched_tokens ({tokens}) is smaller than max_model_len ({length}), so vLLM refuses to "
-              "start (a whole sequence must fit in one batch).",
-              f"Set {RO}.max_num_batched_tokens={length} or more, or lower data.max_prompt_length + "
-              "data.max_response_length",
-              [f"{RO}.max_num_batched_tokens", "data.max_prompt_length", "data.max_response_length"],
-              [f"{RO}.max_num_batched_tokens={length}"], auto=True)
-
-
-def _model_len_vs_positions(m: re.Match, ctx: TriageContext, i: int) -> Finding:
-    length, positions = int(m.group(1)), int(m.group(2))
-    return _f("triage.max_model_len",
-              f"The rollout's max_model_len ({length}) is longer than the model's context "
-              f"(max_position_embeddings = {positions}).",
-              f"Lower data.max_prompt_length + data.max_response_length to at most {positions} "
-              f"(or {RO}.max_model_len)",
-              ["data.max_prompt_length", "data.max_response_length", f"{RO}.max_model_len"])
-
-
-def _prompt_too_long(m: re.Match, ctx: TriageContext, i: int) -> Finding:
-    n, limit = m.group("n"), m.group("limit")
-    return _f("triage.prompt_too_long",
-              f"A prompt of {n} tokens is longer than the limit of {limit} tokens.",
-              "Set data.filter_overlong_prompts=true (drops prompts over data.max_prompt_length), or raise "
-              "data.max_prompt_length (the rollout's context grows with it)",
-              ["data.filter_overlong_prompts", "data.max_prompt_length"], ["data.filter_overlong_prompts=true"],
-              auto=True)
-
-
-def _host_oom(m: re.Match, ctx: TriageContext, i: int) -> Finding:
-    used = m.groupdict().get("used")
-    msg = "Ray killed a worker because the machine ran out of host memory (RAM)"
-    if used:
-        msg += f": {used}GB of {m.group('total')}GB used, over the threshold of {m.group('thr')}"
-    return _f("triage.host_oom", msg + ".",
-              "Give each GPU about 80 GB of host RAM, or offload less to the CPU "
-              "(actor_rollout_ref.actor.fsdp_config.param_offload/optimizer_offload=false), lower data.dataloader_num_workers, "
-              "or run fewer rollout workers per node",
-              ["actor_rollout_ref.actor.fsdp_config.param_offload", "actor_rollout_ref.actor.fsdp_config.optimizer_offload"])
-
-
-def _actor_died(m: re.Match, ctx: TriageContext, i: int) -> Finding:
-    window = " ".join(ctx.before(i, 5) + ctx.lines[i: i + 20])
-    if "OOM killer" in window or "low on memory" in window or "SIGKILL" in window:
-        return _host_oom(re.match("", ""), ctx, i)
-    return _f("triage.actor_died",
-              "A Ray actor died unexpectedly (its process exited or was killed) before finishing its task.",
-              "Read the actor's own error above this line; when nothing is printed the usual cause is the host "
-              "running out of RAM (dmesg | grep -i oom), a segfault in a CUDA extension, or a node leaving the cluster")
-
-
-def _override_missing(m: re.Match, ctx: TriageContext, i: int) -> Finding:
-    key = m.group(1)
-    return _f("triage.hydra_override",
-              f"Hydra could not compose the config: {key!r} is not a key of verl 0.9.1's config (renamed, removed, or "
-              "misspelt).",
-              f"Remove it, or fix the name (verl-wizard check names the key it moved to); to add a new key on "
-              f"purpose write +{key}=...", [key], stage=Stage.COMPOSE)
-
-
-def _override_exists(m: re.Match, ctx: TriageContext, i: int) -> Finding:
-    key = m.group(1)
-    return _f("triage.hydra_append",
-              f"Hydra could not add {key!r} with '+': the key already exists in the config.",
-              f"Write {key}=... without the '+' (or ++{key}=... to set it either way)", [key], stage=Stage.COMPOSE)
-
-
-def _hydra_other(m: re.Match, ctx: TriageContext, i: int) -> Finding:
-    return _f("triage.hydra_compose", f"Hydra could not compose the config: {m.group(1).strip()}",
-              "Check the override syntax (key=value, lists as [a,b], quote values with spaces); verl-wizard check "
-              "reports the exact override", stage=Stage.COMPOSE)
-
-
-def _missing_value(m: re.Match, ctx: TriageContext, i: int) -> Finding:
-    key = m.group(1)
-    return _f("triage.missing_value", f"The config leaves {key} at '???' (a value verl requires and has no default for).",
-              f"Set {key}=...", [key], stage=Stage.STARTUP)
-
-
-def _zero_division(m: re.Match, ctx: TriageContext, i: int) -> Finding:
-    window = " ".join(ctx.before(i, 40))
-    if "steps_per_epoch" not in window and ctx.train_dataset_size is None:
-        return _f("triage.zero_division", "A division by zero stopped the run.",
-                  "Read the traceback above; if the dataset is small, check it holds at least data.train_batch_size "
-                  "prompts after filtering")
-    size, batch = ctx.train_dataset_size, ctx.train_batch_size
-    nums = []
-    if size is not None:
-        nums.append(f"{size} training prompts after filtering")
-    if batch is not None:
-        nums.append(f"data.train_batch_size = {batch}")
-    return _f("triage.dataset_smaller_than_batch",
-              "The training set is smaller than one batch, so an epoch has 0 steps and verl divides by it"
-              + (f" ({', '.join(nums)})" if nums else "") + ".",
-              (f"Set data.train_batch_size to at most {size}, or use more data (data.filter_overlong_prompts may have "
-               "dropped prompts: check data.max_prompt_length)" if size is not None else
-               "Lower data.train_batch_size below the number of training prompts, or use more data"),
-              ["data.train_batch_size", "data.train_files"],
-              [f"data.train_batch_size={size}"] if size else [])
-
-
-_U = r"(?:GiB|MiB|KiB|GB|MB)"
-RULES: tuple[TriageRule, ...] = (
-    TriageRule("triage.vllm_wake_oom", re.compile(r"cuda error: out of memory at \S*cumem_allocator\S*", re.I),
-               _wake_oom, "out of memory"),
-    TriageRule("triage.cuda_oom", re.compile(
-        r"(?:CUDA out of memory|OutOfMemoryError: CUDA)[^.]*\.(?: Tried to allocate (?P<tried>[\d.]+) (?P<tunit>" + _U + r"))?"
-        r"(?:\. GPU (?P<gpu>\d+) has a total capacity of (?P<total>[\d.]+) (?P<totunit>" + _U + r") of which "
-        r"(?P<free>[\d.]+) (?P<freeunit>" + _U + r") is free)?"), _cuda_oom, "out of memory"),
-    TriageRule("triage.vllm_no_cache_memory", re.compile(r"No available memory for the cache blocks"), _no_kv_memory,
-               "cache blocks"),
-    TriageRule("triage.gpus_short", re.compile(r"Total available GPUs (\d+) is less than total desired GPUs (\d+)"),
-               _gpus_short, "Total available GPUs"),
-    TriageRule("triage.missing_module", re.compile(r"ModuleNotFoundError: No module named '([\w.]+)'"),
-               _missing_module, "No module named"),
-    TriageRule("triage.missing_module", re.compile(r"To use vllm rollout, please ensure the 'vllm' package"),
-               _vllm_missing, "vllm"),
-    TriageRule("triage.nccl_timeout", re.compile(
-        r"(?:Watchdog caught collective operation timeout: WorkNCCL\([^)]*?OpType=(?P<op>\w+)[^)]*?"
-        r"Timeout\(ms\)=(?P<ms>\d+)\)|NCCL (?:communicator|operation|watchdog)[^:]*timed? ?out|"
-        r"DistBackendError: .*[Tt]imeout)"), _nccl_timeout, "imeout"),
-    TriageRule("triage.max_num_batched_tokens", re.compile(
-        r"max_num_batched_tokens \((\d+)\) is smaller than max_model_len \((\d+)\)"), _batched_tokens,
-        "max_num_batched_tokens"),
-    TriageRule("triage.max_model_len", re.compile(
-        r"max_model_len \((\d+)\) should be less than or equal to max_position_embeddings \((\d+)\)"),
-        _model_len_vs_positions, "max_position_embeddings"),
-    TriageRule("triage.prompt_too_long", re.compile(
-        r"Prompt length of (?P<n>\d+) is longer than the maximum model length of (?P<limit>\d+)|"
-        r"sequence_length=(?P<n2>\d+) is larger than max_length=(?P<limit2>\d+)|"
-        r"Prompt length \((?P<n3>\d+)\) leaves no room to generate within the model's maximum context length "
-        r"\((?P<limit3>\d+)\)|Multimodal prompt produced (?P<n4>\d+) tokens, exceeding rollout.prompt_length="
-        r"(?P<limit4>\d+)"), lambda m, c, i: _prompt_too_long(_Merged(m), c, i), "ength"),
-    TriageRule("triage.host_oom", re.compile(
-        r"(?:Task was killed due to the node running low on memory.*?was (?P<used>[\d.]+)GB / (?P<total>[\d.]+)GB "
-        r"\([\d.]+\), which exceeds the memory usage threshold of (?P<thr>[\d.]+)|"
-        r"killed by SIGKILL by OOM killer)"), _host_oom, "emory"),
-    TriageRule("triage.actor_died", re.compile(r"ActorDiedError|The actor died unexpectedly"), _actor_died, "died"),
-    TriageRule("triage.hydra_override", re.compile(r"Could not override '([^']+)'"), _override_missing,
-               "Could not override"),
-    TriageRule("triage.hydra_append", re.compile(r"Could not append to config\. An item is already at '([^']+)'"),
-               _override_exists, "Could not append"),
-    TriageRule("triage.missing_value", re.compile(r"Missing mandatory value: ([\w.\[\]]+)"), _missing_value,
-               "Missing mandatory value"),
-    TriageRule("triage.zero_division", re.compile(r"^ZeroDivisionError\b"), _zero_division, "ZeroDivisionError"),
-    TriageRule("triage.hydra_compose", re.compile(r"ConfigCompositionException: (.*)"), _hydra_other,
-               "ConfigCompositionException"),
-)
-
-
-class _Merged:
-    """The alternatives of a pattern with numbered twins (n, n2, n3...) seen as one match."""
-
-    def __init__(self, m: re.Match):
-        self._m = m
-
-    def group(self, name):
-        for suffix in ("", "2", "3", "4"):
-            value = self._m.groupdict().get(name + suffix)
-            if value is not None:
-                return value
-        return None
-
+from wizard.core.run.rootcause import Cluster, analyse
+from wizard.core.run.triage_roots import KNOWN, _f, consequence, explains, unknown, where
+from wizard.core.run.triage_rules import RULES, TriageContext, TriageRule
 
 _DATASET = re.compile(r"train dataset size: (\d+)")
 _BATCH = re.compile(r"'train_batch_size': (\d+)")
-_LAST_EXC = re.compile(r"^(?:[\w.]+\.)?\w*(?:Error|Exception)(?:\(\w+\))?: .+")
 
 
 def triage(lines: Iterable[str], exit_code: int | None = None) -> list[Finding]:
-    """Findings for a run's log (raw console lines, in order). A failed run (exit code not 0) whose failure no
-    rule knows gets one ``triage.unknown`` finding quoting the last exception line."""
-    texts = [split_line(raw).text for raw in lines]
+    """Findings for a run's log (raw console lines, in order). For a failed run (exit code not 0) the first finding
+    is the root cause (``rootcause``): the earliest error that explains the one the run stopped with, named by the
+    rule that knows it, or quoted (``triage.unknown``); later errors it explains are kept as warnings."""
+    parts = [split_line(raw) for raw in lines]
+    texts = [p.text for p in parts]
+    ctx = _context(texts)
+    found, first_at = _match_rules(texts, ctx)
+    findings = list(found.values())
+    # a host OOM explains a dead actor; one message is enough
+    if any(f.rule == "triage.host_oom" for f in findings):
+        findings = [f for f in findings if f.rule != "triage.actor_died"]
+    if exit_code in (None, 0):
+        return sort_findings(findings)
+    processes = [f"{p.actor} pid={p.pid}" if p.actor else None for p in parts]
+    result = analyse(list(zip(processes, texts))).root()
+    if result is None:
+        if not findings:
+            findings.append(_f("triage.unknown", f"The run stopped with exit code {exit_code} and printed no error line.",
+                               "Read the full log in the run directory; verl-wizard check and doctor catch many causes "
+                               "before launch"))
+        return sort_findings(findings)
+    root, final = result
+    head = _root_finding(root, final, ctx, texts, exit_code)
+    rest = [f for f in findings if f.rule != head.rule]
+    rest = [consequence(f, root) if first_at[(f.rule, f.message)] > root.first else f for f in rest]
+    return [head] + sort_findings(rest)
+
+
+def _context(texts: list[str]) -> TriageContext:
     size = batch = None
     for text in texts:
         if "dataset size" in text and (m := _DATASET.search(text)):
             size = int(m.group(1))
         elif "'train_batch_size'" in text and batch is None and (m := _BATCH.search(text)):
             batch = int(m.group(1))
-    ctx = TriageContext(lines=texts, train_dataset_size=size, train_batch_size=batch)
+    return TriageContext(lines=texts, train_dataset_size=size, train_batch_size=batch)
+
+
+def _match_rules(texts: list[str], ctx: TriageContext) -> tuple[dict[tuple, Finding], dict[tuple, int]]:
+    """Each rule's findings, once per (rule, message), with the line each first matched."""
     found: dict[tuple, Finding] = {}
-    claimed: set[int] = set()
+    first_at: dict[tuple, int] = {}
     for i, text in enumerate(texts):
-        for rule in RULES:
-            if rule.needle not in text:
-                continue
-            m = rule.pattern.search(text)
-            if not m:
-                continue
-            if rule.id == "triage.cuda_oom" and ("cumem_allocator" in text or "cache blocks" in text):
-                continue
-            finding = rule.build(m, ctx, i)
+        finding = _first_rule(text, ctx, i)
+        if finding is not None:
             key = (finding.rule, finding.message)
             found.setdefault(key, finding)
-            claimed.add(i)
-            break
-    findings = list(found.values())
-    # a host OOM explains a dead actor; one message is enough
-    if any(f.rule == "triage.host_oom" for f in findings):
-        findings = [f for f in findings if f.rule != "triage.actor_died"]
-    if exit_code not in (None, 0) and not findings:
-        last = next((t for t in reversed(texts) if _LAST_EXC.match(t)), None)
-        findings.append(_f("triage.unknown",
-                           f"The run stopped with exit code {exit_code}"
-                           + (f"; the last error was: {last.strip()[:300]}" if last else " and printed no error line")
-                           + ".",
-                           "Read the full log in the run directory; verl-wizard check and doctor catch many causes "
-                           "before launch"))
-    return sort_findings(findings)
+            first_at.setdefault(key, i)
+    return found, first_at
+
+
+def _first_rule(text: str, ctx: TriageContext, i: int) -> Finding | None:
+    for rule in RULES:
+        if rule.needle not in text:
+            continue
+        m = rule.pattern.search(text)
+        if not m:
+            continue
+        if rule.id == "triage.cuda_oom" and ("cumem_allocator" in text or "cache blocks" in text):
+            continue
+        return rule.build(m, ctx, i)
+    return None
+
+
+def _root_finding(root: Cluster, final: Cluster, ctx: TriageContext, texts: list[str], exit_code: int) -> Finding:
+    """The root cause as a finding: the pattern rule that knows its text, a known chain, or the error quoted."""
+    for text in (texts[root.first], root.text):
+        finding = _first_rule(text, ctx, root.first)
+        if finding is not None:
+            return finding.model_copy(update={"message": f"{finding.message} (The first error of the run: "
+                                                          f"{where(root)}.{explains(root, final)})"})
+    for known in KNOWN:
+        if known.pattern.search(root.text):
+            return known.build(root, final, texts)
+    return unknown(root, final, exit_code)
 
 
 __all__ = ["RULES", "TriageRule", "triage"]

@@ -1,7 +1,7 @@
 """The rules engine: every check the wizard makes, one module per concern.
 
 A rule is a function of a :class:`RuleContext` that yields :class:`Finding` s, registered by the ``@rule``
-decorator when its module is imported. Every module in this package (but ``context``) is imported on the first
+decorator when its module is imported. Every module in this package (but the helpers ``context`` and ``sections``) is imported on the first
 check, found by listing the package, so a new module needs no list to join; a test fails for a module that
 registers nothing. A rule's stage says when verl itself would fail (see ARCHITECTURE.md): for
 compose/preflight/startup the verdict must equal verl 0.9.1's, and the conformance tests hold the rules to that
@@ -62,7 +62,7 @@ def run_rules(ctx: RuleContext) -> list[Finding]:
     return out
 
 
-NOT_RULES = frozenset({"context"})  # modules here that hold helpers, not rules
+NOT_RULES = frozenset({"context", "sections"})  # modules here that hold helpers, not rules
 
 
 def rule_modules() -> list[str]:

@@ -248,8 +248,7 @@ def host_memory(ctx: RuleContext):
 @rule("placement.groups", Stage.STARTUP)
 def placement_groups(ctx: RuleContext):
     """Reward-model and teacher replicas that cannot be formed from their pools; TP groups over slow links."""
-    pools = ctx.get("distillation.enabled") is True or (
-        ctx.get("reward.reward_model.enable") is True and ctx.get("reward.reward_model.enable_resource_pool") is True)
+    pools = ctx.get("distillation.enabled") is True or ctx.get("reward.reward_model.enable") is True
     if ctx.cluster is None and not pools:
         return  # without links only the reward / teacher pools can go wrong; skip resolving the keys
     values = {k: v for k in PLACEMENT_KEYS if (v := ctx.get(k)) is not UNRESOLVABLE}

@@ -141,3 +141,27 @@ def group_size(ctx: RuleContext):
             ["actor_rollout_ref.rollout.n=5"],
             fix_auto=False,
         )
+
+
+# checkpoint_engine/*.py @CheckpointEngineRegistry.register (some need their transport library installed)
+CHECKPOINT_ENGINES = ("naive", "nccl", "nixl", "mooncake", "kimi_ckpt_engine", "delta_sharded")
+AGENT_LOOPS = ("single_turn_agent", "tool_agent")  # experimental/agent_loop/*.py @register
+
+
+@rule("names.checkpoint_engine", Stage.STARTUP)
+def checkpoint_engine(ctx: RuleContext):
+    """engine_workers.py:679 / checkpoint_engine/base.py:98: the actor worker builds the weight-sync engine by name."""
+    value = ctx.get("actor_rollout_ref.rollout.checkpoint_engine.backend")
+    if value not in CHECKPOINT_ENGINES and not ctx.get("actor_rollout_ref.rollout.checkpoint_engine.custom_backend_module"):
+        yield from _unknown("names.checkpoint_engine", Stage.STARTUP, "actor_rollout_ref.rollout.checkpoint_engine.backend",
+                            value, CHECKPOINT_ENGINES, "when the actor workers start with: Checkpoint engine ... not registered", "naive")
+
+
+@rule("names.agent_loop", Stage.RUNTIME)
+def agent_loop(ctx: RuleContext):
+    """agent_loop.py:678: every prompt runs the agent loop its data row or rollout.agent.default_agent_loop names."""
+    key = "actor_rollout_ref.rollout.agent.default_agent_loop"
+    value = ctx.get(key)
+    if value not in AGENT_LOOPS and not ctx.get("actor_rollout_ref.rollout.agent.agent_loop_config_path"):
+        yield from _unknown("names.agent_loop", Stage.RUNTIME, key, value, AGENT_LOOPS,
+                            "at the first generation, for every prompt, with: Agent loop ... not registered", "single_turn_agent")

@@ -5,6 +5,7 @@ from __future__ import annotations
 from wizard.core.findings import Severity, Stage
 from wizard.core.check.rules import rule
 from wizard.core.check.rules.context import RuleContext, choices, finding
+from wizard.core.check.rules.sections import built_sections
 
 R = "actor_rollout_ref.rollout"
 ENGINES = ("vllm", "sglang", "trtllm")
@@ -44,36 +45,41 @@ def rollout_name(ctx: RuleContext):
 
 @rule("rollout.mode", Stage.STARTUP)
 def rollout_mode(ctx: RuleContext):
-    """RolloutConfig.__post_init__: mode 'sync' was removed."""
-    if ctx.get(f"{R}.mode") == "sync":
-        yield finding(
-            "rollout.mode",
-            Severity.ERROR,
-            Stage.STARTUP,
-            [f"{R}.mode"],
-            "Rollout mode 'sync' has been removed. Please set `actor_rollout_ref.rollout.mode=async` or remove the "
-            "mode setting entirely.",
-            f"Set {R}.mode=async",
-            [f"{R}.mode=async"],
-        )
+    """RolloutConfig.__post_init__: mode 'sync' was removed (every rollout verl builds); any mode but async is not in
+    the actor rollout's engine registry (workers/rollout/base.py:106)."""
+    for section in built_sections(ctx, ("RolloutConfig",)):
+        key = f"{section.path}.mode"
+        mode = ctx.get(key)
+        if mode == "sync":
+            yield finding(
+                "rollout.mode", Severity.ERROR, section.stage, [key],
+                "Rollout mode 'sync' has been removed. Please set `actor_rollout_ref.rollout.mode=async` or remove the "
+                f"mode setting entirely. ({key}=sync)",
+                f"Set {key}=async", [f"{key}=async"],
+            )
+        elif section.path == R and mode not in ("async", None) and ctx.get(f"{R}.name") in ENGINES:
+            yield finding(
+                "rollout.engine_mode", Severity.ERROR, Stage.STARTUP, [key],
+                f"{key}={mode!r}: verl warns that only 'async' exists, then the actor workers die with: Rollout "
+                f"{ctx.get(f'{R}.name')} with mode {mode} not found",
+                f"Set {key}=async (or remove it)", [f"{key}=async"],
+            )
 
 
 @rule("rollout.pipeline_parallel", Stage.STARTUP)
 def rollout_pp(ctx: RuleContext):
     """RolloutConfig.__post_init__: no engine implements rollout pipeline parallelism."""
-    pp = ctx.int(f"{R}.pipeline_model_parallel_size")
-    name = ctx.get(f"{R}.name")
-    if pp is not None and pp > 1 and name in ENGINES:
-        yield finding(
-            "rollout.pipeline_parallel",
-            Severity.ERROR,
-            Stage.STARTUP,
-            [f"{R}.pipeline_model_parallel_size"],
-            f"Current rollout self.name={name!r} not implemented pipeline_model_parallel_size > 1 yet "
-            f"(pipeline_model_parallel_size={pp})",
-            f"Set {R}.pipeline_model_parallel_size=1",
-            [f"{R}.pipeline_model_parallel_size=1"],
-        )
+    for section in built_sections(ctx, ("RolloutConfig",)):
+        key = f"{section.path}.pipeline_model_parallel_size"
+        pp = ctx.int(key)
+        name = ctx.get(f"{section.path}.name")
+        if pp is not None and pp > 1 and name in ENGINES:
+            yield finding(
+                "rollout.pipeline_parallel", Severity.ERROR, section.stage, [key],
+                f"Current rollout self.name={name!r} not implemented pipeline_model_parallel_size > 1 yet "
+                f"(pipeline_model_parallel_size={pp})",
+                f"Set {key}=1", [f"{key}=1"],
+            )
 
 
 def _divisors(n: int) -> list[int]:
@@ -162,22 +168,29 @@ VLLM_LORA_RANKS = (1, 8, 16, 32, 64, 128, 256, 320, 512)
 
 @rule("rollout.vllm_lora_rank", Stage.PREFLIGHT)
 def vllm_lora_rank(ctx: RuleContext):
-    """validate_config: with vLLM, the LoRA rank must be one vLLM supports."""
+    """validate_config -> get_vllm_max_lora_rank (vllm_rollout/utils.py:83-102): with vLLM, a LoRA rank above vLLM's
+    largest is an error; one between its ranks is rounded up to the next (vLLM's max_lora_rank), which is fine."""
     lora = ctx.get("actor_rollout_ref.model.lora") or {}
     rank = lora.get("rank", 0) if isinstance(lora, dict) else 0
     if not isinstance(rank, int) or rank <= 0:
         rank = ctx.int("actor_rollout_ref.model.lora_rank") or 0
     if isinstance(lora, dict) and lora.get("merge", False):
         rank = 0
-    if rank > 0 and ctx.get(f"{R}.name") == "vllm" and rank not in VLLM_LORA_RANKS:
-        allowed = [r for r in VLLM_LORA_RANKS if r >= rank] or [VLLM_LORA_RANKS[-1]]
+    if rank <= 0 or ctx.get(f"{R}.name") != "vllm":
+        return
+    largest = VLLM_LORA_RANKS[-1]
+    if rank > largest:
         yield finding(
-            "rollout.vllm_lora_rank",
-            Severity.ERROR,
-            Stage.PREFLIGHT,
-            ["actor_rollout_ref.model.lora_rank"],
-            f"lora_rank must be less than or equal to {VLLM_LORA_RANKS[-1]} and one of vLLM's ranks "
-            f"({', '.join(map(str, VLLM_LORA_RANKS))}), but got {rank}",
-            f"Use a LoRA rank vLLM supports, e.g. actor_rollout_ref.model.lora_rank={allowed[0]}",
-            [f"actor_rollout_ref.model.lora_rank={allowed[0]}"],
+            "rollout.vllm_lora_rank", Severity.ERROR, Stage.PREFLIGHT, ["actor_rollout_ref.model.lora_rank"],
+            f"lora_rank must be less than or equal to {largest}, but got {rank} (vLLM serves LoRA ranks up to {largest})",
+            f"Use actor_rollout_ref.model.lora_rank={largest} or less", [f"actor_rollout_ref.model.lora_rank={largest}"],
+        )
+    elif rank not in VLLM_LORA_RANKS:
+        served = next(r for r in VLLM_LORA_RANKS if r >= rank)
+        yield finding(
+            "rollout.vllm_lora_rank", Severity.INFO, Stage.ADVICE, ["actor_rollout_ref.model.lora_rank"],
+            f"LoRA rank {rank} is not one of vLLM's ranks ({', '.join(map(str, VLLM_LORA_RANKS))}); verl starts vLLM "
+            f"with max_lora_rank={served}, which serves it, with KV/adapter memory sized for rank {served}",
+            f"Use actor_rollout_ref.model.lora_rank={served} to train what vLLM reserves room for",
+            [f"actor_rollout_ref.model.lora_rank={served}"], fix_auto=False,
         )

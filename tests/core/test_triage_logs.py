@@ -1,0 +1,98 @@
+"""Triage names the root cause of real failed verl runs (tests/data/run_logs/README.md), not their last line."""
+
+import gzip
+
+import pytest
+
+from tests.conftest import ROOT
+from wizard.core.findings import Severity
+from wizard.core.run.logparse import split_line
+from wizard.core.run.rootcause import analyse
+from wizard.core.run.triage import triage
+
+LOGS = ROOT / "tests" / "data" / "run_logs"
+
+
+def log(name: str) -> list[str]:
+    with gzip.open(LOGS / f"{name}.run.log.gz", "rt", encoding="utf-8") as fh:
+        return fh.read().splitlines()
+
+
+def test_every_trajectory_failing_in_the_agent_loop_names_the_tokenizer_error_not_the_replay_buffer():
+    findings = triage(log("failed-agent-loop"), exit_code=1)
+    root = findings[0]
+    assert root.rule == "triage.agent_loop_tokenizer" and root.severity is Severity.ERROR
+    assert "ValueError: Expected Qwen newline to tokenize to one token, got []" in root.message
+    assert "64 times in 8 processes (AgentLoopWorkerTQ)" in root.message
+    assert "It explains the error the run stopped with: RuntimeError: Sync replay buffer" in root.message
+    assert "encode(chr(10)" in root.fix and "/tmp/tiny" in root.fix
+    assert not any(f.rule == "triage.unknown" for f in findings)
+
+
+@pytest.mark.parametrize("name,why,first", [
+    ("hub-offline", "HF_HUB_OFFLINE / TRANSFORMERS_OFFLINE is set", "LocalEntryNotFoundError: Cannot find the requested files"),
+    ("no-network", "this machine cannot reach huggingface.co", "ConnectError: [Errno -3] Temporary failure in name resolution"),
+])
+def test_a_run_without_the_hub_names_the_hub_not_the_instantiation_error(name, why, first):
+    findings = triage(log(name), exit_code=1)
+    root = findings[0]
+    assert root.rule == "triage.hub_unreachable" and root.severity is Severity.ERROR
+    assert "could not fetch the model Qwen/Qwen2.5-0.5B-Instruct from the Hugging Face hub" in root.message
+    assert why in root.message and f"The first error: {first}" in root.message
+    assert "It explains the error the run stopped with: OSError: We couldn't connect to 'https://huggingface.co'" in root.message
+    assert "hf download Qwen/Qwen2.5-0.5B-Instruct --local-dir" in root.fix
+    assert root.keys == ["actor_rollout_ref.model.path"]
+
+
+def test_a_run_that_finished_has_no_root_cause():
+    assert [f for f in triage(log("h200-grpo-ok"), exit_code=0) if f.severity is Severity.ERROR] == []
+
+
+def processes_and_texts(lines):
+    parts = [split_line(raw) for raw in lines]
+    return [(f"{p.actor} pid={p.pid}" if p.actor else None, p.text) for p in parts]
+
+
+def test_exceptions_are_clustered_across_processes_and_counted():
+    a = analyse(processes_and_texts(log("failed-agent-loop")))
+    qwen = next(c for c in a.clusters if "Qwen newline" in c.message)
+    assert qwen.count == 64 and len(qwen.processes) == 8
+    assert {p.split(" pid=")[0] for p in qwen.processes} == {"AgentLoopWorkerTQ"}
+    root, final = a.root()
+    assert root is qwen and "no materializable trajectories" in final.message and final.fallout
+
+
+def test_printed_chains_lead_back_to_the_first_cause():
+    a = analyse(processes_and_texts(log("no-network")))
+    root, final = a.root()
+    assert root.type == "ConnectError" and final.type == "OSError"
+    assert [c.type for c in a.ancestors(final)] == ["ConnectError", "LocalEntryNotFoundError", "OSError"]
+
+
+P1, P2 = "\x1b[36m(WorkerDict pid=11)\x1b[0m ", "\x1b[36m(WorkerDict pid=12)\x1b[0m "
+OOM_THEN_TIMEOUT = [
+    f"{P1}Traceback (most recent call last):",
+    f"{P1}  File \".../verl/workers/engine_workers.py\", line 301, in update_actor",
+    f"{P1}torch.OutOfMemoryError: CUDA out of memory. Tried to allocate 2.00 GiB. GPU 0 has a total capacity of 79.11 GiB of which 1.23 GiB is free.",
+    f"{P2}[rank1]:[E1202 14:10:00.123] Watchdog caught collective operation timeout: WorkNCCL(SeqNum=42, OpType=ALLREDUCE, NumelIn=1, NumelOut=1, Timeout(ms)=600000) ran for 600017 milliseconds before timing out.",
+    f"{P2}torch.distributed.DistBackendError: NCCL communicator was aborted on rank 1.",
+    "ray.exceptions.ActorDiedError: The actor died unexpectedly before finishing this task.",
+]
+
+
+def test_one_rank_out_of_memory_explains_the_others_timing_out():
+    findings = triage(OOM_THEN_TIMEOUT, exit_code=1)
+    assert findings[0].rule == "triage.cuda_oom" and findings[0].severity is Severity.ERROR
+    assert "The first error of the run" in findings[0].message and "WorkerDict" in findings[0].message
+    later = {f.rule: f for f in findings[1:]}
+    assert later["triage.nccl_timeout"].severity is Severity.WARNING
+    assert "likely from, the first error: OutOfMemoryError" in later["triage.nccl_timeout"].message
+
+
+def test_an_unknown_root_is_quoted_with_where_and_how_often():
+    lines = [f"{P1}Traceback (most recent call last):", f"{P1}  File \"x.py\", line 1, in f",
+             f"{P1}KeyError: 'reward_model'", f"{P2}Traceback (most recent call last):", f"{P2}  File \"x.py\", line 1, in f",
+             f"{P2}KeyError: 'reward_model'", "ray.exceptions.ActorDiedError: The actor died unexpectedly."]
+    f = triage(lines, exit_code=1)[0]
+    assert f.rule == "triage.unknown" and "KeyError: 'reward_model' (2 times in 2 processes (WorkerDict)" in f.message
+    assert "It explains the error the run stopped with: ActorDiedError" in f.message

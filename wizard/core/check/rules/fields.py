@@ -1,0 +1,87 @@
+"""Keys of the sections verl builds into config classes: a field the class lacks, a field left at ``???``.
+
+Hydra lets ``+key``/``++key`` add anything, so ``+actor_rollout_ref.actor.ppo_epoch=2`` composes; the failure
+comes when verl builds the section's class, at that build's stage (see ``sections``): ``TypeError:
+FSDPActorConfig.__init__() got an unexpected keyword argument 'ppo_epoch'`` inside validate_config for the actor,
+minutes later for the rollout. A ``???`` left in a built section fails the same way, with MissingMandatoryValue.
+"""
+
+from __future__ import annotations
+
+import difflib
+
+from wizard.core.findings import Severity, Stage
+from wizard.core.check.rules import rule
+from wizard.core.check.rules.context import RuleContext, finding
+from wizard.core.check.rules.sections import WHEN, build_of, built_sections, fields, is_missing, targets
+
+
+
+def _owner(ctx: RuleContext, key: str) -> str | None:
+    """The innermost section with a class that ``key`` lies in."""
+    parts = key.split(".")
+    sections = targets(ctx)
+    for i in range(len(parts) - 1, 0, -1):
+        path = ".".join(parts[:i])
+        if path in sections:
+            return path
+    return None
+
+
+def _render(value) -> str:
+    from wizard.core.verl.overrides import render_value
+
+    return render_value(value)
+
+
+@rule("fields.unknown", Stage.PREFLIGHT)
+def unknown_field(ctx: RuleContext):
+    """A key added with +/++ under a section verl builds into a class that has no such field."""
+    for key in sorted(ctx.set_keys):
+        if key in ctx.variant.keys:
+            continue
+        path = _owner(ctx, key)
+        build = build_of(ctx, path) if path else None
+        if build is None:
+            continue
+        child = key[len(path) + 1:].split(".")[0]
+        names = fields(ctx, path)
+        if child in names:
+            continue
+        cls = targets(ctx)[path]
+        close = difflib.get_close_matches(child, names, n=1, cutoff=0.6)
+        hint = f"; did you mean {path}.{close[0]}?" if close else ""
+        fix = [f"~{path}.{child}"]
+        if close and child == key[len(path) + 1:]:
+            target = f"{path}.{close[0]}"
+            plus = "" if ctx.variant.keys[target].in_yaml else "+"
+            fix.append(f"{plus}{target}={_render(ctx.get(key))}")
+        yield finding(
+            "fields.unknown", Severity.ERROR, build.stage, [key],
+            f"{key} is not a field of {cls} ({path}){hint}; Hydra adds it, but verl builds {path} into {cls} "
+            f"{WHEN[build.stage]} and stops with: TypeError: {cls}.__init__() got an unexpected keyword argument "
+            f"'{child}'",
+            (f"Use {path}.{close[0]}" if close else f"Remove it; {cls}'s fields are: {', '.join(names)}"),
+            fix, fix_auto=bool(close),
+        )
+
+
+@rule("fields.missing", Stage.PREFLIGHT)
+def missing_field(ctx: RuleContext):
+    """A field of a built section left at ``???`` (strategy, rollout_n, optim.lr...): the build fails."""
+    for section in built_sections(ctx):
+        for name in fields(ctx, section.path):
+            key = f"{section.path}.{name}"
+            if key == "actor_rollout_ref.rollout.name" or key not in ctx.variant.keys:
+                continue  # rollout.name has its own rule with the engines to choose from
+            info = ctx.variant.keys[key]
+            if info.type == "dict" or not is_missing(ctx, key):
+                continue
+            if build_of(ctx, key) is not section.build:
+                continue
+            yield finding(
+                "fields.missing", Severity.ERROR, section.stage, [key],
+                f"{key} is '???' (a value verl requires and has no default for); verl builds {section.path} into "
+                f"{section.cls} {WHEN[section.stage]} and stops with: Missing mandatory value: {key}",
+                f"Set {key}", fix_auto=False,
+            )
