@@ -186,3 +186,30 @@ def test_every_rule_module_registers_rules_and_every_rule_runs():
     assert not [name for name, ids in by_module.items() if not ids], "a rule module that registers no rule"
     ids = [r.id for r in RULES]
     assert len(ids) == len(set(ids)), "two rules with one id"
+
+
+@pytest.mark.parametrize("per,nodes,rule", [(0, -1, "batch.no_gpus"), (0, 1, "batch.no_gpus"), (8, -1, "gpus.count"),
+                                            (-8, 2, "gpus.count")])
+def test_no_gpus_or_a_negative_count_is_an_error(check, per, nodes, rule):
+    """verl's pre-flight divides by 0 GPUs (ZeroDivisionError); a negative count passes it and fails at startup."""
+    result = check([o for o in GOOD if not o.startswith("trainer.n")] + [f"trainer.n_gpus_per_node={per}",
+                                                                       f"trainer.nnodes={nodes}"])
+    found = one(result, rule)
+    assert found.severity is Severity.ERROR and (f"{per}" in found.message and f"{nodes}" in found.message)
+    assert found.stage is (Stage.PREFLIGHT if rule == "batch.no_gpus" else Stage.STARTUP)
+
+
+@pytest.mark.parametrize("override,error", [
+    ("trainer.experiment_name=${python:1}", "UnsupportedInterpolationType"),
+    ("trainer.experiment_name=${nope.key}", "InterpolationKeyError"),
+    ("+trainer.a=${trainer.b}", "Recursive interpolation"),
+])
+def test_an_interpolation_verl_cannot_resolve_is_an_error(check, override, error):
+    extra = ["+trainer.b=${trainer.a}"] if "trainer.a" in override else []
+    found = [f for f in check(GOOD + [override] + extra).findings if f.rule == "compose.interpolation"]
+    assert found and found[0].stage is Stage.STARTUP and error in found[0].message
+
+
+def test_interpolations_that_resolve_and_environment_references_are_fine(check):
+    result = check(GOOD + ["trainer.experiment_name=${trainer.project_name}_x", "+trainer.k=${oc.env:UNSET_HERE_42}"])
+    assert "compose.interpolation" not in rules_of(result)

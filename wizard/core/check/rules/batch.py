@@ -37,7 +37,16 @@ def real_train_batch_size(ctx: RuleContext):
     if ctx.dynamic_bsz:
         return
     tbs, n, n_gpus = ctx.int(TBS), ctx.int(N), ctx.n_gpus
-    if tbs is None or n is None or n_gpus is None or n_gpus <= 0:
+    if n_gpus == 0:  # minimal_bsz is 0 (FSDP: n_gpus; Megatron: 0 data-parallel ranks x micro)
+        yield finding(
+            "batch.no_gpus", Severity.ERROR, Stage.PREFLIGHT, ["trainer.n_gpus_per_node", "trainer.nnodes"],
+            f"trainer.n_gpus_per_node x trainer.nnodes = {ctx.int('trainer.n_gpus_per_node')} x "
+            f"{ctx.int('trainer.nnodes')} = 0 GPUs; verl's pre-flight divides the batch by the GPU count and stops "
+            "with: ZeroDivisionError: integer modulo by zero",
+            "Give the GPUs per node and the nodes, each 1 or more: trainer.n_gpus_per_node=8 trainer.nnodes=1",
+            ["trainer.n_gpus_per_node=1", "trainer.nnodes=1"], fix_auto=False)
+        return
+    if tbs is None or n is None or n_gpus is None or n_gpus < 0:
         return
     if ctx.strategy == "megatron" and ctx.get(f"{A}.megatron") is None:
         yield finding(

@@ -103,3 +103,18 @@ def gpus_available(ctx: RuleContext):
             f"Set trainer.n_gpus_per_node={have.gpus_per_node}",
             [f"trainer.n_gpus_per_node={have.gpus_per_node}"],
         )
+
+
+@rule("gpus.count", Stage.STARTUP)
+def gpu_count(ctx: RuleContext):
+    """A negative GPU or node count: verl's pre-flight arithmetic may pass (x % -8 == 0), but the resource pool
+    ``[n_gpus_per_node] * nnodes`` holds no GPU, and the workers never start. (0 GPUs: batch.no_gpus, at pre-flight.)"""
+    per, nodes = ctx.int("trainer.n_gpus_per_node"), ctx.int("trainer.nnodes")
+    if per is None or nodes is None or (per >= 0 and nodes >= 0) or per * nodes == 0:
+        return
+    yield finding(
+        "gpus.count", Severity.ERROR, Stage.STARTUP, ["trainer.n_gpus_per_node", "trainer.nnodes"],
+        f"trainer.n_gpus_per_node={per}, trainer.nnodes={nodes}: a count below 0 gives verl's resource pool no "
+        "GPU, and its workers fail when they start",
+        "Give the GPUs per node and the nodes, each 1 or more", ["trainer.n_gpus_per_node=1", "trainer.nnodes=1"],
+        fix_auto=False)
