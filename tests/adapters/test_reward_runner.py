@@ -1,5 +1,6 @@
 """The reward bench in a real subprocess: verl's own GSM8K scorer and real custom reward function files."""
 
+import os
 import sys
 import textwrap
 
@@ -166,25 +167,27 @@ def _left(marker: str) -> list[str]:
 def test_a_child_holding_stdout_does_not_hold_the_time_limit(tmp_path):
     """The function forks a child that keeps the probe's stdout open and sleeps: the bench ends at its limit
     and the child is gone (only killing the probe, then reading to EOF, waited for the child)."""
-    fn = reward_file(tmp_path, """
+    marker = f"1911{os.getpid()}"  # a sleep only this test starts (not another session's)
+    fn = reward_file(tmp_path, f"""
         import subprocess, time
         def score(data_source, solution_str, ground_truth, extra_info=None):
-            subprocess.Popen(["sleep", "1911"])  # inherits stdout and stderr
+            subprocess.Popen(["sleep", "{marker}"])  # inherits stdout and stderr
             time.sleep(1000)
     """)
     result = run_bench(GSM8K, function=fn, name="score", python=PY, timeout=3)
-    assert "reward.timeout" in rules(result) and _left("sleep 1911") == []
+    assert "reward.timeout" in rules(result) and _left(f"sleep {marker}") == []
 
 
 def test_a_detached_child_is_ended_with_the_scorer(tmp_path):
-    fn = reward_file(tmp_path, """
+    marker = f"1912{os.getpid()}"
+    fn = reward_file(tmp_path, f"""
         import subprocess
         def score(data_source, solution_str, ground_truth, extra_info=None):
-            subprocess.Popen(["setsid", "sleep", "1912"], stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+            subprocess.Popen(["setsid", "sleep", "{marker}"], stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
             return 1.0 if solution_str.strip().endswith(ground_truth) else 0.0
     """)
     run_bench(GSM8K, function=fn, name="score", python=PY, timeout=60)
-    assert _left("sleep 1912") == []
+    assert _left(f"sleep {marker}") == []
 
 
 def test_a_function_that_prints_a_flood_keeps_the_wizard_small(tmp_path):

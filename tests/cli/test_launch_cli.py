@@ -182,7 +182,7 @@ def test_a_real_verl_run_fails_for_want_of_a_gpu_and_triage_says_so(tmp_path, ti
 def test_a_signal_to_launch_stops_the_whole_run_like_ctrl_c(tmp_path, sig):
     """SIGTERM (a scheduler, `kill`) and SIGHUP (a closed terminal) end the run's whole tree, as Ctrl-C does; a
     stop the user asked for is no failure to triage."""
-    marker = str(900 + int(sig))  # a sleep only this test's run starts
+    marker = f"{900 + int(sig)}{os.getpid()}"  # a sleep only this test's run starts (not another session's)
     py = tmp_path / "python"
     py.write_text("#!/bin/sh\ncase \"$*\" in *verl.trainer.main_ppo*) ;; *) exit 1;; esac\n"  # not a probe's Python
                   f"echo 'Total training steps: 5'\nsleep {marker} &\nsetsid sleep {marker} &\nexec sleep {marker}\n")
