@@ -9,6 +9,8 @@ import time
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from wizard.adapters.procs import alive
+
 
 class WriteError(OSError):
     """A file could not be written; the message is one line."""
@@ -92,18 +94,8 @@ def _remove_orphans(path: Path) -> None:
     """Temporary files of ``path`` left by processes that were killed while writing it."""
     for tmp in path.parent.glob(f".{path.name}.*.tmp"):
         pid = tmp.name[len(path.name) + 2 : -len(".tmp")]
-        if pid.isdigit() and int(pid) != os.getpid() and not _alive(int(pid)):
+        if pid.isdigit() and int(pid) != os.getpid() and not alive(int(pid)):
             tmp.unlink(missing_ok=True)
-
-
-def _alive(pid: int) -> bool:
-    try:
-        os.kill(pid, 0)
-    except ProcessLookupError:
-        return False
-    except PermissionError:
-        return True
-    return True
 
 
 def write_atomic(path: Path, text: str, mode: int | None = None) -> Path | None:

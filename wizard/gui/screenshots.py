@@ -94,12 +94,7 @@ def save_run_screenshots(doc, folder: str, run_dir: str, timeout_s: float = 120)
 def preset_and_gpus(window: WizardWindow, argv: list[str]) -> None:
     """``--preset NAME`` and ``--gpus SPEC`` for screenshots of a given plan."""
     def value(flag: str) -> str | None:
-        if flag not in argv:
-            return None
-        i = argv.index(flag)
-        if i + 1 >= len(argv):
-            raise ValueError(f"{flag} needs a value")
-        return argv[i + 1]
+        return _value(argv, flag)
 
     preset, gpus, cluster, python = value("--preset"), value("--gpus"), value("--cluster"), value("--doctor")
     if preset:
