@@ -1,6 +1,7 @@
 """Hostile and absurd input, through the real program: every case ends with exit 0, 1 or 2, never a traceback or
 an "internal error", within a memory cap (an address-space limit on the process) and a generous time cap that only
-catches a hang. Cases from issue 19 and more; each new kind of bad input that ever crashed the wizard belongs here.
+catches a hang, leaving no process behind. Cases from issue 19 and more; each new kind of bad input that ever crashed
+the wizard belongs here.
 """
 
 from __future__ import annotations
@@ -22,10 +23,22 @@ def _cap() -> None:
 
 
 def wizard(*args, cwd=None, stdin=None):
+    """The program in a session of its own; afterwards nothing of that session may be left running."""
     env = dict(os.environ, PYTHONWARNINGS="ignore")
     env.pop("RAY_ADDRESS", None)
-    return subprocess.run([sys.executable, "-m", "wizard", *map(str, args)], capture_output=True, text=True,
-                          timeout=HANG, preexec_fn=_cap, env=env, cwd=cwd, input=stdin)
+    proc = subprocess.Popen([sys.executable, "-m", "wizard", *map(str, args)], stdout=subprocess.PIPE,
+                            stderr=subprocess.PIPE, stdin=subprocess.PIPE if stdin else subprocess.DEVNULL, text=True,
+                            preexec_fn=_cap, env=env, cwd=cwd, start_new_session=True)
+    out, err = proc.communicate(stdin, timeout=HANG)
+    try:
+        os.killpg(proc.pid, 0)
+        left = True
+    except ProcessLookupError:
+        left = False
+    if left:
+        os.killpg(proc.pid, 9)
+    assert not left, f"processes of `verl-wizard {' '.join(map(str, args))[:80]}` were left running"
+    return subprocess.CompletedProcess(proc.args, proc.returncode, out, err)
 
 
 def _bomb(levels: int = 9) -> str:
