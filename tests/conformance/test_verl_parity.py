@@ -22,6 +22,7 @@ PROBED_STARTUP_RULES = {
     "fields.missing", "engine.config", "profiler.config", "names.trainer_mode", "names.kl_ctrl", "names.reward_manager",
     "trainer.separate_async", "trainer.hybrid_switch", "trainer.replay_buffer", "trainer.kl_horizon", "trainer.pools",
     "distillation.config", "placement.teacher_groups", "batch.ref_micro", "reward.loading", "trainer.callback_class",
+    "compose.interpolation",
 }
 # Sections the probe cannot build on a CPU without the model's files or a run: HFModelConfig loads the model.
 UNPROBED_SECTIONS = ("actor_rollout_ref.model.", "skip.")
