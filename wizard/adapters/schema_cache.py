@@ -19,7 +19,7 @@ from pathlib import Path
 
 from wizard import __version__
 
-FORMAT = 1  # bump when the pickled classes change shape
+FORMAT = 2  # bump when the pickled classes change shape (2: warmed variant caches)
 
 
 def cache_dir() -> Path:
@@ -58,8 +58,22 @@ def load_schema_cached(version: str, raw: bytes):
     schema = VerlSchema.from_dict(json.loads(raw))
     build_base_configs(schema)
     if path is not None:
+        _warm(schema)
         _store(path, schema, version)
     return schema
+
+
+def _warm(schema) -> None:
+    """One check of verl's defaults per engine before the schema is kept: the values every later check reads
+    unchanged (resolved defaults, fields left at ``???``) are remembered on the variants and kept with them."""
+    from wizard.core.check.verdict import check_overrides
+    from wizard.core.verl.compose import CONFIG_NAME_ENGINES
+
+    for config_name in CONFIG_NAME_ENGINES:
+        try:
+            check_overrides(schema, [], config_name=config_name)
+        except Exception:  # noqa: BLE001 - a warm cache is an optimisation; the real check reports any failure
+            pass
 
 
 def _store(path: Path, schema, version: str) -> None:

@@ -58,6 +58,10 @@ class ResolvedConfig:
             self.variant.resolved_defaults[key] = copy.deepcopy(value) if isinstance(value, (list, dict)) else value
         return value
 
+    def untouched(self, key: str) -> bool:
+        """True when no override touches ``key`` or a key its default reads: its value is verl's default."""
+        return self._untouched(key)
+
     def _untouched(self, key: str) -> bool:
         """True when no override touches ``key`` or a key its default reads: its value is verl's default."""
         deps = self.variant.interpolation_deps(key)
