@@ -1,6 +1,6 @@
 """Run a list of real verl (or vLLM-alone) configurations one after another on one GPU, with NVML sampling.
 
-    python3 campaign.py CAMPAIGN.json OUT_DIR [--deadline EPOCH_S]
+    python3 campaign.py CAMPAIGN.json OUT_DIR [--deadline EPOCH_S] [--lanes N]
 
 CAMPAIGN.json is ``{"env": {...}, "runs": [{"name", "kind": "verl"|"launch"|"vllm", "args": [...],
 "timeout_s", "expect_s"}]}`` (``campaign_spec.py`` writes it). Per run, OUT_DIR/NAME/ gets ``spec.json``,
@@ -9,6 +9,17 @@ CAMPAIGN.json is ``{"env": {...}, "runs": [{"name", "kind": "verl"|"launch"|"vll
 first error line, wall time, peak). A run that runs out of memory is a data point: the campaign goes on. Between
 runs every process left on the GPU is ended (by its pid) and Ray is stopped. Runs that cannot finish before the
 deadline are skipped. OUT_DIR/progress.txt has one line per run.
+
+Side by side (``--lanes N``, N > 1): up to N runs at once on the one GPU, each admitted only while the memory it
+reserves (``reserve_mib``: the estimate's peak plus a margin) fits beside the reservations of the runs in flight; a
+run marked ``exclusive`` waits until it can run alone (an out-of-memory verdict means something only on a GPU of
+its own). Each run's processes carry ``VERL_CAMPAIGN_RUN=<name>`` in their environment (Ray's workers and vLLM's
+inherit it), so one NVML sampler tells each run's share apart: a run's ``samples.jsonl`` holds the driver's
+reserve plus its own processes' memory, what the GPU would show with the run alone; ``device`` is the whole GPU.
+A run ends by ending every process that carries its name (never ``ray stop``: the other runs' Ray stays).
+Beside other runs vLLM must not size its KV cache from the device's free memory (the others' allocations during
+its profile would be counted as its own): such runs pin it (engine_kwargs.vllm.kv_cache_memory_bytes, written by
+campaign_spec.py from the estimate's own KV term) and their record says ``"kv_pinned"``.
 """
 
 from __future__ import annotations
@@ -21,6 +32,7 @@ import shutil
 import signal
 import subprocess
 import sys
+import threading
 import time
 from pathlib import Path
 
@@ -134,11 +146,278 @@ def _wait_for(path: str | None, deadline: float) -> None:
         time.sleep(2)
 
 
+MARK = "VERL_CAMPAIGN_RUN"
+
+
+def _owner(pid: int) -> str | None:
+    """The run a process belongs to: the mark in its environment (inherited by Ray's and vLLM's processes)."""
+    try:
+        env = Path(f"/proc/{pid}/environ").read_bytes().split(b"\0")
+    except OSError:
+        return None
+    key = MARK.encode() + b"="
+    return next((e[len(key):].decode(errors="replace") for e in env if e.startswith(key)), None)
+
+
+def _marked(name: str) -> list[int]:
+    out = []
+    for entry in Path("/proc").iterdir():
+        if entry.name.isdigit() and int(entry.name) != os.getpid() and _owner(int(entry.name)) == name:
+            out.append(int(entry.name))
+    return out
+
+
+class RunShare:
+    """What one run's record needs of the shared sampler (the attributes ``_record`` reads of a Sampler)."""
+
+    def __init__(self, baseline: int | None, total: int | None):
+        self.peak_mib, self.device_peak_mib = 0, 0
+        self.baseline_mib, self.total_mib = baseline, total
+        self.error: str | None = None
+
+
+class SharedSampler(threading.Thread):
+    """One NVML sampler for runs side by side: each registered run's folder gets its own ``samples.jsonl``."""
+
+    def __init__(self, root: Path, period_s: float = 0.1):
+        super().__init__(daemon=True)
+        self.root, self.period = root, period_s
+        self.lock = threading.Lock()
+        self.active: dict[str, tuple[Path, RunShare, object]] = {}
+        self.owners: dict[int, str | None] = {}
+        self.last: dict[str, set[int]] = {}
+        self.baseline_mib: int | None = None
+        self.total_mib: int | None = None
+        self.error: str | None = None
+        self._halt = threading.Event()
+        self.ready = threading.Event()
+
+    def register(self, name: str, folder: Path) -> RunShare:
+        share = RunShare(self.baseline_mib, self.total_mib)
+        with self.lock:
+            self.active[name] = (folder, share, (folder / "samples.jsonl").open("a"))
+        return share
+
+    def unregister(self, name: str) -> None:
+        with self.lock:
+            folder, share, handle = self.active.pop(name)
+        handle.close()
+
+    def pids_of(self, name: str) -> set[int]:
+        with self.lock:
+            return set(self.last.get(name, set()))
+
+    def run(self) -> None:
+        try:
+            import pynvml
+
+            pynvml.nvmlInit()
+            handle = pynvml.nvmlDeviceGetHandleByIndex(0)
+            self.total_mib = pynvml.nvmlDeviceGetMemoryInfo(handle).total // (1024 * 1024)
+        except Exception as exc:
+            self.error = f"NVML: {exc}"
+            self.ready.set()
+            return
+        with (self.root / "device.jsonl").open("a") as device_log:
+            while not self._halt.is_set():
+                self._sample(pynvml, handle, device_log)
+                self.ready.set()
+                self._halt.wait(self.period)
+
+    def _sample(self, pynvml, handle, device_log) -> None:
+        t = round(time.time(), 3)
+        used = pynvml.nvmlDeviceGetMemoryInfo(handle).used // (1024 * 1024)
+        procs: dict[int, int] = {}
+        try:
+            for p in pynvml.nvmlDeviceGetComputeRunningProcesses(handle):
+                procs[p.pid] = (p.usedGpuMemory or 0) // (1024 * 1024)
+        except pynvml.NVMLError:
+            pass
+        if self.baseline_mib is None:
+            self.baseline_mib = used
+        by_run: dict[str, dict[str, int]] = {}
+        for pid, mib in procs.items():
+            if pid not in self.owners:
+                self.owners[pid] = _owner(pid)
+                self._note(pid, t)
+            if self.owners[pid]:
+                by_run.setdefault(self.owners[pid], {})[str(pid)] = mib
+        device_log.write(json.dumps({"t": t, "used": used, "procs": {str(k): v for k, v in procs.items()},
+                                     "runs": {k: sum(v.values()) for k, v in by_run.items()}}) + "\n")
+        with self.lock:
+            self.last = {k: {int(p) for p in v} for k, v in by_run.items()}
+            for name, (folder, share, out) in self.active.items():
+                own = by_run.get(name, {})
+                mine = (self.baseline_mib or 0) + sum(own.values())
+                share.peak_mib, share.device_peak_mib = max(share.peak_mib, mine), max(share.device_peak_mib, used)
+                share.baseline_mib, share.total_mib = self.baseline_mib, self.total_mib
+                out.write(json.dumps({"t": t, "used": mine, "device": used, "procs": own}) + "\n")
+                out.flush()
+
+    def _note(self, pid: int, t: float) -> None:
+        owner = self.owners[pid]
+        line = json.dumps({"t": t, "pid": pid, "cmd": _cmd_line(pid), "run": owner}) + "\n"
+        with (self.root / "pids.jsonl").open("a") as f:
+            f.write(line)
+        entry = self.active.get(owner) if owner else None
+        if entry:
+            with (entry[0] / "pids.jsonl").open("a") as f:
+                f.write(line)
+
+    def stop(self) -> None:
+        self._halt.set()
+        self.join(timeout=5)
+
+
+def _cmd_line(pid: int) -> str:
+    try:
+        return Path(f"/proc/{pid}/cmdline").read_bytes().replace(b"\0", b" ").decode(errors="replace").strip()[:200]
+    except OSError:
+        return "?"
+
+
+def _end_run(name: str, sampler: SharedSampler) -> None:
+    """End every process carrying the run's name, then wait (30 s at most) until none of them holds GPU memory."""
+    for sig in (signal.SIGTERM, signal.SIGKILL):
+        for pid in _marked(name):
+            try:
+                os.kill(pid, sig)
+            except ProcessLookupError:
+                pass
+        time.sleep(3)
+    for _ in range(30):
+        if not sampler.pids_of(name):
+            return
+        time.sleep(1)
+
+
+def run_side_by_side(run: dict, out: Path, env: dict, sampler: SharedSampler) -> dict:
+    out.mkdir(parents=True, exist_ok=True)
+    (out / "spec.json").write_text(json.dumps(run, indent=1))
+    env = {**os.environ, **env, MARK: run["name"], "VERL_PHASE_LOG": str(out / "phases.jsonl"),
+           "VERL_FILE_LOGGER_PATH": str(out / "metrics.jsonl")}
+    share = sampler.register(run["name"], out)
+    time.sleep(0.5)
+    t0, status = time.time(), None
+    with (out / "run.log").open("wb") as log:
+        proc = subprocess.Popen(command(run, out), stdout=log, stderr=subprocess.STDOUT, env=env, cwd=str(out),
+                                start_new_session=True)
+        try:
+            rc = proc.wait(timeout=run.get("timeout_s", 420))
+        except subprocess.TimeoutExpired:
+            rc, status = None, "timeout"
+        _kill_group(proc.pid)
+    wall = time.time() - t0
+    _end_run(run["name"], sampler)
+    time.sleep(1.0)
+    sampler.unregister(run["name"])
+    rec = _record(run, out, rc, status, wall, share)
+    _keep_model_config(run, out)
+    rec.update({"concurrent": True, "device_peak_mib": share.device_peak_mib,
+                "kv_pinned": any("kv_cache_memory_bytes=" in a for a in run.get("args", []) if isinstance(a, str))})
+    (out / "record.json").write_text(json.dumps(rec, indent=1))
+    return rec
+
+
+def _keep_model_config(run: dict, out: Path) -> None:
+    """The model's config.json beside the record (bench_memory_real.py plans the run with it)."""
+    words = [w for w in run.get("args", []) if isinstance(w, str)]
+    path = next((w.split("=", 1)[1] for w in words if w.startswith("actor_rollout_ref.model.path=")), None)
+    if path and (Path(path) / "config.json").exists():
+        shutil.copy(Path(path) / "config.json", out / "model.json")
+
+
+class Admission:
+    """Which run may start now: in order, the first whose reservation fits beside those in flight."""
+
+    def __init__(self, runs: list[dict], total_mib: int, deadline: float, root: Path):
+        self.queue, self.total, self.deadline, self.root = list(runs), total_mib, deadline, root
+        self.in_flight: dict[str, int] = {}
+        self.cond = threading.Condition()
+
+    def _log(self, text: str) -> None:
+        with (self.root / "progress.txt").open("a") as f:
+            f.write(f"{time.strftime('%H:%M:%S')} {text}\n")
+
+    def take(self) -> dict | None:
+        with self.cond:
+            while True:
+                left = self.deadline - time.time()
+                for run in list(self.queue):
+                    if left < run.get("expect_s", 180):
+                        self.queue.remove(run)
+                        self._log(f"skip {run['name']}: {left:.0f} s left")
+                        continue
+                    if not Path(run.get("needs") or "/").exists():
+                        continue  # its model is still being written
+                    want = self.total if run.get("exclusive") else run.get("reserve_mib", self.total)
+                    if run.get("exclusive") and self.in_flight:
+                        continue
+                    if self.in_flight and _host_free_gib() < 24:
+                        continue  # every run holds 10-15 GiB of host memory: the machine's 128 GiB are the limit too
+                    if sum(self.in_flight.values()) + want <= self.total:
+                        self.queue.remove(run)
+                        self.in_flight[run["name"]] = want
+                        return {**run, "timeout_s": min(run.get("timeout_s", 420), max(60, left - 20))}
+                if not self.queue:
+                    return None
+                self.cond.wait(2)
+
+    def done(self, name: str) -> None:
+        with self.cond:
+            self.in_flight.pop(name, None)
+            self.cond.notify_all()
+
+
+def _host_free_gib() -> float:
+    try:
+        for line in Path("/proc/meminfo").read_text().splitlines():
+            if line.startswith("MemAvailable:"):
+                return int(line.split()[1]) / 2**20
+    except OSError:
+        pass
+    return float("inf")
+
+
+def side_by_side(campaign: dict, root: Path, deadline: float, lanes: int) -> None:
+    sampler = SharedSampler(root)
+    sampler.start()
+    sampler.ready.wait(10)
+    todo = [r for r in campaign["runs"] if not (root / r["name"] / "record.json").exists()]
+    admission = Admission(todo, (sampler.total_mib or 143771) - 2048, deadline, root)
+
+    def lane() -> None:
+        while (run := admission.take()) is not None:
+            admission._log(f"start {run['name']} (in flight: {', '.join(admission.in_flight)})")
+            try:
+                rec = run_side_by_side(run, root / run["name"], campaign.get("env", {}), sampler)
+                admission._log(f"{rec['status']} {run['name']} {rec['wall_s']} s peak {rec['peak_used_mib']} MiB "
+                               f"(device {rec['device_peak_mib']}) steps {rec['steps_done']} | {rec['oom_line'] or ''}")
+            except Exception as exc:  # a broken run must not end the lane
+                admission._log(f"crash {run['name']}: {exc!r}")
+            finally:
+                admission.done(run["name"])
+
+    threads = [threading.Thread(target=lane, daemon=True) for _ in range(lanes)]
+    for i, t in enumerate(threads):
+        t.start()
+        time.sleep(5 if i < lanes - 1 else 0)  # staggered: imports and Ray starts compete for the CPUs
+    for t in threads:
+        t.join()
+    sampler.stop()
+
+
 def main(argv: list[str]) -> int:
     campaign, root = json.loads(Path(argv[1]).read_text()), Path(argv[2])
     deadline = float(argv[argv.index("--deadline") + 1]) if "--deadline" in argv else float("inf")
     root.mkdir(parents=True, exist_ok=True)
     progress = root / "progress.txt"
+    lanes = int(argv[argv.index("--lanes") + 1]) if "--lanes" in argv else 1
+    if lanes > 1:
+        side_by_side(campaign, root, deadline, lanes)
+        with progress.open("a") as f:
+            f.write(f"{time.strftime('%H:%M:%S')} campaign done\n")
+        return 0
     for run in campaign["runs"]:
         if (root / run["name"] / "record.json").exists():
             continue

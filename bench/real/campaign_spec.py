@@ -139,8 +139,104 @@ def preflight(python: str, spec: list[dict]) -> bool:
     return ok
 
 
+# Side by side (campaign.py --lanes N): small gpu_memory_utilization values so that several runs share the GPU,
+# vLLM's KV cache pinned to the estimate's own KV term (beside other runs vLLM would size it from their memory too),
+# the generations dumped (trainer.rollout_data_dir: real samples for the Run step's Samples tab), no Ray dashboard
+# (one per run would fight for its port). A run reserves the estimate's peak + 12 % + 1 GiB.
+MODELS = Path(__file__).resolve().parents[1] / "data" / "verl_real"
+MODEL_JSON = {"0.5b": "launch-smoke-0.5b-fsdp1-u0.4", "1.5b": "grpo-1.5b-fsdp2-u0.5", "3b": "grpo-3b-fsdp2-u0.75-eager"}
+
+
+def estimate(args: list[str], size: str) -> tuple[int, int]:
+    """(peak bytes, rollout KV bytes) of the estimate for these overrides on one H200 (what bench_memory_real.py
+    compares with), without flash-attn."""
+    sys.path.insert(0, str(Path(__file__).resolve().parents[2]))
+    sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+    from bench_memory_real import h200
+    from wizard.adapters.resources import load_moves, load_schema
+    from wizard.core.memory.config import FLASH_ATTN
+    from wizard.core.memory.estimate import estimate_memory
+    from wizard.core.memory.report import memory_plan
+    from wizard.core.models.facts import facts_from_hf_config
+
+    facts = facts_from_hf_config(json.loads((MODELS / MODEL_JSON[size] / "model.json").read_text()), name=size,
+                                 source="config")
+    models = {"actor": facts, "ref": facts, "critic": facts}
+    cluster = h200(143771)
+    mp = memory_plan(load_schema(), args, moves=load_moves(), models=models, cluster=cluster)
+    report, _ = estimate_memory({**mp.values, FLASH_ATTN: False}, models, cluster)
+    return report.groups[0].peak.total, report.kv["rollout"].kv_bytes
+
+
+SIDE = ["+ray_kwargs.ray_init.include_dashboard=false", "+ray_kwargs.ray_init.object_store_memory=4000000000"]
+
+
+def paired(name: str, args: list[str], size: str, expect_s: int = 330, timeout_s: int = 560) -> dict:
+    args = [*args, *SIDE, f"trainer.rollout_data_dir=/tmp/out/{name}/rollout"]
+    peak, kv = estimate(args, size)
+    args.append(f"+{R}.engine_kwargs.vllm.kv_cache_memory_bytes={kv}")
+    run = verl(name, args, expect_s=expect_s, timeout_s=timeout_s)
+    run["reserve_mib"] = int((peak * 1.12 + 2**30) / 2**20)
+    return run
+
+
+def side_runs() -> list[dict]:
+    def g(size, util, strategy="fsdp2", *changes, eager=True):
+        return replace(base(size, util, strategy=strategy, eager=eager), *changes)
+
+    lora = (f"{M}.lora_rank=32", f"{M}.lora_alpha=32", f"{M}.target_modules=all-linear", f"{A}.optim.lr=1e-5")
+    lora64 = (f"{M}.lora_rank=64", f"{M}.lora_alpha=32", f"{M}.target_modules=all-linear", f"{A}.optim.lr=1e-5")
+    offload = (f"{AF}.param_offload=true", f"{AF}.optimizer_offload=true")
+
+    def critic(size, util, strategy):
+        return g(size, util, strategy, "algorithm.adv_estimator=gae", f"{A}.use_kl_loss=false",
+                 f"critic.model.path={ROOT}/q{size}", f"critic.strategy={strategy}", "critic.optim.lr=1e-5",
+                 "critic.ppo_micro_batch_size_per_gpu=8", "+critic.model.override_config.attn_implementation=sdpa")
+
+    legacy = replace(drop(g("1.5b", 0.1), f"{A}.ppo_micro_batch_size_per_gpu", f"{R}.log_prob_micro_batch_size_per_gpu",
+                          "actor_rollout_ref.ref.log_prob_micro_batch_size_per_gpu"),
+                     f"{AF}.offload_policy=true", f"{A}.ppo_micro_batch_size=8", f"{R}.log_prob_micro_batch_size=16",
+                     "actor_rollout_ref.ref.log_prob_micro_batch_size=16")
+    plan = [
+        ("grpo-0.5b-fsdp2-u0.06", g("0.5b", 0.06), "0.5b"),
+        ("grpo-1.5b-lora64-fsdp2-u0.1", g("1.5b", 0.1, "fsdp2", *lora64), "1.5b"),
+        ("ppo-0.5b-critic-fsdp1-u0.06", critic("0.5b", 0.06, "fsdp"), "0.5b"),
+        ("grpo-0.5b-fsdp1-offload-u0.06", g("0.5b", 0.06, "fsdp", *offload), "0.5b"),
+        ("grpo-1.5b-fsdp1-offload-u0.1", g("1.5b", 0.1, "fsdp", *offload), "1.5b"),
+        ("grpo-0.5b-lora32-fsdp2-u0.06", g("0.5b", 0.06, "fsdp2", *lora), "0.5b"),
+        ("grpo-0.5b-fsdp1-u0.06", g("0.5b", 0.06, "fsdp"), "0.5b"),
+        ("grpo-3b-lora64-fsdp2-u0.1", g("3b", 0.1, "fsdp2", *lora64), "3b"),
+        ("grpo-0.5b-fsdp2-offload-u0.06", g("0.5b", 0.06, "fsdp2", *offload), "0.5b"),
+        ("grpo-1.5b-fsdp2-policy-legacy-micro-u0.1", legacy, "1.5b"),
+        ("ppo-0.5b-critic-fsdp2-u0.06", critic("0.5b", 0.06, "fsdp2"), "0.5b"),
+        ("grpo-0.5b-fsdp2-policy-u0.06", g("0.5b", 0.06, "fsdp2", f"{AF}.offload_policy=true"), "0.5b"),
+        ("grpo-1.5b-nogc-micro4-u0.1", g("1.5b", 0.1, "fsdp2", f"{M}.enable_gradient_checkpointing=false",
+                                          f"{A}.ppo_micro_batch_size_per_gpu=4"), "1.5b"),
+        ("grpo-0.5b-lora32-fsdp1-u0.06", g("0.5b", 0.06, "fsdp", *lora), "0.5b"),
+        ("grpo-0.5b-nokl-fsdp2-u0.06", g("0.5b", 0.06, "fsdp2", f"{A}.use_kl_loss=false"), "0.5b"),
+        ("grpo-3b-fsdp2-optoffload-u0.1", g("3b", 0.1, "fsdp2", f"{AF}.optimizer_offload=true"), "3b"),
+        ("ppo-1.5b-critic-fsdp2-u0.1", critic("1.5b", 0.1, "fsdp2"), "1.5b"),
+        ("grpo-0.5b-nogc-micro8-u0.06", g("0.5b", 0.06, "fsdp2", f"{M}.enable_gradient_checkpointing=false"), "0.5b"),
+        ("grpo-1.5b-fsdp1-u0.1", g("1.5b", 0.1, "fsdp"), "1.5b"),
+        ("grpo-3b-fsdp1-offload-u0.1", g("3b", 0.1, "fsdp", *offload), "3b"),
+        ("grpo-0.5b-fsdp2-u0.25-graphs", g("0.5b", 0.25, eager=False), "0.5b"),
+    ]
+    out = [paired(name, args, size) for name, args, size in plan]
+    kv = next(w for w in out[0]["args"] if "kv_cache_memory_bytes=" in w).split("=", 1)[1]
+    # the project's own smoke run (it dumps its generations itself): a real run folder for the Run step's tabs
+    smoke = {"name": "launch-smoke-0.5b-u0.06-dumps", "kind": "launch", "steps": STEPS, "expect_s": 330,
+             "timeout_s": 560, "needs": f"{ROOT}/q0.5b/DONE", "reserve_mib": 30 * 1024,
+             "args": ["--preset", "grpo-1gpu-smoke", "--steps", str(STEPS), "--val", "none",
+                      *(x for k in [f"{M}.path={ROOT}/q0.5b", f"data.train_files={ROOT}/data/train.parquet",
+                                    f"data.val_files={ROOT}/data/test.parquet", f"{R}.agent.num_workers=2",
+                                    "reward.num_workers=2", "data.dataloader_num_workers=2",
+                                    f"{R}.gpu_memory_utilization=0.06", f"+{R}.engine_kwargs.vllm.kv_cache_memory_bytes={kv}",
+                                    *SIDE] for x in ("--set", k))]}
+    return [out[0], smoke, *out[1:]]
+
+
 def main(argv: list[str]) -> int:
-    spec = runs()
+    spec = side_runs() if "--side-by-side" in argv else runs()
     if "--preflight" in argv and not preflight(argv[argv.index("--preflight") + 1], spec):
         return 1
     Path(argv[1]).write_text(json.dumps({"env": ENV, "runs": spec}, indent=1))
