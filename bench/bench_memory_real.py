@@ -8,7 +8,10 @@ config.json, one H200 of the run's NVML total), with ``wizard.flash_attn`` off: 
 Measured is NVML's used memory of the whole GPU (what the estimate's phase totals count, the driver's reserve
 included). A phase of the first step has no AdamW moments yet (PyTorch creates them at the first optimizer step):
 its prediction leaves them out. A verdict is right when "fits" / "tight" / "fits while short" met a run that
-trained its steps, and "does not fit" met one that ran out of memory. Phases measured only end to end (the fixture:
+trained its steps, and "does not fit" met one that ran out of memory; a run that stopped for another reason is not
+judged. Runs measured side by side (campaign.py --lanes, ``"concurrent"`` in their record) count the driver's
+reserve and their own processes only, with vLLM's KV cache pinned to the estimate's KV term (so their engine rows
+check the estimate's terms beside the KV cache, not vLLM's own sizing). Phases measured only end to end (the fixture:
 nvidia-smi, no phase marks) are held to +-15 %, the others to +-10 %.
 """
 
@@ -104,7 +107,8 @@ def rows_for(run: Run) -> tuple[list[dict], dict]:
     if not run.phases:  # measured end to end only
         m = type("M", (), {"peak_mib": overall_peak_mib(run), "step": 2, "complete": True})()
         rows = [_row(run, "peak (end to end)", m, report.groups[0].peak.total, 0.15)]
-    right = (verdict.word == DOES_NOT_FIT) == (run.outcome == "oom") if verdict.word else None
+    # a run that stopped for another reason (a config error, a crash of its own) says nothing of the verdict
+    right = (verdict.word == DOES_NOT_FIT) == (run.outcome == "oom") if verdict.word and run.outcome in ("ok", "oom") else None
     return rows, {"run": run.name, "outcome": run.outcome, "verdict": verdict.text(), "cause": verdict.cause,
                   "right": right}
 

@@ -105,18 +105,27 @@ class _Trainer:
         bm = cfg.actor_dtype_bytes
         self.params, self.grads, self.adam = bm * self.P / self.N, bm * self.Pt / self.N, 2 * bm * self.Pt / self.N
         self.on_cpu = cfg.actor_offload_policy  # FSDP2 CPUOffloadPolicy: states stay on CPU even in the update
+        # FSDP1 on one GPU (NO_SHARD) with param_offload: verl 0.9.1's offload leaves the params where they are at
+        # init, and the weight sync loads them back without putting them away until the update. verl H200
+        # (phase marks): "After offload model to cpu" still holds the actor's 1.91 GiB (Qwen2.5-0.5B fp32), and
+        # old_log_prob loads a second copy on top (NVML: +1.6 GiB for 0.5B, +6.7 GiB for 1.5B beside 5.75 GiB).
+        self.offload_stays = cfg.strategy == "fsdp" and self.N == 1 and cfg.actor_param_offload and not self.on_cpu
         if critic is not None:
             bc, Nc, Pc = cfg.critic_dtype_bytes, cfg.critic_shards, mt.critic_params(critic)
             self.c_params, self.c_adam = bc * Pc / Nc, 2 * bc * Pc / Nc
         else:
             self.c_params = self.c_adam = 0.0
 
-    def resident(self, *, params_loaded: bool = False, adam: bool = True) -> list[Term]:
+    def resident(self, *, params_loaded: bool = False, adam: bool = True, put_away: bool = False) -> list[Term]:
         """What stays on the GPU between calls (after the first step created AdamW's moments)."""
         cfg, out = self.cfg, []
         shard = f"{cfg.actor_dtype} x {self.P / 1e9:.2f}B params / {self.N} shards"
-        if not self.on_cpu and (params_loaded or not cfg.actor_param_offload):
-            note = "loaded back for this call (param_offload moves it to CPU between calls)" if cfg.actor_param_offload else ""
+        stays = self.offload_stays and not put_away  # old_log_prob's offload at its end does put them away
+        if not self.on_cpu and (params_loaded or not cfg.actor_param_offload or stays):
+            note = ("FSDP1 on one GPU: param_offload leaves them on the GPU from the start and from each weight sync "
+                    "until the update" if self.offload_stays and not params_loaded else
+                    "loaded back for this call (param_offload moves it to CPU between calls)" if cfg.actor_param_offload
+                    else "")
             out.append(_t("actor_params", f"actor params ({shard})", self.params, note))
         if adam and not self.on_cpu and not cfg.actor_optimizer_offload and self.adam:
             out.append(_t("actor_adam", "actor AdamW moments (2 per trainable param)", self.adam))
@@ -141,10 +150,13 @@ class _Trainer:
                                         "the first reference pass)", self.params))
         return out
 
-    def forward(self, tokens: float, entropy_mode: str, load_params: bool) -> list[Term]:
+    def forward(self, tokens: float, entropy_mode: str, load_params: bool, put_away: bool = False) -> list[Term]:
         """A forward-only pass of the actor (old log-prob) or the reference model (params streamed from CPU)."""
         f, c = self.f, self.c
-        out = self.resident(params_loaded=load_params)
+        out = self.resident(params_loaded=load_params, put_away=put_away)
+        if load_params and self.offload_stays:
+            out.append(_t("actor_params_copy", "actor params loaded again beside the copy the sync left (FSDP1 on one "
+                                                "GPU with param_offload)", self.params))
         out.append(_t("fsdp_gather", "FSDP working set: gathered bf16 layers + lm_head",
                       c.layer_copies_forward * 2 * f.layer_params + c.vocab_copies_forward * mt.vocab_matrix(f)))
         logits = [_t("logits", f"logits ({_tok(tokens)} x vocab {f.vocab_size})",
@@ -195,7 +207,20 @@ class _Trainer:
         if not self.cfg.flash_attn:
             rest = rest + [_t("allocator", "allocator: the backward's blocks still cached at the peak",
                               self.c.update_cache_fraction * b)]
+            if self.critic is not None:
+                # the critic's update ran just before in the same process: its blocks stay cached (verl H200, PPO
+                # on one GPU: the actor update held 3.8-5.7 GiB more than GRPO's for Qwen2.5-0.5B)
+                held = sum(t.bytes for t in self.critic_update() if t.key in ("fsdp_gather", "activations"))
+                rest.append(_t("allocator_critic", "allocator: the critic update's blocks still cached (same process)",
+                               held))
         return states + worse + rest
+
+    def update_cache(self) -> int:
+        """What the actor's update leaves in the caching allocator (0 where it is not measured: flash-attn)."""
+        if self.cfg.flash_attn:
+            return 0
+        _, backward, _, _ = self.update_parts()
+        return int(self.c.update_cache_fraction * sum(t.bytes for t in backward))
 
     def critic_update(self) -> list[Term]:
         cfg, f, c = self.cfg, self.critic, self.c
@@ -211,6 +236,10 @@ class _Trainer:
                    c.layer_copies_update * 2 * f.layer_params + c.vocab_copies_update * mt.vocab_matrix(f) / 2),
                 _t("activations", f"critic activations ({_tok(T)}, dynamic batch)", acts, how)]
         rest = [t for t in self.resident(adam=True) if not t.key.startswith("critic_")]
+        if cache := self.update_cache():
+            # the previous step's actor update left its blocks cached in the same process (verl H200, PPO on one
+            # GPU: +2.6-4.2 GiB over the critic's own working set for Qwen2.5-0.5B)
+            rest.append(_t("allocator", "allocator: the actor update's blocks still cached (same process)", cache))
         return out + rest
 
 
@@ -275,7 +304,8 @@ def _training_phases(cfg: MemoryConfig, tr: _Trainer, roles: list[str], capacity
     phases.append(Phase(name="old_log_prob", terms=_slack(
         tr.forward(cfg.logprob_tokens, cfg.entropy_mode, cfg.actor_param_offload), f, c) + asleep))
     if cfg.ref_separate:
-        phases.append(Phase(name="ref_log_prob", terms=_slack(tr.forward(cfg.ref_tokens, "none", False), f, c) + asleep))
+        phases.append(Phase(name="ref_log_prob", terms=_slack(tr.forward(cfg.ref_tokens, "none", False, put_away=True), f, c)
+                                                          + asleep))
     phases.append(Phase(name="actor_update", terms=_slack(tr.update(), f, c) + asleep))
     if tr.critic is not None:
         phases.append(Phase(name="critic_update", terms=_slack(tr.critic_update(), tr.critic, c) + asleep))
