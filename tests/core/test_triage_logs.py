@@ -96,3 +96,25 @@ def test_an_unknown_root_is_quoted_with_where_and_how_often():
     f = triage(lines, exit_code=1)[0]
     assert f.rule == "triage.unknown" and "KeyError: 'reward_model' (2 times in 2 processes (WorkerDict)" in f.message
     assert "It explains the error the run stopped with: ActorDiedError" in f.message
+
+
+def test_vllm_refusing_to_start_names_the_free_memory_and_a_utilization_that_fits():
+    root = triage(log("vllm-free-memory-at-start"), exit_code=1)[0]
+    assert root.rule == "triage.vllm_free_memory_at_start"
+    assert "132.13 of 139.8 GiB were free on cuda:0" in root.message and "asks for 132.81 GiB" in root.message
+    assert root.fix_overrides == ["actor_rollout_ref.rollout.gpu_memory_utilization=0.93"]
+    assert "Engine core initialization failed" in root.message  # what the run stopped with, named after the cause
+
+
+def test_vllm_sleep_beside_another_process_says_the_gpu_was_shared():
+    root = triage(log("vllm-sleep-beside-another-run"), exit_code=1)[0]
+    assert root.rule == "triage.vllm_sleep_shared_gpu"
+    assert "another process allocated memory on the same GPU" in root.message
+    assert "verl-wizard detect" in root.fix
+
+
+def test_a_bare_worker_assertion_on_an_unset_per_gpu_micro_batch_names_the_key():
+    root = triage(log("legacy-micro-batch"), exit_code=1)[0]
+    assert root.rule == "triage.micro_batch_unset"
+    assert root.keys[0] == "actor_rollout_ref.rollout.log_prob_micro_batch_size_per_gpu"
+    assert "drop actor_rollout_ref.rollout.log_prob_micro_batch_size" in root.fix

@@ -261,6 +261,42 @@ def _zero_division(m: re.Match, ctx: TriageContext, i: int) -> Finding:
               [f"data.train_batch_size={size}"] if size else [])
 
 
+def _free_at_start(m: re.Match, ctx: TriageContext, i: int) -> Finding:
+    device, free, total, util, want = m.group(1), float(m.group(2)), float(m.group(3)), float(m.group(4)), float(m.group(5))
+    fit = max(0.05, int(100 * (free - 1.0) / total) / 100)  # a GiB of margin, rounded down to a percent
+    return _f("triage.vllm_free_memory_at_start",
+              f"vLLM refused to start: {free:g} of {total:g} GiB were free on {device} when it started, and "
+              f"gpu_memory_utilization={util:g} asks for {want:g} GiB. The other {total - free:.2f} GiB are held by "
+              "what started before it on that GPU: the trainer's models (verl loads them first) or another process.",
+              f"Lower {RO}.gpu_memory_utilization to {fit:g} or less (verl-wizard plan shows what the trainer holds at "
+              "load), or free the GPU of other processes (verl-wizard detect lists them)",
+              [f"{RO}.gpu_memory_utilization"], [f"{RO}.gpu_memory_utilization={fit:g}"])
+
+
+def _sleep_shared(m: re.Match, ctx: TriageContext, i: int) -> Finding:
+    return _f("triage.vllm_sleep_shared_gpu",
+              "vLLM's sleep (after generation, before training) found more GPU memory in use than before it released "
+              "its own ('Memory usage increased after sleeping'): another process allocated memory on the same GPU "
+              "meanwhile (another training run, a notebook, a second engine). vLLM measures the whole GPU, so a "
+              "colocated verl run cannot share its GPUs with other jobs.",
+              "Give the run GPUs of its own: verl-wizard detect lists the processes on each GPU; stop the others or "
+              "point CUDA_VISIBLE_DEVICES at free GPUs")
+
+
+_MICRO_SECTIONS = {"actor": "actor_rollout_ref.actor", "rollout": "actor_rollout_ref.rollout",
+                   "ref": "actor_rollout_ref.ref", "critic": "critic"}
+
+
+def _micro_unset(m: re.Match, ctx: TriageContext, i: int) -> Finding:
+    section = _MICRO_SECTIONS.get(m.group(1) or "critic", m.group(1) or "critic")
+    key = f"{section}.{m.group(2)}"
+    legacy = key.removesuffix("_per_gpu")
+    return _f("triage.micro_batch_unset",
+              f"{key} is not set, and verl 0.9.1's worker asserts it at startup (the deprecated global "
+              f"{legacy.rsplit('.', 1)[1]} passes the pre-flight but the worker no longer reads it).",
+              f"Set {key} (a per-GPU count) and drop {legacy}", [key, legacy])
+
+
 _U = r"(?:GiB|MiB|KiB|GB|MB)"
 RULES: tuple[TriageRule, ...] = (
     TriageRule("triage.vllm_wake_oom", re.compile(r"cuda error: out of memory at \S*cumem_allocator\S*", re.I),
@@ -271,6 +307,14 @@ RULES: tuple[TriageRule, ...] = (
         r"(?P<free>[\d.]+) (?P<freeunit>" + _U + r") is free)?"), _cuda_oom, "out of memory"),
     TriageRule("triage.vllm_no_cache_memory", re.compile(r"No available memory for the cache blocks"), _no_kv_memory,
                "cache blocks"),
+    TriageRule("triage.vllm_free_memory_at_start", re.compile(
+        r"Free memory on device (\S+) \(([\d.]+)/([\d.]+) GiB\) on startup is less than desired GPU memory "
+        r"utilization \(([\d.]+), ([\d.]+) GiB\)"), _free_at_start, "on startup is less than desired"),
+    TriageRule("triage.vllm_sleep_shared_gpu", re.compile(r"Memory usage increased after sleeping"), _sleep_shared,
+               "increased after sleeping"),
+    TriageRule("triage.micro_batch_unset", re.compile(
+        r"assert self\.config\.(?:(actor|rollout|ref)\.)?(\w*micro_batch_size_per_gpu) is not None"), _micro_unset,
+        "micro_batch_size_per_gpu is not None"),
     TriageRule("triage.gpus_short", re.compile(r"Total available GPUs (\d+) is less than total desired GPUs (\d+)"),
                _gpus_short, "Total available GPUs"),
     TriageRule("triage.missing_module", re.compile(r"ModuleNotFoundError: No module named '([\w.]+)'"),
