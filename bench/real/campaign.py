@@ -57,16 +57,17 @@ def command(run: dict, out: Path) -> list[str]:
     raise ValueError(run["kind"])
 
 
-def run_one(run: dict, out: Path, env: dict) -> dict:
+def _prepare(run: dict, out: Path, env: dict, **extra: str) -> dict:
+    """The run's folder and spec, and the environment it runs with."""
     out.mkdir(parents=True, exist_ok=True)
     (out / "spec.json").write_text(json.dumps(run, indent=1))
-    env = {**os.environ, **env, "VERL_PHASE_LOG": str(out / "phases.jsonl"),
-           "VERL_FILE_LOGGER_PATH": str(out / "metrics.jsonl")}
-    sampler = Sampler(out / "samples.jsonl")
-    sampler.start()
-    time.sleep(0.5)
-    t0 = time.time()
-    status = None
+    return {**os.environ, **env, **extra, "VERL_PHASE_LOG": str(out / "phases.jsonl"),
+            "VERL_FILE_LOGGER_PATH": str(out / "metrics.jsonl")}
+
+
+def _launch(run: dict, out: Path, env: dict) -> tuple[int | None, str | None, float]:
+    """Run it to its end or its time limit: (exit code, "timeout" or None, wall seconds)."""
+    t0, status = time.time(), None
     with (out / "run.log").open("wb") as log:
         # cwd: the run's folder, so that `python -m wizard` imports the wizard on PYTHONPATH, not a checkout's
         proc = subprocess.Popen(command(run, out), stdout=log, stderr=subprocess.STDOUT, env=env, cwd=str(out),
@@ -76,7 +77,15 @@ def run_one(run: dict, out: Path, env: dict) -> dict:
         except subprocess.TimeoutExpired:
             rc, status = None, "timeout"
         _kill_group(proc.pid)  # what the run left in its process group (Ray's services among them)
-    wall = time.time() - t0
+    return rc, status, time.time() - t0
+
+
+def run_one(run: dict, out: Path, env: dict) -> dict:
+    env = _prepare(run, out, env)
+    sampler = Sampler(out / "samples.jsonl")
+    sampler.start()
+    time.sleep(0.5)
+    rc, status, wall = _launch(run, out, env)
     _cleanup(env)
     time.sleep(1.0)
     sampler.stop()
@@ -292,22 +301,10 @@ def _end_run(name: str, sampler: SharedSampler) -> None:
 
 
 def run_side_by_side(run: dict, out: Path, env: dict, sampler: SharedSampler) -> dict:
-    out.mkdir(parents=True, exist_ok=True)
-    (out / "spec.json").write_text(json.dumps(run, indent=1))
-    env = {**os.environ, **env, MARK: run["name"], "VERL_PHASE_LOG": str(out / "phases.jsonl"),
-           "VERL_FILE_LOGGER_PATH": str(out / "metrics.jsonl")}
+    env = _prepare(run, out, env, **{MARK: run["name"]})
     share = sampler.register(run["name"], out)
     time.sleep(0.5)
-    t0, status = time.time(), None
-    with (out / "run.log").open("wb") as log:
-        proc = subprocess.Popen(command(run, out), stdout=log, stderr=subprocess.STDOUT, env=env, cwd=str(out),
-                                start_new_session=True)
-        try:
-            rc = proc.wait(timeout=run.get("timeout_s", 420))
-        except subprocess.TimeoutExpired:
-            rc, status = None, "timeout"
-        _kill_group(proc.pid)
-    wall = time.time() - t0
+    rc, status, wall = _launch(run, out, env)
     _end_run(run["name"], sampler)
     time.sleep(1.0)
     sampler.unregister(run["name"])

@@ -90,6 +90,25 @@ def test_convert_preview_then_write(tmp_path):
     assert run("check", out, "--batch-size", 5).returncode == 0
 
 
+def test_a_datasets_control_characters_are_shown_not_written_raw(tmp_path):
+    hostile = "\x1b[2J\x1b]0;pwned\x07 \x9b31m"  # ESC sequences, a bell, an 8-bit CSI
+    rows = verl_rows(2)
+    rows[0]["prompt"][0]["content"] += hostile
+    rows[0]["data_source"] = "gsm8k\x1b[31m"
+    src = write_jsonl(tmp_path / "t.jsonl", rows)
+    qa = write_jsonl(tmp_path / "qa.jsonl", [{"question": "What is 1+1?" + hostile, "answer": 2}])
+    outputs = [run("preview", src).stdout, run("check", src).stdout,
+               run("convert", qa, "--out", tmp_path / "o.parquet", "--question", "question", "--answer", "answer",
+                   "--preview").stdout,
+               run("convert", qa, "--out", tmp_path / "o.parquet", "--question", "question", "--answer", "answer",
+                   "--format", "json").stdout]
+    assert "\\u001b[2J\\u001b]0;pwn..." in outputs[0] and "What is 1+1?\\x1b[2J\\x1b]0;pwned\\x07" in outputs[2]
+    assert "  gsm8k␛[31m " in outputs[1] and "data_source 'gsm8k␛[31m'" in outputs[1]  # its table and its finding
+    assert json.loads(outputs[3])["preview"][0]["prompt"][0]["content"] == "What is 1+1?" + hostile
+    for out in outputs:
+        assert not any(c in out for c in "\x1b\x07\x9b"), out
+
+
 @pytest.mark.skipif(not has_verl(), reason="needs verl 0.9.1 (make test installs it)")
 def test_reward_with_verls_gsm8k_scorer(tmp_path):
     rows = verl_rows(3)

@@ -83,23 +83,26 @@ def redacted_output():
 
 
 def print_findings(findings, header: str, out=None) -> None:
+    """Findings by stage (or by a script's line); a message quoting a file or a model (a data_source, a path) has
+    its control characters shown, never written raw."""
     from wizard.core.findings import STAGE_ORDER, STAGE_TITLES, Severity, sort_findings
+    from wizard.core.visible import visible
 
     icon = {Severity.ERROR: "error", Severity.WARNING: "warning", Severity.INFO: "note"}
     out = out or sys.stdout
     counts = {s: sum(1 for f in findings if f.severity is s) for s in Severity}
     verdict = "FAIL" if counts[Severity.ERROR] else "OK"
     parts = [f"{counts[s]} {icon[s]}{'s' if counts[s] != 1 else ''}" for s in Severity if counts[s]]
-    print(f"{verdict}  {header}: " + (", ".join(parts) if parts else "no findings"), file=out)
+    print(f"{verdict}  {visible(header)}: " + (", ".join(parts) if parts else "no findings"), file=out)
     by_line = [f for f in findings if f.line is not None]
     rest = [f for f in findings if f.line is None]
     stages = sorted({f.stage for f in rest}, key=STAGE_ORDER.__getitem__)
     for stage in stages:
         print(f" {STAGE_TITLES[stage]}", file=out)
         for f in sort_findings([f for f in rest if f.stage is stage]):
-            print(f"  {icon[f.severity]:7} {f.rule}: {f.message}", file=out)
+            print(f"  {icon[f.severity]:7} {f.rule}: {visible(f.message, newline=None)}", file=out)
             if f.fix:
-                print(f"          fix: {f.fix}", file=out)
+                print(f"          fix: {visible(f.fix, newline=None)}", file=out)
     if by_line:
         _print_by_line(by_line, icon, out)
 
@@ -107,14 +110,15 @@ def print_findings(findings, header: str, out=None) -> None:
 def _print_by_line(findings, icon, out) -> None:
     """A script's findings under the line they are about (--format json keeps each one's data)."""
     from wizard.core.findings import sort_findings
+    from wizard.core.visible import visible
 
     print(" From the script, by line", file=out)
     for line in sorted({f.line for f in findings}):
         print(f"  line {line}", file=out)
         for f in sort_findings([f for f in findings if f.line == line]):
-            print(f"    {icon[f.severity]:7} {f.rule}: {f.message}", file=out)
+            print(f"    {icon[f.severity]:7} {f.rule}: {visible(f.message, newline=None)}", file=out)
             if f.fix:
-                print(f"            fix: {f.fix}", file=out)
+                print(f"            fix: {visible(f.fix, newline=None)}", file=out)
 
 
 def findings_text(findings, header: str) -> str:

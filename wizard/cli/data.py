@@ -10,6 +10,7 @@ import math
 
 from wizard.cli._common import EXIT_ERRORS, EXIT_OK, UsageError, print_findings
 from wizard.core.findings import has_errors, sort_findings
+from wizard.core.visible import json_visible, visible
 
 CELL = 70
 VERL_MAX_PROMPT_LENGTH = 512  # data.max_prompt_length's default in verl 0.9.1 (trainer/config/data/legacy_data.yaml)
@@ -84,7 +85,9 @@ def _no_subcommand(args) -> int:
 
 
 def _cell(value: object, width: int = CELL) -> str:
+    """A dataset's value on one line, its control characters shown, not obeyed by the terminal."""
     text = json.dumps(value, ensure_ascii=False, default=str) if not isinstance(value, str) else repr(value)
+    text = visible(text)
     return text if len(text) <= width else text[: width - 3] + "..."
 
 
@@ -111,7 +114,7 @@ def run_check(args) -> int:
     if report.data_sources:
         print(f"  {'data_source':32} {'rows':>8}  scorer")
         for line in report.data_sources:
-            print(f"  {line['data_source'][:32]:32} {line['rows']:>8}  {line['scorer'] or 'NONE (NotImplementedError)'}")
+            print(f"  {visible(str(line['data_source']))[:32]:32} {line['rows']:>8}  {line['scorer'] or 'NONE (NotImplementedError)'}")
     if report.prompt_tokens:
         t = report.prompt_tokens
         print(f"  prompt tokens (chat template, {t['count']} prompts): min {t['min']}, median {t['median']}, "
@@ -175,7 +178,7 @@ def run_convert(args) -> int:
     except (DatasetError, ConversionError) as exc:
         raise UsageError(str(exc)) from None
     if args.format == "json":
-        print(json.dumps(result, default=str, ensure_ascii=False))
+        print(json_visible(json.dumps(result, default=str, ensure_ascii=False)))
     else:
         for i, row in enumerate(rows):
             print(f"row {i} as verl will read it:")

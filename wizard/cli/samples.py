@@ -75,7 +75,11 @@ def _example_json(s, flags) -> dict:
 
 
 def _clip(text: str) -> str:
-    one = text.replace("\n", "⏎ ")
+    """One line, every control character shown (a response can hold ESC sequences: printed raw, they would
+    drive the terminal), at most CLIP characters of it."""
+    from wizard.core.visible import visible
+
+    one = visible(text)
     return one if len(one) <= CLIP else one[:CLIP] + f"… ({len(text):,} characters)"
 
 
@@ -92,8 +96,8 @@ def _print(record, inspected, examples, validation: bool) -> None:
         print(f"examples from step {last.step}:")
     for s, flags in examples:
         score = "no score" if s.score is None else f"score {s.score:g}"
-        truth = f", ground truth {s.ground_truth}" if s.ground_truth is not None else ""
-        print(f"  #{s.index} (prompt {s.group[:8]}, answer {s.answer}; {score}{truth})"
+        truth = f", ground truth {_clip(s.ground_truth)}" if s.ground_truth is not None else ""
+        print(f"  #{s.index} (prompt {_clip(s.group[:8])}, answer {s.answer}; {score}{truth})"
               + (f" [{', '.join(flags)}]" if flags else ""))
         print(f"    prompt:   {_clip(s.prompt)}")
         print(f"    response: {_clip(s.response) if s.response else '(empty)'}")

@@ -4,7 +4,8 @@ health alarms, samples, timing advice), the timing with the forecast, and the la
 Nothing secret leaves: the whole text goes through ``wizard.core.secrets.scrub`` at the end (values of the
 secret variables the caller passes as ``${NAME}``, values of secret-looking keys and known token shapes as
 ``<redacted>``), on top of the launch's own redaction of the log and the overrides written with secrets as
-references. Pure: a ``RunRecord`` and the facts the caller found in, text out.
+references. Then every control character (an escape sequence or a carriage return in a log line) is shown, not
+written raw (``wizard.core.visible``). Pure: a ``RunRecord`` and the facts the caller found in, text out.
 """
 
 from __future__ import annotations
@@ -18,6 +19,7 @@ from wizard.core.run.logfacts import outcome, versions_in_log
 from wizard.core.run.logparse import strip_ansi
 from wizard.core.run.record import RunRecord
 from wizard.core.secrets import scrub
+from wizard.core.visible import visible
 from wizard.core.run.timing.forecast import Forecast
 from wizard.core.run.timing.steps import TimingSummary, fmt_rate, fmt_s
 
@@ -139,7 +141,7 @@ def _timing(summary: TimingSummary, fc: Forecast | str) -> list[str]:
 
 
 def _log(record: RunRecord, n: int) -> list[str]:
-    tail = [strip_ansi(line) for line in record.log_tail[-n:]]
+    tail = [strip_ansi(line).expandtabs(8) for line in record.log_tail[-n:]]  # Ray's lines have tabs
     if not tail:
         return ["## Log", "", "No run.log in the folder."]
     return ["## Log", "", "<details>", f"<summary>run.log: the last {len(tail)} of {record.log_lines} lines</summary>",
@@ -168,7 +170,7 @@ def render_report(record: RunRecord, *, secrets: Mapping[str, str], environment:
     lines += _timing(summary, fc) + [""] + _log(record, log_lines)
     if record.problems:
         lines += ["", "Not read: " + "; ".join(record.problems[:10]) + "."]
-    return scrub("\n".join(lines) + "\n", secrets)
+    return visible(scrub("\n".join(lines) + "\n", secrets), newline=None)  # scrubbed first: a secret is matched raw
 
 
 __all__ = ["render_report", "environment_summary", "ENV_PACKAGES"]

@@ -7,6 +7,7 @@ over the rows and one model reset, so 10,000 responses stay interactive (bench/b
 
 from __future__ import annotations
 
+import html
 from collections.abc import Sequence
 from dataclasses import dataclass
 
@@ -15,9 +16,11 @@ from PySide6.QtGui import QColor
 
 from wizard.core.run.samples.checks import FLAG_HELP, InspectedStep
 from wizard.core.run.samples.dump import Sample, haystack, matches, sort_value, terms
+from wizard.core.visible import visible
 
 COLUMNS = ("Step", "#", "Prompt", "Response", "Score", "Ground truth", "Flags")
 SHOWN_CHARS = 160  # characters of a prompt or response in its cell (the detail pane shows all of it)
+TOOLTIP_CHARS = 1500
 FLAGGED = "any flag"
 FLAG_COLOUR = QColor("#a15c00")
 
@@ -34,8 +37,16 @@ def rows_of(steps: Sequence[InspectedStep]) -> list[Row]:
 
 
 def one_line(text: str, limit: int = SHOWN_CHARS) -> str:
-    flat = text[: limit + 1].replace("\r", "").replace("\n", " ⏎ ")
+    """A cell's text: line breaks as ⏎, every other control character shown (␛, ␇, \\x9b), not drawn as a box
+    or nothing."""
+    flat = visible(text[: limit + 1], newline=" ⏎ ")
     return flat if len(text) <= limit else flat[:limit] + "…"
+
+
+def tooltip(text: str) -> str:
+    """A model's text as a tooltip: escaped rich text, so a response that reads like HTML ("<b>", "&lt;") shows as
+    written, and a long one wraps instead of running off the screen."""
+    return f"<p>{html.escape(one_line(text, TOOLTIP_CHARS))}</p>"
 
 
 class SamplesModel(QAbstractTableModel):
@@ -74,7 +85,7 @@ class SamplesModel(QAbstractTableModel):
             if col == 6 and row.flags:
                 return "\n".join(f"{f}: {FLAG_HELP[f]}" for f in row.flags)
             if col in (2, 3, 5):
-                return one_line(self._full(row, col), 1500)
+                return tooltip(self._full(row, col))
         if role == Qt.ForegroundRole and col == 6 and row.flags:
             return FLAG_COLOUR
         if role == Qt.TextAlignmentRole and col in (0, 1, 4):
@@ -154,4 +165,4 @@ class SamplesModel(QAbstractTableModel):
         return self.rows[self.shown[view_row]] if 0 <= view_row < len(self.shown) else None
 
 
-__all__ = ["SamplesModel", "Row", "rows_of", "one_line", "COLUMNS", "FLAGGED"]
+__all__ = ["SamplesModel", "Row", "rows_of", "one_line", "tooltip", "COLUMNS", "FLAGGED"]

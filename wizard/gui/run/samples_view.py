@@ -31,6 +31,7 @@ from PySide6.QtWidgets import (
 from wizard.core.findings import Severity
 from wizard.core.run.samples.checks import FLAG_HELP, FLAGS, InspectedStep
 from wizard.core.run.samples.verdict import StepVerdict
+from wizard.core.visible import visible
 from wizard.gui.run.samples_model import FLAGGED, Row, SamplesModel, rows_of
 
 KINDS = ("training", "validation")
@@ -239,11 +240,11 @@ class SamplesView(QWidget):
         s = row.sample
         flags = "\n".join(f"  {f}: {FLAG_HELP[f]}" for f in row.flags) or "  none"
         extra = "".join(f"\n{k}: {v}" for k, v in s.extra.items())
-        self.detail.setPlainText(
+        self.detail.setPlainText(visible(  # line breaks and tabs kept, every other control character shown
             f"step {s.step}, response #{s.index} (prompt {s.group}, answer {s.answer})\n"
             f"score: {'none' if s.score is None else f'{s.score:g}'}   ground truth: {s.ground_truth}{extra}\n"
             f"flags:\n{flags}\n\n--- response ({len(s.response):,} characters) ---\n{s.response or '(empty)'}\n\n"
-            f"--- prompt ---\n{s.prompt}")
+            f"--- prompt ---\n{s.prompt}", newline=None, tabs=True))
 
     def select_row(self, view_row: int) -> None:
         self.table.selectRow(view_row)

@@ -19,6 +19,7 @@ from PySide6.QtWidgets import QLabel, QPlainTextEdit, QTableWidget, QTableWidget
 from wizard.core.findings import Finding, Severity
 from wizard.core.reward.bench import BenchSummary, Trial
 from wizard.core.reward.verdict import Verdict, fmt_score
+from wizard.core.visible import visible
 from wizard.gui.widgets.page import note
 
 LEVEL_COLOURS = {"good": "#2e7d32", "warning": "#ef6c00", "error": "#c62828", "none": "#c62828"}
@@ -52,7 +53,7 @@ def score_text(trial: Trial) -> str:
 
 
 def _one_line(text: str) -> str:
-    flat = text.replace("\n", "⏎ ")
+    flat = visible(text)  # line breaks as ⏎, other control characters shown
     return flat if len(flat) <= TEXT_CHARS else flat[: TEXT_CHARS - 1] + "…"
 
 
