@@ -2,7 +2,6 @@
 format added), exit codes 0/1/2, one-line errors, JSON."""
 
 import json
-import random
 import re
 import shutil
 from pathlib import Path
@@ -10,7 +9,7 @@ from pathlib import Path
 import pytest
 
 from tests.helpers.cli import run_cli
-from tests.helpers.rollout_dumps import group_rows, recorded_run_dumps, varied_step, write_dump
+from tests.helpers.rollout_dumps import HOSTILE, hostile_step, recorded_run_dumps, varied_step
 
 RUN = Path(__file__).resolve().parents[1] / "data" / "verl-run-h200"
 
@@ -153,26 +152,18 @@ def test_launch_records_the_run_and_ends_with_the_verdict_the_time_and_the_forec
 
 # --- what a model writes is shown, never obeyed by the terminal ----------------------------------------------
 
-HOSTILE = "\x1b[2J\x1b]0;pwned\x07"  # clear the screen, retitle the window, ring the bell
 RAW = re.compile("[\x00-\x09\x0b-\x1f\x7f-\x9f]")  # any C0 control but the line break, DEL, any C1 control
 
 
-def hostile_dumps(folder):
-    prompt = f"user\nwhat is 1 + 1 ?{HOSTILE}\nassistant\n"
-    outputs = [f"sure {HOSTILE} the answer is #### 2", "\x9b2J\rnothing here, #### 3", "#### 2\x00", "tab\tbed #### 4"]
-    write_dump(folder, 1, group_rows(random.Random(3), prompt, "2\x07", outputs, [1.0, 0.0, 1.0, 0.0]))
-    return folder
-
-
 def test_samples_shows_a_responses_escape_sequences_instead_of_writing_them(tmp_path):
-    dumps = hostile_dumps(tmp_path / "dumps")
-    r = run_cli("samples", dumps, "--show", "4")
-    assert r.returncode == 0 and r.stdout.count("    response: ") == 4
+    dumps = hostile_step(tmp_path / "dumps").parent
+    r = run_cli("samples", dumps, "--show", "5")
+    assert r.returncode == 0 and r.stdout.count("    response: ") == 5
     assert "\x1b" not in r.stdout and "\x07" not in r.stdout and not RAW.search(r.stdout)
     assert "response: sure ␛[2J␛]0;pwned␇ the answer is #### 2" in r.stdout
     assert "response: \\x9b2J␍nothing here, #### 3" in r.stdout and "response: tab␉bed #### 4" in r.stdout
     assert "prompt:   user⏎ what is 1 + 1 ?␛[2J␛]0;pwned␇⏎ assistant⏎ " in r.stdout and "ground truth 2␇" in r.stdout
-    out = run_cli("samples", dumps, "--show", "4", "--format", "json").stdout
+    out = run_cli("samples", dumps, "--show", "5", "--format", "json").stdout
     assert not RAW.search(out)
     assert {e["response"] for e in json.loads(out)["examples"]} >= {f"sure {HOSTILE} the answer is #### 2"}
 

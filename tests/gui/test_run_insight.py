@@ -124,6 +124,25 @@ def test_an_unreadable_folder_is_one_line(qtbot, panel, tmp_path):
     assert panel.status.text() == f"Could not read the run folder: {tmp_path / 'missing'}: no such folder"
 
 
+def test_a_responses_control_characters_are_shown_in_the_table_its_tooltip_and_the_detail(qtbot, panel, tmp_path):
+    from tests.helpers.rollout_dumps import hostile_step
+
+    opened(qtbot, panel, hostile_step(tmp_path / "run" / "rollout").parent.parent)
+    view, model = panel.insight.samples, panel.insight.samples.model
+    assert view.count.text() == "5 of 5 responses"
+    cells = [model.data(model.index(i, c)) for i in range(5) for c in range(7)]
+    assert "sure ␛[2J␛]0;pwned␇ the answer is #### 2" in cells and "\\x9b2J␍nothing here, #### 3" in cells
+    assert "user ⏎ what is 1 + 1 ?␛[2J␛]0;pwned␇ ⏎ assistant ⏎ " in cells and "2␇" in cells
+    tips = [model.data(model.index(i, 3), Qt.ToolTipRole) for i in range(5)]
+    assert "<p>&lt;b&gt;bold&lt;/b&gt; &amp;lt;i&amp;gt; #### 5</p>" in tips  # shown as written, not as bold
+    view.select_row(0)
+    detail = view.detail.toPlainText()
+    assert "--- response (40 characters) ---\nsure ␛[2J␛]0;pwned␇ the answer is #### 2" in detail
+    assert "ground truth: 2␇" in detail and "--- prompt ---\nuser\nwhat is 1 + 1 ?␛[2J␛]0;pwned␇\nassistant" in detail
+    for text in (*cells, *tips, detail):
+        assert not any(c in text for c in "\x00\x07\x1b\x9b\r"), repr(text)
+
+
 # --- a live run ---------------------------------------------------------------------------------------------
 
 LIVE = """

@@ -116,6 +116,21 @@ def varied_step(folder: Path, step: int = 1, seed: int = 1) -> Path:
     return write_dump(folder, step, rows)
 
 
+# --- a step whose text would drive a terminal ----------------------------------------------------------------
+
+HOSTILE = "\x1b[2J\x1b]0;pwned\x07"  # clear the screen, retitle the window, ring the bell
+HOSTILE_OUTPUTS = [f"sure {HOSTILE} the answer is #### 2", "\x9b2J\rnothing here, #### 3", "#### 2\x00",
+                   "tab\tbed #### 4", "<b>bold</b> &lt;i&gt; #### 5"]
+
+
+def hostile_step(folder: Path, step: int = 1) -> Path:
+    """One prompt with an escape sequence, its 5 responses with escape sequences, a C1 CSI, a carriage return, a
+    NUL, a tab and text that reads like HTML; the ground truth ends in a bell."""
+    prompt = f"user\nwhat is 1 + 1 ?{HOSTILE}\nassistant\n"
+    return write_dump(folder, step, group_rows(random.Random(3), prompt, "2\x07", HOSTILE_OUTPUTS,
+                                               [1.0, 0.0, 1.0, 0.0, 0.0]))
+
+
 def big_dumps(folder: Path, samples: int = 10_000, per_step: int = 1000, seed: int = 2) -> list[Path]:
     """``samples`` responses of GSM8K-like English (a few loops, empties, switches), ``per_step`` a step."""
     rng = random.Random(seed)
