@@ -1,7 +1,8 @@
 """The Run page's Samples and Time tabs, Open run folder… and Report, driven through real widgets: the recorded
-H200 run (tests/data/verl-run-h200, with generations in verl's dump format added), a live run whose stand-in
-target Python prints verl's lines and dumps generations where the smoke overrides say, and the Review step's
-forecast of a smoke run of the same plan. No timing is asserted."""
+H200 run (tests/data/verl-run-h200, with generations in verl's dump format added), the project's own smoke run
+with verl's own dumps (tests/data/verl-run-h200-dumps), a step whose text holds escape sequences, a live run
+whose stand-in target Python prints verl's lines and dumps generations where the smoke overrides say, and the
+Review step's forecast of a smoke run of the same plan. No timing is asserted."""
 
 import json
 import shlex
@@ -122,6 +123,63 @@ def test_an_unreadable_folder_is_one_line(qtbot, panel, tmp_path):
     with qtbot.waitSignal(panel.insight._reader.failed, timeout=30_000):
         panel.insight.open_folder(str(tmp_path / "missing"))
     assert panel.status.text() == f"Could not read the run folder: {tmp_path / 'missing'}: no such folder"
+
+
+# --- the project's own smoke run on the H200, with verl's own generation dumps ------------------------------
+
+REAL = Path(__file__).resolve().parents[1] / "data" / "verl-run-h200-dumps"
+RAW = "".join(chr(c) for c in (*range(0x0A), *range(0x0B, 0x20), *range(0x7F, 0xA0)))  # C0 but \n, DEL, C1
+
+
+@pytest.fixture
+def real_dir(tmp_path):
+    folder = tmp_path / "smoke"
+    shutil.copytree(REAL, folder)
+    return folder
+
+
+def test_the_real_runs_128_responses_are_listed_every_one_cut(qtbot, panel, real_dir):
+    opened(qtbot, panel, real_dir)
+    assert panel.status.text() == f"{real_dir}: 1,262 log lines, 2 timed step(s), 128 generated responses."
+    view, model = panel.insight.samples, panel.insight.samples.model
+    assert view.count.text() == "128 of 128 responses" and model.rowCount() == 128
+    flags = [model.data(model.index(i, 6)) for i in range(128)]
+    assert all(f.startswith("cut") and f.endswith("same score") for f in flags)
+    assert [line.split(": ", 1)[1] for line in view.verdict_lines()] == [
+        "64 responses to 16 prompts (4 each): 100 % of responses hit the 512-token limit; in all 16 groups every "
+        "response scored the same (0), so GRPO's advantage is 0 there" + tail
+        for tail in ("; 1 switches language; mean score 0", "; mean score 0")]
+    verdict = view.verdict.text()
+    assert "this step taught the policy nothing" in verdict and "64 of 64 responses (100 %) hit the 512-token" in verdict
+    view.flag.setCurrentIndex(view.flag.findData("cut"))
+    view.step.setCurrentIndex(view.step.findData(2))
+    assert view.count.text() == "64 of 128 responses"
+    view.select_row(0)
+    detail = view.detail.toPlainText()
+    assert detail.startswith("step 2, response #0 (prompt 16095184-") and "score: 0   ground truth: 38" in detail
+    assert "  cut: reached the length limit (data.max_response_length)" in detail
+    assert "--- response (2,926 characters) ---\nw␍#" in detail  # random bytes: a carriage return shown, not obeyed
+    cells = [model.data(model.index(i, c)) for i in range(64) for c in (2, 3)]
+    assert not any(ch in text for text in cells for ch in RAW)
+    assert not any(ch in detail for ch in RAW.replace("\t", ""))  # the detail keeps line breaks and tabs
+
+
+def test_the_time_tab_shows_the_real_runs_warm_up_apart(qtbot, panel, real_dir):
+    import pyqtgraph as pg
+
+    opened(qtbot, panel, real_dir)
+    timing = panel.insight.timing
+    assert [(s.step, round(s.total, 1), s.warmup) for s in timing.summary.steps] == [(1, 126.2, True),
+                                                                                     (2, 82.4, False)]
+    bars = timing.bars()
+    assert [round(v, 1) for v in bars["generation"]] == [12.1, 6.1] and [round(v, 1) for v in bars["other"]] == \
+        [26.4, 0.1]  # step 1's warm-up is mostly time outside verl's phases
+    labels = [i for i in timing.plot.getPlotItem().items if isinstance(i, pg.TextItem)]
+    assert [(label.toPlainText(), label.pos().x()) for label in labels] == [("warm-up", 1.0)]
+    text = timing.text.text()
+    assert "A steady step takes 82 s</b> (median of step 2)" in text
+    assert "Step 1 took 2 min 6 s, 1.5× the steady 82 s of step 2: warm-up" in text
+    assert "The full run: 4 steps (1 epoch × 4 steps of 16 prompts from 64 rows), about 11 min on 1 GPU" in text
 
 
 def test_a_responses_control_characters_are_shown_in_the_table_its_tooltip_and_the_detail(qtbot, panel, tmp_path):
