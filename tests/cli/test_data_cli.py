@@ -103,7 +103,7 @@ def test_a_datasets_control_characters_are_shown_not_written_raw(tmp_path):
                run("convert", qa, "--out", tmp_path / "o.parquet", "--question", "question", "--answer", "answer",
                    "--format", "json").stdout]
     assert "\\u001b[2J\\u001b]0;pwn..." in outputs[0] and "What is 1+1?\\x1b[2J\\x1b]0;pwned\\x07" in outputs[2]
-    assert "  gsm8k␛[31m " in outputs[1] and "data_source 'gsm8k␛[31m'" in outputs[1]  # its table and its finding
+    assert "  gsm8k\\x1b[31m " in outputs[1] and "data_source 'gsm8k\\x1b[31m'" in outputs[1]  # its table and its finding
     assert json.loads(outputs[3])["preview"][0]["prompt"][0]["content"] == "What is 1+1?" + hostile
     for out in outputs:
         assert not any(c in out for c in "\x1b\x07\x9b"), out

@@ -160,9 +160,9 @@ def test_samples_shows_a_responses_escape_sequences_instead_of_writing_them(tmp_
     r = run_cli("samples", dumps, "--show", "5")
     assert r.returncode == 0 and r.stdout.count("    response: ") == 5
     assert "\x1b" not in r.stdout and "\x07" not in r.stdout and not RAW.search(r.stdout)
-    assert "response: sure ␛[2J␛]0;pwned␇ the answer is #### 2" in r.stdout
-    assert "response: \\x9b2J␍nothing here, #### 3" in r.stdout and "response: tab␉bed #### 4" in r.stdout
-    assert "prompt:   user⏎ what is 1 + 1 ?␛[2J␛]0;pwned␇⏎ assistant⏎ " in r.stdout and "ground truth 2␇" in r.stdout
+    assert "response: sure \\x1b[2J\\x1b]0;pwned\\x07 the answer is #### 2" in r.stdout
+    assert "response: \\x9b2J\\rnothing here, #### 3" in r.stdout and "response: tab\\tbed #### 4" in r.stdout
+    assert "prompt:   user⏎ what is 1 + 1 ?\\x1b[2J\\x1b]0;pwned\\x07⏎ assistant⏎ " in r.stdout and "ground truth 2\\x07" in r.stdout
     out = run_cli("samples", dumps, "--show", "5", "--format", "json").stdout
     assert not RAW.search(out)
     assert {e["response"] for e in json.loads(out)["examples"]} >= {f"sure {HOSTILE} the answer is #### 2"}
@@ -173,5 +173,5 @@ def test_the_report_shows_a_logs_control_characters_instead_of_writing_them(run_
         fh.write(f"(TaskRunnerV1 pid=7) [response] {HOSTILE}\x9b31m red\tand\x00 more\r\n")
     text = run_cli("report", run_dir, "--out", "-").stdout
     line = next(x for x in text.splitlines() if "[response]" in x)  # the CSI sequence goes (as colour codes do)
-    assert line == "(TaskRunnerV1 pid=7) [response] ␛]0;pwned␇\\x9b31m red      and␀ more"  # the tab as spaces
+    assert line == "(TaskRunnerV1 pid=7) [response] \\x1b]0;pwned\\x07\\x9b31m red      and\\x00 more"  # the tab as spaces
     assert "\x1b" not in text and "\x07" not in text and not RAW.search(text)

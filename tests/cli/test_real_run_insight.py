@@ -35,7 +35,7 @@ def test_samples_shows_both_steps_every_response_cut_and_that_nothing_was_learne
     assert "warning samples.cut: Step 2: 64 of 64 responses (100 %) hit the 512-token limit" in r.stdout
     assert r.stdout.count("[cut, same score]") == 3 and r.stdout.count("    response: ") == 3
     assert "(2,9" in r.stdout.split("    response: ")[1]  # clipped: "… (2,926 characters)"
-    assert not RAW.search(r.stdout) and "␛" in r.stdout  # random bytes' ESC, BEL, NUL... shown, not written
+    assert not RAW.search(r.stdout) and "\\x1b" in r.stdout  # random bytes' ESC, BEL, NUL... shown, not written
 
 
 def test_samples_json_counts_what_verl_counted_and_filters_by_step_and_flag():

@@ -158,7 +158,7 @@ def test_the_real_runs_128_responses_are_listed_every_one_cut(qtbot, panel, real
     detail = view.detail.toPlainText()
     assert detail.startswith("step 2, response #0 (prompt 16095184-") and "score: 0   ground truth: 38" in detail
     assert "  cut: reached the length limit (data.max_response_length)" in detail
-    assert "--- response (2,926 characters) ---\nw␍#" in detail  # random bytes: a carriage return shown, not obeyed
+    assert "--- response (2,926 characters) ---\nw\\r#" in detail  # random bytes: a carriage return shown, not obeyed
     cells = [model.data(model.index(i, c)) for i in range(64) for c in (2, 3)]
     assert not any(ch in text for text in cells for ch in RAW)
     assert not any(ch in detail for ch in RAW.replace("\t", ""))  # the detail keeps line breaks and tabs
@@ -189,14 +189,14 @@ def test_a_responses_control_characters_are_shown_in_the_table_its_tooltip_and_t
     view, model = panel.insight.samples, panel.insight.samples.model
     assert view.count.text() == "5 of 5 responses"
     cells = [model.data(model.index(i, c)) for i in range(5) for c in range(7)]
-    assert "sure ␛[2J␛]0;pwned␇ the answer is #### 2" in cells and "\\x9b2J␍nothing here, #### 3" in cells
-    assert "user ⏎ what is 1 + 1 ?␛[2J␛]0;pwned␇ ⏎ assistant ⏎ " in cells and "2␇" in cells
+    assert "sure \\x1b[2J\\x1b]0;pwned\\x07 the answer is #### 2" in cells and "\\x9b2J\\rnothing here, #### 3" in cells
+    assert "user ⏎ what is 1 + 1 ?\\x1b[2J\\x1b]0;pwned\\x07 ⏎ assistant ⏎ " in cells and "2\\x07" in cells
     tips = [model.data(model.index(i, 3), Qt.ToolTipRole) for i in range(5)]
     assert "<p>&lt;b&gt;bold&lt;/b&gt; &amp;lt;i&amp;gt; #### 5</p>" in tips  # shown as written, not as bold
     view.select_row(0)
     detail = view.detail.toPlainText()
-    assert "--- response (40 characters) ---\nsure ␛[2J␛]0;pwned␇ the answer is #### 2" in detail
-    assert "ground truth: 2␇" in detail and "--- prompt ---\nuser\nwhat is 1 + 1 ?␛[2J␛]0;pwned␇\nassistant" in detail
+    assert "--- response (40 characters) ---\nsure \\x1b[2J\\x1b]0;pwned\\x07 the answer is #### 2" in detail
+    assert "ground truth: 2\\x07" in detail and "--- prompt ---\nuser\nwhat is 1 + 1 ?\\x1b[2J\\x1b]0;pwned\\x07\nassistant" in detail
     for text in (*cells, *tips, detail):
         assert not any(c in text for c in "\x00\x07\x1b\x9b\r"), repr(text)
 

@@ -3,10 +3,11 @@ Markdown and to show in a widget: its control characters are shown, never obeyed
 
 A random-weight model writes every byte there is (tests/data/verl-run-h200-dumps); any model can write an escape
 sequence that clears a terminal or retitles its window (``"\\x1b[2J\\x1b]0;pwned\\x07"``), a carriage return that
-overwrites what came before on the line, or a bidi override that reorders it. ``visible`` shows each C0 control
-as its Unicode control picture (ESC as ␛, BEL as ␇, NUL as ␀), DEL as ␡, and the C1 controls, the line and
-paragraph separators and the bidi controls as escapes (``\\x9b``, ``\\u202e``). The line break becomes the
-caller's marker (⏎ on one line) or stays. Pure.
+overwrites what came before on the line, or a bidi override that reorders it. ``visible`` writes each control
+character as Python writes it in a string literal: ESC as ``\\x1b``, BEL as ``\\x07``, a carriage return as
+``\\r``, a tab as ``\\t``, a C1 control as ``\\x9b``, a line separator or bidi control as ``\\u202e``. Plain ASCII,
+so every font shows it (Unicode's control pictures, ␛ ␇, are missing from common fonts such as DejaVu and show as
+empty boxes). The line break becomes the caller's marker (⏎ on one line) or stays. Pure.
 """
 
 from __future__ import annotations
@@ -16,9 +17,8 @@ from functools import lru_cache
 
 NEWLINE = "⏎ "  # a line break in text shown on one line
 _UNSAFE = re.compile("[\x00-\x1f\x7f-\x9f\u2028-\u202e\u2066-\u2069]")
-_BASE: dict[int, str] = {c: chr(0x2400 + c) for c in range(0x20)}  # ␀ … ␟
-_BASE[0x7F] = "\u2421"  # ␡
-_BASE.update({c: f"\\x{c:02x}" for c in range(0x80, 0xA0)})  # C1: no control pictures
+_BASE: dict[int, str] = {c: f"\\x{c:02x}" for c in (*range(0x20), *range(0x7F, 0xA0))}  # C0, DEL, C1
+_BASE.update({0x09: "\\t", 0x0D: "\\r"})
 _BASE.update({c: f"\\u{c:04x}" for c in (*range(0x2028, 0x202F), *range(0x2066, 0x206A))})
 
 

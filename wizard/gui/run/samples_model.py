@@ -37,7 +37,7 @@ def rows_of(steps: Sequence[InspectedStep]) -> list[Row]:
 
 
 def one_line(text: str, limit: int = SHOWN_CHARS) -> str:
-    """A cell's text: line breaks as ⏎, every other control character shown (␛, ␇, \\x9b), not drawn as a box
+    """A cell's text: line breaks as ⏎, every other control character written out (\\x1b, \\x9b), not drawn as a box
     or nothing."""
     flat = visible(text[: limit + 1], newline=" ⏎ ")
     return flat if len(text) <= limit else flat[:limit] + "…"
