@@ -112,6 +112,26 @@ def versus_verl(run_sh: str, runs: int = 9, verl_runs: int = 3) -> None:
     print(f"verl's own first error, same launch   {fmt(verl_samples)}: {said.strip()[:90]}")
     ratio = statistics.median(verl_samples) / statistics.median(samples)
     print(f"check is {ratio:.1f}x faster than verl's first error (medians, process start included)")
+    served = with_server(wizard, runs)
+    if served:
+        ratio = statistics.median(verl_samples) / statistics.median(served)
+        print(f"check with 'verl-wizard serve' running  {fmt(served)}: {ratio:.1f}x faster than verl's first error")
+
+
+def with_server(wizard: list[str], runs: int) -> list[float] | None:
+    """The same check answered by a resident checker (verl-wizard serve, in a socket folder of its own)."""
+    import os
+
+    folder = tempfile.mkdtemp(prefix="verl-wizard-bench-run-")
+    env = {**os.environ, "XDG_RUNTIME_DIR": folder}
+    serve = [sys.executable, "-m", "wizard", "serve"]
+    if subprocess.run([*serve, "--background", "--idle-minutes", "5"], env=env, capture_output=True).returncode:
+        print("check with 'verl-wizard serve': the server did not start")
+        return None
+    try:
+        return timed(lambda: subprocess.run(wizard, capture_output=True, env=env), runs)
+    finally:
+        subprocess.run([*serve, "--stop"], env=env, capture_output=True)
 
 
 if __name__ == "__main__":

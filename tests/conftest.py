@@ -13,6 +13,8 @@ _STATE = __import__("tempfile").mkdtemp(prefix="verl-wizard-test-state-")
 os.environ["XDG_STATE_HOME"] = _STATE
 # and the schema cache (adapters/schema_cache.py) out of the user's cache folder: one per test session
 os.environ["XDG_CACHE_HOME"] = __import__("tempfile").mkdtemp(prefix="verl-wizard-test-cache-")
+# and a resident checker (verl-wizard serve) of the user's out of the tests' checks: its socket folder is per session
+os.environ["XDG_RUNTIME_DIR"] = __import__("tempfile").mkdtemp(prefix="verl-wizard-test-run-")
 
 ROOT = Path(__file__).resolve().parents[1]
 SCRIPTS = ROOT / "tests" / "data" / "verl_scripts"

@@ -1,7 +1,7 @@
 """verl-wizard's command line: the same core as the GUI, no Qt.
 
 One module per sub-command (``check``, ``generate`` with ``presets``, ``plan``, ``detect``, ``doctor``,
-``data``, ``launch``, ``cluster``, and for a run's folder ``samples``, ``timing``, ``report``), each with ``add_parser(subparsers)`` that sets its ``handler``; what they
+``data``, ``launch``, ``cluster``, for a run's folder ``samples``, ``timing``, ``report``, and ``serve``, the resident checker), each with ``add_parser(subparsers)`` that sets its ``handler``; what they
 share is in ``_common``. A handler that takes overrides after ``--`` is marked ``takes_overrides`` and called
 ``handler(args, tail)``; the others ``handler(args)``.
 
@@ -23,7 +23,8 @@ from wizard.cli._common import EXIT_INTERNAL, EXIT_OK, EXIT_USAGE, Parser, Usage
 # starts without the others' imports (see bench/bench_check.py for what start-up costs).
 COMMANDS = (("check", ("check",)), ("generate", ("generate", "presets")), ("plan", ("plan",)),
             ("detect", ("detect",)), ("doctor", ("doctor",)), ("data", ("data",)), ("launch", ("launch",)),
-            ("cluster", ("cluster",)), ("samples", ("samples",)), ("timing", ("timing",)), ("report", ("report",)))
+            ("cluster", ("cluster",)), ("samples", ("samples",)), ("timing", ("timing",)), ("report", ("report",)),
+            ("serve", ("serve",)))
 NAMES = [name for _, names in COMMANDS for name in names]
 
 

@@ -1,0 +1,93 @@
+"""``verl-wizard serve``: a resident checker answers ``check`` exactly as the process would (output, exit code,
+working folder, environment, secrets), a dead or absent server costs nothing but the in-process check, and
+``--stop`` leaves nothing behind. Real processes: the server and the clients are ``python -m wizard``."""
+
+import os
+import signal
+import subprocess
+import sys
+import time
+
+import pytest
+
+from tests.conftest import ROOT
+
+BAD = "python3 -m verl.trainer.main_ppo data.train_batch_size=16 actor_rollout_ref.actor.ppo_mini_batch_size=32\n"
+
+
+def wizard(args, env, cwd=ROOT, **kw):
+    return subprocess.run([sys.executable, "-m", "wizard", *args], env=env, cwd=cwd, capture_output=True, text=True,
+                          timeout=120, **kw)
+
+
+@pytest.fixture
+def env(tmp_path):
+    run = tmp_path / "run"
+    run.mkdir(mode=0o700)
+    return {**os.environ, "XDG_RUNTIME_DIR": str(run), "PYTHONPATH": str(ROOT)}
+
+
+@pytest.fixture
+def server(env):
+    started = wizard(["serve", "--background", "--idle-minutes", "5"], env)
+    assert started.returncode == 0, started.stderr
+    pid = int(started.stdout.split("pid ")[1].split()[0])
+    yield pid
+    wizard(["serve", "--stop"], env)
+    try:
+        os.kill(pid, signal.SIGKILL)
+    except ProcessLookupError:
+        pass
+
+
+def test_a_check_through_the_server_says_what_the_process_says(env, server, tmp_path):
+    (tmp_path / "run.sh").write_text(BAD)
+    served = wizard(["check", "run.sh"], env, cwd=tmp_path)  # a path relative to the client's folder
+    alone = wizard(["check", "run.sh"], {**env, "VERL_WIZARD_SERVER": "0"}, cwd=tmp_path)
+    assert served.returncode == alone.returncode == 1
+    assert served.stdout == alone.stdout and "train_batch_size (16) must be >= actor.ppo_mini_batch_size (32)" in served.stdout
+    assert served.stderr == alone.stderr
+    status = wizard(["serve", "--status"], env)
+    assert status.returncode == 0 and "running, 1 check answered" in status.stdout  # the server's, not a process's
+
+
+def test_the_server_uses_the_clients_environment_for_secrets(env, server, tmp_path):
+    token = "hf_" + "Q" * 34
+    (tmp_path / "run.sh").write_text(f"export HF_TOKEN={token}\n" + BAD.strip() + " trainer.experiment_name=$HF_TOKEN\n")
+    served = wizard(["check", "run.sh", "--format", "json"], {**env, "HF_TOKEN": token}, cwd=tmp_path)
+    assert token not in served.stdout + served.stderr
+    alone = wizard(["check", "run.sh", "--format", "json"], {**env, "HF_TOKEN": token, "VERL_WIZARD_SERVER": "0"},
+                   cwd=tmp_path)
+    assert served.stdout == alone.stdout
+
+
+def test_a_dead_server_is_never_waited_for(env, server, tmp_path):
+    os.kill(server, signal.SIGKILL)  # the socket file stays, nobody listens
+    time.sleep(0.2)
+    (tmp_path / "run.sh").write_text(BAD)
+    r = wizard(["check", "run.sh"], env, cwd=tmp_path)
+    assert r.returncode == 1 and "must be >= actor.ppo_mini_batch_size" in r.stdout
+    assert wizard(["serve", "--status"], env).returncode == 1
+
+
+def test_stop_ends_the_server_and_removes_its_socket(env, server):
+    assert wizard(["serve", "--stop"], env).returncode == 0
+    for _ in range(50):
+        try:
+            os.kill(server, 0)
+        except ProcessLookupError:
+            break
+        time.sleep(0.1)
+    else:
+        pytest.fail("the server still runs after --stop")
+    folder = os.path.join(env["XDG_RUNTIME_DIR"], "verl-wizard")
+    assert [f for f in os.listdir(folder) if f.endswith(".sock")] == []
+    assert wizard(["serve", "--stop"], env).returncode == 1  # nothing to stop
+
+
+def test_a_folder_others_can_enter_is_refused(env, tmp_path):
+    folder = os.path.join(env["XDG_RUNTIME_DIR"], "verl-wizard")
+    os.makedirs(folder, mode=0o777)
+    os.chmod(folder, 0o777)
+    r = wizard(["serve", "--idle-minutes", "1"], env)
+    assert r.returncode == 2 and "not private" in r.stderr and "Traceback" not in r.stderr

@@ -1,0 +1,130 @@
+"""``verl-wizard serve``: keep a checker resident, so that ``verl-wizard check`` answers in tens of milliseconds
+(the schema, Hydra and pydantic stay loaded; see wizard/adapters/resident.py for how a check finds it).
+
+    verl-wizard serve [--idle-minutes N] [--background]     start (in the foreground unless --background)
+    verl-wizard serve --status | --stop
+
+A check the server cannot answer as a process would (``--verl``, ``--batch``, a script on stdin) runs in its own
+process as before; so does every check while no server of this very code runs (after an upgrade or an edit the old
+server is never asked, and ends when idle). Exit codes: 0 served / stopped / running, 1 not running (--status,
+--stop), 2 cannot start (one line).
+"""
+
+from __future__ import annotations
+
+import io
+import os
+import signal
+import subprocess
+import sys
+import time
+
+from wizard.cli._common import EXIT_ERRORS, EXIT_OK, EXIT_USAGE, UsageError
+
+
+def add_parser(subparsers) -> None:
+    p = subparsers.add_parser("serve", help="keep a checker resident so that check answers in milliseconds")
+    p.add_argument("--idle-minutes", type=float, default=30.0, metavar="N",
+                   help="end after N minutes without a check (default 30)")
+    p.add_argument("--background", action="store_true", help="start it detached and return once it answers")
+    p.add_argument("--status", action="store_true", help="say whether a server of this code runs")
+    p.add_argument("--stop", action="store_true", help="end the server of this code")
+    p.set_defaults(handler=run_serve)
+
+
+def run_serve(args) -> int:
+    from wizard.adapters import resident
+
+    if args.idle_minutes <= 0 or args.idle_minutes > 7 * 24 * 60:
+        raise UsageError("--idle-minutes takes a number of minutes above 0 and at most a week")
+    if args.status:
+        state = resident.status()
+        n = state.get("answered", 0) if state else 0
+        said = f"running, {n} check{'' if n == 1 else 's'} answered" if state else "not running"
+        print(f"verl-wizard serve: {said} ({resident.socket_path()})")
+        return EXIT_OK if state else EXIT_ERRORS
+    if args.stop:
+        stopped = resident.stop()
+        print(f"verl-wizard serve: {'stopped' if stopped else 'was not running'}")
+        return EXIT_OK if stopped else EXIT_ERRORS
+    if args.background:
+        return _background(args.idle_minutes, resident)
+    _warm()
+    for sig in (signal.SIGTERM, signal.SIGHUP):
+        signal.signal(sig, _interrupt)
+    try:
+        resident.serve(answer, idle_s=60 * args.idle_minutes,
+                       ready=lambda path: print(f"verl-wizard serve: answering check on {path} (ends after "
+                                                f"{args.idle_minutes:g} idle minutes, or verl-wizard serve --stop)",
+                                                flush=True))
+    except resident.ServerError as exc:
+        print(f"verl-wizard serve: {exc}", file=sys.stderr)
+        return EXIT_USAGE
+    except KeyboardInterrupt:
+        pass
+    return EXIT_OK
+
+
+def _interrupt(signum, frame):
+    raise KeyboardInterrupt
+
+
+def _background(idle_minutes: float, resident) -> int:
+    if resident.running():
+        print(f"verl-wizard serve: already running ({resident.socket_path()})")
+        return EXIT_OK
+    cmd = [sys.executable, "-m", "wizard", "serve", "--idle-minutes", f"{idle_minutes:g}"]
+    proc = subprocess.Popen(cmd, stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE,
+                            start_new_session=True)
+    deadline = time.monotonic() + 60
+    while time.monotonic() < deadline:
+        if resident.running():
+            print(f"verl-wizard serve: running in the background, pid {proc.pid} ({resident.socket_path()})")
+            return EXIT_OK
+        if proc.poll() is not None:
+            reason = (proc.stderr.read() or b"").decode(errors="replace").strip().splitlines()
+            print(f"verl-wizard serve: could not start: {reason[-1] if reason else f'exit code {proc.returncode}'}",
+                  file=sys.stderr)
+            return EXIT_USAGE
+        time.sleep(0.1)
+    proc.kill()
+    print("verl-wizard serve: could not start within a minute", file=sys.stderr)
+    return EXIT_USAGE
+
+
+def _warm() -> None:
+    """Load what a check needs (the schema, the model catalogue, the memory estimate) before the first request."""
+    for argv in (["check", "--", "trainer.nnodes=1"], ["check", "--preset", "grpo-1gpu-smoke", "--gpus", "1xH100-80GB"]):
+        answer({"argv": argv, "cwd": os.getcwd(), "env": dict(os.environ)})
+
+
+def answer(request: dict) -> dict:
+    """Run one forwarded check here as its own process would have: its folder, its environment, its output."""
+    from wizard.adapters.resident import forwardable
+    from wizard.cli import main
+
+    argv, cwd, env = request.get("argv"), request.get("cwd"), request.get("env")
+    if not (isinstance(argv, list) and all(isinstance(a, str) for a in argv) and forwardable(argv)
+            and isinstance(cwd, str) and isinstance(env, dict)):
+        return {"rc": None}  # the client runs it itself
+    saved_env, saved_streams = dict(os.environ), (sys.stdout, sys.stderr)
+    saved_cwd = os.getcwd()
+    out, err = io.StringIO(), io.StringIO()
+    try:
+        os.chdir(cwd)
+    except OSError:
+        return {"rc": None}
+    try:
+        os.environ.clear()
+        os.environ.update({str(k): str(v) for k, v in env.items()})
+        sys.stdout, sys.stderr = out, err
+        try:
+            rc = main(list(argv))
+        except SystemExit as exc:
+            rc = exc.code if isinstance(exc.code, int) else (0 if exc.code is None else 1)
+    finally:
+        sys.stdout, sys.stderr = saved_streams
+        os.environ.clear()
+        os.environ.update(saved_env)
+        os.chdir(saved_cwd)
+    return {"rc": rc, "stdout": out.getvalue(), "stderr": err.getvalue()}
