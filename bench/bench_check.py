@@ -105,7 +105,8 @@ def versus_verl(run_sh: str, runs: int = 9, verl_runs: int = 3) -> None:
 
     def once():
         nonlocal last
-        last = subprocess.run(cmd, capture_output=True, text=True, env=env)
+        # in a folder of its own: Hydra writes outputs/DATE/ where verl starts
+        last = subprocess.run(cmd, capture_output=True, text=True, env=env, cwd=tempfile.mkdtemp(prefix="verl-run-"))
 
     verl_samples = timed(once, verl_runs)
     said = next((line for line in reversed(last.stderr.splitlines()) if "Error" in line), "?")
