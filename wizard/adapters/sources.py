@@ -26,6 +26,7 @@ class Source:
     config_name: str = "ppo_trainer"
     config_path: str | None = None
     script_env: list[str] = field(default_factory=list)
+    script_runtime: list[str] = field(default_factory=list)  # $(date ...) the script computes when it runs
     findings: list[Finding] = field(default_factory=list)
     plan: Plan | None = None  # set when the source was a plan file
 
@@ -37,6 +38,7 @@ class Source:
             config_name=self.config_name,
             config_path=self.config_path,
             script_env=self.script_env,
+            script_runtime=self.script_runtime,
             name=name,
         )
 
@@ -92,6 +94,7 @@ def _from_script(text: str, path: str) -> Source:
         config_name=script.config_name,
         config_path=script.config_path,
         script_env=script.env,
+        script_runtime=script.runtime_values,
         findings=script_findings(script),
     )
 
@@ -139,5 +142,6 @@ def _plan_source(doc, path: str) -> Source:
         config_name=plan.config_name,
         config_path=plan.config_path,
         script_env=plan.script_env,
+        script_runtime=plan.script_runtime,
         plan=plan,
     )

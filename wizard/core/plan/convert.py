@@ -58,6 +58,7 @@ def plan_from_overrides(
     config_name: str = "ppo_trainer",
     config_path: str | None = None,
     script_env: list[str] | tuple[str, ...] = (),
+    script_runtime: list[str] | tuple[str, ...] = (),
     name: str = "",
 ) -> Plan:
     overrides, _ = hide_secrets(overrides)  # a Plan never holds a secret: see wizard.core.secrets
@@ -65,6 +66,7 @@ def plan_from_overrides(
     plan.config_name = config_name
     plan.config_path = config_path
     plan.script_env = sorted(set(plan.script_env) | set(script_env))
+    plan.script_runtime = sorted(set(plan.script_runtime) | set(script_runtime))
     if name:
         plan.name = name
     fields = field_map()

@@ -4,7 +4,9 @@ Both are text built here (pure); the adapters write them atomically.
 Shell rules: every value is quoted. Values are single-quoted (nothing expands),
 except references to the environment variables the plan declares in
 ``script_env`` (``$HOME``), which are written in double quotes so the shell
-expands them as the original script did. Secrets are never written: a Plan holds them as ``${oc.env:NAME}``
+expands them as the original script did, and so are the harmless values the script computed when it ran
+(``script_runtime``: ``$(date +%Y%m%d_%H%M)``, ``$RANDOM``, ``$(hostname)``; ``RUNTIME_OK``): run.sh computes them
+again. Any other command substitution stays text: a plan file must never become a command. Secrets are never written: a Plan holds them as ``${oc.env:NAME}``
 references that verl's Hydra resolves from the environment where it runs (wizard.core.secrets).
 """
 
@@ -24,6 +26,9 @@ from wizard.core.secrets import hide_secrets, is_secret_name
 ENTRY = "verl.trainer.main_ppo"
 _OC_ENV = re.compile(r"\$\{oc\.env:([A-Za-z_][A-Za-z0-9_]*)")
 _ENV_REF = re.compile(r"\$(?:\{([A-Za-z_][A-Za-z0-9_]*)\}|([A-Za-z_][A-Za-z0-9_]*))")
+# what a launch script may compute at run time and run.sh computes again: a date, a random number, the host's name
+# or CPU count, the user; nothing that runs anything else (a plan from elsewhere is data, never a command)
+RUNTIME_OK = re.compile(r"\$RANDOM|\$\(\s*(?:date(?: +[-+%A-Za-z0-9_:./]+)*|nproc|hostname(?: -s)?|whoami)\s*\)")
 
 
 @dataclass
@@ -37,18 +42,24 @@ def single_quote(text: str) -> str:
     return "'" + text.replace("'", "'\"'\"'") + "'"
 
 
-def shell_word(text: str, env: set[str]) -> str:
-    """Quote ``text`` as one shell word, keeping ``$NAME`` expansion only for names in ``env``."""
-    if not any((m.group(1) or m.group(2)) in env for m in _ENV_REF.finditer(text)):
-        return single_quote(text)
-    out, pos = [], 0
+def shell_word(text: str, env: set[str], runtime: frozenset[str] = frozenset()) -> str:
+    """Quote ``text`` as one shell word, keeping ``$NAME`` expansion only for names in ``env``, and the run-time
+    values in ``runtime`` (``$(date +%s)``) only where ``RUNTIME_OK`` allows them."""
+    keep = []
     for m in _ENV_REF.finditer(text):
         name = m.group(1) or m.group(2)
-        if name not in env:
-            continue
-        out.append(_dq_escape(text[pos : m.start()]))
-        out.append("${" + name + "}")
-        pos = m.end()
+        if name in env:
+            keep.append((m.start(), m.end(), "${" + name + "}"))
+    for m in RUNTIME_OK.finditer(text):
+        if m.group(0) in runtime and not any(a < m.end() and m.start() < b for a, b, _ in keep):
+            keep.append((m.start(), m.end(), m.group(0)))
+    if not keep:
+        return single_quote(text)
+    out, pos = [], 0
+    for start, end, raw in sorted(keep):
+        out.append(_dq_escape(text[pos:start]))
+        out.append(raw)
+        pos = end
     out.append(_dq_escape(text[pos:]))
     return '"' + "".join(out) + '"'
 
@@ -57,12 +68,12 @@ def _dq_escape(text: str) -> str:
     return re.sub(r'([\\"`$])', r"\\\1", text)
 
 
-def override_word(override: str, env: set[str]) -> str:
+def override_word(override: str, env: set[str], runtime: frozenset[str] = frozenset()) -> str:
     """``key='value'``: the key bare (it is [A-Za-z0-9_.+]), the value quoted."""
     key, sep, value = override.partition("=")
     if not sep or not re.fullmatch(r"\+{0,2}[A-Za-z0-9_.@/\-]+", key):
-        return shell_word(override, env)
-    return key + "=" + shell_word(value, env)
+        return shell_word(override, env, runtime)
+    return key + "=" + shell_word(value, env, runtime)
 
 
 def emit_overrides(plan: Plan) -> Emitted:
@@ -103,7 +114,8 @@ def render_run_sh(plan: Plan, emitted: Emitted | None = None) -> str:
         args.append("--config-path=" + shell_word(plan.config_path, env))
     if plan.config_name != "ppo_trainer" or plan.config_path:
         args.append("--config-name=" + shell_word(plan.config_name, env))
-    args += [override_word(o, env) for o in emitted.overrides]
+    runtime = frozenset(plan.script_runtime)
+    args += [override_word(o, env, runtime) for o in emitted.overrides]
     args.append('"$@"')
     lines.append(" \\\n    ".join(args))
     return "\n".join(lines) + "\n"

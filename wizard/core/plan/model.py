@@ -166,6 +166,11 @@ class Plan(BaseModel):
         default_factory=list,
         description="Environment variables the launch script reads (e.g. HOME); kept as $NAME when written",
     )
+    script_runtime: list[str] = Field(
+        default_factory=list,
+        description="Values the launch script computes when it runs ($(date +%Y%m%d), $RANDOM); run.sh computes them "
+        "again (only the harmless ones: wizard.core.plan.emit.RUNTIME_OK)",
+    )
     algorithm: Algorithm = Field(default_factory=Algorithm)
     models: Models = Field(default_factory=Models)
     data: Data = Field(default_factory=Data)
