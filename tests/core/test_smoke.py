@@ -163,3 +163,13 @@ def test_an_attention_the_plan_chose_is_kept():
     assert not adds_sdpa(plan, SmokeOptions(flash_attn=False))
     assert "+actor_rollout_ref.model.override_config.attn_implementation=sdpa" not in plan_overrides(
         smoke_plan(plan, SmokeOptions(flash_attn=False)))
+
+
+def test_a_per_token_metric_is_shown_in_a_shared_report_and_a_token_is_not():
+    from wizard.core.secrets import scrub
+
+    text = "rollout_corr/chi2_token: 0.0123  step:2 - rollout_corr/chi2_token:1.5e-03 - HF_TOKEN=hf_" + "x" * 34
+    shown = scrub(text)
+    assert "rollout_corr/chi2_token: 0.0123" in shown and "chi2_token:1.5e-03" in shown
+    assert "hf_" + "x" * 34 not in shown
+    assert scrub("db_password: 123456") == "db_password: <redacted>"  # a number that is not a measurement stays hidden

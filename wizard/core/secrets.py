@@ -137,6 +137,8 @@ _ASSIGNS = (re.compile(r"""(?P<key>[A-Za-z_][\w.\-]*)(?P<sep>=)(?P<q>['"]?)(?P<v
             re.compile(r"""(?P<key>[A-Za-z_][\w.\-]*)(?P<sep>['"]?\s*:\s*)(?P<q>['"]?)(?P<val>[^\s'",}\])]+)"""))
 _NOT_A_VALUE = {"none", "null", "~", "true", "false", "''", '""'}
 REDACTED = "<redacted>"
+# a metric's value (``rollout_corr/chi2_token: 0.0123``, per-token figures end in _token): a float is no credential
+_MEASURE = re.compile(r"[-+]?(?:\d+\.\d*|\.\d+)(?:e[-+]?\d+)?|[-+]?\d+e[-+]?\d+|[-+]?(?:nan|inf)", re.I)
 
 
 def scrub(text: str, values: Mapping[str, str] | None = None) -> str:
@@ -146,7 +148,8 @@ def scrub(text: str, values: Mapping[str, str] | None = None) -> str:
 
     def assign(m: re.Match) -> str:
         value = m.group("val")
-        if not is_secret_key(m.group("key")) or value.lower() in _NOT_A_VALUE or value.startswith("$"):
+        if (not is_secret_key(m.group("key")) or value.lower() in _NOT_A_VALUE or value.startswith("$")
+                or _MEASURE.fullmatch(value)):
             return m.group(0)
         return m.group("key") + m.group("sep") + m.group("q") + REDACTED
 
