@@ -102,8 +102,17 @@ def test_vllm_refusing_to_start_names_the_free_memory_and_a_utilization_that_fit
     root = triage(log("vllm-free-memory-at-start"), exit_code=1)[0]
     assert root.rule == "triage.vllm_free_memory_at_start"
     assert "132.13 of 139.8 GiB were free on cuda:0" in root.message and "asks for 132.81 GiB" in root.message
-    assert root.fix_overrides == ["actor_rollout_ref.rollout.gpu_memory_utilization=0.93"]
-    assert "Engine core initialization failed" in root.message  # what the run stopped with, named after the cause
+    assert "below 0.94, which only gets vLLM started" in root.fix and root.fix_overrides == []  # a bound, not a value
+    assert "The first error of the run: RuntimeError: Engine core initialization failed" in root.message
+
+
+def test_a_known_line_after_an_unknown_first_error_does_not_replace_it():
+    lines = [f"{P1}Traceback (most recent call last):", f"{P1}  File \"x.py\", line 1, in f",
+             f"{P1}KeyError: 'reward_model'",
+             f"{P2}[Rank 1] Watchdog caught collective operation timeout: WorkNCCL(SeqNum=5, OpType=ALLREDUCE) ran for "
+             "600000 milliseconds before timing out.", "ray.exceptions.ActorDiedError: The actor died unexpectedly."]
+    root = triage(lines, exit_code=1)[0]
+    assert root.rule == "triage.unknown" and "KeyError: 'reward_model'" in root.message
 
 
 def test_vllm_sleep_beside_another_process_says_the_gpu_was_shared():

@@ -43,20 +43,21 @@ def triage(lines: Iterable[str], exit_code: int | None = None) -> list[Finding]:
         return sort_findings(findings)
     root, final = result
     head = _root_finding(root, final, ctx, texts, exit_code)
-    causes = [k for k in found if k[0] not in CONSEQUENCES]
+    causes = [k for k in found if k[0] not in CONSEQUENCES and first_at[k] <= root.first]
     if head.rule == "triage.unknown" and causes:
-        # the error the run stopped with is generic (an engine that failed to start, a bare AssertionError), while
-        # a rule knows a line that says why: the earliest such line is the cause
+        # the first error is generic (an engine that failed to start, a bare AssertionError), while a rule knows a
+        # line before it that says why: the earliest such line is the cause; the generic error is still quoted
         key = min(causes, key=lambda k: first_at[k])
         known = found[key]
-        head = known.model_copy(update={"message": f"{known.message} (The run stopped with: {final.text.strip()[:200]}.)"})
+        head = known.model_copy(update={"message": f"{known.message} (The first error of the run: "
+                                                   f"{root.text.strip()[:200]}, {where(root)}.{explains(root, final)})"})
     rest = [f for f in findings if f.rule != head.rule]
     rest = [consequence(f, root) if first_at[(f.rule, f.message)] > root.first else f for f in rest]
     return [head] + sort_findings(rest)
 
 
 # rules that name what follows a failure, never its cause
-CONSEQUENCES = frozenset({"triage.actor_died"})
+CONSEQUENCES = frozenset({"triage.actor_died", "triage.nccl_timeout"})
 
 
 def _context(texts: list[str]) -> TriageContext:

@@ -262,25 +262,29 @@ def _zero_division(m: re.Match, ctx: TriageContext, i: int) -> Finding:
 
 
 def _free_at_start(m: re.Match, ctx: TriageContext, i: int) -> Finding:
-    device, free, total, util, want = m.group(1), float(m.group(2)), float(m.group(3)), float(m.group(4)), float(m.group(5))
-    fit = max(0.05, int(100 * (free - 1.0) / total) / 100)  # a GiB of margin, rounded down to a percent
+    device = m.group(1) or "the GPU"
+    free, total, util, want = float(m.group(2)), float(m.group(3)), float(m.group(4)), float(m.group(5))
+    bound = int(100 * free / total) / 100  # what passes vLLM's start-up check, rounded down to a percent
     return _f("triage.vllm_free_memory_at_start",
               f"vLLM refused to start: {free:g} of {total:g} GiB were free on {device} when it started, and "
               f"gpu_memory_utilization={util:g} asks for {want:g} GiB. The other {total - free:.2f} GiB are held by "
               "what started before it on that GPU: the trainer's models (verl loads them first) or another process.",
-              f"Lower {RO}.gpu_memory_utilization to {fit:g} or less (verl-wizard plan shows what the trainer holds at "
-              "load), or free the GPU of other processes (verl-wizard detect lists them)",
-              [f"{RO}.gpu_memory_utilization"], [f"{RO}.gpu_memory_utilization={fit:g}"])
+              f"Lower {RO}.gpu_memory_utilization below {bound:g}, which only gets vLLM started: the trainer holds "
+              "more once it trains (gradients, AdamW's moments), so take the value verl-wizard plan says fits; and "
+              "free the GPU of other processes (verl-wizard detect lists them)",
+              [f"{RO}.gpu_memory_utilization"])
 
 
 def _sleep_shared(m: re.Match, ctx: TriageContext, i: int) -> Finding:
     return _f("triage.vllm_sleep_shared_gpu",
               "vLLM's sleep (after generation, before training) found more GPU memory in use than before it released "
-              "its own ('Memory usage increased after sleeping'): another process allocated memory on the same GPU "
-              "meanwhile (another training run, a notebook, a second engine). vLLM measures the whole GPU, so a "
-              "colocated verl run cannot share its GPUs with other jobs.",
-              "Give the run GPUs of its own: verl-wizard detect lists the processes on each GPU; stop the others or "
-              "point CUDA_VISIBLE_DEVICES at free GPUs")
+              "its own ('Memory usage increased after sleeping'): it measures the whole GPU, so another process "
+              "allocated memory on the same GPU meanwhile: another job (a training run, a notebook, a second engine) "
+              "or, with nothing else there, this run's own trainer or tensor-parallel ranks.",
+              "Give the run GPUs of its own (verl-wizard detect lists the processes on each GPU; stop the others or "
+              "point CUDA_VISIBLE_DEVICES at free GPUs). If the GPUs were the run's alone, its own processes tripped "
+              "vLLM's check (reported upstream, verl issue #3902): retry, or pin the KV cache "
+              f"(+{RO}.engine_kwargs.vllm.kv_cache_memory_bytes) so vLLM's sizing does not depend on the whole GPU")
 
 
 _MICRO_SECTIONS = {"actor": "actor_rollout_ref.actor", "rollout": "actor_rollout_ref.rollout",
@@ -308,7 +312,7 @@ RULES: tuple[TriageRule, ...] = (
     TriageRule("triage.vllm_no_cache_memory", re.compile(r"No available memory for the cache blocks"), _no_kv_memory,
                "cache blocks"),
     TriageRule("triage.vllm_free_memory_at_start", re.compile(
-        r"Free memory on device (\S+) \(([\d.]+)/([\d.]+) GiB\) on startup is less than desired GPU memory "
+        r"Free memory on device(?: (\S+))? \(([\d.]+)/([\d.]+) GiB\) on startup is less than desired GPU memory "
         r"utilization \(([\d.]+), ([\d.]+) GiB\)"), _free_at_start, "on startup is less than desired"),
     TriageRule("triage.vllm_sleep_shared_gpu", re.compile(r"Memory usage increased after sleeping"), _sleep_shared,
                "increased after sleeping"),
