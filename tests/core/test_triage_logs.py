@@ -109,10 +109,12 @@ def test_vllm_refusing_to_start_names_the_free_memory_and_a_utilization_that_fit
 def test_a_known_line_after_an_unknown_first_error_does_not_replace_it():
     lines = [f"{P1}Traceback (most recent call last):", f"{P1}  File \"x.py\", line 1, in f",
              f"{P1}KeyError: 'reward_model'",
-             f"{P2}[Rank 1] Watchdog caught collective operation timeout: WorkNCCL(SeqNum=5, OpType=ALLREDUCE) ran for "
-             "600000 milliseconds before timing out.", "ray.exceptions.ActorDiedError: The actor died unexpectedly."]
-    root = triage(lines, exit_code=1)[0]
-    assert root.rule == "triage.unknown" and "KeyError: 'reward_model'" in root.message
+             f"{P2}[Rank 1] Watchdog caught collective operation timeout: WorkNCCL(SeqNum=5, OpType=ALLREDUCE, "
+             "NumelIn=1, NumelOut=1, Timeout(ms)=600000) ran for 600002 milliseconds before timing out.",
+             "ray.exceptions.ActorDiedError: The actor died unexpectedly."]
+    findings = triage(lines, exit_code=1)
+    assert findings[0].rule == "triage.unknown" and "KeyError: 'reward_model'" in findings[0].message
+    assert "triage.nccl_timeout" in [f.rule for f in findings[1:]]  # known, and after the first error: a consequence
 
 
 def test_vllm_sleep_beside_another_process_says_the_gpu_was_shared():
