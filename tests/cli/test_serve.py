@@ -91,3 +91,45 @@ def test_a_folder_others_can_enter_is_refused(env, tmp_path):
     os.chmod(folder, 0o777)
     r = wizard(["serve", "--idle-minutes", "1"], env)
     assert r.returncode == 2 and "not private" in r.stderr and "Traceback" not in r.stderr
+
+
+def test_the_installed_command_and_python_m_reach_the_same_server(env, server, tmp_path):
+    script = os.path.join(os.path.dirname(sys.executable), "verl-wizard")
+    if not os.path.exists(script):
+        pytest.skip("no verl-wizard console script beside this Python")
+    (tmp_path / "run.sh").write_text(BAD)
+    r = subprocess.run([script, "check", "run.sh"], env=env, cwd=tmp_path, capture_output=True, text=True, timeout=120)
+    assert r.returncode == 1
+    assert "running, 1 check answered" in wizard(["serve", "--status"], env).stdout
+
+
+@pytest.mark.parametrize("argv,forwarded", [
+    (["check", "run.sh"], True),
+    (["check", "--format", "json", "--", "trainer.nnodes=1"], True),
+    (["check", "--ve", "run.sh"], False),  # argparse reads --ve as --verl: verl's own run, in its own process
+    (["check", "--batch=cases.jsonl"], False),
+    (["check", "--data", "run.sh"], False),
+    (["check", "/dev/fd/63"], False),  # bash's <(...): a pipe only the caller holds
+    (["check", "/dev/stdin"], False),
+    (["check", "-"], False),
+    (["check", "--", "--verl"], True),  # after --, words are overrides
+])
+def test_only_checks_the_server_answers_exactly_are_forwarded(argv, forwarded):
+    from wizard.adapters.resident import forwardable
+
+    assert forwardable(argv) is forwarded
+
+
+def test_a_check_that_fails_inside_the_server_is_one_line_and_the_server_lives(monkeypatch, tmp_path):
+    import wizard.cli.check as check_cli
+    from wizard.cli.serve import answer
+
+    def broken(args, tail):
+        raise RuntimeError("boom")
+
+    monkeypatch.setattr(check_cli, "run_check", broken)
+    before = os.getcwd()
+    reply = answer({"argv": ["check", "--", "trainer.nnodes=1"], "cwd": str(tmp_path),
+                    "env": {**os.environ, "VERL_WIZARD_DEBUG": "1"}})
+    assert reply["rc"] == 3 and "RuntimeError: boom" in reply["stderr"]
+    assert os.getcwd() == before and "VERL_WIZARD_DEBUG" not in os.environ  # the server's own state is back

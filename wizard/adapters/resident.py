@@ -22,10 +22,12 @@ from collections.abc import Callable
 from pathlib import Path
 
 PACKAGE = Path(__file__).resolve().parents[1]
-CHECKOUT_RESOURCES = PACKAGE.parent / "resources"
+# the checkout's resources/ (an installed wizard reads its own wizard/resources, inside PACKAGE)
+CHECKOUT_RESOURCES = PACKAGE.parent / "resources" if (PACKAGE.parent / "pyproject.toml").exists() else None
 # a check the server cannot answer as the process would: verl's own run (its output goes to the terminal),
-# a batch (long), a script on stdin, help
-NOT_FORWARDED = frozenset({"--verl", "--batch", "-", "-h", "--help"})
+# a batch (long), the data check (it imports transformers, which keeps the first caller's environment), help;
+# abbreviations of these too (argparse takes --ve for --verl)
+NOT_FORWARDED = ("--verl", "--batch", "--data", "--help", "--python")
 MAX_MESSAGE = 64 * 1024 * 1024
 ANSWER_TIMEOUT_S = 300.0
 
@@ -33,8 +35,11 @@ ANSWER_TIMEOUT_S = 300.0
 def code_key() -> str:
     """What the server's answers depend on: the wizard's files and resources (path, size, modification time) and
     the Python that runs it."""
-    h = hashlib.sha1(sys.executable.encode())
+    # python and python3 of one environment are one interpreter: its real path, its prefix and version
+    h = hashlib.sha1(f"{os.path.realpath(sys.executable)}|{sys.prefix}|{sys.version}".encode())
     for root in (PACKAGE, CHECKOUT_RESOURCES):
+        if root is None:
+            continue
         for folder, dirs, files in os.walk(root):
             dirs[:] = sorted(d for d in dirs if d != "__pycache__")
             for name in sorted(files):
@@ -58,17 +63,31 @@ def socket_path(key: str | None = None) -> Path:
 
 
 def _private(folder: Path) -> bool:
-    """The folder is ours and nobody else's (a socket in a folder others can write could be anyone's)."""
+    """The folder is ours and nobody else's (a socket in a folder others can write could be anyone's); a symbolic
+    link is not taken for the folder it points to."""
+    import stat
+
     try:
-        st = folder.stat()
+        st = folder.lstat()
     except OSError:
         return False
-    return st.st_uid == os.getuid() and (st.st_mode & 0o077) == 0
+    return stat.S_ISDIR(st.st_mode) and st.st_uid == os.getuid() and (st.st_mode & 0o077) == 0
 
 
 def forwardable(argv: list[str]) -> bool:
-    return bool(argv) and argv[0] == "check" and not any(a in NOT_FORWARDED or a.startswith("--verl")
-                                                         for a in argv[1:])
+    """A check the server answers exactly as a process would: none of NOT_FORWARDED (or an abbreviation), no
+    script on stdin, no file only this process can read (/dev/fd/63 of ``<(...)``, /dev/stdin, /proc/self)."""
+    if not argv or argv[0] != "check":
+        return False
+    for a in argv[1:]:
+        if a == "--":
+            break
+        word = a.split("=", 1)[0]
+        if a in ("-", "-h") or a.startswith(("/dev/", "/proc/")):
+            return False
+        if word.startswith("--") and len(word) > 2 and any(opt.startswith(word) for opt in NOT_FORWARDED):
+            return False
+    return True
 
 
 def forward(argv: list[str]) -> int | None:
@@ -78,8 +97,8 @@ def forward(argv: list[str]) -> int | None:
     path = socket_path()
     if not path.exists() or not _private(path.parent):
         return None
-    request = {"argv": argv, "cwd": os.getcwd(), "env": dict(os.environ)}
     try:
+        request = {"argv": argv, "cwd": os.getcwd(), "env": dict(os.environ)}
         with socket.socket(socket.AF_UNIX, socket.SOCK_STREAM) as conn:
             conn.settimeout(2.0)
             conn.connect(str(path))
@@ -87,13 +106,29 @@ def forward(argv: list[str]) -> int | None:
             _send(conn, request)
             answer = _receive(conn)
     except (OSError, ValueError):
-        return None
+        return None  # no server, a dead one, a deleted working folder: the process answers itself
+    except KeyboardInterrupt:
+        print("verl-wizard: interrupted", file=sys.stderr)
+        return 130
     if not isinstance(answer, dict) or not isinstance(answer.get("rc"), int):
         return None
-    sys.stdout.write(answer.get("stdout", ""))
-    sys.stdout.flush()
-    sys.stderr.write(answer.get("stderr", ""))
-    sys.stderr.flush()
+    return _write(answer)
+
+
+def _write(answer: dict) -> int:
+    """The answer on this process's streams, with the CLI's manners: a closed pipe is no error, a full disk one line."""
+    try:
+        sys.stdout.write(answer.get("stdout", ""))
+        sys.stdout.flush()
+        sys.stderr.write(answer.get("stderr", ""))
+        sys.stderr.flush()
+    except BrokenPipeError:  # output piped into `head` and the like
+        sys.stdout = open(os.devnull, "w")  # noqa: SIM115 - Python flushes stdout at exit
+        return 0
+    except OSError as exc:
+        sys.stdout = open(os.devnull, "w")  # noqa: SIM115
+        print(f"verl-wizard: internal error: cannot write the answer: {exc.strerror or exc}", file=sys.stderr)
+        return 3
     return answer["rc"]
 
 
@@ -125,10 +160,13 @@ def stop(key: str | None = None) -> bool:
         with socket.socket(socket.AF_UNIX, socket.SOCK_STREAM) as conn:
             conn.settimeout(5.0)
             conn.connect(str(path))
+            conn.settimeout(ANSWER_TIMEOUT_S)  # a server busy with a check answers after it
             _send(conn, {"stop": True})
             _receive(conn)
-    except (OSError, ValueError):
+    except (ConnectionRefusedError, FileNotFoundError):
         path.unlink(missing_ok=True)  # a socket nobody listens on
+        return False
+    except (OSError, ValueError):
         return False
     return True
 
@@ -138,7 +176,8 @@ def running(key: str | None = None) -> bool:
 
 
 def status(key: str | None = None) -> dict | None:
-    """The server's answer to a ping (``{"pong": True, "answered": N}``), or None when none answers."""
+    """The server's answer to a ping (``{"pong": True, "answered": N}``), ``{"busy": True}`` when it listens but
+    is in the middle of a check, or None when none listens."""
     path = socket_path(key)
     if not path.exists():
         return None
@@ -146,11 +185,14 @@ def status(key: str | None = None) -> dict | None:
         with socket.socket(socket.AF_UNIX, socket.SOCK_STREAM) as conn:
             conn.settimeout(2.0)
             conn.connect(str(path))
-            _send(conn, {"ping": True})
-            answer = _receive(conn)
-    except (OSError, ValueError):
+            try:
+                _send(conn, {"ping": True})
+                answer = _receive(conn)
+            except (TimeoutError, ValueError):
+                return {"busy": True}
+    except OSError:
         return None
-    return answer if isinstance(answer, dict) else None
+    return answer if isinstance(answer, dict) else {"busy": True}
 
 
 class ServerError(Exception):
@@ -173,15 +215,23 @@ def serve(handle: Callable[[dict], dict], *, idle_s: float, key: str | None = No
         raise ServerError(f"a server of this code already answers on {path}")
     path.unlink(missing_ok=True)
     with socket.socket(socket.AF_UNIX, socket.SOCK_STREAM) as listener:
-        listener.bind(str(path))
+        try:
+            listener.bind(str(path))
+        except OSError as exc:  # a path too long for a Unix socket, a race with another server
+            raise ServerError(f"cannot listen on {path}: {exc.strerror or exc}") from None
         os.chmod(path, 0o600)
+        mine = path.stat().st_ino
         listener.listen(8)
         if ready:
             ready(path)
         try:
             _loop(listener, handle, idle_s)
         finally:
-            path.unlink(missing_ok=True)
+            try:
+                if path.stat().st_ino == mine:  # never a newer server's socket
+                    path.unlink()
+            except OSError:
+                pass
 
 
 def _loop(listener: socket.socket, handle: Callable[[dict], dict], idle_s: float) -> None:
@@ -206,8 +256,9 @@ def _loop(listener: socket.socket, handle: Callable[[dict], dict], idle_s: float
             if request.get("ping"):
                 _reply(conn, {"pong": True, "answered": answered})
                 continue
-            _reply(conn, handle(request))
-            answered += 1
+            reply = handle(request)
+            _reply(conn, reply)
+            answered += reply.get("rc") is not None
         last = time.monotonic()
 
 

@@ -49,8 +49,10 @@ def run_serve(args) -> int:
         return EXIT_OK if stopped else EXIT_ERRORS
     if args.background:
         return _background(args.idle_minutes, resident)
+    os.chdir("/")  # hold no folder (a mount) busy; each check runs in its client's folder
+    _streams.install()
     _warm()
-    for sig in (signal.SIGTERM, signal.SIGHUP):
+    for sig in (signal.SIGTERM, signal.SIGHUP, signal.SIGINT):
         signal.signal(sig, _interrupt)
     try:
         resident.serve(answer, idle_s=60 * args.idle_minutes,
@@ -60,30 +62,76 @@ def run_serve(args) -> int:
     except resident.ServerError as exc:
         print(f"verl-wizard serve: {exc}", file=sys.stderr)
         return EXIT_USAGE
-    except KeyboardInterrupt:
+    except _Stop:
         pass
     return EXIT_OK
 
 
+class _Stop(BaseException):
+    """A signal to end the server: not an Exception, so no check in progress catches it (the CLI turns
+    KeyboardInterrupt into "interrupted"); the client of that check gets no answer and runs it itself."""
+
+
 def _interrupt(signum, frame):
-    raise KeyboardInterrupt
+    raise _Stop
+
+
+class _Switch(io.TextIOBase):
+    """sys.stdout / sys.stderr for the server's life: writes go to the current check's buffer. A library that
+    kept the stream it found at import (a logging handler) then writes into the check in progress, never into
+    the first check's buffer."""
+
+    def __init__(self, real):
+        self.real, self.target = real, real
+
+    def write(self, text: str) -> int:
+        return self.target.write(text)
+
+    def flush(self) -> None:
+        self.target.flush()
+
+    def isatty(self) -> bool:
+        return False
+
+
+class _Streams:
+    out: _Switch | None = None
+    err: _Switch | None = None
+
+    def install(self) -> None:
+        if self.out is None:
+            self.out, self.err = _Switch(sys.stdout), _Switch(sys.stderr)
+            sys.stdout, sys.stderr = self.out, self.err
+
+
+_streams = _Streams()
 
 
 def _background(idle_minutes: float, resident) -> int:
     if resident.running():
         print(f"verl-wizard serve: already running ({resident.socket_path()})")
         return EXIT_OK
-    cmd = [sys.executable, "-m", "wizard", "serve", "--idle-minutes", f"{idle_minutes:g}"]
-    proc = subprocess.Popen(cmd, stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE,
-                            start_new_session=True)
+    # -P: never a wizard.py of the caller's folder; cwd /: no folder held busy; what it says goes to a log beside
+    # its socket (a pipe would break once this process is gone)
+    cmd = [sys.executable, "-P", "-m", "wizard", "serve", "--idle-minutes", f"{idle_minutes:g}"]
+    folder = resident.socket_dir()
+    try:
+        folder.mkdir(mode=0o700, parents=True, exist_ok=True)
+        log = open(folder / "serve.log", "ab")  # noqa: SIM115 - the child keeps it
+    except OSError as exc:
+        print(f"verl-wizard serve: cannot create {folder}: {exc.strerror or exc}", file=sys.stderr)
+        return EXIT_USAGE
+    start = log.tell()
+    with log:
+        proc = subprocess.Popen(cmd, stdin=subprocess.DEVNULL, stdout=log, stderr=log, cwd="/", start_new_session=True)
     deadline = time.monotonic() + 60
     while time.monotonic() < deadline:
         if resident.running():
             print(f"verl-wizard serve: running in the background, pid {proc.pid} ({resident.socket_path()})")
             return EXIT_OK
         if proc.poll() is not None:
-            reason = (proc.stderr.read() or b"").decode(errors="replace").strip().splitlines()
-            print(f"verl-wizard serve: could not start: {reason[-1] if reason else f'exit code {proc.returncode}'}",
+            said = (folder / "serve.log").read_bytes()[start:].decode(errors="replace").strip().splitlines()
+            print(f"verl-wizard serve: could not start: {said[-1] if said else f'exit code {proc.returncode}'}",
                   file=sys.stderr)
             return EXIT_USAGE
         time.sleep(0.1)
@@ -107,23 +155,36 @@ def answer(request: dict) -> dict:
     if not (isinstance(argv, list) and all(isinstance(a, str) for a in argv) and forwardable(argv)
             and isinstance(cwd, str) and isinstance(env, dict)):
         return {"rc": None}  # the client runs it itself
-    saved_env, saved_streams = dict(os.environ), (sys.stdout, sys.stderr)
-    saved_cwd = os.getcwd()
+    saved_env, saved_cwd = dict(os.environ), os.getcwd()
     out, err = io.StringIO(), io.StringIO()
     try:
         os.chdir(cwd)
     except OSError:
         return {"rc": None}
+    switched = _streams.out is not None
+    saved_streams = (_streams.out.target, _streams.err.target) if switched else (sys.stdout, sys.stderr)
     try:
         os.environ.clear()
         os.environ.update({str(k): str(v) for k, v in env.items()})
-        sys.stdout, sys.stderr = out, err
+        if switched:
+            _streams.out.target, _streams.err.target = out, err
+        else:
+            sys.stdout, sys.stderr = out, err
         try:
             rc = main(list(argv))
         except SystemExit as exc:
             rc = exc.code if isinstance(exc.code, int) else (0 if exc.code is None else 1)
+        except Exception as exc:  # noqa: BLE001 - VERL_WIZARD_DEBUG=1 re-raises in the CLI: one answer, never a dead server
+            import traceback
+
+            err.write(traceback.format_exc() if os.environ.get("VERL_WIZARD_DEBUG") else
+                      f"verl-wizard: internal error: {type(exc).__name__}: {exc} (VERL_WIZARD_DEBUG=1 shows more)\n")
+            rc = 3
     finally:
-        sys.stdout, sys.stderr = saved_streams
+        if switched:
+            _streams.out.target, _streams.err.target = saved_streams
+        else:
+            sys.stdout, sys.stderr = saved_streams
         os.environ.clear()
         os.environ.update(saved_env)
         os.chdir(saved_cwd)
