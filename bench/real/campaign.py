@@ -102,7 +102,8 @@ def _kill_group(pid: int) -> None:
 
 
 def _cleanup(env: dict) -> None:
-    """Stop the run's Ray and end every process it left on the GPU (each by its pid), then wait for the memory."""
+    """Stop the run's Ray and end every process it left on the GPU (each by its pid), then wait for the memory.
+    For a GPU of the campaign's own (the lent device): every process on it is ended, whoever started it."""
     ray = shutil.which("ray") or "/tmp/site/bin/ray"
     if Path(ray).exists():
         subprocess.run([ray, "stop", "--force"], env=env, capture_output=True, timeout=60)
@@ -244,6 +245,8 @@ class SharedSampler(threading.Thread):
             pass
         if self.baseline_mib is None:
             self.baseline_mib = used
+        for gone in set(self.owners) - set(procs):  # a pid is reused: its next owner is read again
+            del self.owners[gone]
         by_run: dict[str, dict[str, int]] = {}
         for pid, mib in procs.items():
             if pid not in self.owners:
@@ -303,15 +306,20 @@ def _end_run(name: str, sampler: SharedSampler) -> None:
 def run_side_by_side(run: dict, out: Path, env: dict, sampler: SharedSampler) -> dict:
     env = _prepare(run, out, env, **{MARK: run["name"]})
     share = sampler.register(run["name"], out)
-    time.sleep(0.5)
-    rc, status, wall = _launch(run, out, env)
-    _end_run(run["name"], sampler)
-    time.sleep(1.0)
-    sampler.unregister(run["name"])
+    try:
+        time.sleep(0.5)
+        rc, status, wall = _launch(run, out, env)
+        _end_run(run["name"], sampler)
+        time.sleep(1.0)
+    finally:
+        sampler.unregister(run["name"])
     rec = _record(run, out, rc, status, wall, share)
     _keep_model_config(run, out)
+    log = gzip.open(out / "run.log.gz", "rt", errors="replace").read()
     rec.update({"concurrent": True, "device_peak_mib": share.device_peak_mib,
-                "kv_pinned": any("kv_cache_memory_bytes=" in a for a in run.get("args", []) if isinstance(a, str))})
+                "kv_pinned": any("kv_cache_memory_bytes=" in a for a in run.get("args", []) if isinstance(a, str)),
+                # vLLM's sleep measures the whole GPU: beside other runs it can fail for their allocations
+                "neighbours_suspected": "Memory usage increased after sleeping" in log})
     (out / "record.json").write_text(json.dumps(rec, indent=1))
     return rec
 
@@ -324,6 +332,9 @@ def _keep_model_config(run: dict, out: Path) -> None:
         shutil.copy(Path(path) / "config.json", out / "model.json")
 
 
+NEEDS_WAIT_S = 1800  # a model that is not written within half an hour will not be
+
+
 class Admission:
     """Which run may start now: in order, the first whose reservation fits beside those in flight."""
 
@@ -331,6 +342,11 @@ class Admission:
         self.queue, self.total, self.deadline, self.root = list(runs), total_mib, deadline, root
         self.in_flight: dict[str, int] = {}
         self.cond = threading.Condition()
+        self.started = time.time()
+
+    def flying(self) -> str:
+        with self.cond:
+            return ", ".join(self.in_flight)
 
     def _log(self, text: str) -> None:
         with (self.root / "progress.txt").open("a") as f:
@@ -346,13 +362,17 @@ class Admission:
                         self._log(f"skip {run['name']}: {left:.0f} s left")
                         continue
                     if not Path(run.get("needs") or "/").exists():
+                        if time.time() - self.started > NEEDS_WAIT_S:
+                            self.queue.remove(run)
+                            self._log(f"skip {run['name']}: {run['needs']} never appeared")
                         continue  # its model is still being written
                     want = self.total if run.get("exclusive") else run.get("reserve_mib", self.total)
                     if run.get("exclusive") and self.in_flight:
                         continue
                     if self.in_flight and _host_free_gib() < 24:
                         continue  # every run holds 10-15 GiB of host memory: the machine's 128 GiB are the limit too
-                    if sum(self.in_flight.values()) + want <= self.total:
+                    # alone on the GPU a run goes whatever it reserves (an out-of-memory run is a data point)
+                    if not self.in_flight or sum(self.in_flight.values()) + want <= self.total:
                         self.queue.remove(run)
                         self.in_flight[run["name"]] = want
                         return {**run, "timeout_s": min(run.get("timeout_s", 420), max(60, left - 20))}
@@ -385,8 +405,8 @@ def side_by_side(campaign: dict, root: Path, deadline: float, lanes: int) -> Non
 
     def lane() -> None:
         while (run := admission.take()) is not None:
-            admission._log(f"start {run['name']} (in flight: {', '.join(admission.in_flight)})")
             try:
+                admission._log(f"start {run['name']} (in flight: {admission.flying()})")
                 rec = run_side_by_side(run, root / run["name"], campaign.get("env", {}), sampler)
                 admission._log(f"{rec['status']} {run['name']} {rec['wall_s']} s peak {rec['peak_used_mib']} MiB "
                                f"(device {rec['device_peak_mib']}) steps {rec['steps_done']} | {rec['oom_line'] or ''}")
