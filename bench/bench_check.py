@@ -122,6 +122,7 @@ def versus_verl(run_sh: str, runs: int = 9, verl_runs: int = 3) -> None:
 def with_server(wizard: list[str], runs: int) -> list[float] | None:
     """The same check answered by a resident checker (verl-wizard serve, in a socket folder of its own)."""
     import os
+    import shutil
 
     folder = tempfile.mkdtemp(prefix="verl-wizard-bench-run-")
     env = {**os.environ, "XDG_RUNTIME_DIR": folder}
@@ -133,6 +134,7 @@ def with_server(wizard: list[str], runs: int) -> list[float] | None:
         return timed(lambda: subprocess.run(wizard, capture_output=True, env=env), runs)
     finally:
         subprocess.run([*serve, "--stop"], env=env, capture_output=True)
+        shutil.rmtree(folder, ignore_errors=True)
 
 
 if __name__ == "__main__":
