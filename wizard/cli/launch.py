@@ -199,6 +199,8 @@ def _run(args, plan, python: str, cmd, run_dir: Path, shell: str, base, notes: l
     try:
         stop.arm()
         while not run.finished:
+            if stop.signum is not None:  # the signal's exception was swallowed on the way (an except clause below)
+                raise _Stopped(stop.signum)
             events = []
             for stream, line in run.poll(0.5):
                 out.log(stream, line)
@@ -258,7 +260,10 @@ def _run(args, plan, python: str, cmd, run_dir: Path, shell: str, base, notes: l
     return EXIT_OK if ok and not has_errors([f for f in findings if f.rule.startswith("triage.")]) else EXIT_ERRORS
 
 
-class _Stopped(Exception):
+class _Stopped(BaseException):
+    """Raised in the watch loop by a stop signal: a BaseException, so no ``except Exception`` on the way (a log
+    reader, a metrics parser) swallows it and leaves the loop watching a run nobody ends."""
+
     def __init__(self, signum: int):
         super().__init__(signum)
         self.name = signal.Signals(signum).name if signum != signal.SIGINT else "Ctrl-C"
