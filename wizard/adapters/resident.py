@@ -99,9 +99,7 @@ def forward(argv: list[str]) -> int | None:
         return None
     try:
         request = {"argv": argv, "cwd": os.getcwd(), "env": dict(os.environ)}
-        with socket.socket(socket.AF_UNIX, socket.SOCK_STREAM) as conn:
-            conn.settimeout(2.0)
-            conn.connect(str(path))
+        with _connected(path, 2.0) as conn:
             conn.settimeout(ANSWER_TIMEOUT_S)
             _send(conn, request)
             answer = _receive(conn)
@@ -132,6 +130,18 @@ def _write(answer: dict) -> int:
     return answer["rc"]
 
 
+def _connected(path: Path, timeout: float) -> socket.socket:
+    """A connection to the socket at ``path`` (OSError when nobody listens), ``timeout`` for connecting."""
+    conn = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+    conn.settimeout(timeout)
+    try:
+        conn.connect(str(path))
+    except BaseException:
+        conn.close()
+        raise
+    return conn
+
+
 def _send(conn: socket.socket, message: dict) -> None:
     conn.sendall(json.dumps(message).encode() + b"\n")
 
@@ -157,9 +167,7 @@ def stop(key: str | None = None) -> bool:
     if not path.exists():
         return False
     try:
-        with socket.socket(socket.AF_UNIX, socket.SOCK_STREAM) as conn:
-            conn.settimeout(5.0)
-            conn.connect(str(path))
+        with _connected(path, 5.0) as conn:
             conn.settimeout(ANSWER_TIMEOUT_S)  # a server busy with a check answers after it
             _send(conn, {"stop": True})
             _receive(conn)
@@ -182,9 +190,7 @@ def status(key: str | None = None) -> dict | None:
     if not path.exists():
         return None
     try:
-        with socket.socket(socket.AF_UNIX, socket.SOCK_STREAM) as conn:
-            conn.settimeout(2.0)
-            conn.connect(str(path))
+        with _connected(path, 2.0) as conn:
             try:
                 _send(conn, {"ping": True})
                 answer = _receive(conn)
