@@ -8,6 +8,13 @@ A run's folder holds ``spec.json`` (what the campaign ran), ``record.json`` (ok 
 step, the engine's start inside), ``weight_sync`` ("Before resume weights" to "After offload model to cpu": the
 KV cache is not back yet), ``generation``, ``old_log_prob``, ``ref_log_prob``, ``actor_update``,
 ``critic_update`` (verl's timing_s windows). A window a crash left open runs to the last sample.
+
+The sync's own transient (the trainer's send buffer, FSDP1's state_dict copy) lasts 0.1-0.2 s: NVML at 10 Hz
+catches it in part or not at all. Its peak is rebuilt from two measurements that are exact: NVML's level of every
+process in the window before the transient (the woken engine, the trainer's resident state; many samples) and the
+trainer's own torch counters (``max_allocated`` over the sync, in the marks). A sync that set no new torch peak (the
+update before it went higher) takes the transient of the first one that did: the same code moves the same tensors.
+The phase's peak is the higher of the sampled and the rebuilt value; ``rebuilt`` says which.
 """
 
 from __future__ import annotations
@@ -15,6 +22,7 @@ from __future__ import annotations
 import gzip
 import json
 import shlex
+import statistics
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -107,6 +115,41 @@ def _windows(run: Run) -> list[tuple[str, int, float, float, bool]]:
     return out
 
 
+def _sync_rebuilt(run: Run) -> dict[float, int]:
+    """The start of each weight-sync window -> its peak (MiB) rebuilt from NVML's level before the transient and the
+    trainer's torch counters, where the marks and the per-process samples allow it."""
+    marks = [m for m in run.marks if m.get("kind") == "mark"]
+    out, transient = {}, None
+    for i, first in enumerate(marks):
+        if first["name"] != "Before resume weights" or "max_allocated" not in first:
+            continue
+        pid, seen = first["pid"], {}
+        for m in marks[i + 1:]:
+            if m["pid"] != pid:
+                continue
+            if m["name"] == "Before resume weights":
+                break
+            seen.setdefault(m["name"], m)
+            if m["name"] == "After offload model to cpu":
+                break
+        start = seen.get("Before load_fsdp_model_to_gpu") or seen.get("After resume weights")
+        end, close = seen.get("After update_weights"), seen.get("After offload model to cpu")
+        if not (start and end and close):
+            continue
+        if end["max_allocated"] > first["max_allocated"]:  # this sync set torch's peak: its transient, exact
+            transient = end["max_allocated"] - start["allocated"]
+        key = str(pid)
+        before = [s["procs"][key] for s in run.samples if first["t"] <= s["t"] <= start["t"] and key in s.get("procs", {})]
+        window = [s for s in run.samples if first["t"] <= s["t"] <= close["t"]]
+        if transient is None or not before or not window:
+            continue
+        others = max(s["used"] - s.get("procs", {}).get(key, 0) for s in window)  # the woken engine, the driver
+        reserved = start["reserved"]
+        grown = max(reserved, start["allocated"] + transient) - reserved
+        out[first["t"]] = int(others + statistics.median(before) + grown / MIB)
+    return out
+
+
 def with_adam(phase: str, step: int) -> bool:
     """AdamW's moments exist from the first optimizer step on: in the update itself, the syncs after it, and
     every phase of the second step."""
@@ -124,10 +167,13 @@ def measured_phases(run: Run) -> dict[str, Measured]:
     if run.spec.get("kind") != "vllm":
         t_end = first_step if first_step is not None else run.samples[-1]["t"]
         out["load"] = Measured(_peak(run.samples, run.samples[0]["t"], t_end) or 0, 0, first_step is not None)
+    rebuilt = _sync_rebuilt(run)
     for name, step, t0, t1, complete in windows:
         peak = _peak(run.samples, t0, t1)
         if peak is None:
             continue
+        if name == "weight_sync" and t0 in rebuilt:
+            peak = max(peak, rebuilt[t0])
         best = out.get(name)
         key = (complete, with_adam(name, step), peak)
         if best is None or key > (best.complete, with_adam(name, best.step), best.peak_mib):

@@ -151,13 +151,14 @@ def test_a_large_lora_run_on_fsdp1_does_not_fit_at_the_sync_unless_layered():
 def test_fits_while_short_names_the_average_length():
     overrides, facts = recorded("grpo-1.5b-fsdp2-u0.5")
     # the campaign's grpo-1.5b-nogc-micro32 (not run for lack of device time): 32 samples per micro-batch, no
-    # gradient checkpointing; the activations of 32 x 1,024 tokens overflow, 32 x ~660 do not
+    # gradient checkpointing; the activations of 32 x 1,024 tokens overflow, 32 x ~950 do not (no-checkpointing
+    # activations are live at the peak, not cached: grpo-0.5b-nogc-micro8 measured it)
     big = [*overrides, f"{A}.ppo_micro_batch_size_per_gpu=32", f"{A}.ppo_mini_batch_size=16",
            f"{M}.enable_gradient_checkpointing=false"]
     mp = memory_plan(load_schema(), big, moves=load_moves(), models={"actor": facts, "ref": facts}, cluster=h200())
     v = mp.verdict
     assert v.word == FITS_WHILE_SHORT and v.fits is False and v.cause == "actor_update"
-    assert 600 <= v.fits_up_to_avg_tokens <= 720
+    assert 880 <= v.fits_up_to_avg_tokens <= 1000
     assert v.text() == f"fits while samples average <= {v.fits_up_to_avg_tokens:,} tokens"
 
 
@@ -216,5 +217,68 @@ def test_every_recorded_verdict_is_right():
 
     judged = [rows_for(run)[1] for run in load_runs(DATA)]
     judged = [v for v in judged if v["right"] is not None]
-    assert len(judged) >= 17
+    assert len(judged) >= 20
     assert [v["run"] for v in judged if not v["right"]] == []
+
+
+@pytest.mark.parametrize("name", ["launch-smoke-0.5b-u0.06-dumps", "grpo-0.5b-fsdp2-offload-u0.06",
+                                  "grpo-0.5b-lora32-fsdp2-u0.06", "grpo-3b-lora64-fsdp2-u0.1"])
+def test_the_weight_sync_holds_verls_send_buffer_and_its_peak_matches_the_run(name):
+    # the sync lasts 0.1-0.2 s: its measured peak is NVML's level before it plus the trainer's torch peak counter
+    import sys
+
+    sys.path.insert(0, str(DATA.parents[1]))
+    from real_records import load_run
+
+    mp, models = plan(name)
+    report, _ = estimate_memory({**mp.values, FLASH_ATTN: False}, models, h200())
+    sync = phase(report, "weight_sync")
+    bucket = sum(t.bytes for t in sync.terms if t.key == "sync_bucket")
+    assert bucket == 2048 * MIB  # checkpoint_engine.update_weights_bucket_megabytes, allocated whole
+    measured = load_run(DATA / name).phases["weight_sync"]
+    predicted = sync.total - (0 if measured.step >= 1 else sum(t.bytes for t in sync.terms if t.key == "actor_adam"))
+    assert gib(predicted) == pytest.approx(measured.peak_mib * MIB / GIB, rel=0.10)
+    # a smaller send buffer is the fix a user can reach for: the phase drops by what the buffer shrank
+    mp2, _ = plan(name, ["actor_rollout_ref.rollout.checkpoint_engine.update_weights_bucket_megabytes=512"])
+    report2, _ = estimate_memory({**mp2.values, FLASH_ATTN: False}, models, h200())
+    assert sync.total - phase(report2, "weight_sync").total == (2048 - 512) * MIB
+
+
+def test_a_sync_that_is_the_peak_offers_a_smaller_send_buffer():
+    # the large FSDP1 LoRA run above: its sync is the peak; verl's 2 GiB send buffer is one thing a user can shrink
+    from wizard.core.memory.fixes import ranked_fixes
+    from wizard.core.memory.terms import CONSTANTS
+
+    cl = Cluster(source="spec", nodes=[ClusterNode(name="node0", gpu_count=8, gpus=[
+        GPU(index=i, name="H100", memory_total_bytes=80 * GIB) for i in range(8)])])
+    report, _ = estimate_memory(LORA, {"actor": Q32}, cl)
+    group = report.groups[0]
+    assert group.peak.name == "weight_sync"
+    fixes = ranked_fixes(LORA, {"actor": Q32}, cl, group, CONSTANTS, limit=10)
+    bucket = [f for f in fixes if "update_weights_bucket_megabytes=" in " ".join(f.overrides)]
+    assert bucket and group.peak.total - bucket[0].peak >= 1024 * MIB
+
+
+def test_a_critic_with_param_offload_starts_on_the_gpu_and_leaves_no_cache_behind():
+    name = "ppo-0.5b-critic-fsdp1-offload-u0.06"
+    overrides, facts = recorded(name)
+    models = {"actor": facts, "ref": facts, "critic": facts}
+    mp = memory_plan(load_schema(), overrides, moves=load_moves(), models=models, cluster=h200())
+    report, _ = estimate_memory({**mp.values, FLASH_ATTN: False}, models, h200())
+    # FSDP1 on one GPU: the critic's params are there when vLLM starts, offload or not
+    assert any(t.key == "critic_params" for t in phase(report, "load").terms)
+    assert gib(phase(report, "load").total) == pytest.approx(measured_peak_gib(name, "load"), rel=0.10)
+    # putting its params away empties the allocator: the actor's update does not find the critic's blocks cached
+    update = phase(report, "actor_update")
+    assert not any(t.key == "allocator_critic" for t in update.terms)
+    assert gib(update.total) == pytest.approx(measured_peak_gib(name, "actor_update"), rel=0.10)
+
+
+def test_without_checkpointing_the_activations_are_live_at_the_peak_not_cached():
+    name = "grpo-0.5b-nogc-micro8-u0.06"
+    mp, models = plan(name)
+    report, _ = estimate_memory({**mp.values, FLASH_ATTN: False}, models, h200())
+    update = phase(report, "actor_update")
+    terms = {t.key: t.bytes for t in update.terms}
+    assert terms["activations"] > terms["allocator"]  # every layer's activations, and a cache without them
+    assert gib(update.total) == pytest.approx(measured_peak_gib(name, "actor_update"), rel=0.10)

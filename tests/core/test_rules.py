@@ -213,3 +213,16 @@ def test_an_interpolation_verl_cannot_resolve_is_an_error(check, override, error
 def test_interpolations_that_resolve_and_environment_references_are_fine(check):
     result = check(GOOD + ["trainer.experiment_name=${trainer.project_name}_x", "+trainer.k=${oc.env:UNSET_HERE_42}"])
     assert "compose.interpolation" not in rules_of(result)
+
+
+def test_lora_on_fsdp1_with_one_gpu_is_the_run_that_hangs_at_its_first_sync(check):
+    # verl 0.9.1 + vLLM 0.24 on an H200, twice: vLLM gets an empty adapter, its worker dies, no step is done
+    lora = GOOD + ["actor_rollout_ref.model.lora_rank=32", "actor_rollout_ref.actor.strategy=fsdp"]
+    f = one(check(lora), "rollout.lora_fsdp1_one_gpu")
+    assert f.severity is Severity.ERROR and f.stage is Stage.RUNTIME
+    assert "rank 32" in f.message and "StopIteration" in f.message
+    assert f.fix_overrides == ["actor_rollout_ref.actor.strategy=fsdp2", "actor_rollout_ref.ref.strategy=fsdp2"]
+    assert "rollout.lora_fsdp1_one_gpu" not in rules_of(check(lora + f.fix_overrides))
+    # not seen beyond one GPU (FSDP shards there), nor without LoRA
+    assert "rollout.lora_fsdp1_one_gpu" not in rules_of(check(lora + ["trainer.n_gpus_per_node=2"]))
+    assert "rollout.lora_fsdp1_one_gpu" not in rules_of(check(GOOD + ["actor_rollout_ref.actor.strategy=fsdp"]))

@@ -129,3 +129,11 @@ def test_a_bare_worker_assertion_on_an_unset_per_gpu_micro_batch_names_the_key()
     assert root.rule == "triage.micro_batch_unset"
     assert root.keys[0] == "actor_rollout_ref.rollout.log_prob_micro_batch_size_per_gpu"
     assert "drop actor_rollout_ref.rollout.log_prob_micro_batch_size" in root.fix
+
+
+def test_a_lora_run_whose_adapter_reached_vllm_empty_names_fsdp2_as_the_way_out():
+    # killed after 564 s without a step (the run hangs once vLLM's worker died): triage still names the cause
+    root = triage(log("lora-fsdp1-one-gpu"), exit_code=-15)[0]
+    assert root.rule == "triage.lora_adapter_empty"
+    assert "no LoRA weights" in root.message and "NO_SHARD" in root.message
+    assert "actor_rollout_ref.actor.strategy=fsdp2" in root.fix

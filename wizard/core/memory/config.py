@@ -27,6 +27,7 @@ DEFAULTS: dict[str, object] = {
     f"{A}.strategy": "fsdp", f"{A}.ppo_mini_batch_size": 256, f"{A}.ppo_micro_batch_size_per_gpu": None,
     f"{A}.ppo_micro_batch_size": None, f"{R}.log_prob_micro_batch_size": None, f"{REF}.log_prob_micro_batch_size": None,
     f"{M}.override_config.attn_implementation": None, f"{R}.layered_summon": False,
+    f"{R}.checkpoint_engine.update_weights_bucket_megabytes": 2048,
     f"{A}.use_dynamic_bsz": False, f"{A}.ppo_max_token_len_per_gpu": 16384, f"{A}.entropy_coeff": 0,
     f"{A}.calculate_entropy": False, f"{A}.ulysses_sequence_parallel_size": 1,
     f"{AF}.param_offload": False, f"{AF}.optimizer_offload": False, f"{AF}.offload_policy": False,
@@ -142,6 +143,8 @@ class MemoryConfig:
     engines: dict[str, EngineConfig] = field(default_factory=dict)
     flash_attn: bool = True  # verl's log-probs through flash-attn's cross-entropy (else logprobs_from_logits_v2)
     layered_summon: bool = False  # LoRA weight sync gathers one layer at a time (rollout.layered_summon)
+    critic_fsdp1: bool = False  # critic.strategy=fsdp
+    sync_bucket_bytes: int = 2048 << 20  # the weight sync's send buffer (checkpoint_engine.update_weights_bucket_megabytes)
     notes: tuple[str, ...] = ()
 
     def trainable_params(self, facts: ModelFacts) -> int:
@@ -270,6 +273,7 @@ def _critic(values: Mapping, world: int, seq: int) -> dict:
         critic_param_offload=_flag(values, f"{CF}.param_offload"),
         critic_optimizer_offload=_flag(values, f"{CF}.optimizer_offload"),
         critic_offload_policy=str(_get(values, "critic.strategy")) == "fsdp2" and _flag(values, f"{CF}.offload_policy"),
+        critic_fsdp1=str(_get(values, "critic.strategy") or _get(values, f"{A}.strategy") or "fsdp") == "fsdp",
         critic_gc=_flag(values, "critic.model.enable_gradient_checkpointing"),
         # 0.9.1: the critic engine packs by tokens, ppo_infer_max_token_len_per_gpu (trainer_base.py:266)
         critic_tokens=_tokens(values, dynamic=None, budget="critic.ppo_infer_max_token_len_per_gpu", micro=None,
@@ -289,7 +293,8 @@ def _actor(values: Mapping, world: int) -> dict:
         actor_gc=_flag(values, f"{M}.enable_gradient_checkpointing"),
         activation_offload=_flag(values, f"{M}.enable_activation_offload"),
         fused_kernels=_flag(values, f"{M}.use_fused_kernels"), lora_rank=lora_rank(values),
-        layered_summon=_flag(values, f"{R}.layered_summon"))
+        layered_summon=_flag(values, f"{R}.layered_summon"),
+        sync_bucket_bytes=(_int(values, f"{R}.checkpoint_engine.update_weights_bucket_megabytes", low=1) or 2048) << 20)
 
 
 def read_config(values: Mapping) -> MemoryConfig:

@@ -148,6 +148,11 @@ class _Trainer:
         if cfg.strategy == "fsdp" and self.N == 1 and cfg.ref_separate:
             out.append(_t("ref_params", f"reference params ({cfg.actor_dtype}; FSDP1 on one GPU keeps them on it until "
                                         "the first reference pass)", self.params))
+        if (self.critic is not None and cfg.critic_param_offload and cfg.critic_fsdp1 and cfg.critic_shards == 1
+                and not cfg.critic_offload_policy):
+            # verl H200, PPO on one GPU: the load peaked at 14.9 GiB with and without the critic's param_offload
+            out.append(_t("critic_params", f"critic params ({cfg.critic_dtype}; FSDP1 on one GPU keeps them on it "
+                                           "until the critic's first offload)", self.c_params))
         return out
 
     def forward(self, tokens: float, entropy_mode: str, load_params: bool, put_away: bool = False) -> list[Term]:
@@ -206,10 +211,11 @@ class _Trainer:
         worse = backward if b >= sum(t.bytes for t in step) else step
         if not self.cfg.flash_attn:
             rest = rest + [_t("allocator", "allocator: the backward's blocks still cached at the peak",
-                              self.c.update_cache_fraction * b)]
-            if self.critic is not None:
+                              self.c.update_cache_fraction * self._cached(backward))]
+            if self.critic is not None and not self.cfg.critic_param_offload:
                 # the critic's update ran just before in the same process: its blocks stay cached (verl H200, PPO
-                # on one GPU: the actor update held 3.8-5.7 GiB more than GRPO's for Qwen2.5-0.5B)
+                # on one GPU: the actor update held 3.8-5.7 GiB more than GRPO's for Qwen2.5-0.5B); a critic with
+                # param_offload empties the cache when it puts its params away (18.9 GiB, not 24.0)
                 held = sum(t.bytes for t in self.critic_update() if t.key in ("fsdp_gather", "activations"))
                 rest.append(_t("allocator_critic", "allocator: the critic update's blocks still cached (same process)",
                                held))
@@ -220,7 +226,13 @@ class _Trainer:
         if self.cfg.flash_attn:
             return 0
         _, backward, _, _ = self.update_parts()
-        return int(self.c.update_cache_fraction * sum(t.bytes for t in backward))
+        return int(self.c.update_cache_fraction * self._cached(backward))
+
+    def _cached(self, backward: list[Term]) -> int:
+        """The backward's blocks the allocator keeps cached at the update's peak. Without gradient checkpointing
+        every layer's activations are live at the peak and freed layer by layer after it: they are not part of
+        the cache (verl H200, Qwen2.5-0.5B, micro-batch 8: 31.0 GiB measured, 35.7 predicted with them)."""
+        return sum(t.bytes for t in backward if self.cfg.actor_gc or t.key != "activations")
 
     def critic_update(self) -> list[Term]:
         cfg, f, c = self.cfg, self.critic, self.c
@@ -293,10 +305,12 @@ def _training_phases(cfg: MemoryConfig, tr: _Trainer, roles: list[str], capacity
     if "rollout" in engines:
         phases.append(Phase(name="load", terms=init + _engine_terms("rollout", engines["rollout"], True, c)))
         eng = cfg.engines["rollout"]
-        full = cfg.actor_dtype_bytes * f.vocab_size * f.hidden_size * 1.5
-        sync = tr.resident(params_loaded=True) + [
+        # FSDP2 with param_offload streams the sync from the CPU copy: torch's counter stays at 0 through verl's
+        # load_fsdp_model_to_gpu (verl H200, Qwen2.5-0.5B); FSDP1 loads the params back for it
+        loaded = not (cfg.strategy == "fsdp2" and cfg.actor_param_offload)
+        sync = tr.resident(params_loaded=loaded) + [
             _t("engine_rollout_weights", f"rollout engine weights woken (bf16 / TP {eng.tp})", mt.engine_weights(f, eng.tp, eng.pp)),
-            _t("sync_tensor", "largest tensor gathered in full for the sync", full),
+            *_sync_buffers(cfg, tr),
             _t("engine_rollout_asleep", "rollout engine context and CUDA graphs", engines["rollout"]["asleep"])]
         phases.append(Phase(name="weight_sync", terms=_slack(sync + _sync_copies(cfg, tr), f, c)))
         phases.append(Phase(name="generation", terms=tr.resident() + _engine_terms("rollout", engines["rollout"], True, c)
@@ -313,6 +327,23 @@ def _training_phases(cfg: MemoryConfig, tr: _Trainer, roles: list[str], capacity
         others = [t for r, e in engines.items() if r != "reward" for t in _engine_terms(r, e, False, c)]
         phases.append(Phase(name="reward", terms=tr.resident() + _engine_terms("reward", engines["reward"], True, c) + others))
     return phases, free
+
+
+def _sync_buffers(cfg: MemoryConfig, tr: _Trainer) -> list[Term]:
+    """What the trainer allocates to send its weights to the rollout engine. verl 0.9.1's BucketedWeightSender
+    (workers/rollout/vllm_rollout/bucketed_weight_transfer.py) fills a buffer of
+    checkpoint_engine.update_weights_bucket_megabytes, allocated whole whatever the model's size; each weight goes in
+    at the trainer's dtype (no cast). A weight the trainer does not already hold whole on the GPU (FSDP1's
+    state_dict, param offload, CPUOffloadPolicy, LoRA's merged weights, shards over several GPUs) is first made
+    whole: the largest one, the embedding, is there with the bucket. Measured on the H200 with torch's own peak
+    counter (the sync lasts 0.1-0.2 s): 2.00 GiB over the resident state for FSDP2 on one GPU at 0.5B, 1.5B and 3B;
+    2.00 GiB + the fp32 embedding (0.51 / 0.87 / 1.16 GiB) with offload or LoRA."""
+    terms = [_t("sync_bucket", f"weight-sync send buffer (update_weights_bucket_megabytes = {cfg.sync_bucket_bytes >> 20})",
+                cfg.sync_bucket_bytes)]
+    if cfg.strategy == "fsdp" or tr.N > 1 or cfg.actor_param_offload or tr.on_cpu or cfg.lora_rank:
+        terms.append(_t("sync_tensor", "largest weight made whole for the sync (the embedding)",
+                        cfg.actor_dtype_bytes * mt.vocab_matrix(tr.f) / 2))
+    return terms
 
 
 def _sync_copies(cfg: MemoryConfig, tr: _Trainer) -> list[Term]:

@@ -170,12 +170,7 @@ VLLM_LORA_RANKS = (1, 8, 16, 32, 64, 128, 256, 320, 512)
 def vllm_lora_rank(ctx: RuleContext):
     """validate_config -> get_vllm_max_lora_rank (vllm_rollout/utils.py:83-102): with vLLM, a LoRA rank above vLLM's
     largest is an error; one between its ranks is rounded up to the next (vLLM's max_lora_rank), which is fine."""
-    lora = ctx.get("actor_rollout_ref.model.lora") or {}
-    rank = lora.get("rank", 0) if isinstance(lora, dict) else 0
-    if not isinstance(rank, int) or rank <= 0:
-        rank = ctx.int("actor_rollout_ref.model.lora_rank") or 0
-    if isinstance(lora, dict) and lora.get("merge", False):
-        rank = 0
+    rank = _served_lora_rank(ctx)
     if rank <= 0 or ctx.get(f"{R}.name") != "vllm":
         return
     largest = VLLM_LORA_RANKS[-1]
@@ -194,3 +189,37 @@ def vllm_lora_rank(ctx: RuleContext):
             f"Use actor_rollout_ref.model.lora_rank={served} to train what vLLM reserves room for",
             [f"actor_rollout_ref.model.lora_rank={served}"], fix_auto=False,
         )
+
+
+def _served_lora_rank(ctx: RuleContext) -> int:
+    """The LoRA rank vLLM serves as an adapter (0: no LoRA, or merged into the base before the sync)."""
+    lora = ctx.get("actor_rollout_ref.model.lora") or {}
+    rank = lora.get("rank", 0) if isinstance(lora, dict) else 0
+    if not isinstance(rank, int) or rank <= 0:
+        rank = ctx.int("actor_rollout_ref.model.lora_rank") or 0
+    if isinstance(lora, dict) and lora.get("merge", False):
+        rank = 0
+    return rank
+
+
+@rule("rollout.lora_fsdp1_one_gpu", Stage.RUNTIME)
+def lora_fsdp1_one_gpu(ctx: RuleContext):
+    """LoRA served by vLLM, the actor on FSDP1 (strategy=fsdp) and one GPU in all: torch runs FSDP NO_SHARD there,
+    and verl 0.9.1's first weight sync hands vLLM 0.24 an adapter with no LoRA weights; vLLM's worker dies on a
+    StopIteration in _create_merged_loras_inplace and the run hangs with no step done (measured twice on an H200,
+    bench/data/verl_real/grpo-0.5b-lora32-fsdp1-u0.06; the same run with FSDP2 trained)."""
+    rank = _served_lora_rank(ctx)
+    if rank <= 0 or ctx.get(f"{R}.name") != "vllm" or ctx.get("actor_rollout_ref.actor.strategy") != "fsdp":
+        return
+    gpus = (ctx.int("trainer.n_gpus_per_node") or 0) * (ctx.int("trainer.nnodes") or 0)
+    if gpus != 1:
+        return
+    yield finding(
+        "rollout.lora_fsdp1_one_gpu", Severity.ERROR, Stage.RUNTIME,
+        ["actor_rollout_ref.actor.strategy", "actor_rollout_ref.model.lora_rank"],
+        f"LoRA (rank {rank}) on FSDP1 with 1 GPU: the first weight sync sends vLLM an empty adapter (StopIteration in "
+        "vLLM's _create_merged_loras_inplace), vLLM's worker dies and the run hangs without a step "
+        "(verl 0.9.1 + vLLM 0.24, seen twice on an H200)",
+        "Use FSDP2 for LoRA: actor_rollout_ref.actor.strategy=fsdp2 and actor_rollout_ref.ref.strategy=fsdp2",
+        ["actor_rollout_ref.actor.strategy=fsdp2", "actor_rollout_ref.ref.strategy=fsdp2"],
+    )
