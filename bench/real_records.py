@@ -14,6 +14,7 @@ catches it in part or not at all. Its peak is rebuilt from two measurements that
 process in the window before the transient (the woken engine, the trainer's resident state; many samples) and the
 trainer's own torch counters (``max_allocated`` over the sync, in the marks). A sync that set no new torch peak (the
 update before it went higher) takes the transient of the first one that did: the same code moves the same tensors.
+Campaigns from 2026-12-04 on reset torch's peak counter at each sync's start (patch_verl.py): every sync is exact.
 The phase's peak is the higher of the sampled and the rebuilt value; ``rebuilt`` says which.
 """
 
@@ -136,7 +137,7 @@ def _sync_rebuilt(run: Run) -> dict[float, int]:
         end, close = seen.get("After update_weights"), seen.get("After offload model to cpu")
         if not (start and end and close):
             continue
-        if end["max_allocated"] > first["max_allocated"]:  # this sync set torch's peak: its transient, exact
+        if first.get("peak_reset") or end["max_allocated"] > first["max_allocated"]:  # its own peak: exact
             transient = end["max_allocated"] - start["allocated"]
         key = str(pid)
         before = [s["procs"][key] for s in run.samples if first["t"] <= s["t"] <= start["t"] and key in s.get("procs", {})]

@@ -2,7 +2,9 @@
 
 * phase marks: verl's ``_timer`` (behind every ``marked_timer("gen"|"old_log_prob"|...)`` of the trainer) and
   ``log_gpu_memory_usage`` (the workers' "After resume kv_cache", ...) also append a JSON line with the wall
-  time to ``$VERL_PHASE_LOG``, so the NVML samples can be cut into verl's own phases. No behaviour changes.
+  time to ``$VERL_PHASE_LOG``, so the NVML samples can be cut into verl's own phases. At "Before resume weights"
+  torch's peak counter is reset (the mark says ``peak_reset``), so each sync's own peak is exact: verl's
+  ``actor/perf/max_memory_*`` metrics then count from the last sync, which the update comes after.
 * critic attention: verl's ``load_valuehead_model`` (verl/utils/model.py) passes
   ``attn_implementation="flash_attention_2"`` itself, whatever the overrides say, and there is no flash-attn
   wheel for the device; it is set to "sdpa" so that PPO with a critic can be measured at all. Every record
@@ -28,6 +30,9 @@ def _phase_note(kind, name, **extra):
             extra.setdefault("allocated", _torch.cuda.memory_allocated())
             extra.setdefault("reserved", _torch.cuda.memory_reserved())
             extra.setdefault("max_allocated", _torch.cuda.max_memory_allocated())
+            if name == "Before resume weights":  # each weight sync's own torch peak (it lasts 0.1-0.2 s)
+                _torch.cuda.reset_peak_memory_stats()
+                extra["peak_reset"] = True
     except Exception:
         pass
     with open(path, "a") as f:
