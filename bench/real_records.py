@@ -13,8 +13,10 @@ The sync's own transient (the trainer's send buffer, FSDP1's state_dict copy) la
 catches it in part or not at all. Its peak is rebuilt from two measurements that are exact: NVML's level of every
 process in the window before the transient (the woken engine, the trainer's resident state; many samples) and the
 trainer's own torch counters (``max_allocated`` over the sync, in the marks). A sync that set no new torch peak (the
-update before it went higher) takes the transient of the first one that did: the same code moves the same tensors.
-Campaigns from 2026-12-04 on reset torch's peak counter at each sync's start (patch_verl.py): every sync is exact.
+update before it went higher) takes the transient of the last one of the same kind (the same sequence of marks: LoRA's
+first sync also sends the base model) that did: the same code moves the same tensors. patch_verl.py now resets torch's
+peak counter at each sync's start (``peak_reset`` in the mark), which makes every sync of a later campaign exact; the
+runs recorded so far predate it.
 The phase's peak is the higher of the sampled and the rebuilt value; ``rebuilt`` says which.
 """
 
@@ -120,34 +122,39 @@ def _sync_rebuilt(run: Run) -> dict[float, int]:
     """The start of each weight-sync window -> its peak (MiB) rebuilt from NVML's level before the transient and the
     trainer's torch counters, where the marks and the per-process samples allow it."""
     marks = [m for m in run.marks if m.get("kind") == "mark"]
-    out, transient = {}, None
+    out, transients = {}, {}  # the transient of each kind of sync (its sequence of marks): LoRA's first differs
     for i, first in enumerate(marks):
-        if first["name"] != "Before resume weights" or "max_allocated" not in first:
+        if first.get("name") != "Before resume weights" or "max_allocated" not in first:
             continue
-        pid, seen = first["pid"], {}
+        pid, inside = first.get("pid"), []
         for m in marks[i + 1:]:
-            if m["pid"] != pid:
+            if m.get("pid") != pid:
                 continue
-            if m["name"] == "Before resume weights":
+            if m.get("name") == "Before resume weights":
                 break
-            seen.setdefault(m["name"], m)
-            if m["name"] == "After offload model to cpu":
+            inside.append(m)
+            if m.get("name") == "After offload model to cpu":
                 break
+        seen = {}
+        for m in inside:
+            seen.setdefault(m.get("name"), m)
         start = seen.get("Before load_fsdp_model_to_gpu") or seen.get("After resume weights")
         end, close = seen.get("After update_weights"), seen.get("After offload model to cpu")
-        if not (start and end and close):
+        fields = ("allocated", "reserved", "max_allocated")
+        if not (start and end and close) or not all(k in m for m in (start, end) for k in fields):
             continue
+        kind = tuple(m.get("name") for m in inside)
         if first.get("peak_reset") or end["max_allocated"] > first["max_allocated"]:  # its own peak: exact
-            transient = end["max_allocated"] - start["allocated"]
+            transients[kind] = end["max_allocated"] - start["allocated"]
         key = str(pid)
-        before = [s["procs"][key] for s in run.samples if first["t"] <= s["t"] <= start["t"] and key in s.get("procs", {})]
-        window = [s for s in run.samples if first["t"] <= s["t"] <= close["t"]]
-        if transient is None or not before or not window:
+        mine = [s for s in run.samples if key in s.get("procs", {})]  # a sample that lost the trainer says nothing
+        before = [s["procs"][key] for s in mine if first["t"] <= s["t"] <= start["t"]]
+        window = [s for s in mine if first["t"] <= s["t"] <= close["t"]]
+        if kind not in transients or not before or not window:
             continue
-        others = max(s["used"] - s.get("procs", {}).get(key, 0) for s in window)  # the woken engine, the driver
-        reserved = start["reserved"]
-        grown = max(reserved, start["allocated"] + transient) - reserved
-        out[first["t"]] = int(others + statistics.median(before) + grown / MIB)
+        others = max(s["used"] - s["procs"][key] for s in window)  # the woken engine, the driver
+        # the sync's buffers (2 GiB and more) take new segments: the allocator's small free blocks do not hold them
+        out[first["t"]] = int(others + statistics.median(before) + transients[kind] / MIB)
     return out
 
 

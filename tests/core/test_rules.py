@@ -226,3 +226,8 @@ def test_lora_on_fsdp1_with_one_gpu_is_the_run_that_hangs_at_its_first_sync(chec
     # not seen beyond one GPU (FSDP shards there), nor without LoRA
     assert "rollout.lora_fsdp1_one_gpu" not in rules_of(check(lora + ["trainer.n_gpus_per_node=2"]))
     assert "rollout.lora_fsdp1_one_gpu" not in rules_of(check(GOOD + ["actor_rollout_ref.actor.strategy=fsdp"]))
+    # Megatron's model.lora.rank does not turn LoRA on in verl's FSDP engine; merged LoRA and SGLang send no adapter
+    megatron_key = GOOD + ["actor_rollout_ref.model.lora.rank=32", "actor_rollout_ref.actor.strategy=fsdp"]
+    assert "rollout.lora_fsdp1_one_gpu" not in rules_of(check(megatron_key))
+    assert "rollout.lora_fsdp1_one_gpu" not in rules_of(check(lora + ["actor_rollout_ref.model.lora.merge=true"]))
+    assert "rollout.lora_fsdp1_one_gpu" not in rules_of(check(lora + ["actor_rollout_ref.rollout.name=sglang"]))

@@ -60,7 +60,6 @@ def test_opening_the_recorded_run_fills_every_tab(qtbot, panel, run_dir):
     assert panel.status.text() == f"{run_dir}: 1,279 log lines, 3 timed step(s), 192 generated responses."
     assert panel.log.line_count == 1279 and "timing_s/gen" in panel.plots.series_names()
     assert (panel.progress.value(), panel.progress.maximum()) == (3, 3) and panel.folder.text() == str(run_dir)
-    assert panel.steps.value() == 3  # the run's own steps beside it, not the preset's 5
     samples = panel.insight.samples
     assert samples.count.text() == "192 of 192 responses" and samples.stack.currentIndex() == 1
     assert samples.verdict_lines()[0].startswith("step 1: 64 responses to 16 prompts (4 each): 31 % of responses "

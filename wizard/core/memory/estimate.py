@@ -306,8 +306,9 @@ def _training_phases(cfg: MemoryConfig, tr: _Trainer, roles: list[str], capacity
         phases.append(Phase(name="load", terms=init + _engine_terms("rollout", engines["rollout"], True, c)))
         eng = cfg.engines["rollout"]
         # FSDP2 with param_offload streams the sync from the CPU copy: torch's counter stays at 0 through verl's
-        # load_fsdp_model_to_gpu (verl H200, Qwen2.5-0.5B); FSDP1 loads the params back for it
-        loaded = not (cfg.strategy == "fsdp2" and cfg.actor_param_offload)
+        # load_fsdp_model_to_gpu (verl H200, Qwen2.5-0.5B); FSDP1 and LoRA load the params back for it
+        # (get_per_tensor_param: _skip_staging = fsdp_version == 2 and not _is_peft)
+        loaded = not (cfg.strategy == "fsdp2" and cfg.actor_param_offload and not cfg.lora_rank)
         sync = tr.resident(params_loaded=loaded) + [
             _t("engine_rollout_weights", f"rollout engine weights woken (bf16 / TP {eng.tp})", mt.engine_weights(f, eng.tp, eng.pp)),
             *_sync_buffers(cfg, tr),

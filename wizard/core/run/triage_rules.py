@@ -291,8 +291,8 @@ def _lora_empty(m: re.Match, ctx: TriageContext, i: int) -> Finding:
     return _f("triage.lora_adapter_empty",
               "vLLM received a LoRA adapter with no LoRA weights at the weight sync (StopIteration in "
               "_create_merged_loras_inplace) and its worker died; verl then waits for it and the run makes no "
-              "progress. Seen with LoRA on FSDP1 (actor strategy=fsdp) on one GPU, where FSDP runs NO_SHARD and verl's "
-              "collect_lora_params sends no adapter tensors vLLM can name (verl 0.9.1, vLLM 0.24, twice on an H200).",
+              "progress. Seen with LoRA on FSDP1 (actor strategy=fsdp) on one GPU (verl 0.9.1, vLLM 0.24, twice on an "
+              "H200); the same LoRA run on FSDP2 trained.",
               "Train LoRA with FSDP2: actor_rollout_ref.actor.strategy=fsdp2 actor_rollout_ref.ref.strategy=fsdp2 "
               "(the same LoRA runs ran there)",
               ["actor_rollout_ref.actor.strategy", "actor_rollout_ref.model.lora_rank"])
@@ -327,8 +327,8 @@ RULES: tuple[TriageRule, ...] = (
         r"utilization \(([\d.]+), ([\d.]+) GiB\)"), _free_at_start, "on startup is less than desired"),
     TriageRule("triage.vllm_sleep_shared_gpu", re.compile(r"Memory usage increased after sleeping"), _sleep_shared,
                "increased after sleeping"),
-    TriageRule("triage.lora_adapter_empty", re.compile(r"in _create_merged_loras_inplace"), _lora_empty,
-               "_create_merged_loras_inplace"),
+    TriageRule("triage.lora_adapter_empty", re.compile(r"next\(iter\(lora_model\.loras\.values\(\)\)\)"),
+               _lora_empty, "lora_model.loras.values()"),
     TriageRule("triage.micro_batch_unset", re.compile(
         r"assert self\.config\.(?:(actor|rollout|ref)\.)?(\w*micro_batch_size_per_gpu) is not None"), _micro_unset,
         "micro_batch_size_per_gpu is not None"),

@@ -308,10 +308,6 @@ class RunPanel(QWidget):
         self.log.append(d.entries)
         self.plots.add(d.metrics)
         self.folder.setText(d.record.path)
-        # the form describes the run on screen: its own step count, not the preset's
-        steps = (d.record.meta.steps if d.record.meta else None) or d.record.state.total_steps
-        if isinstance(steps, int) and steps > 0:
-            self.steps.setValue(steps)
         self.status.show_progress(d.record.state.progress())
 
     def _reset_views(self) -> None:

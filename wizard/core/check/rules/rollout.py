@@ -204,11 +204,16 @@ def _served_lora_rank(ctx: RuleContext) -> int:
 
 @rule("rollout.lora_fsdp1_one_gpu", Stage.RUNTIME)
 def lora_fsdp1_one_gpu(ctx: RuleContext):
-    """LoRA served by vLLM, the actor on FSDP1 (strategy=fsdp) and one GPU in all: torch runs FSDP NO_SHARD there,
-    and verl 0.9.1's first weight sync hands vLLM 0.24 an adapter with no LoRA weights; vLLM's worker dies on a
-    StopIteration in _create_merged_loras_inplace and the run hangs with no step done (measured twice on an H200,
-    bench/data/verl_real/grpo-0.5b-lora32-fsdp1-u0.06; the same run with FSDP2 trained)."""
-    rank = _served_lora_rank(ctx)
+    """LoRA served by vLLM, the actor on FSDP1 (strategy=fsdp) and one GPU in all: verl 0.9.1's first weight sync
+    handed vLLM 0.24 an adapter with no LoRA weights; vLLM's worker died on a StopIteration in
+    _create_merged_loras_inplace and the run hung with no step done (seen twice on an H200,
+    bench/data/verl_real/grpo-0.5b-lora32-fsdp1-u0.06; the same run with FSDP2 trained). Only what was seen is
+    flagged: FSDP1 on several GPUs and rollout.layered_summon were not tried."""
+    # verl's FSDP engine turns LoRA on from model.lora_rank only (workers/engine/fsdp/transformer_impl.py)
+    rank = ctx.int("actor_rollout_ref.model.lora_rank") or 0
+    lora = ctx.get("actor_rollout_ref.model.lora") or {}
+    if isinstance(lora, dict) and lora.get("merge", False):
+        return
     if rank <= 0 or ctx.get(f"{R}.name") != "vllm" or ctx.get("actor_rollout_ref.actor.strategy") != "fsdp":
         return
     gpus = (ctx.int("trainer.n_gpus_per_node") or 0) * (ctx.int("trainer.nnodes") or 0)
