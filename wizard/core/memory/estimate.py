@@ -343,7 +343,7 @@ def _sync_buffers(cfg: MemoryConfig, tr: _Trainer) -> list[Term]:
                 cfg.sync_bucket_bytes)]
     if cfg.strategy == "fsdp" or tr.N > 1 or cfg.actor_param_offload or tr.on_cpu or cfg.lora_rank:
         terms.append(_t("sync_tensor", "largest weight made whole for the sync (the embedding)",
-                        cfg.actor_dtype_bytes * mt.vocab_matrix(tr.f) / 2))
+                        mt.largest_weight(tr.f, cfg.actor_dtype_bytes)))
     return terms
 
 

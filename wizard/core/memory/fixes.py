@@ -14,6 +14,7 @@ from dataclasses import dataclass
 from wizard.core.hardware.cluster import Cluster
 from wizard.core.memory.estimate import GpuEstimate, MemoryReport, estimate_memory
 from wizard.core.memory.config import AF, CF, DEFAULTS, M, REF, A, read_config
+from wizard.core.memory import terms as mt
 from wizard.core.memory.terms import GIB, MemoryConstants
 from wizard.core.models.facts import ModelFacts
 from wizard.core.placement.pools import R
@@ -90,14 +91,13 @@ def _candidates(values: Mapping, phase: str, models: Mapping[str, ModelFacts]) -
         util = cfg.engines["rollout"].util
         out.append(("gpu_memory_utilization", [{f"{R}.gpu_memory_utilization": round(u / 100, 2)}
                                                for u in range(int(util * 100) - 5, 19, -5)]))
-    bucket = _get(values, f"{R}.checkpoint_engine.update_weights_bucket_megabytes")
     actor = models.get("actor")
-    if phase == "weight_sync" and isinstance(bucket, int) and actor is not None and not cfg.lora_rank:
+    if phase == "weight_sync" and actor is not None and not cfg.lora_rank:
         # verl sends the weights through a buffer of this size, allocated whole (a smaller one means more rounds);
         # never below the largest weight at the trainer's dtype, which would take verl's direct path instead
-        largest = cfg.actor_dtype_bytes * actor.vocab_size * actor.hidden_size / 2**20
+        largest = mt.largest_weight(actor, cfg.actor_dtype_bytes)
         out.append(("weight-sync buffer", [{f"{R}.checkpoint_engine.update_weights_bucket_megabytes": b}
-                                           for b in (1024, 512) if largest <= b < bucket]))
+                                           for b in (1024, 512) if largest <= b << 20 < cfg.sync_bucket_bytes]))
     if phase in TRAINING_PHASES or phase in ("generation", "weight_sync"):
         out.append(("more GPUs", [{"trainer.nnodes": cfg.world // max(1, _get(values, "trainer.n_gpus_per_node")) * 2}]))
     return out

@@ -198,6 +198,12 @@ def vocab_matrix(facts: ModelFacts) -> int:
     return 2 * facts.vocab_size * facts.hidden_size
 
 
+def largest_weight(facts: ModelFacts, dtype_bytes: int) -> int:
+    """Bytes of the model's largest weight, the V x h matrix, at the trainer's dtype (what the weight sync makes
+    whole, and the least verl's send buffer must hold)."""
+    return dtype_bytes * facts.vocab_size * facts.hidden_size
+
+
 def logits(facts: ModelFacts, tokens: float, fused: bool, c: MemoryConstants = CONSTANTS, update: bool = True,
            flash_attn: bool = True) -> float:
     """The (T x V) logits; ``use_fused_kernels`` returns log-probs without materialising them. Without flash-attn

@@ -170,7 +170,12 @@ VLLM_LORA_RANKS = (1, 8, 16, 32, 64, 128, 256, 320, 512)
 def vllm_lora_rank(ctx: RuleContext):
     """validate_config -> get_vllm_max_lora_rank (vllm_rollout/utils.py:83-102): with vLLM, a LoRA rank above vLLM's
     largest is an error; one between its ranks is rounded up to the next (vLLM's max_lora_rank), which is fine."""
-    rank = _served_lora_rank(ctx)
+    lora = ctx.get("actor_rollout_ref.model.lora") or {}
+    rank = lora.get("rank", 0) if isinstance(lora, dict) else 0
+    if not isinstance(rank, int) or rank <= 0:
+        rank = ctx.int("actor_rollout_ref.model.lora_rank") or 0
+    if isinstance(lora, dict) and lora.get("merge", False):
+        rank = 0
     if rank <= 0 or ctx.get(f"{R}.name") != "vllm":
         return
     largest = VLLM_LORA_RANKS[-1]
@@ -191,17 +196,6 @@ def vllm_lora_rank(ctx: RuleContext):
         )
 
 
-def _served_lora_rank(ctx: RuleContext) -> int:
-    """The LoRA rank vLLM serves as an adapter (0: no LoRA, or merged into the base before the sync)."""
-    lora = ctx.get("actor_rollout_ref.model.lora") or {}
-    rank = lora.get("rank", 0) if isinstance(lora, dict) else 0
-    if not isinstance(rank, int) or rank <= 0:
-        rank = ctx.int("actor_rollout_ref.model.lora_rank") or 0
-    if isinstance(lora, dict) and lora.get("merge", False):
-        rank = 0
-    return rank
-
-
 @rule("rollout.lora_fsdp1_one_gpu", Stage.RUNTIME)
 def lora_fsdp1_one_gpu(ctx: RuleContext):
     """LoRA served by vLLM, the actor on FSDP1 (strategy=fsdp) and one GPU in all: verl 0.9.1's first weight sync
@@ -216,8 +210,7 @@ def lora_fsdp1_one_gpu(ctx: RuleContext):
         return
     if rank <= 0 or ctx.get(f"{R}.name") != "vllm" or ctx.get("actor_rollout_ref.actor.strategy") != "fsdp":
         return
-    gpus = (ctx.int("trainer.n_gpus_per_node") or 0) * (ctx.int("trainer.nnodes") or 0)
-    if gpus != 1:
+    if ctx.n_gpus != 1:
         return
     yield finding(
         "rollout.lora_fsdp1_one_gpu", Severity.ERROR, Stage.RUNTIME,

@@ -1,6 +1,6 @@
 """What verl accepts and then does differently from what the config says: no assertion fires, the run starts, and
-trains something else (or nothing). Read from the V1 trainer's fit() and what it calls (trainer_base.py), and
-from verl's issue tracker where users met them.
+trains something else (or nothing). Read from the V1 trainer's fit() and what it calls (trainer_base.py), and in
+verl's issue tracker where users met them.
 """
 
 from __future__ import annotations
