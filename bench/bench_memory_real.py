@@ -58,14 +58,25 @@ def predict(run: Run):
     return report, memory_verdict(report, values, models, cluster, why or mp.why), why
 
 
-def phase_bytes(report, name: str, step: int) -> int | None:
+def phase_bytes(report, name: str, m) -> int | None:
+    """The estimate's phase: its worse step (what the run's peak over its steps is compared with). A run that never
+    reached the steady state (it stopped in the first step) is compared with the first step: no AdamW moments, and
+    on one GPU with FSDP1 the reference model still on it until its first pass."""
     group = report.groups[0]
     phase = next((p for p in group.phases if p.name == name), None)
     if phase is None:
         return None
-    if with_adam(name, step):
+    if m.steady or with_adam(name, m.step):
         return phase.total
-    return phase.total - sum(t.bytes for t in phase.terms if t.key in ADAM_KEYS)
+    first = phase.total - sum(t.bytes for t in phase.terms if t.key in ADAM_KEYS)
+    if name in FIRST_PASS:  # what the load holds until the first step's passes (the estimate's first_step_extra)
+        load = next(p for p in group.phases if p.name == "load")
+        first += sum(t.bytes for t in load.terms if t.key in ("ref_params", "critic_params") and "first step" in t.label
+                     and not any(u.key == t.key for u in phase.terms))
+    return first
+
+
+FIRST_PASS = ("weight_sync", "generation", "old_log_prob", "ref_log_prob")
 
 
 def trainer_at_load(report) -> int:
@@ -98,7 +109,12 @@ def rows_for(run: Run) -> tuple[list[dict], dict]:
     report, verdict, why = predict(run)
     if report is None:
         return [], {"run": run.name, "outcome": run.outcome, "verdict": f"none: {why}", "right": None}
-    rows = [_row(run, name, m, phase_bytes(report, name, m.step), 0.10) for name, m in run.phases.items()]
+    rows = [_row(run, name, m, phase_bytes(report, name, m), 0.10) for name, m in run.phases.items()]
+    if "load" in run.phases:  # the load window holds the first weight sync too (before the first step)
+        sync0 = phase_bytes(report, "weight_sync", type("M", (), {"steady": False, "step": 0})())
+        load = next(r for r in rows if r["phase"] == "load")
+        m = run.phases["load"]
+        rows[rows.index(load)] = _row(run, "load", m, max(phase_bytes(report, "load", m), sync0 or 0), 0.10)
     if verdict.cause == "engine_start" and "load" in run.phases:  # vLLM refused: what held the GPU was the trainer
         m = run.phases["load"]
         m = type("M", (), {"peak_mib": m.peak_mib, "step": 0, "complete": True})()

@@ -40,6 +40,7 @@ class Measured:
     peak_mib: int
     step: int  # 0: before the first step (load, the first sync); 1: the first step (no AdamW moments yet); 2+
     complete: bool  # False: the window was open when the run ended (the crash happened in it)
+    steady: bool = True  # a complete window with AdamW's moments resident was measured (the run got that far)
 
 
 @dataclass
@@ -165,8 +166,10 @@ def with_adam(phase: str, step: int) -> bool:
 
 
 def measured_phases(run: Run) -> dict[str, Measured]:
-    """The peak of each phase: the highest complete window among those with AdamW's moments (a short sync is
-    sampled once or twice, so no single window is trusted); ``load`` runs from the first sample to the first step."""
+    """The peak of each phase: its highest complete window over the run, whatever the step (the first step can be
+    the higher one: no AdamW moments yet, but FSDP1 on one GPU still holds the reference model); ``steady`` says
+    whether a window with AdamW's moments was among them. ``load`` runs from the first sample to the first step
+    (the first weight sync is inside it)."""
     if not run.samples or not run.marks:
         return {}
     out: dict[str, Measured] = {}
@@ -183,9 +186,11 @@ def measured_phases(run: Run) -> dict[str, Measured]:
         if name == "weight_sync" and t0 in rebuilt:
             peak = max(peak, rebuilt[t0])
         best = out.get(name)
-        key = (complete, with_adam(name, step), peak)
-        if best is None or key > (best.complete, with_adam(name, best.step), best.peak_mib):
-            out[name] = Measured(peak, step, complete)
+        steady = complete and with_adam(name, step)
+        if best is None or (complete, peak) > (best.complete, best.peak_mib):
+            out[name] = Measured(peak, step, complete, steady or (best is not None and best.steady))
+        elif steady:
+            best.steady = True
     return out
 
 

@@ -5,7 +5,7 @@
 CAMPAIGN.json is ``{"env": {...}, "runs": [{"name", "kind": "verl"|"launch"|"vllm", "args": [...],
 "timeout_s", "expect_s"}]}`` (``campaign_spec.py`` writes it). Per run, OUT_DIR/NAME/ gets ``spec.json``,
 ``samples.jsonl`` + ``pids.jsonl`` (NVML, 10 Hz), ``phases.jsonl`` (verl's phase marks, see patch_verl.py),
-``metrics.jsonl`` (verl's file logger), ``run.log.gz`` and ``record.json`` (status ok / oom / error / timeout, the
+``metrics.jsonl`` (verl's file logger), ``run.log.gz`` and ``record.json`` (status ok / oom / host_oom / error / timeout, the
 first error line, wall time, peak). A run that runs out of memory is a data point: the campaign goes on. Between
 runs every process left on the GPU is ended (by its pid) and Ray is stopped. Runs that cannot finish before the
 deadline are skipped. OUT_DIR/progress.txt has one line per run.
@@ -40,6 +40,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 
 from gpumem import Sampler, gpu_pids, used_mib  # noqa: E402
 
+HOST_OOM = re.compile(r"worker\(s\) were killed due to the node running low on memory")
 OOM = re.compile(r"CUDA out of memory|OutOfMemoryError|out of memory|Free memory on device .* is less than desired"
                  r"|No available memory for the cache blocks|insufficient memory|larger than the maximum number of "
                  r"tokens that can be stored in KV cache|cudaErrorMemoryAllocation", re.IGNORECASE)
@@ -140,6 +141,8 @@ def _record(run: dict, out: Path, rc, status, wall: float, sampler: Sampler) -> 
             status = "ok"
         else:
             status = "oom" if oom else "error"
+            if HOST_OOM.search(log):  # Ray's memory monitor killed workers: the host's RAM ran out, not the GPU's
+                status = "host_oom"
     rec = {"name": run["name"], "status": status, "exit_code": rc, "steps_done": steps, "wall_s": round(wall, 1),
            "peak_used_mib": sampler.peak_mib, "baseline_used_mib": sampler.baseline_mib, "total_mib": sampler.total_mib,
            "sampler_error": sampler.error, "oom_line": oom_line, "last_error_line": err_line}
@@ -341,6 +344,7 @@ class Admission:
     def __init__(self, runs: list[dict], total_mib: int, deadline: float, root: Path):
         self.queue, self.total, self.deadline, self.root = list(runs), total_mib, deadline, root
         self.in_flight: dict[str, int] = {}
+        self.host: dict[str, float] = {}  # GiB of host RAM reserved by the runs in flight
         self.cond = threading.Condition()
         self.started = time.time()
 
@@ -369,12 +373,17 @@ class Admission:
                     want = self.total if run.get("exclusive") else run.get("reserve_mib", self.total)
                     if run.get("exclusive") and self.in_flight:
                         continue
-                    if self.in_flight and _host_free_gib() < 24:
-                        continue  # every run holds 10-15 GiB of host memory: the machine's 128 GiB are the limit too
+                    # the machine's 128 GiB of RAM are a limit too (offloaded params and AdamW live there): the
+                    # host reservations of the runs in flight, which grow into them, and what is free now
+                    host = run.get("host_reserve_mib", 24 * 1024) / 1024
+                    if self.in_flight and (_host_free_gib() < 24 or
+                                           sum(self.host.values()) + host > _host_total_gib() - 8):
+                        continue
                     # alone on the GPU a run goes whatever it reserves (an out-of-memory run is a data point)
                     if not self.in_flight or sum(self.in_flight.values()) + want <= self.total:
                         self.queue.remove(run)
                         self.in_flight[run["name"]] = want
+                        self.host[run["name"]] = host
                         return {**run, "timeout_s": min(run.get("timeout_s", 420), max(60, left - 20))}
                 if not self.queue:
                     return None
@@ -383,7 +392,18 @@ class Admission:
     def done(self, name: str) -> None:
         with self.cond:
             self.in_flight.pop(name, None)
+            self.host.pop(name, None)
             self.cond.notify_all()
+
+
+def _host_total_gib() -> float:
+    try:
+        for line in Path("/proc/meminfo").read_text().splitlines():
+            if line.startswith("MemTotal:"):
+                return int(line.split()[1]) / 2**20
+    except OSError:
+        pass
+    return float("inf")
 
 
 def _host_free_gib() -> float:

@@ -1,6 +1,7 @@
 """The configurations measured on the H200 (bench/data/verl_real/), in the order the campaign runs them.
 
-    python3 bench/real/campaign_spec.py OUT.json [--side-by-side] [--skip-recorded] [--preflight PYTHON]
+    python3 bench/real/campaign_spec.py OUT.json [--side-by-side] [--skip-recorded] [--margin F]
+        [--first NAME,NAME,...] [--expect S] [--preflight PYTHON]
 
 Writes campaign.py's input. ``--preflight`` first runs verl's own pre-flight (Hydra compose + validate_config,
 ``wizard/adapters/probes/verl_preflight_probe.py``) on every verl run with PYTHON, where verl 0.9.1 is installed:
@@ -147,9 +148,9 @@ MODELS = Path(__file__).resolve().parents[1] / "data" / "verl_real"
 MODEL_JSON = {"0.5b": "launch-smoke-0.5b-fsdp1-u0.4", "1.5b": "grpo-1.5b-fsdp2-u0.5", "3b": "grpo-3b-fsdp2-u0.75-eager"}
 
 
-def estimate(args: list[str], size: str) -> tuple[int, int]:
-    """(peak bytes, rollout KV bytes) of the estimate for these overrides on one H200 (what bench_memory_real.py
-    compares with), without flash-attn."""
+def estimate(args: list[str], size: str) -> tuple[int, int, int]:
+    """(GPU peak bytes, rollout KV bytes, host bytes) of the estimate for these overrides on one H200 (what
+    bench_memory_real.py compares with), without flash-attn."""
     sys.path.insert(0, str(Path(__file__).resolve().parents[2]))
     sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
     from bench_memory_real import h200
@@ -165,18 +166,23 @@ def estimate(args: list[str], size: str) -> tuple[int, int]:
     cluster = h200(143771)
     mp = memory_plan(load_schema(), args, moves=load_moves(), models=models, cluster=cluster)
     report, _ = estimate_memory({**mp.values, FLASH_ATTN: False}, models, cluster)
-    return report.groups[0].peak.total, report.kv["rollout"].kv_bytes
+    return report.groups[0].peak.total, report.kv["rollout"].kv_bytes, sum(h.total for h in report.host)
 
 
 SIDE = ["+ray_kwargs.ray_init.include_dashboard=false", "+ray_kwargs.ray_init.object_store_memory=4000000000"]
 
 
+MARGIN = 0.12  # --margin: a run reserves the estimate's peak times 1 + MARGIN, plus 1 GiB
+
+
 def paired(name: str, args: list[str], size: str, expect_s: int = 330, timeout_s: int = 560) -> dict:
     args = [*args, *SIDE, f"trainer.rollout_data_dir=/tmp/out/{name}/rollout"]
-    peak, kv = estimate(args, size)
+    peak, kv, host = estimate(args, size)
     args.append(f"+{R}.engine_kwargs.vllm.kv_cache_memory_bytes={kv}")
     run = verl(name, args, expect_s=expect_s, timeout_s=timeout_s)
-    run["reserve_mib"] = int((peak * 1.12 + 2**30) / 2**20)
+    run["reserve_mib"] = int((peak * (1 + MARGIN) + 2**30) / 2**20)
+    # host RAM too: two offloading runs side by side ran the 126 GB host out (2026-12-04, Ray killed both)
+    run["host_reserve_mib"] = int(host * 1.2 / 2**20)
     return run
 
 
@@ -241,9 +247,18 @@ def side_runs() -> list[dict]:
 
 
 def main(argv: list[str]) -> int:
+    global MARGIN
+    if "--margin" in argv:  # the estimate was within a few % of every run so far: a smaller margin packs more runs
+        MARGIN = float(argv[argv.index("--margin") + 1])
     spec = side_runs() if "--side-by-side" in argv else runs()
     if "--skip-recorded" in argv:  # a later campaign measures only what bench/data/verl_real does not hold yet
         spec = [run for run in spec if not (MODELS / run["name"]).is_dir()]
+    if "--first" in argv:  # these names first, in this order (the rest keep theirs)
+        first = argv[argv.index("--first") + 1].split(",")
+        spec.sort(key=lambda run: first.index(run["name"]) if run["name"] in first else len(first))
+    if "--expect" in argv:  # seconds a run takes beside the others (a run with less time left is skipped)
+        expect = int(argv[argv.index("--expect") + 1])
+        spec = [{**run, "expect_s": expect, "timeout_s": max(run["timeout_s"], expect + 200)} for run in spec]
     if "--preflight" in argv and not preflight(argv[argv.index("--preflight") + 1], spec):
         return 1
     Path(argv[1]).write_text(json.dumps({"env": ENV, "runs": spec}, indent=1))

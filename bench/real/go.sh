@@ -1,13 +1,14 @@
 #!/usr/bin/env bash
 # On the device, after every part of ../shared/tools/device-verl was copied to /tmp/verl-parts (one call each):
 # install verl + vLLM + Ray, patch verl's phase marks (patch_verl.py), make the models, run the campaign.
-#   DEADLINE=<epoch s> LANES=<runs side by side> setsid bash /tmp/dev/real/go.sh > /tmp/go.log 2>&1 &
+#   DEADLINE=<epoch s> LANES=<runs side by side> [FIRST="1.5b 3b" MORE=] setsid bash /tmp/dev/real/go.sh > /tmp/go.log 2>&1 &
 set -x
 export NCCL_NVLS_ENABLE=0 TORCH_SYMM_MEM_DISABLE_MULTICAST=1 NVSHMEM_DISABLE_NVLS=1
 D=/tmp/dev
 bash /tmp/tools/install.sh || exit 1
 export PYTHONPATH=/tmp/site:$D/wt
 python3 $D/real/patch_verl.py /tmp/site
-python3 $D/real/make_models.py /tmp/real 0.5b || exit 1
-(python3 $D/real/make_models.py /tmp/real --cpu --no-data 1.5b 3b > /tmp/make_more.log 2>&1 &)
+# FIRST: made on the GPU before any run starts (with the data); MORE: on the CPU beside the first runs
+python3 $D/real/make_models.py /tmp/real ${FIRST:-0.5b} || exit 1
+[ -n "${MORE-1.5b 3b}" ] && (python3 $D/real/make_models.py /tmp/real --cpu --no-data ${MORE-1.5b 3b} > /tmp/make_more.log 2>&1 &)
 python3 $D/real/campaign.py $D/campaign.json /tmp/out --deadline "${DEADLINE:-$(( $(date +%s) + 1200 ))}" --lanes "${LANES:-1}"

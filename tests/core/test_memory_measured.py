@@ -293,3 +293,69 @@ def test_fsdp2_param_offload_streams_the_sync_from_the_cpu_except_with_lora():
     mp, models = plan("grpo-0.5b-lora32-fsdp2-u0.06", [f"{AF}.param_offload=true", f"{AF}.optimizer_offload=true"])
     report, _ = estimate_memory({**mp.values, FLASH_ATTN: False}, models, h200())
     assert any(t.key == "actor_params" for t in phase(report, "weight_sync").terms)
+
+
+def test_fsdp1_reference_pass_on_one_gpu_holds_the_whole_model_in_bf16():
+    # verl H200, Qwen2.5-1.5B, FSDP1 on one GPU: the reference pass peaked 2.62 GiB over the old log-prob pass
+    # (30.05 against 27.43 GiB used); the model's bf16 weights are 2.87 GiB
+    mp, models = plan("grpo-1.5b-fsdp1-u0.1")
+    report, _ = estimate_memory({**mp.values, FLASH_ATTN: False}, models, h200())
+    ref, old = phase(report, "ref_log_prob"), phase(report, "old_log_prob")
+    whole = next(t for t in ref.terms if t.key == "fsdp_gather")
+    assert whole.bytes == 2 * models["actor"].param_count and "whole" in whole.label
+    assert gib(ref.total) == pytest.approx(30.05, rel=0.05)
+    assert ref.total > old.total
+    # FSDP2 (and FSDP1 over several GPUs) gathers a layer at a time
+    mp2, _ = plan("grpo-1.5b-fsdp2-u0.5")
+    gather = next(t for t in phase(mp2.report, "ref_log_prob").terms if t.key == "fsdp_gather")
+    assert gather.bytes < whole.bytes / 4
+
+
+@pytest.mark.parametrize("name,measured", [("grpo-1.5b-fsdp1-u0.1", 43.06), ("grpo-1.5b-fsdp1-offload-u0.1", 42.32),
+                                           ("grpo-0.5b-fsdp1-u0.06", 21.60)])
+def test_fsdp1_update_keeps_about_its_params_more_cached_than_fsdp2(name, measured):
+    # torch's peak allocation in the update was the same for FSDP1 and FSDP2 (30.27 GiB at 1.5B), NVML's was not
+    mp, models = plan(name)
+    report, _ = estimate_memory({**mp.values, FLASH_ATTN: False}, models, h200())
+    upd = phase(report, "actor_update")
+    cache = next(t for t in upd.terms if t.key == "allocator_fsdp1")
+    params = next(t for t in upd.terms if t.key == "actor_params")
+    assert cache.bytes == params.bytes
+    assert gib(upd.total) == pytest.approx(measured, rel=0.10)
+    fsdp2, _ = plan(name, [f"{A}.strategy=fsdp2", "actor_rollout_ref.ref.strategy=fsdp2"])
+    assert not any(t.key == "allocator_fsdp1" for t in phase(fsdp2.report, "actor_update").terms)
+
+
+def test_a_critic_with_param_offload_empties_fsdp1s_cache_before_the_actor_update():
+    mp, models = plan("ppo-0.5b-critic-fsdp1-offload-u0.06")
+    models = {**models, "critic": models["actor"]}
+    report, _ = estimate_memory({**mp.values, FLASH_ATTN: False}, models, h200())
+    assert not any(t.key == "allocator_fsdp1" for t in phase(report, "actor_update").terms)
+
+
+def test_the_first_weight_sync_of_fsdp1_with_offload_also_holds_the_reference():
+    # verl H200, Qwen2.5-3B, FSDP1 with param+optimizer offload on one GPU: 37.65 GiB allocated at the first sync
+    # (actor + reference + the params loaded again + the send buffer), 46.5 GiB used with vLLM's weights awake
+    mp, models = plan("grpo-3b-fsdp1-offload-u0.1")
+    report, _ = estimate_memory({**mp.values, FLASH_ATTN: False}, models, h200())
+    sync = phase(report, "weight_sync")
+    ref = next(t for t in sync.terms if t.key == "ref_params")
+    assert "first reference pass" in ref.label
+    assert gib(sync.total) == pytest.approx(46.50, rel=0.05)
+    # without offload the later syncs, with AdamW's moments, are the higher ones: the reference is not counted
+    plain, _ = plan("grpo-1.5b-fsdp1-u0.1")
+    assert not any(t.key == "ref_params" for t in phase(plain.report, "weight_sync").terms)
+
+
+def test_recorded_phase_peaks_stay_within_the_bench_tolerance():
+    import sys
+
+    sys.path.insert(0, str(DATA.parents[1]))
+    from bench_memory_real import rows_for
+    from real_records import load_runs
+
+    rows = [r for run in load_runs(DATA) for r in rows_for(run)[0] if r["error"] is not None]
+    assert len(rows) >= 140
+    outside = [(r["run"], r["phase"], r["error"]) for r in rows if not r["within"]]
+    assert len(outside) <= 1, outside  # today: the 1.5B FSDP2-offload reference pass, +11 % (over, the safe side)
+    assert max(abs(r["error"]) for r in rows) < 0.12

@@ -110,6 +110,10 @@ class _Trainer:
         # (phase marks): "After offload model to cpu" still holds the actor's 1.91 GiB (Qwen2.5-0.5B fp32), and
         # old_log_prob loads a second copy on top (NVML: +1.6 GiB for 0.5B, +6.7 GiB for 1.5B beside 5.75 GiB).
         self.offload_stays = cfg.strategy == "fsdp" and self.N == 1 and cfg.actor_param_offload and not self.on_cpu
+        # FSDP1 on one GPU with a separate reference model: verl builds the reference on the GPU and its CPU offload
+        # moves it away only during its first pass (verl H200: 11.50 GiB allocated, actor + reference, for Qwen2.5-
+        # 1.5B until the first reference pass; 22.99 GiB for 3B)
+        self.ref_whole = cfg.strategy == "fsdp" and self.N == 1 and cfg.ref_separate
         if critic is not None:
             bc, Nc, Pc = cfg.critic_dtype_bytes, cfg.critic_shards, mt.critic_params(critic)
             self.c_params, self.c_adam = bc * Pc / Nc, 2 * bc * Pc / Nc
@@ -141,29 +145,54 @@ class _Trainer:
     def at_load(self) -> list[Term]:
         """When the engine starts: the params (no AdamW yet), the allocator's cache from building FSDP, and on one
         GPU with FSDP1 the reference model too (NO_SHARD keeps it on the GPU until its first pass)."""
-        cfg, f, c = self.cfg, self.f, self.c
+        f, c = self.f, self.c
         out = self.resident(adam=False)
         out.append(_t("allocator", "allocator cache left by building the FSDP modules",
                       c.allocator_slack_vocab * mt.vocab_matrix(f)))
-        if cfg.strategy == "fsdp" and self.N == 1 and cfg.ref_separate:
+        return out + self.first_step_extra()
+
+    def first_step_extra(self) -> list[Term]:
+        """What FSDP1 on one GPU keeps on it from the load until the first step's passes move it away: the reference
+        model (its first pass) and a critic with param_offload (its first offload)."""
+        cfg, out = self.cfg, []
+        if self.ref_whole:
             out.append(_t("ref_params", f"reference params ({cfg.actor_dtype}; FSDP1 on one GPU keeps them on it until "
-                                        "the first reference pass)", self.params))
+                                        "the first reference pass, in the first step)", self.params))
         if (self.critic is not None and cfg.critic_param_offload and cfg.critic_fsdp1 and cfg.critic_shards == 1
                 and not cfg.critic_offload_policy):
             # verl H200, PPO on one GPU: the load peaked at 14.9 GiB with and without the critic's param_offload
             out.append(_t("critic_params", f"critic params ({cfg.critic_dtype}; FSDP1 on one GPU keeps them on it "
-                                           "until the critic's first offload)", self.c_params))
+                                           "until the critic's first offload, in the first step)", self.c_params))
         return out
 
-    def forward(self, tokens: float, entropy_mode: str, load_params: bool, put_away: bool = False) -> list[Term]:
-        """A forward-only pass of the actor (old log-prob) or the reference model (params streamed from CPU)."""
+    def first_step(self, terms: list[Term]) -> list[Term]:
+        """A phase at its worse step: the steady state (AdamW's moments resident) or the first step, before the
+        first optimizer step and with first_step_extra still on the GPU (FSDP1 on one GPU). With the optimizer
+        offloaded, or at the first weight sync, the first step is the higher one (verl H200, Qwen2.5-3B, FSDP1 with
+        param and optimizer offload: 37.65 GiB allocated at the first sync, 23.9 GiB at the later ones)."""
+        extra = [t for t in self.first_step_extra() if not any(u.key == t.key for u in terms)]
+        if not extra:
+            return terms
+        first = [t for t in terms if t.key not in ("actor_adam", "critic_adam")] + extra
+        return first if sum(t.bytes for t in first) > sum(t.bytes for t in terms) else terms
+
+    def forward(self, tokens: float, entropy_mode: str, load_params: bool, put_away: bool = False,
+                ref: bool = False) -> list[Term]:
+        """A forward-only pass of the actor (old log-prob) or the reference model (``ref``: params from CPU)."""
         f, c = self.f, self.c
         out = self.resident(params_loaded=load_params, put_away=put_away)
         if load_params and self.offload_stays:
             out.append(_t("actor_params_copy", "actor params loaded again beside the copy the sync left (FSDP1 on one "
                                                 "GPU with param_offload)", self.params))
-        out.append(_t("fsdp_gather", "FSDP working set: gathered bf16 layers + lm_head",
-                      c.layer_copies_forward * 2 * f.layer_params + c.vocab_copies_forward * mt.vocab_matrix(f)))
+        if ref and self.ref_whole:
+            # verl wraps FSDP1's reference in CPUOffload(offload_params=True); on one GPU (NO_SHARD) the pass held a
+            # bf16 copy of the whole model (verl H200: ref minus old log-prob = +0.96 GiB for Qwen2.5-0.5B, +2.62 GiB
+            # for 1.5B, their bf16 weights being 0.92 and 2.87 GiB)
+            out.append(_t("fsdp_gather", "reference model's bf16 copy, whole (FSDP1 on one GPU: NO_SHARD with the "
+                                         "reference's CPU offload)", 2 * f.param_count))
+        else:
+            out.append(_t("fsdp_gather", "FSDP working set: gathered bf16 layers + lm_head",
+                          c.layer_copies_forward * 2 * f.layer_params + c.vocab_copies_forward * mt.vocab_matrix(f)))
         logits = [_t("logits", f"logits ({_tok(tokens)} x vocab {f.vocab_size})",
                      mt.logits(f, tokens, self.cfg.fused_kernels, c, update=False))]
         ent = mt.entropy(f, tokens, entropy_mode, update=False, c=c)
@@ -219,6 +248,13 @@ class _Trainer:
                 held = sum(t.bytes for t in self.critic_update() if t.key in ("fsdp_gather", "activations"))
                 rest.append(_t("allocator_critic", "allocator: the critic update's blocks still cached (same process)",
                                held))
+        if self.cfg.strategy == "fsdp" and not self.cfg.lora_rank and not (
+                self.critic is not None and self.cfg.critic_param_offload):
+            # FSDP1: torch's peak allocation in the update equals FSDP2's, NVML's does not (verl H200, one GPU,
+            # Qwen2.5-0.5B / 1.5B: +1.8 / +5.3-6.1 GiB, about the actor's params); a critic with param_offload empties
+            # the cache before the actor's update (PPO, 0.5B: no excess)
+            rest = rest + [_t("allocator_fsdp1", "allocator: FSDP1's flat-parameter blocks still cached", self.params,
+                              "measured on one GPU, without flash-attn")]
         return states + worse + rest
 
     def update_cache(self) -> int:
@@ -313,14 +349,15 @@ def _training_phases(cfg: MemoryConfig, tr: _Trainer, roles: list[str], capacity
             _t("engine_rollout_weights", f"rollout engine weights woken (bf16 / TP {eng.tp})", mt.engine_weights(f, eng.tp, eng.pp)),
             *_sync_buffers(cfg, tr),
             _t("engine_rollout_asleep", "rollout engine context and CUDA graphs", engines["rollout"]["asleep"])]
-        phases.append(Phase(name="weight_sync", terms=_slack(sync + _sync_copies(cfg, tr), f, c)))
-        phases.append(Phase(name="generation", terms=tr.resident() + _engine_terms("rollout", engines["rollout"], True, c)
-                            + [t for r, e in engines.items() if r != "rollout" for t in _engine_terms(r, e, False, c)]))
-    phases.append(Phase(name="old_log_prob", terms=_slack(
-        tr.forward(cfg.logprob_tokens, cfg.entropy_mode, cfg.actor_param_offload), f, c) + asleep))
+        phases.append(Phase(name="weight_sync", terms=tr.first_step(_slack(sync + _sync_copies(cfg, tr), f, c))))
+        phases.append(Phase(name="generation", terms=tr.first_step(
+            tr.resident() + _engine_terms("rollout", engines["rollout"], True, c)
+            + [t for r, e in engines.items() if r != "rollout" for t in _engine_terms(r, e, False, c)])))
+    phases.append(Phase(name="old_log_prob", terms=tr.first_step(_slack(
+        tr.forward(cfg.logprob_tokens, cfg.entropy_mode, cfg.actor_param_offload), f, c) + asleep)))
     if cfg.ref_separate:
-        phases.append(Phase(name="ref_log_prob", terms=_slack(tr.forward(cfg.ref_tokens, "none", False, put_away=True), f, c)
-                                                          + asleep))
+        phases.append(Phase(name="ref_log_prob", terms=tr.first_step(_slack(
+            tr.forward(cfg.ref_tokens, "none", False, put_away=True, ref=True), f, c) + asleep)))
     phases.append(Phase(name="actor_update", terms=_slack(tr.update(), f, c) + asleep))
     if tr.critic is not None:
         phases.append(Phase(name="critic_update", terms=_slack(tr.critic_update(), tr.critic, c) + asleep))
