@@ -4,7 +4,7 @@
 
 CAMPAIGN.json is ``{"env": {...}, "runs": [{"name", "kind": "verl"|"launch"|"vllm", "args": [...],
 "timeout_s", "expect_s"}]}`` (``campaign_spec.py`` writes it). Per run, OUT_DIR/NAME/ gets ``spec.json``,
-``samples.jsonl`` + ``pids.jsonl`` (NVML, 10 Hz), ``phases.jsonl`` (verl's phase marks, see patch_verl.py),
+``samples.jsonl`` + ``pids.jsonl`` (NVML, 10 Hz; the run's host RAM as PSS once a second), ``phases.jsonl`` (verl's phase marks, see patch_verl.py),
 ``metrics.jsonl`` (verl's file logger), ``run.log.gz`` and ``record.json`` (status ok / oom / host_oom / error / timeout, the
 first error line, wall time, peak). A run that runs out of memory is a data point: the campaign goes on. Between
 runs every process left on the GPU is ended (by its pid) and Ray is stopped. Runs that cannot finish before the
@@ -180,6 +180,34 @@ def _marked(name: str) -> list[int]:
     return out
 
 
+def _pss_mib(pid: int) -> int:
+    """The process's proportional share of host RAM (shared pages split among their users), MiB."""
+    try:
+        for line in Path(f"/proc/{pid}/smaps_rollup").read_text().splitlines():
+            if line.startswith("Pss:"):
+                return int(line.split()[1]) // 1024
+    except (OSError, ValueError):
+        pass
+    return 0
+
+
+def host_by_run(owners: dict[int, str | None]) -> dict[str, int]:
+    """Host RAM (PSS, MiB) of every marked run's processes; ``owners`` caches pid -> run across calls."""
+    seen, out = set(), {}
+    for entry in Path("/proc").iterdir():
+        if not entry.name.isdigit():
+            continue
+        pid = int(entry.name)
+        seen.add(pid)
+        if pid not in owners:
+            owners[pid] = _owner(pid)
+        if owners[pid]:
+            out[owners[pid]] = out.get(owners[pid], 0) + _pss_mib(pid)
+    for gone in set(owners) - seen:
+        del owners[gone]
+    return out
+
+
 class RunShare:
     """What one run's record needs of the shared sampler (the attributes ``_record`` reads of a Sampler)."""
 
@@ -187,6 +215,9 @@ class RunShare:
         self.peak_mib, self.device_peak_mib = 0, 0
         self.baseline_mib, self.total_mib = baseline, total
         self.error: str | None = None
+
+
+HOST_EVERY = 10  # samples between two readings of host RAM
 
 
 class SharedSampler(threading.Thread):
@@ -204,6 +235,7 @@ class SharedSampler(threading.Thread):
         self.error: str | None = None
         self._halt = threading.Event()
         self.ready = threading.Event()
+        self._ticks, self._host_owners = 0, {}
 
     def register(self, name: str, folder: Path) -> RunShare:
         share = RunShare(self.baseline_mib, self.total_mib)
@@ -257,8 +289,15 @@ class SharedSampler(threading.Thread):
                 self._note(pid, t)
             if self.owners[pid]:
                 by_run.setdefault(self.owners[pid], {})[str(pid)] = mib
-        device_log.write(json.dumps({"t": t, "used": used, "procs": {str(k): v for k, v in procs.items()},
-                                     "runs": {k: sum(v.values()) for k, v in by_run.items()}}) + "\n")
+        host = None
+        self._ticks += 1
+        if self._ticks % HOST_EVERY == 1:  # host RAM once a second: reading every process's smaps costs more
+            host = host_by_run(self._host_owners)
+        row = {"t": t, "used": used, "procs": {str(k): v for k, v in procs.items()},
+               "runs": {k: sum(v.values()) for k, v in by_run.items()}}
+        if host is not None:
+            row["host"], row["host_available_mib"] = host, int(_host_free_gib() * 1024)
+        device_log.write(json.dumps(row) + "\n")
         with self.lock:
             self.last = {k: {int(p) for p in v} for k, v in by_run.items()}
             for name, (folder, share, out) in self.active.items():
@@ -266,7 +305,10 @@ class SharedSampler(threading.Thread):
                 mine = (self.baseline_mib or 0) + sum(own.values())
                 share.peak_mib, share.device_peak_mib = max(share.peak_mib, mine), max(share.device_peak_mib, used)
                 share.baseline_mib, share.total_mib = self.baseline_mib, self.total_mib
-                out.write(json.dumps({"t": t, "used": mine, "device": used, "procs": own}) + "\n")
+                sample = {"t": t, "used": mine, "device": used, "procs": own}
+                if host is not None:
+                    sample["host_mib"] = host.get(name, 0)
+                out.write(json.dumps(sample) + "\n")
                 out.flush()
 
     def _note(self, pid: int, t: float) -> None:
