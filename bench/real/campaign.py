@@ -438,24 +438,23 @@ class Admission:
             self.cond.notify_all()
 
 
-def _host_total_gib() -> float:
+def _meminfo_gib(field: str) -> float:
+    """A /proc/meminfo field (MemTotal, MemAvailable) in GiB; infinite where it cannot be read."""
     try:
         for line in Path("/proc/meminfo").read_text().splitlines():
-            if line.startswith("MemTotal:"):
+            if line.startswith(f"{field}:"):
                 return int(line.split()[1]) / 2**20
     except OSError:
         pass
     return float("inf")
+
+
+def _host_total_gib() -> float:
+    return _meminfo_gib("MemTotal")
 
 
 def _host_free_gib() -> float:
-    try:
-        for line in Path("/proc/meminfo").read_text().splitlines():
-            if line.startswith("MemAvailable:"):
-                return int(line.split()[1]) / 2**20
-    except OSError:
-        pass
-    return float("inf")
+    return _meminfo_gib("MemAvailable")
 
 
 def side_by_side(campaign: dict, root: Path, deadline: float, lanes: int) -> None:
