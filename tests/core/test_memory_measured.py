@@ -348,6 +348,7 @@ def test_the_first_weight_sync_of_fsdp1_with_offload_also_holds_the_reference():
 
 
 def test_recorded_phase_peaks_stay_within_the_bench_tolerance():
+    # what the issue asks of the estimate: every recorded phase within 10 % (15 % end to end)
     import sys
 
     sys.path.insert(0, str(DATA.parents[1]))
@@ -357,5 +358,4 @@ def test_recorded_phase_peaks_stay_within_the_bench_tolerance():
     rows = [r for run in load_runs(DATA) for r in rows_for(run)[0] if r["error"] is not None]
     assert len(rows) >= 140
     outside = [(r["run"], r["phase"], r["error"]) for r in rows if not r["within"]]
-    assert len(outside) <= 1, outside  # today: the 1.5B FSDP2-offload reference pass, +11 % (over, the safe side)
-    assert max(abs(r["error"]) for r in rows) < 0.12
+    assert outside == []

@@ -299,12 +299,13 @@ def _tok(tokens: float) -> str:
     return f"{int(tokens):,} tokens"
 
 
-def _slack(terms: list[Term], f: ModelFacts, c: MemoryConstants) -> list[Term]:
+def _slack(terms: list[Term], f: ModelFacts, c: MemoryConstants, factor: float | None = None) -> list[Term]:
     """The caching allocator's reserved-but-unallocated memory at the peak of a pass with an FSDP working set
-    (none when the optimizer step is the peak: few, large tensors)."""
+    (none when the optimizer step is the peak: few, large tensors), in copies of the vocabulary matrix."""
     if not any(t.key in ("fsdp_gather", "sync_tensor") for t in terms) or any(t.key == "allocator" for t in terms):
         return terms
-    return terms + [_t("allocator", "allocator slack (reserved, not allocated)", c.allocator_slack_vocab * mt.vocab_matrix(f))]
+    k = c.allocator_slack_vocab if factor is None else factor
+    return terms + [_t("allocator", "allocator slack (reserved, not allocated)", k * mt.vocab_matrix(f))]
 
 
 def _engine_terms(role: str, e: dict, awake: bool, c: MemoryConstants) -> list[Term]:
@@ -353,11 +354,12 @@ def _training_phases(cfg: MemoryConfig, tr: _Trainer, roles: list[str], capacity
         phases.append(Phase(name="generation", terms=tr.first_step(
             tr.resident() + _engine_terms("rollout", engines["rollout"], True, c)
             + [t for r, e in engines.items() if r != "rollout" for t in _engine_terms(r, e, False, c)])))
+    forward_slack = c.allocator_slack_forward_fsdp2 if cfg.strategy == "fsdp2" else None
     phases.append(Phase(name="old_log_prob", terms=tr.first_step(_slack(
-        tr.forward(cfg.logprob_tokens, cfg.entropy_mode, cfg.actor_param_offload), f, c) + asleep)))
+        tr.forward(cfg.logprob_tokens, cfg.entropy_mode, cfg.actor_param_offload), f, c, forward_slack) + asleep)))
     if cfg.ref_separate:
         phases.append(Phase(name="ref_log_prob", terms=tr.first_step(_slack(
-            tr.forward(cfg.ref_tokens, "none", False, put_away=True, ref=True), f, c) + asleep)))
+            tr.forward(cfg.ref_tokens, "none", False, put_away=True, ref=True), f, c, forward_slack) + asleep)))
     phases.append(Phase(name="actor_update", terms=_slack(tr.update(), f, c) + asleep))
     if tr.critic is not None:
         phases.append(Phase(name="critic_update", terms=_slack(tr.critic_update(), tr.critic, c) + asleep))

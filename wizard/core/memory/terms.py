@@ -77,6 +77,11 @@ class MemoryConstants(BaseModel):
     # V x h matrix. H200 with expandable segments: 0.6 GiB (Qwen2.5-0.5B) to 2.5 GiB (the 7B layer slice), about
     # 2.4 copies in every model; ~0 at the optimizer step (few, large, equal tensors).
     allocator_slack_vocab: float = 2.5
+    # verl's FSDP2 log-prob passes (old and reference) hold less: NVML - (the terms without slack) = 0.1-1.0 copies
+    # in 11 passes of 0.5B / 1.5B / 3B with the params on the GPU, 0.4-4.8 in 5 with them streamed from the CPU
+    # (param_offload / offload_policy; verl H200, bench/bench_memory_real.py). 1.25-2.0 keep every one within 10 %;
+    # 1.75 leans to the safe side (the streamed 0.5B passes are the under-estimates).
+    allocator_slack_forward_fsdp2: float = 1.75
     # Outside torch, per process: CUDA context and library workspaces. H200: NVML used - reserved - idle = 0.30 GiB
     # for a plain torch process (bench/bench_memory.py).
     cuda_context: int = int(0.3 * GIB)
