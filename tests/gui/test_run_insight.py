@@ -60,6 +60,9 @@ def test_opening_the_recorded_run_fills_every_tab(qtbot, panel, run_dir):
     assert panel.status.text() == f"{run_dir}: 1,279 log lines, 3 timed step(s), 192 generated responses."
     assert panel.log.line_count == 1279 and "timing_s/gen" in panel.plots.series_names()
     assert (panel.progress.value(), panel.progress.maximum()) == (3, 3) and panel.folder.text() == str(run_dir)
+    # the step box keeps the next run's count; beside it, the opened run's own
+    assert panel.steps.value() == 5 and panel.steps_note.isVisible()
+    assert panel.steps_note.text() == "for the next run (the opened one: 3 of 3)"
     samples = panel.insight.samples
     assert samples.count.text() == "192 of 192 responses" and samples.stack.currentIndex() == 1
     assert samples.verdict_lines()[0].startswith("step 1: 64 responses to 16 prompts (4 each): 31 % of responses "

@@ -109,6 +109,11 @@ class RunPanel(QWidget):
         self.steps.setRange(1, 100000)
         self.steps.setValue(5)
         self.steps.setToolTip("A smoke run: a few training steps, enough to see the loop close")
+        # beside an opened run folder: that run's own count, so the box reads as the next run's setting
+        self.steps_note = QLabel()
+        self.steps_note.setObjectName("openedRunSteps")
+        self.steps_note.setEnabled(False)  # drawn greyed: a remark, not a setting
+        self.steps_note.hide()
         self.validation = QComboBox()
         self.validation.addItems(list(VALIDATION))
         self.validation.setToolTip("end: validate after the last step; none; start: before training; both")
@@ -117,6 +122,7 @@ class RunPanel(QWidget):
         form.addRow(QLabel("Run &folder:", buddy=self.folder), self._with_browse(self.folder, self._browse_folder))
         smoke = QHBoxLayout()
         smoke.addWidget(self.steps)
+        smoke.addWidget(self.steps_note)
         smoke.addWidget(QLabel("&Validation:", buddy=self.validation))
         smoke.addWidget(self.validation)
         smoke.addStretch(1)
@@ -308,10 +314,18 @@ class RunPanel(QWidget):
         self.log.append(d.entries)
         self.plots.add(d.metrics)
         self.folder.setText(d.record.path)
-        self.status.show_progress(d.record.state.progress())
+        progress = d.record.state.progress()
+        self.status.show_progress(progress)
+        if progress:
+            done, total = progress
+            self.steps_note.setText(f"for the next run (the opened one: {done:,} of {total:,})")
+            self.steps_note.show()
+        else:
+            self.steps_note.hide()
 
     def _reset_views(self) -> None:
         self.result = None
+        self.steps_note.hide()
         self.log.clear()
         self.plots.clear()
         self.banner.clear()
