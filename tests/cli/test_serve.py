@@ -7,6 +7,7 @@ import signal
 import subprocess
 import sys
 import time
+from pathlib import Path
 
 import pytest
 
@@ -133,3 +134,28 @@ def test_a_check_that_fails_inside_the_server_is_one_line_and_the_server_lives(m
                     "env": {**os.environ, "VERL_WIZARD_DEBUG": "1"}})
     assert reply["rc"] == 3 and "RuntimeError: boom" in reply["stderr"]
     assert os.getcwd() == before and "VERL_WIZARD_DEBUG" not in os.environ  # the server's own state is back
+
+
+def test_an_upgraded_library_gets_a_new_server(monkeypatch, tmp_path):
+    # a server started before `pip install -U pydantic` would answer with the old library: the client's key changes
+    # with the environment's installed packages, so it no longer finds that server and checks in-process
+    import wizard.adapters.resident as resident
+
+    site = tmp_path / "site-packages"
+    (site / "pydantic-2.11.0.dist-info").mkdir(parents=True)
+    monkeypatch.setattr(resident, "package_dirs", lambda: [str(site)])
+    before = resident.code_key()
+    assert resident.code_key() == before  # nothing installed: the same server
+    (site / "pydantic-2.11.0.dist-info").rename(site / "pydantic-2.12.0.dist-info")
+    os.utime(site, ns=(1, 1))  # a folder's time can be as coarse as a second: make the change visible at once
+    assert resident.code_key() != before
+    assert resident.socket_path() != resident.socket_path(before)
+
+
+def test_the_installed_packages_are_where_pip_puts_them():
+    import sysconfig
+
+    from wizard.adapters.resident import package_dirs
+
+    assert sysconfig.get_paths()["purelib"] in package_dirs()
+    assert any((Path(d) / "pydantic").is_dir() for d in package_dirs())

@@ -32,11 +32,25 @@ MAX_MESSAGE = 64 * 1024 * 1024
 ANSWER_TIMEOUT_S = 300.0
 
 
+def package_dirs() -> list[str]:
+    """Where this environment's libraries are installed: pip adds and removes a ``<name>-<version>.dist-info``
+    folder there for every install, upgrade or removal, which changes the folder's modification time."""
+    import sysconfig
+
+    paths = sysconfig.get_paths()
+    return sorted({paths[k] for k in ("purelib", "platlib") if k in paths})
+
+
 def code_key() -> str:
-    """What the server's answers depend on: the wizard's files and resources (path, size, modification time) and
-    the Python that runs it."""
+    """What the server's answers depend on: the wizard's files and resources (path, size, modification time), the
+    Python that runs it and the libraries installed beside it (pydantic, OmegaConf: an upgrade gives a new key)."""
     # python and python3 of one environment are one interpreter: its real path, its prefix and version
     h = hashlib.sha1(f"{os.path.realpath(sys.executable)}|{sys.prefix}|{sys.version}".encode())
+    for folder in package_dirs():
+        try:
+            h.update(f"{folder}:{os.stat(folder).st_mtime_ns};".encode())
+        except OSError:
+            continue
     for root in (PACKAGE, CHECKOUT_RESOURCES):
         if root is None:
             continue
