@@ -69,9 +69,11 @@ def phase_bytes(report, name: str, m) -> int | None:
     if m.steady or with_adam(name, m.step):
         return phase.total
     first = phase.total - sum(t.bytes for t in phase.terms if t.key in ADAM_KEYS)
-    if name in FIRST_PASS:  # what the load holds until the first step's passes (the estimate's first_step_extra)
-        load = next(p for p in group.phases if p.name == "load")
-        first += sum(t.bytes for t in load.terms if t.key in ("ref_params", "critic_params") and "first step" in t.label
+    load = next((p for p in group.phases if p.name == "load"), None)
+    if name in FIRST_PASS and load is not None:
+        # what the load holds until the first step's passes (the estimate's first_step_extra): the terms of the load
+        # that the steady phase does not have (a critic without offload is in both)
+        first += sum(t.bytes for t in load.terms if t.key in ("ref_params", "critic_params")
                      and not any(u.key == t.key for u in phase.terms))
     return first
 
@@ -110,11 +112,6 @@ def rows_for(run: Run) -> tuple[list[dict], dict]:
     if report is None:
         return [], {"run": run.name, "outcome": run.outcome, "verdict": f"none: {why}", "right": None}
     rows = [_row(run, name, m, phase_bytes(report, name, m), 0.10) for name, m in run.phases.items()]
-    if "load" in run.phases:  # the load window holds the first weight sync too (before the first step)
-        sync0 = phase_bytes(report, "weight_sync", type("M", (), {"steady": False, "step": 0})())
-        load = next(r for r in rows if r["phase"] == "load")
-        m = run.phases["load"]
-        rows[rows.index(load)] = _row(run, "load", m, max(phase_bytes(report, "load", m), sync0 or 0), 0.10)
     if verdict.cause == "engine_start" and "load" in run.phases:  # vLLM refused: what held the GPU was the trainer
         m = run.phases["load"]
         m = type("M", (), {"peak_mib": m.peak_mib, "step": 0, "complete": True})()

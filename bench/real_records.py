@@ -5,7 +5,7 @@ A run's folder holds ``spec.json`` (what the campaign ran), ``record.json`` (ok 
 (the model's config.json), ``samples.jsonl.gz`` (NVML: device total and per process, 10 Hz), ``phases.jsonl.gz``
 (verl's own phase marks, bench/real/patch_verl.py), ``metrics.jsonl`` and ``run.log.gz``; a launch also
 ``command.sh``, the exact command. Phases are cut as the estimate names them: ``load`` (start until the first
-step, the engine's start inside), ``weight_sync`` ("Before resume weights" to "After offload model to cpu": the
+weight sync, the engine's start inside), ``weight_sync`` ("Before resume weights" to "After offload model to cpu": the
 KV cache is not back yet), ``generation``, ``old_log_prob``, ``ref_log_prob``, ``actor_update``,
 ``critic_update`` (verl's timing_s windows). A window a crash left open runs to the last sample.
 
@@ -40,7 +40,7 @@ class Measured:
     peak_mib: int
     step: int  # 0: before the first step (load, the first sync); 1: the first step (no AdamW moments yet); 2+
     complete: bool  # False: the window was open when the run ended (the crash happened in it)
-    steady: bool = True  # a complete window with AdamW's moments resident was measured (the run got that far)
+    steady: bool = False  # a complete window with AdamW's moments resident was measured (the run got that far)
 
 
 @dataclass
@@ -168,16 +168,18 @@ def with_adam(phase: str, step: int) -> bool:
 def measured_phases(run: Run) -> dict[str, Measured]:
     """The peak of each phase: its highest complete window over the run, whatever the step (the first step can be
     the higher one: no AdamW moments yet, but FSDP1 on one GPU still holds the reference model); ``steady`` says
-    whether a window with AdamW's moments was among them. ``load`` runs from the first sample to the first step
-    (the first weight sync is inside it)."""
+    whether a window with AdamW's moments was among them. ``load`` runs from the first sample to the first weight
+    sync (or the first step): the engines' start, with the trainer's state at load."""
     if not run.samples or not run.marks:
         return {}
     out: dict[str, Measured] = {}
     windows = _windows(run)
     first_step = min((t0 for n, st, t0, _, _ in windows if st >= 1), default=None)
-    if run.spec.get("kind") != "vllm":
-        t_end = first_step if first_step is not None else run.samples[-1]["t"]
-        out["load"] = Measured(_peak(run.samples, run.samples[0]["t"], t_end) or 0, 0, first_step is not None)
+    if run.spec.get("kind") != "vllm":  # the load: until the first weight sync (its own window), else the first step
+        first_sync = min((t0 for n, _, t0, _, _ in windows if n == "weight_sync"), default=None)
+        ends = [t for t in (first_sync, first_step) if t is not None]
+        t_end = min(ends) if ends else run.samples[-1]["t"]
+        out["load"] = Measured(_peak(run.samples, run.samples[0]["t"], t_end) or 0, 0, bool(ends), steady=True)
     rebuilt = _sync_rebuilt(run)
     for name, step, t0, t1, complete in windows:
         peak = _peak(run.samples, t0, t1)

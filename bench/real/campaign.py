@@ -217,7 +217,7 @@ class RunShare:
         self.error: str | None = None
 
 
-HOST_EVERY = 10  # samples between two readings of host RAM
+HOST_PERIOD_S = 1.0  # between two readings of host RAM
 
 
 class SharedSampler(threading.Thread):
@@ -235,7 +235,8 @@ class SharedSampler(threading.Thread):
         self.error: str | None = None
         self._halt = threading.Event()
         self.ready = threading.Event()
-        self._ticks, self._host_owners = 0, {}
+        self._host: tuple[float, dict[str, int], int] | None = None  # (time, MiB per run, MiB available)
+        self._host_written = 0.0
 
     def register(self, name: str, folder: Path) -> RunShare:
         share = RunShare(self.baseline_mib, self.total_mib)
@@ -263,6 +264,7 @@ class SharedSampler(threading.Thread):
             self.error = f"NVML: {exc}"
             self.ready.set()
             return
+        threading.Thread(target=self._host_loop, daemon=True).start()
         with (self.root / "device.jsonl").open("a") as device_log:
             while not self._halt.is_set():
                 self._sample(pynvml, handle, device_log)
@@ -290,13 +292,14 @@ class SharedSampler(threading.Thread):
             if self.owners[pid]:
                 by_run.setdefault(self.owners[pid], {})[str(pid)] = mib
         host = None
-        self._ticks += 1
-        if self._ticks % HOST_EVERY == 1:  # host RAM once a second: reading every process's smaps costs more
-            host = host_by_run(self._host_owners)
+        with self.lock:  # the host thread's latest reading, written once
+            if self._host is not None and self._host[0] > self._host_written:
+                host_t, host, available = self._host
+                self._host_written = host_t
         row = {"t": t, "used": used, "procs": {str(k): v for k, v in procs.items()},
                "runs": {k: sum(v.values()) for k, v in by_run.items()}}
         if host is not None:
-            row["host"], row["host_available_mib"] = host, int(_host_free_gib() * 1024)
+            row["host"], row["host_available_mib"] = host, available
         device_log.write(json.dumps(row) + "\n")
         with self.lock:
             self.last = {k: {int(p) for p in v} for k, v in by_run.items()}
@@ -310,6 +313,16 @@ class SharedSampler(threading.Thread):
                     sample["host_mib"] = host.get(name, 0)
                 out.write(json.dumps(sample) + "\n")
                 out.flush()
+
+    def _host_loop(self) -> None:
+        """Host RAM per run, once a second, in its own thread: reading every process's smaps takes longer than the
+        GPU samples' 0.1 s period (a weight sync lasts 0.1-0.2 s)."""
+        owners: dict[int, str | None] = {}
+        while not self._halt.is_set():
+            reading = (time.time(), host_by_run(owners), int(_host_free_gib() * 1024))
+            with self.lock:
+                self._host = reading
+            self._halt.wait(HOST_PERIOD_S)
 
     def _note(self, pid: int, t: float) -> None:
         owner = self.owners[pid]

@@ -8,7 +8,13 @@ D=/tmp/dev
 bash /tmp/tools/install.sh || exit 1
 export PYTHONPATH=/tmp/site:$D/wt
 python3 $D/real/patch_verl.py /tmp/site
-# FIRST: made on the GPU before any run starts (with the data); MORE: on the CPU beside the first runs
-python3 $D/real/make_models.py /tmp/real ${FIRST:-0.5b} || exit 1
-[ -n "${MORE-1.5b 3b}" ] && (python3 $D/real/make_models.py /tmp/real --cpu --no-data ${MORE-1.5b 3b} > /tmp/make_more.log 2>&1 &)
+# FIRST: made on the GPU before any run starts (with the data); MORE: on the CPU beside the first runs (by default
+# the sizes FIRST leaves out)
+FIRST=${FIRST:-0.5b}
+if [ -z "${MORE+set}" ]; then
+  MORE=""
+  for s in 0.5b 1.5b 3b; do case " $FIRST " in *" $s "*) ;; *) MORE="$MORE $s" ;; esac; done
+fi
+python3 $D/real/make_models.py /tmp/real $FIRST || exit 1
+[ -n "${MORE// /}" ] && (python3 $D/real/make_models.py /tmp/real --cpu --no-data $MORE > /tmp/make_more.log 2>&1 &)
 python3 $D/real/campaign.py $D/campaign.json /tmp/out --deadline "${DEADLINE:-$(( $(date +%s) + 1200 ))}" --lanes "${LANES:-1}"

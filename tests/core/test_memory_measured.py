@@ -359,3 +359,22 @@ def test_recorded_phase_peaks_stay_within_the_bench_tolerance():
     assert len(rows) >= 140
     outside = [(r["run"], r["phase"], r["error"]) for r in rows if not r["within"]]
     assert outside == []
+
+
+def test_an_fsdp1_plan_that_does_not_fit_one_gpu_is_offered_fsdp2_with_its_peak():
+    # the 1.5B FSDP1 run's update: 43.06 GiB measured, 5.3-6.1 GiB of it FSDP1's cache; on a 40 GB A100 it does not
+    # fit, and FSDP2 is among the fixes with the peak it would have (the FSDP2 run of this config: 37.58 GiB)
+    from wizard.core.memory.fixes import ranked_fixes
+    from wizard.core.memory.terms import CONSTANTS
+
+    mp, models = plan("grpo-1.5b-fsdp1-u0.1")
+    cl = Cluster(source="spec", nodes=[ClusterNode(name="node0", gpu_count=1, gpus=[
+        GPU(index=0, name="NVIDIA A100-SXM4-40GB", memory_total_bytes=40960 * MIB)])])
+    values = {**mp.values, FLASH_ATTN: False}
+    report, _ = estimate_memory(values, models, cl)
+    group = report.groups[0]
+    assert group.peak.total > group.capacity_bytes and group.peak.name == "actor_update"
+    fixes = ranked_fixes(values, models, cl, group, CONSTANTS, limit=10)
+    fsdp2 = next(f for f in fixes if f.text.startswith("FSDP2:"))
+    assert fsdp2.overrides == ("actor_rollout_ref.actor.strategy=fsdp2", "actor_rollout_ref.ref.strategy=fsdp2")
+    assert gib(fsdp2.peak) == pytest.approx(37.58, rel=0.03)

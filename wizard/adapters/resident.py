@@ -33,12 +33,18 @@ ANSWER_TIMEOUT_S = 300.0
 
 
 def package_dirs() -> list[str]:
-    """Where this environment's libraries are installed: pip adds and removes a ``<name>-<version>.dist-info``
+    """Where this Python finds its libraries: the environment's site-packages, the system's and the user's where
+    this Python reads them, and any such folder on sys.path. pip adds and removes a ``<name>-<version>.dist-info``
     folder there for every install, upgrade or removal, which changes the folder's modification time."""
+    import site
     import sysconfig
 
     paths = sysconfig.get_paths()
-    return sorted({paths[k] for k in ("purelib", "platlib") if k in paths})
+    found = {paths[k] for k in ("purelib", "platlib") if k in paths}
+    found.update(p for p in sys.path if p.endswith(("site-packages", "dist-packages")))
+    if site.ENABLE_USER_SITE and site.USER_SITE:
+        found.add(site.USER_SITE)
+    return sorted(p for p in found if os.path.isdir(p))
 
 
 def code_key() -> str:

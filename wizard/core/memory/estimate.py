@@ -248,11 +248,12 @@ class _Trainer:
                 held = sum(t.bytes for t in self.critic_update() if t.key in ("fsdp_gather", "activations"))
                 rest.append(_t("allocator_critic", "allocator: the critic update's blocks still cached (same process)",
                                held))
-        if self.cfg.strategy == "fsdp" and not self.cfg.lora_rank and not (
-                self.critic is not None and self.cfg.critic_param_offload):
+        if (self.cfg.strategy == "fsdp" and self.N == 1 and not self.cfg.flash_attn and not self.cfg.lora_rank
+                and not (self.critic is not None and self.cfg.critic_param_offload)):
             # FSDP1: torch's peak allocation in the update equals FSDP2's, NVML's does not (verl H200, one GPU,
             # Qwen2.5-0.5B / 1.5B: +1.8 / +5.3-6.1 GiB, about the actor's params); a critic with param_offload empties
-            # the cache before the actor's update (PPO, 0.5B: no excess)
+            # the cache before the actor's update (PPO, 0.5B: no excess). Counted where measured: one GPU, no
+            # flash-attn (the other allocator terms of the update are measured there only too)
             rest = rest + [_t("allocator_fsdp1", "allocator: FSDP1's flat-parameter blocks still cached", self.params,
                               "measured on one GPU, without flash-attn")]
         return states + worse + rest
@@ -365,7 +366,8 @@ def _training_phases(cfg: MemoryConfig, tr: _Trainer, roles: list[str], capacity
         phases.append(Phase(name="critic_update", terms=_slack(tr.critic_update(), tr.critic, c) + asleep))
     if "reward" in engines:
         others = [t for r, e in engines.items() if r != "reward" for t in _engine_terms(r, e, False, c)]
-        phases.append(Phase(name="reward", terms=tr.resident() + _engine_terms("reward", engines["reward"], True, c) + others))
+        phases.append(Phase(name="reward", terms=tr.first_step(
+            tr.resident() + _engine_terms("reward", engines["reward"], True, c) + others)))
     return phases, free
 
 

@@ -81,6 +81,10 @@ def _candidates(values: Mapping, phase: str, models: Mapping[str, ModelFacts]) -
         offload.append({f"{CF}.param_offload": True, f"{CF}.optimizer_offload": True})
     if offload:
         out.append(("offload", offload))
+    if cfg.strategy == "fsdp" and phase in ("load", "weight_sync", "generation", "old_log_prob", "ref_log_prob",
+                                            "actor_update", "reward"):
+        # FSDP1 on one GPU keeps the reference on the GPU through the first step and its update caches more
+        out.append(("FSDP2", [{f"{A}.strategy": "fsdp2", f"{REF}.strategy": "fsdp2"}]))
     if phase == "actor_update" and not cfg.actor_gc:
         out.append(("gradient checkpointing", [{f"{M}.enable_gradient_checkpointing": True}]))
     if phase == "critic_update" and not cfg.critic_gc:
