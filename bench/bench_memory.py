@@ -23,7 +23,7 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-from wizard.core.memory.estimate import _slack, _Trainer  # noqa: E402  (the estimator's own phase code)
+from wizard.core.memory.trainer import Trainer, slack  # noqa: E402  (the estimator's own phase code)
 from wizard.core.memory.config import read_config  # noqa: E402
 from wizard.core.memory.terms import CONSTANTS, GIB, REFERENCE_CONSTANTS, MemoryConstants  # noqa: E402
 from wizard.core.models.facts import ModelFacts  # noqa: E402
@@ -62,7 +62,7 @@ IDLE_USED = 1_197_342_720  # NVML used before CUDA init on the machine of gpu_me
 def estimate(case: dict, c: MemoryConstants, idle_used: int = IDLE_USED) -> tuple[float, float] | None:
     """(torch allocations, process total as NVML sees it) the estimator gives for one measured case."""
     cfg = read_config(values_of(case))
-    tr = _Trainer(cfg, facts_of(case), None, c)
+    tr = Trainer(cfg, facts_of(case), None, c)
     phase = case["phase"]
     states, backward, step, _ = tr.update_parts()
     if phase == "update_fwd_bwd":
@@ -75,8 +75,8 @@ def estimate(case: dict, c: MemoryConstants, idle_used: int = IDLE_USED) -> tupl
     else:
         return None
     torch_bytes = sum(t.bytes for t in terms if not t.key.startswith(TORCH_EXCLUDE))
-    slack = sum(t.bytes for t in _slack(terms, tr.f, c) if t.key == "allocator")
-    total = torch_bytes + slack + c.cuda_context + idle_used  # that machine's idle NVML used, not the estimate's
+    cached = sum(t.bytes for t in slack(terms, tr.f, c) if t.key == "allocator")
+    total = torch_bytes + cached + c.cuda_context + idle_used  # that machine's idle NVML used, not the estimate's
     return torch_bytes, total
 
 

@@ -31,12 +31,12 @@ from wizard.adapters.resources import load_moves, load_schema  # noqa: E402
 from wizard.core.hardware.cluster import GPU, Cluster, ClusterNode  # noqa: E402
 from wizard.core.memory.config import FLASH_ATTN  # noqa: E402
 from wizard.core.memory.estimate import estimate_memory  # noqa: E402
+from wizard.core.memory.trainer import FIRST_STEP_KEYS, first_step_terms  # noqa: E402
 from wizard.core.memory.report import memory_plan  # noqa: E402
 from wizard.core.memory.verdict import DOES_NOT_FIT, memory_verdict  # noqa: E402
 from wizard.core.models.facts import facts_from_hf_config  # noqa: E402
 
 GIB = 1024**3
-ADAM_KEYS = ("actor_adam", "critic_adam")
 ENGINE_ONLY = {"load": "engine_rollout", "generation": "engine_rollout"}
 
 
@@ -68,14 +68,10 @@ def phase_bytes(report, name: str, m) -> int | None:
         return None
     if m.steady or with_adam(name, m.step):
         return phase.total
-    first = phase.total - sum(t.bytes for t in phase.terms if t.key in ADAM_KEYS)
     load = next((p for p in group.phases if p.name == "load"), None)
-    if name in FIRST_PASS and load is not None:
-        # what the load holds until the first step's passes (the estimate's first_step_extra): the terms of the load
-        # that the steady phase does not have (a critic without offload is in both)
-        first += sum(t.bytes for t in load.terms if t.key in ("ref_params", "critic_params")
-                     and not any(u.key == t.key for u in phase.terms))
-    return first
+    # what the load holds until the first step's passes (the estimate's first_step_extra)
+    extra = [t for t in load.terms if t.key in FIRST_STEP_KEYS] if load and name in FIRST_PASS else []
+    return sum(t.bytes for t in first_step_terms(phase.terms, extra))
 
 
 FIRST_PASS = ("weight_sync", "generation", "old_log_prob", "ref_log_prob")

@@ -181,6 +181,7 @@ def measured_phases(run: Run) -> dict[str, Measured]:
         t_end = min(ends) if ends else run.samples[-1]["t"]
         out["load"] = Measured(_peak(run.samples, run.samples[0]["t"], t_end) or 0, 0, bool(ends), steady=True)
     rebuilt = _sync_rebuilt(run)
+    steady = set()
     for name, step, t0, t1, complete in windows:
         peak = _peak(run.samples, t0, t1)
         if peak is None:
@@ -188,11 +189,12 @@ def measured_phases(run: Run) -> dict[str, Measured]:
         if name == "weight_sync" and t0 in rebuilt:
             peak = max(peak, rebuilt[t0])
         best = out.get(name)
-        steady = complete and with_adam(name, step)
         if best is None or (complete, peak) > (best.complete, best.peak_mib):
-            out[name] = Measured(peak, step, complete, steady or (best is not None and best.steady))
-        elif steady:
-            best.steady = True
+            out[name] = Measured(peak, step, complete)
+        if complete and with_adam(name, step):
+            steady.add(name)
+    for name in steady:
+        out[name].steady = True
     return out
 
 
