@@ -102,7 +102,7 @@ def _engine_terms(role: str, e: dict, awake: bool, c: MemoryConstants) -> list[T
     if awake or not e["free_cache_engine"]:
         if e["name"] == "sglang":
             return [term(f"engine_{role}", f"{role} engine: sglang static memory ({e['util']:g} x free at start)",
-                       e["budget"]),
+                         e["budget"]),
                     *([term(f"graphs_{role}", f"{role} engine: CUDA graphs", e["graphs"])] if e["graphs"] else []),
                     term(f"engine_{role}_runtime", f"{role} engine: activations and context", c.sglang_runtime)]
         return [term(f"engine_{role}", f"{role} engine: {e['name']} budget ({e['util']:g} x CUDA's total memory; "

@@ -73,7 +73,7 @@ class Trainer:
             if adam and not cfg.critic_optimizer_offload:
                 out.append(term("critic_adam", "critic AdamW moments", self.c_adam))
         out.append(term("trainer_context", "trainer process: CUDA context, NCCL and library workspaces",
-                      self.c.trainer_context + (self.c.nccl_buffers if cfg.world > 1 else 0)))
+                        self.c.trainer_context + (self.c.nccl_buffers if cfg.world > 1 else 0)))
         return out
 
     def at_load(self) -> list[Term]:
@@ -82,7 +82,7 @@ class Trainer:
         f, c = self.f, self.c
         out = self.resident(adam=False)
         out.append(term("allocator", "allocator cache left by building the FSDP modules",
-                      c.allocator_slack_vocab * mt.vocab_matrix(f)))
+                        c.allocator_slack_vocab * mt.vocab_matrix(f)))
         return out + self.first_step_extra()
 
     def first_step_extra(self) -> list[Term]:
@@ -123,14 +123,14 @@ class Trainer:
                                          "reference's CPU offload)", 2 * f.param_count))
         else:
             out.append(term("fsdp_gather", "FSDP working set: gathered bf16 layers + lm_head",
-                          c.layer_copies_forward * 2 * f.layer_params + c.vocab_copies_forward * mt.vocab_matrix(f)))
+                            c.layer_copies_forward * 2 * f.layer_params + c.vocab_copies_forward * mt.vocab_matrix(f)))
         logits = [term("logits", f"logits ({tok(tokens)} x vocab {f.vocab_size})",
-                     mt.logits(f, tokens, self.cfg.fused_kernels, c, update=False))]
+                       mt.logits(f, tokens, self.cfg.fused_kernels, c, update=False))]
         ent = mt.entropy(f, tokens, entropy_mode, update=False, c=c)
         if ent:
             logits.append(term("entropy", f"entropy temporaries ({entropy_mode})", ent))
         layer = term("layer_activations", f"one layer's activations ({tok(tokens)}, freed as it goes)",
-                   c.forward_layer_fraction * mt.layer_activation(f, tokens, c))
+                     c.forward_layer_fraction * mt.layer_activation(f, tokens, c))
         # no_grad frees each layer's intermediates before the next: the peak is the logits or one layer, not both
         return out + (logits if sum(t.bytes for t in logits) >= layer.bytes else [layer])
 
@@ -141,24 +141,24 @@ class Trainer:
         T = cfg.actor_tokens
         states = [] if self.on_cpu else [
             term("actor_params", f"actor params ({cfg.actor_dtype} x {self.P / 1e9:.2f}B / {self.N} shards)", self.params,
-               "loaded back for the update" if cfg.actor_param_offload else ""),
+                 "loaded back for the update" if cfg.actor_param_offload else ""),
             term("actor_grads", "actor gradients (sharded)", self.grads),
             term("actor_adam", "actor AdamW moments", self.adam,
-               "loaded back for the update" if cfg.actor_optimizer_offload else ""),
+                 "loaded back for the update" if cfg.actor_optimizer_offload else ""),
         ]
         acts, how = mt.train_activations(f, T, cfg.actor_gc, cfg.activation_offload, c)
         vocab = c.vocab_copies_update if cfg.lora_rank == 0 else c.vocab_copies_forward
         backward = [
             term("fsdp_gather", "FSDP working set: gathered layers, lm_head and its fp32 gradient",
-               c.layer_copies_update * 2 * f.layer_params + vocab * mt.vocab_matrix(f)),
+                 c.layer_copies_update * 2 * f.layer_params + vocab * mt.vocab_matrix(f)),
             term("activations", f"activations of a micro-batch of {tok(T)}", acts, how),
             term("logits", f"logits ({tok(T)} x vocab {f.vocab_size})" + ("" if cfg.flash_attn else
-               ", and a bf16 log-softmax per row for the backward (no flash-attn: logprobs_from_logits_v2)"),
-               mt.logits(f, T, cfg.fused_kernels, c, flash_attn=cfg.flash_attn)),
+                 ", and a bf16 log-softmax per row for the backward (no flash-attn: logprobs_from_logits_v2)"),
+                 mt.logits(f, T, cfg.fused_kernels, c, flash_attn=cfg.flash_attn)),
         ]
         if cfg.update_entropy:
             backward.append(term("entropy", f"entropy with gradient ({cfg.entropy_mode})",
-                               mt.entropy(f, T, cfg.entropy_mode, update=True, c=c)))
+                                 mt.entropy(f, T, cfg.entropy_mode, update=True, c=c)))
         step = [term("optimizer_step", "AdamW step temporaries (foreach)", c.optimizer_step_temp * self.grads)]
         rest = [t for t in self.resident(adam=True) if not t.key.startswith("actor_")]
         return states, backward, step, rest
@@ -171,14 +171,14 @@ class Trainer:
         worse = backward if b >= sum(t.bytes for t in step) else step
         if not self.cfg.flash_attn:
             rest = rest + [term("allocator", "allocator: the backward's blocks still cached at the peak",
-                              self.c.update_cache_fraction * self._cached(backward))]
+                                self.c.update_cache_fraction * self._cached(backward))]
             if self.critic is not None and not self.cfg.critic_param_offload:
                 # the critic's update ran just before in the same process: its blocks stay cached (verl H200, PPO
                 # on one GPU: the actor update held 3.8-5.7 GiB more than GRPO's for Qwen2.5-0.5B); a critic with
                 # param_offload empties the cache when it puts its params away (18.9 GiB, not 24.0)
                 held = sum(t.bytes for t in self.critic_update() if t.key in ("fsdp_gather", "activations"))
                 rest.append(term("allocator_critic", "allocator: the critic update's blocks still cached (same process)",
-                               held))
+                                 held))
         if (self.cfg.strategy == "fsdp" and self.N == 1 and not self.cfg.flash_attn and not self.cfg.lora_rank
                 and not (self.critic is not None and self.cfg.critic_param_offload)):
             # FSDP1: torch's peak allocation in the update equals FSDP2's, NVML's does not (verl H200, one GPU,
@@ -186,7 +186,7 @@ class Trainer:
             # the cache before the actor's update (PPO, 0.5B: no excess). Counted where measured: one GPU, no
             # flash-attn (the other allocator terms of the update are measured there only too)
             rest = rest + [term("allocator_fsdp1", "allocator: FSDP1's flat-parameter blocks still cached", self.params,
-                              "measured on one GPU, without flash-attn")]
+                                "measured on one GPU, without flash-attn")]
         return states + worse + rest
 
     def update_cache(self) -> int:
@@ -213,7 +213,7 @@ class Trainer:
             term("critic_grads", "critic gradients", bc * Pc / Nc), term("critic_adam", "critic AdamW moments", 2 * bc * Pc / Nc)]
         acts, how = mt.train_activations(f, T, cfg.critic_gc, False, c)
         out += [term("fsdp_gather", "FSDP working set (critic)",
-                   c.layer_copies_update * 2 * f.layer_params + c.vocab_copies_update * mt.vocab_matrix(f) / 2),
+                     c.layer_copies_update * 2 * f.layer_params + c.vocab_copies_update * mt.vocab_matrix(f) / 2),
                 term("activations", f"critic activations ({tok(T)}, dynamic batch)", acts, how)]
         rest = [t for t in self.resident(adam=True) if not t.key.startswith("critic_")]
         if cache := self.update_cache():
@@ -242,10 +242,10 @@ def sync_buffers(cfg: MemoryConfig, tr: Trainer) -> list[Term]:
     counter (the sync lasts 0.1-0.2 s): 2.00 GiB over the resident state for FSDP2 on one GPU at 0.5B, 1.5B and 3B;
     2.00 GiB + the fp32 embedding (0.51 / 0.87 / 1.16 GiB) with offload or LoRA."""
     terms = [term("sync_bucket", f"weight-sync send buffer (update_weights_bucket_megabytes = {cfg.sync_bucket_bytes >> 20})",
-                cfg.sync_bucket_bytes)]
+                  cfg.sync_bucket_bytes)]
     if cfg.strategy == "fsdp" or tr.N > 1 or cfg.actor_param_offload or tr.on_cpu or cfg.lora_rank:
         terms.append(term("sync_tensor", "largest weight made whole for the sync (the embedding)",
-                        mt.largest_weight(tr.f, cfg.actor_dtype_bytes)))
+                          mt.largest_weight(tr.f, cfg.actor_dtype_bytes)))
     return terms
 
 
