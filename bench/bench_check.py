@@ -15,8 +15,8 @@ from timing import fmt, timed
 
 
 def main() -> None:
-    from wizard.adapters.generate import preset_plan, write_plan_files
-    from wizard.adapters.resources import load_moves, load_schema
+    from wizard.usecases.generate import preset_plan, write_plan_files
+    from wizard.adapters.files.resources import load_moves, load_schema
     from wizard.core.check.verdict import check_overrides
     from wizard.core.plan.emit import emit_overrides
     from wizard.core.scripts.reader import read_launch_script
@@ -35,9 +35,9 @@ def main() -> None:
     print(f"in-process check, 128 nodes x 8 GPUs     {fmt(timed(lambda: check_overrides(schema, big, moves=moves), 50))}")
 
     # the whole check a user gets: the model's facts (catalogue), the memory rules on the GPUs' sizes
-    from wizard.adapters.checking import full_check
-    from wizard.adapters.discovery import cluster_for_spec
-    from wizard.adapters.gpu_catalogue import load_gpu_catalogue
+    from wizard.usecases.checking import full_check
+    from wizard.usecases.hardware import cluster_for_spec
+    from wizard.adapters.files.gpu_catalogue import load_gpu_catalogue
     from wizard.core.hardware.gpus import parse_gpu_spec
 
     cache: dict = {}

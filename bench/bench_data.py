@@ -25,7 +25,7 @@ def write_big_parquet(path: Path, rows: int, prompt_bytes: int, chunk: int = 10_
     import pyarrow as pa
     import pyarrow.parquet as pq
 
-    from wizard.adapters.dataset import verl_schema
+    from wizard.adapters.files.dataset import verl_schema
 
     rng = random.Random(0)
     alphabet = string.ascii_lowercase + " "
@@ -78,7 +78,7 @@ def main() -> None:
 
 
 def measure(path: Path) -> None:
-    from wizard.adapters.dataset import check_file, preview
+    from wizard.adapters.files.dataset import check_file, preview
 
     size = path.stat().st_size
     print(f"peak memory after imports: {rss_mb():.0f} MB")

@@ -31,7 +31,7 @@ def main() -> None:
     if save:
         save.mkdir(parents=True, exist_ok=True)
 
-    from wizard.adapters.nvml import gather_nvml
+    from wizard.adapters.machine.nvml import gather_nvml
 
     samples, raw = timed_result(gather_nvml, args.n)
     if raw.get("error"):
@@ -51,7 +51,7 @@ def main() -> None:
     else:
         print("nvidia-smi                     not installed here: no comparison (run this on a GPU machine)")
 
-    from wizard.adapters.doctor import run_doctor
+    from wizard.adapters.verl_env.doctor import run_doctor
 
     for deep in (False, True):
         s, report = timed_result(lambda d=deep: run_doctor(args.python, check_ray=True, deep=d), max(1, args.n // 2))

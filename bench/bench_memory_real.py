@@ -27,7 +27,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
 from real_records import MIB, Run, load_runs, overall_peak_mib, with_adam  # noqa: E402
-from wizard.adapters.resources import load_moves, load_schema  # noqa: E402
+from wizard.adapters.files.resources import load_moves, load_schema  # noqa: E402
 from wizard.core.hardware.cluster import GPU, Cluster, ClusterNode  # noqa: E402
 from wizard.core.memory.config import FLASH_ATTN  # noqa: E402
 from wizard.core.memory.estimate import estimate_memory  # noqa: E402

@@ -33,7 +33,7 @@ def cli(args):
 
 def main() -> None:
     from tests.helpers.tiny_model import write_tiny_model
-    from wizard.adapters.model_facts import load_catalogue, load_model_facts
+    from wizard.adapters.files.model_facts import load_catalogue, load_model_facts
 
     with tempfile.TemporaryDirectory() as tmp:
         folder = write_tiny_model(Path(tmp) / "qwen-7b-layout", shards=2, config={

@@ -24,7 +24,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 
 def board_for(collapse: bool):
-    from wizard.adapters.gpu_catalogue import load_gpu_catalogue
+    from wizard.adapters.files.gpu_catalogue import load_gpu_catalogue
     from wizard.core.hardware.cluster import parse_cluster_spec
     from wizard.gui import placement
     from wizard.gui.document import PlanDocument

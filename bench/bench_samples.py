@@ -61,7 +61,7 @@ def load_figures(folder: Path) -> None:
     d = digest_folder(str(folder), True)
     print(f"load (worker thread): read and judge           {ms(time.perf_counter() - t)}"
           f"  ({sum(len(s.samples) for s in d.training):,} responses, {len(d.training)} steps)")
-    from wizard.adapters.run_folder import read_run_folder
+    from wizard.adapters.files.run_folder import read_run_folder
 
     t = time.perf_counter()
     read_run_folder(folder)

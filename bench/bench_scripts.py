@@ -68,8 +68,8 @@ def _by_folder(results) -> str:
 def _verl(read, python: str | None) -> None:
     from tests.conformance.test_verl_parity import _wizard_stage
     from tests.helpers.tiny_model import write_tiny_model
-    from wizard.adapters.resources import load_moves, load_schema
-    from wizard.adapters.verl_preflight import run_preflight
+    from wizard.adapters.files.resources import load_moves, load_schema
+    from wizard.adapters.verl_env.verl_preflight import run_preflight
     from wizard.core.check.verdict import check_overrides
     from wizard.core.verl.compose import CONFIG_NAME_ENGINES
 

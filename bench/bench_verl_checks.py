@@ -13,7 +13,7 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-from wizard.adapters.resources import load_verl_checks  # noqa: E402
+from wizard.adapters.files.resources import load_verl_checks  # noqa: E402
 from wizard.core.check.coverage import join, report  # noqa: E402
 
 

@@ -22,14 +22,14 @@ SCRIPTS = ROOT / "tests" / "data" / "verl_scripts"
 
 @pytest.fixture(scope="session")
 def schema():
-    from wizard.adapters.resources import load_schema
+    from wizard.adapters.files.resources import load_schema
 
     return load_schema()
 
 
 @pytest.fixture(scope="session")
 def moves():
-    from wizard.adapters.resources import load_moves
+    from wizard.adapters.files.resources import load_moves
 
     return load_moves()
 

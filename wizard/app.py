@@ -19,7 +19,7 @@ def main(argv: list[str] | None = None) -> int:
     if not argv or argv[0] in ("gui", "--screenshots"):
         return run_gui(argv[1:] if argv[:1] == ["gui"] else argv)
     if argv[0] == "check":  # a resident checker of this code answers in milliseconds (verl-wizard serve)
-        from wizard.adapters.resident import forward
+        from wizard.adapters.processes.resident import forward
 
         rc = forward(argv)
         if rc is not None:

@@ -4,7 +4,7 @@
         [--first NAME,NAME,...] [--expect S] [--preflight PYTHON]
 
 Writes campaign.py's input. ``--preflight`` first runs verl's own pre-flight (Hydra compose + validate_config,
-``wizard/adapters/probes/verl_preflight_probe.py``) on every verl run with PYTHON, where verl 0.9.1 is installed:
+``wizard/adapters/verl_env/probes/verl_preflight_probe.py``) on every verl run with PYTHON, where verl 0.9.1 is installed:
 a config error found here costs nothing, on the device it costs a run.
 
 Every run: one H200, random-weight Qwen2.5 models with their real shapes and vocabulary (make_models.py), prompts
@@ -130,7 +130,7 @@ ENV = {"NCCL_NVLS_ENABLE": "0", "TORCH_SYMM_MEM_DISABLE_MULTICAST": "1", "NVSHME
 
 def preflight(python: str, spec: list[dict]) -> bool:
     sys.path.insert(0, str(Path(__file__).resolve().parents[2]))
-    from wizard.adapters.verl_preflight import run_preflight
+    from wizard.adapters.verl_env.verl_preflight import run_preflight
 
     cases = [{"id": r["name"], "overrides": r["args"], "config_name": "ppo_trainer"} for r in spec if r["kind"] == "verl"]
     ok = True
@@ -154,7 +154,7 @@ def estimate(args: list[str], size: str) -> tuple[int, int, int]:
     sys.path.insert(0, str(Path(__file__).resolve().parents[2]))
     sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
     from bench_memory_real import h200
-    from wizard.adapters.resources import load_moves, load_schema
+    from wizard.adapters.files.resources import load_moves, load_schema
     from wizard.core.memory.config import FLASH_ATTN
     from wizard.core.memory.estimate import estimate_memory
     from wizard.core.memory.report import memory_plan

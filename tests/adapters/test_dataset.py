@@ -7,7 +7,7 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 import pytest
 
-from wizard.adapters.dataset import (
+from wizard.adapters.files.dataset import (
     DatasetError,
     DatasetFile,
     check_file,
@@ -201,7 +201,7 @@ def test_a_vision_parquet_with_a_missing_image_is_named_by_row(tmp_path):
     import pyarrow as pa
     import pyarrow.parquet as pq
 
-    from wizard.adapters.dataset import check_file
+    from wizard.adapters.files.dataset import check_file
 
     rows = []
     for i in range(6):

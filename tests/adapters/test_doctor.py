@@ -9,7 +9,7 @@ from pathlib import Path
 
 import pytest
 
-from wizard.adapters.doctor import DoctorError, doctor_findings, run_doctor, satisfies
+from wizard.adapters.verl_env.doctor import DoctorError, doctor_findings, run_doctor, satisfies
 
 DATA = Path(__file__).resolve().parents[1] / "data" / "gpu"
 
@@ -77,7 +77,7 @@ def test_torch_whose_cuda_libraries_do_not_resolve_is_named_before_import_fails(
 
 
 def test_the_fast_probe_reads_this_pythons_torch_without_importing_it():
-    from wizard.adapters.doctor import run_probe
+    from wizard.adapters.verl_env.doctor import run_probe
 
     facts = run_probe(sys.executable)
     torch = facts["torch"]

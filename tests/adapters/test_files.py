@@ -4,7 +4,7 @@ import os
 
 import pytest
 
-from wizard.adapters.files import WriteError, read_text, write_atomic
+from wizard.adapters.files.disk import WriteError, read_text, write_atomic
 
 
 def test_new_file_then_identical_rewrite_makes_no_backup(tmp_path):
@@ -40,8 +40,8 @@ def test_reading_a_directory_or_binary_is_a_reason(tmp_path):
 def test_a_full_disk_mid_generate_leaves_the_old_files_whole(tmp_path, monkeypatch):
     import errno
 
-    import wizard.adapters.files as files
-    from wizard.adapters.generate import preset_plan, write_plan_files
+    import wizard.adapters.files.disk as files
+    from wizard.usecases.generate import preset_plan, write_plan_files
 
     old = {name: f"old {name}\n" for name in ("run.sh", "config.yaml", "plan.json")}
     for name, text in old.items():
@@ -61,7 +61,7 @@ def test_a_full_disk_mid_generate_leaves_the_old_files_whole(tmp_path, monkeypat
 
 
 def test_a_rename_failing_midway_puts_back_what_was_there(tmp_path, monkeypatch):
-    import wizard.adapters.files as files
+    import wizard.adapters.files.disk as files
 
     (tmp_path / "a").write_text("old a\n")
     real_replace, calls = os.replace, []
@@ -96,7 +96,7 @@ def test_the_autosave_survives_being_killed_while_it_saves(tmp_path):
     import time
 
     env = dict(os.environ, XDG_STATE_HOME=str(tmp_path))
-    saver = ("from wizard.adapters.session_store import save_session\n"
+    saver = ("from wizard.adapters.files.session_store import save_session\n"
              "i = 0\n"
              "while True:\n"
              "    i += 1\n"

@@ -1,4 +1,4 @@
-"""Stop, twenty times: a real local verl 0.9.1 launch through ``wizard.adapters.launcher``, stopped at a different
+"""Stop, twenty times: a real local verl 0.9.1 launch through ``wizard.adapters.processes.launcher``, stopped at a different
 point each cycle (at once, while Python imports verl, while verl starts its own Ray instance, after verl's real
 failure), and after each stop no process of the run is left, no Ray instance it started is left, and nothing was
 written outside its run directory but the caches and logs every verl run leaves (listed in the driver).
@@ -41,8 +41,8 @@ DRIVER = textwrap.dedent("""
     from tests.helpers.tiny_model import write_tiny_model
     from tests.helpers.tiny_data import write_gsm8k_like
     from pathlib import Path
-    from wizard.adapters.generate import preset_plan
-    from wizard.adapters.launcher import RunProcess, list_processes, prepare_run_dir
+    from wizard.usecases.generate import preset_plan
+    from wizard.adapters.processes.launcher import RunProcess, list_processes, prepare_run_dir
     from wizard.core.run.smoke import SmokeOptions, smoke_command, smoke_plan
 
     os.environ["HOME"] = "/tmp/home"

@@ -7,10 +7,10 @@ import shlex
 import pytest
 
 from tests.helpers.tiny_model import write_tiny_model
-from wizard.adapters.model_facts import (
+from wizard.adapters.files.model_facts import (
     download_command, load_catalogue, load_model_facts, load_models_for, lookup_findings,
 )
-from wizard.adapters.model_files import safetensors_param_count
+from wizard.adapters.files.model_files import safetensors_param_count
 
 HEADS14 = {"hidden_size": 56, "num_attention_heads": 14, "num_key_value_heads": 2, "tie_word_embeddings": False}
 

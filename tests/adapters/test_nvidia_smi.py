@@ -5,8 +5,8 @@ from pathlib import Path
 
 import pytest
 
-from wizard.adapters.gpu_catalogue import load_gpu_catalogue
-from wizard.adapters.nvidia_smi import NvidiaSmiError, discover_nvidia_smi_xml, read_nvidia_smi_xml, xml_to_raw
+from wizard.adapters.files.gpu_catalogue import load_gpu_catalogue
+from wizard.adapters.machine.nvidia_smi import NvidiaSmiError, discover_nvidia_smi_xml, read_nvidia_smi_xml, xml_to_raw
 from wizard.core.hardware.topology import nvml_to_discovery
 
 DATA = Path(__file__).resolve().parents[1] / "data" / "gpu"

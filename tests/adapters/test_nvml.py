@@ -6,8 +6,8 @@ from pathlib import Path
 
 import pytest
 
-from wizard.adapters.gpu_catalogue import load_gpu_catalogue
-from wizard.adapters.nvml import discover_nvml, gather_nvml
+from wizard.adapters.files.gpu_catalogue import load_gpu_catalogue
+from wizard.adapters.machine.nvml import discover_nvml, gather_nvml
 from wizard.core.hardware.cluster import MIB, LinkKind, P2P
 from wizard.core.hardware.topology import nvml_to_discovery
 

@@ -67,9 +67,9 @@ def test_the_wheel_ships_resources_and_probes(installed):
     names = set(zipfile.ZipFile(wheel).namelist())
     for needed in ("wizard/resources/verl-schema/0.9.1.json", "wizard/resources/verl-key-docs/0.9.1.json",
                    "wizard/resources/presets/grpo-1gpu-smoke.yaml", "wizard/resources/verl-moves.yaml",
-                   "wizard/adapters/probes/verl_preflight_probe.py", "wizard/adapters/probes/extract_verl_schema.py",
+                   "wizard/adapters/verl_env/probes/verl_preflight_probe.py", "wizard/adapters/verl_env/probes/extract_verl_schema.py",
                    "wizard/resources/verl-checks/0.9.1.json", "wizard/resources/verl-checks/mapping.yaml",
-                   "wizard/adapters/probes/extract_verl_checks.py"):
+                   "wizard/adapters/verl_env/probes/extract_verl_checks.py"):
         assert needed in names, needed
     shipped = {n[: -len("/__init__.py")].replace("/", ".") for n in names if n.endswith("/__init__.py")}
     on_disk = {str(p.parent.relative_to(ROOT)).replace(os.sep, ".") for p in (ROOT / "wizard").rglob("__init__.py")}

@@ -13,9 +13,9 @@ from pathlib import Path
 
 import pytest
 
-from wizard.adapters import bundle
-from wizard.adapters.doctor import run_doctor
-from wizard.adapters.python_envs import default_python, discover, how_to_create, inspect
+from wizard.adapters.files import bundle
+from wizard.adapters.verl_env.doctor import run_doctor
+from wizard.adapters.verl_env.python_envs import default_python, discover, how_to_create, inspect
 
 PY = f"{sys.version_info.major}.{sys.version_info.minor}"
 
@@ -158,7 +158,7 @@ def test_inside_the_bundle_its_program_is_never_a_python(home, tmp_path, monkeyp
     monkeypatch.setattr(sys, "_MEIPASS", str(folder / "_internal"), raising=False)
     monkeypatch.setattr(sys, "executable", str(program))
     assert bundle.is_frozen()
-    assert bundle.probe_path("doctor_probe.py") == str(folder / "_internal/wizard/adapters/probes/doctor_probe.py")
+    assert bundle.probe_path("doctor_probe.py") == str(folder / "_internal/wizard/adapters/verl_env/probes/doctor_probe.py")
     assert discover() == [] and default_python() is None
     env = real_venv(home / ".venvs" / "verl", verl="0.9.1")
     assert default_python() == str(env)

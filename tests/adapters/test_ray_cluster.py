@@ -10,7 +10,7 @@ import textwrap
 
 import pytest
 
-from wizard.adapters.ray_cluster import RayAddressError, discover_ray, parse_address
+from wizard.adapters.verl_env.ray_cluster import RayAddressError, discover_ray, parse_address
 
 from tests.helpers.netns import LOOPBACK_RAY, UNSHARE, namespaces_work as _namespaces_work
 
@@ -40,7 +40,7 @@ def test_nothing_listening_answers_at_once_with_a_fix():
 
 DRIVER = textwrap.dedent("""
     import json, os, subprocess, sys, time
-    from wizard.adapters.ray_cluster import discover_ray
+    from wizard.adapters.verl_env.ray_cluster import discover_ray
     ray = os.path.join(os.path.dirname(sys.executable), "ray")
     # a dead raylet is noticed within seconds, not the default ~30 s
     env = dict(os.environ, RAY_USAGE_STATS_ENABLED="0", RAY_AUTH_MODE="disabled", RAY_health_check_period_ms="500",

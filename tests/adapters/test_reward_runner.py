@@ -7,7 +7,7 @@ import textwrap
 import pytest
 
 from tests.conftest import has_verl
-from wizard.adapters.reward_runner import RewardRunError, run_bench
+from wizard.adapters.verl_env.reward_runner import RewardRunError, run_bench
 from wizard.core.findings import Severity
 from wizard.core.reward.bench import BenchRow
 

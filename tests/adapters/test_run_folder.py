@@ -10,15 +10,15 @@ from pathlib import Path
 import pytest
 
 from tests.helpers.rollout_dumps import recorded_run_dumps, varied_step
-from wizard.adapters.generate import preset_plan
-from wizard.adapters.run_folder import (
+from wizard.usecases.generate import preset_plan
+from wizard.adapters.files.run_folder import (
     DumpWatcher,
     RunFolderError,
     RunRecorder,
     find_smoke_run,
     read_run_folder,
 )
-from wizard.adapters.gpu_sampler import GpuReading, GpuSnapshot
+from wizard.adapters.machine.gpu_sampler import GpuReading, GpuSnapshot
 from wizard.core.run import digest
 from wizard.core.run.logparse import RunLog
 from wizard.core.run.record import RunMeta, plan_fingerprint, start_meta
@@ -140,7 +140,7 @@ def test_the_report_has_everything_and_no_secret(run_dir, monkeypatch):
                       gpus=[{"index": 0, "name": "NVIDIA H200", "memory_mib": 143771}])
     meta.plan_overrides.append(f"+trainer.api_key={LITERALS[1]}")  # a record written by hand, secret and all
     (run_dir / "run.json").write_text(json.dumps(meta.to_json()))
-    from wizard.adapters.run_folder import secret_values
+    from wizard.adapters.files.run_folder import secret_values
 
     text = render_report(read_run_folder(run_dir), secrets=secret_values(), environment=meta.environment,
                          wizard_version="0.x", written="2026-12-03")

@@ -25,7 +25,7 @@ def assert_one_line_error(proc, words):
 def test_detect_on_this_machine_exits_0_and_explains():
     proc = run("detect")
     assert proc.returncode == 0, proc.stderr
-    from wizard.adapters.nvml import gather_nvml
+    from wizard.adapters.machine.nvml import gather_nvml
 
     if gather_nvml().get("error"):
         assert "no NVIDIA driver" in proc.stdout and "--cluster FILE" in proc.stdout

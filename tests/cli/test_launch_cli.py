@@ -47,7 +47,7 @@ def test_dry_run_json_and_a_local_model_goes_offline(capsys, tmp_path, tiny_mode
 
 
 def test_a_run_sh_and_a_plan_json_launch_the_same(capsys, tmp_path):
-    from wizard.adapters.generate import preset_plan, write_plan_files
+    from wizard.usecases.generate import preset_plan, write_plan_files
 
     write_plan_files(preset_plan("grpo-1gpu-smoke"), tmp_path)
     runs = {}
@@ -128,7 +128,7 @@ DRIVER = textwrap.dedent("""
     import json, os, sys
     sys.path.insert(0, {root!r})
     from wizard import cli as wcli
-    from wizard.adapters.launcher import list_processes
+    from wizard.adapters.processes.launcher import list_processes
     code = wcli.main(sys.argv[1:])
     sys.stdout.flush()
     me = os.getpid()

@@ -27,7 +27,7 @@ def assert_one_line_error(proc, words):
 
 
 def test_every_preset_is_covered():
-    from wizard.adapters.resources import preset_names
+    from wizard.adapters.files.resources import preset_names
 
     assert sorted(preset_names()) == sorted(PRESET_GPUS)
 

@@ -116,7 +116,7 @@ def test_the_installed_command_and_python_m_reach_the_same_server(env, server, t
     (["check", "--", "--verl"], True),  # after --, words are overrides
 ])
 def test_only_checks_the_server_answers_exactly_are_forwarded(argv, forwarded):
-    from wizard.adapters.resident import forwardable
+    from wizard.adapters.processes.resident import forwardable
 
     assert forwardable(argv) is forwarded
 
@@ -139,7 +139,7 @@ def test_a_check_that_fails_inside_the_server_is_one_line_and_the_server_lives(m
 def test_an_upgraded_library_gets_a_new_server(monkeypatch, tmp_path):
     # a server started before `pip install -U pydantic` would answer with the old library: the client's key changes
     # with the environment's installed packages, so it no longer finds that server and checks in-process
-    import wizard.adapters.resident as resident
+    import wizard.adapters.processes.resident as resident
 
     site = tmp_path / "site-packages"
     (site / "pydantic-2.11.0.dist-info").mkdir(parents=True)
@@ -156,7 +156,7 @@ def test_the_folders_watched_are_where_the_checkers_libraries_are():
     import omegaconf
     import pydantic
 
-    from wizard.adapters.resident import package_dirs
+    from wizard.adapters.processes.resident import package_dirs
 
     for lib in (pydantic, omegaconf):  # wherever this Python found them (venv, system or user site)
         assert str(Path(lib.__file__).resolve().parent.parent) in {str(Path(d).resolve()) for d in package_dirs()}

@@ -13,7 +13,7 @@ own --config-path configs are judged only where that config is verl's.
 
 from tests.conformance.test_verl_parity import _wizard_stage
 from tests.helpers.script_corpus import corpus_name, main_ppo_scripts
-from wizard.adapters.verl_preflight import run_preflight
+from wizard.adapters.verl_env.verl_preflight import run_preflight
 from wizard.core.findings import Severity, Stage
 from wizard.core.scripts.reader import ScriptError, read_launch_script
 from wizard.core.verl.compose import CONFIG_NAME_ENGINES

@@ -4,7 +4,7 @@
 import numpy as np
 
 from tests.conftest import need_verl
-from wizard.adapters.run_folder import read_dumps
+from wizard.adapters.files.run_folder import read_dumps
 from wizard.core.run.samples.checks import StepHints, inspect_step
 
 

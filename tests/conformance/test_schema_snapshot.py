@@ -10,7 +10,7 @@ from tests.conftest import ROOT
 
 def test_snapshot_matches_the_installed_verl(tmp_path, verl_config_dir):
     out = tmp_path / "schema.json"
-    probe = ROOT / "wizard" / "adapters" / "probes" / "extract_verl_schema.py"
+    probe = ROOT / "wizard" / "adapters" / "verl_env" / "probes" / "extract_verl_schema.py"
     subprocess.run([sys.executable, str(probe), "--out", str(out)], check=True, capture_output=True, timeout=300)
     fresh = json.loads(out.read_text())
     snapshot_path = resources.files("wizard.resources") / "verl-schema" / f"{fresh['verl_version']}.json"
@@ -30,7 +30,7 @@ def test_snapshot_covers_every_engine_and_the_keys_people_set(schema):
 
 def test_key_docs_match_the_comments_in_the_installed_verl(tmp_path, verl_config_dir):
     out = tmp_path / "docs.json"
-    probe = ROOT / "wizard" / "adapters" / "probes" / "extract_verl_key_docs.py"
+    probe = ROOT / "wizard" / "adapters" / "verl_env" / "probes" / "extract_verl_key_docs.py"
     subprocess.run([sys.executable, str(probe), "--out", str(out)], check=True, capture_output=True, timeout=300)
     fresh = json.loads(out.read_text())
     committed = resources.files("wizard.resources") / "verl-key-docs" / f"{fresh['verl_version']}.json"
@@ -39,7 +39,7 @@ def test_key_docs_match_the_comments_in_the_installed_verl(tmp_path, verl_config
 
 
 def test_key_help_explains_the_keys_newcomers_set(schema):
-    from wizard.adapters.resources import load_key_docs
+    from wizard.adapters.files.resources import load_key_docs
     from wizard.core.verl.key_help import key_help
 
     docs = load_key_docs()

@@ -10,7 +10,7 @@ from tests.conftest import ROOT
 
 def test_inventory_matches_the_installed_verl(tmp_path, verl_config_dir):
     out = tmp_path / "checks.json"
-    probe = ROOT / "wizard" / "adapters" / "probes" / "extract_verl_checks.py"
+    probe = ROOT / "wizard" / "adapters" / "verl_env" / "probes" / "extract_verl_checks.py"
     subprocess.run([sys.executable, str(probe), "--out", str(out)], check=True, capture_output=True, timeout=300)
     fresh = json.loads(out.read_text())
     committed = ROOT / "resources" / "verl-checks" / f"{fresh['verl_version']}.json"

@@ -1,6 +1,6 @@
 """The wizard's verdict equals real verl 0.9.1's, on every preset and on generated variants.
 
-verl runs in a subprocess (wizard/adapters/verl_preflight.py): Hydra composition,
+verl runs in a subprocess (wizard/adapters/verl_env/verl_preflight.py): Hydra composition,
 validate_config with need_reference_policy/need_critic (what main_ppo runs before
 Ray), and what the TaskRunner and workers run at startup before loading a model.
 """
@@ -9,9 +9,9 @@ import random
 
 import pytest
 
-from wizard.adapters.generate import preset_plan
-from wizard.adapters.resources import preset_names
-from wizard.adapters.verl_preflight import run_preflight
+from wizard.usecases.generate import preset_plan
+from wizard.adapters.files.resources import preset_names
+from wizard.adapters.verl_env.verl_preflight import run_preflight
 from wizard.core.plan.emit import emit_overrides
 from wizard.core.findings import Severity, Stage
 

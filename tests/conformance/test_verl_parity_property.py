@@ -16,9 +16,9 @@ from hypothesis import strategies as st
 
 from tests.conformance.test_verl_parity import _wizard_stage
 from tests.helpers.parity_edits import EDITS, compose_base
-from wizard.adapters.generate import preset_plan
-from wizard.adapters.resources import preset_names
-from wizard.adapters.verl_preflight import PreflightSession
+from wizard.usecases.generate import preset_plan
+from wizard.adapters.files.resources import preset_names
+from wizard.adapters.verl_env.verl_preflight import PreflightSession
 from wizard.core.plan.emit import emit_overrides
 from tests.conftest import examples
 

@@ -4,8 +4,8 @@ import pytest
 from hydra import compose, initialize_config_dir
 from omegaconf import OmegaConf
 
-from wizard.adapters.generate import CONFIG_YAML, preset_plan, write_plan_files
-from wizard.adapters.resources import preset_names
+from wizard.usecases.generate import CONFIG_YAML, preset_plan, write_plan_files
+from wizard.adapters.files.resources import preset_names
 from wizard.core.plan.emit import emit_overrides
 from wizard.core.plan.convert import apply_overrides
 

@@ -6,7 +6,7 @@ import re
 import pytest
 import yaml
 
-from wizard.adapters.gpu_catalogue import load_gpu_catalogue
+from wizard.adapters.files.gpu_catalogue import load_gpu_catalogue
 from wizard.core.hardware.cluster import (
     MIB,
     ClusterSpecError,

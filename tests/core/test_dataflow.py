@@ -4,8 +4,8 @@ import itertools
 
 import pytest
 
-from wizard.adapters.generate import preset_plan
-from wizard.adapters.resources import preset_names
+from wizard.usecases.generate import preset_plan
+from wizard.adapters.files.resources import preset_names
 from wizard.core.dataflow.graph import ESTIMATORS, KINDS, DataflowError, Graph, Link, Node, PortRef, can_connect, sorted_links
 from wizard.core.dataflow.graph import canonical_links
 from wizard.core.dataflow.check import validate

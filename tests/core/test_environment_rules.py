@@ -1,7 +1,7 @@
 """What the target environment must hold for a plan: a critic needs flash-attn (verl 0.9.1's
 load_valuehead_model asks for flash_attention_2 whatever the overrides say)."""
 
-from wizard.adapters.resources import load_moves, load_schema
+from wizard.adapters.files.resources import load_moves, load_schema
 from wizard.core.check.rules.context import EnvironmentFacts
 from wizard.core.check.verdict import check_overrides
 from wizard.core.findings import Severity

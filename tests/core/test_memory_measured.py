@@ -7,7 +7,7 @@ from pathlib import Path
 
 import pytest
 
-from wizard.adapters.resources import load_moves, load_schema
+from wizard.adapters.files.resources import load_moves, load_schema
 from wizard.core.check.verdict import check_overrides
 from wizard.core.hardware.cluster import GPU, Cluster, ClusterNode
 from wizard.core.memory.config import FLASH_ATTN, read_config

@@ -2,8 +2,8 @@
 
 import pytest
 
-from wizard.adapters.gpu_catalogue import load_gpu_catalogue
-from wizard.adapters.resources import load_moves, load_schema
+from wizard.adapters.files.gpu_catalogue import load_gpu_catalogue
+from wizard.adapters.files.resources import load_moves, load_schema
 from wizard.core.check.verdict import check_overrides
 from wizard.core.hardware.cluster import parse_cluster_spec
 from wizard.core.findings import Severity

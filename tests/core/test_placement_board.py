@@ -1,8 +1,8 @@
 """The placement board's model without a window: drop targets, refused drops and their reasons, new pools, the verdict."""
 
-from wizard.adapters.generate import preset_plan
-from wizard.adapters.gpu_catalogue import load_gpu_catalogue
-from wizard.adapters.resources import load_moves, load_schema
+from wizard.usecases.generate import preset_plan
+from wizard.adapters.files.gpu_catalogue import load_gpu_catalogue
+from wizard.adapters.files.resources import load_moves, load_schema
 from wizard.core.hardware.cluster import parse_cluster_spec
 from wizard.core.memory.board import OK, OOM, TIGHT, UNKNOWN, BoardState, board_state, fit_verdict, headline
 from wizard.core.models.facts import ModelFacts

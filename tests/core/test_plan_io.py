@@ -4,7 +4,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 from omegaconf import OmegaConf
 
-from wizard.adapters.resources import load_schema
+from wizard.adapters.files.resources import load_schema
 from wizard.core.verl.compose import compose
 from wizard.core.verl.overrides import render_value
 from wizard.core.plan.model import field_map

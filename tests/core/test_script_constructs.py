@@ -123,7 +123,7 @@ def test_the_npu_probe_reads_as_a_cuda_machine_and_says_what_npu_gives(tmp_path)
 
 
 def test_a_sourced_file_next_to_the_script_is_read(tmp_path):
-    from wizard.adapters.script_source import read_script
+    from wizard.adapters.files.script_source import read_script
 
     (tmp_path / "env.sh").write_text("TP=2\nexport VLLM_USE_V1=1\n")
     text = ('SCRIPT_DIR="$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)"\n'

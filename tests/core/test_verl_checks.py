@@ -7,7 +7,7 @@ from pathlib import Path
 import pytest
 
 from tests.conftest import ROOT
-from wizard.adapters.resources import load_verl_checks
+from wizard.adapters.files.resources import load_verl_checks
 from wizard.core.check.coverage import join, report
 
 
@@ -23,8 +23,9 @@ def known_rule_ids() -> tuple[set[str], list[re.Pattern]]:
 
     _load()
     ids, patterns = {r.id for r in RULES}, []
-    folders = [ROOT / "wizard" / "core" / "check" / "rules", ROOT / "wizard" / "core" / "placement", ROOT / "wizard" / "adapters"]
-    for path in [p for folder in folders for p in folder.glob("*.py")]:
+    folders = [ROOT / "wizard" / "core" / "check" / "rules", ROOT / "wizard" / "core" / "placement", ROOT / "wizard" / "adapters",
+               ROOT / "wizard" / "usecases"]
+    for path in [p for folder in folders for p in folder.rglob("*.py")]:
         text = path.read_text()
         ids |= set(re.findall(r'"([a-z_]+\.[a-z_]+)"', text))
         for fid in re.findall(r'f"([a-z_]+\.[a-z_{}]+)"', text):

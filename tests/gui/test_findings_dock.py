@@ -8,7 +8,7 @@ pytest.importorskip("PySide6")
 from PySide6.QtCore import Qt  # noqa: E402
 from PySide6.QtWidgets import QApplication  # noqa: E402
 
-from wizard.adapters.doctor import DoctorReport, doctor_findings  # noqa: E402
+from wizard.adapters.verl_env.doctor import DoctorReport, doctor_findings  # noqa: E402
 from wizard.core.findings import Finding, Severity, Stage  # noqa: E402
 from wizard.core.plan.emit import emit_overrides  # noqa: E402
 from wizard.gui import steps  # noqa: E402

@@ -8,7 +8,7 @@ import pytest
 
 pytest.importorskip("PySide6")
 
-from wizard.adapters.sources import load_source  # noqa: E402
+from wizard.adapters.files.sources import load_source  # noqa: E402
 
 CORPUS = Path(__file__).resolve().parents[1] / "data" / "verl_scripts"
 # other/ holds launches of other entry points (main_ppo_sync, fully_async_main): the reader refuses those by design

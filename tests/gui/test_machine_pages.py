@@ -105,8 +105,8 @@ def test_a_broken_cluster_spec_is_one_line(window, qtbot, tmp_path):
 
 def test_the_link_matrix_of_a_real_capture(window, qtbot):
     from tests.conftest import ROOT
-    from wizard.adapters.gpu_catalogue import load_gpu_catalogue
-    from wizard.adapters.nvidia_smi import discover_nvidia_smi_xml
+    from wizard.adapters.files.gpu_catalogue import load_gpu_catalogue
+    from wizard.adapters.machine.nvidia_smi import discover_nvidia_smi_xml
 
     xml = (ROOT / "tests" / "data" / "gpu" / "h200-1gpu.nvidia-smi-q.xml").read_text()
     discovery = discover_nvidia_smi_xml(xml, None, load_gpu_catalogue())

@@ -18,8 +18,8 @@ from wizard.gui.app import WizardWindow  # noqa: E402
 
 
 def test_start_accept_hardware_pick_preset_break_fix_undo_write(qtbot, tmp_path):
-    from wizard.adapters.gpu_catalogue import load_gpu_catalogue
-    from wizard.adapters.nvidia_smi import discover_nvidia_smi_xml
+    from wizard.adapters.files.gpu_catalogue import load_gpu_catalogue
+    from wizard.adapters.machine.nvidia_smi import discover_nvidia_smi_xml
 
     w = WizardWindow(restore=False)
     w.ask_save = lambda: "discard"
@@ -64,8 +64,8 @@ def test_start_accept_hardware_pick_preset_break_fix_undo_write(qtbot, tmp_path)
     written = (tmp_path / "gui out" / "run.sh").read_text()
     # the same plan through the CLI gives the same run.sh
     plan_file = tmp_path / "gui out" / "plan.json"
-    from wizard.adapters.generate import render_files
-    from wizard.adapters.sources import load_source
+    from wizard.usecases.generate import render_files
+    from wizard.adapters.files.sources import load_source
 
     assert render_files(load_source(str(plan_file)).to_plan())[0]["run.sh"] == written
     sets = [o for o in _overrides_from(written) if o.split("=")[0] in (
@@ -90,7 +90,7 @@ CHILD = textwrap.dedent("""
     from PySide6.QtWidgets import QApplication
     app = QApplication([])
     from wizard.gui.app import WizardWindow
-    from wizard.adapters.session_store import load_session
+    from wizard.adapters.files.session_store import load_session
     w = WizardWindow(restore=False)
     w.show()
     plan = w.doc.plan.model_copy(deep=True)

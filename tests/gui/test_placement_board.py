@@ -168,7 +168,7 @@ def test_keyboard_move_dialog_gives_the_same_verdict(make_board, qtbot):
 
 
 def test_many_identical_nodes_collapse_into_one_row(qtbot):
-    from wizard.adapters.gpu_catalogue import load_gpu_catalogue
+    from wizard.adapters.files.gpu_catalogue import load_gpu_catalogue
     from wizard.core.hardware.cluster import parse_cluster_spec
 
     doc = PlanDocument(autosave=False)

@@ -60,8 +60,8 @@ def test_an_import_while_loading_waits_for_the_checker_and_lands(qtbot):
 
 
 def test_a_crashed_session_is_offered_while_loading_and_comes_back(qtbot, tmp_path, monkeypatch):
-    from wizard.adapters.session_store import save_session
-    from wizard.adapters.generate import preset_plan
+    from wizard.adapters.files.session_store import save_session
+    from wizard.usecases.generate import preset_plan
 
     monkeypatch.setenv("XDG_STATE_HOME", str(tmp_path))
     plan = preset_plan("grpo-1gpu-smoke", None).model_copy(deep=True)
@@ -77,7 +77,7 @@ def test_a_crashed_session_is_offered_while_loading_and_comes_back(qtbot, tmp_pa
 
 
 def test_closing_while_loading_keeps_the_recovery_offer(qtbot, tmp_path, monkeypatch):
-    from wizard.adapters.session_store import save_session, session_path
+    from wizard.adapters.files.session_store import save_session, session_path
 
     monkeypatch.setenv("XDG_STATE_HOME", str(tmp_path))
     save_session({"plan": {"name": "mine"}, "gpus": None})
@@ -89,8 +89,8 @@ def test_closing_while_loading_keeps_the_recovery_offer(qtbot, tmp_path, monkeyp
 
 
 def recovered(tmp_path, monkeypatch, gpus):
-    from wizard.adapters.generate import plan_with_gpus, preset_plan
-    from wizard.adapters.session_store import save_session
+    from wizard.usecases.generate import plan_with_gpus, preset_plan
+    from wizard.adapters.files.session_store import save_session
     from wizard.core.hardware.gpus import parse_gpu_spec
 
     monkeypatch.setenv("XDG_STATE_HOME", str(tmp_path))
@@ -142,7 +142,7 @@ def test_a_broken_install_says_why_instead_of_loading_forever(qtbot, monkeypatch
 
 
 def test_closing_while_loading_after_saying_no_drops_the_old_session(qtbot, tmp_path, monkeypatch):
-    from wizard.adapters.session_store import save_session, session_path
+    from wizard.adapters.files.session_store import save_session, session_path
 
     monkeypatch.setenv("XDG_STATE_HOME", str(tmp_path))
     save_session({"plan": {"name": "mine"}, "gpus": None})
@@ -152,8 +152,8 @@ def test_closing_while_loading_after_saying_no_drops_the_old_session(qtbot, tmp_
 
 
 def test_the_recovered_session_comes_back_as_it_was_and_undo_takes_all_of_it_back(qtbot, tmp_path, monkeypatch):
-    from wizard.adapters.generate import plan_with_gpus, preset_plan
-    from wizard.adapters.session_store import save_session
+    from wizard.usecases.generate import plan_with_gpus, preset_plan
+    from wizard.adapters.files.session_store import save_session
     from wizard.core.hardware.gpus import parse_gpu_spec
 
     monkeypatch.setenv("XDG_STATE_HOME", str(tmp_path))

@@ -22,8 +22,8 @@ from PySide6.QtWidgets import QMainWindow, QMessageBox  # noqa: E402
 
 from tests.helpers.tiny_data import write_gsm8k_like  # noqa: E402
 from tests.helpers.netns import LOOPBACK_RAY, UNSHARE, namespaces_work  # noqa: E402
-from wizard.adapters.gpu_sampler import GpuSampler, parse_sample  # noqa: E402
-from wizard.adapters.launcher import list_processes  # noqa: E402
+from wizard.adapters.machine.gpu_sampler import GpuSampler, parse_sample  # noqa: E402
+from wizard.adapters.processes.launcher import list_processes  # noqa: E402
 from wizard.core.plan.convert import apply_overrides  # noqa: E402
 from wizard.gui.document import PlanDocument  # noqa: E402
 from wizard.gui.run.gpu_monitor import GpuMonitor  # noqa: E402

@@ -31,7 +31,7 @@ def contrast(a: QColor, b: QColor) -> float:
 
 def canvases(window):
     from wizard.core.hardware.topology import Discovery
-    from wizard.adapters.gpu_catalogue import load_gpu_catalogue
+    from wizard.adapters.files.gpu_catalogue import load_gpu_catalogue
     from wizard.core.hardware.cluster import parse_cluster_spec
 
     hardware = window.page("hardware")

@@ -7,7 +7,7 @@ import pytest
 
 pytest.importorskip("PySide6")
 
-from wizard.adapters.gpu_catalogue import load_gpu_catalogue  # noqa: E402
+from wizard.adapters.files.gpu_catalogue import load_gpu_catalogue  # noqa: E402
 from wizard.core.hardware.cluster import Cluster, GpuLink, LinkKind, ClusterNode, parse_cluster_spec  # noqa: E402
 from wizard.core.hardware.topology import nvml_to_discovery  # noqa: E402
 from wizard.gui.widgets.topology_view import TopologyView  # noqa: E402

@@ -215,7 +215,7 @@ def test_undo_and_redo_an_edit(window, qtbot):
 
 
 def test_a_crashed_session_is_offered_back(qtbot, tmp_path, monkeypatch):
-    from wizard.adapters.session_store import load_session, session_path
+    from wizard.adapters.files.session_store import load_session, session_path
 
     monkeypatch.setenv("XDG_STATE_HOME", str(tmp_path))
     first = WizardWindow(restore=False)
@@ -243,7 +243,7 @@ def test_the_worst_finding_is_explained_in_full(window):
 
 
 def test_dark_theme_is_applied_and_remembered(window, tmp_path, monkeypatch):
-    from wizard.adapters.session_store import load_prefs
+    from wizard.adapters.files.session_store import load_prefs
     from wizard.gui.theme import is_dark
 
     app = QApplication.instance()

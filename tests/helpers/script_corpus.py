@@ -44,7 +44,7 @@ class Comparison:
 
 
 def compare_with_bash(path: Path) -> Comparison:
-    from wizard.adapters.script_source import read_script
+    from wizard.adapters.files.script_source import read_script
 
     text = path.read_text()
     with tempfile.TemporaryDirectory() as tmp:

@@ -144,10 +144,10 @@ def refuse_to_write(findings, header: str, fmt: str, **json_fields) -> None:
 
 def load_plan_arg(source: str | None = None, preset: str | None = None, gpus=None, sets: list[str] | None = None):
     """(Plan, findings of reading it). ``source`` may be a file or a preset name. UsageError (one line) otherwise."""
-    from wizard.adapters.files import exists
-    from wizard.adapters.generate import plan_with_gpus, preset_plan
-    from wizard.adapters.resources import preset_names
-    from wizard.adapters.sources import load_source
+    from wizard.adapters.files.disk import exists
+    from wizard.usecases.generate import plan_with_gpus, preset_plan
+    from wizard.adapters.files.resources import preset_names
+    from wizard.adapters.files.sources import load_source
     from wizard.core.plan.convert import apply_overrides
     from wizard.core.verl.overrides import OverrideSyntaxError
 
@@ -179,7 +179,7 @@ def load_plan_arg(source: str | None = None, preset: str | None = None, gpus=Non
 
 def cluster_spec(path: str, catalogue):
     """The discovery answer a cluster spec file (or a saved ``detect --format json``) gives."""
-    from wizard.adapters.discovery import load_cluster_spec_file
+    from wizard.usecases.hardware import load_cluster_spec_file
 
     try:
         return load_cluster_spec_file(path, catalogue)
@@ -189,7 +189,7 @@ def cluster_spec(path: str, catalogue):
 
 def ray_discovery(address: str, python: str | None = None, timeout: float | None = None):
     """A live Ray cluster's nodes, GPUs and CPUs (never hangs; a dead address is a UsageError)."""
-    from wizard.adapters.ray_cluster import RayAddressError, discover_ray
+    from wizard.adapters.verl_env.ray_cluster import RayAddressError, discover_ray
 
     kwargs = {"python": python} if timeout is None else {"python": python, "timeout": timeout}
     try:
@@ -215,7 +215,7 @@ def hardware(args):
         if spec is not None:
             spec = dataclasses.replace(spec, cpus=cpus or None)
         return cluster, spec, list(discovery.findings)
-    from wizard.adapters.gpu_catalogue import load_gpu_catalogue
+    from wizard.adapters.files.gpu_catalogue import load_gpu_catalogue
 
     if getattr(args, "cluster", None):
         cluster = cluster_spec(args.cluster, load_gpu_catalogue()).cluster
@@ -223,7 +223,7 @@ def hardware(args):
     spec = parse_gpus(getattr(args, "gpus", None))
     if spec is None or spec.model is None:
         return None, spec, []
-    from wizard.adapters.discovery import canonical_spec, cluster_for_spec
+    from wizard.usecases.hardware import canonical_spec, cluster_for_spec
 
     try:
         spec = canonical_spec(spec, load_gpu_catalogue())
@@ -234,7 +234,7 @@ def hardware(args):
 
 def read_run_dir(path: str):
     """A run folder (``wizard.core.run.record.RunRecord``) for samples, timing and report; UsageError otherwise."""
-    from wizard.adapters.run_folder import RunFolderError, read_run_folder
+    from wizard.adapters.files.run_folder import RunFolderError, read_run_folder
 
     try:
         return read_run_folder(path)

@@ -56,7 +56,7 @@ def run_check(args, tail: list[str]) -> int:
 def _read(source: str | None, overrides: list[str], preset: str | None = None, gpus=None):
     """The config to check: a file or a preset (shaped for ``gpus``), with ``overrides`` added to the end of its
     command line, or the overrides alone."""
-    from wizard.adapters.sources import from_overrides, load_source
+    from wizard.adapters.files.sources import from_overrides, load_source
 
     if preset:
         from wizard.core.plan.emit import emit_overrides
@@ -77,7 +77,7 @@ def _read(source: str | None, overrides: list[str], preset: str | None = None, g
 def check_one(source: str | None, overrides: list[str], gpus, use_verl: bool, python: str | None, case_id=None,
               model_cache: dict | None = None, cluster=None, local_files: bool = False, deep_data: bool = False,
               preset: str | None = None):
-    from wizard.adapters.checking import full_check
+    from wizard.usecases.checking import full_check
 
     src = _read(source, overrides, preset, gpus)
     result = full_check(src.overrides, config_name=src.config_name, gpus=gpus, case_id=case_id,
@@ -89,7 +89,7 @@ def check_one(source: str | None, overrides: list[str], gpus, use_verl: bool, py
 
 
 def _fix(args, overrides: list[str], gpus) -> int:
-    from wizard.adapters.resources import load_moves, load_schema
+    from wizard.adapters.files.resources import load_moves, load_schema
     from wizard.core.check.autofix import autofix_overrides
     from wizard.core.plan.convert import plan_overrides
 
@@ -113,7 +113,7 @@ def _verl_findings(sources, python) -> list[Finding]:
     """verl's own verdict (composition and validate_config in the target Python): its error, or that it passed."""
     import time
 
-    from wizard.adapters.verl_preflight import PreflightError, preflight_finding, run_preflight
+    from wizard.adapters.verl_env.verl_preflight import PreflightError, preflight_finding, run_preflight
 
     cases = [{"id": str(i), "overrides": s.overrides, "config_name": s.config_name} for i, s in enumerate(sources)]
     started = time.monotonic()
@@ -132,8 +132,8 @@ def _preflight_passed(python: str | None, seconds: float) -> Finding:
 
 
 def _batch(args, gpus, cluster=None) -> int:
-    from wizard.adapters.checking import full_check
-    from wizard.adapters.files import read_text
+    from wizard.usecases.checking import full_check
+    from wizard.adapters.files.disk import read_text
 
     try:
         text = read_text(args.batch)
@@ -160,7 +160,7 @@ def _batch(args, gpus, cluster=None) -> int:
         results.append(full_check(case.get("overrides", []), config_name=config_name, gpus=gpus,
                                   case_id=case.get("id"), model_cache=model_cache, cluster=cluster))
     if args.verl:
-        from wizard.adapters.verl_preflight import PreflightError, preflight_finding, run_preflight
+        from wizard.adapters.verl_env.verl_preflight import PreflightError, preflight_finding, run_preflight
 
         try:
             verdicts = run_preflight(

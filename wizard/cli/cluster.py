@@ -50,7 +50,7 @@ def _target(args, plan):
 
     cluster = None
     if args.cluster:
-        from wizard.adapters.gpu_catalogue import load_gpu_catalogue
+        from wizard.adapters.files.gpu_catalogue import load_gpu_catalogue
 
         cluster = cluster_spec(args.cluster, load_gpu_catalogue()).cluster
         if cluster.to_gpu_spec() is None:
@@ -71,9 +71,9 @@ def _target(args, plan):
 
 
 def run_cluster(args) -> int:
-    from wizard.adapters.cluster_files import write_cluster_files
-    from wizard.adapters.files import WriteError
-    from wizard.adapters.checking import full_check
+    from wizard.adapters.files.cluster_files import write_cluster_files
+    from wizard.adapters.files.disk import WriteError
+    from wizard.usecases.checking import full_check
     from wizard.core.cluster_launch.job import TARGETS
     from wizard.core.cluster_launch.material import render_cluster
     from wizard.core.hardware.gpus import GpuSpec

@@ -95,7 +95,7 @@ def _cell(value: object, width: int = CELL) -> str:
 
 
 def run_check(args) -> int:
-    from wizard.adapters.dataset import DatasetError, check_file
+    from wizard.adapters.files.dataset import DatasetError, check_file
 
     if args.function and not _is_file(args.function):
         raise UsageError(f"{args.function}: no such file")
@@ -125,7 +125,7 @@ def run_check(args) -> int:
 
 def _is_file(path: str) -> bool:
 
-    from wizard.adapters.files import is_file
+    from wizard.adapters.files.disk import is_file
 
     return is_file(path)
 
@@ -134,7 +134,7 @@ def _is_file(path: str) -> bool:
 
 
 def run_preview(args) -> int:
-    from wizard.adapters.dataset import DatasetError, preview
+    from wizard.adapters.files.dataset import DatasetError, preview
 
     try:
         pv = preview(args.file, args.rows)
@@ -159,7 +159,7 @@ def run_preview(args) -> int:
 
 
 def run_convert(args) -> int:
-    from wizard.adapters.dataset import DatasetError, convert_file, convert_preview
+    from wizard.adapters.files.dataset import DatasetError, convert_file, convert_preview
     from wizard.core.data.schema import ConversionError, ConversionSpec, conversion_findings
 
     spec = ConversionSpec(question=args.question, answer=args.answer, data_source=args.data_source,
@@ -205,8 +205,8 @@ def run_convert(args) -> int:
 
 
 def run_reward(args) -> int:
-    from wizard.adapters.dataset import DatasetError, DatasetFile
-    from wizard.adapters.reward_runner import RewardRunError, run_bench
+    from wizard.adapters.files.dataset import DatasetError, DatasetFile
+    from wizard.adapters.verl_env.reward_runner import RewardRunError, run_bench
     from wizard.core.reward.bench import bench_rows
 
     if args.name and not args.function:

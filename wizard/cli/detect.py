@@ -27,7 +27,7 @@ def add_parser(subparsers) -> None:
 
 
 def run_detect(args) -> int:
-    from wizard.adapters.gpu_catalogue import load_gpu_catalogue
+    from wizard.adapters.files.gpu_catalogue import load_gpu_catalogue
 
     catalogue = load_gpu_catalogue()
     if args.catalogue:
@@ -46,7 +46,7 @@ def run_detect(args) -> int:
 def _discover(args, catalogue):
     visible = os.environ.get("CUDA_VISIBLE_DEVICES")
     if args.nvidia_smi_xml:
-        from wizard.adapters.nvidia_smi import NvidiaSmiError, discover_nvidia_smi_xml, read_nvidia_smi_xml
+        from wizard.adapters.machine.nvidia_smi import NvidiaSmiError, discover_nvidia_smi_xml, read_nvidia_smi_xml
 
         try:
             return discover_nvidia_smi_xml(read_nvidia_smi_xml(args.nvidia_smi_xml), visible, catalogue,
@@ -61,7 +61,7 @@ def _discover(args, catalogue):
 
 
 def _this_machine(visible, catalogue):
-    from wizard.adapters.discovery import discover_this_machine
+    from wizard.usecases.hardware import discover_this_machine
 
     return discover_this_machine(visible, catalogue)
 

@@ -24,9 +24,9 @@ def add_parser(subparsers) -> None:
 
 def run_doctor(args) -> int:
     """Without --python, the Pythons found on this machine are listed and the best one is checked."""
-    from wizard.adapters.doctor import DoctorError
-    from wizard.adapters.doctor import run_doctor as doctor
-    from wizard.adapters.python_envs import discover, how_to_create
+    from wizard.adapters.verl_env.doctor import DoctorError
+    from wizard.adapters.verl_env.doctor import run_doctor as doctor
+    from wizard.adapters.verl_env.python_envs import discover, how_to_create
 
     candidates = [] if args.python else discover()
     advice = None if args.python or any(c.has_verl for c in candidates) else how_to_create()

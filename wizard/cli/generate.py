@@ -25,7 +25,7 @@ def add_parser(sub) -> None:
 
 
 def run_presets(args) -> int:
-    from wizard.adapters.resources import load_preset_doc, preset_names
+    from wizard.adapters.files.resources import load_preset_doc, preset_names
 
     for name in preset_names():
         print(f"{name:18} {load_preset_doc(name).get('description', '')}")
@@ -33,9 +33,9 @@ def run_presets(args) -> int:
 
 
 def run_generate(args) -> int:
-    from wizard.adapters.checking import full_check
-    from wizard.adapters.files import WriteError
-    from wizard.adapters.generate import preset_plan, write_plan_files
+    from wizard.usecases.checking import full_check
+    from wizard.adapters.files.disk import WriteError
+    from wizard.usecases.generate import preset_plan, write_plan_files
     from wizard.core.plan.emit import emit_overrides
     from wizard.core.verl.overrides import OverrideSyntaxError
 

@@ -16,7 +16,7 @@ import time
 from collections import deque
 from pathlib import Path
 
-from wizard.adapters.launcher import model_is_local, tail_jsonl
+from wizard.adapters.processes.launcher import model_is_local, tail_jsonl
 from wizard.cli._common import EXIT_ERRORS, EXIT_OK, UsageError, hardware, load_plan_arg, print_findings
 from wizard.core.findings import Finding, has_errors, sort_findings
 from wizard.core.run.smoke import VALIDATION
@@ -50,7 +50,7 @@ def _python(path: str | None) -> str:
     if path is None:
         return sys.executable
     p = Path(path)
-    from wizard.adapters.files import is_file
+    from wizard.adapters.files.disk import is_file
 
     if not is_file(p):
         raise UsageError(f"--python {path}: no such file")
@@ -61,7 +61,7 @@ def _python(path: str | None) -> str:
 
 def prepare(args):
     """Everything a launch or a dry run needs: the smoke plan, its check, the command. Raises UsageError."""
-    from wizard.adapters.checking import full_check
+    from wizard.usecases.checking import full_check
     from wizard.core.plan.convert import plan_overrides
     from wizard.core.run.smoke import SmokeOptions, smoke_command, smoke_notes, smoke_plan
 
@@ -88,7 +88,7 @@ def prepare(args):
 
 def environment_facts(python: str):
     """What the launch needs to know of the run's Python: does flash-attn import there."""
-    from wizard.adapters.doctor import flash_attn_importable
+    from wizard.adapters.verl_env.doctor import flash_attn_importable
     from wizard.core.check.rules.context import EnvironmentFacts
 
     return EnvironmentFacts(flash_attn=flash_attn_importable(python), python=python)
@@ -152,9 +152,9 @@ class _Out:
 
 
 def _recorder(run_dir: Path, base, plan, python: str, steps: int):
-    """run.json and gpus.csv beside the log (``wizard.adapters.run_folder.RunRecorder``), NVML sampled here."""
+    """run.json and gpus.csv beside the log (``wizard.adapters.files.run_folder.RunRecorder``), NVML sampled here."""
     from wizard import __version__
-    from wizard.adapters.run_folder import RunRecorder, now_iso
+    from wizard.adapters.files.run_folder import RunRecorder, now_iso
     from wizard.core.run.record import start_meta
 
     meta = start_meta(base, plan, steps=steps, python=python, started=now_iso(), wizard_version=__version__)
@@ -162,7 +162,7 @@ def _recorder(run_dir: Path, base, plan, python: str, steps: int):
 
 
 def _run(args, plan, python: str, cmd, run_dir: Path, shell: str, base, notes: list[str]) -> int:
-    from wizard.adapters.launcher import LaunchError, RunProcess, prepare_run_dir, write_command_file
+    from wizard.adapters.processes.launcher import LaunchError, RunProcess, prepare_run_dir, write_command_file
     from wizard.core.run.health import Thresholds, health
     from wizard.core.run.logparse import RunLog, format_step
     from wizard.core.run.triage import triage
@@ -318,7 +318,7 @@ def _print_end(ok, code, run_dir, progress, findings, interrupted) -> None:
 
 def _insight(out: _Out, run_dir: Path) -> None:
     """After the run: the last step's samples verdict, where the time went, and the full run's forecast."""
-    from wizard.adapters.run_folder import RunFolderError, read_run_folder
+    from wizard.adapters.files.run_folder import RunFolderError, read_run_folder
     from wizard.core.run import digest
     from wizard.core.run.timing.steps import fmt_s
 

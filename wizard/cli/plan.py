@@ -37,8 +37,8 @@ def add_parser(subparsers) -> None:
 def run_plan(args, tail: list[str] | None = None) -> int:
     cluster, gpus, hw_findings = hardware(args)
     overrides, config_name, src_findings, label = _source(args, list(tail or []), gpus)
-    from wizard.adapters.checking import full_check
-    from wizard.adapters.resources import load_moves, load_schema
+    from wizard.usecases.checking import full_check
+    from wizard.adapters.files.resources import load_moves, load_schema
     from wizard.core.memory.report import memory_plan
 
     # the same check as `check` (models from local folders or the catalogue), with the cluster's memory
@@ -68,7 +68,7 @@ def _source(args, tail: list[str], gpus):
     if args.preset:
         if args.source:
             raise UsageError("give --preset or a file, not both")
-        from wizard.adapters.generate import preset_plan
+        from wizard.usecases.generate import preset_plan
         from wizard.core.plan.emit import emit_overrides
         from wizard.core.verl.overrides import OverrideSyntaxError
 
@@ -81,7 +81,7 @@ def _source(args, tail: list[str], gpus):
         return emit_overrides(plan).overrides, plan.config_name, [], f"preset {args.preset}"
     if not args.source and not words:
         raise UsageError("give a config: a .sh, .yaml or .json file, --preset NAME, or overrides")
-    from wizard.adapters.sources import from_overrides, load_source
+    from wizard.adapters.files.sources import from_overrides, load_source
 
     try:
         src = load_source(args.source) if args.source else from_overrides(words)

@@ -25,8 +25,8 @@ def add_parser(subparsers) -> None:
 
 def run_report(args) -> int:
     from wizard import __version__
-    from wizard.adapters.files import WriteError, write_atomic
-    from wizard.adapters.run_folder import REPORT, secret_values
+    from wizard.adapters.files.disk import WriteError, write_atomic
+    from wizard.adapters.files.run_folder import REPORT, secret_values
     from wizard.core.run.report import render_report
 
     record = read_run_dir(args.run_dir)
@@ -51,7 +51,7 @@ def run_report(args) -> int:
 def _environment(record, python: str | None) -> dict | None:
     if python is None:
         return record.meta.environment if record.meta else None
-    from wizard.adapters.doctor import DoctorError, run_probe
+    from wizard.adapters.verl_env.doctor import DoctorError, run_probe
     from wizard.core.run.report import environment_summary
 
     try:

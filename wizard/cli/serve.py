@@ -1,5 +1,5 @@
 """``verl-wizard serve``: keep a checker resident, so that ``verl-wizard check`` answers in tens of milliseconds
-(the schema, Hydra and pydantic stay loaded; see wizard/adapters/resident.py for how a check finds it).
+(the schema, Hydra and pydantic stay loaded; see wizard/adapters/processes/resident.py for how a check finds it).
 
     verl-wizard serve [--idle-minutes N] [--background]     start (in the foreground unless --background)
     verl-wizard serve --status | --stop
@@ -33,7 +33,7 @@ def add_parser(subparsers) -> None:
 
 
 def run_serve(args) -> int:
-    from wizard.adapters import resident
+    from wizard.adapters.processes import resident
 
     if args.idle_minutes <= 0 or args.idle_minutes > 7 * 24 * 60:
         raise UsageError("--idle-minutes takes a number of minutes above 0 and at most a week")
@@ -148,7 +148,7 @@ def _warm() -> None:
 
 def answer(request: dict) -> dict:
     """Run one forwarded check here as its own process would have: its folder, its environment, its output."""
-    from wizard.adapters.resident import forwardable
+    from wizard.adapters.processes.resident import forwardable
     from wizard.cli import main
 
     argv, cwd, env = request.get("argv"), request.get("cwd"), request.get("env")

@@ -32,7 +32,7 @@ from PySide6.QtWidgets import (
 )
 
 from wizard import __version__
-from wizard.adapters.session_store import (
+from wizard.adapters.files.session_store import (
     clear_session,
     load_prefs,
     load_session,

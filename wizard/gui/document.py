@@ -11,10 +11,10 @@ from __future__ import annotations
 from PySide6.QtCore import QObject, QTimer, Signal
 from PySide6.QtGui import QUndoCommand, QUndoStack
 
-from wizard.adapters.generate import plan_with_gpus, preset_plan, render_files
-from wizard.adapters.session_store import save_session
+from wizard.usecases.generate import plan_with_gpus, preset_plan, render_files
+from wizard.adapters.files.session_store import save_session
 from wizard.core.hardware.cluster import Cluster
-from wizard.adapters.checking import full_check
+from wizard.usecases.checking import full_check
 from wizard.core.check.verdict import CheckResult
 from wizard.core.dataflow.graph import Graph
 from wizard.core.dataflow.keys import graph_for_plan, plan_from_graph
@@ -137,8 +137,8 @@ class PlanDocument(QObject):
             return self.cluster
         if self.gpus is None or not self.gpus.model:
             return None
-        from wizard.adapters.discovery import cluster_for_spec
-        from wizard.adapters.gpu_catalogue import load_gpu_catalogue
+        from wizard.usecases.hardware import cluster_for_spec
+        from wizard.adapters.files.gpu_catalogue import load_gpu_catalogue
 
         cached = self.__dict__.get("_spec_cluster")
         if cached is not None and cached[0] == self.gpus:

@@ -36,8 +36,8 @@ def preload(preset: str) -> None:
     for step in STEPS:
         step.load()
     import wizard.gui.widgets.findings_view  # noqa: F401
-    from wizard.adapters.checking import full_check
-    from wizard.adapters.generate import preset_plan, render_files
+    from wizard.usecases.checking import full_check
+    from wizard.usecases.generate import preset_plan, render_files
 
     _files, overrides, _notes = render_files(preset_plan(preset, None))
     full_check(overrides, local_files=True)

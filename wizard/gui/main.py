@@ -10,7 +10,7 @@ def main(argv: list[str]) -> int:
         return screenshots_main(argv)
     from PySide6.QtWidgets import QApplication
 
-    from wizard.adapters.session_store import load_prefs
+    from wizard.adapters.files.session_store import load_prefs
     from wizard.gui.app import WizardWindow
     from wizard.gui.theme import apply_theme
 

@@ -8,7 +8,7 @@ from pathlib import Path
 
 from PySide6.QtWidgets import QFileDialog, QMessageBox
 
-from wizard.adapters.session_store import add_recent, recent_files, save_plan_file
+from wizard.adapters.files.session_store import add_recent, recent_files, save_plan_file
 
 
 class PlanFiles:
@@ -52,7 +52,7 @@ class PlanFiles:
         return self.save_to(path) if path else False
 
     def save_to(self, path: str) -> bool:
-        from wizard.adapters.files import WriteError
+        from wizard.adapters.files.disk import WriteError
 
         if not self.finish_loading():
             return False
@@ -83,7 +83,7 @@ class PlanFiles:
     def _restore_session(self, previous: dict, chosen: set[str] = frozenset()) -> None:
         """Take back the autosaved plan and GPUs, except what the user chose after answering (while the
         steps loaded): a preset picked then replaces the recovered plan, GPUs typed then shape it."""
-        from wizard.adapters.generate import plan_with_gpus
+        from wizard.usecases.generate import plan_with_gpus
         from wizard.core.hardware.gpus import parse_gpu_spec
         from wizard.core.plan.model import load_plan
 

@@ -98,7 +98,7 @@ def preset_and_gpus(window: WizardWindow, argv: list[str]) -> None:
 
     preset, gpus, cluster, python = value("--preset"), value("--gpus"), value("--cluster"), value("--doctor")
     if preset:
-        from wizard.adapters.resources import preset_names
+        from wizard.adapters.files.resources import preset_names
 
         if preset not in preset_names():
             raise ValueError(f"no preset {preset!r}; presets: {', '.join(preset_names())}")
@@ -109,7 +109,7 @@ def preset_and_gpus(window: WizardWindow, argv: list[str]) -> None:
         window.doc.set_gpus(parse_gpu_spec(gpus))
         window.start_page.gpus.setText(gpus)
     if cluster:
-        from wizard.adapters.gpu_catalogue import load_gpu_catalogue
+        from wizard.adapters.files.gpu_catalogue import load_gpu_catalogue
         from wizard.core.hardware.cluster import ClusterSpecError, parse_cluster_spec
         from wizard.core.hardware.topology import Discovery
 
@@ -121,7 +121,7 @@ def preset_and_gpus(window: WizardWindow, argv: list[str]) -> None:
         hardware.show_discovery(Discovery(cluster=machines))
         hardware.use_discovery()
     if python:
-        from wizard.adapters.doctor import run_doctor
+        from wizard.adapters.verl_env.doctor import run_doctor
 
         window.page("environment").python.setText(python)
         window.page("environment").show_report(run_doctor(python, timeout=60, check_ray=False))

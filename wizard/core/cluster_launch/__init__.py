@@ -1,4 +1,4 @@
-"""The same plan as cluster launch material. Pure text out; ``wizard.adapters.cluster_files`` writes it.
+"""The same plan as cluster launch material. Pure text out; ``wizard.adapters.files.cluster_files`` writes it.
 
 ``job`` says what the cluster job is (the target shape, its overrides, the shell and YAML pieces every launcher
 shares); ``ray_scripts`` writes the Ray head/worker scripts and ``ray job submit``; ``schedulers`` writes a SLURM

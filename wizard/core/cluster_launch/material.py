@@ -1,5 +1,5 @@
 """Every file of a cluster launch, for the targets asked (``ray``, ``slurm``, ``kuberay``): what
-``wizard.adapters.cluster_files`` writes and the Write step shows.
+``wizard.adapters.files.cluster_files`` writes and the Write step shows.
 """
 
 from __future__ import annotations

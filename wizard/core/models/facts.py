@@ -1,6 +1,6 @@
 """Model facts: what the planner needs to know about a model, from its config.json.
 
-Pure: the dict of a ``config.json`` comes in (read by ``wizard.adapters.model_facts``
+Pure: the dict of a ``config.json`` comes in (read by ``wizard.adapters.files.model_facts``
 from a local folder, or taken from the catalogue in ``resources/model-catalogue.yaml``
 for a hub id), a ``ModelFacts`` comes out. The memory estimator
 (``wizard.core.memory.estimate``) and the model rules (``wizard.core.check.rules.models``) read only this.

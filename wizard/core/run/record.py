@@ -7,7 +7,7 @@ how the run ended), ``gpus.csv`` (the GPU monitor's samples, tagged with the ste
 generations verl dumps (``rollout/<step>.jsonl``, ``validation/<step>.jsonl``). Older folders and folders of
 runs started elsewhere have only some of these; everything here copes with what is missing.
 
-``wizard.adapters.run_folder`` reads the files into a ``RunRecord``; nothing here touches the disk.
+``wizard.adapters.files.run_folder`` reads the files into a ``RunRecord``; nothing here touches the disk.
 """
 
 from __future__ import annotations
@@ -23,6 +23,8 @@ from wizard.core.run.samples.dump import Sample
 from wizard.core.run.smoke import dump_dirs
 
 META_FORMAT = 1
+# The files a launch writes into its run folder, beside run.json and gpus.csv.
+LOG, COMMAND, METRICS = "run.log", "command.sh", "metrics.jsonl"
 ROLLOUT_DIR, VALIDATION_DIR = "rollout", "validation"
 TRACE_HEADER = "time_s,step,gpu,util_percent,memory_mib"
 
@@ -82,7 +84,7 @@ def start_meta(plan: Plan, smoke: Plan, *, steps: int, python: str, started: str
 
 @dataclass
 class RunRecord:
-    """Everything a run folder says, read (``wizard.adapters.run_folder.read_run_folder``)."""
+    """Everything a run folder says, read (``wizard.adapters.files.run_folder.read_run_folder``)."""
 
     path: str
     meta: RunMeta | None = None

@@ -30,7 +30,7 @@ _ICON = {"error": "**error**", "warning": "warning", "info": "note"}
 
 
 def environment_summary(facts: Mapping) -> dict:
-    """What a report keeps of doctor's probe (``wizard.adapters.doctor.run_probe``): Python, packages, torch, driver."""
+    """What a report keeps of doctor's probe (``wizard.adapters.verl_env.doctor.run_probe``): Python, packages, torch, driver."""
     packages = facts.get("packages") if isinstance(facts.get("packages"), Mapping) else {}
     torch = facts.get("torch") if isinstance(facts.get("torch"), Mapping) else {}
     driver = facts.get("driver") if isinstance(facts.get("driver"), Mapping) else {}

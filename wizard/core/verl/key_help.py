@@ -1,7 +1,7 @@
 """Plain-words help for a verl key: what it does (verl's own comment), its type and default.
 
 The text comes from ``resources/verl-key-docs/<version>.json`` (extracted from the comments in
-verl's config YAML files by ``wizard/adapters/probes/extract_verl_key_docs.py``) and the key
+verl's config YAML files by ``wizard/adapters/verl_env/probes/extract_verl_key_docs.py``) and the key
 schema; nothing is typed by hand. The GUI shows it as the tooltip of every field and in the
 Review page; the CLI can print it.
 """

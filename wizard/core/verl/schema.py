@@ -1,7 +1,7 @@
 """verl's config key schema, as extracted from an installed verl (never typed by hand).
 
 The snapshot (``resources/verl-schema/<version>.json``) is produced by
-``wizard/adapters/probes/extract_verl_schema.py``. This module gives it a typed
+``wizard/adapters/verl_env/probes/extract_verl_schema.py``. This module gives it a typed
 face: the default tree of each ``model_engine`` variant (to compose on), every
 key with its default and type, keys that need ``+``, and "did you mean".
 """

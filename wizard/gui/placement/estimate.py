@@ -8,10 +8,10 @@ renamed keys, and the full check's findings (the same call the CLI makes).
 
 from __future__ import annotations
 
-from wizard.adapters.checking import full_check
-from wizard.adapters.discovery import cluster_for_spec
-from wizard.adapters.gpu_catalogue import load_gpu_catalogue
-from wizard.adapters.resources import load_moves, load_schema
+from wizard.usecases.checking import full_check
+from wizard.usecases.hardware import cluster_for_spec
+from wizard.adapters.files.gpu_catalogue import load_gpu_catalogue
+from wizard.adapters.files.resources import load_moves, load_schema
 from wizard.core.findings import Finding
 from wizard.core.hardware.cluster import Cluster
 from wizard.core.memory.board import BoardState, board_state

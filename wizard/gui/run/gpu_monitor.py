@@ -2,7 +2,7 @@
 
 Sampling runs on a thread of its own (:func:`sample_gpus`, run by a ``wizard.gui.workers.Worker``): NVML calls
 are cheap once NVML is open, but a driver that hangs must never freeze typing. The thread parses each sample
-(``wizard.adapters.gpu_sampler.parse_sample``) and sends the GUI a ``GpuSnapshot``; ``show_snapshot`` is
+(``wizard.adapters.machine.gpu_sampler.parse_sample``) and sends the GUI a ``GpuSnapshot``; ``show_snapshot`` is
 the only way the display changes, so tests feed it recorded captures from real GPUs.
 """
 
@@ -13,7 +13,7 @@ import time
 from PySide6.QtCore import Qt, Signal
 from PySide6.QtWidgets import QFrame, QLabel, QProgressBar, QVBoxLayout, QWidget
 
-from wizard.adapters.gpu_sampler import GpuReading, GpuSampler, GpuSnapshot, format_gib, parse_sample
+from wizard.adapters.machine.gpu_sampler import GpuReading, GpuSampler, GpuSnapshot, format_gib, parse_sample
 from wizard.gui.workers import Job, Worker
 
 INTERVAL_MS = 1000

@@ -59,8 +59,8 @@ def step_metrics(state: RunLog) -> list[StepMetrics]:
 
 
 def digest_folder(path: str, opened: bool) -> FolderDigest:
-    """On a worker thread: the folder read (``wizard.adapters.run_folder``) and digested."""
-    from wizard.adapters.run_folder import read_run_folder
+    """On a worker thread: the folder read (``wizard.adapters.files.run_folder``) and digested."""
+    from wizard.adapters.files.run_folder import read_run_folder
 
     record = read_run_folder(path)
     max_len = digest.max_response_length(record)
@@ -77,8 +77,8 @@ def digest_folder(path: str, opened: bool) -> FolderDigest:
 def write_report(run_dir: str, environment: dict | None, secrets: dict[str, str]) -> tuple[str, str]:
     """On a worker thread: the report written to the run folder; (its path, its text)."""
     from wizard import __version__
-    from wizard.adapters.files import write_atomic
-    from wizard.adapters.run_folder import REPORT, read_run_folder
+    from wizard.adapters.files.disk import write_atomic
+    from wizard.adapters.files.run_folder import REPORT, read_run_folder
     from wizard.core.run.report import render_report
 
     record = read_run_folder(run_dir)
@@ -95,7 +95,7 @@ def start_recorder(run_dir: Path, base: Plan, smoke: Plan, *, steps: int, python
     """run.json written now (the plan's overrides, the environment and the GPUs the monitor sees) and the recorder
     the follower keeps it with (``gpus.csv``, the end)."""
     from wizard import __version__
-    from wizard.adapters.run_folder import RunRecorder, gpu_inventory, now_iso
+    from wizard.adapters.files.run_folder import RunRecorder, gpu_inventory, now_iso
     from wizard.core.run.record import start_meta
 
     meta = start_meta(base, smoke, steps=steps, python=python, started=now_iso(), wizard_version=__version__,
@@ -221,7 +221,7 @@ class RunInsight(QObject):
     def report(self) -> None:
         if not self.run_dir or self._reporter.running:
             return
-        from wizard.adapters.run_folder import secret_values
+        from wizard.adapters.files.run_folder import secret_values
 
         self.said.emit("Writing the report…", False)
         self._reporter.start("write the report", write_report, self.run_dir, self._environment(),

@@ -38,8 +38,8 @@ from PySide6.QtWidgets import (
     QWidget,
 )
 
-from wizard.adapters.launcher import LaunchError, RunProcess, model_is_local, prepare_run_dir, write_command_file
-from wizard.adapters.resources import load_moves, load_schema
+from wizard.adapters.processes.launcher import LaunchError, RunProcess, model_is_local, prepare_run_dir, write_command_file
+from wizard.adapters.files.resources import load_moves, load_schema
 from wizard.core.check.verdict import CheckResult, check_overrides
 from wizard.core.findings import Severity
 from wizard.core.plan.convert import plan_overrides

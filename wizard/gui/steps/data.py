@@ -100,7 +100,7 @@ class DataPage(FormPage):
     def preview(self) -> None:
         path = self._train_file()
         if path:
-            from wizard.adapters.dataset import preview
+            from wizard.adapters.files.dataset import preview
 
             self.runner.start(f"Reading the first rows of {path}", preview, path, 20)
 
@@ -108,7 +108,7 @@ class DataPage(FormPage):
         path = self._train_file()
         if not path:
             return
-        from wizard.adapters.dataset import check_file
+        from wizard.adapters.files.dataset import check_file
 
         plan = self.doc.plan
         model = plan.models.actor_path if plan.models.actor_path and os.path.isdir(plan.models.actor_path) else None
@@ -118,7 +118,7 @@ class DataPage(FormPage):
             has_custom_reward=bool(plan.reward.custom_function_path), prompt_key=plan.data.prompt_key or "prompt")
 
     def _show(self, result) -> None:
-        from wizard.adapters.dataset import DataReport, Preview
+        from wizard.adapters.files.dataset import DataReport, Preview
 
         if isinstance(result, Preview):
             rows = f"{result.num_rows} rows" if result.num_rows is not None else "rows: unknown until read"

@@ -7,7 +7,7 @@ import os
 from PySide6.QtCore import Signal
 from PySide6.QtWidgets import QFileDialog, QHBoxLayout, QLabel, QLineEdit, QPushButton, QTableWidgetItem, QVBoxLayout
 
-from wizard.adapters.python_envs import default_python, how_to_create
+from wizard.adapters.verl_env.python_envs import default_python, how_to_create
 from wizard.gui.document import PlanDocument
 from wizard.gui.steps import texts
 from wizard.gui.steps._machine import escaped, findings_html, read_only_table
@@ -63,7 +63,7 @@ class EnvironmentPage(Page):
             self.python.setText(path)
 
     def run_doctor(self) -> None:
-        from wizard.adapters.doctor import run_doctor
+        from wizard.adapters.verl_env.doctor import run_doctor
 
         python = self.python.text().strip() or default_python() or ""
         if not python:

@@ -120,7 +120,7 @@ class HardwarePage(Page):
         self.runner.start(f"Reading {path}", _read_spec, path)
 
     def ask_ray(self) -> None:
-        from wizard.adapters.ray_cluster import discover_ray
+        from wizard.adapters.verl_env.ray_cluster import discover_ray
 
         address = self.ray_address.text().strip()
         if not address:
@@ -196,14 +196,14 @@ class HardwarePage(Page):
 
 # On the worker thread: the GPU catalogue is read there too.
 def _detect(visible: str | None):
-    from wizard.adapters.discovery import discover_this_machine
-    from wizard.adapters.gpu_catalogue import load_gpu_catalogue
+    from wizard.usecases.hardware import discover_this_machine
+    from wizard.adapters.files.gpu_catalogue import load_gpu_catalogue
 
     return discover_this_machine(visible, load_gpu_catalogue())
 
 
 def _read_spec(path: str):
-    from wizard.adapters.discovery import load_cluster_spec_file
-    from wizard.adapters.gpu_catalogue import load_gpu_catalogue
+    from wizard.usecases.hardware import load_cluster_spec_file
+    from wizard.adapters.files.gpu_catalogue import load_gpu_catalogue
 
     return load_cluster_spec_file(path, load_gpu_catalogue())

@@ -19,8 +19,8 @@ from PySide6.QtWidgets import (
     QVBoxLayout,
 )
 
-from wizard.adapters.generate import CONFIG_YAML, RUN_SH
-from wizard.adapters.resources import load_key_docs, load_schema
+from wizard.usecases.generate import CONFIG_YAML, RUN_SH
+from wizard.adapters.files.resources import load_key_docs, load_schema
 from wizard.core.run.record import plan_fingerprint
 from wizard.core.run.timing.forecast import Forecast
 from wizard.core.verl.key_help import changes_from_defaults, key_help
@@ -110,7 +110,7 @@ class ReviewPage(Page):
 
     def entered(self) -> None:
         """Look under runs/ once per plan for a smoke run of it (off the GUI thread)."""
-        from wizard.adapters.run_folder import forecast_for_plan
+        from wizard.adapters.files.run_folder import forecast_for_plan
 
         fp = plan_fingerprint(self.doc.plan)
         if fp in self.forecasts or fp in self._looked or self._finder.running:

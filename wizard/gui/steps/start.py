@@ -23,7 +23,7 @@ from PySide6.QtWidgets import (
     QVBoxLayout,
 )
 
-from wizard.adapters.resources import load_preset_doc, preset_names
+from wizard.adapters.files.resources import load_preset_doc, preset_names
 from wizard.core.hardware.gpus import GpuSpec, parse_gpu_spec
 from wizard.gui.steps import texts
 from wizard.gui.widgets.page import Page
@@ -142,7 +142,7 @@ class StartPage(Page):
             self.needs_document.emit()  # the window finishes loading now (connected directly)
         if self.doc is None:  # it could not load: the window said why
             return False
-        from wizard.adapters.sources import load_source  # imported after the loader is done with it
+        from wizard.adapters.files.sources import load_source  # imported after the loader is done with it
 
         try:
             source = load_source(path)

@@ -67,19 +67,19 @@ def default_output(input_path: str) -> str:
 
 # On the reader's thread; the answer says which question it answers.
 def _read_columns(path: str) -> tuple[str, list[str]]:
-    from wizard.adapters.dataset import DatasetFile
+    from wizard.adapters.files.dataset import DatasetFile
 
     return "columns", DatasetFile(path).columns()
 
 
 def _preview(path: str, spec: ConversionSpec) -> tuple[str, ConversionSpec, list[dict]]:
-    from wizard.adapters.dataset import convert_preview
+    from wizard.adapters.files.dataset import convert_preview
 
     return "preview", spec, convert_preview(path, spec, PREVIEW_ROWS)
 
 
 def _write(path: str, out: str, spec: ConversionSpec, has_custom_reward: bool):
-    from wizard.adapters.dataset import convert_file
+    from wizard.adapters.files.dataset import convert_file
 
     return convert_file(path, out, spec, has_custom_reward=has_custom_reward)
 

@@ -74,9 +74,9 @@ def split_responses(text: str) -> list[str]:
 def bench_file(path: str, n: int, first: bool, function: str | None, name: str | None, texts: list[str],
                python: str | None, timeout: float, cancel=None) -> BenchOutcome:
     """Pick rows (spread over the file, or the first ``n``), then score them in the target Python."""
-    from wizard.adapters.dataset import DatasetFile
-    from wizard.adapters.python_envs import default_python
-    from wizard.adapters.reward_runner import RewardRunError, run_bench
+    from wizard.adapters.files.dataset import DatasetFile
+    from wizard.adapters.verl_env.python_envs import default_python
+    from wizard.adapters.verl_env.reward_runner import RewardRunError, run_bench
 
     python = python or default_python()
     if not python:

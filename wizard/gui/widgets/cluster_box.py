@@ -1,6 +1,6 @@
 """The Write step's cluster part: the same plan as Ray head/worker scripts, `ray job submit`, SLURM, KubeRay.
 
-The files are the ones `verl-wizard cluster` writes (wizard.core.cluster_launch.ray_scripts, wizard.adapters.cluster_files),
+The files are the ones `verl-wizard cluster` writes (wizard.core.cluster_launch.ray_scripts, wizard.adapters.files.cluster_files),
 checked for the cluster's shape first with the same full check.
 """
 
@@ -75,9 +75,9 @@ class ClusterBox(QGroupBox):
         return Path(os.path.expanduser(self.folder.text().strip() or "verl-run")) / "cluster"
 
     def write(self) -> bool:
-        from wizard.adapters.checking import full_check
-        from wizard.adapters.cluster_files import write_cluster_files
-        from wizard.adapters.files import WriteError
+        from wizard.usecases.checking import full_check
+        from wizard.adapters.files.cluster_files import write_cluster_files
+        from wizard.adapters.files.disk import WriteError
         from wizard.core.cluster_launch.job import target_for
         from wizard.core.cluster_launch.material import render_cluster
         from wizard.core.hardware.gpus import GpuSpec

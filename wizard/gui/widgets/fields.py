@@ -14,7 +14,7 @@ from collections.abc import Sequence
 from PySide6.QtCore import Qt
 from PySide6.QtWidgets import QComboBox, QFormLayout, QLabel, QLineEdit, QWidget
 
-from wizard.adapters.resources import load_key_docs, load_schema
+from wizard.adapters.files.resources import load_key_docs, load_schema
 from wizard.core.verl.key_help import key_help
 from wizard.core.plan.model import Plan
 from wizard.gui.document import PlanDocument

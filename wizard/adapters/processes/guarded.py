@@ -21,7 +21,7 @@ import time
 import uuid
 from dataclasses import dataclass
 
-from wizard.adapters.procs import RUN_MARK, _has_mark, list_processes
+from wizard.adapters.machine.procs import RUN_MARK, _has_mark, list_processes
 
 MEMORY_BYTES = 16 * 1024**3  # a scorer that wants more has a bug (a tokenizer-based one needs ~2 GiB)
 OUTPUT_BYTES = 8 * 1024**2  # per stream

@@ -1,6 +1,6 @@
 """``nvidia-smi -q -x``: the fallback when NVML cannot be asked directly, and saved captures from other machines.
 
-The XML is translated into the raw NVML shape (see ``wizard.adapters.nvml``), so the same pure code in
+The XML is translated into the raw NVML shape (see ``wizard.adapters.machine.nvml``), so the same pure code in
 ``wizard.core.hardware.topology`` builds the Cluster and applies ``CUDA_VISIBLE_DEVICES``. The XML carries no
 link matrix and no compute capability: links stay unknown, the capability comes from the GPU catalogue.
 """

@@ -9,7 +9,7 @@ import json
 import os
 from pathlib import Path
 
-from wizard.adapters.files import WriteError, replace_atomic, write_atomic
+from wizard.adapters.files.disk import WriteError, replace_atomic, write_atomic
 
 
 def state_dir() -> Path:

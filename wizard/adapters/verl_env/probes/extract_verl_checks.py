@@ -271,7 +271,7 @@ def inventory(root: str) -> list[dict]:
 def extract() -> dict:
     return {
         "format": 1,
-        "generated_by": "wizard/adapters/probes/extract_verl_checks.py",
+        "generated_by": "wizard/adapters/verl_env/probes/extract_verl_checks.py",
         "verl_version": md.version("verl"),
         "scopes": [{"area": a, "files": p, "roots": r, "stop": s} for a, p, r, s in SCOPES],
         "checks": inventory(verl_root()),

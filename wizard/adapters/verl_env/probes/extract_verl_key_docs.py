@@ -100,7 +100,7 @@ def main(argv: list[str]) -> int:
     import verl
 
     config_dir = os.path.join(os.path.dirname(verl.__file__), "trainer", "config")
-    doc = {"format": 1, "generated_by": "wizard/adapters/probes/extract_verl_key_docs.py",
+    doc = {"format": 1, "generated_by": "wizard/adapters/verl_env/probes/extract_verl_key_docs.py",
            "verl_version": md.version("verl"), "docs": extract(config_dir)}
     text = json.dumps(doc, indent=1, ensure_ascii=False) + "\n"
     if args.out:

@@ -146,7 +146,7 @@ def extract() -> dict:
     )
     return {
         "format": 1,
-        "generated_by": "wizard/adapters/probes/extract_verl_schema.py",
+        "generated_by": "wizard/adapters/verl_env/probes/extract_verl_schema.py",
         "config_name": CONFIG_NAME,
         "verl_version": md.version("verl"),
         "hydra_core_version": md.version("hydra-core"),

@@ -14,11 +14,11 @@ import signal
 import socket
 import subprocess
 
-from wizard.adapters.bundle import probe_path
+from wizard.adapters.files.bundle import probe_path
 from wizard.core.findings import Finding, Severity, Stage
 from wizard.core.hardware.cluster import Cluster
 from wizard.core.hardware.topology import Discovery, ray_to_discovery
-from wizard.adapters.python_envs import resolve_python
+from wizard.adapters.verl_env.python_envs import resolve_python
 
 DEFAULT_TIMEOUT_S = 30.0
 CONNECT_TIMEOUT_S = 3.0

@@ -14,10 +14,12 @@ import time
 from collections import deque
 from pathlib import Path
 
-from wizard.adapters.launcher import COMMAND, LOG, METRICS
 from wizard.core.plan.convert import plan_from_overrides
 from wizard.core.run.logparse import RunLog
 from wizard.core.run.record import (
+    COMMAND,
+    LOG,
+    METRICS,
     ROLLOUT_DIR,
     TRACE_HEADER,
     VALIDATION_DIR,
@@ -94,7 +96,7 @@ def _read_plan(folder: Path, record: RunRecord) -> None:
         record.plan = plan_from_overrides(meta.plan_overrides, config_name=meta.config_name)
         return
     if (folder / COMMAND).is_file():
-        from wizard.adapters.sources import load_source
+        from wizard.adapters.files.sources import load_source
 
         try:
             record.plan = load_source(str(folder / COMMAND)).to_plan(name=folder.name)
@@ -265,7 +267,7 @@ class RunRecorder:
         self._next = 0.0
         self._last = None
         if own_sampler:
-            from wizard.adapters.gpu_sampler import GpuSampler
+            from wizard.adapters.machine.gpu_sampler import GpuSampler
 
             self._sampler = GpuSampler()
 
@@ -276,7 +278,7 @@ class RunRecorder:
         write_meta(self.run_dir, self.meta)
 
     def _sample(self):
-        from wizard.adapters.gpu_sampler import parse_sample
+        from wizard.adapters.machine.gpu_sampler import parse_sample
 
         try:
             return parse_sample(self._sampler.sample())
@@ -320,7 +322,7 @@ def readings(snapshot) -> list[tuple[int, int | None, int | None]]:
 def gpu_inventory(snapshot=None) -> list[dict] | None:
     """The GPUs for run.json: from ``snapshot`` (the monitor's last) or one NVML sample now; None without GPUs."""
     if snapshot is None:
-        from wizard.adapters.gpu_sampler import GpuSampler, parse_sample
+        from wizard.adapters.machine.gpu_sampler import GpuSampler, parse_sample
 
         sampler = GpuSampler()
         try:

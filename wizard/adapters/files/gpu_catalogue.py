@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from functools import lru_cache
 
-from wizard.adapters.resources import resource_text, yaml_resource
+from wizard.adapters.files.resources import resource_text, yaml_resource
 from wizard.core.hardware.cluster import GpuCatalogue
 
 

@@ -26,13 +26,11 @@ import uuid
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from wizard.adapters.files import backup_path, write_atomic
-from wizard.adapters.procs import RUN_MARK, Proc, _has_mark, alive, list_processes  # noqa: F401 - re-exported
+from wizard.adapters.files.disk import backup_path, write_atomic
+from wizard.adapters.machine.procs import RUN_MARK, Proc, _has_mark, alive, list_processes  # noqa: F401 - re-exported
+from wizard.core.run.record import COMMAND, LOG, METRICS  # noqa: F401 - the folder's format, re-exported
 from wizard.core.secrets import redact
 
-LOG = "run.log"
-COMMAND = "command.sh"
-METRICS = "metrics.jsonl"
 # what an earlier run in the same folder left (its record, GPU samples, generations, report): kept as .bak too
 EARLIER = ("run.json", "gpus.csv", "rollout", "validation", "report.md")
 

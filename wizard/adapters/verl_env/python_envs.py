@@ -22,7 +22,7 @@ from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from pathlib import Path
 
-from wizard.adapters.bundle import bundle_executable, bundle_root, is_frozen
+from wizard.adapters.files.bundle import bundle_executable, bundle_root, is_frozen
 
 VERL = "0.9.1"
 PYTHON_OK = ((3, 10), (3, 12))  # verl 0.9.1's Requires-Python: >=3.10,<3.13

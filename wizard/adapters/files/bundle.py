@@ -3,9 +3,9 @@
 The probe scripts are run by *another* Python (the user's verl environment), so they must be real files
 on disk that that Python can open by path. From a wheel, ``importlib.resources`` gives that path. In a
 PyInstaller one-folder bundle the Python modules live compiled inside an archive, so the build ships the
-probes again as plain data files under ``<bundle>/_internal/wizard/adapters/probes/`` (see
+probes again as plain data files under ``<bundle>/_internal/wizard/adapters/verl_env/probes/`` (see
 ``packaging/verl-wizard.spec``) and this module points there. In a bundle ``sys.executable`` is the
-bundle's own program, never a Python that could run a probe: ``wizard.adapters.python_envs`` finds one.
+bundle's own program, never a Python that could run a probe: ``wizard.adapters.verl_env.python_envs`` finds one.
 """
 
 from __future__ import annotations
@@ -14,7 +14,7 @@ import sys
 from importlib import resources
 from pathlib import Path
 
-PROBES_PACKAGE = "wizard.adapters.probes"
+PROBES_PACKAGE = "wizard.adapters.verl_env.probes"
 
 
 def is_frozen() -> bool:
@@ -33,8 +33,8 @@ def bundle_executable() -> Path | None:
 
 
 def probe_path(name: str) -> str:
-    """The on-disk path of ``wizard/adapters/probes/<name>``, for another Python to run."""
+    """The on-disk path of ``wizard/adapters/verl_env/probes/<name>``, for another Python to run."""
     root = bundle_root()
     if root is not None:
-        return str(root / "wizard" / "adapters" / "probes" / name)
+        return str(root / "wizard" / "adapters" / "verl_env" / "probes" / name)
     return str(resources.files(PROBES_PACKAGE) / name)

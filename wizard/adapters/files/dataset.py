@@ -15,7 +15,7 @@ from collections.abc import Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from wizard.adapters.files import backup_path, exists, is_dir
+from wizard.adapters.files.disk import backup_path, exists, is_dir
 from wizard.core.data.schema import (
     ConversionError,
     ConversionSpec,

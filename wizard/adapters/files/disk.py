@@ -9,7 +9,7 @@ import time
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from wizard.adapters.procs import alive
+from wizard.adapters.machine.procs import alive
 
 
 class WriteError(OSError):

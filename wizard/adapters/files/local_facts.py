@@ -11,7 +11,7 @@ import os
 from pathlib import Path
 
 from wizard.core.findings import Finding, Severity, Stage
-from wizard.adapters.files import exists, is_dir
+from wizard.adapters.files.disk import exists, is_dir
 
 
 def _paths(value) -> list[str]:
@@ -104,7 +104,7 @@ def _resume_findings(facts: dict) -> list[Finding]:
 
 
 def _deep(facts: dict, existing: list[tuple[str, Path]]) -> list[Finding]:
-    from wizard.adapters.dataset import DatasetError, check_file
+    from wizard.adapters.files.dataset import DatasetError, check_file
 
     model = facts.get("actor_rollout_ref.model.path")
     model_dir = str(_local(model)) if isinstance(model, str) and is_dir(_local(model)) else None

@@ -15,8 +15,8 @@ import shlex
 import time
 from dataclasses import dataclass, field
 
-from wizard.adapters.guarded import run_guarded
-from wizard.adapters.bundle import probe_path
+from wizard.adapters.processes.guarded import run_guarded
+from wizard.adapters.files.bundle import probe_path
 from wizard.core.hardware.cluster import cuda_version_text
 from wizard.core.findings import Finding, Severity, Stage, has_errors, sort_findings
 
@@ -69,7 +69,7 @@ def run_doctor(python: str | None = None, timeout: float = 120.0, check_ray: boo
 
 def _target_python() -> str:
     """The Python to check when none is given: the best one found (verl first; never the bundle's own program)."""
-    from wizard.adapters.python_envs import default_python
+    from wizard.adapters.verl_env.python_envs import default_python
 
     python = default_python()
     if python is None:
@@ -119,7 +119,7 @@ def flash_attn_importable(python: str, timeout: float = 120.0) -> bool | None:
 
 def ray_reachability(ray: dict) -> dict | None:
     """Does the Ray cluster the environment points at answer? (RAY_ADDRESS first, then a local instance.)"""
-    from wizard.adapters.ray_cluster import CONNECT_TIMEOUT_S, RayAddressError, _tcp_refusal, parse_address
+    from wizard.adapters.verl_env.ray_cluster import CONNECT_TIMEOUT_S, RayAddressError, _tcp_refusal, parse_address
 
     address = ray.get("address_env") or ray.get("current_cluster")
     if not address:

@@ -22,8 +22,8 @@ def full_check(overrides: list[str], *, config_name: str = "ppo_trainer", gpus: 
     resume_mode=auto would continue a checkpoint here (a few stat calls); ``environment``: what the run's Python
     can do (``EnvironmentFacts``: flash-attn), for the rules that depend on it; ``deep_data``: read those files
     too (verl's row format, rows vs batch, prompt lengths)."""
-    from wizard.adapters.model_facts import facts_by_role, load_models_for, lookup_findings
-    from wizard.adapters.resources import load_moves, load_schema
+    from wizard.adapters.files.model_facts import facts_by_role, load_models_for, lookup_findings
+    from wizard.adapters.files.resources import load_moves, load_schema
 
     lookups: dict = {}
 
@@ -36,7 +36,7 @@ def full_check(overrides: list[str], *, config_name: str = "ppo_trainer", gpus: 
                              cluster=cluster, case_id=case_id, models=models_for, environment=environment)
     result.findings = sort_findings(result.findings + lookup_findings(lookups))
     if local_files or deep_data:
-        from wizard.adapters.local_facts import file_findings
+        from wizard.adapters.files.local_facts import file_findings
 
         result.findings = sort_findings(result.findings + file_findings(result.facts, deep=deep_data))
     return result

@@ -6,8 +6,8 @@ import json
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from wizard.adapters.files import write_file_set
-from wizard.adapters.resources import load_preset_doc
+from wizard.adapters.files.disk import write_file_set
+from wizard.adapters.files.resources import load_preset_doc
 from wizard.core.plan.emit import YamlEmitError, emit_overrides, render_run_sh, render_yaml
 from wizard.core.hardware.gpus import GpuSpec
 from wizard.core.plan.model import Plan, load_plan

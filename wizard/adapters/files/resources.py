@@ -45,7 +45,7 @@ def load_schema(version: str = DEFAULT_VERL) -> VerlSchema:
     if not path.is_file():
         known = ", ".join(sorted(p.name[:-5] for p in (_files() / "verl-schema").iterdir() if p.name.endswith(".json")))
         raise ValueError(f"no key schema for verl {version} (have: {known})")
-    from wizard.adapters.schema_cache import load_schema_cached
+    from wizard.adapters.files.schema_cache import load_schema_cached
 
     return load_schema_cached(version, path.read_bytes())
 

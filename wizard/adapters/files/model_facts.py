@@ -19,9 +19,9 @@ from functools import lru_cache
 from pathlib import Path
 
 
-from wizard.adapters.files import exists, is_dir
-from wizard.adapters.model_files import FolderFiles, read_folder
-from wizard.adapters.resources import resource_text, yaml_resource
+from wizard.adapters.files.disk import exists, is_dir
+from wizard.adapters.files.model_files import FolderFiles, read_folder
+from wizard.adapters.files.resources import resource_text, yaml_resource
 from wizard.core.findings import Finding, Severity, Stage
 from wizard.core.models.facts import (HF_DOWNLOAD, PLACEHOLDER_PATH, ModelConfigError, ModelFacts, facts_from_hf_config,
                                       model_paths)

@@ -1,6 +1,6 @@
 """Live GPU readings for the Run page: memory used/total and utilisation per GPU, once a second, through NVML.
 
-Two halves, like ``wizard.adapters.nvml``: ``GpuSampler.sample`` only asks NVML and returns a plain dict;
+Two halves, like ``wizard.adapters.machine.nvml``: ``GpuSampler.sample`` only asks NVML and returns a plain dict;
 ``parse_sample`` turns such a dict into a ``GpuSnapshot`` the monitor shows. ``parse_sample`` also reads the
 recorded captures (``gather_nvml``'s ``*.raw-nvml.json`` and ``capture_monitor.py``'s JSON lines), so the
 display is tested on answers from real GPUs on a machine that has none.
@@ -15,7 +15,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from wizard.adapters.nvml import _ERROR_KINDS as ERROR_KINDS
+from wizard.adapters.machine.nvml import _ERROR_KINDS as ERROR_KINDS
 
 GIB = 1 << 30
 BUSY_PERCENT = 10  # a GPU above this utilisation is working (the stall alarm's "GPUs idle" is the opposite)
@@ -176,7 +176,7 @@ def _text(value) -> str:
 
 
 def _ask(fn):
-    """One NVML query; a failure is recorded as 'ERR <name>: <text>', as ``wizard.adapters.nvml`` records it."""
+    """One NVML query; a failure is recorded as 'ERR <name>: <text>', as ``wizard.adapters.machine.nvml`` records it."""
     try:
         return fn()
     except Exception as exc:  # noqa: BLE001 - NVMLError and ctypes errors alike mean "unknown"

@@ -9,11 +9,11 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 
-from wizard.adapters.files import read_text
-from wizard.adapters.resources import load_schema
-from wizard.adapters.user_input import load_json, load_yaml
+from wizard.adapters.files.disk import read_text
+from wizard.adapters.files.resources import load_schema
+from wizard.adapters.files.user_input import load_json, load_yaml
 from wizard.core.findings import Finding, Severity, Stage
-from wizard.adapters.script_source import read_script, script_findings
+from wizard.adapters.files.script_source import read_script, script_findings
 from wizard.core.plan.model import Plan, load_plan
 from wizard.core.plan.convert import plan_from_overrides
 from wizard.core.verl.yaml_config import yaml_to_overrides

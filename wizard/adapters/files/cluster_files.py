@@ -6,7 +6,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from wizard.adapters.files import WriteError, write_file_set
+from wizard.adapters.files.disk import WriteError, write_file_set
 from wizard.core.cluster_launch.material import ClusterMaterial
 
 

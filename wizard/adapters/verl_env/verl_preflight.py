@@ -10,10 +10,10 @@ import json
 import os
 import subprocess
 
-from wizard.adapters.guarded import run_guarded
-from wizard.adapters.bundle import probe_path
+from wizard.adapters.processes.guarded import run_guarded
+from wizard.adapters.files.bundle import probe_path
 from wizard.core.findings import Finding, Severity, Stage
-from wizard.adapters.python_envs import resolve_python
+from wizard.adapters.verl_env.python_envs import resolve_python
 
 
 class PreflightError(RuntimeError):

@@ -14,8 +14,8 @@ from wizard.core.hardware.topology import Discovery
 
 def discover_this_machine(visible: str | None, catalogue: GpuCatalogue) -> Discovery:
     """NVML first; where NVML cannot start but nvidia-smi answers, its XML."""
-    from wizard.adapters.nvidia_smi import NvidiaSmiError, discover_nvidia_smi_xml, run_nvidia_smi_xml
-    from wizard.adapters.nvml import discover_nvml
+    from wizard.adapters.machine.nvidia_smi import NvidiaSmiError, discover_nvidia_smi_xml, run_nvidia_smi_xml
+    from wizard.adapters.machine.nvml import discover_nvml
 
     discovery = discover_nvml(visible, catalogue, use_env=False)
     if discovery.cluster.source == "none":
@@ -31,8 +31,8 @@ def discover_this_machine(visible: str | None, catalogue: GpuCatalogue) -> Disco
 def load_cluster_spec_file(path: str, catalogue: GpuCatalogue) -> Discovery:
     """A cluster spec YAML, or a saved ``detect --format json`` answer, as a Discovery; ValueError with a
     one-line reason."""
-    from wizard.adapters.files import read_text
-    from wizard.adapters.user_input import load_yaml
+    from wizard.adapters.files.disk import read_text
+    from wizard.adapters.files.user_input import load_yaml
 
     doc = load_yaml(read_text(path), path)  # JSON is YAML too: a saved `detect --format json` reads the same
     saved = _saved_detection(doc)
