@@ -15,7 +15,8 @@ from timing import fmt, timed
 
 
 def main() -> None:
-    from wizard.usecases.generate import preset_plan, write_plan_files
+    from wizard.usecases.plans import preset_plan
+    from wizard.usecases.writing import write_plan_files
     from wizard.adapters.files.resources import load_moves, load_schema
     from wizard.core.check.verdict import check_overrides
     from wizard.core.plan.emit import emit_overrides
@@ -35,7 +36,7 @@ def main() -> None:
     print(f"in-process check, 128 nodes x 8 GPUs     {fmt(timed(lambda: check_overrides(schema, big, moves=moves), 50))}")
 
     # the whole check a user gets: the model's facts (catalogue), the memory rules on the GPUs' sizes
-    from wizard.usecases.checking import full_check
+    from wizard.usecases.assessment import assess
     from wizard.usecases.hardware import cluster_for_spec
     from wizard.adapters.files.gpu_catalogue import load_gpu_catalogue
     from wizard.core.hardware.gpus import parse_gpu_spec
@@ -43,11 +44,11 @@ def main() -> None:
     cache: dict = {}
     spec = parse_gpu_spec("8xH100-80GB")
     one = cluster_for_spec(spec, load_gpu_catalogue())
-    full_check(overrides, gpus=spec, cluster=one, model_cache=cache)
-    print(f"full check (models + memory), 8 x H100  {fmt(timed(lambda: full_check(overrides, gpus=spec, cluster=one, model_cache=cache), 50))}")
+    assess(overrides, gpus=spec, cluster=one, model_cache=cache)
+    print(f"full check (models + memory), 8 x H100  {fmt(timed(lambda: assess(overrides, gpus=spec, cluster=one, model_cache=cache), 50))}")
     spec_big = parse_gpu_spec("128x8xH100-80GB")
     many = cluster_for_spec(spec_big, load_gpu_catalogue())
-    print(f"full check (models + memory), 128 x 8   {fmt(timed(lambda: full_check(big, gpus=spec_big, cluster=many, model_cache=cache), 20))}")
+    print(f"full check (models + memory), 128 x 8   {fmt(timed(lambda: assess(big, gpus=spec_big, cluster=many, model_cache=cache), 20))}")
 
     script = (Path(__file__).parents[1] / "tests/data/verl_scripts/examples__grpo_trainer__run_qwen2-7b_math.sh").read_text()
     print(f"read a launch script + plan it          {fmt(timed(lambda: plan_from_overrides(read_launch_script(script).args), 50))}")

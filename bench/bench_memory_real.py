@@ -32,7 +32,7 @@ from wizard.core.hardware.cluster import GPU, Cluster, ClusterNode  # noqa: E402
 from wizard.core.memory.config import FLASH_ATTN  # noqa: E402
 from wizard.core.memory.estimate import estimate_memory  # noqa: E402
 from wizard.core.memory.trainer import FIRST_STEP_KEYS, first_step_terms  # noqa: E402
-from wizard.core.memory.report import memory_plan  # noqa: E402
+from wizard.core.check.verdict import check_overrides  # noqa: E402
 from wizard.core.memory.verdict import DOES_NOT_FIT, memory_verdict  # noqa: E402
 from wizard.core.models.facts import facts_from_hf_config  # noqa: E402
 
@@ -52,7 +52,7 @@ def predict(run: Run):
     models = {"actor": facts, "ref": facts, "critic": facts}
     if run.spec.get("kind") == "vllm":
         return None, None, "vLLM alone: compared per engine term"
-    mp = memory_plan(load_schema(), run.overrides(), moves=load_moves(), models=models, cluster=cluster)
+    mp = check_overrides(load_schema(), run.overrides(), moves=load_moves(), models=models, cluster=cluster).memory
     values = {**mp.values, FLASH_ATTN: False}
     report, why = estimate_memory(values, models, cluster)
     return report, memory_verdict(report, values, models, cluster, why or mp.why), why

@@ -157,14 +157,14 @@ def estimate(args: list[str], size: str) -> tuple[int, int, int]:
     from wizard.adapters.files.resources import load_moves, load_schema
     from wizard.core.memory.config import FLASH_ATTN
     from wizard.core.memory.estimate import estimate_memory
-    from wizard.core.memory.report import memory_plan
+    from wizard.core.check.verdict import check_overrides
     from wizard.core.models.facts import facts_from_hf_config
 
     facts = facts_from_hf_config(json.loads((MODELS / MODEL_JSON[size] / "model.json").read_text()), name=size,
                                  source="config")
     models = {"actor": facts, "ref": facts, "critic": facts}
     cluster = h200(143771)
-    mp = memory_plan(load_schema(), args, moves=load_moves(), models=models, cluster=cluster)
+    mp = check_overrides(load_schema(), args, moves=load_moves(), models=models, cluster=cluster).memory
     report, _ = estimate_memory({**mp.values, FLASH_ATTN: False}, models, cluster)
     return report.groups[0].peak.total, report.kv["rollout"].kv_bytes, sum(h.total for h in report.host)
 

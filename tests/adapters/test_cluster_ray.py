@@ -94,7 +94,7 @@ def test_generated_scripts_run_a_real_verl_job_on_a_loopback_ray_cluster(tmp_pat
         pytest.skip(f"{why}; a Ray cluster never starts outside a loopback-only namespace")
     from tests.helpers.tiny_data import write_gsm8k_like
     from wizard.adapters.files.cluster_files import write_cluster_files
-    from wizard.usecases.generate import preset_plan
+    from wizard.usecases.plans import preset_plan
     from wizard.core.cluster_launch.job import target_for
     from wizard.core.cluster_launch.material import render_cluster
 

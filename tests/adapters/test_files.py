@@ -41,7 +41,8 @@ def test_a_full_disk_mid_generate_leaves_the_old_files_whole(tmp_path, monkeypat
     import errno
 
     import wizard.adapters.files.disk as files
-    from wizard.usecases.generate import preset_plan, write_plan_files
+    from wizard.usecases.plans import preset_plan
+    from wizard.usecases.writing import write_plan_files
 
     old = {name: f"old {name}\n" for name in ("run.sh", "config.yaml", "plan.json")}
     for name, text in old.items():

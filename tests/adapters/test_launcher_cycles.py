@@ -41,7 +41,7 @@ DRIVER = textwrap.dedent("""
     from tests.helpers.tiny_model import write_tiny_model
     from tests.helpers.tiny_data import write_gsm8k_like
     from pathlib import Path
-    from wizard.usecases.generate import preset_plan
+    from wizard.usecases.plans import preset_plan
     from wizard.adapters.processes.launcher import RunProcess, list_processes, prepare_run_dir
     from wizard.core.run.smoke import SmokeOptions, smoke_command, smoke_plan
 

@@ -10,7 +10,7 @@ from pathlib import Path
 import pytest
 
 from tests.helpers.rollout_dumps import recorded_run_dumps, varied_step
-from wizard.usecases.generate import preset_plan
+from wizard.usecases.plans import preset_plan
 from wizard.adapters.files.run_folder import (
     DumpWatcher,
     RunFolderError,

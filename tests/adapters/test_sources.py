@@ -1,7 +1,8 @@
 """Every kind of input becomes the same thing: overrides and a config name."""
 import pytest
 
-from wizard.usecases.generate import write_plan_files, preset_plan
+from wizard.usecases.writing import write_plan_files
+from wizard.usecases.plans import preset_plan
 from wizard.adapters.files.sources import load_source
 from wizard.core.verl.overrides import parse_override
 from wizard.core.plan.convert import plan_overrides

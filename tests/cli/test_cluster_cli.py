@@ -85,7 +85,8 @@ def test_a_cluster_spec_gives_the_shape(capsys, tmp_path):
 
 
 def test_a_run_sh_and_its_plan_json_give_the_same_cluster_job(capsys, tmp_path):
-    from wizard.usecases.generate import preset_plan, write_plan_files
+    from wizard.usecases.plans import preset_plan
+    from wizard.usecases.writing import write_plan_files
 
     write_plan_files(preset_plan("grpo-2node"), tmp_path / "src")
     jobs = {}

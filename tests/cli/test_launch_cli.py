@@ -47,7 +47,8 @@ def test_dry_run_json_and_a_local_model_goes_offline(capsys, tmp_path, tiny_mode
 
 
 def test_a_run_sh_and_a_plan_json_launch_the_same(capsys, tmp_path):
-    from wizard.usecases.generate import preset_plan, write_plan_files
+    from wizard.usecases.plans import preset_plan
+    from wizard.usecases.writing import write_plan_files
 
     write_plan_files(preset_plan("grpo-1gpu-smoke"), tmp_path)
     runs = {}

@@ -9,7 +9,7 @@ import random
 
 import pytest
 
-from wizard.usecases.generate import preset_plan
+from wizard.usecases.plans import preset_plan
 from wizard.adapters.files.resources import preset_names
 from wizard.adapters.verl_env.verl_preflight import run_preflight
 from wizard.core.plan.emit import emit_overrides

@@ -16,7 +16,7 @@ from hypothesis import strategies as st
 
 from tests.conformance.test_verl_parity import _wizard_stage
 from tests.helpers.parity_edits import EDITS, compose_base
-from wizard.usecases.generate import preset_plan
+from wizard.usecases.plans import preset_plan
 from wizard.adapters.files.resources import preset_names
 from wizard.adapters.verl_env.verl_preflight import PreflightSession
 from wizard.core.plan.emit import emit_overrides

@@ -4,7 +4,9 @@ import pytest
 from hydra import compose, initialize_config_dir
 from omegaconf import OmegaConf
 
-from wizard.usecases.generate import CONFIG_YAML, preset_plan, write_plan_files
+from wizard.core.plan.emit import CONFIG_YAML
+from wizard.usecases.plans import preset_plan
+from wizard.usecases.writing import write_plan_files
 from wizard.adapters.files.resources import preset_names
 from wizard.core.plan.emit import emit_overrides
 from wizard.core.plan.convert import apply_overrides

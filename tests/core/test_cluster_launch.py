@@ -13,7 +13,7 @@ import pytest
 import yaml
 
 from tests.helpers.bash_argv import FAKE_HOME, bash_argv
-from wizard.usecases.generate import preset_plan
+from wizard.usecases.plans import preset_plan
 from wizard.core.hardware.cluster import Cluster, ClusterNode
 from wizard.core.cluster_launch.job import LOCAL_RAY_KEYS, SHAPE_KEYS, ClusterTarget, cluster_job, target_for
 from wizard.core.cluster_launch.material import render_cluster

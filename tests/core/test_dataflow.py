@@ -4,7 +4,7 @@ import itertools
 
 import pytest
 
-from wizard.usecases.generate import preset_plan
+from wizard.usecases.plans import preset_plan
 from wizard.adapters.files.resources import preset_names
 from wizard.core.dataflow.graph import ESTIMATORS, KINDS, DataflowError, Graph, Link, Node, PortRef, can_connect, sorted_links
 from wizard.core.dataflow.graph import canonical_links

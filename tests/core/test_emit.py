@@ -50,7 +50,7 @@ def test_megatron_engine_goes_into_the_defaults_list():
 
 
 def test_the_written_run_sh_reads_back_to_the_same_plan():
-    from wizard.usecases.generate import preset_plan
+    from wizard.usecases.plans import preset_plan
     from wizard.adapters.files.resources import preset_names
     from wizard.core.scripts.reader import read_launch_script
 

@@ -12,7 +12,6 @@ from wizard.core.check.verdict import check_overrides
 from wizard.core.hardware.cluster import GPU, Cluster, ClusterNode
 from wizard.core.memory.config import FLASH_ATTN, read_config
 from wizard.core.memory.estimate import estimate_memory
-from wizard.core.memory.report import memory_plan
 from wizard.core.memory.terms import GIB
 from wizard.core.memory.verdict import DOES_NOT_FIT, FITS, FITS_WHILE_SHORT, memory_verdict
 from wizard.core.models.facts import ModelFacts, facts_from_hf_config
@@ -21,6 +20,11 @@ DATA = Path(__file__).resolve().parents[2] / "bench" / "data" / "verl_real"
 MIB = 1024 * 1024
 A, AF, R, M = ("actor_rollout_ref.actor", "actor_rollout_ref.actor.fsdp_config", "actor_rollout_ref.rollout",
                "actor_rollout_ref.model")
+
+
+def memory_plan(schema, overrides, *, moves, models, cluster):
+    """The memory plan of a config, as ``plan`` makes it: from the check's one composition."""
+    return check_overrides(schema, overrides, moves=moves, models=models, cluster=cluster).memory
 
 
 def h200(n=1):

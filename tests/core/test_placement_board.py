@@ -1,8 +1,9 @@
 """The placement board's model without a window: drop targets, refused drops and their reasons, new pools, the verdict."""
 
-from wizard.usecases.generate import preset_plan
+from wizard.usecases.plans import preset_plan
 from wizard.adapters.files.gpu_catalogue import load_gpu_catalogue
 from wizard.adapters.files.resources import load_moves, load_schema
+from wizard.core.check.verdict import check_overrides
 from wizard.core.hardware.cluster import parse_cluster_spec
 from wizard.core.memory.board import OK, OOM, TIGHT, UNKNOWN, BoardState, board_state, fit_verdict, headline
 from wizard.core.models.facts import ModelFacts
@@ -21,9 +22,15 @@ def machine(text):
     return parse_cluster_spec(text, load_gpu_catalogue())
 
 
+def board(plan, cluster, models=None) -> BoardState:
+    """The board's picture of ``plan`` on ``cluster`` from the plan's one check (no findings shown)."""
+    result = check_overrides(load_schema(), emit_overrides(plan).overrides, config_name=plan.config_name,
+                             moves=load_moves(), cluster=cluster, models=models or {})
+    return board_state(plan, result.memory, [])
+
+
 def state(preset, gpus, extra=(), models=None) -> BoardState:
-    plan = preset_plan(preset, sets=list(extra) or None)
-    return board_state(plan, machine(gpus), [], schema=load_schema(), moves=load_moves(), models=models or {})
+    return board(preset_plan(preset, sets=list(extra) or None), machine(gpus), models)
 
 
 def emits(plan, override):
@@ -76,7 +83,7 @@ def test_an_accepted_drop_is_the_plan_it_makes_and_names_itself():
     assert move.verdict.overrides == ["trainer.nnodes=1", f"{RM}.enable_resource_pool=True",
                                       f"{RM}.n_gpus_per_node=8", f"{RM}.nnodes=1"]
     assert all(emits(move.plan, o) for o in move.verdict.overrides)
-    after = board_state(move.plan, machine("2x8xH100-80GB"), [], schema=load_schema(), moves=load_moves())
+    after = board(move.plan, machine("2x8xH100-80GB"))
     assert after.describe() == ("global_pool: 8 GPU(s) on node0 (actor, rollout, ref); "
                                 "reward_pool: 8 GPU(s) on node1 (reward)")
     assert after.missing_gpus() is None
@@ -116,6 +123,5 @@ def test_without_gpu_memory_there_is_no_verdict_and_the_headline_says_why():
     s = state("ppo-8gpu", "8xH100-80GB")  # no model facts: nothing to estimate
     assert s.report is None and fit_verdict(s.report, None) == UNKNOWN
     assert headline(s).startswith("No memory estimate")
-    unknown = board_state(preset_plan("ppo-8gpu"), plain_cluster(1, 8), [], schema=load_schema(),
-                          moves=load_moves(), models={"actor": Q7, "critic": Q7})
+    unknown = board(preset_plan("ppo-8gpu"), plain_cluster(1, 8), models={"actor": Q7, "critic": Q7})
     assert headline(unknown).startswith("No memory estimate: the GPUs' memory is unknown")

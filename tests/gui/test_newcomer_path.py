@@ -64,7 +64,7 @@ def test_start_accept_hardware_pick_preset_break_fix_undo_write(qtbot, tmp_path)
     written = (tmp_path / "gui out" / "run.sh").read_text()
     # the same plan through the CLI gives the same run.sh
     plan_file = tmp_path / "gui out" / "plan.json"
-    from wizard.usecases.generate import render_files
+    from wizard.core.plan.emit import render_files
     from wizard.adapters.files.sources import load_source
 
     assert render_files(load_source(str(plan_file)).to_plan())[0]["run.sh"] == written

@@ -61,7 +61,7 @@ def test_an_import_while_loading_waits_for_the_checker_and_lands(qtbot):
 
 def test_a_crashed_session_is_offered_while_loading_and_comes_back(qtbot, tmp_path, monkeypatch):
     from wizard.adapters.files.session_store import save_session
-    from wizard.usecases.generate import preset_plan
+    from wizard.usecases.plans import preset_plan
 
     monkeypatch.setenv("XDG_STATE_HOME", str(tmp_path))
     plan = preset_plan("grpo-1gpu-smoke", None).model_copy(deep=True)
@@ -89,7 +89,7 @@ def test_closing_while_loading_keeps_the_recovery_offer(qtbot, tmp_path, monkeyp
 
 
 def recovered(tmp_path, monkeypatch, gpus):
-    from wizard.usecases.generate import plan_with_gpus, preset_plan
+    from wizard.usecases.plans import plan_with_gpus, preset_plan
     from wizard.adapters.files.session_store import save_session
     from wizard.core.hardware.gpus import parse_gpu_spec
 
@@ -152,7 +152,7 @@ def test_closing_while_loading_after_saying_no_drops_the_old_session(qtbot, tmp_
 
 
 def test_the_recovered_session_comes_back_as_it_was_and_undo_takes_all_of_it_back(qtbot, tmp_path, monkeypatch):
-    from wizard.usecases.generate import plan_with_gpus, preset_plan
+    from wizard.usecases.plans import plan_with_gpus, preset_plan
     from wizard.adapters.files.session_store import save_session
     from wizard.core.hardware.gpus import parse_gpu_spec
 
@@ -199,7 +199,7 @@ def test_a_failing_check_is_a_finding_not_an_old_verdict(qtbot, monkeypatch):
     def broken(*_a, **_k):
         raise KeyError("actor_rollout_ref")
 
-    monkeypatch.setattr(document, "full_check", broken)
+    monkeypatch.setattr(document, "assess_plan", broken)
     choose(w, "ppo-8gpu")
     (error,) = [f for f in w.doc.findings if f.rule == "wizard.internal_error"]
     assert "KeyError" in error.message and w.findings.tree.topLevelItemCount() > 0

@@ -12,7 +12,6 @@ import json
 import os
 import sys
 from contextlib import contextmanager
-from pathlib import Path
 
 EXIT_OK, EXIT_ERRORS, EXIT_USAGE, EXIT_INTERNAL = 0, 1, 2, 3
 
@@ -144,37 +143,15 @@ def refuse_to_write(findings, header: str, fmt: str, **json_fields) -> None:
 
 def load_plan_arg(source: str | None = None, preset: str | None = None, gpus=None, sets: list[str] | None = None):
     """(Plan, findings of reading it). ``source`` may be a file or a preset name. UsageError (one line) otherwise."""
-    from wizard.adapters.files.disk import exists
-    from wizard.usecases.generate import plan_with_gpus, preset_plan
-    from wizard.adapters.files.resources import preset_names
-    from wizard.adapters.files.sources import load_source
-    from wizard.core.plan.convert import apply_overrides
     from wizard.core.verl.overrides import OverrideSyntaxError
+    from wizard.usecases.plans import open_plan
 
-    if source and not preset and not exists(source):
-        if source in preset_names():
-            source, preset = None, source  # a bare preset name where a file was expected
-        elif "/" not in source and not Path(source).suffix:
-            raise UsageError(f"{source!r} is neither a file nor a preset; presets: {', '.join(preset_names())}")
-    if bool(preset) == bool(source):
-        raise UsageError("give one of --preset NAME or a file (a plan .json/.yaml, a run.sh or a YAML config)")
-    findings = []
     try:
-        if preset:
-            plan = preset_plan(preset, gpus, sets or [])
-        else:
-            src = load_source(source)
-            findings = src.findings
-            plan = src.to_plan(name=Path(source).stem)
-            if gpus is not None:
-                plan = plan_with_gpus(plan, gpus)
-            if sets:
-                plan = apply_overrides(plan, sets)
+        return open_plan(source, preset, gpus, sets)
     except OverrideSyntaxError as exc:
         raise UsageError(f"--set: {exc}") from None
     except ValueError as exc:
         raise UsageError(str(exc).splitlines()[0]) from None
-    return plan, findings
 
 
 def cluster_spec(path: str, catalogue):

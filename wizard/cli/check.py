@@ -77,10 +77,10 @@ def _read(source: str | None, overrides: list[str], preset: str | None = None, g
 def check_one(source: str | None, overrides: list[str], gpus, use_verl: bool, python: str | None, case_id=None,
               model_cache: dict | None = None, cluster=None, local_files: bool = False, deep_data: bool = False,
               preset: str | None = None):
-    from wizard.usecases.checking import full_check
+    from wizard.usecases.assessment import assess
 
     src = _read(source, overrides, preset, gpus)
-    result = full_check(src.overrides, config_name=src.config_name, gpus=gpus, case_id=case_id,
+    result = assess(src.overrides, config_name=src.config_name, gpus=gpus, case_id=case_id,
                         model_cache=model_cache, cluster=cluster, local_files=local_files, deep_data=deep_data)
     result.findings = sort_findings(result.findings + src.findings)
     if use_verl:
@@ -132,7 +132,7 @@ def _preflight_passed(python: str | None, seconds: float) -> Finding:
 
 
 def _batch(args, gpus, cluster=None) -> int:
-    from wizard.usecases.checking import full_check
+    from wizard.usecases.assessment import assess
     from wizard.adapters.files.disk import read_text
 
     try:
@@ -157,7 +157,7 @@ def _batch(args, gpus, cluster=None) -> int:
     model_cache: dict = {}  # each distinct model path is read once for the whole batch
     for case in cases:
         config_name = case.get("config_name") or "ppo_trainer"
-        results.append(full_check(case.get("overrides", []), config_name=config_name, gpus=gpus,
+        results.append(assess(case.get("overrides", []), config_name=config_name, gpus=gpus,
                                   case_id=case.get("id"), model_cache=model_cache, cluster=cluster))
     if args.verl:
         from wizard.adapters.verl_env.verl_preflight import PreflightError, preflight_finding, run_preflight

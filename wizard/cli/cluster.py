@@ -71,29 +71,23 @@ def _target(args, plan):
 
 
 def run_cluster(args) -> int:
-    from wizard.adapters.files.cluster_files import write_cluster_files
     from wizard.adapters.files.disk import WriteError
-    from wizard.usecases.checking import full_check
     from wizard.core.cluster_launch.job import TARGETS
-    from wizard.core.cluster_launch.material import render_cluster
-    from wizard.core.hardware.gpus import GpuSpec
+    from wizard.usecases.writing import write_cluster
 
     plan, source_findings = _plan(args)
     target, cluster = _target(args, plan)
     targets = TARGETS if args.target == "all" else (args.target,)
-    material = render_cluster(plan, target, targets)
-    gpus = GpuSpec(nodes=target.nodes, gpus_per_node=target.gpus_per_node, model=target.gpu_model,
-                   cpus=target.total_cpus)
-    result = full_check(material.job.overrides, config_name=plan.config_name, gpus=gpus, cluster=cluster)
-    findings = sort_findings(result.findings + source_findings)
-    header = f"{plan.name or args.source} on {target.nodes} node(s) x {target.gpus_per_node} GPU(s)"
-    if not result.ok and not args.force:
-        refuse_to_write(findings, header, args.format, overrides=material.job.overrides)
-        return EXIT_ERRORS
     try:
-        written = write_cluster_files(material, args.out)
+        outcome = write_cluster(plan, target, targets, args.out, cluster=cluster, force=args.force)
     except WriteError as exc:
         raise UsageError(str(exc)) from None
+    result, material, written = outcome.assessment, outcome.material, outcome.written
+    findings = sort_findings(result.findings + source_findings)
+    header = f"{plan.name or args.source} on {target.nodes} node(s) x {target.gpus_per_node} GPU(s)"
+    if written is None:
+        refuse_to_write(findings, header, args.format, overrides=material.job.overrides)
+        return EXIT_ERRORS
     if args.format == "json":
         print(json.dumps({"ok": result.ok, "files": written.files, "backups": written.backups, "notes": material.notes,
                           "overrides": material.job.overrides, "dropped": material.job.dropped,

@@ -33,11 +33,10 @@ def run_presets(args) -> int:
 
 
 def run_generate(args) -> int:
-    from wizard.usecases.checking import full_check
     from wizard.adapters.files.disk import WriteError
-    from wizard.usecases.generate import preset_plan, write_plan_files
-    from wizard.core.plan.emit import emit_overrides
     from wizard.core.verl.overrides import OverrideSyntaxError
+    from wizard.usecases.plans import preset_plan
+    from wizard.usecases.writing import write_plan
 
     if not args.out.strip():
         raise UsageError("--out needs a folder (it was empty)")
@@ -48,16 +47,15 @@ def run_generate(args) -> int:
         raise UsageError(f"--set: {exc}") from None
     except ValueError as exc:
         raise UsageError(str(exc).splitlines()[0]) from None
-    overrides = emit_overrides(plan).overrides
     # the same full check as `check` and `plan` (memory on the GPUs named, data files on this machine)
-    result = full_check(overrides, config_name=plan.config_name, gpus=gpus, cluster=cluster, local_files=True)
-    if not result.ok and not args.force:
-        refuse_to_write(result.findings, f"preset {args.preset}", args.format, overrides=overrides)
-        return EXIT_ERRORS
     try:
-        written = write_plan_files(plan, args.out)
+        outcome = write_plan(plan, args.out, gpus=gpus, cluster=cluster, force=args.force)
     except WriteError as exc:
         raise UsageError(str(exc)) from None
+    result, written = outcome.assessment, outcome.written
+    if written is None:
+        refuse_to_write(result.findings, f"preset {args.preset}", args.format, overrides=result.overrides)
+        return EXIT_ERRORS
     if args.format == "json":
         doc = {"overrides": written.overrides, "files": written.files, "ok": result.ok,
                "findings": result.to_json()["findings"], "backups": written.backups, "notes": written.notes}

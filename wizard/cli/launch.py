@@ -16,7 +16,7 @@ import time
 from collections import deque
 from pathlib import Path
 
-from wizard.adapters.processes.launcher import model_is_local, tail_jsonl
+from wizard.adapters.processes.launcher import tail_jsonl
 from wizard.cli._common import EXIT_ERRORS, EXIT_OK, UsageError, hardware, load_plan_arg, print_findings
 from wizard.core.findings import Finding, has_errors, sort_findings
 from wizard.core.run.smoke import VALIDATION
@@ -42,10 +42,6 @@ def add_parser(subparsers) -> None:
 
 # --- reading the input into a smoke plan -----------------------------------------------------------------------
 
-def _plan(args):
-    return load_plan_arg(args.source, args.preset, hardware(args)[1], args.sets)[0]
-
-
 def _python(path: str | None) -> str:
     if path is None:
         return sys.executable
@@ -60,30 +56,21 @@ def _python(path: str | None) -> str:
 
 
 def prepare(args):
-    """Everything a launch or a dry run needs: the smoke plan, its check, the command. Raises UsageError."""
-    from wizard.usecases.checking import full_check
-    from wizard.core.plan.convert import plan_overrides
-    from wizard.core.run.smoke import SmokeOptions, smoke_command, smoke_notes, smoke_plan
+    """Everything a launch or a dry run needs (``wizard.usecases.launching.SmokeRun``). Raises UsageError."""
+    from wizard.usecases.launching import prepare_smoke
 
     if args.steps < 1:
         raise UsageError(f"--steps must be 1 or more, not {args.steps}")
     python = _python(args.python)
     env = environment_facts(python)
-    base = _plan(args)
-    run_dir = Path(args.out or Path("runs") / time.strftime("launch-%Y%m%d-%H%M%S")).absolute()
-    opts = SmokeOptions(steps=args.steps, validation=args.val, samples_dir=str(run_dir), flash_attn=env.flash_attn)
-    notes = smoke_notes(base, opts)
-    plan = smoke_plan(base, opts)
     cluster, gpus, _ = hardware(args)
-    # the same full check as `check` (models, data files on this machine, memory when the GPU model is known),
-    # with what the run's Python can do (flash-attn)
-    result = full_check(plan_overrides(plan), config_name=plan.config_name, gpus=gpus, cluster=cluster,
-                        local_files=True, environment=env)
-    cmd = smoke_command(plan, opts, run_dir=str(run_dir), file_logger_path=str(run_dir / "metrics.jsonl"),
-                        model_is_local=model_is_local(plan.models.actor_path), environ=os.environ)
-    if cmd.missing:
-        raise UsageError(f"the config reads ${cmd.missing[0]}, which is not set in this environment")
-    return plan, result, python, cmd, run_dir, base, notes
+    base = load_plan_arg(args.source, args.preset, gpus, args.sets)[0]
+    run_dir = Path(args.out or Path("runs") / time.strftime("launch-%Y%m%d-%H%M%S")).absolute()
+    try:
+        return prepare_smoke(base, python=python, run_dir=run_dir, steps=args.steps, validation=args.val,
+                             environment=env, gpus=gpus, cluster=cluster)
+    except ValueError as exc:
+        raise UsageError(str(exc)) from None
 
 
 def environment_facts(python: str):
@@ -97,10 +84,10 @@ def environment_facts(python: str):
 # --- the command ---------------------------------------------------------------------------------------------
 
 def run_launch(args) -> int:
-    from wizard.core.run.smoke import render_command
-
-    plan, result, python, cmd, run_dir, base, notes = prepare(args)
-    shell = render_command(python, cmd)
+    smoke = prepare(args)
+    plan, result, python, cmd, run_dir, base, notes = (smoke.plan, smoke.check, smoke.python, smoke.command,
+                                                       smoke.run_dir, smoke.base, smoke.notes)
+    shell = smoke.shell
     if args.dry_run:
         if args.format == "json":
             print(json.dumps({"command": [python, *cmd.display], "env": cmd.env, "shell": shell, "run_dir": str(run_dir),

@@ -37,16 +37,13 @@ def add_parser(subparsers) -> None:
 def run_plan(args, tail: list[str] | None = None) -> int:
     cluster, gpus, hw_findings = hardware(args)
     overrides, config_name, src_findings, label = _source(args, list(tail or []), gpus)
-    from wizard.usecases.checking import full_check
-    from wizard.adapters.files.resources import load_moves, load_schema
-    from wizard.core.memory.report import memory_plan
+    from wizard.usecases.assessment import assess
 
-    # the same check as `check` (models from local folders or the catalogue), with the cluster's memory
-    result = full_check(overrides, config_name=config_name, gpus=gpus, cluster=cluster)
-    models = result.models
-    plan = memory_plan(load_schema(), overrides, config_name=config_name, moves=load_moves(), models=models,
-                       cluster=cluster)
-    findings = sort_findings(result.findings + src_findings + hw_findings)
+    # the same check as `check` (models from local folders or the catalogue), with the cluster's memory: one
+    # composition gives the findings and the memory plan
+    assessment = assess(overrides, config_name=config_name, gpus=gpus, cluster=cluster)
+    models, plan = assessment.models, assessment.memory
+    findings = sort_findings(assessment.findings + src_findings + hw_findings)
     if plan.report is None or plan.why:
         findings.append(Finding(rule="memory.unknown", severity=Severity.INFO, stage=Stage.ADVICE, keys=[],
                                 message=f"No memory estimate: {plan.why}"))
@@ -68,7 +65,7 @@ def _source(args, tail: list[str], gpus):
     if args.preset:
         if args.source:
             raise UsageError("give --preset or a file, not both")
-        from wizard.usecases.generate import preset_plan
+        from wizard.usecases.plans import preset_plan
         from wizard.core.plan.emit import emit_overrides
         from wizard.core.verl.overrides import OverrideSyntaxError
 

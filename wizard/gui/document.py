@@ -11,11 +11,13 @@ from __future__ import annotations
 from PySide6.QtCore import QObject, QTimer, Signal
 from PySide6.QtGui import QUndoCommand, QUndoStack
 
-from wizard.usecases.generate import plan_with_gpus, preset_plan, render_files
 from wizard.adapters.files.session_store import save_session
-from wizard.core.hardware.cluster import Cluster
-from wizard.usecases.checking import full_check
 from wizard.core.check.verdict import CheckResult
+from wizard.core.hardware.cluster import Cluster
+from wizard.usecases.assessment import Assessment, assess_plan
+from wizard.usecases.board import board_machine
+from wizard.usecases.hardware import machines_for
+from wizard.usecases.plans import plan_with_gpus, preset_plan
 from wizard.core.dataflow.graph import Graph
 from wizard.core.dataflow.keys import graph_for_plan, plan_from_graph
 from wizard.core.findings import Finding, Severity, Stage, plan_fix
@@ -57,7 +59,10 @@ class PlanDocument(QObject):
         self._model_cache: dict = {}  # model folders read once per session (config.json, tokenizer, headers)
         self.path: str | None = None  # the plan file this document was opened from or saved to
         self.source_findings: list[Finding] = []
-        self.result: CheckResult | None = None
+        # The plan judged once per edit (one composition, one estimate) on ``machine``: the findings dock, every
+        # page and the placement board read it.
+        self.assessment: Assessment | None = None
+        self.machine: Cluster | None = None  # the machines the plan is judged and drawn on (see board_machine)
         self.check_error: Finding | None = None  # the check itself failed (a bug): shown as a finding
         self.files: dict[str, str] = {}
         self.overrides: list[str] = []  # the plan's verl overrides, as run.sh and config.yaml hold them
@@ -131,24 +136,17 @@ class PlanDocument(QObject):
         if self.autosave:
             self._autosave_timer.start()
 
+    @property
+    def result(self) -> CheckResult | None:
+        """The check's part of the assessment (findings, models, engine)."""
+        return self.assessment.result if self.assessment is not None else None
+
     def effective_cluster(self) -> Cluster | None:
-        """The machines chosen on the Hardware step, else those a typed GPU spec (8xH100-80GB) describes."""
+        """The machines chosen on the Hardware step, else those a typed GPU spec (8xH100-80GB) describes (None for
+        an unknown GPU model: the check says so through the GPU spec itself)."""
         if self.cluster is not None:
             return self.cluster
-        if self.gpus is None or not self.gpus.model:
-            return None
-        from wizard.usecases.hardware import cluster_for_spec
-        from wizard.adapters.files.gpu_catalogue import load_gpu_catalogue
-
-        cached = self.__dict__.get("_spec_cluster")
-        if cached is not None and cached[0] == self.gpus:
-            return cached[1]
-        try:
-            cluster = cluster_for_spec(self.gpus, load_gpu_catalogue())
-        except ValueError:
-            cluster = None  # an unknown GPU model: the check says so through the GPU spec itself
-        self._spec_cluster = (self.gpus, cluster)
-        return cluster
+        return machines_for(self.gpus) if self.gpus is not None and self.gpus.model else None
 
     def save_now(self) -> None:
         save_session({"plan": self.plan.model_dump(mode="json"), "gpus": str(self.gpus) if self.gpus else None})
@@ -156,12 +154,14 @@ class PlanDocument(QObject):
     def _recheck(self) -> None:
         self.files, self.overrides, self.notes = {}, [], []  # never the previous plan's files under this one's name
         try:
-            self.files, self.overrides, self.notes = render_files(self.plan)  # the overrides run.sh holds
-            self.result = full_check(self.overrides, config_name=self.plan.config_name, gpus=self.gpus,
-                                     cluster=self.effective_cluster(), model_cache=self._model_cache, local_files=True)
+            self.machine = board_machine(self.plan, self.effective_cluster(), self.machine)
+            self.assessment = assess_plan(self.plan, gpus=self.gpus, cluster=self.machine,
+                                          model_cache=self._model_cache, local_files=True)
+            self.files, self.overrides, self.notes = (self.assessment.files, self.assessment.overrides,
+                                                      self.assessment.notes)  # the overrides run.sh holds
             self.check_error = None
         except Exception as exc:  # noqa: BLE001 - a bug in a rule: say so, never keep an old verdict silently
-            self.result = None
+            self.assessment = None
             self.check_error = Finding(
                 rule="wizard.internal_error", severity=Severity.ERROR, stage=Stage.COMPOSE, keys=[],
                 message=f"verl-wizard's own check failed ({type(exc).__name__}: {one_line(str(exc))}); no verdict "

@@ -36,8 +36,7 @@ def preload(preset: str) -> None:
     for step in STEPS:
         step.load()
     import wizard.gui.widgets.findings_view  # noqa: F401
-    from wizard.usecases.checking import full_check
-    from wizard.usecases.generate import preset_plan, render_files
+    from wizard.usecases.assessment import assess_plan
+    from wizard.usecases.plans import preset_plan
 
-    _files, overrides, _notes = render_files(preset_plan(preset, None))
-    full_check(overrides, local_files=True)
+    assess_plan(preset_plan(preset, None), local_files=True)

@@ -83,7 +83,7 @@ class PlanFiles:
     def _restore_session(self, previous: dict, chosen: set[str] = frozenset()) -> None:
         """Take back the autosaved plan and GPUs, except what the user chose after answering (while the
         steps loaded): a preset picked then replaces the recovered plan, GPUs typed then shape it."""
-        from wizard.usecases.generate import plan_with_gpus
+        from wizard.usecases.plans import plan_with_gpus
         from wizard.core.hardware.gpus import parse_gpu_spec
         from wizard.core.plan.model import load_plan
 

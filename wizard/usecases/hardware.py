@@ -1,6 +1,7 @@
-"""Where the GPUs come from: this machine (NVML, else nvidia-smi's XML) or a cluster spec file.
+"""Where the GPUs come from: this machine (NVML, else nvidia-smi's XML), a cluster spec file, or a GPU spec
+(``8xH100-80GB``) sized from the GPU catalogue.
 
-One place for the CLI's ``detect``/``check --cluster`` and the GUI's Hardware step.
+One place for the CLI's ``detect``/``--gpus``/``--cluster`` and the GUI's Hardware step and GPUs field.
 """
 
 from __future__ import annotations
@@ -99,3 +100,26 @@ def canonical_spec(spec: GpuSpec | None, catalogue: GpuCatalogue) -> GpuSpec | N
         return dataclasses.replace(spec, model=catalogue.resolve(spec.model).id)
     except ClusterSpecError as exc:
         raise ValueError(str(exc)) from None
+
+
+def machines_for(spec: GpuSpec | None) -> Cluster | None:
+    """The machines ``spec`` describes, sized from the shipped GPU catalogue; None without a GPU model or for a model
+    the catalogue does not know (the check says so through the spec itself)."""
+    from wizard.adapters.files.gpu_catalogue import load_gpu_catalogue
+
+    try:
+        return _machines(spec, load_gpu_catalogue())
+    except ValueError:
+        return None
+
+
+_SPEC_MACHINES: dict = {}
+
+
+def _machines(spec: GpuSpec | None, catalogue: GpuCatalogue) -> Cluster | None:
+    """``cluster_for_spec``, remembered for the last few specs (an edit asks again for the same one)."""
+    if spec not in _SPEC_MACHINES:
+        if len(_SPEC_MACHINES) > 16:
+            _SPEC_MACHINES.clear()
+        _SPEC_MACHINES[spec] = cluster_for_spec(spec, catalogue)
+    return _SPEC_MACHINES[spec]

@@ -13,6 +13,8 @@ from wizard.core.models.facts import ModelFacts
 from wizard.core.verl.moves import Moves
 from wizard.core.check.rules import RuleContext, run_rules
 from wizard.core.check.rules.context import EnvironmentFacts
+from wizard.core.check.rules.memory import memory_values
+from wizard.core.memory.report import MemoryPlan, plan_memory
 from wizard.core.verl.schema import VerlSchema
 
 
@@ -39,6 +41,19 @@ class CheckResult:
     id: str | None = None
     notes: list[str] = field(default_factory=list)
     models: dict = field(default_factory=dict)  # facts of the models found, by role (set by the adapters)
+    # The resolved values the memory estimate reads, and the machines it was checked against: the memory plan
+    # is made from them, never by composing again.
+    memory_values: dict = field(default_factory=dict)
+    cluster: Cluster | None = None
+    _memory: MemoryPlan | None = field(default=None, repr=False)
+
+    @property
+    def memory(self) -> MemoryPlan:
+        """Placement, estimate and verdict of this config: the one the memory rules used, or made now from the
+        same values."""
+        if self._memory is None:
+            self._memory = plan_memory(self.memory_values, self.models, self.cluster)
+        return self._memory
 
     @property
     def ok(self) -> bool:
@@ -78,5 +93,7 @@ def check_overrides(
         facts = {key: ctx.get(key) for key in FACT_KEYS}
         ctx.models = (models(facts) if callable(models) else models) or {}
         findings.extend(run_rules(ctx))
+        values = memory_values(ctx)
     return CheckResult(findings=sort_findings(findings), engine=composed.engine, id=case_id, facts=facts,
-                       models=dict(ctx.models))
+                       models=dict(ctx.models), memory_values=values, cluster=cluster,
+                       _memory=ctx._memo.get("memory.plan"))

@@ -5,26 +5,21 @@ plus the memory estimate per GPU and the findings; :func:`fit_verdict` says ok /
 memory rules use, and :func:`headline` names the worst GPU. It lives with the memory estimate rather than with
 the placement because the estimate itself places the roles first (memory imports placement, never back).
 
-Pure: the verl schema, the renamed keys and the findings are handed in (the GUI asks the adapters for them).
+Pure: the plan's memory plan and findings are handed in, both from the plan's one check
+(``wizard.usecases.board``).
 """
 
 from __future__ import annotations
 
-from collections.abc import Mapping
 from dataclasses import dataclass, field
 
 from wizard.core.findings import Finding, sort_findings
-from wizard.core.hardware.cluster import Cluster
 from wizard.core.memory.estimate import GpuEstimate, MemoryReport
-from wizard.core.memory.report import memory_plan
+from wizard.core.memory.report import MemoryPlan
 from wizard.core.memory.terms import GIB
 from wizard.core.memory.verdict import Verdict
-from wizard.core.models.facts import ModelFacts
 from wizard.core.placement.board import PlacedPlan
-from wizard.core.plan.emit import emit_overrides
 from wizard.core.plan.model import Plan
-from wizard.core.verl.moves import Moves
-from wizard.core.verl.schema import VerlSchema
 
 OK, TIGHT, OOM, UNKNOWN = "ok", "tight", "oom", "unknown"
 HEADLINE_WORDS = {OK: "Fits", TIGHT: "Fits, tight", OOM: "Does not fit", UNKNOWN: "Unknown"}
@@ -45,11 +40,10 @@ class BoardState(PlacedPlan):
         return self.by_gpu.get((node, index))
 
 
-def board_state(plan: Plan, machine: Cluster, findings: list[Finding], *, schema: VerlSchema,
-                moves: Moves | None = None, models: Mapping[str, ModelFacts] | None = None) -> BoardState:
-    """The board's picture of ``plan`` on ``machine``, with the findings the full check gave for it."""
-    overrides = emit_overrides(plan).overrides
-    mp = memory_plan(schema, overrides, config_name=plan.config_name, moves=moves, models=models, cluster=machine)
+def board_state(plan: Plan, memory: MemoryPlan, findings: list[Finding]) -> BoardState:
+    """The board's picture of ``plan`` from its memory plan (made on the board's machine) and its findings, both
+    from the plan's one check."""
+    mp = memory
     report = mp.report if mp.report is not None and not mp.why else None
     by_gpu = {(g.node, g.index): grp for grp in (report.groups if report else []) for g in grp.gpus}
     return BoardState(plan=plan, values=mp.values, placement=mp.placement, report=report, why=mp.why,

@@ -1,46 +1,66 @@
-"""One call for ``plan`` and the GUI: compose a config as verl would, then estimate its memory and placement and
-judge it (:mod:`wizard.core.memory.verdict`).
+"""One plan's memory: where each role runs, the estimate per GPU and phase, and the verdict, from values already
+resolved (no composition here: the check composes once and hands its values in, see
+``wizard.core.check.verdict.CheckResult.memory``).
 
-The findings come from ``check_overrides`` (with the same models and cluster, so the memory rules agree with
-this report); this module only adds the report itself, read from the same composed values.
+The memory rules, ``plan``, the findings dock and the placement board all read the same :class:`MemoryPlan`, so the
+estimate is made once per plan and the verdict's search for the longest fitting sample once per GPU group.
 """
 
 from __future__ import annotations
 
 from collections.abc import Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, field
+from functools import cached_property
 
 from wizard.core.hardware.cluster import Cluster
-from wizard.core.verl.compose import composed_view
-from wizard.core.memory.estimate import MemoryReport, estimate_memory
-from wizard.core.memory.config import MEMORY_KEYS
-from wizard.core.memory.verdict import Verdict, memory_verdict
+from wizard.core.memory.estimate import GpuEstimate, MemoryReport, estimate_memory
+from wizard.core.memory.verdict import Verdict, fitting_sample_tokens, memory_verdict
 from wizard.core.models.facts import ModelFacts
-from wizard.core.verl.moves import Moves
-from wizard.core.verl.resolved import UNRESOLVABLE, ResolvedConfig
 from wizard.core.placement.pools import Placement, plan_placement
-from wizard.core.verl.schema import VerlSchema
+
+UNKNOWN_GPU_MEMORY = ("the GPUs' memory is unknown: name the GPU model (--gpus 8xH100-80GB or --cluster FILE on the "
+                      "command line; the GPUs field of the Start step or the Hardware step in the window)")
 
 
 @dataclass
 class MemoryPlan:
-    values: dict
+    """The memory side of one plan: ``report`` is the estimate (None, with ``estimate_why``, when it cannot be made);
+    ``why`` says why there is nothing to judge, also where no GPU's memory is known."""
+
+    values: Mapping
+    models: Mapping[str, ModelFacts]
+    cluster: Cluster | None
     placement: Placement
     report: MemoryReport | None
-    why: str | None  # why there is no report
-    verdict: Verdict  # fits / tight / fits while short / does not fit, or none with the reason
+    estimate_why: str | None
+    _fitting: dict = field(default_factory=dict, repr=False)
+
+    @property
+    def why(self) -> str | None:
+        """Why there is no report to judge (None when there is one)."""
+        if self.report is not None and all(g.capacity_bytes is None for g in self.report.groups):
+            return UNKNOWN_GPU_MEMORY
+        return self.estimate_why
+
+    @cached_property
+    def verdict(self) -> Verdict:
+        """fits / tight / fits while short / does not fit, or none with the reason (the words every output uses)."""
+        return memory_verdict(self.report, self.values, self.models, self.cluster, self.why,
+                              fitting=self.fitting_tokens)
+
+    def fitting_tokens(self, group: GpuEstimate) -> int | None:
+        """The longest average sample at which ``group`` still fits (searched once per group and plan)."""
+        key = (group.pool, group.capacity_bytes, group.peak.name)
+        if key not in self._fitting:
+            self._fitting[key] = fitting_sample_tokens(self.values, self.models, self.cluster, group)
+        return self._fitting[key]
 
 
-def memory_plan(schema: VerlSchema, overrides: list[str], *, config_name: str = "ppo_trainer",
-                moves: Moves | None = None, models: Mapping[str, ModelFacts] | None = None,
+def plan_memory(values: Mapping, models: Mapping[str, ModelFacts] | None = None,
                 cluster: Cluster | None = None) -> MemoryPlan:
-    with composed_view(schema, overrides, config_name=config_name, moves=moves) as composed:
-        ctx = ResolvedConfig(cfg=composed.cfg, variant=schema.variant(composed.engine), set_keys=composed.set_keys)
-        values = {k: v for k in MEMORY_KEYS if (v := ctx.get(k)) is not UNRESOLVABLE}
+    """Place the roles and estimate their memory for ``values`` (the resolved ``MEMORY_KEYS``)."""
+    models = dict(models or {})
     placement = plan_placement(values, cluster)
-    report, why = estimate_memory(values, models or {}, cluster)
-    if report is not None and all(g.capacity_bytes is None for g in report.groups):
-        why = ("the GPUs' memory is unknown: name the GPU model (--gpus 8xH100-80GB or --cluster FILE on the command "
-               "line; the GPUs field of the Start step or the Hardware step in the window)")
-    verdict = memory_verdict(report, values, models or {}, cluster, why)
-    return MemoryPlan(values=values, placement=placement, report=report, why=why, verdict=verdict)
+    report, why = estimate_memory(values, models, cluster)
+    return MemoryPlan(values=values, models=models, cluster=cluster, placement=placement, report=report,
+                      estimate_why=why)

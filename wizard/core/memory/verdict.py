@@ -48,8 +48,9 @@ class Verdict:
 
 
 def memory_verdict(report: MemoryReport | None, values: Mapping, models: Mapping[str, ModelFacts],
-                   cluster: Cluster | None, why: str | None = None) -> Verdict:
-    """The verdict of ``report`` (estimated from ``values``, ``models`` and ``cluster``)."""
+                   cluster: Cluster | None, why: str | None = None, fitting=None) -> Verdict:
+    """The verdict of ``report`` (estimated from ``values``, ``models`` and ``cluster``); ``fitting(group)`` gives the
+    longest fitting average sample (default: searched here, see :func:`fitting_sample_tokens`)."""
     if report is None or why:
         return Verdict(None, reason=why or "no memory estimate")
     if report.unmodelled:
@@ -63,7 +64,8 @@ def memory_verdict(report: MemoryReport | None, values: Mapping, models: Mapping
         return Verdict(DOES_NOT_FIT, group=group, cause=cause)
     over = [g for g in known if g.peak.total > g.capacity_bytes]
     if over:
-        longest = [fitting_sample_tokens(values, models, cluster, g) for g in over]
+        fitting = fitting or (lambda g: fitting_sample_tokens(values, models, cluster, g))
+        longest = [fitting(g) for g in over]
         if all(n is not None for n in longest):
             return Verdict(FITS_WHILE_SHORT, fits_up_to_avg_tokens=min(longest), group=over[0], cause=over[0].peak.name)
         return Verdict(DOES_NOT_FIT, group=over[0], cause=over[0].peak.name)

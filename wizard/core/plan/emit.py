@@ -12,6 +12,7 @@ references that verl's Hydra resolves from the environment where it runs (wizard
 
 from __future__ import annotations
 
+import json
 import re
 from dataclasses import dataclass, field
 
@@ -24,6 +25,7 @@ from wizard.core.plan.convert import plan_overrides
 from wizard.core.secrets import hide_secrets, is_secret_name
 
 ENTRY = "verl.trainer.main_ppo"
+RUN_SH, CONFIG_YAML, PLAN_JSON = "run.sh", "config.yaml", "plan.json"  # the files a plan is written as
 _OC_ENV = re.compile(r"\$\{oc\.env:([A-Za-z_][A-Za-z0-9_]*)")
 _ENV_REF = re.compile(r"\$(?:\{([A-Za-z_][A-Za-z0-9_]*)\}|([A-Za-z_][A-Za-z0-9_]*))")
 # what a launch script may compute at run time and run.sh computes again: a date, a random number, the host's name
@@ -182,3 +184,20 @@ def render_yaml(plan: Plan, emitted: Emitted | None = None, groups: tuple[str, .
     if cli_only:
         header.append("# Pass these on the command line too (YAML cannot delete keys): " + " ".join(cli_only))
     return "\n".join(header) + "\n" + OmegaConf.to_yaml(OmegaConf.create(doc)), cli_only
+
+
+def render_files(plan: Plan) -> tuple[dict[str, str], list[str], list[str]]:
+    """{file name: text} of run.sh, config.yaml and plan.json, the overrides run.sh holds, and notes; nothing is
+    written (``wizard.usecases.writing`` writes them)."""
+    emitted = emit_overrides(plan)
+    files = {RUN_SH: render_run_sh(plan, emitted)}
+    notes = list(emitted.notes)
+    try:
+        text, cli_only = render_yaml(plan, emitted)
+        files[CONFIG_YAML] = text
+        if cli_only:
+            notes.append(f"{CONFIG_YAML} cannot hold {', '.join(cli_only)}; pass them on the command line")
+    except YamlEmitError as exc:
+        notes.append(f"no {CONFIG_YAML}: {exc}")
+    files[PLAN_JSON] = json.dumps(plan.model_dump(mode="json"), indent=2) + "\n"
+    return files, emitted.overrides, notes

@@ -2,8 +2,9 @@
 
 ``PlacementBoard(doc)`` is self-contained: it reads ``doc.plan`` (and the machines chosen on the Hardware step),
 redraws on ``doc.changed`` and turns every accepted drop into one ``doc.set_plan`` on the document's undo stack.
-While a role is dragged over a pool that can take it, the candidate plan is estimated (throttled, cached per
-target) and the tiles and findings show it. Everything the mouse does has a keyboard path ("Move role to
+The board draws the document's assessment (the plan judged once per edit on the document's machine). While a role
+is dragged over a pool that can take it, the candidate plan is assessed on a worker thread (throttled, cached per
+target: the GUI thread never waits for it) and the tiles and findings show it when it comes. Everything the mouse does has a keyboard path ("Move role to
 pool…", Ctrl+M) and the canvas has an accessible description of the pools.
 """
 
@@ -31,7 +32,8 @@ from wizard.gui.widgets.status_line import StatusLine
 from wizard.gui.document import PlanDocument
 from wizard.gui.placement.commands import push_move
 from wizard.gui.placement.dialogs import MoveDialog
-from wizard.gui.placement.estimate import estimate, machine_for
+from wizard.gui.workers import Worker
+from wizard.usecases.board import board_of, candidate_board
 from wizard.gui.placement.items import PHASE_ORDER, SHORT
 from wizard.gui.placement.scene import PlacementScene, columns_for
 from wizard.gui.theme import ThemeFollower, canvas_colours
@@ -84,7 +86,7 @@ class PlacementBoard(QWidget):
         super().__init__(parent)
         self.setAccessibleName("Placement board")
         self.doc = doc
-        self.machine = machine_for(doc)
+        self.machine = doc.machine
         self.state: BoardState | None = None
         self.preview_state: BoardState | None = None
         self.previewing: str | None = None  # the target whose candidate the tiles show
@@ -94,6 +96,10 @@ class PlacementBoard(QWidget):
         self._timer.setSingleShot(True)
         self._timer.setInterval(PREVIEW_MS)
         self._timer.timeout.connect(self._show_preview)
+        self._worker = Worker(self)  # assesses a hovered candidate off the GUI thread
+        self._worker.finished.connect(self._candidate_ready)
+        self._worker.failed.connect(self._candidate_failed)
+        self._evaluating: BoardMove | None = None
         self.scene = PlacementScene(self)
         self.view = PlacementView(self.scene)
         self.headline = QLabel()
@@ -147,17 +153,19 @@ class PlacementBoard(QWidget):
         layout.addWidget(legend)
 
     # -- the model ------------------------------------------------------------------------------------------
-    def _models(self) -> dict:
-        return dict(self.doc.result.models) if self.doc.result is not None else {}
-
-    def _estimate(self, plan) -> BoardState:
-        return estimate(plan, self.machine, self._models(), model_cache=self.doc._model_cache)
+    def _candidate_job(self, move: BoardMove) -> tuple:
+        """The function and data that assess ``move``'s plan (the same use case on the GUI thread or a worker)."""
+        return candidate_board, move.plan, self.machine, self.doc.gpus, self.doc._model_cache
 
     def refresh(self) -> None:
-        """Lay the board out for the document's plan (on every document change, never during a drag)."""
-        self.machine = machine_for(self.doc, self.machine)
-        self.state = self._estimate(self.doc.plan)
+        """Lay the board out for the document's assessment (on every document change, never during a drag)."""
+        if self.doc.assessment is None:
+            return  # the check itself failed: the findings dock says so; the board keeps its last picture
+        self.machine = self.doc.machine
+        self.state = board_of(self.doc.assessment)
         self._cache.clear()
+        self._worker.cancel()
+        self._evaluating = None
         self.preview_state, self.previewing = None, None
         self.scene.set_state(self.state, self.machine)
         self.view.resetCachedContent()
@@ -203,8 +211,10 @@ class PlacementBoard(QWidget):
         return {t: self.propose(role, t) for t in self.state.targets()}
 
     def _candidate(self, move: BoardMove) -> BoardState:
+        """The candidate's board state now (a drop): the one a preview assessed, else assessed here."""
         if move.target not in self._cache:
-            self._cache[move.target] = self._estimate(move.plan)
+            fn, *args = self._candidate_job(move)
+            self._cache[move.target] = fn(*args)
         return self._cache[move.target]
 
     def apply_move(self, move: BoardMove) -> bool:
@@ -240,7 +250,29 @@ class PlacementBoard(QWidget):
             if self.state is not None:
                 self._show_findings(self.state)
             return
-        state = self._candidate(move)
+        if move.target in self._cache:
+            self._preview(move, self._cache[move.target])
+        elif self._evaluating is None or self._evaluating.target != move.target:
+            self._evaluating = move
+            self._worker.start(f"assess a drop on {move.target}", *self._candidate_job(move))
+
+    def _candidate_ready(self, state: BoardState) -> None:
+        move, self._evaluating = self._evaluating, None
+        if move is None:
+            return
+        self._cache[move.target] = state
+        pending = self._pending
+        if pending is not None and self.scene.dragging:
+            if pending.target == move.target:
+                self._preview(move, state)
+            else:
+                self._show_preview()  # the mouse moved on while this one was assessed
+
+    def _candidate_failed(self, message: str) -> None:
+        move, self._evaluating = self._evaluating, None
+        self._say(f"Could not assess a drop on {move.target if move else 'that pool'}: {message.splitlines()[0]}")
+
+    def _preview(self, move: BoardMove, state: BoardState) -> None:
         self.preview_state, self.previewing = state, move.target
         self.scene.preview(state)
         self._show_findings(state, preview=f"{role_title(move.role)} on {move.pool}")

@@ -1,8 +1,8 @@
 """The Run page: start a smoke run of the plan, watch it live, stop it, and say why it failed.
 
 ``RunPanel`` is a self-contained widget built on a ``PlanDocument``. It builds the run exactly as
-``verl-wizard launch`` does, from the same core calls (``smoke_plan``, ``check_overrides``, ``smoke_command``,
-``render_command``), and runs it through the same ``RunProcess`` (its own session; Stop ends the whole
+``verl-wizard launch`` does, with the same use case (``wizard.usecases.launching.prepare_smoke``: the smoke plan, the
+full check, the command), and runs it through the same ``RunProcess`` (its own session; Stop ends the whole
 tree). Its Samples and Time tabs, Open run folder… and Report are ``wizard.gui.run.insight.RunInsight``'s.
 All process I/O happens on a worker thread (``wizard.gui.run.follower.RunFollower``, run by a
 ``wizard.gui.workers.Worker``); the GUI thread only receives batches about ten times a second, so typing never
@@ -14,7 +14,6 @@ from __future__ import annotations
 import os
 import sys
 import time
-from dataclasses import dataclass, field
 from pathlib import Path
 
 from PySide6.QtCore import QEvent, Signal
@@ -38,14 +37,10 @@ from PySide6.QtWidgets import (
     QWidget,
 )
 
-from wizard.adapters.processes.launcher import LaunchError, RunProcess, model_is_local, prepare_run_dir, write_command_file
-from wizard.adapters.files.resources import load_moves, load_schema
-from wizard.core.check.verdict import CheckResult, check_overrides
+from wizard.adapters.processes.launcher import LaunchError, RunProcess, prepare_run_dir, write_command_file
 from wizard.core.findings import Severity
-from wizard.core.plan.convert import plan_overrides
-from wizard.core.plan.model import Plan
-from wizard.core.run.smoke import (VALIDATION, SmokeCommand, SmokeOptions, dump_dirs, render_command, smoke_command,
-                                   smoke_notes, smoke_plan)
+from wizard.core.run.smoke import VALIDATION, dump_dirs
+from wizard.usecases.launching import SmokeRun, prepare_smoke
 from wizard.gui.document import PlanDocument
 from wizard.gui.run.gpu_monitor import GpuMonitor
 from wizard.gui.run.insight import RunInsight, start_recorder
@@ -57,19 +52,7 @@ from wizard.gui.workers import Worker
 from wizard.core.secrets import secret_values
 
 
-@dataclass
-class Prepared:
-    """A run ready to start (or to show in a dry run): exactly what ``verl-wizard launch`` would run."""
-
-    python: str
-    command: SmokeCommand
-    check: CheckResult
-    run_dir: Path
-    shell: str
-    max_response_length: int | None
-    plan: Plan  # the smoke plan (what runs)
-    base: Plan  # the user's plan (what the run's record and the forecast are about)
-    notes: list[str] = field(default_factory=list)  # what the launch changed on its own (the SDPA override)
+Prepared = SmokeRun  # a run ready to start (or to show in a dry run): exactly what ``verl-wizard launch`` would run
 
 
 class RunPanel(QWidget):
@@ -210,7 +193,8 @@ class RunPanel(QWidget):
     # -- building the run -------------------------------------------------------------------------------------
 
     def prepare(self) -> Prepared | str:
-        """The run the buttons would start, or a one-line reason why there is none."""
+        """The run the buttons would start (the same use case as ``verl-wizard launch``), or a one-line reason why
+        there is none."""
         python = self.python.text().strip() or sys.executable
         p = Path(python)
         if not p.is_file():
@@ -219,19 +203,14 @@ class RunPanel(QWidget):
             return f"Target Python {python}: not executable"
         folder = self.folder.text().strip() or str(Path("runs") / time.strftime("launch-%Y%m%d-%H%M%S"))
         run_dir = Path(os.path.expanduser(folder)).absolute()
-        env = self.environment if self.environment is not None and self.environment.python == python else None
-        opts = SmokeOptions(steps=self.steps.value(), validation=self.validation.currentText(),
-                            samples_dir=str(run_dir), flash_attn=env.flash_attn if env else None)
-        plan = smoke_plan(self.doc.plan, opts)
-        result = check_overrides(load_schema(), plan_overrides(plan), config_name=plan.config_name,
-                                 moves=load_moves(), gpus=self.doc.gpus, environment=env)
-        cmd = smoke_command(plan, opts, run_dir=str(run_dir), file_logger_path=str(run_dir / "metrics.jsonl"),
-                            model_is_local=model_is_local(plan.models.actor_path), environ=os.environ)
-        if cmd.missing:
-            return f"The config reads ${cmd.missing[0]}, which is not set in this environment"
-        return Prepared(python=python, command=cmd, check=result, run_dir=run_dir,
-                        shell=render_command(python, cmd), max_response_length=plan.data.max_response_length,
-                        plan=plan, base=self.doc.plan, notes=smoke_notes(self.doc.plan, opts))
+        try:
+            return prepare_smoke(self.doc.plan, python=python, run_dir=run_dir, steps=self.steps.value(),
+                                 validation=self.validation.currentText(), environment=self.environment,
+                                 gpus=self.doc.gpus, cluster=self.doc.effective_cluster(),
+                                 model_cache=self.doc._model_cache)
+        except ValueError as exc:
+            text = str(exc)
+            return text[:1].upper() + text[1:]
 
     def dry_run(self) -> Prepared | None:
         """Show the exact command and environment on the Command tab; run nothing."""

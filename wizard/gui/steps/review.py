@@ -19,7 +19,7 @@ from PySide6.QtWidgets import (
     QVBoxLayout,
 )
 
-from wizard.usecases.generate import CONFIG_YAML, RUN_SH
+from wizard.core.plan.emit import CONFIG_YAML, RUN_SH
 from wizard.adapters.files.resources import load_key_docs, load_schema
 from wizard.core.run.record import plan_fingerprint
 from wizard.core.run.timing.forecast import Forecast

@@ -75,12 +75,10 @@ class ClusterBox(QGroupBox):
         return Path(os.path.expanduser(self.folder.text().strip() or "verl-run")) / "cluster"
 
     def write(self) -> bool:
-        from wizard.usecases.checking import full_check
-        from wizard.adapters.files.cluster_files import write_cluster_files
+        """Write the ticked launch material behind the same check gate as ``verl-wizard cluster``."""
         from wizard.adapters.files.disk import WriteError
         from wizard.core.cluster_launch.job import target_for
-        from wizard.core.cluster_launch.material import render_cluster
-        from wizard.core.hardware.gpus import GpuSpec
+        from wizard.usecases.writing import write_cluster
 
         chosen = tuple(name for name, box in self.targets.items() if box.isChecked())
         if not chosen:
@@ -91,24 +89,18 @@ class ClusterBox(QGroupBox):
             target = target_for(self.doc.plan, nodes=self.nodes.value(), gpus_per_node=self.gpus.value(),
                                 head_address=self.head.text().strip() or None, image=self.image.text().strip() or None,
                                 working_dir=str(out.parent.resolve()))
-            material = render_cluster(self.doc.plan, target, chosen)
-        except ValueError as exc:
+            outcome = write_cluster(self.doc.plan, target, chosen, out)
+        except (ValueError, WriteError) as exc:
             self.status.setText(f"<span style='color:#c62828'>{_html(str(exc))}</span>")
             return False
-        result = full_check(material.job.overrides, config_name=self.doc.plan.config_name,
-                            gpus=GpuSpec(nodes=target.nodes, gpus_per_node=target.gpus_per_node, model=target.gpu_model))
-        errors = [f for f in result.findings if f.severity.value == "error"]
-        if errors:
+        if outcome.written is None:
+            errors = [f for f in outcome.assessment.findings if f.severity.value == "error"]
             self.status.setText("<span style='color:#c62828'>Not written: on this shape verl would stop with "
                                 + "; ".join(_html(f.message) for f in errors[:3]) + "</span>")
             return False
-        try:
-            written = write_cluster_files(material, out)
-        except WriteError as exc:
-            self.status.setText(f"<span style='color:#c62828'>{_html(str(exc))}</span>")
-            return False
+        written = outcome.written
         lines = [f"Wrote {p}" for p in written.files] + [f"Kept the previous file as {p}" for p in written.backups]
-        lines += [f"Note: {n}" for n in material.notes]
+        lines += [f"Note: {n}" for n in outcome.material.notes]
         self.status.setText("<br>".join(_html(x) for x in lines))
         return True
 

@@ -8,12 +8,13 @@ memory rules are silent unless the actor's model facts and the GPUs' memory are 
 from __future__ import annotations
 
 from wizard.core.findings import Finding, Severity, Stage
-from wizard.core.memory.estimate import GpuEstimate, MemoryReport, estimate_memory
+from wizard.core.memory.estimate import GpuEstimate, MemoryReport
+from wizard.core.memory.report import MemoryPlan, plan_memory
 from wizard.core.memory import verdict
 from wizard.core.memory.config import MEMORY_KEYS, AF, A, read_config
 from wizard.core.memory.fixes import ranked_fixes
 from wizard.core.memory.terms import CONSTANTS, GIB
-from wizard.core.placement.pools import PLACEMENT_KEYS, R, plan_placement
+from wizard.core.placement.pools import R, plan_placement
 from wizard.core.check.rules import rule
 from wizard.core.check.rules.context import UNRESOLVABLE, RuleContext, finding
 
@@ -39,16 +40,22 @@ def memory_values(ctx: RuleContext) -> dict:
     return ctx._memo["memory.values"]
 
 
+def memory_plan(ctx: RuleContext) -> MemoryPlan:
+    """The plan's placement, estimate and verdict, made once per check (the check's result hands the same one on)."""
+    if "memory.plan" not in ctx._memo:
+        ctx._memo["memory.plan"] = plan_memory(memory_values(ctx), ctx.models, ctx.cluster)
+    return ctx._memo["memory.plan"]
+
+
 def memory_estimate(ctx: RuleContext) -> tuple[MemoryReport | None, str | None]:
-    """(the estimate, why there is none), once per check; (None, None) when models or GPU memory are unknown."""
-    if "memory.report" not in ctx._memo:
-        report, why = None, None
-        if ctx.models.get("actor") is not None and ctx.cluster is not None:
-            report, why = estimate_memory(memory_values(ctx), ctx.models, ctx.cluster)
-            if report is not None and all(g.capacity_bytes is None for g in report.groups):
-                report = None
-        ctx._memo["memory.report"] = (report, why)
-    return ctx._memo["memory.report"]
+    """(the estimate, why there is none) for the rules; (None, None) when models or GPU memory are unknown."""
+    if ctx.models.get("actor") is None or ctx.cluster is None:
+        return None, None
+    mp = memory_plan(ctx)
+    report = mp.report
+    if report is not None and all(g.capacity_bytes is None for g in report.groups):
+        report = None
+    return report, mp.estimate_why
 
 
 def memory_report(ctx: RuleContext) -> MemoryReport | None:
@@ -104,7 +111,7 @@ def _step_order(phase) -> int:
 
 def fitting_sample_tokens(ctx: RuleContext, group: GpuEstimate) -> int | None:
     """The longest average sample at which ``group`` still fits (see verdict.fitting_sample_tokens)."""
-    return verdict.fitting_sample_tokens(memory_values(ctx), ctx.models, ctx.cluster, group)
+    return memory_plan(ctx).fitting_tokens(group)
 
 
 @rule("memory.not_modelled", Stage.ADVICE)
@@ -251,5 +258,4 @@ def placement_groups(ctx: RuleContext):
     pools = ctx.get("distillation.enabled") is True or ctx.get("reward.reward_model.enable") is True
     if ctx.cluster is None and not pools:
         return  # without links only the reward / teacher pools can go wrong; skip resolving the keys
-    values = {k: v for k in PLACEMENT_KEYS if (v := ctx.get(k)) is not UNRESOLVABLE}
-    yield from plan_placement(values, ctx.cluster).issues
+    yield from plan_placement(memory_values(ctx), ctx.cluster).issues
