@@ -62,3 +62,40 @@ def test_the_written_run_sh_reads_back_to_the_same_plan():
             exclude={"name", "description", "hardware"}
         )
         assert script.warnings == []
+
+
+def test_config_yaml_is_the_text_omegaconf_writes():
+    """config.yaml is dumped without building an OmegaConf tree (an edit's cost); the text must be OmegaConf's own,
+    on every preset and on the real verl scripts the YAML can hold (values of every kind: lists, floats, null,
+    interpolations, strings that look like numbers)."""
+    from pathlib import Path
+
+    from omegaconf import OmegaConf
+
+    import wizard.core.plan.emit as emit
+    from wizard.adapters.files.resources import preset_names
+    from wizard.adapters.files.sources import load_source
+    from wizard.usecases.plans import preset_plan
+
+    scripts = sorted((Path(__file__).resolve().parents[1] / "data" / "verl_scripts").glob("*.sh"))
+    plans = [preset_plan(n) for n in preset_names()]
+    for script in scripts:
+        try:
+            plans.append(load_source(str(script)).to_plan())
+        except ValueError:  # a script the reader refuses (its config name is an argument): nothing to write
+            continue
+    plans.append(plan_from_overrides(["+x.a='007'", "+x.b=[1,'2',null,1e-6]", "+x.c={k: 'yes'}", "+x.d='${data.x}'"]))
+    docs = []
+    original = emit._omegaconf_yaml
+    emit._omegaconf_yaml = lambda doc: docs.append(doc) or original(doc)
+    try:
+        for plan in plans:
+            try:
+                emit.render_yaml(plan)
+            except emit.YamlEmitError:
+                continue
+    finally:
+        emit._omegaconf_yaml = original
+    assert len(docs) > 40
+    for doc in docs:
+        assert original(doc) == OmegaConf.to_yaml(OmegaConf.create(doc))

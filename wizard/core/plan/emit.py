@@ -16,7 +16,8 @@ import json
 import re
 from dataclasses import dataclass, field
 
-from omegaconf import OmegaConf
+import yaml
+from omegaconf._utils import get_omega_conf_dumper
 
 from wizard import __version__
 from wizard.core.verl.overrides import OverrideSyntaxError, parse_override
@@ -183,7 +184,13 @@ def render_yaml(plan: Plan, emitted: Emitted | None = None, groups: tuple[str, .
         header.append("# Reads from the environment (oc.env): " + ", ".join(sorted(env)))
     if cli_only:
         header.append("# Pass these on the command line too (YAML cannot delete keys): " + " ".join(cli_only))
-    return "\n".join(header) + "\n" + OmegaConf.to_yaml(OmegaConf.create(doc)), cli_only
+    return "\n".join(header) + "\n" + _omegaconf_yaml(doc), cli_only
+
+
+def _omegaconf_yaml(doc: dict) -> str:
+    """``OmegaConf.to_yaml(OmegaConf.create(doc))`` for a tree of plain values, without building the config (most
+    of an edit's time went there): OmegaConf's own YAML dumper, with its settings (the same text, tested)."""
+    return yaml.dump(doc, default_flow_style=False, allow_unicode=True, sort_keys=False, Dumper=get_omega_conf_dumper())
 
 
 def render_files(plan: Plan) -> tuple[dict[str, str], list[str], list[str]]:
