@@ -14,10 +14,6 @@ from wizard.cli._common import EXIT_ERRORS, EXIT_OK, UsageError, findings_text, 
 from wizard.core.findings import Finding, Severity, Stage, has_errors, sort_findings
 from wizard.core.memory.terms import GIB
 
-PHASE_ORDER = ("load", "weight_sync", "generation", "old_log_prob", "ref_log_prob", "actor_update", "critic_update",
-               "reward")
-SHORT = {"load": "load", "weight_sync": "sync", "generation": "gen", "old_log_prob": "logprob", "ref_log_prob": "ref",
-         "actor_update": "update", "critic_update": "critic", "reward": "reward"}
 
 
 def add_parser(subparsers) -> None:
@@ -170,8 +166,10 @@ def _placement_lines(placement) -> list[str]:
 
 
 def _table(report, where) -> list[str]:
-    phases = [p for p in PHASE_ORDER if any(ph.name == p for g in report.groups for ph in g.phases)]
-    head = f"  {'GPUs':22} {'memory':>7} " + " ".join(f"{SHORT[p]:>7}" for p in phases) + "   peak"
+    from wizard.core.memory.phases import PHASES
+
+    phases = [p for p in PHASES if any(ph.name == p for g in report.groups for ph in g.phases)]
+    head = f"  {'GPUs':22} {'memory':>7} " + " ".join(f"{p.label:>7}" for p in phases) + "   peak"
     out = ["memory per GPU (GiB):", head]
     for g in report.groups:
         totals = {ph.name: ph.total for ph in g.phases}

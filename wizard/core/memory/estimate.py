@@ -19,6 +19,7 @@ from wizard.core.memory import terms as mt
 from wizard.core.hardware.cluster import Cluster
 from wizard.core.memory.config import MEMORY_KEYS, MemoryConfig, read_config
 from wizard.core.memory.host import host_estimates
+from wizard.core.memory.phases import PhaseName as P, phase_of
 from wizard.core.memory.scope import unmodelled
 from wizard.core.memory.terms import CONSTANTS, GIB, HostEstimate, KvCache, MemoryConstants, Term
 from wizard.core.memory.trainer import Trainer, slack, sync_buffers, sync_copies, term
@@ -27,11 +28,6 @@ from wizard.core.placement.pools import GpuRef, Placement, plan_placement
 
 __all__ = ["MEMORY_KEYS", "GpuEstimate", "HostEstimate", "MemoryReport", "Phase", "Term", "estimate_memory"]
 
-PHASE_TITLES = {
-    "load": "load (engines start)", "weight_sync": "weight sync", "generation": "generation",
-    "old_log_prob": "old log-prob", "ref_log_prob": "ref log-prob", "actor_update": "actor update",
-    "critic_update": "critic update", "reward": "reward model",
-}
 
 
 class Phase(BaseModel):
@@ -46,7 +42,8 @@ class Phase(BaseModel):
 
     @property
     def title(self) -> str:
-        return PHASE_TITLES.get(self.name, self.name)
+        phase = phase_of(self.name)
+        return phase.title if phase is not None else self.name
 
 
 class GpuEstimate(BaseModel):
@@ -129,7 +126,7 @@ def _training_phases(cfg: MemoryConfig, tr: Trainer, roles: list[str], capacity:
     asleep = [t for r, e in engines.items() for t in _engine_terms(r, e, False, c)]
     phases = []
     if "rollout" in engines:
-        phases.append(Phase(name="load", terms=init + _engine_terms("rollout", engines["rollout"], True, c)))
+        phases.append(Phase(name=P.LOAD, terms=init + _engine_terms("rollout", engines["rollout"], True, c)))
         eng = cfg.engines["rollout"]
         # FSDP2 with param_offload streams the sync from the CPU copy: torch's counter stays at 0 through verl's
         # load_fsdp_model_to_gpu (verl H200, Qwen2.5-0.5B); FSDP1 and LoRA load the params back for it
@@ -139,22 +136,22 @@ def _training_phases(cfg: MemoryConfig, tr: Trainer, roles: list[str], capacity:
             term("engine_rollout_weights", f"rollout engine weights woken (bf16 / TP {eng.tp})", mt.engine_weights(f, eng.tp, eng.pp)),
             *sync_buffers(cfg, tr),
             term("engine_rollout_asleep", "rollout engine context and CUDA graphs", engines["rollout"]["asleep"])]
-        phases.append(Phase(name="weight_sync", terms=tr.first_step(slack(sync + sync_copies(cfg, tr), f, c))))
-        phases.append(Phase(name="generation", terms=tr.first_step(
+        phases.append(Phase(name=P.WEIGHT_SYNC, terms=tr.first_step(slack(sync + sync_copies(cfg, tr), f, c))))
+        phases.append(Phase(name=P.GENERATION, terms=tr.first_step(
             tr.resident() + _engine_terms("rollout", engines["rollout"], True, c)
             + [t for r, e in engines.items() if r != "rollout" for t in _engine_terms(r, e, False, c)])))
     forward_slack = c.allocator_slack_forward_fsdp2 if cfg.strategy == "fsdp2" else None
-    phases.append(Phase(name="old_log_prob", terms=tr.first_step(slack(
+    phases.append(Phase(name=P.OLD_LOG_PROB, terms=tr.first_step(slack(
         tr.forward(cfg.logprob_tokens, cfg.entropy_mode, cfg.actor_param_offload), f, c, forward_slack) + asleep)))
     if cfg.ref_separate:
-        phases.append(Phase(name="ref_log_prob", terms=tr.first_step(slack(
+        phases.append(Phase(name=P.REF_LOG_PROB, terms=tr.first_step(slack(
             tr.forward(cfg.ref_tokens, "none", False, put_away=True, ref=True), f, c, forward_slack) + asleep)))
-    phases.append(Phase(name="actor_update", terms=slack(tr.update(), f, c) + asleep))
+    phases.append(Phase(name=P.ACTOR_UPDATE, terms=slack(tr.update(), f, c) + asleep))
     if tr.critic is not None:
-        phases.append(Phase(name="critic_update", terms=slack(tr.critic_update(), tr.critic, c) + asleep))
+        phases.append(Phase(name=P.CRITIC_UPDATE, terms=slack(tr.critic_update(), tr.critic, c) + asleep))
     if "reward" in engines:
         others = [t for r, e in engines.items() if r != "reward" for t in _engine_terms(r, e, False, c)]
-        phases.append(Phase(name="reward", terms=tr.first_step(
+        phases.append(Phase(name=P.REWARD, terms=tr.first_step(
             tr.resident() + _engine_terms("reward", engines["reward"], True, c) + others)))
     return phases, free
 
@@ -163,7 +160,7 @@ def _engine_only_phases(cfg: MemoryConfig, role: str, capacity: int, c: MemoryCo
     """A GPU that only serves an engine (standalone rollout, reward pool, teacher pool): awake throughout."""
     free = capacity - c.driver_reserved
     e = _engine(cfg, role, capacity, free, c)
-    return [Phase(name="generation" if role == "rollout" else ("reward" if role == "reward" else "load"),
+    return [Phase(name=P.GENERATION if role == "rollout" else ("reward" if role == "reward" else "load"),
                   terms=_engine_terms(role, e, True, c))], free
 
 

@@ -15,11 +15,12 @@ from wizard.core.hardware.cluster import Cluster
 from wizard.core.memory.estimate import GpuEstimate, MemoryReport, estimate_memory
 from wizard.core.memory.config import AF, CF, DEFAULTS, M, REF, A, read_config
 from wizard.core.memory import terms as mt
+from wizard.core.memory.phases import PhaseName as P
 from wizard.core.memory.terms import GIB, MemoryConstants
 from wizard.core.models.facts import ModelFacts
 from wizard.core.placement.pools import R
 
-TRAINING_PHASES = ("actor_update", "old_log_prob", "ref_log_prob", "critic_update")
+TRAINING_PHASES = (P.ACTOR_UPDATE, P.OLD_LOG_PROB, P.REF_LOG_PROB, P.CRITIC_UPDATE)
 
 
 @dataclass(frozen=True)
@@ -54,10 +55,10 @@ def _candidates(values: Mapping, phase: str, models: Mapping[str, ModelFacts]) -
     seq = cfg.seq_tokens
     out: list[tuple[str, list[dict]]] = []
     micro_key, dyn_key, budget_key = {
-        "actor_update": (f"{A}.ppo_micro_batch_size_per_gpu", f"{A}.use_dynamic_bsz", f"{A}.ppo_max_token_len_per_gpu"),
-        "old_log_prob": (f"{R}.log_prob_micro_batch_size_per_gpu", f"{R}.log_prob_use_dynamic_bsz",
+        P.ACTOR_UPDATE: (f"{A}.ppo_micro_batch_size_per_gpu", f"{A}.use_dynamic_bsz", f"{A}.ppo_max_token_len_per_gpu"),
+        P.OLD_LOG_PROB: (f"{R}.log_prob_micro_batch_size_per_gpu", f"{R}.log_prob_use_dynamic_bsz",
                          f"{R}.log_prob_max_token_len_per_gpu"),
-        "ref_log_prob": (f"{REF}.log_prob_micro_batch_size_per_gpu", f"{REF}.log_prob_use_dynamic_bsz",
+        P.REF_LOG_PROB: (f"{REF}.log_prob_micro_batch_size_per_gpu", f"{REF}.log_prob_use_dynamic_bsz",
                          f"{REF}.log_prob_max_token_len_per_gpu"),
     }.get(phase, (None, None, None))
     if micro_key:
@@ -70,39 +71,39 @@ def _candidates(values: Mapping, phase: str, models: Mapping[str, ModelFacts]) -
         if tries:
             out.append(("dynamic batch", [{budget_key: b} if dynamic else {dyn_key: True, budget_key: b} for b in tries]))
     offload = []
-    if phase in ("generation", "load", "old_log_prob", "ref_log_prob", "critic_update", "weight_sync", "reward"):
+    if phase in (P.GENERATION, P.LOAD, P.OLD_LOG_PROB, P.REF_LOG_PROB, P.CRITIC_UPDATE, P.WEIGHT_SYNC, P.REWARD):
         if not _get(values, f"{AF}.optimizer_offload"):
             offload.append({f"{AF}.optimizer_offload": True})
-        if not _get(values, f"{AF}.param_offload") and phase != "weight_sync":
+        if not _get(values, f"{AF}.param_offload") and phase != P.WEIGHT_SYNC:
             offload.append({f"{AF}.param_offload": True, f"{AF}.optimizer_offload": True})
-    if phase == "actor_update" and not (_get(values, f"{A}.strategy") == "fsdp2" and _get(values, f"{AF}.offload_policy")):
+    if phase == P.ACTOR_UPDATE and not (_get(values, f"{A}.strategy") == "fsdp2" and _get(values, f"{AF}.offload_policy")):
         offload.append({f"{A}.strategy": "fsdp2", f"{AF}.offload_policy": True})
-    if phase == "critic_update":
+    if phase == P.CRITIC_UPDATE:
         offload.append({f"{CF}.param_offload": True, f"{CF}.optimizer_offload": True})
     if offload:
         out.append(("offload", offload))
-    if cfg.strategy == "fsdp" and phase in ("load", "weight_sync", "generation", "old_log_prob", "ref_log_prob",
-                                            "actor_update", "reward"):
+    if cfg.strategy == "fsdp" and phase in (P.LOAD, P.WEIGHT_SYNC, P.GENERATION, P.OLD_LOG_PROB, P.REF_LOG_PROB,
+                                            P.ACTOR_UPDATE, P.REWARD):
         # FSDP1 on one GPU keeps the reference on the GPU through the first step and its update caches more
         out.append(("FSDP2", [{f"{A}.strategy": "fsdp2", f"{REF}.strategy": "fsdp2"}]))
-    if phase == "actor_update" and not cfg.actor_gc:
+    if phase == P.ACTOR_UPDATE and not cfg.actor_gc:
         out.append(("gradient checkpointing", [{f"{M}.enable_gradient_checkpointing": True}]))
-    if phase == "critic_update" and not cfg.critic_gc:
+    if phase == P.CRITIC_UPDATE and not cfg.critic_gc:
         out.append(("gradient checkpointing", [{"critic.model.enable_gradient_checkpointing": True}]))
-    if phase == "actor_update" and cfg.update_entropy and cfg.entropy_mode == "eager":
+    if phase == P.ACTOR_UPDATE and cfg.update_entropy and cfg.entropy_mode == "eager":
         out.append(("entropy", [{f"{AF}.use_torch_compile": True}, {f"{AF}.entropy_checkpointing": True}]))
-    if phase in ("generation", "load", "reward"):
+    if phase in (P.GENERATION, P.LOAD, P.REWARD):
         util = cfg.engines["rollout"].util
         out.append(("gpu_memory_utilization", [{f"{R}.gpu_memory_utilization": round(u / 100, 2)}
                                                for u in range(int(util * 100) - 5, 19, -5)]))
     actor = models.get("actor")
-    if phase == "weight_sync" and actor is not None and not cfg.lora_rank:
+    if phase == P.WEIGHT_SYNC and actor is not None and not cfg.lora_rank:
         # verl sends the weights through a buffer of this size, allocated whole (a smaller one means more rounds);
         # never below the largest weight at the trainer's dtype, which would take verl's direct path instead
         largest = mt.largest_weight(actor, cfg.actor_dtype_bytes)
         out.append(("weight-sync buffer", [{f"{R}.checkpoint_engine.update_weights_bucket_megabytes": b}
                                            for b in (1024, 512) if largest <= b << 20 < cfg.sync_bucket_bytes]))
-    if phase in TRAINING_PHASES or phase in ("generation", "weight_sync"):
+    if phase in TRAINING_PHASES or phase in (P.GENERATION, P.WEIGHT_SYNC):
         out.append(("more GPUs", [{"trainer.nnodes": cfg.world // max(1, _get(values, "trainer.n_gpus_per_node")) * 2}]))
     return out
 

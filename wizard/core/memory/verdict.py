@@ -16,13 +16,14 @@ from dataclasses import dataclass, field
 from wizard.core.hardware.cluster import Cluster
 from wizard.core.memory.config import SAMPLE_TOKENS, read_config
 from wizard.core.memory.estimate import GpuEstimate, MemoryReport, estimate_memory
+from wizard.core.memory.phases import PhaseName as P
 from wizard.core.memory.terms import GIB
 from wizard.core.models.facts import ModelFacts
 from wizard.core.placement.pools import R
 
 FITS, TIGHT, FITS_WHILE_SHORT, DOES_NOT_FIT = "fits", "tight", "fits_while_short", "does_not_fit"
-DYNAMIC_KEYS = {"actor_update": "actor_rollout_ref.actor.use_dynamic_bsz", "old_log_prob": f"{R}.log_prob_use_dynamic_bsz",
-                "ref_log_prob": "actor_rollout_ref.ref.log_prob_use_dynamic_bsz"}
+DYNAMIC_KEYS = {P.ACTOR_UPDATE: "actor_rollout_ref.actor.use_dynamic_bsz", P.OLD_LOG_PROB: f"{R}.log_prob_use_dynamic_bsz",
+                P.REF_LOG_PROB: "actor_rollout_ref.ref.log_prob_use_dynamic_bsz"}
 
 
 @dataclass(frozen=True)
@@ -83,7 +84,7 @@ def engine_start_shortfall(report: MemoryReport, values: Mapping, group: GpuEsti
     """(free, wanted, trainer) bytes when vLLM on ``group`` refuses to start (gpu_worker.init_device: the trainer's
     params are already on the GPU when the engine starts), else None."""
     eng = read_config(values).engines["rollout"]
-    load = next((p for p in group.phases if p.name == "load"), None)
+    load = next((p for p in group.phases if p.name == P.LOAD), None)
     if eng.name == "sglang" or load is None or group.capacity_bytes is None:
         return None
     cuda_total = group.capacity_bytes - report.constants.driver_reserved  # what vLLM sizes from

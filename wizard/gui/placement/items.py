@@ -15,15 +15,19 @@ from PySide6.QtWidgets import QGraphicsItem, QGraphicsObject, QGraphicsRectItem,
 
 from wizard.core.memory.board import OK, OOM, TIGHT, UNKNOWN, fit_verdict
 from wizard.core.memory.estimate import GpuEstimate, MemoryReport
+from wizard.core.memory.phases import phase_of, step_index
 from wizard.core.memory.terms import GIB
 from wizard.core.placement.board import role_title
 from wizard.gui.theme import CanvasColours, canvas_colours
 
 TILE_W, TILE_H, GAP = 140.0, 104.0, 10.0
-PHASE_ORDER = ("load", "weight_sync", "generation", "old_log_prob", "ref_log_prob", "actor_update", "critic_update",
-               "reward")
-SHORT = {"load": "load", "weight_sync": "sync", "generation": "gen", "old_log_prob": "logp", "ref_log_prob": "ref",
-         "actor_update": "upd", "critic_update": "crit", "reward": "rm"}
+
+
+def _tag(name: str) -> str:
+    phase = phase_of(name)
+    return phase.tag if phase is not None else name
+
+
 VERDICT_WORDS = {OK: "fits", TIGHT: "tight", OOM: "OUT OF MEMORY", UNKNOWN: "memory unknown"}
 ROLE_COLOURS = {"actor": "#1f5fbf", "rollout": "#1b7f3b", "ref": "#5e35b1", "critic": "#8d4b00",
                 "reward": "#ad1457", "teacher": "#6d5d00"}  # chips: white text on these, in both themes
@@ -87,14 +91,13 @@ class GpuTile(QGraphicsItem):
     def phases(self) -> list:
         if self.group is None:
             return []
-        order = {p: i for i, p in enumerate(PHASE_ORDER)}
-        return sorted(self.group.phases, key=lambda p: order.get(p.name, 99))
+        return sorted(self.group.phases, key=lambda p: step_index(p.name))
 
     def summary(self) -> str:
         g = self.group
         if g is None or g.capacity_bytes is None:
             return "memory unknown"
-        return f"{g.peak.total / GIB:.1f} / {g.capacity_bytes / GIB:.0f} GiB · {SHORT.get(g.peak.name, g.peak.name)}"
+        return f"{g.peak.total / GIB:.1f} / {g.capacity_bytes / GIB:.0f} GiB · {_tag(g.peak.name)}"
 
     def describe(self) -> str:
         """The tooltip and screen-reader text: verdict, peak and every phase."""

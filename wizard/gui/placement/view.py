@@ -34,7 +34,7 @@ from wizard.gui.placement.commands import push_move
 from wizard.gui.placement.dialogs import MoveDialog
 from wizard.gui.workers import Worker
 from wizard.usecases.board import board_of, candidate_board
-from wizard.gui.placement.items import PHASE_ORDER, SHORT
+from wizard.core.memory.phases import PHASES
 from wizard.gui.placement.scene import PlacementScene, columns_for
 from wizard.gui.theme import ThemeFollower, canvas_colours
 
@@ -71,7 +71,7 @@ def legend_html() -> str:
     c = canvas_colours()
     dots = " ".join(f"<span style='color:{c.verdict[v]}'>■</span>&nbsp;{w}"
                     for v, w in (("ok", "fits"), ("tight", "tight"), ("oom", "out of memory")))
-    phases = " · ".join(SHORT[p] for p in PHASE_ORDER)
+    phases = " · ".join(p.tag for p in PHASES)
     return (f"Bars: memory per phase ({phases}: those the plan has), the peak outlined; dashes: the GPU's memory. "
             f"{dots} · <span style='color:{c.verdict['ok']}'>━</span> NVLink · <span style='color:{c.bad}'>┅</span> "
             "PCIe only · dashed box: an engine replica. Hover a GPU for details.")

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 from wizard.core.findings import Finding, Severity, Stage
 from wizard.core.memory.estimate import GpuEstimate, MemoryReport
+from wizard.core.memory.phases import PhaseName as P, step_index
 from wizard.core.memory.report import MemoryPlan, plan_memory
 from wizard.core.memory import verdict
 from wizard.core.memory.config import MEMORY_KEYS, AF, A, read_config
@@ -19,16 +20,16 @@ from wizard.core.check.rules import rule
 from wizard.core.check.rules.context import UNRESOLVABLE, RuleContext, finding
 
 PHASE_KEYS = {
-    "actor_update": [f"{A}.ppo_micro_batch_size_per_gpu", f"{A}.use_dynamic_bsz", f"{A}.ppo_max_token_len_per_gpu",
+    P.ACTOR_UPDATE: [f"{A}.ppo_micro_batch_size_per_gpu", f"{A}.use_dynamic_bsz", f"{A}.ppo_max_token_len_per_gpu",
                      "actor_rollout_ref.model.enable_gradient_checkpointing"],
-    "old_log_prob": [f"{R}.log_prob_micro_batch_size_per_gpu", f"{R}.log_prob_max_token_len_per_gpu"],
-    "ref_log_prob": ["actor_rollout_ref.ref.log_prob_micro_batch_size_per_gpu",
+    P.OLD_LOG_PROB: [f"{R}.log_prob_micro_batch_size_per_gpu", f"{R}.log_prob_max_token_len_per_gpu"],
+    P.REF_LOG_PROB: ["actor_rollout_ref.ref.log_prob_micro_batch_size_per_gpu",
                      "actor_rollout_ref.ref.log_prob_max_token_len_per_gpu"],
-    "generation": [f"{R}.gpu_memory_utilization", f"{AF}.optimizer_offload", f"{AF}.param_offload"],
-    "load": [f"{R}.gpu_memory_utilization", f"{AF}.param_offload"],
-    "weight_sync": [f"{AF}.optimizer_offload", f"{R}.tensor_model_parallel_size"],
-    "critic_update": ["critic.ppo_infer_max_token_len_per_gpu", "critic.fsdp.param_offload"],
-    "reward": ["reward.reward_model.rollout.gpu_memory_utilization"],
+    P.GENERATION: [f"{R}.gpu_memory_utilization", f"{AF}.optimizer_offload", f"{AF}.param_offload"],
+    P.LOAD: [f"{R}.gpu_memory_utilization", f"{AF}.param_offload"],
+    P.WEIGHT_SYNC: [f"{AF}.optimizer_offload", f"{R}.tensor_model_parallel_size"],
+    P.CRITIC_UPDATE: ["critic.ppo_infer_max_token_len_per_gpu", "critic.fsdp.param_offload"],
+    P.REWARD: ["reward.reward_model.rollout.gpu_memory_utilization"],
 }
 
 
@@ -101,14 +102,6 @@ def _fix_finding(ctx: RuleContext, rule_id: str, severity: Severity, group: GpuE
                    fix_auto=False)
 
 
-STEP_ORDER = ("load", "weight_sync", "generation", "reward", "old_log_prob", "ref_log_prob", "critic_update",
-              "actor_update")
-
-
-def _step_order(phase) -> int:
-    return STEP_ORDER.index(phase.name) if phase.name in STEP_ORDER else len(STEP_ORDER)
-
-
 def fitting_sample_tokens(ctx: RuleContext, group: GpuEstimate) -> int | None:
     """The longest average sample at which ``group`` still fits (see verdict.fitting_sample_tokens)."""
     return memory_plan(ctx).fitting_tokens(group)
@@ -141,7 +134,7 @@ def gpu_memory(ctx: RuleContext):
                 f"{cap / GIB:.1f} GiB")
         if peak.total > cap:
             longest = fitting_sample_tokens(ctx, group)
-            over = [p for p in sorted(group.phases, key=_step_order) if p.total > cap]
+            over = [p for p in sorted(group.phases, key=lambda p: step_index(p.name)) if p.total > cap]
             also = (f" Over memory, in step order: {', '.join(f'{p.title} {p.total / GIB:.1f}' for p in over)}."
                     if len(over) > 1 else "")
             if longest is None:
