@@ -24,7 +24,7 @@ from pathlib import Path
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 from wizard.core.memory.trainer import Trainer, slack  # noqa: E402  (the estimator's own phase code)
-from wizard.core.memory.config import read_config  # noqa: E402
+from wizard.core.memory.config import complete_values, read_config  # noqa: E402
 from wizard.core.memory.terms import CONSTANTS, GIB, REFERENCE_CONSTANTS, MemoryConstants  # noqa: E402
 from wizard.core.models.facts import ModelFacts  # noqa: E402
 
@@ -56,12 +56,19 @@ def values_of(case: dict) -> dict:
     }
 
 
+def _variant():
+    """verl's FSDP config variant: the defaults of every key a case does not set (the schema snapshot's)."""
+    from wizard.adapters.files.resources import load_schema
+
+    return load_schema().variant(None)
+
+
 IDLE_USED = 1_197_342_720  # NVML used before CUDA init on the machine of gpu_memory_h200.json (its "context")
 
 
 def estimate(case: dict, c: MemoryConstants, idle_used: int = IDLE_USED) -> tuple[float, float] | None:
     """(torch allocations, process total as NVML sees it) the estimator gives for one measured case."""
-    cfg = read_config(values_of(case))
+    cfg = read_config(complete_values(values_of(case), _variant()))
     tr = Trainer(cfg, facts_of(case), None, c)
     phase = case["phase"]
     states, backward, step, _ = tr.update_parts()

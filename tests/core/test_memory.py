@@ -8,6 +8,7 @@ import math
 
 import pytest
 
+from tests.helpers.memory_values import full
 from wizard.core.hardware.cluster import GPU, Cluster, ClusterNode
 from wizard.core.memory.estimate import estimate_memory
 from wizard.core.memory.terms import CONSTANTS as C
@@ -39,7 +40,7 @@ def cluster(nodes=1, per_node=8, gib=80, ram=None):
 
 
 def report(values=None, models=None, cl=None):
-    rep, why = estimate_memory({**BASE, **(values or {})}, models or {"actor": Q7}, cl or cluster())
+    rep, why = estimate_memory(full({**BASE, **(values or {})}), models or {"actor": Q7}, cl or cluster())
     assert rep is not None, why
     return rep
 
@@ -244,12 +245,12 @@ def test_host_memory_against_node_ram():
 
 
 def test_unknown_model_or_engine_gives_no_report_but_a_reason():
-    rep, why = estimate_memory(BASE, {}, cluster())
+    rep, why = estimate_memory(full(BASE), {}, cluster())
     assert rep is None and "actor's model is unknown" in why
-    rep, why = estimate_memory({**BASE, f"{A}.strategy": "megatron"}, {"actor": Q7}, cluster())
+    rep, why = estimate_memory(full({**BASE, f"{A}.strategy": "megatron"}), {"actor": Q7}, cluster())
     assert rep is None and "megatron" in why
 
 
 def test_no_cluster_still_places_but_has_no_capacity():
-    rep, _ = estimate_memory(BASE, {"actor": Q7}, None)
+    rep, _ = estimate_memory(full(BASE), {"actor": Q7}, None)
     assert rep.fits is None and rep.groups[0].capacity_bytes is None

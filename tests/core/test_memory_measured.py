@@ -7,6 +7,7 @@ from pathlib import Path
 
 import pytest
 
+from tests.helpers.memory_values import full
 from wizard.adapters.files.resources import load_moves, load_schema
 from wizard.core.check.verdict import check_overrides
 from wizard.core.hardware.cluster import GPU, Cluster, ClusterNode
@@ -122,10 +123,10 @@ def test_fsdp1_on_one_gpu_keeps_the_reference_on_the_gpu_at_load():
 def test_deprecated_global_micro_batch_keys_are_sized_as_meant():
     values = {"trainer.n_gpus_per_node": 8, "data.max_prompt_length": 512, "data.max_response_length": 1024,
               f"{A}.ppo_micro_batch_size": 64, f"{R}.log_prob_micro_batch_size": 128, f"{R}.n": 5}
-    cfg = read_config(values)
+    cfg = read_config(full(values))
     assert cfg.actor_tokens == 8 * 1536 and cfg.logprob_tokens == 16 * 1536  # 64 / 8 GPUs, 128 / 8 GPUs
     assert any("ppo_micro_batch_size=64 (deprecated, global) is sized as 8 per GPU" in n for n in cfg.notes)
-    unset = read_config({k: v for k, v in values.items() if "micro" not in k})
+    unset = read_config(full({k: v for k, v in values.items() if "micro" not in k}))
     assert unset.actor_tokens == 1536  # what an unset micro batch gave before: one sample
 
 
@@ -136,6 +137,7 @@ LORA = {"trainer.n_gpus_per_node": 8, "algorithm.adv_estimator": "grpo", f"{R}.n
         f"{R}.tensor_model_parallel_size": 4, f"{R}.gpu_memory_utilization": 0.4, "data.train_batch_size": 64,
         f"{A}.ppo_mini_batch_size": 16, f"{A}.ppo_micro_batch_size_per_gpu": 1, f"{R}.log_prob_micro_batch_size_per_gpu": 2,
         f"{M}.lora_rank": 32, f"{A}.strategy": "fsdp", f"{AF}.param_offload": True, f"{AF}.optimizer_offload": True}
+LORA = full(LORA)
 
 
 def test_a_large_lora_run_on_fsdp1_does_not_fit_at_the_sync_unless_layered():

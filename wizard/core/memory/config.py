@@ -1,8 +1,8 @@
 """The verl keys the memory estimate reads (:data:`MEMORY_KEYS`) and what they mean for it (:class:`MemoryConfig`).
 
-Values come resolved as verl reads them (``RuleContext.get``) or as a plain mapping; a key missing from the
-mapping takes verl 0.9.1's default (``_generated_ppo_trainer.yaml``), and a value that is not the number
-or flag the key holds is read as that default too (the type rules report it).
+Values come resolved as verl reads them (``RuleContext.get``), completed by :func:`complete_values` with verl's
+own defaults from the schema snapshot: a key missing, null, unresolvable or not the number its default is reads
+as that default (the type rules report it).
 """
 
 from __future__ import annotations
@@ -11,6 +11,8 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 
 from wizard.core.memory import terms as mt
+from wizard.core.verl.resolved import UNRESOLVABLE, default_values
+from wizard.core.verl.schema import SchemaVariant
 from wizard.core.models.facts import ModelFacts
 from wizard.core.placement.pools import (
     PLACEMENT_KEYS, R, RM, lora_rank, need_critic, need_ref, ref_in_actor, replica_size,
@@ -19,43 +21,34 @@ from wizard.core.placement.pools import (
 
 A, AF, M, REF, CF = ("actor_rollout_ref.actor", "actor_rollout_ref.actor.fsdp_config", "actor_rollout_ref.model",
                      "actor_rollout_ref.ref", "critic.fsdp")
-# verl 0.9.1 defaults (trainer/config/_generated_ppo_trainer.yaml and the dataclasses behind it)
-DEFAULTS: dict[str, object] = {
-    "trainer.n_gpus_per_node": 8, "trainer.nnodes": 1,
-    "data.train_batch_size": 1024, "data.max_prompt_length": 512, "data.max_response_length": 512,
-    "data.dataloader_num_workers": 8,
-    f"{A}.strategy": "fsdp", f"{A}.ppo_mini_batch_size": 256, f"{A}.ppo_micro_batch_size_per_gpu": None,
-    f"{A}.ppo_micro_batch_size": None, f"{R}.log_prob_micro_batch_size": None, f"{REF}.log_prob_micro_batch_size": None,
-    f"{M}.override_config.attn_implementation": None, f"{R}.layered_summon": False,
-    f"{R}.checkpoint_engine.update_weights_bucket_megabytes": 2048,
-    f"{A}.use_dynamic_bsz": False, f"{A}.ppo_max_token_len_per_gpu": 16384, f"{A}.entropy_coeff": 0,
-    f"{A}.calculate_entropy": False, f"{A}.ulysses_sequence_parallel_size": 1,
-    f"{AF}.param_offload": False, f"{AF}.optimizer_offload": False, f"{AF}.offload_policy": False,
-    f"{AF}.fsdp_size": -1, f"{AF}.model_dtype": "fp32", f"{AF}.ulysses_sequence_parallel_size": 1,
-    f"{AF}.entropy_from_logits_with_chunking": False, f"{AF}.entropy_checkpointing": False,
-    f"{AF}.use_torch_compile": True,
-    f"{M}.enable_gradient_checkpointing": True, f"{M}.enable_activation_offload": False,
-    f"{M}.use_remove_padding": True, f"{M}.use_fused_kernels": False, f"{M}.lora_rank": 0,
-    f"{M}.lora_adapter_path": None,
-    f"{R}.name": None, f"{R}.n": 1, f"{R}.gpu_memory_utilization": 0.5, f"{R}.tensor_model_parallel_size": 2,
-    f"{R}.data_parallel_size": 1, f"{R}.pipeline_model_parallel_size": 1, f"{R}.max_num_seqs": 256,
-    f"{R}.max_num_batched_tokens": 8192, f"{R}.max_model_len": None, f"{R}.enforce_eager": False,
-    f"{R}.free_cache_engine": True, f"{R}.cudagraph_capture_sizes": None,
-    f"{R}.log_prob_micro_batch_size_per_gpu": None, f"{R}.log_prob_use_dynamic_bsz": False,
-    f"{R}.log_prob_max_token_len_per_gpu": 16384,
-    f"{REF}.log_prob_micro_batch_size_per_gpu": None, f"{REF}.log_prob_use_dynamic_bsz": False,
-    f"{REF}.log_prob_max_token_len_per_gpu": 16384, f"{REF}.ulysses_sequence_parallel_size": 1,
-    f"{REF}.fsdp_config.model_dtype": "fp32",
-    "critic.strategy": "fsdp", "critic.ppo_mini_batch_size": None, f"{CF}.param_offload": False, f"{CF}.optimizer_offload": False,
-    f"{CF}.offload_policy": False, f"{CF}.fsdp_size": -1, f"{CF}.model_dtype": "fp32",
-    f"{CF}.ulysses_sequence_parallel_size": 1, "critic.ppo_infer_max_token_len_per_gpu": 32768,
-    "critic.model.enable_gradient_checkpointing": True,
-    f"{RM}.rollout.name": None, f"{RM}.rollout.gpu_memory_utilization": 0.5, f"{RM}.rollout.enforce_eager": True,
-    f"{RM}.rollout.free_cache_engine": True, f"{RM}.rollout.max_num_seqs": 1024,
-    f"{RM}.rollout.max_num_batched_tokens": 8192, f"{RM}.rollout.max_model_len": None,
-    f"{RM}.rollout.cudagraph_capture_sizes": None,
-}
-MEMORY_KEYS: tuple[str, ...] = tuple(dict.fromkeys(PLACEMENT_KEYS + tuple(DEFAULTS)))
+# The keys the estimate reads beyond where roles run; their defaults are verl's own, from the schema snapshot
+# (``complete_values``), never typed here.
+ESTIMATE_KEYS: tuple[str, ...] = (
+    "trainer.n_gpus_per_node", "trainer.nnodes", "data.train_batch_size", "data.max_prompt_length",
+    "data.max_response_length", "data.dataloader_num_workers", f"{A}.strategy", f"{A}.ppo_mini_batch_size",
+    f"{A}.ppo_micro_batch_size_per_gpu", f"{A}.ppo_micro_batch_size", f"{R}.log_prob_micro_batch_size",
+    f"{REF}.log_prob_micro_batch_size", f"{M}.override_config.attn_implementation", f"{R}.layered_summon",
+    f"{R}.checkpoint_engine.update_weights_bucket_megabytes", f"{A}.use_dynamic_bsz",
+    f"{A}.ppo_max_token_len_per_gpu", f"{A}.entropy_coeff", f"{A}.calculate_entropy",
+    f"{A}.ulysses_sequence_parallel_size", f"{AF}.param_offload", f"{AF}.optimizer_offload", f"{AF}.offload_policy",
+    f"{AF}.fsdp_size", f"{AF}.model_dtype", f"{AF}.ulysses_sequence_parallel_size",
+    f"{AF}.entropy_from_logits_with_chunking", f"{AF}.entropy_checkpointing", f"{AF}.use_torch_compile",
+    f"{M}.enable_gradient_checkpointing", f"{M}.enable_activation_offload", f"{M}.use_remove_padding",
+    f"{M}.use_fused_kernels", f"{M}.lora_rank", f"{M}.lora_adapter_path", f"{R}.name", f"{R}.n",
+    f"{R}.gpu_memory_utilization", f"{R}.tensor_model_parallel_size", f"{R}.data_parallel_size",
+    f"{R}.pipeline_model_parallel_size", f"{R}.max_num_seqs", f"{R}.max_num_batched_tokens", f"{R}.max_model_len",
+    f"{R}.enforce_eager", f"{R}.free_cache_engine", f"{R}.cudagraph_capture_sizes",
+    f"{R}.log_prob_micro_batch_size_per_gpu", f"{R}.log_prob_use_dynamic_bsz", f"{R}.log_prob_max_token_len_per_gpu",
+    f"{REF}.log_prob_micro_batch_size_per_gpu", f"{REF}.log_prob_use_dynamic_bsz",
+    f"{REF}.log_prob_max_token_len_per_gpu", f"{REF}.ulysses_sequence_parallel_size",
+    f"{REF}.fsdp_config.model_dtype", "critic.strategy", "critic.ppo_mini_batch_size", f"{CF}.param_offload",
+    f"{CF}.optimizer_offload", f"{CF}.offload_policy", f"{CF}.fsdp_size", f"{CF}.model_dtype",
+    f"{CF}.ulysses_sequence_parallel_size", "critic.ppo_infer_max_token_len_per_gpu",
+    "critic.model.enable_gradient_checkpointing", f"{RM}.rollout.name", f"{RM}.rollout.gpu_memory_utilization",
+    f"{RM}.rollout.enforce_eager", f"{RM}.rollout.free_cache_engine", f"{RM}.rollout.max_num_seqs",
+    f"{RM}.rollout.max_num_batched_tokens", f"{RM}.rollout.max_model_len", f"{RM}.rollout.cudagraph_capture_sizes",
+)
+MEMORY_KEYS: tuple[str, ...] = tuple(dict.fromkeys(PLACEMENT_KEYS + ESTIMATE_KEYS))
 # Not a verl key: the average prompt + response length of a fixed-size micro-batch's samples. Unset, every sample
 # is taken at the maximum (the worst case); the memory rules set it to find the length at which a run still fits.
 SAMPLE_TOKENS = "wizard.sample_tokens"
@@ -64,29 +57,45 @@ FLASH_ATTN = "wizard.flash_attn"
 ATTN_KEY = f"{M}.override_config.attn_implementation"
 
 
-def _get(values: Mapping, key: str):
-    """The value, or verl's default when it is missing or null (a null where verl has a default means "unset")."""
-    v = values.get(key)
-    return DEFAULTS.get(key) if v is None else v
+def complete_values(values: Mapping, variant: SchemaVariant) -> dict:
+    """``values`` with every :data:`MEMORY_KEYS` key, verl's own default (the schema snapshot's, for this engine)
+    where a key is missing, null (a null where verl has a default means "unset"), unresolvable, or not the number
+    the default is (the type rules report that): what :func:`read_config` and the estimate are given."""
+    defaults = default_values(variant, MEMORY_KEYS)
+    out = dict(values)
+    for key in MEMORY_KEYS:
+        v, d = out.get(key, UNRESOLVABLE), defaults.get(key)
+        info = variant.keys.get(key)
+        if v is None or v is UNRESOLVABLE or not _same_kind(v, d, info.field_type if info else None):
+            out[key] = d
+    return out
+
+
+def _same_kind(value, default, field_type: str | None) -> bool:
+    """False for a value where verl's default is a number and the value is not one a ``field_type`` field takes
+    (a flag is no number; a float is no count)."""
+    if isinstance(default, bool) or default is None or not isinstance(default, (int, float)):
+        return True
+    if isinstance(value, bool):
+        return False
+    counts = isinstance(default, int) and "float" not in (field_type or "")
+    return isinstance(value, int) if counts else isinstance(value, (int, float))
 
 
 def _int(values: Mapping, key: str, low: int | None = None) -> int | None:
-    v = _get(values, key)
+    v = values.get(key)
     if isinstance(v, bool) or not isinstance(v, int):
-        d = DEFAULTS.get(key)
-        v = d if isinstance(d, int) and not isinstance(d, bool) else None
-    return v if v is None or low is None else max(low, v)
+        return None
+    return v if low is None else max(low, v)
 
 
 def _float(values: Mapping, key: str) -> float:
-    v = _get(values, key)
-    if isinstance(v, bool) or not isinstance(v, (int, float)):
-        v = DEFAULTS.get(key)
-    return float(v) if isinstance(v, (int, float)) else 0.0
+    v = values.get(key)
+    return float(v) if isinstance(v, (int, float)) and not isinstance(v, bool) else 0.0
 
 
 def _flag(values: Mapping, key: str) -> bool:
-    v = _get(values, key)
+    v = values.get(key)
     return truthy({key: v}, key)
 
 
@@ -153,7 +162,7 @@ class MemoryConfig:
 
 def _engine(values: Mapping, prefix: str, fallback_name: str | None = None) -> EngineConfig:
     tp, dp, pp = replica_size(values, prefix)
-    name = _get(values, f"{prefix}.name")
+    name = values.get(f"{prefix}.name")
     return EngineConfig(
         name=name if isinstance(name, str) and name not in ("???",) else (fallback_name or "vllm"),
         util=_float(values, f"{prefix}.gpu_memory_utilization"), tp=tp, dp=dp, pp=pp,
@@ -162,7 +171,7 @@ def _engine(values: Mapping, prefix: str, fallback_name: str | None = None) -> E
         max_model_len=_int(values, f"{prefix}.max_model_len"),
         enforce_eager=_flag(values, f"{prefix}.enforce_eager"),
         free_cache_engine=_flag(values, f"{prefix}.free_cache_engine"),
-        capture_sizes=_get(values, f"{prefix}.cudagraph_capture_sizes"))
+        capture_sizes=values.get(f"{prefix}.cudagraph_capture_sizes"))
 
 
 def _tokens(values: Mapping, *, dynamic: str | None, budget: str, micro: str | None, seq: int, sp: int,
@@ -262,7 +271,7 @@ def _actor_tokens(values: Mapping, world: int, seq: int, notes: list[str]) -> di
 
 
 def _critic(values: Mapping, world: int, seq: int) -> dict:
-    critic_dtype = str(_get(values, f"{CF}.model_dtype") or "fp32")
+    critic_dtype = str(values.get(f"{CF}.model_dtype") or "fp32")
     c_sp = _int(values, f"{CF}.ulysses_sequence_parallel_size", 1) or 1
     c_shards = _int(values, f"{CF}.fsdp_size") or -1
     n = _int(values, f"{R}.n", 1) or 1
@@ -272,8 +281,8 @@ def _critic(values: Mapping, world: int, seq: int) -> dict:
         critic_dtype=critic_dtype, critic_dtype_bytes=mt.dtype_bytes(critic_dtype),
         critic_param_offload=_flag(values, f"{CF}.param_offload"),
         critic_optimizer_offload=_flag(values, f"{CF}.optimizer_offload"),
-        critic_offload_policy=str(_get(values, "critic.strategy")) == "fsdp2" and _flag(values, f"{CF}.offload_policy"),
-        critic_fsdp1=str(_get(values, "critic.strategy") or _get(values, f"{A}.strategy") or "fsdp") == "fsdp",
+        critic_offload_policy=str(values.get("critic.strategy")) == "fsdp2" and _flag(values, f"{CF}.offload_policy"),
+        critic_fsdp1=str(values.get("critic.strategy") or values.get(f"{A}.strategy") or "fsdp") == "fsdp",
         critic_gc=_flag(values, "critic.model.enable_gradient_checkpointing"),
         # 0.9.1: the critic engine packs by tokens, ppo_infer_max_token_len_per_gpu (trainer_base.py:266)
         critic_tokens=_tokens(values, dynamic=None, budget="critic.ppo_infer_max_token_len_per_gpu", micro=None,
@@ -282,8 +291,8 @@ def _critic(values: Mapping, world: int, seq: int) -> dict:
 
 def _actor(values: Mapping, world: int) -> dict:
     fsdp_size = _int(values, f"{AF}.fsdp_size") or -1
-    strategy = str(_get(values, f"{A}.strategy") or "fsdp")
-    actor_dtype = str(_get(values, f"{AF}.model_dtype") or "fp32")
+    strategy = str(values.get(f"{A}.strategy") or "fsdp")
+    actor_dtype = str(values.get(f"{AF}.model_dtype") or "fp32")
     return dict(
         shards=fsdp_size if fsdp_size > 0 else world, strategy=strategy,
         actor_dtype=actor_dtype, actor_dtype_bytes=mt.dtype_bytes(actor_dtype),

@@ -13,7 +13,7 @@ from dataclasses import dataclass
 
 from wizard.core.hardware.cluster import Cluster
 from wizard.core.memory.estimate import GpuEstimate, MemoryReport, estimate_memory
-from wizard.core.memory.config import AF, CF, DEFAULTS, M, REF, A, read_config
+from wizard.core.memory.config import AF, CF, M, REF, A, read_config
 from wizard.core.memory import terms as mt
 from wizard.core.memory.phases import PhaseName as P
 from wizard.core.memory.terms import GIB, MemoryConstants
@@ -44,11 +44,6 @@ def _group_peak(report: MemoryReport | None, pool: str, capacity: int | None) ->
     return max((g.peak.total for g in same), default=None)
 
 
-def _get(values: Mapping, key: str):
-    v = values.get(key)
-    return DEFAULTS.get(key) if v is None else v
-
-
 def _candidates(values: Mapping, phase: str, models: Mapping[str, ModelFacts]) -> list[tuple[str, list[dict]]]:
     """(what it is, [value changes to try, best first]) in cost order for the phase that peaks."""
     cfg = read_config(values)
@@ -62,21 +57,21 @@ def _candidates(values: Mapping, phase: str, models: Mapping[str, ModelFacts]) -
                          f"{REF}.log_prob_max_token_len_per_gpu"),
     }.get(phase, (None, None, None))
     if micro_key:
-        dynamic = bool(_get(values, dyn_key))
-        micro = _get(values, micro_key)
+        dynamic = bool(values.get(dyn_key))
+        micro = values.get(micro_key)
         if not dynamic and isinstance(micro, int) and micro > 1:
             out.append(("micro batch", [{micro_key: m} for m in _halvings(micro)]))
-        budget = _get(values, budget_key) if dynamic else None
+        budget = values.get(budget_key) if dynamic else None
         tries = [b for b in (8 * seq, 4 * seq, 3 * seq, 2 * seq, seq) if not isinstance(budget, int) or b < budget]
         if tries:
             out.append(("dynamic batch", [{budget_key: b} if dynamic else {dyn_key: True, budget_key: b} for b in tries]))
     offload = []
     if phase in (P.GENERATION, P.LOAD, P.OLD_LOG_PROB, P.REF_LOG_PROB, P.CRITIC_UPDATE, P.WEIGHT_SYNC, P.REWARD):
-        if not _get(values, f"{AF}.optimizer_offload"):
+        if not values.get(f"{AF}.optimizer_offload"):
             offload.append({f"{AF}.optimizer_offload": True})
-        if not _get(values, f"{AF}.param_offload") and phase != P.WEIGHT_SYNC:
+        if not values.get(f"{AF}.param_offload") and phase != P.WEIGHT_SYNC:
             offload.append({f"{AF}.param_offload": True, f"{AF}.optimizer_offload": True})
-    if phase == P.ACTOR_UPDATE and not (_get(values, f"{A}.strategy") == "fsdp2" and _get(values, f"{AF}.offload_policy")):
+    if phase == P.ACTOR_UPDATE and not (values.get(f"{A}.strategy") == "fsdp2" and values.get(f"{AF}.offload_policy")):
         offload.append({f"{A}.strategy": "fsdp2", f"{AF}.offload_policy": True})
     if phase == P.CRITIC_UPDATE:
         offload.append({f"{CF}.param_offload": True, f"{CF}.optimizer_offload": True})
@@ -104,7 +99,7 @@ def _candidates(values: Mapping, phase: str, models: Mapping[str, ModelFacts]) -
         out.append(("weight-sync buffer", [{f"{R}.checkpoint_engine.update_weights_bucket_megabytes": b}
                                            for b in (1024, 512) if largest <= b << 20 < cfg.sync_bucket_bytes]))
     if phase in TRAINING_PHASES or phase in (P.GENERATION, P.WEIGHT_SYNC):
-        out.append(("more GPUs", [{"trainer.nnodes": cfg.world // max(1, _get(values, "trainer.n_gpus_per_node")) * 2}]))
+        out.append(("more GPUs", [{"trainer.nnodes": cfg.world // max(1, values.get("trainer.n_gpus_per_node")) * 2}]))
     return out
 
 

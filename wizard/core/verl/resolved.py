@@ -236,3 +236,23 @@ def _is_missing(cfg: DictConfig, key: str) -> bool:
     return OmegaConf.is_config(parent) and leaf in parent.keys() and OmegaConf.is_missing(parent, leaf)
 
 
+
+
+def default_values(variant: SchemaVariant, keys: tuple[str, ...]) -> dict:
+    """verl's own value of each of ``keys`` when no override touches the config, from the schema snapshot: the
+    default config resolved (interpolations followed), a dataclass field's own default where the YAML has no key
+    (``+`` keys), None where verl has neither. Kept on the variant: the same for every check."""
+    memo = variant.__dict__.setdefault("_default_values", {})
+    if keys not in memo:
+        # a config of its own: the shared default config is changed in place while a check composes on it
+        resolved = ResolvedConfig(cfg=OmegaConf.create(variant.tree), variant=variant, touched=frozenset())
+        out = {}
+        for key in keys:
+            info = variant.keys.get(key)
+            if info is not None and not info.in_yaml:
+                out[key] = info.default
+                continue
+            value = resolved.get(key)
+            out[key] = None if value is UNRESOLVABLE else value
+        memo[keys] = out
+    return dict(memo[keys])

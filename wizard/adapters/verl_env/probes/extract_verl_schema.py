@@ -83,7 +83,9 @@ def _type_name(tp) -> str:
     return name
 
 
-def _dataclass_fields(target: str) -> dict[str, str] | None:
+def _dataclass_fields(target: str) -> dict[str, tuple[str, object]] | None:
+    """{field: (type name, default)} of the class verl builds at a section; the default is ``dataclasses.MISSING``
+    unless it is a plain value (a number, text, a flag or None): what verl uses when no key sets the field."""
     module, _, cls_name = target.rpartition(".")
     try:
         cls = getattr(importlib.import_module(module), cls_name)
@@ -92,8 +94,10 @@ def _dataclass_fields(target: str) -> dict[str, str] | None:
         return None
     if not dataclasses.is_dataclass(cls):
         return None
+    plain = (int, float, str, bool, type(None))
     return {
-        f.name: _type_name(hints.get(f.name, f.type))
+        f.name: (_type_name(hints.get(f.name, f.type)),
+                 f.default if isinstance(f.default, plain) and f.default is not dataclasses.MISSING else dataclasses.MISSING)
         for f in dataclasses.fields(cls)
         if not f.name.startswith("_")
     }
@@ -110,7 +114,7 @@ def _walk(tree: dict, prefix: str, out: list[dict], targets: dict[str, str]) -> 
         path = f"{prefix}.{key}" if prefix else str(key)
         entry = {"key": path, "type": _value_type(value)}
         if fields and key in fields:
-            entry["field_type"] = fields[key]
+            entry["field_type"] = fields[key][0]
         if isinstance(value, dict) and value:
             entry["type"] = "dict"
             out.append(entry)
@@ -119,9 +123,12 @@ def _walk(tree: dict, prefix: str, out: list[dict], targets: dict[str, str]) -> 
         entry["default"] = value
         out.append(entry)
     if fields:
-        for name, tp in fields.items():
+        for name, (tp, default) in fields.items():
             if name not in tree:
-                out.append({"key": f"{prefix}.{name}", "type": "plus_only", "field_type": tp})
+                entry = {"key": f"{prefix}.{name}", "type": "plus_only", "field_type": tp}
+                if default is not dataclasses.MISSING:
+                    entry["default"] = default  # the dataclass's own: what verl uses while no '+' sets it
+                out.append(entry)
 
 
 def extract() -> dict:

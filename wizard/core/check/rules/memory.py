@@ -12,12 +12,12 @@ from wizard.core.memory.estimate import GpuEstimate, MemoryReport
 from wizard.core.memory.phases import PhaseName as P, step_index
 from wizard.core.memory.report import MemoryPlan, plan_memory
 from wizard.core.memory import verdict
-from wizard.core.memory.config import MEMORY_KEYS, AF, A, read_config
+from wizard.core.memory.config import MEMORY_KEYS, AF, A, complete_values, read_config
 from wizard.core.memory.fixes import ranked_fixes
 from wizard.core.memory.terms import CONSTANTS, GIB
 from wizard.core.placement.pools import R, plan_placement
 from wizard.core.check.rules import rule
-from wizard.core.check.rules.context import UNRESOLVABLE, RuleContext, finding
+from wizard.core.check.rules.context import RuleContext, finding
 
 PHASE_KEYS = {
     P.ACTOR_UPDATE: [f"{A}.ppo_micro_batch_size_per_gpu", f"{A}.use_dynamic_bsz", f"{A}.ppo_max_token_len_per_gpu",
@@ -34,10 +34,9 @@ PHASE_KEYS = {
 
 
 def memory_values(ctx: RuleContext) -> dict:
-    """The resolved values the estimate reads (unresolvable ones left out: the estimate takes verl's default)."""
+    """The resolved values the estimate reads, verl's default where one cannot be used (``complete_values``)."""
     if "memory.values" not in ctx._memo:
-        values = {k: ctx.get(k) for k in MEMORY_KEYS}
-        ctx._memo["memory.values"] = {k: v for k, v in values.items() if v is not UNRESOLVABLE}
+        ctx._memo["memory.values"] = complete_values({k: ctx.get(k) for k in MEMORY_KEYS}, ctx.variant)
     return ctx._memo["memory.values"]
 
 
