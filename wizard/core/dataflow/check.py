@@ -17,7 +17,8 @@ from wizard.core.dataflow.graph import (
     port_label,
     uses_values,
 )
-from wizard.core.dataflow.keys import CRITIC, EST, FN_PATH, KL_LOSS, KL_REWARD, N, RM, RM_PATH, critic_on, stage_on
+from wizard.core.dataflow.keys import (CRITIC_ENABLE, EST, FN_PATH, KL_LOSS, KL_REWARD, N, RM_ENABLE, RM_PATH, critic_on,
+                                      stage_on)
 from wizard.core.findings import Finding, Severity, Stage, sort_findings
 
 NodeFinding = tuple[tuple[str, ...], Finding]
@@ -118,7 +119,7 @@ def _gae_values(graph: Graph) -> NodeFinding:
             "(unresolved dependency: values → Advantage)",
             "Link Critic values · values to Advantage · values"))
     return (("advantage",), _f(
-        "dataflow.gae_values", Severity.ERROR, Stage.RUNTIME, [EST, CRITIC],
+        "dataflow.gae_values", Severity.ERROR, Stage.RUNTIME, [EST, CRITIC_ENABLE],
         "gae needs critic values but the critic is off (critic.enable=False): verl fails at the first advantage "
         "computation with KeyError: 'values'",
         "Add Critic values and Critic update, or pick an estimator without a critic (grpo, rloo, …)",
@@ -142,12 +143,12 @@ def _idle(graph: Graph) -> list[NodeFinding]:
     drawn = [n for n in ("critic_values", "critic_update") if graph.has(n)]
     if drawn and not critic_on(graph):
         out.append((tuple(drawn), _f(
-            "dataflow.stage_off", Severity.WARNING, Stage.ADVICE, [CRITIC],
+            "dataflow.stage_off", Severity.WARNING, Stage.ADVICE, [CRITIC_ENABLE],
             "the critic is drawn but not wired in (its values feed nothing and its update gets nothing), so it is "
             "off (critic.enable=False)", "Link Critic values to Critic update (and to Advantage for gae), or delete")))
     if critic_on(graph) and not graph.has("critic_update"):
         out.append((("critic_values",), _f(
-            "dataflow.critic_update", Severity.WARNING, Stage.ADVICE, [CRITIC],
+            "dataflow.critic_update", Severity.WARNING, Stage.ADVICE, [CRITIC_ENABLE],
             "the critic runs but is never updated in this picture; verl trains it every step",
             "Add Critic update (it reads values and returns)")))
     return out
@@ -166,9 +167,9 @@ def _estimator(graph: Graph) -> list[NodeFinding]:
             f"Sample a group per prompt: set n on Generate to {GROUP_N}", [f"{N}={GROUP_N}"])))
     if critic_on(graph) and not uses_values(est):
         out.append((("critic_values", "advantage"), _f(
-            "dataflow.critic_unused", Severity.INFO, Stage.ADVICE, [CRITIC, EST],
+            "dataflow.critic_unused", Severity.INFO, Stage.ADVICE, [CRITIC_ENABLE, EST],
             f"{est} does not read critic values: the critic is trained every step (GPU time and memory) but no "
-            "advantage uses it", "Delete the critic stages, or pick gae", [f"{CRITIC}=False"])))
+            "advantage uses it", "Delete the critic stages, or pick gae", [f"{CRITIC_ENABLE}=False"])))
     return out
 
 
@@ -179,13 +180,13 @@ def _reward(graph: Graph) -> list[NodeFinding]:
     out: list[NodeFinding] = []
     if node.variant in ("model", "both") and not node.params.get("model_path"):
         out.append((("reward",), _f(
-            "dataflow.reward_model_path", Severity.ERROR, Stage.STARTUP, [RM, RM_PATH],
+            "dataflow.reward_model_path", Severity.ERROR, Stage.STARTUP, [RM_ENABLE, RM_PATH],
             "the reward model is on but has no model (reward.reward_model.model_path is unset): every reward "
             "worker fails at startup loading its tokenizer",
             "Set the reward model path on the Reward stage (a local folder or a hub id)")))
     if node.variant == "both" and not node.params.get("function_path"):
         out.append((("reward",), _f(
-            "dataflow.reward_function", Severity.WARNING, Stage.ADVICE, [FN_PATH, RM],
+            "dataflow.reward_function", Severity.WARNING, Stage.ADVICE, [FN_PATH, RM_ENABLE],
             "model + function needs your function (reward.custom_reward_function.path): without it verl scores "
             "with the reward model alone", "Set the reward function path on the Reward stage, or pick reward model")))
     return out

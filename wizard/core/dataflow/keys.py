@@ -20,18 +20,19 @@ from wizard.core.dataflow.graph import DEFAULT_ESTIMATOR, Graph, Node, canonical
 from wizard.core.findings import Finding, Severity, Stage
 from wizard.core.verl.overrides import OverrideSyntaxError, parse_override
 from wizard.core.plan.model import Plan, field_map, get_field
+from wizard.core.verl.keys import A, R, RM
 
 EST = "algorithm.adv_estimator"
-CRITIC = "critic.enable"
-KL_LOSS = "actor_rollout_ref.actor.use_kl_loss"
+CRITIC_ENABLE = "critic.enable"
+KL_LOSS = f"{A}.use_kl_loss"
 KL_REWARD = "algorithm.use_kl_in_reward"
-RM = "reward.reward_model.enable"
-RM_PATH = "reward.reward_model.model_path"
+RM_ENABLE = f"{RM}.enable"
+RM_PATH = f"{RM}.model_path"
 FN_PATH = "reward.custom_reward_function.path"
 FN_NAME = "reward.custom_reward_function.name"
-N = "actor_rollout_ref.rollout.n"
-RM_ENGINE = "reward.reward_model.rollout.name"  # not modelled: kept as an extra override
-DATAFLOW_KEYS = (EST, CRITIC, KL_LOSS, KL_REWARD, RM, RM_PATH, FN_PATH, FN_NAME, N)
+N = f"{R}.n"
+RM_ENGINE = f"{RM}.rollout.name"  # not modelled: kept as an extra override
+DATAFLOW_KEYS = (EST, CRITIC_ENABLE, KL_LOSS, KL_REWARD, RM_ENABLE, RM_PATH, FN_PATH, FN_NAME, N)
 
 
 # -- plan -> graph ------------------------------------------------------------------------------------------
@@ -112,10 +113,10 @@ def wanted_keys(graph: Graph, plan: Plan) -> dict[str, Any]:
     rollout = graph.node("rollout")
     return {
         EST: est,
-        CRITIC: critic_on(graph),
+        CRITIC_ENABLE: critic_on(graph),
         KL_LOSS: stage_on(graph, "kl_loss"),
         KL_REWARD: stage_on(graph, "kl_reward"),
-        RM: variant in ("model", "both"),
+        RM_ENABLE: variant in ("model", "both"),
         RM_PATH: params.get("model_path"),
         FN_PATH: params.get("function_path") if variant in ("rule", "both") else None,
         FN_NAME: params.get("function_name"),
@@ -128,9 +129,9 @@ def _effective(plan: Plan, key: str, est: str) -> Any:
     value = get_field(plan, key)
     if key == EST:
         return value or DEFAULT_ESTIMATOR
-    if key == CRITIC:
+    if key == CRITIC_ENABLE:
         return critic_of(plan, est)
-    if key in (KL_LOSS, KL_REWARD, RM):
+    if key in (KL_LOSS, KL_REWARD, RM_ENABLE):
         return bool(value)
     return value
 
@@ -144,10 +145,10 @@ def plan_from_graph(graph: Graph, plan: Plan) -> Plan:
         want = wanted[key]
         if _effective(plan, key, est) == want:
             continue
-        if key == CRITIC and want == (est == "gae"):
+        if key == CRITIC_ENABLE and want == (est == "gae"):
             want = None  # verl's own choice for this estimator: no override needed
         _assign(out, key, want)
-    if wanted[RM] and not _effective(plan, RM, est):
+    if wanted[RM_ENABLE] and not _effective(plan, RM_ENABLE, est):
         _add_reward_engine(out)
     out.dataflow.positions = {k: (float(x), float(y)) for k, (x, y) in graph.layout.items()}
     return out

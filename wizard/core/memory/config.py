@@ -15,12 +15,10 @@ from wizard.core.verl.resolved import UNRESOLVABLE, default_values
 from wizard.core.verl.schema import SchemaVariant
 from wizard.core.models.facts import ModelFacts
 from wizard.core.placement.pools import (
-    PLACEMENT_KEYS, R, RM, lora_rank, need_critic, need_ref, ref_in_actor, replica_size,
-    trainer_mode, truthy,
+    PLACEMENT_KEYS, lora_rank, need_critic, need_ref, ref_in_actor, replica_size, trainer_mode, truthy,
 )
+from wizard.core.verl.keys import CF, REF, RM, A, AF, M, R
 
-A, AF, M, REF, CF = ("actor_rollout_ref.actor", "actor_rollout_ref.actor.fsdp_config", "actor_rollout_ref.model",
-                     "actor_rollout_ref.ref", "critic.fsdp")
 # The keys the estimate reads beyond where roles run; their defaults are verl's own, from the schema snapshot
 # (``complete_values``), never typed here.
 ESTIMATE_KEYS: tuple[str, ...] = (

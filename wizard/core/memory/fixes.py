@@ -13,12 +13,12 @@ from dataclasses import dataclass
 
 from wizard.core.hardware.cluster import Cluster
 from wizard.core.memory.estimate import GpuEstimate, MemoryReport, estimate_memory
-from wizard.core.memory.config import AF, CF, M, REF, A, read_config
+from wizard.core.memory.config import read_config
 from wizard.core.memory import terms as mt
 from wizard.core.memory.phases import PhaseName as P
 from wizard.core.memory.terms import GIB, MemoryConstants
 from wizard.core.models.facts import ModelFacts
-from wizard.core.placement.pools import R
+from wizard.core.verl.keys import CF, REF, A, AF, M, R
 
 TRAINING_PHASES = (P.ACTOR_UPDATE, P.OLD_LOG_PROB, P.REF_LOG_PROB, P.CRITIC_UPDATE)
 

@@ -19,7 +19,7 @@ from wizard.core.memory.estimate import GpuEstimate, MemoryReport, estimate_memo
 from wizard.core.memory.phases import PhaseName as P
 from wizard.core.memory.terms import GIB
 from wizard.core.models.facts import ModelFacts
-from wizard.core.placement.pools import R
+from wizard.core.verl.keys import R
 
 FITS, TIGHT, FITS_WHILE_SHORT, DOES_NOT_FIT = "fits", "tight", "fits_while_short", "does_not_fit"
 DYNAMIC_KEYS = {P.ACTOR_UPDATE: "actor_rollout_ref.actor.use_dynamic_bsz", P.OLD_LOG_PROB: f"{R}.log_prob_use_dynamic_bsz",

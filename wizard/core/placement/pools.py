@@ -25,9 +25,8 @@ from wizard.core.verl.roles import lora_rank, need_critic, need_ref, ref_in_acto
 from wizard.core.hardware.cluster import LINK_RANK, Cluster, LinkKind, ClusterNode
 from wizard.core.findings import Finding, Severity, Stage
 from wizard.core.hardware.gpus import MAX_GPUS, MAX_GPUS_PER_NODE
+from wizard.core.verl.keys import RM, R
 
-R = "actor_rollout_ref.rollout"
-RM = "reward.reward_model"
 PLACEMENT_KEYS = (
     "trainer.n_gpus_per_node", "trainer.nnodes", "trainer.v1.trainer_mode", "actor_rollout_ref.hybrid_engine",
     f"{R}.name", f"{R}.tensor_model_parallel_size", f"{R}.data_parallel_size", f"{R}.pipeline_model_parallel_size",

@@ -16,8 +16,9 @@ from dataclasses import dataclass
 from wizard.core.findings import Finding, Severity, Stage
 from wizard.core.models.facts import HF_DOWNLOAD
 from wizard.core.run.rootcause import Cluster
+from wizard.core.verl.keys import MODEL
 
-M = "actor_rollout_ref.model.path"
+MODEL_PATH = f"{MODEL}.path"
 _MODEL = re.compile(r"actor_rollout_ref\.model\.path=([^'\",\]\s]+)")
 
 
@@ -66,10 +67,10 @@ def _hub(root: Cluster, final: Cluster, texts: list[str]) -> Finding:
            f"({where(root)}); verl loads the tokenizer in the TaskRunner before any GPU work and reports it as an "
            f"instantiation error of HFModelConfig.{explains(root, final)}")
     fix = (f"Download it once where there is network ({HF_DOWNLOAD} {model or 'ORG/NAME'} --local-dir "
-           f"/models/NAME), copy it to every node and set {M}=/models/NAME"
+           f"/models/NAME), copy it to every node and set {MODEL_PATH}=/models/NAME"
            + ("; or unset HF_HUB_OFFLINE if this machine may use the network" if offline else
               "; or point HF_ENDPOINT at a mirror you can reach"))
-    return _f("triage.hub_unreachable", msg, fix, [M], stage=Stage.STARTUP)
+    return _f("triage.hub_unreachable", msg, fix, [MODEL_PATH], stage=Stage.STARTUP)
 
 
 def _tokenizer(root: Cluster, final: Cluster, texts: list[str]) -> Finding:
@@ -82,7 +83,7 @@ def _tokenizer(root: Cluster, final: Cluster, texts: list[str]) -> Finding:
            f"check with: python -c \"from transformers import AutoTokenizer as T; "
            f"print(T.from_pretrained('{_model(texts) or 'MODEL'}').encode(chr(10), add_special_tokens=False))\" "
            "- a Qwen tokenizer prints one id")
-    return _f("triage.agent_loop_tokenizer", msg, fix, [M, "actor_rollout_ref.model.tokenizer_path"])
+    return _f("triage.agent_loop_tokenizer", msg, fix, [MODEL_PATH, "actor_rollout_ref.model.tokenizer_path"])
 
 
 KNOWN: tuple[KnownRoot, ...] = (

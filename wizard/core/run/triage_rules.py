@@ -14,8 +14,8 @@ from dataclasses import dataclass
 
 from wizard.core.findings import Finding, Stage
 from wizard.core.run.triage_roots import _f
+from wizard.core.verl.keys import R as RO
 
-RO = "actor_rollout_ref.rollout"
 
 
 @dataclass(frozen=True)

@@ -8,10 +8,10 @@ from math import gcd
 from wizard.core.findings import Severity, Stage
 from wizard.core.check.rules import rule
 from wizard.core.check.rules.context import RuleContext, finding
+from wizard.core.verl.keys import A, R
 
-A = "actor_rollout_ref.actor"
 TBS = "data.train_batch_size"
-N = "actor_rollout_ref.rollout.n"
+N = f"{R}.n"
 LOSS_AGG_MODES = ("token-mean", "token-sum", "seq-mean-token-sum", "seq-mean-token-mean", "seq-mean-token-sum-norm")
 
 

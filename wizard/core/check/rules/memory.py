@@ -12,10 +12,11 @@ from wizard.core.memory.estimate import GpuEstimate, MemoryReport
 from wizard.core.memory.phases import PhaseName as P, step_index
 from wizard.core.memory.report import MemoryPlan, plan_memory
 from wizard.core.memory import verdict
-from wizard.core.memory.config import MEMORY_KEYS, AF, A, complete_values, read_config
+from wizard.core.memory.config import MEMORY_KEYS, complete_values, read_config
 from wizard.core.memory.fixes import ranked_fixes
 from wizard.core.memory.terms import CONSTANTS, GIB
-from wizard.core.placement.pools import R, plan_placement
+from wizard.core.placement.pools import plan_placement
+from wizard.core.verl.keys import A, AF, R
 from wizard.core.check.rules import rule
 from wizard.core.check.rules.context import RuleContext, finding
 

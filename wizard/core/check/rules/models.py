@@ -18,9 +18,8 @@ from wizard.core.findings import Severity, Stage
 from wizard.core.models.facts import ModelFacts
 from wizard.core.check.rules import rule
 from wizard.core.check.rules.context import RuleContext, finding
+from wizard.core.verl.keys import R, RM
 
-R = "actor_rollout_ref.rollout"
-RM = "reward.reward_model"
 PATH_KEYS = {"actor": "actor_rollout_ref.model.path", "ref": "actor_rollout_ref.model.path",
              "critic": "critic.model.path", "reward": f"{RM}.model_path"}
 TRUST_KEYS = {"actor": "actor_rollout_ref.model.trust_remote_code", "critic": "critic.model.trust_remote_code"}

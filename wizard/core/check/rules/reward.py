@@ -6,9 +6,8 @@ from __future__ import annotations
 from wizard.core.findings import Severity, Stage
 from wizard.core.check.rules import rule
 from wizard.core.check.rules.context import RuleContext, finding
+from wizard.core.verl.keys import MGR, RM
 
-RM = "reward.reward_model"
-MGR = "reward.reward_manager"
 OB = "reward.reward_kwargs.overlong_buffer_cfg"
 
 

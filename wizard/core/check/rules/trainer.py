@@ -10,13 +10,12 @@ from __future__ import annotations
 from wizard.core.findings import Severity, Stage
 from wizard.core.check.rules import rule
 from wizard.core.check.rules.context import RuleContext, finding
+from wizard.core.verl.keys import R, RM
 
-R = "actor_rollout_ref.rollout"
 SA = "trainer.v1.separate_async"
 HR = f"{SA}.hybrid_rollout"
 S = "trainer.v1.sampler"
 FG = "algorithm.filter_groups"
-RM = "reward.reward_model"
 
 
 def _v1(ctx: RuleContext) -> bool:

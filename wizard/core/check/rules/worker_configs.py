@@ -8,8 +8,8 @@ from wizard.core.findings import Severity, Stage
 from wizard.core.check.rules import rule
 from wizard.core.check.rules.context import RuleContext, finding
 from wizard.core.check.rules.sections import build_of
+from wizard.core.verl.keys import REF
 
-REF = "actor_rollout_ref.ref"
 
 
 @rule("batch.ref_micro", Stage.STARTUP)
