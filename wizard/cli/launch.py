@@ -305,17 +305,15 @@ def _print_end(ok, code, run_dir, progress, findings, interrupted) -> None:
 
 def _insight(out: _Out, run_dir: Path) -> None:
     """After the run: the last step's samples verdict, where the time went, and the full run's forecast."""
-    from wizard.adapters.files.run_folder import RunFolderError, read_run_folder
-    from wizard.core.run import digest
+    from wizard.adapters.files.run_folder import RunFolderError
     from wizard.core.run.timing.steps import fmt_s
+    from wizard.usecases.runs import digest_run
 
     try:
-        record = read_run_folder(run_dir)
+        run = digest_run(run_dir)
     except RunFolderError:
         return
-    inspected = digest.inspect_steps(record.rollout, record.state, digest.max_response_length(record))
-    summary = digest.timing_of(record)
-    fc = digest.forecast_of(record, summary)
+    inspected, summary, fc = run.training, run.timing, run.forecast
     if out.json:
         if inspected or summary.step_s:
             out.event("insight", samples=inspected[-1].verdict.to_json() if inspected else None,

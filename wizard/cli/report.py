@@ -8,8 +8,6 @@ from __future__ import annotations
 
 import json
 import sys
-import time
-from pathlib import Path
 
 from wizard.cli._common import EXIT_OK, UsageError, read_run_dir
 
@@ -24,20 +22,16 @@ def add_parser(subparsers) -> None:
 
 
 def run_report(args) -> int:
-    from wizard import __version__
-    from wizard.adapters.files.disk import WriteError, write_atomic
-    from wizard.adapters.files.run_folder import REPORT, secret_values
-    from wizard.core.run.report import render_report
+    from wizard.adapters.files.disk import WriteError
+    from wizard.usecases.runs import report_text, write_run_report
 
     record = read_run_dir(args.run_dir)
-    text = render_report(record, secrets=secret_values(), environment=_environment(record, args.python),
-                         wizard_version=__version__, written=time.strftime("%Y-%m-%d %H:%M"))
+    environment = _environment(record, args.python)
     if args.out == "-":
-        sys.stdout.write(text)
+        sys.stdout.write(report_text(record, environment))
         return EXIT_OK
-    path = Path(args.out) if args.out else Path(record.path) / REPORT
     try:
-        write_atomic(path, text)
+        path, text = write_run_report(record, environment, args.out)
     except WriteError as exc:
         raise UsageError(str(exc)) from None
     lines = text.count("\n")

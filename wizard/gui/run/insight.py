@@ -9,7 +9,6 @@ is recomputed from them on a timer. When the run ends its folder is read once mo
 
 from __future__ import annotations
 
-import time
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -18,7 +17,6 @@ from PySide6.QtGui import QGuiApplication
 from PySide6.QtWidgets import QFileDialog, QPushButton, QWidget
 
 from wizard.core.plan.model import Plan
-from wizard.core.run import digest
 from wizard.core.run.logfacts import dataset_size, has_timestamp, startup_seconds
 from wizard.core.run.logparse import RunLog, StepMetrics
 from wizard.core.run.record import RunRecord
@@ -30,6 +28,7 @@ from wizard.gui.run.log_view import Entry, log_entry
 from wizard.gui.run.samples_view import SamplesView
 from wizard.gui.run.timing_view import TimingView
 from wizard.gui.workers import Worker
+from wizard.usecases.runs import digest_run, write_run_report
 
 REDRAW_MS = 500
 LOG_SHOWN = 200_000  # lines of an opened folder's log put in the log view (its cap)
@@ -59,34 +58,23 @@ def step_metrics(state: RunLog) -> list[StepMetrics]:
 
 
 def digest_folder(path: str, opened: bool) -> FolderDigest:
-    """On a worker thread: the folder read (``wizard.adapters.files.run_folder``) and digested."""
-    from wizard.adapters.files.run_folder import read_run_folder
-
-    record = read_run_folder(path)
-    max_len = digest.max_response_length(record)
-    summary = digest.timing_of(record)
-    d = FolderDigest(record=record, training=digest.inspect_steps(record.rollout, record.state, max_len),
-                     validation=digest.inspect_steps(record.validation, record.state, max_len, validation=True),
-                     timing=summary, forecast=digest.forecast_of(record, summary), opened=opened)
+    """On a worker thread: the folder read and digested (``wizard.usecases.runs``), and for a folder the user opened
+    its log and metrics as the views take them."""
+    run = digest_run(path)
+    d = FolderDigest(record=run.record, training=run.training, validation=run.validation, timing=run.timing,
+                     forecast=run.forecast, opened=opened)
+    record = run.record
     if opened:
         d.entries = [log_entry(line) for line in record.log_tail[-LOG_SHOWN:]]
         d.metrics = step_metrics(record.state)
     return d
 
 
-def write_report(run_dir: str, environment: dict | None, secrets: dict[str, str]) -> tuple[str, str]:
-    """On a worker thread: the report written to the run folder; (its path, its text)."""
-    from wizard import __version__
-    from wizard.adapters.files.disk import write_atomic
-    from wizard.adapters.files.run_folder import REPORT, read_run_folder
-    from wizard.core.run.report import render_report
+def write_report(run_dir: str, environment: dict | None) -> tuple[str, str]:
+    """On a worker thread: the report written to the run folder (``wizard.usecases.runs``); (its path, its text)."""
+    from wizard.adapters.files.run_folder import read_run_folder
 
-    record = read_run_folder(run_dir)
-    env = environment or (record.meta.environment if record.meta else None)
-    text = render_report(record, secrets=secrets, environment=env, wizard_version=__version__,
-                         written=time.strftime("%Y-%m-%d %H:%M"))
-    path = Path(run_dir) / REPORT
-    write_atomic(path, text)
+    path, text = write_run_report(read_run_folder(run_dir), environment)
     return str(path), text
 
 
@@ -221,11 +209,8 @@ class RunInsight(QObject):
     def report(self) -> None:
         if not self.run_dir or self._reporter.running:
             return
-        from wizard.adapters.files.run_folder import secret_values
-
         self.said.emit("Writing the report…", False)
-        self._reporter.start("write the report", write_report, self.run_dir, self._environment(),
-                             secret_values())
+        self._reporter.start("write the report", write_report, self.run_dir, self._environment())
 
     def _reported(self, answer: tuple[str, str]) -> None:
         path, text = answer
