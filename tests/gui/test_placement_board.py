@@ -186,10 +186,11 @@ def test_many_identical_nodes_collapse_into_one_row(qtbot):
 def board_in_window(window, qtbot, preset: str, gpus: str | None = None, cluster: str | None = None,
                     extra: list[str] | None = None):
     """The Placement step of the window at its default size (1180 x 820), for ``preset`` on these GPUs."""
-    from wizard.gui.screenshots import preset_and_gpus
+    from wizard.gui.screenshots import parse_args, preset_and_gpus
 
-    argv = ["--preset", preset] + (["--gpus", gpus] if gpus else []) + (["--cluster", cluster] if cluster else [])
-    preset_and_gpus(window, argv)
+    argv = ["--screenshots", "unused", "--preset", preset] + (["--gpus", gpus] if gpus else []) + (
+        ["--cluster", cluster] if cluster else [])
+    preset_and_gpus(window, parse_args(argv))
     if extra:
         window.doc.set_plan(apply_overrides(window.doc.plan, extra))
     page = window.page("placement")

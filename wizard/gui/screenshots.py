@@ -8,6 +8,7 @@ with that run opened instead (log, metrics, samples, time)."""
 
 from __future__ import annotations
 
+import argparse
 import os
 import sys
 import time
@@ -16,9 +17,9 @@ from pathlib import Path
 from PySide6.QtCore import Qt
 from PySide6.QtWidgets import QApplication
 
-from wizard.core.hardware.gpus import parse_gpu_spec
 from wizard.gui.app import WizardWindow
 from wizard.gui.theme import apply_theme
+from wizard.usecases.hardware import read_gpu_spec
 
 
 DEFAULT_SIZE = (1180, 820)  # the window's size when it opens
@@ -91,98 +92,100 @@ def save_run_screenshots(doc, folder: str, run_dir: str, timeout_s: float = 120)
     return paths
 
 
-def preset_and_gpus(window: WizardWindow, argv: list[str]) -> None:
-    """``--preset NAME`` and ``--gpus SPEC`` for screenshots of a given plan."""
-    def value(flag: str) -> str | None:
-        return _value(argv, flag)
+class _Parser(argparse.ArgumentParser):
+    def error(self, message: str):  # one line, like the CLI's, in the flag's own words
+        flag, _, said = message.removeprefix("argument ").partition(": ")
+        if said == "expected one argument":
+            message = f"{flag} needs a {'folder' if flag in ('--screenshots', '--run-folder') else 'value'}"
+        elif said and flag.startswith("--"):
+            message = said if said.startswith(flag) else f"{flag}: {said}"
+        raise ValueError(message)
 
-    preset, gpus, cluster, python = value("--preset"), value("--gpus"), value("--cluster"), value("--doctor")
-    if preset:
+
+def _size(text: str) -> tuple[int, int]:
+    try:
+        width, height = (int(v) for v in text.lower().split("x"))
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"--size needs WIDTHxHEIGHT, e.g. 1180x820, not {text!r}") from None
+    if not (320 <= width <= 8000 and 240 <= height <= 8000):
+        raise argparse.ArgumentTypeError(f"--size {text}: between 320x240 and 8000x8000")
+    return width, height
+
+
+def _gpus(text: str):
+    try:
+        return read_gpu_spec(text)
+    except ValueError as exc:
+        raise argparse.ArgumentTypeError(f"--gpus {text}: {exc}") from None
+
+
+def parse_args(argv: list[str]) -> argparse.Namespace:
+    """The ``--screenshots`` command line; ValueError with a one-line reason."""
+    p = _Parser(prog="verl-wizard --screenshots", add_help=False)
+    p.add_argument("--screenshots", metavar="DIR", required=True)
+    p.add_argument("--dark", action="store_true")
+    p.add_argument("--size", type=_size, default=DEFAULT_SIZE)
+    p.add_argument("--preset", metavar="NAME")
+    p.add_argument("--gpus", type=_gpus, metavar="SPEC")
+    p.add_argument("--cluster", metavar="SPEC")
+    p.add_argument("--doctor", metavar="PYTHON")
+    p.add_argument("--run-folder", metavar="RUN_DIR")
+    return p.parse_args(argv)
+
+
+def preset_and_gpus(window: WizardWindow, args: argparse.Namespace) -> None:
+    """``--preset NAME``, ``--gpus SPEC``, ``--cluster SPEC`` and ``--doctor PYTHON`` for screenshots of a given plan."""
+    if args.preset:
         from wizard.adapters.files.resources import preset_names
 
-        if preset not in preset_names():
-            raise ValueError(f"no preset {preset!r}; presets: {', '.join(preset_names())}")
+        if args.preset not in preset_names():
+            raise ValueError(f"no preset {args.preset!r}; presets: {', '.join(preset_names())}")
         for i in range(window.start_page.presets.count()):
-            if window.start_page.presets.item(i).data(Qt.UserRole) == preset:
+            if window.start_page.presets.item(i).data(Qt.UserRole) == args.preset:
                 window.start_page.presets.setCurrentRow(i)
-    if gpus:
-        window.doc.set_gpus(parse_gpu_spec(gpus))
-        window.start_page.gpus.setText(gpus)
-    if cluster:
+    if args.gpus:
+        window.doc.set_gpus(args.gpus)
+        window.start_page.gpus.setText(str(args.gpus))
+    if args.cluster:
         from wizard.adapters.files.gpu_catalogue import load_gpu_catalogue
         from wizard.core.hardware.cluster import ClusterSpecError, parse_cluster_spec
         from wizard.core.hardware.topology import Discovery
 
         try:
-            machines = parse_cluster_spec(cluster, load_gpu_catalogue())
+            machines = parse_cluster_spec(args.cluster, load_gpu_catalogue())
         except ClusterSpecError as exc:
-            raise ValueError(f"cannot read cluster spec {cluster!r}: {exc}") from None
+            raise ValueError(f"cannot read cluster spec {args.cluster!r}: {exc}") from None
         hardware = window.page("hardware")
         hardware.show_discovery(Discovery(cluster=machines))
         hardware.use_discovery()
-    if python:
+    if args.doctor:
         from wizard.adapters.verl_env.doctor import run_doctor
 
-        window.page("environment").python.setText(python)
-        window.page("environment").show_report(run_doctor(python, timeout=60, check_ray=False))
-
-
-def size_of(argv: list[str]) -> tuple[int, int]:
-    if "--size" not in argv:
-        return DEFAULT_SIZE
-    i = argv.index("--size")
-    text = argv[i + 1] if i + 1 < len(argv) else ""
-    try:
-        width, height = (int(v) for v in text.lower().split("x"))
-    except ValueError:
-        raise ValueError(f"--size needs WIDTHxHEIGHT, e.g. 1180x820, not {text!r}") from None
-    if not (320 <= width <= 8000 and 240 <= height <= 8000):
-        raise ValueError(f"--size {text}: between 320x240 and 8000x8000")
-    return width, height
-
-
-def _value(argv: list[str], flag: str) -> str | None:
-    if flag not in argv:
-        return None
-    i = argv.index(flag)
-    if i + 1 >= len(argv):
-        raise ValueError(f"{flag} needs a value")
-    return argv[i + 1]
+        window.page("environment").python.setText(args.doctor)
+        window.page("environment").show_report(run_doctor(args.doctor, timeout=60, check_ray=False))
 
 
 def screenshots_main(argv: list[str]) -> int:
-    idx = argv.index("--screenshots")
-    if idx + 1 >= len(argv):
-        print("verl-wizard: error: --screenshots needs a folder", file=sys.stderr)
+    try:
+        args = parse_args(argv)
+    except ValueError as exc:
+        print(f"verl-wizard: error: {exc}", file=sys.stderr)
         return 2
     os.environ.setdefault("QT_QPA_PLATFORM", "offscreen")
     app = QApplication.instance() or QApplication(["verl-wizard"])
-    if "--dark" in argv:
+    if args.dark:
         apply_theme(app, "dark")
-    try:
-        size = size_of(argv)
-    except ValueError as exc:
-        print(f"verl-wizard: error: {exc}", file=sys.stderr)
-        return 2
     window = WizardWindow(restore=False)
+    window.ask_save = lambda: "discard"
     try:
-        preset_and_gpus(window, argv)
+        preset_and_gpus(window, args)
+        paths = (save_run_screenshots(window.doc, args.screenshots, args.run_folder) if args.run_folder
+                 else save_screenshots(window, args.screenshots, args.size))
     except ValueError as exc:
         print(f"verl-wizard: error: {exc}", file=sys.stderr)
-        window.ask_save = lambda: "discard"
-        window.close()
         return 2
-    try:
-        run_dir = _value(argv, "--run-folder")
-        paths = (save_run_screenshots(window.doc, argv[idx + 1], run_dir) if run_dir
-                 else save_screenshots(window, argv[idx + 1], size))
-    except ValueError as exc:
-        print(f"verl-wizard: error: {exc}", file=sys.stderr)
-        window.ask_save = lambda: "discard"
+    finally:
         window.close()
-        return 2
     for path in paths:
         print(f"wrote {path}")
-    window.ask_save = lambda: "discard"
-    window.close()
     return 0

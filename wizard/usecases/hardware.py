@@ -102,6 +102,15 @@ def canonical_spec(spec: GpuSpec | None, catalogue: GpuCatalogue) -> GpuSpec | N
         raise ValueError(str(exc)) from None
 
 
+def read_gpu_spec(text: str) -> GpuSpec:
+    """``8xH100-80GB``, ``2x8xA100``, ``1``: the GPUs a user typed, the model named as the catalogue names it.
+    ValueError (one line, a did-you-mean for a model the catalogue does not know)."""
+    from wizard.adapters.files.gpu_catalogue import load_gpu_catalogue
+    from wizard.core.hardware.gpus import parse_gpu_spec
+
+    return canonical_spec(parse_gpu_spec(text), load_gpu_catalogue())
+
+
 def machines_for(spec: GpuSpec | None) -> Cluster | None:
     """The machines ``spec`` describes, sized from the shipped GPU catalogue; None without a GPU model or for a model
     the catalogue does not know (the check says so through the spec itself)."""
