@@ -28,7 +28,7 @@ class Parser(argparse.ArgumentParser):
 def parse_gpus(text: str | None):
     if text is None:
         return None
-    from wizard.core.hardware.gpus import parse_gpu_spec
+    from wizard.core.hardware import parse_gpu_spec
 
     try:
         return parse_gpu_spec(text)
@@ -143,7 +143,7 @@ def refuse_to_write(findings, header: str, fmt: str, **json_fields) -> None:
 
 def load_plan_arg(source: str | None = None, preset: str | None = None, gpus=None, sets: list[str] | None = None):
     """(Plan, findings of reading it). ``source`` may be a file or a preset name. UsageError (one line) otherwise."""
-    from wizard.core.verl.overrides import OverrideSyntaxError
+    from wizard.core.verl import OverrideSyntaxError
     from wizard.usecases.plans import open_plan
 
     try:

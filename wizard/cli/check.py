@@ -59,7 +59,7 @@ def _read(source: str | None, overrides: list[str], preset: str | None = None, g
     from wizard.adapters.files.sources import from_overrides, load_source
 
     if preset:
-        from wizard.core.plan.emit import emit_overrides
+        from wizard.core.plan import emit_overrides
 
         plan, _ = load_plan_arg(preset=preset, gpus=gpus)
         src = from_overrides(emit_overrides(plan).overrides)
@@ -90,8 +90,8 @@ def check_one(source: str | None, overrides: list[str], gpus, use_verl: bool, py
 
 def _fix(args, overrides: list[str], gpus) -> int:
     from wizard.adapters.files.resources import load_moves, load_schema
-    from wizard.core.check.autofix import autofix_overrides
-    from wizard.core.plan.convert import plan_overrides
+    from wizard.core.check import autofix_overrides
+    from wizard.core.plan import plan_overrides
 
     src = _read(args.source, overrides, args.preset, gpus)
     fixed = autofix_overrides(load_schema(), src.overrides, config_name=src.config_name, moves=load_moves(), gpus=gpus)

@@ -46,7 +46,7 @@ def _plan(args):
 
 
 def _target(args, plan):
-    from wizard.core.cluster_launch.job import target_for
+    from wizard.core.cluster_launch import target_for
 
     cluster = None
     if args.cluster:
@@ -72,7 +72,7 @@ def _target(args, plan):
 
 def run_cluster(args) -> int:
     from wizard.adapters.files.disk import WriteError
-    from wizard.core.cluster_launch.job import TARGETS
+    from wizard.core.cluster_launch import TARGETS
     from wizard.usecases.writing import write_cluster
 
     plan, source_findings = _plan(args)

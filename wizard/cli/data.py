@@ -160,7 +160,7 @@ def run_preview(args) -> int:
 
 def run_convert(args) -> int:
     from wizard.adapters.files.dataset import DatasetError, convert_file, convert_preview
-    from wizard.core.data.schema import ConversionError, ConversionSpec, conversion_findings
+    from wizard.core.data import ConversionError, ConversionSpec, conversion_findings
 
     spec = ConversionSpec(question=args.question, answer=args.answer, data_source=args.data_source,
                           system=args.system, template=args.template, ability=args.ability, split=args.split)
@@ -207,7 +207,7 @@ def run_convert(args) -> int:
 def run_reward(args) -> int:
     from wizard.adapters.files.dataset import DatasetError, DatasetFile
     from wizard.adapters.verl_env.reward_runner import RewardRunError, run_bench
-    from wizard.core.reward.bench import bench_rows
+    from wizard.core.reward import bench_rows
 
     if args.name and not args.function:
         raise UsageError("--name needs --function, the file that defines it")

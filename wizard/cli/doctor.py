@@ -71,7 +71,7 @@ def render_doctor(report) -> str:
     pk = f.get("packages") or {}
     t = f.get("torch") or {}
     drv = f.get("driver") or {}
-    from wizard.core.hardware.cluster import cuda_version_text
+    from wizard.core.hardware import cuda_version_text
 
     lines = [f"python  {f['python']['version']}  {report.python}"]
     for name in ("verl", "torch", "transformers", "tensordict", "ray", "TransferQueue", "cachetools", "vllm",

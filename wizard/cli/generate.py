@@ -34,7 +34,7 @@ def run_presets(args) -> int:
 
 def run_generate(args) -> int:
     from wizard.adapters.files.disk import WriteError
-    from wizard.core.verl.overrides import OverrideSyntaxError
+    from wizard.core.verl import OverrideSyntaxError
     from wizard.usecases.plans import preset_plan
     from wizard.usecases.writing import write_plan
 

@@ -19,7 +19,7 @@ from pathlib import Path
 from wizard.adapters.processes.launcher import tail_jsonl
 from wizard.cli._common import EXIT_ERRORS, EXIT_OK, UsageError, hardware, load_plan_arg, print_findings
 from wizard.core.findings import Finding, has_errors, sort_findings
-from wizard.core.run.smoke import VALIDATION
+from wizard.core.run import VALIDATION
 
 TRIAGE_TAIL = 20000  # lines of the log the triage reads at the end (the full log is in the run directory)
 
@@ -76,7 +76,7 @@ def prepare(args):
 def environment_facts(python: str):
     """What the launch needs to know of the run's Python: does flash-attn import there."""
     from wizard.adapters.verl_env.doctor import flash_attn_importable
-    from wizard.core.check.rules.context import EnvironmentFacts
+    from wizard.core.check import EnvironmentFacts
 
     return EnvironmentFacts(flash_attn=flash_attn_importable(python), python=python)
 
@@ -129,7 +129,7 @@ class _Out:
         if self.json:
             self.event("log", stream=stream, line=line)
         else:
-            from wizard.core.run.logparse import strip_ansi
+            from wizard.core.run import strip_ansi
 
             print(line if self.tty else strip_ansi(line), flush=False)
 
@@ -142,7 +142,7 @@ def _recorder(run_dir: Path, base, plan, python: str, steps: int):
     """run.json and gpus.csv beside the log (``wizard.adapters.files.run_folder.RunRecorder``), NVML sampled here."""
     from wizard import __version__
     from wizard.adapters.files.run_folder import RunRecorder, now_iso
-    from wizard.core.run.record import start_meta
+    from wizard.core.run import start_meta
 
     meta = start_meta(base, plan, steps=steps, python=python, started=now_iso(), wizard_version=__version__)
     return RunRecorder(run_dir, meta, own_sampler=True)
@@ -151,7 +151,7 @@ def _recorder(run_dir: Path, base, plan, python: str, steps: int):
 def _run(args, plan, python: str, cmd, run_dir: Path, shell: str, base, notes: list[str]) -> int:
     from wizard.adapters.processes.launcher import LaunchError, RunProcess, prepare_run_dir, write_command_file
     from wizard.core.run.health import Thresholds, health
-    from wizard.core.run.logparse import RunLog, format_step
+    from wizard.core.run import RunLog, format_step
     from wizard.core.run.triage import triage
     from wizard.core.secrets import secret_values
 
@@ -306,7 +306,7 @@ def _print_end(ok, code, run_dir, progress, findings, interrupted) -> None:
 def _insight(out: _Out, run_dir: Path) -> None:
     """After the run: the last step's samples verdict, where the time went, and the full run's forecast."""
     from wizard.adapters.files.run_folder import RunFolderError
-    from wizard.core.run.timing.steps import fmt_s
+    from wizard.core.run import fmt_s
     from wizard.usecases.runs import digest_run
 
     try:

@@ -12,7 +12,7 @@ import json
 
 from wizard.cli._common import EXIT_ERRORS, EXIT_OK, UsageError, findings_text, hardware
 from wizard.core.findings import Finding, Severity, Stage, has_errors, sort_findings
-from wizard.core.memory.terms import GIB
+from wizard.core.memory import GIB
 
 
 
@@ -62,8 +62,8 @@ def _source(args, tail: list[str], gpus):
         if args.source:
             raise UsageError("give --preset or a file, not both")
         from wizard.usecases.plans import preset_plan
-        from wizard.core.plan.emit import emit_overrides
-        from wizard.core.verl.overrides import OverrideSyntaxError
+        from wizard.core.plan import emit_overrides
+        from wizard.core.verl import OverrideSyntaxError
 
         try:
             plan = preset_plan(args.preset, gpus, words)
@@ -118,7 +118,7 @@ def plan_json(plan, findings: list[Finding]) -> dict:
 
 
 def render_plan(plan, findings: list[Finding], label: str, models) -> str:
-    from wizard.core.check.rules.memory import where
+    from wizard.core.check import where
 
     lines = [f"plan: {label}"]
     for role, f in sorted(models.items()):
@@ -166,7 +166,7 @@ def _placement_lines(placement) -> list[str]:
 
 
 def _table(report, where) -> list[str]:
-    from wizard.core.memory.phases import PHASES
+    from wizard.core.memory import PHASES
 
     phases = [p for p in PHASES if any(ph.name == p for g in report.groups for ph in g.phases)]
     head = f"  {'GPUs':22} {'memory':>7} " + " ".join(f"{p.label:>7}" for p in phases) + "   peak"
@@ -186,7 +186,7 @@ def _table(report, where) -> list[str]:
 def _verdict(verdict) -> str:
     """"verdict: FITS, TIGHT: worst GPU 74.1 of 80.0 GiB in the generation phase (+5.9 GiB spare)", in the words
     of wizard.core.memory.verdict (the same in the JSON, check and the Placement step)."""
-    from wizard.core.memory.verdict import describe
+    from wizard.core.memory import describe
 
     text = describe(verdict)
     if verdict.word is None:

@@ -46,7 +46,7 @@ def _environment(record, python: str | None) -> dict | None:
     if python is None:
         return record.meta.environment if record.meta else None
     from wizard.adapters.verl_env.doctor import DoctorError, run_probe
-    from wizard.core.run.report import environment_summary
+    from wizard.core.run import environment_summary
 
     try:
         return environment_summary(run_probe(python, timeout=60, imports=False))

@@ -30,7 +30,7 @@ def add_parser(subparsers) -> None:
 def run_samples(args) -> int:
     from wizard.core.findings import has_errors
     from wizard.core.run import digest
-    from wizard.core.run.samples.checks import FLAGS
+    from wizard.core.run import FLAGS
 
     bad = [f for f in args.flag if f not in FLAGS]
     if bad:
@@ -61,7 +61,7 @@ def run_samples(args) -> int:
 
 def _examples(step, flags: list[str], grep: str | None, n: int):
     """Up to ``n`` samples of ``step`` with the flags asked for and the words searched, flagged ones first."""
-    from wizard.core.run.samples.dump import haystack, matches
+    from wizard.core.run import haystack, matches
 
     pairs = [(s, f) for s, f in zip(step.samples, step.flags)
              if all(x in f for x in flags) and (not grep or matches(haystack(s), grep))]

@@ -51,7 +51,7 @@ def bar(phases: dict[str, float], shown, scale: float) -> str:
 
 
 def _print(record, summary, fc) -> None:
-    from wizard.core.run.timing.steps import fmt_rate, fmt_s
+    from wizard.core.run import fmt_rate, fmt_s
 
     if not summary.steps:
         print(f"timing: no training step finished in {record.path} (the log has {record.log_lines} lines)")

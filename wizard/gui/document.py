@@ -12,19 +12,19 @@ from PySide6.QtCore import QObject, QTimer, Signal
 from PySide6.QtGui import QUndoCommand, QUndoStack
 
 from wizard.adapters.files.session_store import save_session
-from wizard.core.check.verdict import CheckResult
-from wizard.core.hardware.cluster import Cluster
+from wizard.core.check import CheckResult
+from wizard.core.hardware import Cluster
 from wizard.usecases.assessment import Assessment, assess_plan
 from wizard.usecases.board import board_machine
 from wizard.usecases.hardware import machines_for
 from wizard.usecases.plans import plan_with_gpus, preset_plan
-from wizard.core.dataflow.graph import Graph
-from wizard.core.dataflow.keys import graph_for_plan, plan_from_graph
+from wizard.core.dataflow import Graph
+from wizard.core.dataflow import graph_for_plan, plan_from_graph
 from wizard.core.findings import Finding, Severity, Stage, plan_fix
-from wizard.core.verl.overrides import one_line
-from wizard.core.hardware.gpus import GpuSpec
-from wizard.core.plan.model import Plan
-from wizard.core.plan.convert import apply_overrides
+from wizard.core.verl import one_line
+from wizard.core.hardware import GpuSpec
+from wizard.core.plan import Plan
+from wizard.core.plan import apply_overrides
 
 
 _KEEP = object()  # PlanDocument._state_with: keep the document's own value

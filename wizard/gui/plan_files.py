@@ -84,8 +84,8 @@ class PlanFiles:
         """Take back the autosaved plan and GPUs, except what the user chose after answering (while the
         steps loaded): a preset picked then replaces the recovered plan, GPUs typed then shape it."""
         from wizard.usecases.plans import plan_with_gpus
-        from wizard.core.hardware.gpus import parse_gpu_spec
-        from wizard.core.plan.model import load_plan
+        from wizard.core.hardware import parse_gpu_spec
+        from wizard.core.plan import load_plan
 
         try:
             plan = load_plan(previous["plan"])

@@ -11,14 +11,14 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
-from wizard.core.check.rules.context import EnvironmentFacts
-from wizard.core.check.verdict import CheckResult, check_overrides
+from wizard.core.check import EnvironmentFacts
+from wizard.core.check import CheckResult, check_overrides
 from wizard.core.findings import Finding, has_errors, sort_findings
-from wizard.core.hardware.cluster import Cluster
-from wizard.core.hardware.gpus import GpuSpec
-from wizard.core.memory.report import MemoryPlan
-from wizard.core.plan.emit import render_files
-from wizard.core.plan.model import Plan
+from wizard.core.hardware import Cluster
+from wizard.core.hardware import GpuSpec
+from wizard.core.memory import MemoryPlan
+from wizard.core.plan import render_files
+from wizard.core.plan import Plan
 
 
 @dataclass

@@ -7,11 +7,11 @@ The picture itself is the core's (:mod:`wizard.core.memory.board` for memory and
 
 from __future__ import annotations
 
-from wizard.core.hardware.cluster import Cluster
-from wizard.core.hardware.gpus import GpuSpec
-from wizard.core.memory.board import BoardState, board_state
-from wizard.core.placement.board import kept_machine, plain_cluster, planned_gpus
-from wizard.core.plan.model import Plan
+from wizard.core.hardware import Cluster
+from wizard.core.hardware import GpuSpec
+from wizard.core.memory import BoardState, board_state
+from wizard.core.placement import kept_machine, plain_cluster, planned_gpus
+from wizard.core.plan import Plan
 from wizard.usecases.assessment import Assessment, assess_plan
 from wizard.usecases.hardware import machines_for
 

@@ -8,9 +8,9 @@ from __future__ import annotations
 
 import dataclasses
 
-from wizard.core.hardware.cluster import SOURCES, Cluster, ClusterSpecError, GpuCatalogue, parse_cluster_spec
-from wizard.core.hardware.gpus import GpuSpec
-from wizard.core.hardware.topology import Discovery
+from wizard.core.hardware import SOURCES, Cluster, ClusterSpecError, GpuCatalogue, parse_cluster_spec
+from wizard.core.hardware import GpuSpec
+from wizard.core.hardware import Discovery
 
 
 def discover_this_machine(visible: str | None, catalogue: GpuCatalogue) -> Discovery:
@@ -106,7 +106,7 @@ def read_gpu_spec(text: str) -> GpuSpec:
     """``8xH100-80GB``, ``2x8xA100``, ``1``: the GPUs a user typed, the model named as the catalogue names it.
     ValueError (one line, a did-you-mean for a model the catalogue does not know)."""
     from wizard.adapters.files.gpu_catalogue import load_gpu_catalogue
-    from wizard.core.hardware.gpus import parse_gpu_spec
+    from wizard.core.hardware import parse_gpu_spec
 
     return canonical_spec(parse_gpu_spec(text), load_gpu_catalogue())
 

@@ -12,10 +12,10 @@ from pathlib import Path
 from wizard.adapters.files.disk import write_atomic
 from wizard.adapters.files.run_folder import REPORT, read_run_folder, secret_values
 from wizard.core.run import digest
-from wizard.core.run.record import RunRecord
-from wizard.core.run.samples.checks import InspectedStep
-from wizard.core.run.timing.forecast import Forecast
-from wizard.core.run.timing.steps import TimingSummary
+from wizard.core.run import RunRecord
+from wizard.core.run import InspectedStep
+from wizard.core.run import Forecast
+from wizard.core.run import TimingSummary
 
 
 @dataclass
@@ -43,7 +43,7 @@ def report_text(record: RunRecord, environment: dict | None = None) -> str:
     """The Markdown report of ``record``: versions (``environment``, else what the run recorded), GPUs, the plan,
     findings, triage, timing and the forecast, the log's tail; this environment's secrets redacted."""
     from wizard import __version__
-    from wizard.core.run.report import render_report
+    from wizard.core.run import render_report
 
     env = environment or (record.meta.environment if record.meta else None)
     return render_report(record, secrets=secret_values(), environment=env, wizard_version=__version__,

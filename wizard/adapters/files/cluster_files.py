@@ -7,7 +7,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from wizard.adapters.files.disk import WriteError, write_file_set
-from wizard.core.cluster_launch.material import ClusterMaterial
+from wizard.core.cluster_launch import ClusterMaterial
 
 
 @dataclass

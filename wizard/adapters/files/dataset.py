@@ -16,7 +16,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from wizard.adapters.files.disk import backup_path, exists, is_dir
-from wizard.core.data.schema import (
+from wizard.core.data import (
     ConversionError,
     ConversionSpec,
     SchemaChecker,

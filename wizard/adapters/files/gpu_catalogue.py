@@ -5,7 +5,7 @@ from __future__ import annotations
 from functools import lru_cache
 
 from wizard.adapters.files.resources import resource_text, yaml_resource
-from wizard.core.hardware.cluster import GpuCatalogue
+from wizard.core.hardware import GpuCatalogue
 
 
 @lru_cache(maxsize=1)

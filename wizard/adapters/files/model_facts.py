@@ -23,7 +23,7 @@ from wizard.adapters.files.disk import exists, is_dir
 from wizard.adapters.files.model_files import FolderFiles, read_folder
 from wizard.adapters.files.resources import resource_text, yaml_resource
 from wizard.core.findings import Finding, Severity, Stage
-from wizard.core.models.facts import (HF_DOWNLOAD, PLACEHOLDER_PATH, ModelConfigError, ModelFacts, facts_from_hf_config,
+from wizard.core.models import (HF_DOWNLOAD, PLACEHOLDER_PATH, ModelConfigError, ModelFacts, facts_from_hf_config,
                                       model_paths)
 
 _HUB_ID = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._-]*/[A-Za-z0-9][A-Za-z0-9._-]*$")  # org/name, as verl examples use

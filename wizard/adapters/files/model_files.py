@@ -15,7 +15,7 @@ from math import prod
 from pathlib import Path
 
 from wizard.core.findings import Finding, Severity, Stage
-from wizard.core.models.facts import HF_DOWNLOAD
+from wizard.core.models import HF_DOWNLOAD
 
 SAFETENSORS_INDEX = "model.safetensors.index.json"
 BIN_INDEX = "pytorch_model.bin.index.json"

@@ -11,8 +11,8 @@ from typing import TYPE_CHECKING
 import yaml
 
 if TYPE_CHECKING:  # imported where used: the GUI's first step reads presets only, and starts sooner
-    from wizard.core.verl.moves import Moves
-    from wizard.core.verl.schema import VerlSchema
+    from wizard.core.verl import Moves
+    from wizard.core.verl import VerlSchema
 
 DEFAULT_VERL = "0.9.1"
 
@@ -61,7 +61,7 @@ def load_key_docs(version: str = DEFAULT_VERL) -> dict[str, str]:
 
 @lru_cache(maxsize=1)
 def load_moves() -> Moves:
-    from wizard.core.verl.moves import Moves
+    from wizard.core.verl import Moves
 
     return Moves.from_dict(yaml_resource(resource_text("verl-moves.yaml")))
 

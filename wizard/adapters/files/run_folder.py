@@ -14,9 +14,9 @@ import time
 from collections import deque
 from pathlib import Path
 
-from wizard.core.plan.convert import plan_from_overrides
-from wizard.core.run.logparse import RunLog
-from wizard.core.run.record import (
+from wizard.core.plan import plan_from_overrides
+from wizard.core.run import RunLog
+from wizard.core.run import (
     COMMAND,
     LOG,
     METRICS,
@@ -29,7 +29,7 @@ from wizard.core.run.record import (
     step_in_progress,
     trace_lines,
 )
-from wizard.core.run.samples.dump import Sample, dump_step, parse_dump
+from wizard.core.run import Sample, dump_step, parse_dump
 
 META = "run.json"
 TRACE = "gpus.csv"
@@ -357,8 +357,8 @@ def find_smoke_run(root: str | Path, fingerprint: str, limit: int = 500) -> Path
 
 def forecast_for_plan(root: str, fingerprint: str) -> tuple[str, object] | None:
     """On a worker thread: the forecast of the newest smoke run of this plan under ``root`` (runs/), if any."""
-    from wizard.core.run.digest import forecast_of
-    from wizard.core.run.timing.forecast import Forecast
+    from wizard.core.run import forecast_of
+    from wizard.core.run import Forecast
 
     folder = find_smoke_run(root, fingerprint)
     if folder is None:

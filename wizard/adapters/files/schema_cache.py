@@ -41,8 +41,8 @@ def cache_file(version: str, raw: bytes) -> Path:
 
 def load_schema_cached(version: str, raw: bytes):
     """The VerlSchema of a snapshot's bytes, with every variant's default config built."""
-    from wizard.core.verl.compose import build_base_configs
-    from wizard.core.verl.schema import VerlSchema
+    from wizard.core.verl import build_base_configs
+    from wizard.core.verl import VerlSchema
 
     path = cache_file(version, raw) if enabled() else None
     if path is not None:
@@ -66,8 +66,8 @@ def load_schema_cached(version: str, raw: bytes):
 def _warm(schema) -> None:
     """One check of verl's defaults per engine before the schema is kept: the values every later check reads
     unchanged (resolved defaults, fields left at ``???``) are remembered on the variants and kept with them."""
-    from wizard.core.check.verdict import check_overrides
-    from wizard.core.verl.compose import CONFIG_NAME_ENGINES
+    from wizard.core.check import check_overrides
+    from wizard.core.verl import CONFIG_NAME_ENGINES
 
     for config_name in CONFIG_NAME_ENGINES:
         try:

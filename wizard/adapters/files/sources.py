@@ -14,9 +14,9 @@ from wizard.adapters.files.resources import load_schema
 from wizard.adapters.files.user_input import load_json, load_yaml
 from wizard.core.findings import Finding, Severity, Stage
 from wizard.adapters.files.script_source import read_script, script_findings
-from wizard.core.plan.model import Plan, load_plan
-from wizard.core.plan.convert import plan_from_overrides
-from wizard.core.verl.yaml_config import yaml_to_overrides
+from wizard.core.plan import Plan, load_plan
+from wizard.core.plan import plan_from_overrides
+from wizard.core.verl import yaml_to_overrides
 from wizard.core.secrets import REDACTED, hide_secrets, is_secret_name, scrub
 
 
@@ -135,7 +135,7 @@ def _plan_source(doc, path: str) -> Source:
     except ValueError as exc:  # pydantic ValidationError is a ValueError
         first = str(exc).splitlines()
         raise ValueError(f"{path}: not a verl-wizard plan: {' '.join(first[:3])}") from None
-    from wizard.core.plan.convert import plan_overrides
+    from wizard.core.plan import plan_overrides
 
     return Source(
         overrides=plan_overrides(plan),

@@ -13,9 +13,9 @@ import subprocess
 import xml.etree.ElementTree as ET
 from pathlib import Path
 
-from wizard.core.hardware.cluster import MIB, GpuCatalogue
-from wizard.core.hardware.topology import Discovery, nvml_to_discovery
-from wizard.core.hardware.gpus import MAX_GPUS_PER_NODE
+from wizard.core.hardware import MIB, GpuCatalogue
+from wizard.core.hardware import Discovery, nvml_to_discovery
+from wizard.core.hardware import MAX_GPUS_PER_NODE
 
 
 class NvidiaSmiError(ValueError):

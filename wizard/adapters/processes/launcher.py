@@ -28,7 +28,7 @@ from pathlib import Path
 
 from wizard.adapters.files.disk import backup_path, write_atomic
 from wizard.adapters.machine.procs import RUN_MARK, Proc, _has_mark, alive, list_processes  # noqa: F401 - re-exported
-from wizard.core.run.record import COMMAND, LOG, METRICS  # noqa: F401 - the folder's format, re-exported
+from wizard.core.run import COMMAND, LOG, METRICS  # noqa: F401 - the folder's format, re-exported
 from wizard.core.secrets import redact
 
 # what an earlier run in the same folder left (its record, GPU samples, generations, report): kept as .bak too

@@ -17,7 +17,7 @@ from dataclasses import dataclass, field
 
 from wizard.adapters.processes.guarded import run_guarded
 from wizard.adapters.files.bundle import probe_path
-from wizard.core.hardware.cluster import cuda_version_text
+from wizard.core.hardware import cuda_version_text
 from wizard.core.findings import Finding, Severity, Stage, has_errors, sort_findings
 
 VERL = "0.9.1"

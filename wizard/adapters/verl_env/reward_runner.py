@@ -15,9 +15,9 @@ from pathlib import Path
 
 from wizard.adapters.files.bundle import probe_path
 from wizard.adapters.processes.guarded import run_guarded
-from wizard.core.data.schema import scorer_for
+from wizard.core.data import scorer_for
 from wizard.core.findings import Finding
-from wizard.core.reward.bench import BenchRow, BenchSummary, Trial, builtin_findings, candidates_for, judge, summarize
+from wizard.core.reward import BenchRow, BenchSummary, Trial, builtin_findings, candidates_for, judge, summarize
 from wizard.adapters.verl_env.python_envs import resolve_python
 
 

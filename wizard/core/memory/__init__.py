@@ -8,3 +8,35 @@ or none with the reason); ``fixes`` ranks the cheapest changes that bring a peak
 for ``plan`` and the GUI (compose, place, estimate, judge); ``board`` is what the placement board shows of a plan
 (the placement, each GPU's estimate, the ok / tight / OOM colour of a GPU, the verdict and the headline).
 """
+
+from wizard.core.face import face
+
+# The names callers outside this package use, by the module that defines them.
+__getattr__, __all__ = face(__name__, {
+    "BoardState": "board",
+    "OK": "board",
+    "OOM": "board",
+    "TIGHT": "board",
+    "UNKNOWN": "board",
+    "board_state": "board",
+    "fit_verdict": "board",
+    "headline": "board",
+    "MEMORY_KEYS": "config",
+    "complete_values": "config",
+    "read_config": "config",
+    "GpuEstimate": "estimate",
+    "MemoryReport": "estimate",
+    "Phase": "estimate",
+    "estimate_memory": "estimate",
+    "ranked_fixes": "fixes",
+    "PHASES": "phases",
+    "PhaseName": "phases",
+    "phase_of": "phases",
+    "step_index": "phases",
+    "MemoryPlan": "report",
+    "plan_memory": "report",
+    "GIB": "terms",
+    "Verdict": "verdict",
+    "describe": "verdict",
+    "memory_verdict": "verdict",
+})

@@ -6,3 +6,20 @@ is the placement board's model: the drop targets of a placed plan, the size of a
 drop (``propose``) with the verdict and the plan it makes, and the machine drawn when none was chosen.
 How full each GPU gets on the board is :mod:`wizard.core.memory.board` (memory depends on placement).
 """
+
+from wizard.core.face import face
+
+# The names callers outside this package use, by the module that defines them.
+__getattr__, __all__ = face(__name__, {
+    "BoardMove": "board",
+    "NEW_TITLES": "board",
+    "PlacedPlan": "board",
+    "kept_machine": "board",
+    "plain_cluster": "board",
+    "planned_gpus": "board",
+    "propose": "board",
+    "role_title": "board",
+    "target_title": "board",
+    "Placement": "pools",
+    "plan_placement": "pools",
+})

@@ -4,3 +4,18 @@
 override); ``convert`` turns a Plan into verl overrides and back; ``emit`` writes it as ``run.sh`` and a
 Hydra YAML. Anything that reads or writes the Plan as a whole belongs here.
 """
+
+from wizard.core.face import face
+
+# The names callers outside this package use, by the module that defines them.
+__getattr__, __all__ = face(__name__, {
+    "apply_overrides": "convert",
+    "plan_from_overrides": "convert",
+    "plan_overrides": "convert",
+    "CONFIG_YAML": "emit",
+    "RUN_SH": "emit",
+    "emit_overrides": "emit",
+    "render_files": "emit",
+    "Plan": "model",
+    "load_plan": "model",
+})

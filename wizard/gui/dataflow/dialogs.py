@@ -17,7 +17,7 @@ from PySide6.QtWidgets import (
     QWidget,
 )
 
-from wizard.core.dataflow.graph import Graph, Link, PortRef, all_ports, can_connect, port_label
+from wizard.core.dataflow import Graph, Link, PortRef, all_ports, can_connect, port_label
 
 
 class ConnectDialog(QDialog):

@@ -8,9 +8,9 @@ from __future__ import annotations
 from PySide6.QtCore import Qt, Signal
 from PySide6.QtWidgets import QComboBox, QFormLayout, QGroupBox, QLabel, QLineEdit, QSpinBox, QWidget
 
-from wizard.core.dataflow.graph import ESTIMATOR_NOTES, KINDS, REWARD_TITLES, REWARD_VARIANTS, Graph, estimator_choices
-from wizard.core.dataflow.layout import subtitle
-from wizard.core.dataflow.keys import stage_on
+from wizard.core.dataflow import ESTIMATOR_NOTES, KINDS, REWARD_TITLES, REWARD_VARIANTS, Graph, estimator_choices
+from wizard.core.dataflow import subtitle
+from wizard.core.dataflow import stage_on
 
 REWARD_PARAMS = (
     ("function_path", "Reward function &file:", "reward.custom_reward_function.path: a .py file (absolute path), "

@@ -12,7 +12,7 @@ from PySide6.QtCore import QPointF, Qt
 from PySide6.QtGui import QColor, QPen
 from PySide6.QtWidgets import QGraphicsPathItem
 
-from wizard.core.dataflow.graph import KINDS, Graph, Link, PortRef, can_connect
+from wizard.core.dataflow import KINDS, Graph, Link, PortRef, can_connect
 from wizard.gui.dataflow.items import TYPE_COLOURS, PortItem, link_path
 
 SNAP = 14.0  # a drop this close to a port's centre lands on it

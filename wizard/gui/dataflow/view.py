@@ -24,9 +24,9 @@ from PySide6.QtWidgets import (
     QWidget,
 )
 
-from wizard.core.dataflow.graph import KINDS, DataflowError, Graph, Link, PortRef, PortType
-from wizard.core.dataflow.check import NodeFinding, check_nodes
-from wizard.core.dataflow.edit import (
+from wizard.core.dataflow import KINDS, DataflowError, Graph, Link, PortRef, PortType
+from wizard.core.dataflow import NodeFinding, check_nodes
+from wizard.core.dataflow import (
     add_node,
     clear_layout,
     connect,
@@ -37,7 +37,7 @@ from wizard.core.dataflow.edit import (
     set_param,
     set_reward,
 )
-from wizard.core.dataflow.keys import hidden_keys
+from wizard.core.dataflow import hidden_keys
 from wizard.core.findings import Finding, sort_findings
 from wizard.gui.widgets.canvas import FitView, add_action, canvas_split, finding_item
 from wizard.gui.widgets.status_line import StatusLine

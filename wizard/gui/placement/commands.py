@@ -6,7 +6,7 @@ The plan is the only state the board has (pools and replicas are derived from it
 
 from __future__ import annotations
 
-from wizard.core.placement.board import BoardMove
+from wizard.core.placement import BoardMove
 from wizard.gui.document import PlanDocument
 
 

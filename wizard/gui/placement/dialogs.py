@@ -6,7 +6,7 @@ from collections.abc import Callable
 
 from PySide6.QtWidgets import QComboBox, QDialog, QDialogButtonBox, QFormLayout, QLabel, QWidget
 
-from wizard.core.placement.board import BoardMove, role_title, target_title
+from wizard.core.placement import BoardMove, role_title, target_title
 
 
 class MoveDialog(QDialog):

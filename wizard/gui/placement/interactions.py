@@ -13,7 +13,7 @@ from PySide6.QtCore import QPointF
 from PySide6.QtGui import QColor
 from PySide6.QtWidgets import QGraphicsScene
 
-from wizard.core.placement.board import BoardMove, role_title, target_title
+from wizard.core.placement import BoardMove, role_title, target_title
 from wizard.gui.placement.items import Region, RoleChip
 
 

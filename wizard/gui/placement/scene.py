@@ -17,9 +17,9 @@ from PySide6.QtCore import QPointF, QRectF, Qt, Signal
 from PySide6.QtGui import QColor
 from PySide6.QtWidgets import QGraphicsScene, QGraphicsSceneMouseEvent, QGraphicsTextItem
 
-from wizard.core.hardware.cluster import Cluster, ClusterNode
-from wizard.core.memory.board import BoardState
-from wizard.core.placement.board import NEW_TITLES, BoardMove
+from wizard.core.hardware import Cluster, ClusterNode
+from wizard.core.memory import BoardState
+from wizard.core.placement import NEW_TITLES, BoardMove
 from wizard.gui.placement.interactions import RoleDrop, RoleDrag
 from wizard.gui.placement.items import (
     GAP,

@@ -25,8 +25,8 @@ from PySide6.QtWidgets import (
 )
 
 from wizard.core.findings import Finding
-from wizard.core.memory.board import BoardState, headline
-from wizard.core.placement.board import BoardMove, propose, role_title
+from wizard.core.memory import BoardState, headline
+from wizard.core.placement import BoardMove, propose, role_title
 from wizard.gui.widgets.canvas import FitView, add_action, canvas_split, finding_item
 from wizard.gui.widgets.status_line import StatusLine
 from wizard.gui.document import PlanDocument
@@ -34,7 +34,7 @@ from wizard.gui.placement.commands import push_move
 from wizard.gui.placement.dialogs import MoveDialog
 from wizard.gui.workers import Worker
 from wizard.usecases.board import board_of, candidate_board
-from wizard.core.memory.phases import PHASES
+from wizard.core.memory import PHASES
 from wizard.gui.placement.scene import PlacementScene, columns_for
 from wizard.gui.theme import ThemeFollower, canvas_colours
 

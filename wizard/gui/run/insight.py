@@ -16,14 +16,14 @@ from PySide6.QtCore import QObject, QTimer, Signal
 from PySide6.QtGui import QGuiApplication
 from PySide6.QtWidgets import QFileDialog, QPushButton, QWidget
 
-from wizard.core.plan.model import Plan
-from wizard.core.run.logfacts import dataset_size, has_timestamp, startup_seconds
-from wizard.core.run.logparse import RunLog, StepMetrics
-from wizard.core.run.record import RunRecord
-from wizard.core.run.samples.checks import InspectedStep
-from wizard.core.run.timing.advice import advise
-from wizard.core.run.timing.forecast import Forecast, forecast, schedule_of
-from wizard.core.run.timing.steps import TimingSummary, summarize
+from wizard.core.plan import Plan
+from wizard.core.run import dataset_size, has_timestamp, startup_seconds
+from wizard.core.run import RunLog, StepMetrics
+from wizard.core.run import RunRecord
+from wizard.core.run import InspectedStep
+from wizard.core.run import advise
+from wizard.core.run import Forecast, forecast, schedule_of
+from wizard.core.run import TimingSummary, summarize
 from wizard.gui.run.log_view import Entry, log_entry
 from wizard.gui.run.samples_view import SamplesView
 from wizard.gui.run.timing_view import TimingView
@@ -84,7 +84,7 @@ def start_recorder(run_dir: Path, base: Plan, smoke: Plan, *, steps: int, python
     the follower keeps it with (``gpus.csv``, the end)."""
     from wizard import __version__
     from wizard.adapters.files.run_folder import RunRecorder, gpu_inventory, now_iso
-    from wizard.core.run.record import start_meta
+    from wizard.core.run import start_meta
 
     meta = start_meta(base, smoke, steps=steps, python=python, started=now_iso(), wizard_version=__version__,
                       environment=environment,

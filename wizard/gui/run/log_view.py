@@ -33,7 +33,7 @@ from PySide6.QtWidgets import (
     QWidget,
 )
 
-from wizard.core.run.logparse import split_line, strip_ansi
+from wizard.core.run import split_line, strip_ansi
 
 DEFAULT_CAP = 200_000
 TICK_MS = 100

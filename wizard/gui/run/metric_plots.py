@@ -30,7 +30,7 @@ from PySide6.QtWidgets import (
     QWidget,
 )
 
-from wizard.core.run.logparse import RunLog, StepMetrics
+from wizard.core.run import RunLog, StepMetrics
 
 TICK_MS = 250
 COLUMNS = 2

@@ -39,7 +39,7 @@ from PySide6.QtWidgets import (
 
 from wizard.adapters.processes.launcher import LaunchError, RunProcess, prepare_run_dir, write_command_file
 from wizard.core.findings import Severity
-from wizard.core.run.smoke import VALIDATION, dump_dirs
+from wizard.core.run import VALIDATION, dump_dirs
 from wizard.usecases.launching import SmokeRun, prepare_smoke
 from wizard.gui.document import PlanDocument
 from wizard.gui.run.gpu_monitor import GpuMonitor

@@ -6,7 +6,7 @@ from __future__ import annotations
 from PySide6.QtCore import Qt
 from PySide6.QtWidgets import QComboBox, QHBoxLayout, QLabel, QPushButton
 
-from wizard.core.check.rules.names import ESTIMATORS, KL_TYPES, LOSS_MODES, REWARD_MANAGERS
+from wizard.core.check import ESTIMATORS, KL_TYPES, LOSS_MODES, REWARD_MANAGERS
 from wizard.gui.document import PlanDocument
 from wizard.gui.steps import texts
 from wizard.gui.steps._form import FormPage

@@ -78,7 +78,7 @@ class EnvironmentPage(Page):
     def show_report(self, report) -> None:
         """Show a probe's answer: the versions, the verdict and every finding with its fix (for the machine, never a
         plan edit); the findings panel lists them too, marked "this machine"."""
-        from wizard.core.run.report import ENV_PACKAGES, environment_summary
+        from wizard.core.run import ENV_PACKAGES, environment_summary
 
         pk = report.facts.get("packages") or {}
         rows = [("python", (report.facts.get("python") or {}).get("version", "?"))]
@@ -98,7 +98,7 @@ class EnvironmentPage(Page):
 
 def environment_facts(report):
     """What the probe found that changes a run: does flash-attn import (None: installed, import not tried)."""
-    from wizard.core.check.rules.context import EnvironmentFacts
+    from wizard.core.check import EnvironmentFacts
 
     installed = bool((report.facts.get("packages") or {}).get("flash-attn"))
     imported = (report.facts.get("flash_attn") or {}).get("imported")

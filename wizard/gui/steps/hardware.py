@@ -18,7 +18,7 @@ from PySide6.QtWidgets import (
     QWidget,
 )
 
-from wizard.core.hardware.cluster import LinkKind
+from wizard.core.hardware import LinkKind
 from wizard.gui.document import PlanDocument
 from wizard.gui.steps import texts
 from wizard.gui.steps._machine import escaped, findings_html, read_only_table

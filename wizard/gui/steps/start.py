@@ -24,7 +24,7 @@ from PySide6.QtWidgets import (
 )
 
 from wizard.adapters.files.resources import load_preset_doc, preset_names
-from wizard.core.hardware.gpus import GpuSpec, parse_gpu_spec
+from wizard.core.hardware import GpuSpec, parse_gpu_spec
 from wizard.gui.steps import texts
 from wizard.gui.widgets.page import Page
 

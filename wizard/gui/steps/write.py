@@ -9,7 +9,7 @@ from PySide6.QtCore import Qt
 from PySide6.QtWidgets import QFileDialog, QHBoxLayout, QLabel, QLineEdit, QPushButton, QVBoxLayout
 
 from wizard.adapters.files.disk import WriteError
-from wizard.core.plan.emit import RUN_SH
+from wizard.core.plan import RUN_SH
 from wizard.usecases.writing import write_plan_files
 from wizard.gui.document import PlanDocument
 from wizard.gui.steps import texts

@@ -29,7 +29,7 @@ from PySide6.QtWidgets import (
     QWidget,
 )
 
-from wizard.core.data.schema import BUILTIN_SCORERS, ConversionError, ConversionSpec, conversion_findings, scorer_for
+from wizard.core.data import BUILTIN_SCORERS, ConversionError, ConversionSpec, conversion_findings, scorer_for
 from wizard.core.findings import Finding, Severity
 from wizard.gui.document import PlanDocument
 from wizard.gui.widgets.page import note

@@ -29,9 +29,9 @@ from PySide6.QtWidgets import (
     QWidget,
 )
 
-from wizard.core.data.schema import scorer_for
+from wizard.core.data import scorer_for
 from wizard.core.findings import Finding, sort_findings
-from wizard.core.reward.bench import BenchRow, bench_rows
+from wizard.core.reward import BenchRow, bench_rows
 from wizard.core.reward.verdict import Verdict, verdict
 from wizard.gui.document import PlanDocument
 from wizard.gui.widgets.fields import FieldForm

@@ -77,7 +77,7 @@ class ClusterBox(QGroupBox):
     def write(self) -> bool:
         """Write the ticked launch material behind the same check gate as ``verl-wizard cluster``."""
         from wizard.adapters.files.disk import WriteError
-        from wizard.core.cluster_launch.job import target_for
+        from wizard.core.cluster_launch import target_for
         from wizard.usecases.writing import write_cluster
 
         chosen = tuple(name for name, box in self.targets.items() if box.isChecked())

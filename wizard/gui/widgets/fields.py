@@ -16,7 +16,7 @@ from PySide6.QtWidgets import QComboBox, QFormLayout, QLabel, QLineEdit, QWidget
 
 from wizard.adapters.files.resources import load_key_docs, load_schema
 from wizard.core.verl.key_help import key_help
-from wizard.core.plan.model import Plan
+from wizard.core.plan import Plan
 from wizard.gui.document import PlanDocument
 
 ERROR_STYLE = "border: 1px solid #c62828;"

@@ -23,7 +23,7 @@ from PySide6.QtWidgets import (
     QWidget,
 )
 
-from wizard.core.hardware.cluster import GIB, Cluster, GpuLink, LinkKind, ClusterNode
+from wizard.core.hardware import GIB, Cluster, GpuLink, LinkKind, ClusterNode
 from wizard.gui.theme import CanvasColours, ThemeFollower, canvas_colours
 
 TILE_W, TILE_H, GAP, LABEL_W, ARC_ROOM = 150.0, 78.0, 14.0, 150.0, 70.0
