@@ -71,7 +71,9 @@ def cold(codes: list[str], runs: int) -> list[list[list[float]]]:
     return out
 
 
-def edits(n: int) -> list[float]:
+def edits(n: int, shown: str | None = None) -> list[float]:
+    """``n`` edits of data.train_batch_size typed in its field, each timed until every page has followed; with
+    ``shown``, that step is on screen (the Placement step: its board redraws from the same assessment)."""
     os.environ.setdefault("QT_QPA_PLATFORM", "offscreen")
     os.environ["XDG_STATE_HOME"] = tempfile.mkdtemp()
     from PySide6.QtWidgets import QApplication
@@ -82,6 +84,9 @@ def edits(n: int) -> list[float]:
     w = WizardWindow(restore=False)
     w.show()
     app.processEvents()
+    if shown:
+        w.go_to(w.page(shown))
+        app.processEvents()
     editor = w.page("data").forms[1].editors["data.train_batch_size"]
     times = []
     for i in range(n):
@@ -112,6 +117,7 @@ def main() -> None:
     print(line("cold start, verl-wizard ready (findings shown)", ready))
     print(line("longest GUI stall while loading", stall))
     print(line("edit -> findings, run.sh and pages updated", edits(30)))
+    print(line("the same, with the Placement step shown", edits(30, "placement")))
 
 
 if __name__ == "__main__":
