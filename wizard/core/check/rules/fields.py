@@ -74,8 +74,7 @@ def missing_field(ctx: RuleContext):
             key = f"{section.path}.{name}"
             if key == "actor_rollout_ref.rollout.name" or key not in ctx.variant.keys:
                 continue  # rollout.name has its own rule with the engines to choose from
-            info = ctx.variant.keys[key]
-            if info.type == "dict" or not _may_be_missing(ctx, key, info) or not _missing(ctx, key):
+            if ctx.variant.keys[key].type == "dict" or not _missing(ctx, key):
                 continue
             if build_of(ctx, key) is not section.build:
                 continue
@@ -87,44 +86,18 @@ def missing_field(ctx: RuleContext):
             )
 
 
-def _may_be_missing(ctx: RuleContext, key: str, info) -> bool:
-    """Whether ``key`` can be ``???`` here, without OmegaConf: a default that is a value, untouched by every
-    override, never is (hundreds of keys per check; asking OmegaConf for each was most of a check's time)."""
-    plain = ctx.plain_values.get(key, _UNSET)
-    if plain is not _UNSET:
-        return plain == "???"
-    if info.type == "interpolation":  # missing only if a key it reads is '???' (by default or by an override)
-        deps = ctx.variant.interpolation_deps(key)
-        if deps is not None and not any(_missing_leaf(ctx, d) for d in deps if d != key):
-            return not ctx.untouched(key) and _overridden_by_non_plain(ctx, key)
-        return True
-    return info.type == "missing" or not ctx.untouched(key)
-
-
-def _missing_leaf(ctx: RuleContext, key: str) -> bool:
-    plain = ctx.plain_values.get(key, _UNSET)
-    if plain is not _UNSET:
-        return plain == "???"
-    info = ctx.variant.keys.get(key)
-    return info is None or info.type in ("missing", "dict", "list") or not ctx.untouched(key)
-
-
-def _overridden_by_non_plain(ctx: RuleContext, key: str) -> bool:
-    """An override sets ``key`` or a section above it with something other than a plain value of ``key`` (an
-    interpolation, a delete, a whole dict): only OmegaConf can say what it resolves to."""
-    touched = ctx.touched
-    return touched is None or any(key == t or key.startswith(t + ".") for t in touched)
-
-
-_UNSET = object()
-
-
 def _missing(ctx: RuleContext, key: str) -> bool:
     """``is_missing``, remembered on the schema variant for a key no override touches (its default's verdict is
     the same in every check, like the resolved defaults ``RuleContext.get`` keeps)."""
-    if key in ctx.plain_values or not ctx.untouched(key):
+    plain = ctx.plain_values.get(key, _UNSET)
+    if plain is not _UNSET:
+        return plain == "???"
+    if not ctx.untouched(key):
         return is_missing(ctx, key)
     known = ctx.variant.__dict__.setdefault("_missing_defaults", {})
     if key not in known:
         known[key] = is_missing(ctx, key)
     return known[key]
+
+
+_UNSET = object()

@@ -18,9 +18,6 @@ from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
-from omegaconf import OmegaConf
-from omegaconf.errors import InterpolationToMissingValueError, MissingMandatoryValue
-
 from wizard.core.findings import Stage
 from wizard.core.verl import roles
 from wizard.core.verl.resolved import UNRESOLVABLE
@@ -109,23 +106,23 @@ def built_sections(ctx, classes: tuple[str, ...] | None = None) -> Iterator[Sect
 
 
 def fields(ctx, path: str) -> list[str]:
-    """The fields of the class built at ``path``: its YAML keys and its dataclass-only fields."""
-    prefix = path + "."
-    names = {k[len(prefix):].split(".")[0] for k in ctx.variant.keys if k.startswith(prefix)} - {"_target_"}
-    if path in DICT_CLASSES:
-        names |= set(DICT_CLASS_FIELDS[DICT_CLASSES[path]])
-    return sorted(names)
+    """The fields of the class built at ``path``: its YAML keys and its dataclass-only fields (kept on the variant)."""
+    cache = ctx.variant.__dict__.get("_section_fields")
+    if cache is None:
+        cache = ctx.variant.__dict__["_section_fields"] = {}
+        for key in ctx.variant.keys:
+            parts = key.split(".")
+            for i in range(1, len(parts)):
+                cache.setdefault(".".join(parts[:i]), set()).add(parts[i])
+        cache = {p: sorted((names | set(DICT_CLASS_FIELDS[DICT_CLASSES[p]]) if p in DICT_CLASSES else names)
+                           - {"_target_"}) for p, names in cache.items()}
+        ctx.variant.__dict__["_section_fields"] = cache
+    return list(cache.get(path, DICT_CLASS_FIELDS.get(DICT_CLASSES.get(path), ())))
 
 
 def is_missing(ctx, key: str) -> bool:
     """True when ``key`` is ``???`` as verl reads it (directly or through an interpolation)."""
-    try:
-        OmegaConf.select(ctx.cfg, key, throw_on_missing=True)
-    except (MissingMandatoryValue, InterpolationToMissingValueError):
-        return True
-    except Exception:  # noqa: BLE001 - other resolution errors are another rule's business
-        return False
-    return False
+    return ctx.missing_value(key)
 
 
 WHEN = {Stage.PREFLIGHT: "in its pre-flight (validate_config), before Ray starts",
