@@ -107,17 +107,26 @@ def built_sections(ctx, classes: tuple[str, ...] | None = None) -> Iterator[Sect
 
 def fields(ctx, path: str) -> list[str]:
     """The fields of the class built at ``path``: its YAML keys and its dataclass-only fields (kept on the variant)."""
-    cache = ctx.variant.__dict__.get("_section_fields")
-    if cache is None:
-        cache = ctx.variant.__dict__["_section_fields"] = {}
-        for key in ctx.variant.keys:
+    cache = ctx.variant.__dict__.setdefault("_section_fields", {})
+    if path not in cache:
+        names = set(_children(ctx.variant).get(path, ())) - {"_target_"}
+        if path in DICT_CLASSES:
+            names |= set(DICT_CLASS_FIELDS[DICT_CLASSES[path]])
+        cache[path] = tuple(sorted(names))
+    return list(cache[path])
+
+
+def _children(variant) -> dict[str, set[str]]:
+    """Every section of the schema's keys and the names right below it."""
+    children = variant.__dict__.get("_section_children")
+    if children is None:
+        children = {}
+        for key in variant.keys:
             parts = key.split(".")
             for i in range(1, len(parts)):
-                cache.setdefault(".".join(parts[:i]), set()).add(parts[i])
-        cache = {p: sorted((names | set(DICT_CLASS_FIELDS[DICT_CLASSES[p]]) if p in DICT_CLASSES else names)
-                           - {"_target_"}) for p, names in cache.items()}
-        ctx.variant.__dict__["_section_fields"] = cache
-    return list(cache.get(path, DICT_CLASS_FIELDS.get(DICT_CLASSES.get(path), ())))
+                children.setdefault(".".join(parts[:i]), set()).add(parts[i])
+        variant.__dict__["_section_children"] = children
+    return children
 
 
 def is_missing(ctx, key: str) -> bool:
