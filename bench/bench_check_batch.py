@@ -5,6 +5,8 @@ wizard's own script reader into overrides), the listed conformance variants (eac
 tests/conformance/test_verl_parity.py's MUTATIONS), topped up to exactly 336 with seeded random variants of the
 presets (two or three mutations together, as that test draws them).
 
+Also, in-process, one full check of each preset (models, memory on 8 x H100: what ``check`` runs per launch).
+
 Prints figures; asserts nothing. Run: .venv/bin/python bench/bench_check_batch.py [--runs 5] [--gpus 8xH100-80GB]
 """
 
@@ -56,12 +58,32 @@ def build_cases(size: int = SIZE, seed: int = 0) -> list[dict]:
     return cases[:size]
 
 
+def preset_checks(n: int = 50) -> None:
+    """The median of ``n`` full checks of each preset, in this process."""
+    from wizard.adapters.files.gpu_catalogue import load_gpu_catalogue
+    from wizard.adapters.files.resources import preset_names
+    from wizard.core.hardware.gpus import parse_gpu_spec
+    from wizard.core.plan.emit import emit_overrides
+    from wizard.usecases.assessment import assess
+    from wizard.usecases.hardware import cluster_for_spec
+    from wizard.usecases.plans import preset_plan
+
+    spec = parse_gpu_spec("8xH100-80GB")
+    cluster, cache = cluster_for_spec(spec, load_gpu_catalogue()), {}
+    for name in preset_names():
+        overrides = emit_overrides(preset_plan(name)).overrides
+        assess(overrides, gpus=spec, cluster=cluster, model_cache=cache)
+        samples = timed(lambda: assess(overrides, gpus=spec, cluster=cluster, model_cache=cache), n)
+        print(f"full check of {name + ',':17} 8 x H100 (in-process) {fmt(samples, 2)}")
+
+
 def main() -> None:
     parser = argparse.ArgumentParser()
     parser.add_argument("--runs", type=int, default=5, help="process runs to take the median of")
     parser.add_argument("--gpus", help="passed on to check (e.g. 8xH100-80GB); default: none")
     parser.add_argument("--size", type=int, default=SIZE)
     args = parser.parse_args()
+    preset_checks()
     cases = build_cases(args.size)
     kinds = {"presets": sum(" " not in c["id"] and not c["id"].endswith(".sh") for c in cases),
              "scripts": sum(c["id"].endswith(".sh") for c in cases),
