@@ -1,4 +1,4 @@
-"""The pure resolver (wizard.core.verl.resolved.Resolver) answers exactly as OmegaConf does.
+"""The pure resolver (wizard.core.verl.resolver.Resolver) answers exactly as OmegaConf does.
 
 Every answer a rule reads - the value (``OmegaConf.select`` then ``to_container(resolve=True)``), whether it is
 ``???`` as verl reads it (``select(throw_on_missing=True)`` raising), whether the node itself is ``???``
@@ -18,9 +18,10 @@ from hypothesis import strategies as st
 from omegaconf import OmegaConf
 
 from tests.conftest import examples
-from wizard.core.verl import resolved
+from wizard.core.verl import resolver as resolved
 from wizard.core.verl.compose import composed_view
-from wizard.core.verl.resolved import (
+from wizard.core.verl.interpolations import parse as _parse
+from wizard.core.verl.resolver import (
     MISSING,
     UNRESOLVABLE,
     Resolver,
@@ -28,7 +29,6 @@ from wizard.core.verl.resolved import (
     _omegaconf_is_missing_here,
     _omegaconf_raw,
     _omegaconf_select,
-    _parse,
 )
 
 
