@@ -24,6 +24,7 @@ from wizard.core.memory.scope import unmodelled
 from wizard.core.memory.terms import CONSTANTS, GIB, HostEstimate, KvCache, MemoryConstants, Term
 from wizard.core.memory.trainer import Trainer, slack, sync_buffers, sync_copies, term
 from wizard.core.models.facts import ModelFacts
+from wizard.core.verl.keys import ACTOR
 from wizard.core.placement.pools import GpuRef, Placement, plan_placement
 
 __all__ = ["MEMORY_KEYS", "GpuEstimate", "HostEstimate", "MemoryReport", "Phase", "Term", "estimate_memory"]
@@ -173,9 +174,10 @@ def estimate_memory(values: Mapping, models: Mapping[str, ModelFacts], cluster: 
     actor = models.get("actor")
     if actor is None:
         return None, "the actor's model is unknown (a local folder or a catalogue id gives its size)"
+    strategy = str(values.get(f"{ACTOR}.strategy") or "fsdp")
+    if strategy not in ("fsdp", "fsdp2"):  # (another engine's config has none of the FSDP keys read_config reads)
+        return None, f"memory of the {strategy} training engine is not modelled (FSDP and FSDP2 are)"
     cfg = read_config(values)
-    if cfg.strategy not in ("fsdp", "fsdp2"):
-        return None, f"memory of the {cfg.strategy} training engine is not modelled (FSDP and FSDP2 are)"
     placement = plan_placement(values, cluster)
     critic = models.get("critic") if cfg.need_critic else None
     notes = list(cfg.notes)

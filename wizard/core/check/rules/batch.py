@@ -31,7 +31,9 @@ def _micro_suggestion(per_gpu_batch: int | None) -> int:
     return 1
 
 
-@rule("batch.real_train_batch_size", Stage.PREFLIGHT)
+@rule("batch.real_train_batch_size", Stage.PREFLIGHT, also={
+    "batch.no_gpus": Stage.PREFLIGHT, "batch.megatron_without_engine": Stage.PREFLIGHT,
+    "batch.megatron_parallel": Stage.PREFLIGHT})
 def real_train_batch_size(ctx: RuleContext):
     """validate_config: data.train_batch_size x rollout.n must be divisible by the minimal batch."""
     if ctx.dynamic_bsz:
@@ -39,25 +41,23 @@ def real_train_batch_size(ctx: RuleContext):
     tbs, n, n_gpus = ctx.int(TBS), ctx.int(N), ctx.n_gpus
     if n_gpus == 0:  # minimal_bsz is 0 (FSDP: n_gpus; Megatron: 0 data-parallel ranks x micro)
         yield finding(
-            "batch.no_gpus", Severity.ERROR, Stage.PREFLIGHT, ["trainer.n_gpus_per_node", "trainer.nnodes"],
+            Severity.ERROR, ["trainer.n_gpus_per_node", "trainer.nnodes"],
             f"trainer.n_gpus_per_node x trainer.nnodes = {ctx.int('trainer.n_gpus_per_node')} x "
             f"{ctx.int('trainer.nnodes')} = 0 GPUs; verl's pre-flight divides the batch by the GPU count and stops "
             "with: ZeroDivisionError: integer modulo by zero",
             "Give the GPUs per node and the nodes, each 1 or more: trainer.n_gpus_per_node=8 trainer.nnodes=1",
-            ["trainer.n_gpus_per_node=1", "trainer.nnodes=1"], fix_auto=False)
+            ["trainer.n_gpus_per_node=1", "trainer.nnodes=1"], fix_auto=False, rule="batch.no_gpus")
         return
     if tbs is None or n is None or n_gpus is None or n_gpus < 0:
         return
     if ctx.strategy == "megatron" and ctx.get(f"{A}.megatron") is None:
         yield finding(
-            "batch.megatron_without_engine",
             Severity.ERROR,
-            Stage.PREFLIGHT,
             [f"{A}.strategy", "model_engine"],
             "actor.strategy=megatron, but the config was composed for FSDP (no actor.megatron section); "
             "verl's pre-flight fails reading actor.megatron.tensor_model_parallel_size",
             "Switch the engine as a whole: model_engine=megatron (or --config-name=ppo_megatron_trainer)",
-            ["model_engine=megatron"],
+            ["model_engine=megatron"], rule="batch.megatron_without_engine",
         )
         return
     if ctx.strategy == "megatron":
@@ -67,13 +67,11 @@ def real_train_batch_size(ctx: RuleContext):
             return
         if n_gpus % (tp * pp * cp) != 0:
             yield finding(
-                "batch.megatron_parallel",
                 Severity.ERROR,
-                Stage.PREFLIGHT,
                 ["trainer.n_gpus_per_node", "trainer.nnodes", f"{A}.megatron.tensor_model_parallel_size"],
                 f"n_gpus ({n_gpus}) must be divisible by model_parallel_size ({tp * pp}) times "
                 f"context_parallel_size ({cp})",
-                "Choose Megatron TP x PP x CP that divides the GPU count",
+                "Choose Megatron TP x PP x CP that divides the GPU count", rule="batch.megatron_parallel",
             )
             return
         if micro is None:
@@ -88,9 +86,7 @@ def real_train_batch_size(ctx: RuleContext):
         step = minimal // gcd(n, minimal)
         options = nearest_multiples(tbs, step)
         yield finding(
-            "batch.real_train_batch_size",
             Severity.ERROR,
-            Stage.PREFLIGHT,
             [TBS, N, "trainer.n_gpus_per_node"],
             f"data.train_batch_size x rollout.n = {tbs} x {n} = {real} is not divisible by {what} = {minimal}; "
             f"verl stops with: real_train_batch_size ({real}) must be divisible by minimal possible batch size "
@@ -109,9 +105,7 @@ def actor_micro(ctx: RuleContext):
     per_gpu = ctx.get(f"{A}.ppo_micro_batch_size_per_gpu")
     if micro is not None and per_gpu is not None:
         yield finding(
-            "batch.actor_micro",
             Severity.ERROR,
-            Stage.PREFLIGHT,
             [f"{A}.ppo_micro_batch_size", f"{A}.ppo_micro_batch_size_per_gpu"],
             f"Both actor.ppo_micro_batch_size ({micro}) and actor.ppo_micro_batch_size_per_gpu ({per_gpu}) are set; "
             "verl only supports the per-GPU key (the other is deprecated)",
@@ -122,9 +116,7 @@ def actor_micro(ctx: RuleContext):
         per_gpu_mini = _per_gpu_mini(ctx, f"{A}.ppo_mini_batch_size")
         m = _micro_suggestion(per_gpu_mini)
         yield finding(
-            "batch.actor_micro",
             Severity.ERROR,
-            Stage.PREFLIGHT,
             [f"{A}.ppo_micro_batch_size_per_gpu"],
             "actor.ppo_micro_batch_size_per_gpu is not set (verl has no default for it) and dynamic batch size is "
             "off; verl stops with: [actor] Please set at least one of 'actor.ppo_micro_batch_size' or "
@@ -148,9 +140,7 @@ def loss_agg_mode(ctx: RuleContext):
     mode = ctx.get(f"{A}.loss_agg_mode")
     if mode not in LOSS_AGG_MODES:
         yield finding(
-            "batch.loss_agg_mode",
             Severity.ERROR,
-            Stage.PREFLIGHT,
             [f"{A}.loss_agg_mode"],
             f"Invalid loss_agg_mode: {mode}",
             "One of: " + ", ".join(LOSS_AGG_MODES),
@@ -158,7 +148,8 @@ def loss_agg_mode(ctx: RuleContext):
         )
 
 
-@rule("batch.mini_vs_train", Stage.PREFLIGHT)
+@rule("batch.mini_vs_train", Stage.PREFLIGHT, also={"batch.actor_mini_vs_train": Stage.PREFLIGHT,
+                                                   "batch.critic_mini_vs_train": Stage.PREFLIGHT})
 def mini_vs_train(ctx: RuleContext):
     """ActorConfig.validate / CriticConfig.validate: train_batch_size >= ppo_mini_batch_size."""
     tbs = ctx.int(TBS)
@@ -170,14 +161,12 @@ def mini_vs_train(ctx: RuleContext):
         if dynamic or tbs is None or mini is None or tbs >= mini:
             continue
         yield finding(
-            f"batch.{who}_mini_vs_train",
             Severity.ERROR,
-            Stage.PREFLIGHT,
             [TBS, key],
             f"train_batch_size ({tbs}) must be >= {who}.ppo_mini_batch_size ({mini}): one update needs "
             f"{mini} prompts but a step only has {tbs}",
             f"Set {key}={tbs} or lower (or raise {TBS})",
-            [f"{key}={tbs}"],
+            [f"{key}={tbs}"], rule=f"batch.{who}_mini_vs_train",
         )
 
 
@@ -192,18 +181,14 @@ def deprecated_actor_micro(ctx: RuleContext):
         return
     if micro and mini % micro != 0:
         yield finding(
-            "batch.deprecated_actor_micro",
             Severity.ERROR,
-            Stage.PREFLIGHT,
             [f"{A}.ppo_micro_batch_size"],
             f"ppo_mini_batch_size ({mini}) must be divisible by ppo_micro_batch_size ({micro})",
             f"Use the per-GPU key instead: {A}.ppo_micro_batch_size_per_gpu",
         )
     elif n_gpus is not None and micro * sp < n_gpus:
         yield finding(
-            "batch.deprecated_actor_micro",
             Severity.ERROR,
-            Stage.PREFLIGHT,
             [f"{A}.ppo_micro_batch_size"],
             f"ppo_micro_batch_size ({micro}) * ulysses_sequence_parallel_size ({sp}) must be >= n_gpus ({n_gpus})",
             f"Use the per-GPU key instead: {A}.ppo_micro_batch_size_per_gpu",
@@ -216,30 +201,27 @@ def _log_prob_pair(ctx: RuleContext, section: str):
     per_gpu = ctx.get(f"{name}.log_prob_micro_batch_size_per_gpu")
     if micro is None and per_gpu is None:
         yield finding(
-            f"batch.{section}_log_prob_micro",
             Severity.ERROR,
-            Stage.PREFLIGHT,
             [f"{name}.log_prob_micro_batch_size_per_gpu"],
             f"{name}.log_prob_micro_batch_size_per_gpu is not set (no default) and dynamic batch size is off; "
             f"verl stops with: [{name}] Please set at least one of '{name}.log_prob_micro_batch_size' or "
             f"'{name}.log_prob_micro_batch_size_per_gpu'",
             f"Set {name}.log_prob_micro_batch_size_per_gpu=8 (sequences per GPU per log-prob forward)",
-            [f"{name}.log_prob_micro_batch_size_per_gpu=8"],
+            [f"{name}.log_prob_micro_batch_size_per_gpu=8"], rule=f"batch.{section}_log_prob_micro",
         )
     elif micro is not None and per_gpu is not None:
         yield finding(
-            f"batch.{section}_log_prob_micro",
             Severity.ERROR,
-            Stage.PREFLIGHT,
             [f"{name}.log_prob_micro_batch_size", f"{name}.log_prob_micro_batch_size_per_gpu"],
             f"Both {name}.log_prob_micro_batch_size ({micro}) and ..._per_gpu ({per_gpu}) are set; verl only "
             "supports the per-GPU key",
             f"Remove {name}.log_prob_micro_batch_size",
-            [f"{name}.log_prob_micro_batch_size=null"],
+            [f"{name}.log_prob_micro_batch_size=null"], rule=f"batch.{section}_log_prob_micro",
         )
 
 
-@rule("batch.log_prob_micro", Stage.PREFLIGHT)
+@rule("batch.log_prob_micro", Stage.PREFLIGHT, also={"batch.rollout_log_prob_micro": Stage.PREFLIGHT,
+                                                    "batch.ref_log_prob_micro": Stage.PREFLIGHT})
 def log_prob_micro(ctx: RuleContext):
     """validate_config: rollout (always) and ref (when a reference model is needed) micro-batch keys."""
     if ctx.dynamic_bsz:
@@ -257,9 +239,7 @@ def critic_micro(ctx: RuleContext):
     micro, per_gpu = ctx.get("critic.ppo_micro_batch_size"), ctx.get("critic.ppo_micro_batch_size_per_gpu")
     if micro is None and per_gpu is None:
         yield finding(
-            "batch.critic_micro",
             Severity.ERROR,
-            Stage.PREFLIGHT,
             ["critic.ppo_micro_batch_size_per_gpu"],
             "The critic is on (adv_estimator=gae) but critic.ppo_micro_batch_size_per_gpu is not set; verl stops "
             "with: [critic] Please set at least one of 'critic.micro_batch_size' or 'critic.micro_batch_size_per_gpu'",
@@ -268,9 +248,7 @@ def critic_micro(ctx: RuleContext):
         )
     elif micro is not None and per_gpu is not None:
         yield finding(
-            "batch.critic_micro",
             Severity.ERROR,
-            Stage.PREFLIGHT,
             ["critic.ppo_micro_batch_size", "critic.ppo_micro_batch_size_per_gpu"],
             f"Both critic.ppo_micro_batch_size ({micro}) and critic.ppo_micro_batch_size_per_gpu ({per_gpu}) are set",
             "Remove critic.ppo_micro_batch_size",
@@ -281,18 +259,14 @@ def critic_micro(ctx: RuleContext):
         sp = ctx.int("critic.ulysses_sequence_parallel_size") or 1
         if isinstance(micro, int) and micro and mini is not None and mini % micro != 0:
             yield finding(
-                "batch.critic_micro",
                 Severity.ERROR,
-                Stage.PREFLIGHT,
                 ["critic.ppo_micro_batch_size"],
                 f"[critic] ppo_mini_batch_size ({mini}) must be divisible by ppo_micro_batch_size ({micro})",
                 "Use critic.ppo_micro_batch_size_per_gpu instead",
             )
         elif isinstance(micro, int) and n_gpus is not None and micro * sp < n_gpus and (ctx.int(TBS) or 0) >= (mini or 0):
             yield finding(
-                "batch.critic_micro",
                 Severity.ERROR,
-                Stage.PREFLIGHT,
                 ["critic.ppo_micro_batch_size"],
                 f"critic.ppo_micro_batch_size ({micro}) * ulysses_sequence_parallel_size ({sp}) must be >= n_gpus "
                 f"({n_gpus})",
@@ -306,9 +280,7 @@ def val_temperature(ctx: RuleContext):
     temperature = ctx.num("actor_rollout_ref.rollout.temperature")
     if ctx.get("actor_rollout_ref.rollout.val_kwargs.do_sample") and temperature is not None and temperature <= 0:
         yield finding(
-            "batch.val_temperature",
             Severity.ERROR,
-            Stage.PREFLIGHT,
             ["actor_rollout_ref.rollout.temperature", "actor_rollout_ref.rollout.val_kwargs.do_sample"],
             f"validation gen temperature should be greater than 0 when enabling do_sample (temperature={temperature})",
             "Set actor_rollout_ref.rollout.temperature=1.0, or val_kwargs.do_sample=false",
@@ -328,9 +300,7 @@ def worker_micro(ctx: RuleContext):
         old_value = ctx.get(old)
         if ctx.get(key) is None and old_value is not None:
             yield finding(
-                "batch.worker_micro",
                 Severity.ERROR,
-                Stage.STARTUP,
                 [old, key],
                 f"{old}={old_value} is deprecated: it passes verl's pre-flight, but the actor worker asserts that "
                 f"{key} is set and dies at startup",
@@ -357,9 +327,7 @@ def mini_vs_dp(ctx: RuleContext):
             step = dp // gcd(n, dp)
             options = nearest_multiples(mini, step)
             yield finding(
-                "batch.mini_vs_dp",
                 Severity.ERROR,
-                Stage.RUNTIME,
                 [f"{section}.ppo_mini_batch_size", N],
                 f"{section}.ppo_mini_batch_size x rollout.n = {mini} x {n} = {mini * n} trajectories do not split "
                 f"over {dp} data-parallel ranks; verl fails at the first update with: Got mini_batch_size={mini * n} "

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from collections.abc import Mapping
+from contextvars import ContextVar
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
 
@@ -14,7 +15,7 @@ from wizard.core.verl.resolved import UNRESOLVABLE, ResolvedConfig
 if TYPE_CHECKING:
     from wizard.core.hardware.cluster import Cluster
 
-__all__ = ["UNRESOLVABLE", "EnvironmentFacts", "RuleContext", "choices", "finding"]
+__all__ = ["RUNNING", "UNRESOLVABLE", "EnvironmentFacts", "RuleContext", "choices", "finding"]
 
 
 @dataclass(frozen=True)
@@ -36,20 +37,40 @@ class RuleContext(ResolvedConfig):
     environment: EnvironmentFacts | None = None
 
 
+# The rule ``run_rules`` is running (its ``@rule`` declaration): what ``finding`` takes the id and stage from.
+RUNNING: ContextVar = ContextVar("wizard_rule_running", default=None)
+
+
 def finding(
-    rule: str,
     severity: Severity,
-    stage: Stage,
     keys: list[str],
     message: str,
     fix: str | None = None,
     fix_overrides: list[str] | None = None,
     fix_auto: bool = True,
+    *,
+    rule: str | None = None,
+    stage: Stage | None = None,
 ) -> Finding:
+    """A finding of the rule being run, under its id and stage as its ``@rule`` declares them; ``rule`` names another
+    id it declares (``also``), ``stage`` is given only where the declaration leaves it to the finding (``None``).
+    A finding the declaration does not cover is a bug in the rule (ValueError: the engine reports the rule failed)."""
+    running = RUNNING.get()
+    if running is None:
+        raise ValueError("finding() outside a rule: only run_rules runs rules")
+    rule = rule or running.id
+    declared = running.ids
+    if rule not in declared:
+        raise ValueError(f"the rule {running.id} reports {rule}, which its @rule does not declare")
+    want = declared[rule]
+    if want is None and stage is None:
+        raise ValueError(f"{rule} is declared without a stage: its findings must give one")
+    if want is not None and stage is not None and stage is not want:
+        raise ValueError(f"{rule} is declared {want.value}, not {stage.value}")
     return Finding(
         rule=rule,
         severity=severity,
-        stage=stage,
+        stage=stage or want,
         keys=keys,
         message=message,
         fix=fix,

@@ -21,7 +21,7 @@ def file_format(ctx: RuleContext):
     for key in ("data.train_files", "data.val_files"):
         for path in _paths(ctx.get(key)):
             if not path.endswith(FORMATS):
-                yield finding("data.file_format", Severity.ERROR, Stage.STARTUP, [key],
+                yield finding(Severity.ERROR, [key],
                               f"{key} has {path!r}: verl reads .parquet, .json and .jsonl files only, and the "
                               f"TaskRunner stops loading it with: Unsupported file format: {path}",
                               "Convert it to parquet (verl-wizard data --help shows how) and point the key at it",

@@ -19,7 +19,7 @@ LOSSES = {"forward_kl_topk": True, **{k: False for k in ("kl", "k1", "abs", "mse
 
 
 def _err(keys: list[str], message: str, fix: str, overrides=(), auto=False):
-    return finding("distillation.config", Severity.ERROR, Stage.STARTUP, keys,
+    return finding(Severity.ERROR, keys,
                    message + " (verl builds distillation when the trainer starts)", fix, list(overrides), fix_auto=auto)
 
 

@@ -39,7 +39,7 @@ BACKENDS = {"language_model": ("fsdp", "fsdp2", "fsdp_turbo", "megatron", "veomn
             "value_model": ("fsdp", "fsdp2", "megatron", "veomni")}
 
 
-@rule("engine.config", Stage.PREFLIGHT)
+@rule("engine.config", None)  # the stage verl builds the section at
 def engine_config(ctx: RuleContext):
     """The __post_init__ checks of the engine, router-replay and optimizer config classes, for every section of
     those classes verl builds."""
@@ -54,8 +54,8 @@ def engine_config(ctx: RuleContext):
 
 
 def _bad(ctx: RuleContext, section: Section, key: str, message: str, said: str, fix: str, overrides=()):
-    return finding("engine.config", Severity.ERROR, section.stage, [key], f"{message}; " + stops(section, said), fix,
-                   list(overrides))
+    return finding(Severity.ERROR, [key], f"{message}; " + stops(section, said), fix,
+                   list(overrides), stage=section.stage)
 
 
 def _numbers(ctx: RuleContext, section: Section):
@@ -95,7 +95,7 @@ def _numbers(ctx: RuleContext, section: Section):
                 break
 
 
-@rule("engine.sp_remove_padding", Stage.PREFLIGHT)
+@rule("engine.sp_remove_padding", None)  # the stage verl builds the section at
 def sp_remove_padding(ctx: RuleContext):
     """Ulysses sequence parallelism needs padding removal: FSDPActorConfig.validate (actor.py:339) in the pre-flight for
     the actor's legacy key, FSDPEngine.__init__ (transformer_impl.py:149) at startup for the engine's own key."""
@@ -123,9 +123,9 @@ def _paths(ctx: RuleContext) -> set[str]:
 
 def _padding(sp_key: str, sp: int, padding_key: str, stage: Stage, said: str):
     when = "in its pre-flight" if stage is Stage.PREFLIGHT else "when the training engine starts"
-    return finding("engine.sp_remove_padding", Severity.ERROR, stage, [sp_key, padding_key],
+    return finding(Severity.ERROR, [sp_key, padding_key],
                    f"{sp_key}={sp} splits sequences over {sp} ranks, which needs {padding_key}=true; verl stops "
-                   f"{when} with: {said}", f"Set {padding_key}=true (or {sp_key}=1)", [f"{padding_key}=true"])
+                   f"{when} with: {said}", f"Set {padding_key}=true (or {sp_key}=1)", [f"{padding_key}=true"], stage=stage)
 
 
 @rule("engine.router_replay", Stage.PREFLIGHT)
@@ -135,16 +135,14 @@ def router_replay(ctx: RuleContext):
     for engine in ("megatron", "veomni", "fsdp_config"):
         mode = ctx.get(f"{A}.{engine}.router_replay.mode")
         if mode == "R2" and ctx.get("algorithm.rollout_correction.bypass_mode"):
-            yield finding("engine.router_replay", Severity.ERROR, Stage.PREFLIGHT,
-                          [f"{A}.{engine}.router_replay.mode", "algorithm.rollout_correction.bypass_mode"],
+            yield finding(Severity.ERROR, [f"{A}.{engine}.router_replay.mode", "algorithm.rollout_correction.bypass_mode"],
                           "router_replay.mode='R2' requires algorithm.rollout_correction.bypass_mode=False: R2 records "
                           "routes while recomputing actor old_log_probs, but bypass mode skips that forward.",
                           f"Set algorithm.rollout_correction.bypass_mode=false, or {A}.{engine}.router_replay.mode=R3",
                           ["algorithm.rollout_correction.bypass_mode=false"], fix_auto=False)
     mode = ctx.get(f"{A}.veomni.router_replay.mode")
     if ctx.get(f"{A}.strategy") == "veomni" and mode not in (None, "disabled") and not ctx.get(f"{A}.use_remove_padding"):
-        yield finding("engine.router_replay", Severity.ERROR, Stage.PREFLIGHT,
-                      [f"{A}.veomni.router_replay.mode", f"{A}.use_remove_padding"],
+        yield finding(Severity.ERROR, [f"{A}.veomni.router_replay.mode", f"{A}.use_remove_padding"],
                       f"{A}.veomni.router_replay.mode={mode} needs {A}.use_remove_padding=true; verl's pre-flight "
                       "stops with: router_replay requires use_remove_padding=True. In VeOmni engine, ...",
                       f"Set {A}.use_remove_padding=true", [f"{A}.use_remove_padding=true"])
@@ -161,7 +159,7 @@ def backend(ctx: RuleContext):
         if value == "megatron" and ctx.get(f"{key.rsplit('.', 1)[0]}.megatron") is None:
             continue  # batch.megatron_without_engine says it, earlier
         if isinstance(value, str) and value not in BACKENDS[model_type]:
-            yield finding("engine.backend", Severity.ERROR, Stage.STARTUP, [key],
+            yield finding(Severity.ERROR, [key],
                           f"{key}={value!r} is not a training engine verl 0.9.1 has for the {model_type.split('_')[0]} "
                           f"model ({', '.join(BACKENDS[model_type])}); the pre-flight passes, then the workers die with: "
                           f"Unknown backend: {value}",

@@ -17,7 +17,7 @@ WHY = ("verl 0.9.1 loads the critic through load_valuehead_model (verl/utils/mod
 INSTALL = "pip install flash-attn==2.8.3 --no-build-isolation (a build for the environment's torch and CUDA)"
 
 
-@rule("env.flash_attn_critic", Stage.STARTUP)
+@rule("env.flash_attn_critic", Stage.ADVICE)
 def critic_needs_flash_attn(ctx: RuleContext):
     """A plan with a critic (GAE, critic.enable) needs flash-attn where it runs; SDPA cannot stand in for it."""
     if not ctx.need_critic:
@@ -25,11 +25,11 @@ def critic_needs_flash_attn(ctx: RuleContext):
     env = ctx.environment
     if env is not None and env.flash_attn is False:
         where = f" ({env.python})" if env.python else ""
-        yield finding("env.flash_attn_critic", Severity.ERROR, Stage.STARTUP, CRITIC_KEYS,
+        yield finding(Severity.ERROR, CRITIC_KEYS,
                       f"This plan trains a critic, and flash-attn does not import in the run's Python{where}: {WHY}",
                       INSTALL, fix_auto=False)
     elif env is None or env.flash_attn is None:
-        yield finding("env.flash_attn_critic", Severity.INFO, Stage.ADVICE, CRITIC_KEYS,
+        yield finding(Severity.INFO, CRITIC_KEYS,
                       f"This plan trains a critic, so the environment that runs it needs flash-attn: {WHY}",
                       f"Check the environment with `verl-wizard doctor --deep`; if flash-attn is missing: {INSTALL}",
                       fix_auto=False)

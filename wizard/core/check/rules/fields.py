@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import difflib
 
-from wizard.core.findings import Severity, Stage
+from wizard.core.findings import Severity
 from wizard.core.check.rules import rule
 from wizard.core.check.rules.context import RuleContext, finding
 from wizard.core.check.rules.sections import WHEN, build_of, built_sections, fields, is_missing, targets
@@ -34,7 +34,7 @@ def _render(value) -> str:
     return render_value(value)
 
 
-@rule("fields.unknown", Stage.PREFLIGHT)
+@rule("fields.unknown", None)  # the stage verl builds the section at
 def unknown_field(ctx: RuleContext):
     """A key added with +/++ under a section verl builds into a class that has no such field."""
     for key in sorted(ctx.set_keys):
@@ -57,16 +57,16 @@ def unknown_field(ctx: RuleContext):
             plus = "" if ctx.variant.keys[target].in_yaml else "+"
             fix.append(f"{plus}{target}={_render(ctx.get(key))}")
         yield finding(
-            "fields.unknown", Severity.ERROR, build.stage, [key],
+            Severity.ERROR, [key],
             f"{key} is not a field of {cls} ({path}){hint}; Hydra adds it, but verl builds {path} into {cls} "
             f"{WHEN[build.stage]} and stops with: TypeError: {cls}.__init__() got an unexpected keyword argument "
             f"'{child}'",
             (f"Use {path}.{close[0]}" if close else f"Remove it; {cls}'s fields are: {', '.join(names)}"),
-            fix, fix_auto=bool(close),
+            fix, fix_auto=bool(close), stage=build.stage,
         )
 
 
-@rule("fields.missing", Stage.PREFLIGHT)
+@rule("fields.missing", None)  # the stage verl builds the section at
 def missing_field(ctx: RuleContext):
     """A field of a built section left at ``???`` (strategy, rollout_n, optim.lr...): the build fails."""
     for section in built_sections(ctx):
@@ -79,10 +79,10 @@ def missing_field(ctx: RuleContext):
             if build_of(ctx, key) is not section.build:
                 continue
             yield finding(
-                "fields.missing", Severity.ERROR, section.stage, [key],
+                Severity.ERROR, [key],
                 f"{key} is '???' (a value verl requires and has no default for); verl builds {section.path} into "
                 f"{section.cls} {WHEN[section.stage]} and stops with: Missing mandatory value: {key}",
-                f"Set {key}", fix_auto=False,
+                f"Set {key}", fix_auto=False, stage=section.stage,
             )
 
 

@@ -22,7 +22,7 @@ def unresolvable(ctx: RuleContext):
         exc = ctx.resolver.error(key)  # OmegaConf's own error is what verl prints
         if exc is not None:
             yield finding(
-                "compose.interpolation", Severity.ERROR, Stage.STARTUP, [key],
+                Severity.ERROR, [key],
                 f"{key}={text}: verl resolves the config when its TaskRunner starts and stops with: "
                 f"{type(exc).__name__}: {one_line(str(exc)).split(' full_key:')[0]}",
                 "Write the value itself, or an interpolation of a key that exists (${section.key}); "

@@ -49,9 +49,7 @@ def legacy_reward_keys(ctx: RuleContext):
             continue
         new = _new_key(key)
         yield finding(
-            "legacy.reward_keys",
             Severity.WARNING,
-            Stage.ADVICE,
             [key],
             f"{key} is a verl 0.8 key: 0.9.1 still accepts it but main_ppo ignores it, so your setting "
             f"({value!r}) has no effect" + (f"; the 0.9.1 key is {new}" if new else ""),
@@ -74,9 +72,7 @@ def ignored_by_v1(ctx: RuleContext):
     for key in IGNORED_BY_V1:
         if ctx.is_set(key):
             yield finding(
-                "legacy.ignored_by_v1",
                 Severity.INFO,
-                Stage.ADVICE,
                 [key],
                 f"{key} is read only by the legacy trainer; verl 0.9.1's default V1 trainer ignores it",
                 "Remove it",
@@ -89,9 +85,7 @@ def resume_auto(ctx: RuleContext):
     if ctx.get("trainer.resume_mode") == "auto":
         where = ctx.get("trainer.default_local_dir")
         yield finding(
-            "advice.resume_auto",
             Severity.INFO,
-            Stage.ADVICE,
             ["trainer.resume_mode"],
             f"trainer.resume_mode=auto resumes from the latest checkpoint in {where} if one exists, so a "
             "'new' run can silently continue an old one",
@@ -109,9 +103,7 @@ def critic_model(ctx: RuleContext):
     if path == "~/models/deepseek-llm-7b-chat" and not ctx.is_set("critic.model.path"):
         actor = ctx.get("actor_rollout_ref.model.path")
         yield finding(
-            "models.critic_path",
             Severity.ERROR,
-            Stage.PREFLIGHT,
             ["critic.model.path"],
             "The critic is on (adv_estimator=gae) but critic.model.path is verl's placeholder "
             f"'{path}'; it is not linked to the actor's model, and verl's pre-flight fails loading it",
@@ -126,9 +118,7 @@ def kl_both(ctx: RuleContext):
     """validate_config prints a NOTICE when both KL placements are on."""
     if ctx.get("algorithm.use_kl_in_reward") and ctx.get("actor_rollout_ref.actor.use_kl_loss"):
         yield finding(
-            "advice.kl_both",
             Severity.INFO,
-            Stage.ADVICE,
             ["algorithm.use_kl_in_reward", "actor_rollout_ref.actor.use_kl_loss"],
             "KL is applied twice: as a reward penalty and as an actor loss term (verl prints a NOTICE and goes on)",
             "Usually pick one: GRPO uses the loss (use_kl_loss), PPO the reward (use_kl_in_reward)",
@@ -141,9 +131,7 @@ def actor_path(ctx: RuleContext):
     path = ctx.get("actor_rollout_ref.model.path")
     if path == "~/models/deepseek-llm-7b-chat" and not ctx.is_set("actor_rollout_ref.model.path"):
         yield finding(
-            "models.actor_path",
             Severity.ERROR,
-            Stage.STARTUP,
             ["actor_rollout_ref.model.path"],
             f"actor_rollout_ref.model.path is not set: verl's default '{path}' is a placeholder, and the "
             "TaskRunner fails loading its tokenizer",

@@ -98,8 +98,8 @@ def _fix_finding(ctx: RuleContext, rule_id: str, severity: Severity, group: GpuE
         overrides = list(fixes[0].overrides)
     else:
         text, overrides = "Use GPUs with more memory, or a smaller model", []
-    return finding(rule_id, severity, Stage.RUNTIME, PHASE_KEYS.get(group.peak.name, []), message, text, overrides,
-                   fix_auto=False)
+    return finding(severity, PHASE_KEYS.get(group.peak.name, []), message, text, overrides,
+                   fix_auto=False, rule=rule_id)
 
 
 def fitting_sample_tokens(ctx: RuleContext, group: GpuEstimate) -> int | None:
@@ -113,12 +113,13 @@ def not_modelled(ctx: RuleContext):
     report, why = memory_estimate(ctx)
     reason = report.unmodelled if report is not None else why
     if reason and ctx.models.get("actor") is not None and ctx.cluster is not None:
-        yield finding("memory.not_modelled", Severity.INFO, Stage.ADVICE, [], f"No memory verdict: {reason}",
+        yield finding(Severity.INFO, [], f"No memory verdict: {reason}",
                       "Size the run from a measured run of the same engine and model (nvidia-smi during a step)",
                       fix_auto=False)
 
 
-@rule("memory.gpu", Stage.RUNTIME)
+@rule("memory.gpu", Stage.RUNTIME, also={"memory.gpu_oom": Stage.RUNTIME, "memory.gpu_oom_long": Stage.RUNTIME,
+                                           "memory.gpu_tight": Stage.RUNTIME})
 def gpu_memory(ctx: RuleContext):
     """Per GPU and phase: over its memory is an OOM (error); within the tight margin a warning."""
     report = memory_report(ctx)
@@ -174,15 +175,14 @@ def engine_start(ctx: RuleContext):
         else:
             fix, overrides = (f"Set {AF}.param_offload=True (the engine starts before the trainer needs its "
                               "params), or use GPUs with more memory"), [f"{AF}.param_offload=True"]
-        yield finding("memory.engine_start", Severity.ERROR, Stage.STARTUP,
-                      [f"{R}.gpu_memory_utilization", f"{AF}.param_offload"],
+        yield finding(Severity.ERROR, [f"{R}.gpu_memory_utilization", f"{AF}.param_offload"],
                       f"Does not fit: {where(group)}: vLLM starts with {free / GIB:.1f} GiB free (the trainer holds "
                       f"{trainer / GIB:.1f} GiB) but asks for {eng.util:g} x {cuda_total / GIB:.1f} = "
                       f"{want / GIB:.1f} GiB; it stops with: Free memory on device ... on startup is less than desired "
                       "GPU memory utilization", fix, overrides, fix_auto=False)
 
 
-@rule("memory.kv_cache", Stage.STARTUP)
+@rule("memory.kv_cache", Stage.STARTUP, also={"memory.kv_concurrency": Stage.ADVICE})
 def kv_cache(ctx: RuleContext):
     """The engine needs room for the KV cache of one max_model_len request, and should hold the batch at once."""
     report = memory_report(ctx)
@@ -199,7 +199,7 @@ def kv_cache(ctx: RuleContext):
             per_rank += (f" - activations {kv.activation_bytes / GIB:.1f} - non-torch and CUDA graphs "
                          f"{kv.other_bytes / GIB:.1f}")
         if kv.kv_bytes <= 0:
-            yield finding("memory.kv_cache", Severity.ERROR, Stage.STARTUP, keys,
+            yield finding(Severity.ERROR, keys,
                           f"The {role} engine has no room for a KV cache ({per_rank} GiB); it stops with: No available "
                           "memory for the cache blocks",
                           f"Raise {prefix}.gpu_memory_utilization or {prefix}.tensor_model_parallel_size", [],
@@ -208,7 +208,7 @@ def kv_cache(ctx: RuleContext):
         if kv.max_model_len and kv.tokens // max(1, eng.dp) < kv.max_model_len:
             need = kv.max_model_len * kv.bytes_per_token
             fix = min(kv.max_model_len, cfg.seq_tokens)
-            yield finding("memory.kv_cache", Severity.ERROR, Stage.STARTUP, keys,
+            yield finding(Severity.ERROR, keys,
                           f"The {role} engine's KV cache holds {kv.tokens // max(1, eng.dp):,} tokens ({per_rank} GiB) "
                           f"but max_model_len={kv.max_model_len:,} needs {need / GIB:.1f} GiB for one request; vLLM "
                           "refuses to start (max_model_len larger than the KV cache)",
@@ -217,12 +217,12 @@ def kv_cache(ctx: RuleContext):
                           fix_auto=False)
             continue
         if kv.sequences < kv.wanted:
-            yield finding("memory.kv_concurrency", Severity.WARNING, Stage.ADVICE, keys,
+            yield finding(Severity.WARNING, keys,
                           f"Each {role} replica's KV cache holds {kv.tokens:,} tokens = {kv.sequences} sequences of "
                           f"{kv.seq_tokens} tokens at once ({per_rank} GiB), but the batch sends {kv.wanted} at once; "
                           "the engine queues and preempts the rest, so generation takes longer",
                           f"Raise {prefix}.gpu_memory_utilization (if the GPUs have room) or "
-                          f"{prefix}.tensor_model_parallel_size", [], fix_auto=False)
+                          f"{prefix}.tensor_model_parallel_size", [], fix_auto=False, rule="memory.kv_concurrency")
 
 
 @rule("memory.host", Stage.RUNTIME)
@@ -237,15 +237,16 @@ def host_memory(ctx: RuleContext):
         cap, need = host.capacity_bytes, host.total
         top = ", ".join(f"{t.label} {t.bytes / GIB:.0f}" for t in sorted(host.terms, key=lambda t: -t.bytes)[:3])
         if need > 0.95 * cap:
-            yield finding("memory.host", Severity.ERROR if need > cap else Severity.WARNING, Stage.RUNTIME,
-                          [f"{AF}.param_offload", f"{AF}.optimizer_offload", "data.dataloader_num_workers"],
+            yield finding(Severity.ERROR if need > cap else Severity.WARNING, [f"{AF}.param_offload", f"{AF}.optimizer_offload", "data.dataloader_num_workers"],
                           f"Node {host.node} needs about {need / GIB:.0f} GiB of host memory of {cap / GIB:.0f} GiB "
                           f"(Ray kills workers at 95 %). Largest: {top} GiB",
                           "Turn CPU offload off where the GPUs have room, lower data.dataloader_num_workers, or use "
                           "fewer GPUs per node", [], fix_auto=False)
 
 
-@rule("placement.groups", Stage.STARTUP)
+@rule("placement.groups", Stage.STARTUP, also={"placement.reward_groups": Stage.STARTUP,
+                                                "placement.teacher_groups": Stage.STARTUP,
+                                                "placement.tp_link": Stage.ADVICE})
 def placement_groups(ctx: RuleContext):
     """Reward-model and teacher replicas that cannot be formed from their pools; TP groups over slow links."""
     pools = ctx.get("distillation.enabled") is True or ctx.get("reward.reward_model.enable") is True

@@ -27,7 +27,7 @@ def tokenizer_missing(ctx: RuleContext):
         if facts.has_tokenizer is not False or (tok_key and ctx.get(tok_key)):
             continue
         yield finding(
-            "models.tokenizer_missing", Severity.ERROR, Stage.STARTUP, [PATH_KEYS[role]] + ([tok_key] if tok_key else []),
+            Severity.ERROR, [PATH_KEYS[role]] + ([tok_key] if tok_key else []),
             f"{facts.name} has no tokenizer (no tokenizer.json, tokenizer.model, or vocab.json + merges.txt); verl "
             f"loads the {role}'s tokenizer from there and stops before training with transformers' \"Can't load "
             "tokenizer\" error",
@@ -37,7 +37,7 @@ def tokenizer_missing(ctx: RuleContext):
         )
 
 
-@rule("models.chat_template", Stage.RUNTIME)
+@rule("models.chat_template", None)  # startup or run time: see below
 def chat_template(ctx: RuleContext):
     """RLHFDataset and the agent loop apply the actor tokenizer's chat template to every prompt."""
     facts = ctx.models.get("actor")
@@ -47,14 +47,13 @@ def chat_template(ctx: RuleContext):
         return
     early = bool(ctx.get("data.filter_overlong_prompts"))
     yield finding(
-        "models.chat_template", Severity.ERROR, Stage.STARTUP if early else Stage.RUNTIME,
-        [PATH_KEYS["actor"], "actor_rollout_ref.model.custom_chat_template"],
+        Severity.ERROR, [PATH_KEYS["actor"], "actor_rollout_ref.model.custom_chat_template"],
         f"{facts.name}'s tokenizer has no chat template (none in tokenizer_config.json, no chat_template.jinja); verl "
         "applies it to every prompt and stops "
         + ("while filtering the dataset" if early else "at the first rollout")
         + " with: Cannot use chat template functions because tokenizer.chat_template is not set",
         "Use the -Instruct variant, or give a template with actor_rollout_ref.model.custom_chat_template",
-        fix_auto=False,
+        fix_auto=False, stage=Stage.STARTUP if early else Stage.RUNTIME,
     )
 
 
@@ -64,7 +63,7 @@ def weights_missing(ctx: RuleContext):
     for role, facts in roles_with_facts(ctx, *LOADED):
         if facts.has_weights is False:
             yield finding(
-                "models.weights_missing", Severity.ERROR, Stage.STARTUP, [PATH_KEYS[role]],
+                Severity.ERROR, [PATH_KEYS[role]],
                 f"{facts.name} has no weights (no *.safetensors or pytorch_model*.bin): the {role} workers fail in "
                 "from_pretrained after Ray has started them",
                 "Point the key at a complete model folder (config, tokenizer and weights)", fix_auto=False,
@@ -86,7 +85,7 @@ def remote_code(ctx: RuleContext):
             if not facts.auto_map:
                 continue
             yield finding(
-                "models.remote_code", Severity.WARNING, Stage.STARTUP, [PATH_KEYS[role]] + ([key] if key else []),
+                Severity.WARNING, [PATH_KEYS[role]] + ([key] if key else []),
                 f"{facts.name}'s config.json names its own code (auto_map) for model_type {facts.model_type!r}, which "
                 "the wizard does not know transformers to implement; if it does not, loading stops with: "
                 "Please pass the argument `trust_remote_code=True`",
@@ -95,7 +94,7 @@ def remote_code(ctx: RuleContext):
             )
             continue
         yield finding(
-            "models.remote_code", Severity.ERROR, Stage.STARTUP, [PATH_KEYS[role]] + ([key] if key else []),
+            Severity.ERROR, [PATH_KEYS[role]] + ([key] if key else []),
             f"{facts.name} needs its own code (config.json auto_map, model_type {facts.model_type!r} is not built into "
             f"transformers) but " + (f"{key} is not True" if key else "verl loads reward models without it")
             + ": the TaskRunner stops with: contains custom code which must be executed to correctly load the model"
@@ -115,7 +114,7 @@ def gated(ctx: RuleContext):
             continue
         seen.add(facts.name)
         yield finding(
-            "models.gated", Severity.INFO, Stage.STARTUP, [PATH_KEYS[role]],
+            Severity.INFO, [PATH_KEYS[role]],
             f"{facts.name} is a gated repo: accept its licence on its hub page with your account, then run "
             f"`{HF_LOGIN}` (or export HF_TOKEN) on every node; otherwise the download fails with 401/403 "
             "when the workers start. The wizard never writes tokens into the files it generates",
@@ -144,7 +143,7 @@ def critic_vocab(ctx: RuleContext):
     a_family, c_family = _family(actor.model_type), _family(critic.model_type)
     if a_family and c_family and a_family != c_family:
         yield finding(
-            "models.critic_vocab", Severity.WARNING, Stage.RUNTIME, keys,
+            Severity.WARNING, keys,
             f"the actor is a {actor.model_type} model ({actor.vocab_size} tokens) and the critic a "
             f"{critic.model_type} model ({critic.vocab_size}): their tokenizers differ, but the critic is fed the "
             "actor's token ids and reads them as other tokens (verl does not check this), so its values are noise",
@@ -153,7 +152,7 @@ def critic_vocab(ctx: RuleContext):
         )
     elif critic.vocab_size < actor.vocab_size:
         yield finding(
-            "models.critic_vocab", Severity.WARNING, Stage.RUNTIME, keys,
+            Severity.WARNING, keys,
             f"the critic {critic.name} has a {critic.vocab_size}-row embedding but the actor {actor.name} has "
             f"{actor.vocab_size}: the critic is fed the actor's token ids, and an id at or above {critic.vocab_size} "
             "makes its update fail with a CUDA device-side assert; this is safe only if the actor's tokenizer has "
@@ -170,7 +169,7 @@ def unknown_architecture(ctx: RuleContext):
         if facts.known_layout:
             continue
         yield finding(
-            "models.unknown_architecture", Severity.INFO, Stage.STARTUP, [PATH_KEYS[role]],
+            Severity.INFO, [PATH_KEYS[role]],
             f"{facts.name}: {facts.architecture or 'an unnamed architecture'} (model_type {facts.model_type!r}) is not "
             "a family the wizard knows the layout of; its parameter count and memory use the generic decoder "
             "formula (attention + gated MLP) and are estimates. Check that your transformers and vLLM support it",

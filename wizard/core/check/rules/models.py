@@ -67,7 +67,7 @@ def _smaller_fit(facts: ModelFacts, size: int, n_gpus: int | None, fits=tp_fits)
     return 1
 
 
-@rule("models.tp_heads", Stage.STARTUP)
+@rule("models.tp_heads", Stage.STARTUP, also={"models.tp_kv_heads": Stage.STARTUP})
 def tp_heads(ctx: RuleContext):
     """The rollout engine splits attention heads over its TP ranks: TP must divide them (vLLM's
     verify_with_parallel_config), and KV heads must split or replicate evenly (QKVParallelLinear)."""
@@ -90,10 +90,10 @@ def tp_heads(ctx: RuleContext):
             why = (f"{facts.name} has {kv} KV heads and {key}={tp}: the rollout engine needs {need}; vLLM's QKV "
                    f"layer fails to build at startup with: {max(tp, kv)} is not divisible by {min(tp, kv)}")
         yield finding(
-            rule_id, Severity.ERROR, Stage.STARTUP, [key, PATH_KEYS[role]], why,
+            Severity.ERROR, [key, PATH_KEYS[role]], why,
             f"Set {key}={best} (TP sizes that fit {heads} heads / {kv} KV heads: "
             f"{', '.join(str(t) for t in range(1, heads + 1) if tp_fits(facts, t))})",
-            [f"{key}={best}"],
+            [f"{key}={best}"], rule=rule_id,
         )
 
 
@@ -140,7 +140,7 @@ def ulysses_heads(ctx: RuleContext):
                 else f"num_key_value_heads {kv} must be divisible by ulysses_sp_size {sp} or vise versa")
         best = _smaller_fit(facts, sp, None, fits=_sp_fits)
         yield finding(
-            "models.ulysses_heads", Severity.ERROR, Stage.STARTUP, [key, PATH_KEYS[role]],
+            Severity.ERROR, [key, PATH_KEYS[role]],
             f"{key}={sp} does not fit {facts.name} ({heads} attention heads, {kv} KV heads): the {role} workers die "
             f"building the model with: {said}",
             f"Set {key}={best}", [f"{key}={best}"],
@@ -168,7 +168,7 @@ def _rope_note(facts: ModelFacts, max_pos: int) -> str:
             f"+actor_rollout_ref.model.override_config.max_position_embeddings={int(base * facts.rope_scaling_factor)}")
 
 
-@rule("models.context_length", Stage.RUNTIME)
+@rule("models.context_length", Stage.RUNTIME, also={"models.max_model_len": Stage.STARTUP})
 def context_length(ctx: RuleContext):
     """The rollout server refuses max_model_len > max_position_embeddings (vllm_async_server._validate_configs,
     same for SGLang/TRT-LLM); left null, the model's length is the limit for prompt + response."""
@@ -185,19 +185,19 @@ def context_length(ctx: RuleContext):
         if max_len > max_pos:
             fit = prompt is not None and response is not None and prompt + response <= max_pos
             yield finding(
-                "models.max_model_len", Severity.ERROR, Stage.STARTUP, keys,
+                Severity.ERROR, keys,
                 f"{R}.max_model_len={max_len} is longer than {facts.name}'s max_position_embeddings={max_pos}; the "
                 f"rollout server stops at startup with: max_model_len ({max_len}) should be less than or equal to "
                 f"max_position_embeddings ({max_pos})" + _rope_note(facts, max_pos),
                 f"Set {R}.max_model_len={max_pos if fit else 'null'}" + ("" if fit else " and shorten the lengths"),
-                [f"{R}.max_model_len={max_pos}"] if fit else [],
+                [f"{R}.max_model_len={max_pos}"] if fit else [], rule="models.max_model_len",
             )
         return
     if prompt is None or response is None or prompt + response <= max_pos:
         return
     cut = prompt < max_pos
     yield finding(
-        "models.context_length", Severity.WARNING if cut else Severity.ERROR, Stage.RUNTIME, keys,
+        Severity.WARNING if cut else Severity.ERROR, keys,
         f"prompt + response = {prompt} + {response} = {prompt + response} tokens, but {facts.name} takes "
         f"{max_pos} (max_position_embeddings, which verl uses as max_model_len): "
         + (f"responses after long prompts are cut at {max_pos} tokens, before data.max_response_length"

@@ -27,18 +27,16 @@ def _did_you_mean(value, options) -> str:
     return f" (did you mean {close[0]}?)" if close else ""
 
 
-def _unknown(rule_id, stage, key, value, options, when, default_fix):
+def _unknown(key, value, options, when, default_fix, rule=None):
     close = difflib.get_close_matches(str(value), options, n=1, cutoff=0.6)
     yield finding(
-        rule_id,
         Severity.ERROR,
-        stage,
         [key],
         f"{key}={value!r} is not a name verl 0.9.1 knows{_did_you_mean(value, options)}; verl accepts it before "
         f"launch and fails {when}",
         "One of: " + choices(options),
         [f"{key}={close[0] if close else default_fix}"] if (close or default_fix) else [],
-        fix_auto=bool(close),
+        fix_auto=bool(close), rule=rule,
     )
 
 
@@ -59,9 +57,7 @@ def logger(ctx: RuleContext):
     for entry in entries:
         if entry not in LOGGERS:
             yield finding(
-                "names.logger",
                 Severity.ERROR,
-                Stage.RUNTIME,
                 ["trainer.logger"],
                 f"trainer.logger has {entry!r}, which is not a logger verl supports{_did_you_mean(entry, LOGGERS)}; "
                 f"verl fails with '{entry} is not supported' only after all models and inference servers are up",
@@ -76,7 +72,7 @@ def trainer_mode(ctx: RuleContext):
     """trainer_base.get_trainer_cls: trainer.v1.trainer_mode must be registered."""
     mode = ctx.get("trainer.v1.trainer_mode")
     if mode not in TRAINER_MODES:
-        yield from _unknown("names.trainer_mode", Stage.STARTUP, "trainer.v1.trainer_mode", mode, TRAINER_MODES, "in the TaskRunner with: Unknown trainer", "sync")
+        yield from _unknown("trainer.v1.trainer_mode", mode, TRAINER_MODES, "in the TaskRunner with: Unknown trainer", "sync")
 
 
 @rule("names.adv_estimator", Stage.RUNTIME)
@@ -84,7 +80,7 @@ def adv_estimator(ctx: RuleContext):
     """core_algos.get_adv_estimator_fn: unknown names fail at the first advantage computation."""
     value = ctx.get("algorithm.adv_estimator")
     if value not in ESTIMATORS:
-        yield from _unknown("names.adv_estimator", Stage.RUNTIME, "algorithm.adv_estimator", value, ESTIMATORS, "at the first training step with: Unknown advantage estimator", "grpo")
+        yield from _unknown("algorithm.adv_estimator", value, ESTIMATORS, "at the first training step with: Unknown advantage estimator", "grpo")
 
 
 @rule("names.loss_mode", Stage.RUNTIME)
@@ -92,14 +88,14 @@ def loss_mode(ctx: RuleContext):
     """core_algos.get_policy_loss_fn: unknown loss modes fail at the first update."""
     value = ctx.get("actor_rollout_ref.actor.policy_loss.loss_mode")
     if value not in LOSS_MODES:
-        yield from _unknown("names.loss_mode", Stage.RUNTIME, "actor_rollout_ref.actor.policy_loss.loss_mode", value, LOSS_MODES, "at the first update with: Unsupported loss mode", "vanilla")
+        yield from _unknown("actor_rollout_ref.actor.policy_loss.loss_mode", value, LOSS_MODES, "at the first update with: Unsupported loss mode", "vanilla")
 
 
 def _kl_name_ok(value) -> bool:
     return isinstance(value, str) and value.rstrip("+") in KL_TYPES
 
 
-@rule("names.kl_type", Stage.RUNTIME)
+@rule("names.kl_type", Stage.RUNTIME, also={"names.kl_ctrl": Stage.STARTUP})
 def kl_type(ctx: RuleContext):
     """core_algos.kl_penalty: unknown KL estimators (and 'full') raise NotImplementedError at the first step."""
     pairs = []
@@ -110,9 +106,10 @@ def kl_type(ctx: RuleContext):
     for key in pairs:
         value = ctx.get(key)
         if not _kl_name_ok(value):
-            yield from _unknown("names.kl_type", Stage.RUNTIME, key, value, KL_TYPES, "at the first step with a bare NotImplementedError", "low_var_kl")
+            yield from _unknown(key, value, KL_TYPES, "at the first step with a bare NotImplementedError", "low_var_kl")
     if ctx.get("algorithm.use_kl_in_reward") and ctx.get("algorithm.kl_ctrl.type") not in ("fixed", "adaptive"):
-        yield from _unknown("names.kl_ctrl", Stage.STARTUP, "algorithm.kl_ctrl.type", ctx.get("algorithm.kl_ctrl.type"), ("fixed", "adaptive"), "when the trainer starts with a bare NotImplementedError", "fixed")
+        yield from _unknown("algorithm.kl_ctrl.type", ctx.get("algorithm.kl_ctrl.type"), ("fixed", "adaptive"),
+                            "when the trainer starts with a bare NotImplementedError", "fixed", rule="names.kl_ctrl")
 
 
 @rule("names.reward_manager", Stage.STARTUP)
@@ -122,7 +119,7 @@ def reward_manager(ctx: RuleContext):
         return
     value = ctx.get("reward.reward_manager.name")
     if value not in REWARD_MANAGERS:
-        yield from _unknown("names.reward_manager", Stage.STARTUP, "reward.reward_manager.name", value, REWARD_MANAGERS, "when reward workers start with: Unknown reward manager", "naive")
+        yield from _unknown("reward.reward_manager.name", value, REWARD_MANAGERS, "when reward workers start with: Unknown reward manager", "naive")
 
 
 @rule("advice.group_size", Stage.ADVICE)
@@ -131,9 +128,7 @@ def group_size(ctx: RuleContext):
     est, n = ctx.get("algorithm.adv_estimator"), ctx.int("actor_rollout_ref.rollout.n")
     if est in GROUP_ESTIMATORS and n is not None and n < 2:
         yield finding(
-            "advice.group_size",
             Severity.WARNING,
-            Stage.ADVICE,
             ["actor_rollout_ref.rollout.n", "algorithm.adv_estimator"],
             f"{est} normalises rewards within a group of responses to one prompt, but rollout.n={n}: every "
             "advantage is 0 and the policy does not learn (verl raises no error)",
@@ -153,7 +148,7 @@ def checkpoint_engine(ctx: RuleContext):
     """engine_workers.py:679 / checkpoint_engine/base.py:98: the actor worker builds the weight-sync engine by name."""
     value = ctx.get("actor_rollout_ref.rollout.checkpoint_engine.backend")
     if value not in CHECKPOINT_ENGINES and not ctx.get("actor_rollout_ref.rollout.checkpoint_engine.custom_backend_module"):
-        yield from _unknown("names.checkpoint_engine", Stage.STARTUP, "actor_rollout_ref.rollout.checkpoint_engine.backend",
+        yield from _unknown("actor_rollout_ref.rollout.checkpoint_engine.backend",
                             value, CHECKPOINT_ENGINES, "when the actor workers start with: Checkpoint engine ... not registered", "naive")
 
 
@@ -163,5 +158,5 @@ def agent_loop(ctx: RuleContext):
     key = "actor_rollout_ref.rollout.agent.default_agent_loop"
     value = ctx.get(key)
     if value not in AGENT_LOOPS and not ctx.get("actor_rollout_ref.rollout.agent.agent_loop_config_path"):
-        yield from _unknown("names.agent_loop", Stage.RUNTIME, key, value, AGENT_LOOPS,
+        yield from _unknown(key, value, AGENT_LOOPS,
                             "at the first generation, for every prompt, with: Agent loop ... not registered", "single_turn_agent")

@@ -7,7 +7,7 @@ every run before Ray starts.
 
 from __future__ import annotations
 
-from wizard.core.findings import Severity, Stage
+from wizard.core.findings import Severity
 from wizard.core.check.rules import rule
 from wizard.core.check.rules.context import UNRESOLVABLE, RuleContext, finding
 from wizard.core.check.rules.sections import Section, built_sections, stops, unset_field
@@ -78,7 +78,7 @@ CHECKS = {"TorchProfilerScheduleConfig": _schedule, "TorchMemoryToolConfig": _me
           "ProfilerConfig": _profiler}
 
 
-@rule("profiler.config", Stage.PREFLIGHT)
+@rule("profiler.config", None)  # the stage verl builds the section at
 def profiler_config(ctx: RuleContext):
     """The __post_init__ asserts of the profiler config classes, for every profiler section verl builds."""
     for section in built_sections(ctx, tuple(CHECKS)):
@@ -98,9 +98,9 @@ def _first_failure(ctx: RuleContext, section: Section):
         if value is UNRESOLVABLE or ok(value):
             continue
         text = said.format(v=value, t=type(value))
-        return finding("profiler.config", Severity.ERROR, section.stage, [key],
+        return finding(Severity.ERROR, [key],
                        f"{key}={value!r}: " + stops(section, text),
-                       f"Set {key}={_show(default)} (verl's default)", [f"{key}={_show(default)}"])
+                       f"Set {key}={_show(default)} (verl's default)", [f"{key}={_show(default)}"], stage=section.stage)
     return None
 
 
@@ -108,10 +108,10 @@ def _token_window(ctx: RuleContext, section: Section):
     start, stop = (ctx.get(f"{section.path}.profile_token_{k}") for k in ("start", "end"))
     if isinstance(start, int) and isinstance(stop, int) and not stop > start:
         key = f"{section.path}.profile_token_end"
-        return finding("profiler.config", Severity.ERROR, section.stage, [key, f"{section.path}.profile_token_start"],
+        return finding(Severity.ERROR, [key, f"{section.path}.profile_token_start"],
                        f"The profiling window [{start}, {stop}) is empty: "
                        + stops(section, f"profile_token_end must be > profile_token_start, got start={start}, stop={stop}"),
-                       f"Set {key} above {start}, or null", [f"{key}=null"])
+                       f"Set {key} above {start}, or null", [f"{key}=null"], stage=section.stage)
     return None
 
 

@@ -23,9 +23,7 @@ def ray_cpus(ctx: RuleContext):
     if live is not None:
         if live < need:
             yield finding(
-                "ray.transfer_queue_cpus",
                 Severity.ERROR,
-                Stage.RUNTIME,
                 [TQ_UNITS],
                 f"The Ray cluster has {live:g} CPUs but verl's V1 trainer needs at least {need} (TaskRunner 1 + "
                 f"TransferQueue controller 1 + {units} storage units); the run hangs silently after the config dump",
@@ -38,9 +36,7 @@ def ray_cpus(ctx: RuleContext):
     cpus = ctx.int("ray_kwargs.ray_init.num_cpus")
     if cpus is not None and cpus < need:
         yield finding(
-            "ray.transfer_queue_cpus",
             Severity.ERROR,
-            Stage.RUNTIME,
             ["ray_kwargs.ray_init.num_cpus", TQ_UNITS],
             f"Ray gets {cpus} CPUs but verl's V1 trainer needs at least {need} (TaskRunner 1 + TransferQueue "
             f"controller 1 + {units} storage units); the run hangs silently right after printing the config",
@@ -68,7 +64,7 @@ def desired_gpus(ctx: RuleContext) -> tuple[int, list[str]] | None:
     return total, parts
 
 
-@rule("gpus.available", Stage.RUNTIME)
+@rule("gpus.available", Stage.RUNTIME, also={"gpus.per_node": Stage.RUNTIME})
 def gpus_available(ctx: RuleContext):
     """single_controller/ray/base.py: Ray must have every GPU the pools ask for."""
     if ctx.gpus is None:
@@ -80,9 +76,7 @@ def gpus_available(ctx: RuleContext):
     have = ctx.gpus
     if total > have.total:
         yield finding(
-            "gpus.available",
             Severity.ERROR,
-            Stage.RUNTIME,
             ["trainer.n_gpus_per_node", "trainer.nnodes"],
             f"The config asks for {total} GPUs ({', '.join(parts)}) but the cluster has {have.total} ({have}); "
             f"verl fails after Ray starts with: Total available GPUs {have.total} is less than total desired GPUs "
@@ -94,14 +88,12 @@ def gpus_available(ctx: RuleContext):
     per_node = ctx.int("trainer.n_gpus_per_node")
     if per_node and per_node > have.gpus_per_node and total <= have.total:
         yield finding(
-            "gpus.per_node",
             Severity.ERROR,
-            Stage.RUNTIME,
             ["trainer.n_gpus_per_node"],
             f"trainer.n_gpus_per_node={per_node} but the nodes have {have.gpus_per_node} GPUs each; Ray cannot "
             "place a bundle that large and the run waits for resources forever",
             f"Set trainer.n_gpus_per_node={have.gpus_per_node}",
-            [f"trainer.n_gpus_per_node={have.gpus_per_node}"],
+            [f"trainer.n_gpus_per_node={have.gpus_per_node}"], rule="gpus.per_node",
         )
 
 
@@ -113,7 +105,7 @@ def gpu_count(ctx: RuleContext):
     if per is None or nodes is None or (per >= 0 and nodes >= 0) or per * nodes == 0:
         return
     yield finding(
-        "gpus.count", Severity.ERROR, Stage.STARTUP, ["trainer.n_gpus_per_node", "trainer.nnodes"],
+        Severity.ERROR, ["trainer.n_gpus_per_node", "trainer.nnodes"],
         f"trainer.n_gpus_per_node={per}, trainer.nnodes={nodes}: a count below 0 gives verl's resource pool no "
         "GPU, and its workers fail when they start",
         "Give the GPUs per node and the nodes, each 1 or more", ["trainer.n_gpus_per_node=1", "trainer.nnodes=1"],

@@ -11,8 +11,8 @@ from wizard.core.verl.keys import MGR, RM
 OB = "reward.reward_kwargs.overlong_buffer_cfg"
 
 
-def _err(rule_id: str, keys: list[str], message: str, fix: str, overrides=(), auto=True):
-    return finding(rule_id, Severity.ERROR, Stage.STARTUP, keys, message, fix, list(overrides), fix_auto=auto)
+def _err(keys: list[str], message: str, fix: str, overrides=(), auto=True):
+    return finding(Severity.ERROR, keys, message, fix, list(overrides), fix_auto=auto)
 
 
 @rule("reward.loading", Stage.STARTUP)
@@ -20,19 +20,19 @@ def loading(ctx: RuleContext):
     """trainer/ppo/reward.py:70-108: a custom function needs a name; the manager source decides how it is found."""
     path = ctx.get("reward.custom_reward_function.path")
     if path and ctx.get("reward.custom_reward_function.name") is None:
-        yield _err("reward.loading", ["reward.custom_reward_function.name"],
+        yield _err(["reward.custom_reward_function.name"],
                    f"reward.custom_reward_function.path={path!r} is set but its name is null: each reward worker asserts "
                    "a function name and dies at startup (a bare AssertionError)",
                    "Set reward.custom_reward_function.name=compute_score (the function in that file)",
                    ["reward.custom_reward_function.name=compute_score"], auto=False)
     source = ctx.get(f"{MGR}.source")
     if source == "importlib" and ctx.get(f"{MGR}.module.path") is None:
-        yield _err("reward.loading", [f"{MGR}.module.path"],
+        yield _err([f"{MGR}.module.path"],
                    f"{MGR}.source=importlib loads the manager class from a file, but {MGR}.module.path is null; the "
                    "reward workers stop with: Module path is required when reward_manager_cfg.source='importlib'",
                    f"Set {MGR}.module.path=/abs/path/my_manager.py and {MGR}.name=<ClassName>", auto=False)
     elif source not in ("register", "importlib"):
-        yield _err("reward.loading", [f"{MGR}.source"],
+        yield _err([f"{MGR}.source"],
                    f"Unknown reward manager source: {source} (verl knows register and importlib)",
                    f"Set {MGR}.source=register", [f"{MGR}.source=register"])
 
@@ -59,7 +59,7 @@ def dapo_overlong(ctx: RuleContext):
                            f"{OB}.enable=false")
     else:
         return
-    yield _err("reward.dapo_overlong", keys, f"The DAPO reward manager's overlong penalty is on; every reward worker "
+    yield _err(keys, f"The DAPO reward manager's overlong penalty is on; every reward worker "
                f"stops at startup with: {said}", fix, auto=False)
 
 
@@ -71,7 +71,7 @@ def model_servers(ctx: RuleContext):
         return
     # replicas vs the pool's GPUs (reward_model.py:63): placement.reward_groups, which lays the replicas out
     if ctx.get(f"{RM}.rollout.skip_tokenizer_init") is not False:
-        yield _err("reward.model_servers", [f"{RM}.rollout.skip_tokenizer_init"],
+        yield _err([f"{RM}.rollout.skip_tokenizer_init"],
                    f"{RM}.rollout.skip_tokenizer_init={ctx.get(f'{RM}.rollout.skip_tokenizer_init')!r}: verl asserts it "
                    "is exactly False (Reward model should not skip tokenizer init.)",
                    f"Set {RM}.rollout.skip_tokenizer_init=false", [f"{RM}.rollout.skip_tokenizer_init=false"])

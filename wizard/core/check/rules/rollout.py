@@ -11,14 +11,12 @@ R = "actor_rollout_ref.rollout"
 ENGINES = ("vllm", "sglang", "trtllm")
 
 
-@rule("rollout.name", Stage.STARTUP)
+@rule("rollout.name", Stage.STARTUP, also={"rollout.engine": Stage.STARTUP})
 def rollout_name(ctx: RuleContext):
     """rollout.name has no default (???) and must name a registered engine."""
     if ctx.missing(f"{R}.name") or ctx.get(f"{R}.name") is None:
         yield finding(
-            "rollout.name",
             Severity.ERROR,
-            Stage.STARTUP,
             [f"{R}.name"],
             "actor_rollout_ref.rollout.name is not set (verl has no default); verl's pre-flight passes, then the "
             "actor workers die with: Missing mandatory value: actor_rollout_ref.rollout.name",
@@ -31,19 +29,17 @@ def rollout_name(ctx: RuleContext):
     if name not in ENGINES:
         hint = " (the HF rollout was removed in verl 0.9)" if name == "hf" else ""
         yield finding(
-            "rollout.engine",
             Severity.ERROR,
-            Stage.STARTUP,
             [f"{R}.name"],
             f"Rollout {name} is not an engine verl 0.9.1 has{hint}; workers die at startup "
             f"with: Rollout {name} with mode async not found",
             "One of: " + choices(ENGINES),
             [f"{R}.name=vllm"],
-            fix_auto=False,
+            fix_auto=False, rule="rollout.engine",
         )
 
 
-@rule("rollout.mode", Stage.STARTUP)
+@rule("rollout.mode", None, also={"rollout.engine_mode": Stage.STARTUP})  # mode: when its section is built
 def rollout_mode(ctx: RuleContext):
     """RolloutConfig.__post_init__: mode 'sync' was removed (every rollout verl builds); any mode but async is not in
     the actor rollout's engine registry (workers/rollout/base.py:106)."""
@@ -52,21 +48,21 @@ def rollout_mode(ctx: RuleContext):
         mode = ctx.get(key)
         if mode == "sync":
             yield finding(
-                "rollout.mode", Severity.ERROR, section.stage, [key],
+                Severity.ERROR, [key],
                 "Rollout mode 'sync' has been removed. Please set `actor_rollout_ref.rollout.mode=async` or remove the "
                 f"mode setting entirely. ({key}=sync)",
-                f"Set {key}=async", [f"{key}=async"],
+                f"Set {key}=async", [f"{key}=async"], stage=section.stage,
             )
         elif section.path == R and mode not in ("async", None) and ctx.get(f"{R}.name") in ENGINES:
             yield finding(
-                "rollout.engine_mode", Severity.ERROR, Stage.STARTUP, [key],
+                Severity.ERROR, [key],
                 f"{key}={mode!r}: verl warns that only 'async' exists, then the actor workers die with: Rollout "
                 f"{ctx.get(f'{R}.name')} with mode {mode} not found",
-                f"Set {key}=async (or remove it)", [f"{key}=async"],
+                f"Set {key}=async (or remove it)", [f"{key}=async"], rule="rollout.engine_mode",
             )
 
 
-@rule("rollout.pipeline_parallel", Stage.STARTUP)
+@rule("rollout.pipeline_parallel", None)  # the stage verl builds the section at
 def rollout_pp(ctx: RuleContext):
     """RolloutConfig.__post_init__: no engine implements rollout pipeline parallelism."""
     for section in built_sections(ctx, ("RolloutConfig",)):
@@ -75,10 +71,10 @@ def rollout_pp(ctx: RuleContext):
         name = ctx.get(f"{section.path}.name")
         if pp is not None and pp > 1 and name in ENGINES:
             yield finding(
-                "rollout.pipeline_parallel", Severity.ERROR, section.stage, [key],
+                Severity.ERROR, [key],
                 f"Current rollout self.name={name!r} not implemented pipeline_model_parallel_size > 1 yet "
                 f"(pipeline_model_parallel_size={pp})",
-                f"Set {key}=1", [f"{key}=1"],
+                f"Set {key}=1", [f"{key}=1"], stage=section.stage,
             )
 
 
@@ -86,7 +82,7 @@ def _divisors(n: int) -> list[int]:
     return [d for d in range(1, n + 1) if n % d == 0]
 
 
-@rule("rollout.world_size", Stage.STARTUP)
+@rule("rollout.world_size", Stage.STARTUP, also={"rollout.replica_nodes": Stage.STARTUP})
 def rollout_world_size(ctx: RuleContext):
     """engine_workers.py:655: TP x DP x PP of a rollout replica must divide the actor's GPUs."""
     tp, dp, pp = (ctx.int(f"{R}.{k}") for k in ("tensor_model_parallel_size", "data_parallel_size", "pipeline_model_parallel_size"))
@@ -97,9 +93,7 @@ def rollout_world_size(ctx: RuleContext):
     if n_gpus % replica != 0:
         fits = [d for d in _divisors(n_gpus) if d <= tp] or [1]
         yield finding(
-            "rollout.world_size",
             Severity.ERROR,
-            Stage.STARTUP,
             [f"{R}.tensor_model_parallel_size", "trainer.n_gpus_per_node", "trainer.nnodes"],
             f"A rollout replica needs TP x DP x PP = {tp} x {dp} x {pp} = {replica} GPUs, which does not divide the "
             f"{n_gpus} training GPUs; workers die at startup with: rollout world_size: {n_gpus} is not divisible by "
@@ -111,13 +105,11 @@ def rollout_world_size(ctx: RuleContext):
     per_node = ctx.int("trainer.n_gpus_per_node")
     if per_node and replica > per_node and replica % per_node != 0:
         yield finding(
-            "rollout.replica_nodes",
             Severity.ERROR,
-            Stage.STARTUP,
             [f"{R}.tensor_model_parallel_size", "trainer.n_gpus_per_node"],
             f"A rollout replica of {replica} GPUs spans nodes of {per_node} GPUs unevenly; verl stops with: "
             f"world_size {replica} must be divisible by gpus_per_node {per_node}",
-            f"Use a TP x DP x PP that is a multiple of {per_node} or at most {per_node}",
+            f"Use a TP x DP x PP that is a multiple of {per_node} or at most {per_node}", rule="rollout.replica_nodes",
         )
 
 
@@ -129,9 +121,7 @@ def context_length(ctx: RuleContext):
     if max_len is None or prompt is None or response is None or prompt + response <= max_len:
         return
     yield finding(
-        "rollout.context_length",
         Severity.ERROR if prompt >= max_len else Severity.WARNING,
-        Stage.RUNTIME,
         [f"{R}.max_model_len", "data.max_prompt_length", "data.max_response_length"],
         f"rollout.max_model_len={max_len} is shorter than prompt + response = {prompt} + {response} = "
         f"{prompt + response}: "
@@ -151,9 +141,7 @@ def batched_tokens(ctx: RuleContext):
     tokens, max_len = ctx.int(f"{R}.max_num_batched_tokens"), ctx.int(f"{R}.max_model_len")
     if tokens is not None and max_len is not None and tokens < max_len:
         yield finding(
-            "rollout.batched_tokens",
             Severity.INFO,
-            Stage.ADVICE,
             [f"{R}.max_num_batched_tokens", f"{R}.max_model_len", f"{R}.enable_chunked_prefill"],
             f"With enable_chunked_prefill=false, max_num_batched_tokens ({tokens}) below max_model_len ({max_len}) "
             f"is raised to {max_len} by verl at startup; the vLLM memory estimate should use {max_len}",
@@ -166,7 +154,7 @@ def batched_tokens(ctx: RuleContext):
 VLLM_LORA_RANKS = (1, 8, 16, 32, 64, 128, 256, 320, 512)
 
 
-@rule("rollout.vllm_lora_rank", Stage.PREFLIGHT)
+@rule("rollout.vllm_lora_rank", Stage.ADVICE)
 def vllm_lora_rank(ctx: RuleContext):
     """validate_config -> get_vllm_max_lora_rank (vllm_rollout/utils.py:83-102): with vLLM, a LoRA rank above vLLM's
     largest is an error; one between its ranks is rounded up to the next (vLLM's max_lora_rank), which is fine."""
@@ -181,14 +169,14 @@ def vllm_lora_rank(ctx: RuleContext):
     largest = VLLM_LORA_RANKS[-1]
     if rank > largest:
         yield finding(
-            "rollout.vllm_lora_rank", Severity.ERROR, Stage.PREFLIGHT, ["actor_rollout_ref.model.lora_rank"],
+            Severity.ERROR, ["actor_rollout_ref.model.lora_rank"],
             f"lora_rank must be less than or equal to {largest}, but got {rank} (vLLM serves LoRA ranks up to {largest})",
             f"Use actor_rollout_ref.model.lora_rank={largest} or less", [f"actor_rollout_ref.model.lora_rank={largest}"],
         )
     elif rank not in VLLM_LORA_RANKS:
         served = next(r for r in VLLM_LORA_RANKS if r >= rank)
         yield finding(
-            "rollout.vllm_lora_rank", Severity.INFO, Stage.ADVICE, ["actor_rollout_ref.model.lora_rank"],
+            Severity.INFO, ["actor_rollout_ref.model.lora_rank"],
             f"LoRA rank {rank} is not one of vLLM's ranks ({', '.join(map(str, VLLM_LORA_RANKS))}); verl starts vLLM "
             f"with max_lora_rank={served}, which serves it, with KV/adapter memory sized for rank {served}",
             f"Use actor_rollout_ref.model.lora_rank={served} to train what vLLM reserves room for",
@@ -213,8 +201,7 @@ def lora_fsdp1_one_gpu(ctx: RuleContext):
     if ctx.n_gpus != 1:
         return
     yield finding(
-        "rollout.lora_fsdp1_one_gpu", Severity.ERROR, Stage.RUNTIME,
-        ["actor_rollout_ref.actor.strategy", "actor_rollout_ref.model.lora_rank"],
+        Severity.ERROR, ["actor_rollout_ref.actor.strategy", "actor_rollout_ref.model.lora_rank"],
         f"LoRA (rank {rank}) on FSDP1 with 1 GPU: the first weight sync sends vLLM an empty adapter (StopIteration in "
         "vLLM's _create_merged_loras_inplace), vLLM's worker dies and the run hangs without a step "
         "(verl 0.9.1 + vLLM 0.24, seen twice on an H200)",

@@ -7,7 +7,7 @@ parallelism have their own rules in ``rollout``.
 
 from __future__ import annotations
 
-from wizard.core.findings import Severity, Stage
+from wizard.core.findings import Severity
 from wizard.core.check.rules import rule
 from wizard.core.check.rules.context import RuleContext, finding
 from wizard.core.check.rules.sections import Section, built_sections, stops, unset_field
@@ -17,11 +17,11 @@ MOONCAKE_PROTOCOLS = ("nvlink", "local", "rdma", "tcp")
 
 
 def _bad(section: Section, keys: list[str], what: str, said: str, fix: str, overrides=(), auto=True):
-    return finding("rollout.config", Severity.ERROR, section.stage, keys, f"{what}; " + stops(section, said), fix,
-                   list(overrides), fix_auto=auto)
+    return finding(Severity.ERROR, keys, f"{what}; " + stops(section, said), fix,
+                   list(overrides), fix_auto=auto, stage=section.stage)
 
 
-@rule("rollout.config", Stage.STARTUP)
+@rule("rollout.config", None)  # the stage verl builds the section at
 def rollout_config(ctx: RuleContext):
     """Expert/MoE parallelism, disaggregation and trace settings of every RolloutConfig verl builds."""
     for section in built_sections(ctx, ("RolloutConfig",)):

@@ -14,7 +14,7 @@ DELTA_BACKEND = "verl_delta_ipc"  # vllm_rollout/delta_weight_transfer.py:52
 
 
 def _err(keys: list[str], message: str, fix: str, overrides=(), auto=True):
-    return finding("rollout.servers", Severity.ERROR, Stage.STARTUP, keys, message, fix, list(overrides), fix_auto=auto)
+    return finding(Severity.ERROR, keys, message, fix, list(overrides), fix_auto=auto)
 
 
 @rule("rollout.servers", Stage.STARTUP)

@@ -158,10 +158,10 @@ def not_one_of(ctx, section: Section, name: str, allowed: tuple, said: str, rule
         return None
     close = difflib.get_close_matches(str(value), [str(a) for a in allowed], n=1, cutoff=0.6)
     return finding(
-        rule_id, Severity.ERROR, section.stage, [key],
+        Severity.ERROR, [key],
         f"{key}={value!r} is not one of {', '.join(map(str, allowed))}; " + stops(section, said.format(v=value)),
         f"Set {key}={close[0] if close else allowed[0]}" + ("" if close else f" (one of: {', '.join(map(str, allowed))})"),
-        [f"{key}={close[0] if close else allowed[0]}"], fix_auto=bool(close) or len(allowed) == 1,
+        [f"{key}={close[0] if close else allowed[0]}"], fix_auto=bool(close) or len(allowed) == 1, rule=rule_id, stage=section.stage,
     )
 
 

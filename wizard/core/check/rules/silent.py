@@ -16,8 +16,8 @@ def _v1(ctx: RuleContext) -> bool:
     return bool(ctx.get("trainer.use_v1"))
 
 
-def _warn(rule_id: str, keys: list[str], message: str, fix: str, overrides=(), severity=Severity.WARNING):
-    return finding(rule_id, severity, Stage.ADVICE, keys, message, fix, list(overrides), fix_auto=False)
+def _warn(keys: list[str], message: str, fix: str, overrides=(), severity=Severity.WARNING):
+    return finding(severity, keys, message, fix, list(overrides), fix_auto=False)
 
 
 @rule("advice.critic_batching", Stage.ADVICE)
@@ -34,7 +34,7 @@ def critic_batching(ctx: RuleContext):
                if ctx.is_set(k)]
     budget = ctx.int("critic.ppo_infer_max_token_len_per_gpu") or 32768
     said = ", ".join(f"{k}={ctx.get(k)}" for k in ignored)
-    yield _warn("advice.critic_batching", ignored,
+    yield _warn(ignored,
                 f"{said} does not reach the critic in verl 0.9.1's V1 trainer: the critic trains with dynamic batching "
                 f"and critic.ppo_infer_max_token_len_per_gpu = {budget} tokens per GPU as its budget",
                 "Set +critic.ppo_infer_max_token_len_per_gpu to the per-GPU token budget you want the critic to use "
@@ -50,7 +50,7 @@ def kl_unused(ctx: RuleContext):
     for switch, keys in pairs:
         set_keys = [k for k in keys if ctx.is_set(k)]
         if set_keys and not ctx.get(switch):
-            yield _warn("advice.kl_unused", set_keys + [switch],
+            yield _warn(set_keys + [switch],
                         f"{', '.join(f'{k}={ctx.get(k)}' for k in set_keys)} has no effect: {switch} is off, so verl "
                         "computes no KL there", f"Set {switch}=true if you want that KL, or remove the setting",
                         severity=Severity.INFO)
@@ -64,7 +64,7 @@ def no_training(ctx: RuleContext):
             if isinstance(v, (int, float)) and not isinstance(v, bool) and v <= 0]
     if zero:
         key, value = zero[0]
-        yield _warn("advice.no_training", [key], f"{key}={value}: fit() runs no training step (it loops while the "
+        yield _warn([key], f"{key}={value}: fit() runs no training step (it loops while the "
                     "epoch is below trainer.total_epochs and the step at most trainer.total_training_steps), and the "
                     "run ends 'successfully' after loading everything", f"Set {key} to 1 or more", [f"{key}=1"])
 
@@ -76,12 +76,12 @@ def critic_warmup(ctx: RuleContext):
     if not warmup or warmup <= 0:
         return
     if steps is not None and warmup > steps:
-        yield _warn("advice.critic_warmup", ["trainer.critic_warmup", "trainer.total_training_steps"],
+        yield _warn(["trainer.critic_warmup", "trainer.total_training_steps"],
                     f"trainer.critic_warmup={warmup} but the run has {steps} steps: the actor is updated only from step "
                     f"{warmup} on, so it is never trained", f"Lower trainer.critic_warmup below {steps}, or 0",
                     ["trainer.critic_warmup=0"])
     elif not ctx.need_critic:
-        yield _warn("advice.critic_warmup", ["trainer.critic_warmup"],
+        yield _warn(["trainer.critic_warmup"],
                     f"trainer.critic_warmup={warmup} without a critic: the first {warmup - 1} step(s) generate and score "
                     "but do not update the actor, and there is no critic to warm up", "Set trainer.critic_warmup=0",
                     ["trainer.critic_warmup=0"])
@@ -99,13 +99,13 @@ def lr_warmup(ctx: RuleContext):
             continue
         warm, ratio = ctx.num(f"{section}.lr_warmup_steps"), ctx.num(f"{section}.lr_warmup_steps_ratio")
         if warm is not None and warm > 0 and steps is not None and warm >= steps:
-            yield _warn("advice.lr_warmup", [f"{section}.lr_warmup_steps", "trainer.total_training_steps"],
+            yield _warn([f"{section}.lr_warmup_steps", "trainer.total_training_steps"],
                         f"{section}.lr_warmup_steps={warm:g} but the run has {steps} optimizer steps: the learning rate is still "
                         f"warming up when training ends (it reaches {steps / warm:.0%} of {section}.lr at most)",
                         f"Set {section}.lr_warmup_steps below {steps}, e.g. {max(1, steps // 10)}",
                         [f"{section}.lr_warmup_steps={max(1, steps // 10)}"])
         elif (warm is None or warm <= 0) and ratio is not None and ratio >= 1:
-            yield _warn("advice.lr_warmup", [f"{section}.lr_warmup_steps_ratio"],
+            yield _warn([f"{section}.lr_warmup_steps_ratio"],
                         f"{section}.lr_warmup_steps_ratio={ratio:g}: the warmup lasts the whole run, so the learning "
                         f"rate never reaches {section}.lr", f"Use a ratio below 1, e.g. {section}.lr_warmup_steps_ratio=0.1",
                         [f"{section}.lr_warmup_steps_ratio=0.1"])
@@ -123,7 +123,7 @@ def overridden(ctx: RuleContext):
              or ctx.get("trainer.v1.sampler.sync_refill_failed_groups"))
     gen = ctx.get("data.gen_batch_size")
     if exact and gen not in (None, 1):
-        yield _warn("advice.overridden", ["data.gen_batch_size"],
+        yield _warn(["data.gen_batch_size"],
                     f"data.gen_batch_size={gen} is overridden to 1 (verl logs it): {mode} mode / group filtering / "
                     "failed-group refills fetch prompts one at a time", "Remove data.gen_batch_size",
                     severity=Severity.INFO)
@@ -131,7 +131,7 @@ def overridden(ctx: RuleContext):
         set_micro = [k for k in (f"{A}.ppo_micro_batch_size_per_gpu", f"{R}.log_prob_micro_batch_size_per_gpu")
                      if ctx.is_set(k) and ctx.get(k) is not None]
         if set_micro:
-            yield _warn("advice.overridden", set_micro,
+            yield _warn(set_micro,
                         f"{', '.join(f'{k}={ctx.get(k)}' for k in set_micro)} is not used: with "
                         f"{A}.use_dynamic_bsz=true the batches are packed up to {A}.ppo_max_token_len_per_gpu = "
                         f"{ctx.get(f'{A}.ppo_max_token_len_per_gpu')} tokens per GPU instead",
@@ -139,12 +139,12 @@ def overridden(ctx: RuleContext):
                         severity=Severity.INFO)
     batches = ctx.int("algorithm.filter_groups.max_num_gen_batches")
     if ctx.get("algorithm.filter_groups.enable") and batches and batches > 0:
-        yield _warn("advice.overridden", ["algorithm.filter_groups.max_num_gen_batches"],
+        yield _warn(["algorithm.filter_groups.max_num_gen_batches"],
                     f"algorithm.filter_groups.max_num_gen_batches={batches} is ignored by the V1 replay buffer (verl "
                     "logs a warning); it bounds concurrent generation with max_inflight_gen_batches",
                     "Use algorithm.filter_groups.max_inflight_gen_batches", severity=Severity.INFO)
     if ctx.is_set("actor_rollout_ref.hybrid_engine") and not ctx.get("actor_rollout_ref.hybrid_engine") and mode != "separate_async":
-        yield _warn("advice.overridden", ["actor_rollout_ref.hybrid_engine"],
+        yield _warn(["actor_rollout_ref.hybrid_engine"],
                     f"actor_rollout_ref.hybrid_engine=false is read only in separate_async mode; in {mode} mode the "
                     "rollout still shares the training GPUs", "Remove it, or use trainer.v1.trainer_mode=separate_async")
 
@@ -155,13 +155,13 @@ def prompt_truncated(ctx: RuleContext):
     data.filter_overlong_prompts drops them by data.max_prompt_length, and data.truncation is not read (rl_dataset.py)."""
     prompt, data_max = ctx.int(f"{R}.prompt_length"), ctx.int("data.max_prompt_length")
     if prompt is not None and data_max is not None and prompt < data_max:
-        yield _warn("advice.prompt_truncated", [f"{R}.prompt_length", "data.max_prompt_length"],
+        yield _warn([f"{R}.prompt_length", "data.max_prompt_length"],
                     f"{R}.prompt_length={prompt} is shorter than data.max_prompt_length={data_max}: prompts of "
                     f"{prompt + 1}-{data_max} tokens pass the data filter, then the agent loop cuts their beginning "
                     "(a warning in the log, no error)", f"Remove the {R}.prompt_length override (it follows "
                     "data.max_prompt_length)", [f"{R}.prompt_length={data_max}"])
     if ctx.is_set("data.truncation") and ctx.get("data.truncation") != "error":
-        yield _warn("advice.prompt_truncated", ["data.truncation"],
+        yield _warn(["data.truncation"],
                     f"data.truncation={ctx.get('data.truncation')} is not used by verl 0.9.1's RL path: long prompts are "
                     "left-truncated in the agent loop whatever it says", "Use data.filter_overlong_prompts=true to drop "
                     "them instead", ["data.filter_overlong_prompts=true"], severity=Severity.INFO)
@@ -172,8 +172,7 @@ def gae_without_critic(ctx: RuleContext):
     """need_critic (trainer/ppo/utils.py:96-107) follows critic.enable when it is set: GAE with the critic off has no
     values to compute advantages from (trainer_base.py:1745)."""
     if ctx.get("algorithm.adv_estimator") == "gae" and ctx.get("critic.enable") is False:
-        yield finding("algorithm.gae_without_critic", Severity.ERROR, Stage.RUNTIME,
-                      ["critic.enable", "algorithm.adv_estimator"],
+        yield finding(Severity.ERROR, ["critic.enable", "algorithm.adv_estimator"],
                       "algorithm.adv_estimator=gae computes advantages from the critic's values, but critic.enable=false "
                       "builds no critic: everything loads, then the first advantage computation has no values to read",
                       "Remove critic.enable=false (GAE turns the critic on), or use a critic-free estimator such as grpo",

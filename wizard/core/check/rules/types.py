@@ -60,7 +60,7 @@ def _stage(ctx: RuleContext, key: str) -> Stage:
     return Stage.RUNTIME
 
 
-@rule("types.value", Stage.PREFLIGHT)
+@rule("types.value", None)  # the stage verl builds the section at
 def value_types(ctx: RuleContext):
     """A value that cannot be the int/float/bool its key holds."""
     for key in sorted(ctx.set_keys):
@@ -79,11 +79,9 @@ def value_types(ctx: RuleContext):
             continue
         example = {"int": "64", "float": "1e-6", "bool": "true"}[kind]
         yield finding(
-            "types.value",
             Severity.ERROR,
-            _stage(ctx, key),
             [key],
             f"{key}={value!r} is not {'an' if kind == 'int' else 'a'} {kind}; verl reads it as a number/flag"
             + (" in its pre-flight arithmetic" if strict else ""),
-            f"Give a plain {kind}, e.g. {key}={example}" + (" (no quotes)" if isinstance(value, str) else ""),
+            f"Give a plain {kind}, e.g. {key}={example}" + (" (no quotes)" if isinstance(value, str) else ""), stage=_stage(ctx, key),
         )

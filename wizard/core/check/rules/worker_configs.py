@@ -27,14 +27,14 @@ def ref_micro(ctx: RuleContext):
         fix, keys = [f"{REF}.log_prob_micro_batch_size=null"], [f"{REF}.log_prob_micro_batch_size"]
     else:
         return
-    yield finding("batch.ref_micro", Severity.ERROR, Stage.STARTUP, keys + [f"{REF}.log_prob_use_dynamic_bsz"],
+    yield finding(Severity.ERROR, keys + [f"{REF}.log_prob_use_dynamic_bsz"],
                   f"{REF}.log_prob_use_dynamic_bsz=false while the actor uses dynamic batch size, and the reference "
                   f"model's micro-batch keys are log_prob_micro_batch_size={micro}, _per_gpu={per_gpu}; the reference "
                   f"worker builds its config at startup and stops with: {said}",
                   f"Set {fix[0]}, or {REF}.log_prob_use_dynamic_bsz=true", fix)
 
 
-@rule("models.target_modules", Stage.STARTUP)
+@rule("models.target_modules", None)  # the stage verl builds the section at
 def target_modules(ctx: RuleContext):
     """HFModelConfig.__post_init__: LoRA target modules are a string or a list of strings."""
     for section in ("actor_rollout_ref.model", "critic.model"):
@@ -50,10 +50,10 @@ def target_modules(ctx: RuleContext):
             said = f"All elements in target_modules list must be strings, but found {type(bad).__name__}"
         else:
             continue
-        yield finding("models.target_modules", Severity.ERROR, build.stage, [key],
+        yield finding(Severity.ERROR, [key],
                       f"{key}={value!r}: verl builds {section} into HFModelConfig and stops with: TypeError: {said}",
                       f"Give module names: {key}=all-linear or {key}=[q_proj,v_proj]", [f"{key}=all-linear"],
-                      fix_auto=False)
+                      fix_auto=False, stage=build.stage)
 
 
 @rule("batch.critic_veomni_micro", Stage.PREFLIGHT)
@@ -65,6 +65,6 @@ def critic_veomni_micro(ctx: RuleContext):
     tbs, mini = ctx.int("data.train_batch_size"), ctx.int("critic.ppo_mini_batch_size")
     if None in (micro, n_gpus, tbs, mini) or tbs < mini or micro * sp >= n_gpus:
         return
-    yield finding("batch.critic_veomni_micro", Severity.ERROR, Stage.PREFLIGHT, ["critic.ppo_micro_batch_size"],
+    yield finding(Severity.ERROR, ["critic.ppo_micro_batch_size"],
                   f"critic.ppo_micro_batch_size ({micro}) * veomni.ulysses_parallel_size ({sp}) must be >= n_gpus "
                   f"({n_gpus})", "Use critic.ppo_micro_batch_size_per_gpu instead", ["critic.ppo_micro_batch_size=null"])
