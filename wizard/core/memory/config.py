@@ -17,7 +17,7 @@ from wizard.core.models.facts import ModelFacts
 from wizard.core.placement.pools import (
     PLACEMENT_KEYS, lora_rank, need_critic, need_ref, ref_in_actor, replica_size, trainer_mode, truthy,
 )
-from wizard.core.verl.keys import CF, REF, RM, A, AF, M, R
+from wizard.core.verl.keys import ATTN_KEY, CF, REF, RM, A, AF, M, R
 
 # The keys the estimate reads beyond where roles run; their defaults are verl's own, from the schema snapshot
 # (``complete_values``), never typed here.
@@ -52,7 +52,6 @@ MEMORY_KEYS: tuple[str, ...] = tuple(dict.fromkeys(PLACEMENT_KEYS + ESTIMATE_KEY
 SAMPLE_TOKENS = "wizard.sample_tokens"
 # Not a verl key: whether flash-attn imports where verl runs (the environment probe), when known.
 FLASH_ATTN = "wizard.flash_attn"
-ATTN_KEY = f"{M}.override_config.attn_implementation"
 
 
 def complete_values(values: Mapping, variant: SchemaVariant) -> dict:

@@ -16,6 +16,7 @@ from wizard.core.verl.overrides import OverrideSyntaxError, parse_override
 from wizard.core.plan.model import Plan
 from wizard.core.plan.convert import apply_overrides
 from wizard.core.secrets import is_secret_name
+from wizard.core.verl.keys import ATTN_KEY
 
 VALIDATION = ("end", "none", "start", "both")
 # verl's V1 trainer keeps a TaskRunner, the TransferQueue controller and its storage units on one logical
@@ -27,7 +28,6 @@ DUMP_KEYS = (("trainer.rollout_data_dir", "rollout"), ("trainer.validation_data_
 LOOPBACK = "127.0.0.1"
 # verl 0.9.1 loads the actor and the reference with attn_implementation=flash_attention_2 unless the model's
 # override_config names another; without flash-attn in the run's Python the model load fails.
-ATTN_KEY = "actor_rollout_ref.model.override_config.attn_implementation"
 SDPA_OVERRIDE = f"+{ATTN_KEY}=sdpa"
 _PLAIN = re.compile(r"[A-Za-z0-9_@%+=:,./-]+")
 _REF = re.compile(r"\$(?:\{([A-Za-z_][A-Za-z0-9_]*)\}|([A-Za-z_][A-Za-z0-9_]*))")

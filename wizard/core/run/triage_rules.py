@@ -14,7 +14,7 @@ from dataclasses import dataclass
 
 from wizard.core.findings import Finding, Stage
 from wizard.core.run.triage_roots import _f
-from wizard.core.verl.keys import R as RO
+from wizard.core.verl.keys import ACTOR, CRITIC, REF, ROLLOUT, R as RO
 
 
 
@@ -298,8 +298,7 @@ def _lora_empty(m: re.Match, ctx: TriageContext, i: int) -> Finding:
               ["actor_rollout_ref.actor.strategy", "actor_rollout_ref.model.lora_rank"])
 
 
-_MICRO_SECTIONS = {"actor": "actor_rollout_ref.actor", "rollout": "actor_rollout_ref.rollout",
-                   "ref": "actor_rollout_ref.ref", "critic": "critic"}
+_MICRO_SECTIONS = {"actor": ACTOR, "rollout": ROLLOUT, "ref": REF, "critic": CRITIC}
 
 
 def _micro_unset(m: re.Match, ctx: TriageContext, i: int) -> Finding:

@@ -14,3 +14,6 @@ CF = CRITIC_FSDP = f"{CRITIC}.fsdp"
 RM = REWARD_MODEL = "reward.reward_model"
 MGR = REWARD_MANAGER = "reward.reward_manager"
 D = DISTILLATION = "distillation"
+
+# A key two concerns read: the model's attention (flash-attn unless overridden; the smoke run sets sdpa without it).
+ATTN_KEY = f"{MODEL}.override_config.attn_implementation"

@@ -13,8 +13,8 @@ from wizard.core.findings import Severity, Stage
 from wizard.core.check.rules import rule
 from wizard.core.check.rules.context import RuleContext, finding
 from wizard.core.check.rules.sections import Section, built_sections, not_one_of, stops
+from wizard.core.verl.keys import A, M
 
-A, M = "actor_rollout_ref.actor", "actor_rollout_ref.model"
 # class -> (field, allowed values, verl's message with {v} for the value): workers/config/engine.py, optimizer.py
 CHOICES: dict[str, tuple[tuple[str, tuple, str], ...]] = {
     "FSDPEngineConfig": (("strategy", ("fsdp", "fsdp2", "fsdp_turbo"), "strategy {v} not supported"),),

@@ -6,8 +6,8 @@ from wizard.core.findings import Severity, Stage
 from wizard.core.check.rules import rule
 from wizard.core.check.rules.context import RuleContext, choices, finding
 from wizard.core.check.rules.sections import built_sections
+from wizard.core.verl.keys import R
 
-R = "actor_rollout_ref.rollout"
 ENGINES = ("vllm", "sglang", "trtllm")
 
 

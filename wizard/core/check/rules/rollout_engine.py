@@ -7,8 +7,8 @@ from __future__ import annotations
 from wizard.core.findings import Severity, Stage
 from wizard.core.check.rules import rule
 from wizard.core.check.rules.context import RuleContext, finding
+from wizard.core.verl.keys import R
 
-R = "actor_rollout_ref.rollout"
 QUANTIZATIONS = ("fp8", "torchao", "ascend")  # vllm_async_server.py:1240
 DELTA_BACKEND = "verl_delta_ipc"  # vllm_rollout/delta_weight_transfer.py:52
 

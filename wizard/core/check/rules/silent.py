@@ -8,8 +8,8 @@ from __future__ import annotations
 from wizard.core.findings import Severity, Stage
 from wizard.core.check.rules import rule
 from wizard.core.check.rules.context import RuleContext, finding
+from wizard.core.verl.keys import A, R
 
-A, R = "actor_rollout_ref.actor", "actor_rollout_ref.rollout"
 
 
 def _v1(ctx: RuleContext) -> bool:

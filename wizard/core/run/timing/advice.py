@@ -12,6 +12,7 @@ from collections.abc import Sequence
 from wizard.core.findings import Finding, Severity, Stage
 from wizard.core.plan.model import Plan, get_field
 from wizard.core.run.timing.steps import OTHER, Series, TimingSummary, fmt_rate, fmt_s
+from wizard.core.verl.keys import ACTOR, ROLLOUT as RO
 
 GEN_BOUND = 0.5  # generation this share of a steady step
 UPDATE_BOUND = 0.4
@@ -19,7 +20,6 @@ LOGPROB_BOUND = 0.3  # old log-probs + reference together
 SYNC_BOUND = 0.15
 OTHER_BOUND = 0.25
 IDLE_GPU = 50.0  # mean GPU utilisation (percent) under which the GPUs wait more than they work
-RO, ACTOR = "actor_rollout_ref.rollout", "actor_rollout_ref.actor"
 
 
 def _f(rule: str, message: str, fix: str | None, keys: list[str], severity: Severity = Severity.INFO,
