@@ -37,6 +37,8 @@ def preload(preset: str) -> None:
         step.load()
     import wizard.gui.widgets.findings_view  # noqa: F401
     from wizard.usecases.assessment import assess_plan
+    from wizard.usecases.board import board_machine
     from wizard.usecases.plans import preset_plan
 
-    assess_plan(preset_plan(preset, None), local_files=True)
+    plan = preset_plan(preset, None)
+    assess_plan(plan, cluster=board_machine(plan), local_files=True)  # as the document will judge it
