@@ -87,7 +87,6 @@ DRIVER = textwrap.dedent("""
 @pytest.mark.slow
 @pytest.mark.verl
 def test_generated_scripts_run_a_real_verl_job_on_a_loopback_ray_cluster(tmp_path, tiny_model):
-    pytest.importorskip("verl")
     pytest.importorskip("ray")
     why = namespaces_work()
     if why:

@@ -140,7 +140,6 @@ def _under_tmp(paths) -> list[str]:
 @pytest.mark.slow
 @pytest.mark.verl
 def test_twenty_start_stop_cycles_leave_nothing_behind(tmp_path):
-    pytest.importorskip("verl")
     why = namespaces_work()
     if why:
         pytest.skip(f"{why}; a real run starts Ray and never runs outside a loopback-only namespace")

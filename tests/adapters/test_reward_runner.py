@@ -6,7 +6,6 @@ import textwrap
 
 import pytest
 
-from tests.conftest import has_verl
 from wizard.adapters.verl_env.reward_runner import RewardRunError, run_bench
 from wizard.core.findings import Severity
 from wizard.core.reward.bench import BenchRow
@@ -29,7 +28,7 @@ def scores(result):
     return {(t.row, t.candidate): t.score for t in result.trials}
 
 
-@pytest.mark.skipif(not has_verl(), reason="needs verl 0.9.1 (make test installs it)")
+@pytest.mark.verl
 def test_verls_own_gsm8k_scorer(tmp_path):
     result = run_bench(GSM8K, user_texts=["Natalia sold 48 + 24 = 72 clips.\n#### 72"], python=PY)
     s = scores(result)

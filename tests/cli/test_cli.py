@@ -135,6 +135,7 @@ def test_version():
     assert proc.returncode == 0 and proc.stdout.startswith("verl-wizard ")
 
 
+@pytest.mark.verl
 def test_check_with_verl_preflight_agrees(tmp_path):
     proc = run("check", "--verl", "--format", "json", "--", *GOOD, "data.train_batch_size=10", "trainer.n_gpus_per_node=16")
     doc = json.loads(proc.stdout)
@@ -256,10 +257,8 @@ def test_one_reading_of_the_inputs_for_check_generate_plan_and_launch(tmp_path):
     assert "data.file_missing" in dry.stdout  # the launcher's check is check's, data files included
 
 
+@pytest.mark.verl
 def test_check_with_verl_says_when_verl_accepts_the_config():
-    from tests.conftest import need_verl
-
-    need_verl()
     proc = run("check", "--preset", "grpo-1gpu-smoke", "--verl", "--format", "json")
     (ok,) = [f for f in json.loads(proc.stdout)["findings"] if f["rule"] == "verl.preflight_ok"]
     assert proc.returncode == 0 and "verl 0.9.1 itself accepts this config" in ok["message"]

@@ -8,7 +8,6 @@ import pyarrow.parquet as pq
 import pytest
 
 from tests.adapters.test_dataset import verl_rows, write_jsonl, write_parquet, write_tokenizer
-from tests.conftest import has_verl
 from tests.helpers.cli import run_cli
 
 
@@ -109,7 +108,7 @@ def test_a_datasets_control_characters_are_shown_not_written_raw(tmp_path):
         assert not any(c in out for c in "\x1b\x07\x9b"), out
 
 
-@pytest.mark.skipif(not has_verl(), reason="needs verl 0.9.1 (make test installs it)")
+@pytest.mark.verl
 def test_reward_with_verls_gsm8k_scorer(tmp_path):
     rows = verl_rows(3)
     rows[0]["reward_model"]["ground_truth"] = "72"

@@ -4,6 +4,8 @@ import json
 import socket
 from pathlib import Path
 
+import pytest
+
 from tests.helpers.cli import run_cli
 
 
@@ -87,6 +89,7 @@ def test_catalogue_listing():
     assert proc.returncode == 0 and "H200-141GB" in proc.stdout and "nvidia.com" in proc.stdout
 
 
+@pytest.mark.verl  # this project's venv: verl 0.9.1 with CPU torch
 def test_doctor_json_on_the_cpu_venv_exits_1_with_fixes():
     proc = run("doctor", "--format", "json")
     assert proc.returncode == 1, proc.stderr
@@ -97,7 +100,11 @@ def test_doctor_json_on_the_cpu_venv_exits_1_with_fixes():
     assert doc["facts"]["packages"]["verl"] == "0.9.1"
 
 
-def test_doctor_text_and_bad_python():
+@pytest.mark.verl
+def test_doctor_text_on_the_cpu_venv():
     proc = run("doctor")
     assert proc.returncode == 1 and "FAIL  environment" in proc.stdout and "CUDA not available" in proc.stdout
+
+
+def test_doctor_with_a_python_that_is_not_there():
     assert_one_line_error(run("doctor", "--python", "/no/such/python"), "--python /no/such/python: no such file")

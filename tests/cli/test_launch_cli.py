@@ -142,7 +142,6 @@ DRIVER = textwrap.dedent("""
 @pytest.mark.slow
 @pytest.mark.verl
 def test_a_real_verl_run_fails_for_want_of_a_gpu_and_triage_says_so(tmp_path, tiny_model):
-    pytest.importorskip("verl")
     why = _namespaces_work()
     if why:
         pytest.skip(f"{why}; a real run starts Ray and never runs outside a loopback-only namespace")

@@ -3,9 +3,11 @@ working folder, environment, secrets), a dead or absent server costs nothing but
 ``--stop`` leaves nothing behind. Real processes: the server and the clients are ``python -m wizard``."""
 
 import os
+import shutil
 import signal
 import subprocess
 import sys
+import tempfile
 import time
 from pathlib import Path
 
@@ -16,29 +18,54 @@ from tests.conftest import ROOT
 BAD = "python3 -m verl.trainer.main_ppo data.train_batch_size=16 actor_rollout_ref.actor.ppo_mini_batch_size=32\n"
 
 
-def wizard(args, env, cwd=ROOT, **kw):
-    return subprocess.run([sys.executable, "-m", "wizard", *args], env=env, cwd=cwd, capture_output=True, text=True,
+def wizard(args, env, cwd=ROOT, python=sys.executable, **kw):
+    return subprocess.run([python, "-m", "wizard", *args], env=env, cwd=cwd, capture_output=True, text=True,
                           timeout=120, **kw)
 
 
 @pytest.fixture
-def env(tmp_path):
-    run = tmp_path / "run"
-    run.mkdir(mode=0o700)
-    return {**os.environ, "XDG_RUNTIME_DIR": str(run), "PYTHONPATH": str(ROOT)}
+def env():
+    # a short folder of its own, not tmp_path: a socket's path has at most 107 bytes, and pytest's folders under
+    # pytest-xdist (/tmp/pytest-of-USER/pytest-N/popen-gwN/test_NAME0/...) are longer than that
+    run = tempfile.mkdtemp(prefix="vw-run-")
+    os.chmod(run, 0o700)
+    yield {**os.environ, "XDG_RUNTIME_DIR": run, "PYTHONPATH": str(ROOT)}
+    shutil.rmtree(run, ignore_errors=True)
 
 
-@pytest.fixture
-def server(env):
-    started = wizard(["serve", "--background", "--idle-minutes", "5"], env)
+def start_server(env, python=sys.executable) -> int:
+    started = wizard(["serve", "--background", "--idle-minutes", "5"], env, python=python)
     assert started.returncode == 0, started.stderr
-    pid = int(started.stdout.split("pid ")[1].split()[0])
-    yield pid
-    wizard(["serve", "--stop"], env)
+    return int(started.stdout.split("pid ")[1].split()[0])
+
+
+def stop_server(env, pid, python=sys.executable) -> None:
+    wizard(["serve", "--stop"], env, python=python)
     try:
         os.kill(pid, signal.SIGKILL)
     except ProcessLookupError:
         pass
+
+
+def gone(pid: int, timeout: float = 10.0) -> bool:
+    """Whether process ``pid`` ended (a zombie counts as ended) within ``timeout`` seconds."""
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        try:
+            with open(f"/proc/{pid}/stat") as f:
+                if f.read().rsplit(")", 1)[1].split()[0] == "Z":
+                    return True
+        except (FileNotFoundError, ProcessLookupError):
+            return True
+        time.sleep(0.02)
+    return False
+
+
+@pytest.fixture
+def server(env):
+    pid = start_server(env)
+    yield pid
+    stop_server(env, pid)
 
 
 def test_a_check_through_the_server_says_what_the_process_says(env, server, tmp_path):
@@ -64,7 +91,7 @@ def test_the_server_uses_the_clients_environment_for_secrets(env, server, tmp_pa
 
 def test_a_dead_server_is_never_waited_for(env, server, tmp_path):
     os.kill(server, signal.SIGKILL)  # the socket file stays, nobody listens
-    time.sleep(0.2)
+    assert gone(server)
     (tmp_path / "run.sh").write_text(BAD)
     r = wizard(["check", "run.sh"], env, cwd=tmp_path)
     assert r.returncode == 1 and "must be >= actor.ppo_mini_batch_size" in r.stdout
@@ -73,14 +100,7 @@ def test_a_dead_server_is_never_waited_for(env, server, tmp_path):
 
 def test_stop_ends_the_server_and_removes_its_socket(env, server):
     assert wizard(["serve", "--stop"], env).returncode == 0
-    for _ in range(50):
-        try:
-            os.kill(server, 0)
-        except ProcessLookupError:
-            break
-        time.sleep(0.1)
-    else:
-        pytest.fail("the server still runs after --stop")
+    assert gone(server), "the server still runs after --stop"
     folder = os.path.join(env["XDG_RUNTIME_DIR"], "verl-wizard")
     assert [f for f in os.listdir(folder) if f.endswith(".sock")] == []
     assert wizard(["serve", "--stop"], env).returncode == 1  # nothing to stop
@@ -94,14 +114,24 @@ def test_a_folder_others_can_enter_is_refused(env, tmp_path):
     assert r.returncode == 2 and "not private" in r.stderr and "Traceback" not in r.stderr
 
 
-def test_the_installed_command_and_python_m_reach_the_same_server(env, server, tmp_path):
+def test_the_installed_command_and_python_m_reach_the_same_server(env, tmp_path):
     script = os.path.join(os.path.dirname(sys.executable), "verl-wizard")
     if not os.path.exists(script):
         pytest.skip("no verl-wizard console script beside this Python")
-    (tmp_path / "run.sh").write_text(BAD)
-    r = subprocess.run([script, "check", "run.sh"], env=env, cwd=tmp_path, capture_output=True, text=True, timeout=120)
-    assert r.returncode == 1
-    assert "running, 1 check answered" in wizard(["serve", "--status"], env).stdout
+    # `python -m wizard` with the Python the command runs (its #! line): the same one where .venv is a symlink too
+    with open(script) as f:
+        python = f.readline()[2:].strip()
+    if "python" not in os.path.basename(python) or not os.path.isfile(python):  # pip's /bin/sh trampoline
+        python = sys.executable
+    pid = start_server(env, python)
+    try:
+        (tmp_path / "run.sh").write_text(BAD)
+        r = subprocess.run([script, "check", "run.sh"], env=env, cwd=tmp_path, capture_output=True, text=True,
+                           timeout=120)
+        assert r.returncode == 1
+        assert "running, 1 check answered" in wizard(["serve", "--status"], env, python=python).stdout
+    finally:
+        stop_server(env, pid, python)
 
 
 @pytest.mark.parametrize("argv,forwarded", [

@@ -108,10 +108,11 @@ def test_format_step_names_the_few_metrics_people_watch():
     assert format_step(m, 5) == "step 2/5: score/mean=0.25, kl_loss=0.00123"
 
 
+@pytest.mark.verl
 def test_real_lines_from_verls_own_logger_code():
     """Render metrics with verl's concat_dict_to_str and real numpy values, then parse them back."""
-    np = pytest.importorskip("numpy")
-    agg = pytest.importorskip("verl.utils.logger.aggregate_logger")
+    import numpy as np
+    import verl.utils.logger.aggregate_logger as agg
     data = {"critic/score/mean": np.float64(0.375), "response_length/mean": np.float32(211.5),
             "perf/total_num_tokens": np.int64(12345), "actor/grad_norm": float("nan"), "flag": True,
             "actor/lr": 1e-06, "dropped": "not a number"}
@@ -123,9 +124,10 @@ def test_real_lines_from_verls_own_logger_code():
     assert math.isnan(m.data["actor/grad_norm"]) and "dropped" not in m.data
 
 
+@pytest.mark.verl
 def test_real_jsonl_from_verls_file_logger(tmp_path, monkeypatch):
-    np = pytest.importorskip("numpy")
-    tracking = pytest.importorskip("verl.utils.tracking")
+    import numpy as np
+    import verl.utils.tracking as tracking
     path = tmp_path / "m.jsonl"
     monkeypatch.setenv("VERL_FILE_LOGGER_PATH", str(path))
     logger = tracking.FileLogger("p", "e")

@@ -8,7 +8,6 @@ pytest.importorskip("PySide6")
 
 from PySide6.QtCore import Qt  # noqa: E402
 
-from tests.conftest import has_verl  # noqa: E402
 from wizard.gui.document import PlanDocument  # noqa: E402
 from wizard.gui.tools.reward_bench import RewardBenchDialog, RewardBenchPanel, split_responses  # noqa: E402
 
@@ -67,7 +66,7 @@ def use_function(panel, tmp_path, body, name="compute_score"):
     return path
 
 
-@pytest.mark.skipif(not has_verl(), reason="needs verl 0.9.1 installed")
+@pytest.mark.verl
 def test_verl_gsm8k_scorer_gives_1_to_the_answer_and_0_to_a_wrong_one(panel, qtbot):
     assert panel.mode.currentData() == "builtin"  # the plan has no reward function of its own
     panel.pick.setCurrentIndex(panel.pick.findData("first"))

@@ -150,8 +150,8 @@ RECORDED = """
 """
 
 
+@pytest.mark.verl
 def test_a_recorded_run_fills_the_log_plots_progress_and_alarms(panel, tmp_path, qtbot):
-    pytest.importorskip("verl")
     token = uuid.uuid4().hex
     panel.python.setText(str(stand_in(tmp_path, RECORDED, token)))
     panel.folder.setText(str(tmp_path / "r"))
@@ -252,8 +252,7 @@ def isolated_python(tmp_path: Path, token: str) -> Path:
 
 
 @pytest.fixture
-def real_run(panel, doc, tmp_path, tiny_model):
-    pytest.importorskip("verl")
+def real_run(panel, doc, tmp_path, tiny_model):  # for tests marked verl
     why = namespaces_work()
     if why:
         pytest.skip(f"{why}; a real run starts Ray and never runs outside a loopback-only namespace")
