@@ -6,7 +6,7 @@ import os
 import pytest
 
 from tests.conftest import ROOT, SCRIPTS
-from tests.helpers.cli import run_cli
+from tests.helpers.cli import process_env, run_cli
 
 GOOD = ["algorithm.adv_estimator=grpo", "actor_rollout_ref.model.path=Qwen/Qwen2.5-0.5B-Instruct",
         "actor_rollout_ref.rollout.name=vllm", "actor_rollout_ref.rollout.n=4", "data.train_batch_size=16",
@@ -227,11 +227,12 @@ def test_the_installed_entry_points_start():
     import sys
 
     module = subprocess.run([sys.executable, "-m", "wizard", "check", "--", *GOOD], capture_output=True, text=True,
-                            timeout=120)
+                            timeout=120, env=process_env())
     assert module.returncode == 0 and module.stdout.startswith("OK"), module.stderr
     script = shutil.which("verl-wizard", path=os.path.dirname(sys.executable))
     assert script, "the verl-wizard console script is not installed next to this Python"
-    bad = subprocess.run([script, "check", "--gpus", "8xNOPE"], capture_output=True, text=True, timeout=120)
+    bad = subprocess.run([script, "check", "--gpus", "8xNOPE"], capture_output=True, text=True, timeout=120,
+                         env=process_env())
     assert bad.returncode == 2 and "Traceback" not in bad.stderr and len(bad.stderr.strip().splitlines()) == 1
 
 

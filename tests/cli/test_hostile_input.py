@@ -14,6 +14,8 @@ import sys
 
 import pytest
 
+from tests.helpers.cli import process_env
+
 MEMORY_CAP = 3 * 1024**3  # bytes of address space: a YAML bomb or a huge placement would pass it
 HANG = 300  # seconds: a safety net for a hang, not a measure of speed
 
@@ -24,7 +26,7 @@ def _cap() -> None:
 
 def wizard(*args, cwd=None, stdin=None):
     """The program in a session of its own; afterwards nothing of that session may be left running."""
-    env = dict(os.environ, PYTHONWARNINGS="ignore")
+    env = process_env(PYTHONWARNINGS="ignore")
     env.pop("RAY_ADDRESS", None)
     proc = subprocess.Popen([sys.executable, "-m", "wizard", *map(str, args)], stdout=subprocess.PIPE,
                             stderr=subprocess.PIPE, stdin=subprocess.PIPE if stdin else subprocess.DEVNULL, text=True,

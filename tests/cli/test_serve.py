@@ -14,6 +14,7 @@ from pathlib import Path
 import pytest
 
 from tests.conftest import ROOT
+from tests.helpers.cli import process_env
 
 BAD = "python3 -m verl.trainer.main_ppo data.train_batch_size=16 actor_rollout_ref.actor.ppo_mini_batch_size=32\n"
 
@@ -29,7 +30,7 @@ def env():
     # pytest-xdist (/tmp/pytest-of-USER/pytest-N/popen-gwN/test_NAME0/...) are longer than that
     run = tempfile.mkdtemp(prefix="vw-run-")
     os.chmod(run, 0o700)
-    yield {**os.environ, "XDG_RUNTIME_DIR": run, "PYTHONPATH": str(ROOT)}
+    yield process_env(XDG_RUNTIME_DIR=run)
     shutil.rmtree(run, ignore_errors=True)
 
 

@@ -13,6 +13,17 @@ from contextlib import redirect_stderr, redirect_stdout
 from dataclasses import dataclass
 
 
+ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+
+
+def process_env(**add: str) -> dict[str, str]:
+    """The environment for a program of this checkout in a process of its own (``python -m wizard``, the console
+    script): this checkout first on PYTHONPATH, whatever folder the process starts in, since the venv's editable
+    install may point at another checkout of the wizard."""
+    path = os.pathsep.join(p for p in (ROOT, os.environ.get("PYTHONPATH", "")) if p)
+    return {**os.environ, "PYTHONPATH": path, **add}
+
+
 @dataclass
 class Result:
     returncode: int
