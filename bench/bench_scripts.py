@@ -1,5 +1,7 @@
 """How well the wizard reads verl's own launch scripts: read rate, agreement with real bash,
-agreement of the early verdict with verl 0.9.1, and time per script.
+agreement of the early verdict with verl 0.9.1, and time per script; and how long hostile input takes: the lexer's
+time per byte on a 250 KB and a 4 MB word (a ratio near 1 is linear), the refusal of a script past the size
+budget and the reading of a word just under it.
 
 The corpus is every main_ppo launch script in tests/data/verl_scripts (the first corpus, verl's
 main and release/v0.9.0 branches). Bash runs each script with python stubbed
@@ -21,7 +23,7 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-from timing import fmt  # noqa: E402
+from timing import fmt, timed  # noqa: E402
 
 
 def main() -> None:
@@ -53,8 +55,38 @@ def main() -> None:
     for r in results:
         if not r.agree or (args.list and r.script is None):
             print(f"  differs: {r.name}: {r.detail}")
+    _hostile()
     if args.verl:
         _verl(read, args.python)
+
+
+def _hostile() -> None:
+    """Figures tests/core/test_script_bounds.py leaves to the bench: linear lexing, a quick refusal."""
+    from wizard.core.scripts.lexer import lex
+    from wizard.core.scripts.reader import ScriptError, read_launch_script
+    from wizard.core.scripts.state import MAX_SCRIPT_CHARS
+
+    shapes = {"unquoted": lambda n: "a=" + "x" * n, "double-quoted": lambda n: '"' + "x" * n + '"',
+              "single-quoted": lambda n: "'" + "x" * n + "'", "escapes": lambda n: "a\\ b" * (n // 4)}
+    print("lexing one word, time per byte (250 KB / 4 MB; the ratio is near 1 where lexing is linear):")
+    for name, make in shapes.items():
+        small, large = make(250_000), make(4_000_000)
+        per_small = min(timed(lambda: lex(small), 3)) / len(small)
+        per_large = min(timed(lambda: lex(large), 3)) / len(large)
+        print(f"  {name:14s} {1e9 * per_small:7.1f} ns/byte  {1e9 * per_large:7.1f} ns/byte  "
+              f"ratio {per_large / per_small:5.2f}  (4 MB in {1000 * per_large * len(large):.0f} ms)")
+    m = "python3 -m verl.trainer.main_ppo a.b="
+
+    def refused():
+        try:
+            read_launch_script(m + "x" * 1_000_000 + "\n")
+        except ScriptError:
+            pass
+
+    print(f"a 1 MB script refused by the size budget: {fmt(timed(refused, 5), 2)}")
+    under = m + "x" * (MAX_SCRIPT_CHARS - 100) + "\n"
+    print(f"a word just under the budget ({MAX_SCRIPT_CHARS - 100:,} characters) read: "
+          f"{fmt(timed(lambda: read_launch_script(under), 3))}")
 
 
 def _by_folder(results) -> str:

@@ -82,8 +82,7 @@ def test_the_fast_probe_reads_this_pythons_torch_without_importing_it():
     facts = run_probe(sys.executable)
     torch = facts["torch"]
     assert torch["version"] and torch["version"].split("+")[0].count(".") == 2
-    assert torch.get("static") or torch.get("skipped")  # read from its files, not imported
-    assert facts["probe_s"] < 30  # bounded; the figure itself is in bench/bench_detect.py
+    assert torch.get("static") or torch.get("skipped")  # read from its files, not imported; its time: bench/bench_detect.py
 
 
 def test_driver_older_than_torch_build_is_an_error_with_both_ways_out():

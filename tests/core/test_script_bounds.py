@@ -1,10 +1,9 @@
-"""Hostile scripts: a one-line refusal in bounded time, never a hang, a traceback or a blow-up.
+"""Hostile scripts: a one-line refusal, never a hang, a traceback or a blow-up.
 
-The lexer is linear (a 4 MB word lexes in well under a second); the reader refuses scripts past its
-size budget before lexing, and stops at budgets for nesting, commands run, value sizes and calls.
+A word of megabytes lexes whole; the reader refuses scripts past its size budget before lexing, and stops at
+budgets for nesting, commands run, value sizes and calls. How long these take (the lexer's time per byte on small
+and large words, the refusal, the longest script read) is measured by bench/bench_scripts.py, not asserted here.
 """
-
-import time
 
 import pytest
 
@@ -15,31 +14,38 @@ from wizard.core.scripts.state import MAX_SCRIPT_CHARS
 M = "python3 -m verl.trainer.main_ppo"
 
 
-@pytest.mark.parametrize("make", [lambda n: "a=" + "x" * n, lambda n: '"' + "x" * n + '"',
-                                  lambda n: "'" + "x" * n + "'", lambda n: "a\\ b" * (n // 4)],
-                         ids=["unquoted", "double-quoted", "single-quoted", "escapes"])
-def test_lexing_is_linear(make):
-    t0 = time.perf_counter()
-    lex(make(250_000))
-    small = time.perf_counter() - t0
-    t0 = time.perf_counter()
-    lex(make(4_000_000))
-    big = time.perf_counter() - t0
-    assert big < 10.0, f"a 4 MB word took {big:.1f} s"
-    assert big < 40 * max(small, 0.005), f"16x the text took {big / max(small, 1e-9):.0f}x the time"
+def _text(parts) -> str:
+    return "".join(p.text + _text(p.parts) for p in parts)
 
 
-def test_a_1mb_word_is_refused_at_once_with_the_size_budget():
-    t0 = time.perf_counter()
+@pytest.mark.parametrize("make, value", [
+    (lambda n: "a=" + "x" * n, lambda n: "a=" + "x" * n),
+    (lambda n: '"' + "x" * n + '"', lambda n: "x" * n),
+    (lambda n: "'" + "x" * n + "'", lambda n: "x" * n),
+    (lambda n: "a\\ b" * (n // 4), lambda n: "a b" * (n // 4)),
+], ids=["unquoted", "double-quoted", "single-quoted", "escapes"])
+def test_a_4mb_word_lexes_whole(make, value):
+    text = make(4_000_000)
+    word, end = lex(text)
+    assert word.kind == "word" and (word.pos, word.end) == (0, len(text)) and end.op == "\n"
+    assert _text(word.word.parts) == value(4_000_000)
+
+
+def test_a_1mb_word_is_refused_with_the_size_budget_before_it_is_lexed(monkeypatch):
+    import wizard.core.scripts.reader as reader
+
+    def parsed(*args, **kw):
+        raise AssertionError("a script past the size budget was parsed")
+
+    monkeypatch.setattr(reader, "parse_program", parsed)
     with pytest.raises(ScriptError, match=f"characters long; the wizard reads scripts up to {MAX_SCRIPT_CHARS:,}"):
         read_launch_script(f"{M} a.b=" + "x" * 1_000_000 + "\n")
-    assert time.perf_counter() - t0 < 0.5
 
 
-def test_a_word_just_under_the_budget_reads_quickly():
-    t0 = time.perf_counter()
-    script = read_launch_script(f"{M} a.b=" + "x" * (MAX_SCRIPT_CHARS - 100) + "\n")
-    assert len(script.args[0]) > 200_000 and time.perf_counter() - t0 < 2.0
+def test_a_word_just_under_the_budget_is_read_whole():
+    value = "x" * (MAX_SCRIPT_CHARS - 100)
+    script = read_launch_script(f"{M} a.b={value}\n")
+    assert script.args == [f"a.b={value}"]
 
 
 @pytest.mark.parametrize("text, reason", [
@@ -57,11 +63,9 @@ def test_a_word_just_under_the_budget_reads_quickly():
     (f"f() {{ X=$(f); }}\nf\n{M} a=1\n", "nested more than 120 deep"),
 ])
 def test_budgets_stop_the_reading_with_one_line(text, reason):
-    t0 = time.perf_counter()
     with pytest.raises(ScriptError, match=reason) as info:
         read_launch_script(text)
     assert "\n" not in str(info.value)
-    assert time.perf_counter() - t0 < 10
 
 
 @pytest.mark.parametrize("text", [
@@ -70,10 +74,9 @@ def test_budgets_stop_the_reading_with_one_line(text, reason):
     f"X={'a' * 4000}\nY=${{X%%*b}}\n{M} a=$Y\n",
     "".join(f"if [ -f /x{i} ]; then A{i}=1; fi\n" for i in range(500)) + f"{M} a=1\n",
 ])
-def test_odd_but_bounded_scripts_read_in_seconds(text):
-    t0 = time.perf_counter()
+def test_odd_but_bounded_scripts_are_read(text):
     script = read_launch_script(text)
-    assert script.args and time.perf_counter() - t0 < 10
+    assert script.args
 
 
 def test_mangled_corpus_scripts_are_read_or_refused_never_a_crash():
