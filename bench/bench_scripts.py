@@ -98,7 +98,7 @@ def _by_folder(results) -> str:
 
 
 def _verl(read, python: str | None) -> None:
-    from tests.conformance.test_verl_parity import _wizard_stage
+    from tests.helpers.verl_verdict import wizard_stage
     from tests.helpers.tiny_model import write_tiny_model
     from wizard.adapters.files.resources import load_moves, load_schema
     from wizard.adapters.verl_env.verl_preflight import run_preflight
@@ -126,7 +126,7 @@ def _verl(read, python: str | None) -> None:
                 vllm += 1
                 continue
             t0 = time.perf_counter()
-            mine = _wizard_stage(check_overrides(schema, overrides, config_name=config_name, moves=moves).findings)
+            mine = wizard_stage(check_overrides(schema, overrides, config_name=config_name, moves=moves).findings)
             check_times.append(time.perf_counter() - t0)
             theirs = None if verl["ok"] else verl["stage"]
             same += mine == theirs

@@ -152,8 +152,7 @@ def estimate(args: list[str], size: str) -> tuple[int, int, int]:
     """(GPU peak bytes, rollout KV bytes, host bytes) of the estimate for these overrides on one H200 (what
     bench_memory_real.py compares with), without flash-attn."""
     sys.path.insert(0, str(Path(__file__).resolve().parents[2]))
-    sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
-    from bench_memory_real import h200
+    from tests.helpers.real_memory import h200
     from wizard.adapters.files.resources import load_moves, load_schema
     from wizard.core.memory.config import FLASH_ATTN
     from wizard.core.memory.estimate import estimate_memory

@@ -1,5 +1,5 @@
 """The device campaign's edits to verl (bench/real/patch_verl.py) apply to verl 0.9.1 as installed, and the phase
-marks they add are what bench/real_records.py reads: a campaign whose patch silently missed would record no phases."""
+marks they add are what tests/helpers/real_records.py reads: a campaign whose patch silently missed would record no phases."""
 
 import importlib.util
 import json

@@ -11,7 +11,7 @@ own --config-path configs are judged only where that config is verl's.
   says or does when it fails.
 """
 
-from tests.conformance.test_verl_parity import _wizard_stage
+from tests.helpers.verl_verdict import wizard_stage
 from tests.helpers.script_corpus import corpus_name, main_ppo_scripts
 from wizard.adapters.verl_env.verl_preflight import run_preflight
 from wizard.core.findings import Severity, Stage
@@ -54,7 +54,7 @@ def test_verdicts_on_the_real_scripts_match_verl(tiny_model, check):
             needs_vllm.append(name)
             continue
         findings = check(overrides, config_name=config_name).findings
-        mine = _wizard_stage(findings)
+        mine = wizard_stage(findings)
         theirs = None if verl["ok"] else verl["stage"]
         line = f"{name}: wizard={mine} verl={theirs} ({verl['error_type']}: {verl['message']})"
         if mine is not None and mine != theirs:

@@ -9,29 +9,12 @@ import random
 
 import pytest
 
+from tests.helpers.verl_verdict import wizard_stage
 from wizard.usecases.plans import preset_plan
 from wizard.adapters.files.resources import preset_names
 from wizard.adapters.verl_env.verl_preflight import run_preflight
 from wizard.core.plan.emit import emit_overrides
-from wizard.core.findings import Severity, Stage
-
-# Startup checks the probe reproduces (verl_preflight_probe.startup: the trainer's constructor, its pools, the config
-# classes the workers build), so parity is asserted for them too.
-PROBED_STARTUP_RULES = {
-    "rollout.name", "rollout.mode", "rollout.pipeline_parallel", "rollout.config", "types.value", "fields.unknown",
-    "fields.missing", "engine.config", "profiler.config", "names.trainer_mode", "names.kl_ctrl", "names.reward_manager",
-    "trainer.separate_async", "trainer.hybrid_switch", "trainer.replay_buffer", "trainer.kl_horizon", "trainer.pools",
-    "distillation.config", "placement.teacher_groups", "batch.ref_micro", "reward.loading", "trainer.callback_class",
-    "compose.interpolation",
-}
-# Sections the probe cannot build on a CPU without the model's files or a run: HFModelConfig loads the model.
-UNPROBED_SECTIONS = ("actor_rollout_ref.model.", "skip.")
-
-
-def _probed(f) -> bool:
-    if f.stage is not Stage.STARTUP or f.rule not in PROBED_STARTUP_RULES:
-        return False
-    return not (f.rule.startswith("fields.") and any(k.startswith(UNPROBED_SECTIONS) for k in f.keys))
+from wizard.core.findings import Severity
 
 MUTATIONS = [
     "data.train_batch_size=257", "data.train_batch_size=7", "data.train_batch_size=abc", "data.train_batch_size='64'",
@@ -74,17 +57,6 @@ def _cases(tiny_model):
     return cases
 
 
-def _wizard_stage(findings):
-    """The earliest stage at which the wizard says verl fails (within what the probe runs)."""
-    errors = [f for f in findings if f.severity is Severity.ERROR]
-    for stage in (Stage.COMPOSE, Stage.PREFLIGHT):
-        if any(f.stage is stage for f in errors):
-            return stage.value
-    if any(_probed(f) for f in errors):
-        return "startup"
-    return None
-
-
 @pytest.fixture(scope="module")
 def verdicts(tiny_model, check):
     cases = _cases(tiny_model)
@@ -103,7 +75,7 @@ def test_wizard_and_verl_agree_on_every_variant(verdicts):
     disagreements = []
     for cid, _, ours, verl in verdicts:
         theirs = None if verl["ok"] else verl["stage"]
-        mine = _wizard_stage(ours.findings)
+        mine = wizard_stage(ours.findings)
         if mine != theirs:
             disagreements.append(f"{cid}: wizard={mine} verl={theirs} ({verl.get('error_type')}: {verl.get('message')}) "
                                  f"wizard said: {[f.rule for f in ours.findings if f.severity is Severity.ERROR]}")

@@ -14,7 +14,7 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from tests.conformance.test_verl_parity import _wizard_stage
+from tests.helpers.verl_verdict import wizard_stage
 from tests.helpers.parity_edits import EDITS, compose_base
 from wizard.usecases.plans import preset_plan
 from wizard.adapters.files.resources import preset_names
@@ -33,7 +33,7 @@ def _agree(session, tiny_model, check, counts, preset, edits):
     overrides = compose_base(emit_overrides(preset_plan(preset)).overrides + [f"critic.model.path={tiny_model}"], edits)
     verl = session.check({"id": "x", "overrides": overrides})
     theirs = None if verl["ok"] else verl["stage"]
-    mine = _wizard_stage(check(overrides).findings)
+    mine = wizard_stage(check(overrides).findings)
     counts[theirs is None] += 1
     assert mine == theirs, f"{preset} + {edits}: wizard={mine} verl={theirs} {verl.get('error_type')}: {verl.get('message')}"
 

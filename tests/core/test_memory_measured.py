@@ -181,11 +181,8 @@ def test_engines_and_models_not_modelled_get_no_verdict_but_a_reason():
 
 
 def measured_peak_gib(name: str, phase_name: str) -> float:
-    """The recorded NVML peak of one phase (the bench's reading of the run: bench/real_records.py)."""
-    import sys
-
-    sys.path.insert(0, str(DATA.parents[1]))
-    from real_records import load_run
+    """The recorded NVML peak of one phase (the reading of the run the bench shares: tests/helpers/real_records.py)."""
+    from tests.helpers.real_records import load_run
 
     return load_run(DATA / name).phases[phase_name].peak_mib * MIB / GIB
 
@@ -215,11 +212,8 @@ def test_ppo_updates_on_one_gpu_keep_the_other_models_blocks_cached(name):
 
 
 def test_every_recorded_verdict_is_right():
-    import sys
-
-    sys.path.insert(0, str(DATA.parents[1]))
-    from bench_memory_real import rows_for
-    from real_records import load_runs
+    from tests.helpers.real_memory import rows_for
+    from tests.helpers.real_records import load_runs
 
     judged = [rows_for(run)[1] for run in load_runs(DATA)]
     judged = [v for v in judged if v["right"] is not None]
@@ -231,10 +225,7 @@ def test_every_recorded_verdict_is_right():
                                   "grpo-0.5b-lora32-fsdp2-u0.06", "grpo-3b-lora64-fsdp2-u0.1"])
 def test_the_weight_sync_holds_verls_send_buffer_and_its_peak_matches_the_run(name):
     # the sync lasts 0.1-0.2 s: its measured peak is NVML's level before it plus the trainer's torch peak counter
-    import sys
-
-    sys.path.insert(0, str(DATA.parents[1]))
-    from real_records import load_run
+    from tests.helpers.real_records import load_run
 
     mp, models = plan(name)
     report, _ = estimate_memory({**mp.values, FLASH_ATTN: False}, models, h200())
@@ -355,11 +346,8 @@ def test_the_first_weight_sync_of_fsdp1_with_offload_also_holds_the_reference():
 
 def test_recorded_phase_peaks_stay_within_the_bench_tolerance():
     # what the issue asks of the estimate: every recorded phase within 10 % (15 % end to end)
-    import sys
-
-    sys.path.insert(0, str(DATA.parents[1]))
-    from bench_memory_real import rows_for
-    from real_records import load_runs
+    from tests.helpers.real_memory import rows_for
+    from tests.helpers.real_records import load_runs
 
     rows = [r for run in load_runs(DATA) for r in rows_for(run)[0] if r["error"] is not None]
     assert len(rows) >= 140

@@ -1,0 +1,101 @@
+"""The memory estimate against the recorded real verl runs (bench/data/verl_real/), phase by phase: what the estimate
+predicts for each measured phase and whether its verdict met what happened. bench/bench_memory_real.py prints these
+rows (its docstring says how runs are planned and compared); tests/core/test_memory_measured.py holds them to the
+tolerance.
+"""
+
+from __future__ import annotations
+
+from tests.helpers.real_records import MIB, Run, overall_peak_mib, with_adam
+from wizard.adapters.files.resources import load_moves, load_schema
+from wizard.core.hardware.cluster import GPU, Cluster, ClusterNode
+from wizard.core.memory.config import FLASH_ATTN
+from wizard.core.memory.estimate import estimate_memory
+from wizard.core.memory.trainer import FIRST_STEP_KEYS, first_step_terms
+from wizard.core.check.verdict import check_overrides
+from wizard.core.memory.verdict import DOES_NOT_FIT, memory_verdict
+from wizard.core.models.facts import facts_from_hf_config
+
+GIB = 1024**3
+
+
+def h200(total_mib: int) -> Cluster:
+    gpu = GPU(index=0, name="NVIDIA H200", memory_total_bytes=total_mib * MIB)
+    return Cluster(source="spec", nodes=[ClusterNode(name="node0", gpu_count=1, gpus=[gpu])])
+
+
+def predict(run: Run):
+    """(report, verdict, why) for the run's config as plan would give them, without flash-attn."""
+    facts = facts_from_hf_config(run.model, name=run.spec.get("name", run.name), source="config")
+    cluster = h200(run.record.get("total_mib") or 143771)
+    models = {"actor": facts, "ref": facts, "critic": facts}
+    if run.spec.get("kind") == "vllm":
+        return None, None, "vLLM alone: compared per engine term"
+    mp = check_overrides(load_schema(), run.overrides(), moves=load_moves(), models=models, cluster=cluster).memory
+    values = {**mp.values, FLASH_ATTN: False}
+    report, why = estimate_memory(values, models, cluster)
+    return report, memory_verdict(report, values, models, cluster, why or mp.why), why
+
+
+def phase_bytes(report, name: str, m) -> int | None:
+    """The estimate's phase: its worse step (what the run's peak over its steps is compared with). A run that never
+    reached the steady state (it stopped in the first step) is compared with the first step: no AdamW moments, and
+    on one GPU with FSDP1 the reference model still on it until its first pass."""
+    group = report.groups[0]
+    phase = next((p for p in group.phases if p.name == name), None)
+    if phase is None:
+        return None
+    if m.steady or with_adam(name, m.step):
+        return phase.total
+    load = next((p for p in group.phases if p.name == "load"), None)
+    # what the load holds until the first step's passes (the estimate's first_step_extra)
+    extra = [t for t in load.terms if t.key in FIRST_STEP_KEYS] if load and name in FIRST_PASS else []
+    return sum(t.bytes for t in first_step_terms(phase.terms, extra))
+
+
+FIRST_PASS = ("weight_sync", "generation", "old_log_prob", "ref_log_prob")
+
+
+def trainer_at_load(report) -> int:
+    """The load phase without the engine that never started (its budget and process)."""
+    load = next(p for p in report.groups[0].phases if p.name == "load")
+    return sum(t.bytes for t in load.terms if not t.key.startswith(("engine", "graphs")))
+
+
+def vllm_rows(run: Run) -> list[dict]:
+    """vLLM alone: the engine's own terms (budget + what its process holds beyond it, the driver's reserve)."""
+    from wizard.core.memory.terms import CONSTANTS as C
+
+    util = run.spec["args"]["util"]
+    total = (run.record.get("total_mib") or 143771) * MIB
+    awake = util * (total - C.driver_reserved) + C.vllm_outside_budget + C.driver_reserved
+    return [_row(run, name, m, awake, 0.10) for name, m in run.phases.items()]
+
+
+def _row(run: Run, phase: str, m, predicted: float | None, tolerance: float) -> dict:
+    measured = m.peak_mib * MIB
+    err = None if predicted is None or not m.complete else (predicted - measured) / measured
+    return {"run": run.name, "phase": phase, "step": m.step, "complete": m.complete,
+            "measured_gib": round(measured / GIB, 2), "predicted_gib": None if predicted is None else round(predicted / GIB, 2),
+            "error": None if err is None else round(err, 4), "within": None if err is None else abs(err) <= tolerance}
+
+
+def rows_for(run: Run) -> tuple[list[dict], dict]:
+    if run.spec.get("kind") == "vllm":
+        return vllm_rows(run), {"run": run.name, "outcome": run.outcome, "verdict": "n/a (engine alone)", "right": None}
+    report, verdict, why = predict(run)
+    if report is None:
+        return [], {"run": run.name, "outcome": run.outcome, "verdict": f"none: {why}", "right": None}
+    rows = [_row(run, name, m, phase_bytes(report, name, m), 0.10) for name, m in run.phases.items()]
+    if verdict.cause == "engine_start" and "load" in run.phases:  # vLLM refused: what held the GPU was the trainer
+        m = run.phases["load"]
+        m = type("M", (), {"peak_mib": m.peak_mib, "step": 0, "complete": True})()
+        rows = [_row(run, "load (trainer only)", m, trainer_at_load(report), 0.10)] + [
+            r for r in rows if r["phase"] != "load"]
+    if not run.phases:  # measured end to end only
+        m = type("M", (), {"peak_mib": overall_peak_mib(run), "step": 2, "complete": True})()
+        rows = [_row(run, "peak (end to end)", m, report.groups[0].peak.total, 0.15)]
+    # a run that stopped for another reason (a config error, a crash of its own) says nothing of the verdict
+    right = (verdict.word == DOES_NOT_FIT) == (run.outcome == "oom") if verdict.word and run.outcome in ("ok", "oom") else None
+    return rows, {"run": run.name, "outcome": run.outcome, "verdict": verdict.text(), "cause": verdict.cause,
+                  "right": right}
