@@ -5,7 +5,7 @@ import pytest
 pytest.importorskip("PySide6")
 
 from PySide6.QtCore import Qt  # noqa: E402
-from PySide6.QtWidgets import QMessageBox  # noqa: E402
+from PySide6.QtWidgets import QApplication, QMessageBox  # noqa: E402
 
 from tests.conftest import SCRIPTS  # noqa: E402
 from wizard.gui import steps  # noqa: E402
@@ -85,7 +85,8 @@ def test_closing_while_loading_keeps_the_recovery_offer(qtbot, tmp_path, monkeyp
     w = opening(qtbot)
     w.close()  # before the question's turn came
     assert session_path().exists()
-    qtbot.wait(200)  # the loader's answer arrives at a closed window: nothing happens
+    QApplication.processEvents()  # the loader's start and the question's turn come to a closed window: nothing happens
+    assert not w.is_loaded
 
 
 def recovered(tmp_path, monkeypatch, gpus):
@@ -168,8 +169,6 @@ def test_the_recovered_session_comes_back_as_it_was_and_undo_takes_all_of_it_bac
 
 
 def test_the_question_asked_while_loading_builds_the_steps_once(qtbot, tmp_path, monkeypatch):
-    from PySide6.QtWidgets import QApplication
-
     recovered(tmp_path, monkeypatch, "4")
     asked = []
 
@@ -184,8 +183,8 @@ def test_the_question_asked_while_loading_builds_the_steps_once(qtbot, tmp_path,
     w = opening(qtbot)
     built = []
     w.loaded.connect(lambda: built.append(w.doc))
-    assert w.open_file(str(SCRIPTS / "examples__ppo_trainer__run_deepseek7b_llm.sh"))
-    qtbot.wait(300)
+    assert w.open_file(str(SCRIPTS / "examples__ppo_trainer__run_deepseek7b_llm.sh"))  # waited for the loader
+    QApplication.processEvents()  # the loader's answer, queued meanwhile, arrives after the steps were built
     assert len(asked) == 1 and len(built) == 1
     assert "deepseek" in w.doc.plan.models.actor_path.lower()  # the file opened last wins
 

@@ -7,6 +7,7 @@ import pytest
 pytest.importorskip("PySide6")
 
 from PySide6.QtCore import Qt  # noqa: E402
+from PySide6.QtWidgets import QApplication  # noqa: E402
 
 from wizard.gui.document import PlanDocument  # noqa: E402
 from wizard.gui.tools.reward_bench import RewardBenchDialog, RewardBenchPanel, split_responses  # noqa: E402
@@ -148,9 +149,10 @@ def test_cancel_gives_control_back_at_once(panel, qtbot, tmp_path):
     qtbot.mouseClick(panel.task_bar.cancel_button, Qt.LeftButton)
     assert not panel.runner.running and panel.run_button.isEnabled()
     assert "Cancelled" in panel.results.verdict.text()
-    qtbot.wait(300)
-    assert panel.results.table.rowCount() == 0
     qtbot.waitUntil(lambda: not _probes(), timeout=5000)  # and Cancel ended it, not its 20 s limit
+    assert panel.runner.wait(10)  # the bench's work ended too: whatever it answered is queued
+    QApplication.processEvents()
+    assert panel.results.table.rowCount() == 0 and "Cancelled" in panel.results.verdict.text()  # and dropped
 
 
 def _probes() -> list[int]:

@@ -230,7 +230,10 @@ LIVE = """
         total = 30.0 if step == 1 else 10.0
         out(P + f"step:{step} - timing_s/step:{total} - timing_s/gen:4.0 - timing_s/update_actor:5.0 - "
             f"response_length/clip_ratio:0.0 - response_length/mean:6.0 - critic/score/mean:0.25")
-        time.sleep(1.5)
+        go = os.path.join(os.path.dirname(rollout), f"go-{step}")  # the test's go-ahead: it saw this step live
+        deadline = time.monotonic() + 60
+        while not os.path.exists(go) and time.monotonic() < deadline:
+            time.sleep(0.02)
     out(P + "'Final validation metrics: None'")
 """
 
@@ -248,6 +251,10 @@ def test_a_live_run_shows_its_generations_and_timing_as_they_come(qtbot, panel, 
     panel.steps.setValue(2)
     assert panel.start()
     qtbot.waitUntil(lambda: "step 1" in " ".join(panel.insight.samples.verdict_lines()), timeout=60_000)
+    assert panel.is_running  # step 1's generations show while the run goes on
+    (tmp_path / "live" / "go-1").touch()
+    qtbot.waitUntil(lambda: "step 2" in " ".join(panel.insight.samples.verdict_lines()), timeout=60_000)
+    (tmp_path / "live" / "go-2").touch()
     qtbot.waitUntil(lambda: not panel.is_running, timeout=60_000)
     qtbot.waitUntil(lambda: panel.insight.samples.count.text() == "32 of 32 responses", timeout=30_000)
     lines = panel.insight.samples.verdict_lines()

@@ -267,6 +267,8 @@ def real_run(panel, doc, tmp_path, tiny_model):  # for tests marked verl
     return panel, token
 
 
+@pytest.mark.ray
+@pytest.mark.slow
 @pytest.mark.verl
 def test_a_real_verl_run_fails_for_want_of_a_gpu_and_the_page_says_why(real_run, qtbot, tmp_path):
     panel, token = real_run
@@ -290,6 +292,7 @@ def test_a_real_verl_run_fails_for_want_of_a_gpu_and_the_page_says_why(real_run,
     assert "HF_HUB_OFFLINE=1" in (tmp_path / "run" / "command.sh").read_text()
 
 
+@pytest.mark.ray
 @pytest.mark.verl
 def test_stop_during_startup_leaves_nothing_running(real_run, qtbot):
     panel, token = real_run

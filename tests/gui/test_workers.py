@@ -11,7 +11,7 @@ import pytest
 
 pytest.importorskip("PySide6")
 
-from PySide6.QtWidgets import QLabel  # noqa: E402
+from PySide6.QtWidgets import QApplication, QLabel  # noqa: E402
 
 from wizard.gui import workers  # noqa: E402
 from wizard.gui.workers import Worker  # noqa: E402
@@ -108,8 +108,8 @@ def test_cancel_gives_control_back_at_once_and_drops_the_late_answer(qtbot):
     runner.start_job("slow", slow)
     runner.cancel()
     assert not runner.running and seen[-1] == ("cancelled", GUI)
-    assert runner.wait(5)  # Cancel also asked the work to stop
-    qtbot.wait(100)
+    assert runner.wait(5)  # Cancel also asked the work to stop; its late answer is queued
+    QApplication.processEvents()
     assert [s[0] for s in seen] == ["started", "cancelled"]
 
 
@@ -128,14 +128,21 @@ def test_stop_asks_the_work_to_end_and_still_takes_its_answer(qtbot):
 
 
 def test_a_newer_start_drops_the_older_answer(qtbot):
-    release = threading.Event()
+    release, older = threading.Event(), []
+
+    def older_work():
+        older.append(threading.current_thread())
+        return release.wait(10)
+
     runner = Worker()
     seen = record(runner)
-    runner.start("older", release.wait, 10)
+    runner.start("older", older_work)
     with qtbot.waitSignal(runner.finished, timeout=10_000):
         runner.start("newer", str, "newer answer")
     release.set()
-    qtbot.wait(100)
+    qtbot.waitUntil(lambda: bool(older), timeout=10_000)
+    older[0].join(10)  # the older work ended: its answer is queued
+    QApplication.processEvents()
     assert [s[:2] for s in seen if s[0] == "finished"] == [("finished", "newer answer")]
 
 
