@@ -32,10 +32,10 @@ lint: setup
 test: setup lint
 	QT_QPA_PLATFORM=offscreen VERL_WIZARD_REQUIRE_VERL=1 $(BIN)/python -m pytest
 
-# The fast tier to run while editing (a few minutes): lint, then the core and CLI tests in-process, without the
-# GUI, Ray or slow tests, properties at a tenth of their count. Other tiers: pytest -m gui|verl|ray|slow.
+# The fast tier to run while editing (under a minute): lint, then the core and CLI tests on every core (pytest-xdist),
+# without the GUI, Ray or slow tests, properties at a tenth of their count. Other tiers: pytest -m gui|verl|ray|slow.
 check: setup lint
-	HYPOTHESIS_PROFILE=dev $(BIN)/python -m pytest -q -m "not gui and not ray and not slow" tests/core tests/cli
+	HYPOTHESIS_PROFILE=dev $(BIN)/python -m pytest -q -n auto --dist loadgroup -m "not gui and not ray and not slow" tests/core tests/cli
 
 bench: setup
 	$(BIN)/python bench/bench_check.py

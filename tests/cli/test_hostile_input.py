@@ -2,36 +2,35 @@
 an "internal error", within a memory cap (an address-space limit on the process) and a generous time cap that only
 catches a hang, leaving no process behind. Cases from issue 19 and more; each new kind of bad input that ever crashed
 the wizard belongs here.
+
+Each case is a process of its own, forked from one that imported the wizard (tests/helpers/forked.py): what
+``python -m wizard ARGS`` runs, without starting an interpreter and importing the wizard 50 times.
 """
 
 from __future__ import annotations
 
 import json
 import os
-import resource
-import subprocess
-import sys
 
 import pytest
 
-from tests.helpers.cli import process_env
+from tests.helpers.forked import Forker
 
 MEMORY_CAP = 3 * 1024**3  # bytes of address space: a YAML bomb or a huge placement would pass it
 HANG = 300  # seconds: a safety net for a hang, not a measure of speed
 
 
-def _cap() -> None:
-    resource.setrlimit(resource.RLIMIT_AS, (MEMORY_CAP, MEMORY_CAP))
+@pytest.fixture(scope="module")
+def forker():
+    server = Forker({"PYTHONWARNINGS": "ignore"}, unset=("RAY_ADDRESS",))
+    yield server
+    server.close()
 
 
-def wizard(*args, cwd=None, stdin=None):
+def wizard(forker, *args, cwd=None, stdin=None):
     """The program in a session of its own; afterwards nothing of that session may be left running."""
-    env = process_env(PYTHONWARNINGS="ignore")
-    env.pop("RAY_ADDRESS", None)
-    proc = subprocess.Popen([sys.executable, "-m", "wizard", *map(str, args)], stdout=subprocess.PIPE,
-                            stderr=subprocess.PIPE, stdin=subprocess.PIPE if stdin else subprocess.DEVNULL, text=True,
-                            preexec_fn=_cap, env=env, cwd=cwd, start_new_session=True)
-    out, err = proc.communicate(stdin, timeout=HANG)
+    proc = forker.run(args, cwd=cwd or os.getcwd(), stdin=stdin, memory=MEMORY_CAP, timeout=HANG)
+    assert proc.returncode is not None, f"`verl-wizard {' '.join(map(str, args))[:80]}` ran past {HANG} s"
     try:
         os.killpg(proc.pid, 0)
         left = True
@@ -40,7 +39,7 @@ def wizard(*args, cwd=None, stdin=None):
     if left:
         os.killpg(proc.pid, 9)
     assert not left, f"processes of `verl-wizard {' '.join(map(str, args))[:80]}` were left running"
-    return subprocess.CompletedProcess(proc.args, proc.returncode, out, err)
+    return proc
 
 
 def _bomb(levels: int = 9) -> str:
@@ -139,7 +138,7 @@ def files(tmp_path_factory):
 
 
 @pytest.mark.parametrize("case", sorted(CASES))
-def test_bad_input_is_a_reason_or_a_finding_never_a_crash(case, files):
+def test_bad_input_is_a_reason_or_a_finding_never_a_crash(case, files, forker):
     names = {"{dir}": str(files), **{"{" + n + "}": str(files / n) for n in FILES}}
     args = []
     for arg in CASES[case]:
@@ -151,7 +150,7 @@ def test_bad_input_is_a_reason_or_a_finding_never_a_crash(case, files):
         batch = files / "nul.jsonl"
         batch.write_text(json.dumps({"id": "nul", "overrides": [a for a in args if "=" in a]}) + "\n")
         args = ["check", "--batch", str(batch)]
-    proc = wizard(*args, cwd=files)
+    proc = wizard(forker, *args, cwd=files)
     out = proc.stdout + proc.stderr
     assert proc.returncode in (0, 1, 2), f"{case}: exit {proc.returncode}\n{out[-2000:]}"
     assert "Traceback" not in out and "internal error" not in out, f"{case}:\n{out[-2000:]}"
