@@ -35,7 +35,7 @@ test: setup lint
 # The fast tier to run while editing (under a minute): lint, then the core and CLI tests on every core (pytest-xdist),
 # without the GUI, Ray or slow tests, properties at a tenth of their count. Other tiers: pytest -m gui|verl|ray|slow.
 check: setup lint
-	HYPOTHESIS_PROFILE=dev $(BIN)/python -m pytest -q -n auto --dist loadgroup -m "not gui and not ray and not slow" tests/core tests/cli
+	HYPOTHESIS_PROFILE=dev $(BIN)/python -m pytest -q -n auto --dist loadfile -m "not gui and not ray and not slow" tests/core tests/cli
 
 bench: setup
 	$(BIN)/python bench/bench_check.py

@@ -53,7 +53,6 @@ def test_check_with_a_custom_function_accepts_any_data_source(tmp_path):
     assert proc.returncode == 0, proc.stdout
 
 
-@pytest.mark.xdist_group("torch")  # imports transformers and torch in-process: one worker of make check pays that
 def test_check_prompt_lengths_with_a_local_tokenizer(tmp_path):
     path = write_parquet(tmp_path / "t.parquet", verl_rows(3) + verl_rows(1, words=100))
     proc = run("check", path, "--model", write_tokenizer(tmp_path / "m"), "--max-prompt-length", 50)

@@ -109,7 +109,6 @@ def test_format_step_names_the_few_metrics_people_watch():
 
 
 @pytest.mark.verl
-@pytest.mark.xdist_group("torch")  # imports verl, torch and transformers in-process: one worker of make check pays that
 def test_real_lines_from_verls_own_logger_code():
     """Render metrics with verl's concat_dict_to_str and real numpy values, then parse them back."""
     import numpy as np
@@ -126,7 +125,6 @@ def test_real_lines_from_verls_own_logger_code():
 
 
 @pytest.mark.verl
-@pytest.mark.xdist_group("torch")
 def test_real_jsonl_from_verls_file_logger(tmp_path, monkeypatch):
     import numpy as np
     import verl.utils.tracking as tracking

@@ -220,7 +220,6 @@ def compared():
     return [rows_for(run) for run in load_runs(DATA)]
 
 
-@pytest.mark.xdist_group("recorded_runs")  # one worker of make check compares the runs, for both tests
 def test_every_recorded_verdict_is_right(compared):
     judged = [verdict for _, verdict in compared]
     judged = [v for v in judged if v["right"] is not None]
@@ -351,7 +350,6 @@ def test_the_first_weight_sync_of_fsdp1_with_offload_also_holds_the_reference():
     assert not any(t.key == "ref_params" for t in phase(plain.report, "weight_sync").terms)
 
 
-@pytest.mark.xdist_group("recorded_runs")
 def test_recorded_phase_peaks_stay_within_the_bench_tolerance(compared):
     # what the issue asks of the estimate: every recorded phase within 10 % (15 % end to end)
     rows = [r for phase_rows, _ in compared for r in phase_rows if r["error"] is not None]
