@@ -80,15 +80,11 @@ class Resolver:
 
     def is_missing_here(self, key: str) -> bool:
         """``OmegaConf.is_missing`` on the key's resolved parent: the node itself holds ``???``."""
-        parent_key, _, leaf = key.rpartition(".")
         try:
-            if parent_key:
-                kind, found = self._find(parent_key)
-                if kind != _CONTAINER:
-                    return False
-                node = found[1]
-            else:
-                node = self.cfg
+            parent = self._parent(key)
+            if parent is None:
+                return False
+            node, leaf = parent
             if not isinstance(node, DictConfig):
                 return False
             child = _content(node).get(leaf)
@@ -105,15 +101,11 @@ class Resolver:
 
     def raw(self, key: str):
         """The value as written at ``key`` (an interpolation unresolved), or None when there is no such node."""
-        parent_key, _, leaf = key.rpartition(".")
         try:
-            if parent_key:
-                kind, found = self._find(parent_key)
-                if kind != _CONTAINER:
-                    return None
-                node = found[1]
-            else:
-                node = self.cfg
+            parent = self._parent(key)
+            if parent is None:
+                return None
+            node, leaf = parent
             if not isinstance(node, DictConfig):
                 _content(node)
                 return None  # a list: OmegaConf's ``_get_node`` takes no text index
@@ -127,6 +119,15 @@ class Resolver:
             return None
         except Unknown:
             return _omegaconf_raw(self.cfg, key)
+
+    def _parent(self, key: str) -> tuple[object, str] | None:
+        """(the container holding ``key``'s last part, as a walk from the root finds it, that part); None where the
+        path to it is not a container. Raises _Failed / Unknown as the walk does."""
+        parent_key, _, leaf = key.rpartition(".")
+        if not parent_key:
+            return self.cfg, leaf
+        kind, found = self._find(parent_key)
+        return (found[1], leaf) if kind == _CONTAINER else None
 
     def error(self, key: str) -> Exception | None:
         """OmegaConf's own exception for a key that does not resolve (what verl prints), else None."""
