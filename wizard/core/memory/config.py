@@ -25,7 +25,7 @@ ESTIMATE_KEYS: tuple[str, ...] = (
     "trainer.n_gpus_per_node", "trainer.nnodes", "data.train_batch_size", "data.max_prompt_length",
     "data.max_response_length", "data.dataloader_num_workers", f"{A}.strategy", f"{A}.ppo_mini_batch_size",
     f"{A}.ppo_micro_batch_size_per_gpu", f"{A}.ppo_micro_batch_size", f"{R}.log_prob_micro_batch_size",
-    f"{REF}.log_prob_micro_batch_size", f"{M}.override_config.attn_implementation", f"{R}.layered_summon",
+    f"{REF}.log_prob_micro_batch_size", ATTN_KEY, f"{R}.layered_summon",
     f"{R}.checkpoint_engine.update_weights_bucket_megabytes", f"{A}.use_dynamic_bsz",
     f"{A}.ppo_max_token_len_per_gpu", f"{A}.entropy_coeff", f"{A}.calculate_entropy",
     f"{A}.ulysses_sequence_parallel_size", f"{AF}.param_offload", f"{AF}.optimizer_offload", f"{AF}.offload_policy",
