@@ -29,8 +29,7 @@ def add_parser(subparsers) -> None:
 
 def run_samples(args) -> int:
     from wizard.core.findings import has_errors
-    from wizard.core.run import digest
-    from wizard.core.run import FLAGS
+    from wizard.core.run import FLAGS, digest
 
     bad = [f for f in args.flag if f not in FLAGS]
     if bad:

@@ -18,13 +18,11 @@ from wizard.usecases.assessment import Assessment, assess_plan
 from wizard.usecases.board import board_machine
 from wizard.usecases.hardware import machines_for
 from wizard.usecases.plans import plan_with_gpus, preset_plan
-from wizard.core.dataflow import Graph
-from wizard.core.dataflow import graph_for_plan, plan_from_graph
+from wizard.core.dataflow import Graph, graph_for_plan, plan_from_graph
 from wizard.core.findings import Finding, Severity, Stage, plan_fix
 from wizard.core.verl import one_line
 from wizard.core.hardware import GpuSpec
-from wizard.core.plan import Plan
-from wizard.core.plan import apply_overrides
+from wizard.core.plan import Plan, apply_overrides
 
 
 _KEEP = object()  # PlanDocument._state_with: keep the document's own value

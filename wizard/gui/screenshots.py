@@ -148,8 +148,7 @@ def preset_and_gpus(window: WizardWindow, args: argparse.Namespace) -> None:
         window.start_page.gpus.setText(str(args.gpus))
     if args.cluster:
         from wizard.adapters.files.gpu_catalogue import load_gpu_catalogue
-        from wizard.core.hardware import ClusterSpecError, parse_cluster_spec
-        from wizard.core.hardware import Discovery
+        from wizard.core.hardware import ClusterSpecError, Discovery, parse_cluster_spec
 
         try:
             machines = parse_cluster_spec(args.cluster, load_gpu_catalogue())

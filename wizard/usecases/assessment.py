@@ -11,14 +11,11 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
-from wizard.core.check import EnvironmentFacts
-from wizard.core.check import CheckResult, check_overrides
+from wizard.core.check import CheckResult, EnvironmentFacts, check_overrides
 from wizard.core.findings import Finding, has_errors, sort_findings
-from wizard.core.hardware import Cluster
-from wizard.core.hardware import GpuSpec
+from wizard.core.hardware import Cluster, GpuSpec
 from wizard.core.memory import MemoryPlan
-from wizard.core.plan import render_files
-from wizard.core.plan import Plan
+from wizard.core.plan import Plan, render_files
 
 
 @dataclass

@@ -7,8 +7,7 @@ The picture itself is the core's (:mod:`wizard.core.memory.board` for memory and
 
 from __future__ import annotations
 
-from wizard.core.hardware import Cluster
-from wizard.core.hardware import GpuSpec
+from wizard.core.hardware import Cluster, GpuSpec
 from wizard.core.memory import BoardState, board_state
 from wizard.core.placement import kept_machine, plain_cluster, planned_gpus
 from wizard.core.plan import Plan

@@ -8,9 +8,15 @@ from __future__ import annotations
 
 import dataclasses
 
-from wizard.core.hardware import SOURCES, Cluster, ClusterSpecError, GpuCatalogue, parse_cluster_spec
-from wizard.core.hardware import GpuSpec
-from wizard.core.hardware import Discovery
+from wizard.core.hardware import (
+    Cluster,
+    ClusterSpecError,
+    Discovery,
+    GpuCatalogue,
+    GpuSpec,
+    SOURCES,
+    parse_cluster_spec,
+)
 
 
 def discover_this_machine(visible: str | None, catalogue: GpuCatalogue) -> Discovery:

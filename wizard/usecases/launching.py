@@ -12,11 +12,9 @@ from pathlib import Path
 
 from wizard.adapters.processes.launcher import model_is_local
 from wizard.core.check import EnvironmentFacts
-from wizard.core.hardware import Cluster
-from wizard.core.hardware import GpuSpec
+from wizard.core.hardware import Cluster, GpuSpec
 from wizard.core.plan import Plan
-from wizard.core.run import METRICS
-from wizard.core.run import SmokeCommand, SmokeOptions, render_command, smoke_command, smoke_notes, smoke_plan
+from wizard.core.run import METRICS, SmokeCommand, SmokeOptions, render_command, smoke_command, smoke_notes, smoke_plan
 from wizard.usecases.assessment import Assessment, assess_plan
 
 

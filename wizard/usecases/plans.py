@@ -8,8 +8,7 @@ from pathlib import Path
 from wizard.adapters.files.resources import load_preset_doc
 from wizard.core.findings import Finding
 from wizard.core.hardware import GpuSpec
-from wizard.core.plan import apply_overrides
-from wizard.core.plan import Plan, load_plan
+from wizard.core.plan import Plan, apply_overrides, load_plan
 
 
 def preset_plan(name: str, gpus: GpuSpec | None = None, sets: list[str] | None = None) -> Plan:

@@ -11,11 +11,7 @@ from pathlib import Path
 
 from wizard.adapters.files.disk import write_atomic
 from wizard.adapters.files.run_folder import REPORT, read_run_folder, secret_values
-from wizard.core.run import digest
-from wizard.core.run import RunRecord
-from wizard.core.run import InspectedStep
-from wizard.core.run import Forecast
-from wizard.core.run import TimingSummary
+from wizard.core.run import Forecast, InspectedStep, RunRecord, TimingSummary, digest
 
 
 @dataclass

@@ -10,12 +10,9 @@ from pathlib import Path
 
 from wizard.adapters.files.cluster_files import WrittenCluster, write_cluster_files
 from wizard.adapters.files.disk import write_file_set
-from wizard.core.cluster_launch import ClusterTarget
-from wizard.core.cluster_launch import ClusterMaterial, render_cluster
-from wizard.core.hardware import Cluster
-from wizard.core.hardware import GpuSpec
-from wizard.core.plan import RUN_SH, render_files
-from wizard.core.plan import Plan
+from wizard.core.cluster_launch import ClusterMaterial, ClusterTarget, render_cluster
+from wizard.core.hardware import Cluster, GpuSpec
+from wizard.core.plan import Plan, RUN_SH, render_files
 from wizard.usecases.assessment import Assessment, assess, assess_plan
 
 

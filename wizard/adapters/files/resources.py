@@ -11,8 +11,7 @@ from typing import TYPE_CHECKING
 import yaml
 
 if TYPE_CHECKING:  # imported where used: the GUI's first step reads presets only, and starts sooner
-    from wizard.core.verl import Moves
-    from wizard.core.verl import VerlSchema
+    from wizard.core.verl import Moves, VerlSchema
 
 DEFAULT_VERL = "0.9.1"
 

@@ -357,8 +357,7 @@ def find_smoke_run(root: str | Path, fingerprint: str, limit: int = 500) -> Path
 
 def forecast_for_plan(root: str, fingerprint: str) -> tuple[str, object] | None:
     """On a worker thread: the forecast of the newest smoke run of this plan under ``root`` (runs/), if any."""
-    from wizard.core.run import forecast_of
-    from wizard.core.run import Forecast
+    from wizard.core.run import Forecast, forecast_of
 
     folder = find_smoke_run(root, fingerprint)
     if folder is None:

@@ -41,8 +41,7 @@ def cache_file(version: str, raw: bytes) -> Path:
 
 def load_schema_cached(version: str, raw: bytes):
     """The VerlSchema of a snapshot's bytes, with every variant's default config built."""
-    from wizard.core.verl import build_base_configs
-    from wizard.core.verl import VerlSchema
+    from wizard.core.verl import VerlSchema, build_base_configs
 
     path = cache_file(version, raw) if enabled() else None
     if path is not None:

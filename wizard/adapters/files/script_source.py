@@ -11,8 +11,7 @@ from __future__ import annotations
 from pathlib import Path
 
 from wizard.core.findings import Finding, Severity, Stage
-from wizard.core.scripts import LaunchScript, ScriptError, read_launch_script
-from wizard.core.scripts import MAX_SCRIPT_CHARS, UNREADABLE, Note
+from wizard.core.scripts import LaunchScript, MAX_SCRIPT_CHARS, Note, ScriptError, UNREADABLE, read_launch_script
 
 _ROUNDS = 4  # a sourced file may source another one
 

@@ -14,8 +14,7 @@ from wizard.adapters.files.resources import load_schema
 from wizard.adapters.files.user_input import load_json, load_yaml
 from wizard.core.findings import Finding, Severity, Stage
 from wizard.adapters.files.script_source import read_script, script_findings
-from wizard.core.plan import Plan, load_plan
-from wizard.core.plan import plan_from_overrides
+from wizard.core.plan import Plan, load_plan, plan_from_overrides
 from wizard.core.verl import yaml_to_overrides
 from wizard.core.secrets import REDACTED, hide_secrets, is_secret_name, scrub
 

@@ -13,9 +13,7 @@ import subprocess
 import xml.etree.ElementTree as ET
 from pathlib import Path
 
-from wizard.core.hardware import MIB, GpuCatalogue
-from wizard.core.hardware import Discovery, nvml_to_discovery
-from wizard.core.hardware import MAX_GPUS_PER_NODE
+from wizard.core.hardware import Discovery, GpuCatalogue, MAX_GPUS_PER_NODE, MIB, nvml_to_discovery
 
 
 class NvidiaSmiError(ValueError):

@@ -14,8 +14,7 @@ import socket
 import time
 from collections.abc import Callable
 
-from wizard.core.hardware import GpuCatalogue
-from wizard.core.hardware import Discovery, nvml_to_discovery
+from wizard.core.hardware import Discovery, GpuCatalogue, nvml_to_discovery
 
 MAX_NVLINKS = 18  # NVML_NVLINK_MAX_LINKS on Hopper/Blackwell
 _ERROR_KINDS = {

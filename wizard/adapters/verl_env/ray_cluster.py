@@ -16,8 +16,7 @@ import subprocess
 
 from wizard.adapters.files.bundle import probe_path
 from wizard.core.findings import Finding, Severity, Stage
-from wizard.core.hardware import Cluster
-from wizard.core.hardware import Discovery, ray_to_discovery
+from wizard.core.hardware import Cluster, Discovery, ray_to_discovery
 from wizard.adapters.verl_env.python_envs import resolve_python
 
 DEFAULT_TIMEOUT_S = 30.0

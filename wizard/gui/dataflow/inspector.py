@@ -8,9 +8,16 @@ from __future__ import annotations
 from PySide6.QtCore import Qt, Signal
 from PySide6.QtWidgets import QComboBox, QFormLayout, QGroupBox, QLabel, QLineEdit, QSpinBox, QWidget
 
-from wizard.core.dataflow import ESTIMATOR_NOTES, KINDS, REWARD_TITLES, REWARD_VARIANTS, Graph, estimator_choices
-from wizard.core.dataflow import subtitle
-from wizard.core.dataflow import stage_on
+from wizard.core.dataflow import (
+    ESTIMATOR_NOTES,
+    Graph,
+    KINDS,
+    REWARD_TITLES,
+    REWARD_VARIANTS,
+    estimator_choices,
+    stage_on,
+    subtitle,
+)
 
 REWARD_PARAMS = (
     ("function_path", "Reward function &file:", "reward.custom_reward_function.path: a .py file (absolute path), "

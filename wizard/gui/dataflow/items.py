@@ -17,8 +17,19 @@ from PySide6.QtWidgets import (
     QWidget,
 )
 
-from wizard.core.dataflow import KINDS, Link, Node, PortRef, PortType, PortSpec
-from wizard.core.dataflow import HEADER_H, NODE_W, ROW_H, node_height, port_offset
+from wizard.core.dataflow import (
+    HEADER_H,
+    KINDS,
+    Link,
+    NODE_W,
+    Node,
+    PortRef,
+    PortSpec,
+    PortType,
+    ROW_H,
+    node_height,
+    port_offset,
+)
 from wizard.core.findings import Finding, Severity
 from wizard.gui.theme import canvas_colours
 

@@ -14,10 +14,19 @@ from PySide6.QtCore import QPointF, Qt, Signal
 from PySide6.QtGui import QColor
 from PySide6.QtWidgets import QGraphicsScene, QGraphicsSceneMouseEvent
 
-from wizard.core.dataflow import Graph, Link, PortRef, find_port, unused_inputs
-from wizard.core.dataflow import NodeFinding, unresolved_inputs
-from wizard.core.dataflow import positions, routes, subtitle
-from wizard.core.dataflow import stage_on
+from wizard.core.dataflow import (
+    Graph,
+    Link,
+    NodeFinding,
+    PortRef,
+    find_port,
+    positions,
+    routes,
+    stage_on,
+    subtitle,
+    unresolved_inputs,
+    unused_inputs,
+)
 from wizard.core.findings import Finding
 from wizard.gui.dataflow.interactions import LinkDrag, LinkDrop
 from wizard.gui.dataflow.items import LinkItem, NodeItem, PortItem

@@ -24,8 +24,7 @@ from PySide6.QtWidgets import (
     QWidget,
 )
 
-from wizard.core.dataflow import KINDS, DataflowError, Graph, Link, PortRef, PortType
-from wizard.core.dataflow import NodeFinding, check_nodes
+from wizard.core.dataflow import DataflowError, Graph, KINDS, Link, NodeFinding, PortRef, PortType, check_nodes
 from wizard.core.dataflow import (
     add_node,
     clear_layout,

@@ -13,10 +13,18 @@ from PySide6.QtCore import QRectF, Qt
 from PySide6.QtGui import QBrush, QColor, QFont, QFontMetricsF, QPainter, QPen
 from PySide6.QtWidgets import QGraphicsItem, QGraphicsObject, QGraphicsRectItem, QGraphicsSimpleTextItem
 
-from wizard.core.memory import OK, OOM, TIGHT, UNKNOWN, fit_verdict
-from wizard.core.memory import GpuEstimate, MemoryReport
-from wizard.core.memory import phase_of, step_index
-from wizard.core.memory import GIB
+from wizard.core.memory import (
+    GIB,
+    GpuEstimate,
+    MemoryReport,
+    OK,
+    OOM,
+    TIGHT,
+    UNKNOWN,
+    fit_verdict,
+    phase_of,
+    step_index,
+)
 from wizard.core.placement import role_title
 from wizard.gui.theme import CanvasColours, canvas_colours
 

@@ -21,10 +21,7 @@ from wizard.adapters.processes.launcher import RunProcess, tail_jsonl
 from wizard.adapters.files.run_folder import DumpWatcher, RunRecorder
 from wizard.core.findings import Finding
 from wizard.core.run.health import Thresholds, health
-from wizard.core.run import step_hints
-from wizard.core.run import RunLog, StepMetrics, split_line
-from wizard.core.run import InspectedStep, StepHints, inspect_step
-from wizard.core.run import Sample
+from wizard.core.run import InspectedStep, RunLog, Sample, StepHints, StepMetrics, inspect_step, split_line, step_hints
 from wizard.core.run.triage import triage
 from wizard.gui.run.log_view import Entry, log_entry
 from wizard.gui.workers import Job

@@ -17,13 +17,21 @@ from PySide6.QtGui import QGuiApplication
 from PySide6.QtWidgets import QFileDialog, QPushButton, QWidget
 
 from wizard.core.plan import Plan
-from wizard.core.run import dataset_size, has_timestamp, startup_seconds
-from wizard.core.run import RunLog, StepMetrics
-from wizard.core.run import RunRecord
-from wizard.core.run import InspectedStep
-from wizard.core.run import advise
-from wizard.core.run import Forecast, forecast, schedule_of
-from wizard.core.run import TimingSummary, summarize
+from wizard.core.run import (
+    Forecast,
+    InspectedStep,
+    RunLog,
+    RunRecord,
+    StepMetrics,
+    TimingSummary,
+    advise,
+    dataset_size,
+    forecast,
+    has_timestamp,
+    schedule_of,
+    startup_seconds,
+    summarize,
+)
 from wizard.gui.run.log_view import Entry, log_entry
 from wizard.gui.run.samples_view import SamplesView
 from wizard.gui.run.timing_view import TimingView

@@ -14,8 +14,7 @@ from dataclasses import dataclass
 from PySide6.QtCore import QAbstractTableModel, QModelIndex, Qt
 from PySide6.QtGui import QColor
 
-from wizard.core.run import FLAG_HELP, InspectedStep
-from wizard.core.run import Sample, haystack, matches, sort_value, terms
+from wizard.core.run import FLAG_HELP, InspectedStep, Sample, haystack, matches, sort_value, terms
 from wizard.core.visible import visible
 
 COLUMNS = ("Step", "#", "Prompt", "Response", "Score", "Ground truth", "Flags")

@@ -29,8 +29,7 @@ from PySide6.QtWidgets import (
 )
 
 from wizard.core.findings import Severity
-from wizard.core.run import FLAG_HELP, FLAGS, InspectedStep
-from wizard.core.run import StepVerdict
+from wizard.core.run import FLAGS, FLAG_HELP, InspectedStep, StepVerdict
 from wizard.core.visible import visible
 from wizard.gui.run.samples_model import FLAGGED, Row, SamplesModel, rows_of
 

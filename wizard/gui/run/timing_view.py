@@ -15,8 +15,7 @@ from PySide6.QtGui import QPalette
 from PySide6.QtWidgets import QLabel, QScrollArea, QSplitter, QStackedWidget, QVBoxLayout, QWidget
 
 from wizard.core.findings import Finding
-from wizard.core.run import Forecast
-from wizard.core.run import TimingSummary, fmt_rate, fmt_s
+from wizard.core.run import Forecast, TimingSummary, fmt_rate, fmt_s
 from wizard.gui.run.metric_plots import StepAxis
 
 PHASE_COLOURS = {"generation": "#1f77b4", "reward": "#17becf", "log-probs": "#9467bd", "reference": "#8c564b",

@@ -21,8 +21,7 @@ from PySide6.QtWidgets import (
 
 from wizard.core.plan import CONFIG_YAML, RUN_SH
 from wizard.adapters.files.resources import load_key_docs, load_schema
-from wizard.core.run import plan_fingerprint
-from wizard.core.run import Forecast
+from wizard.core.run import Forecast, plan_fingerprint
 from wizard.core.verl.key_help import changes_from_defaults, key_help
 from wizard.gui.document import PlanDocument
 from wizard.gui.steps import texts

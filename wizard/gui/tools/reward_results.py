@@ -17,8 +17,7 @@ from PySide6.QtGui import QColor, QFont, QPalette
 from PySide6.QtWidgets import QLabel, QPlainTextEdit, QTableWidget, QTableWidgetItem, QVBoxLayout, QWidget
 
 from wizard.core.findings import Finding, Severity
-from wizard.core.reward import BenchSummary, Trial
-from wizard.core.reward import Verdict, fmt_score
+from wizard.core.reward import BenchSummary, Trial, Verdict, fmt_score
 from wizard.core.visible import visible
 from wizard.gui.widgets.page import note
 
