@@ -40,7 +40,7 @@ def run_plan(args, tail: list[str] | None = None) -> int:
     assessment = assess(overrides, config_name=config_name, gpus=gpus, cluster=cluster)
     models, plan = assessment.models, assessment.memory
     findings = sort_findings(assessment.findings + src_findings + hw_findings)
-    if plan.report is None or plan.why:
+    if plan.judged is None:
         findings.append(Finding(rule="memory.unknown", severity=Severity.INFO, stage=Stage.ADVICE, keys=[],
                                 message=f"No memory estimate: {plan.why}"))
     ok = not has_errors(findings)
@@ -97,7 +97,7 @@ def plan_json(plan, findings: list[Finding]) -> dict:
     "peak_gib", "peak_phase", "breakdown"}], "host", "findings"}``: one entry per GPU; GPUs of one group share their
     numbers. ``verdict`` is fits | tight | fits_while_short | does_not_fit, or null with ``fits_reason`` (an engine
     or model not modelled, unknown GPU memory); ``fits`` is true for fits and tight, null without a verdict."""
-    report = plan.report if not plan.why else None
+    report = plan.judged
     gpus, host = [], {"nodes": []}
     if report is not None:
         for group in report.groups:
@@ -125,7 +125,7 @@ def render_plan(plan, findings: list[Finding], label: str, models) -> str:
         lines.append(f"  {role:7} {f.name}: {f.param_count / 1e9:.2f}B params, {f.num_layers} layers, vocab "
                      f"{f.vocab_size:,} ({f.source})")
     lines += _placement_lines(plan.placement)
-    report = plan.report if not plan.why else None
+    report = plan.judged
     if report is not None:
         lines += _table(report, where)
         for role, kv in report.kv.items():

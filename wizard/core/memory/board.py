@@ -44,7 +44,7 @@ def board_state(plan: Plan, memory: MemoryPlan, findings: list[Finding]) -> Boar
     """The board's picture of ``plan`` from its memory plan (made on the board's machine) and its findings, both
     from the plan's one check."""
     mp = memory
-    report = mp.report if mp.report is not None and not mp.why else None
+    report = mp.judged
     by_gpu = {(g.node, g.index): grp for grp in (report.groups if report else []) for g in grp.gpus}
     return BoardState(plan=plan, values=mp.values, placement=mp.placement, report=report, why=mp.why,
                       findings=sort_findings(list(findings)), by_gpu=by_gpu, verdict=mp.verdict)

@@ -42,6 +42,11 @@ class MemoryPlan:
             return UNKNOWN_GPU_MEMORY
         return self.estimate_why
 
+    @property
+    def judged(self) -> MemoryReport | None:
+        """The report when there is something to judge; None where ``why`` says why not."""
+        return self.report if self.why is None else None
+
     @cached_property
     def verdict(self) -> Verdict:
         """fits / tight / fits while short / does not fit, or none with the reason (the words every output uses)."""

@@ -53,10 +53,7 @@ def memory_estimate(ctx: RuleContext) -> tuple[MemoryReport | None, str | None]:
     if ctx.models.get("actor") is None or ctx.cluster is None:
         return None, None
     mp = memory_plan(ctx)
-    report = mp.report
-    if report is not None and all(g.capacity_bytes is None for g in report.groups):
-        report = None
-    return report, mp.estimate_why
+    return mp.judged, mp.estimate_why
 
 
 def memory_report(ctx: RuleContext) -> MemoryReport | None:
