@@ -250,11 +250,11 @@ def test_the_weight_sync_holds_verls_send_buffer_and_its_peak_matches_the_run(na
 def test_a_smaller_send_buffer_is_offered_only_where_verl_can_use_it():
     # the buffer must hold the largest weight at the trainer's dtype (verl's direct path otherwise), and LoRA's
     # first sync sends CPU tensors that path cannot take
-    from wizard.core.memory.fixes import _candidates
+    from wizard.core.advice.moves import moves_for
 
     def offered(values, facts):
-        return [list(change.values())[0] for what, tries in _candidates(values, "weight_sync", {"actor": facts})
-                if what == "weight-sync buffer" for change in tries]
+        return [dict(m.changes)[key] for m in moves_for(values, {"actor": facts}, None, None, (), ())
+                for key in [f"{R}.checkpoint_engine.update_weights_bucket_megabytes"] if key in dict(m.changes)]
 
     mp, models = plan("launch-smoke-0.5b-u0.06-dumps")  # FSDP1, fp32 embedding of Qwen2.5-0.5B: 519 MiB
     assert offered(mp.values, models["actor"]) == [1024]
@@ -360,9 +360,9 @@ def test_recorded_phase_peaks_stay_within_the_bench_tolerance(compared):
 
 def test_an_fsdp1_plan_that_does_not_fit_one_gpu_is_offered_fsdp2_with_its_peak():
     # the 1.5B FSDP1 run's update: 43.06 GiB measured, 5.3-6.1 GiB of it FSDP1's cache; on a 40 GB A100 it does not
-    # fit, and FSDP2 is among the fixes with the peak it would have (the FSDP2 run of this config: 37.58 GiB)
-    from wizard.core.memory.fixes import ranked_fixes
-    from wizard.core.memory.terms import CONSTANTS
+    # fit, and FSDP2 alone is among the advisor's alternatives with the peak it would have (the FSDP2 run of this
+    # config: 37.58 GiB)
+    from wizard.core.advice import advise
 
     mp, models = plan("grpo-1.5b-fsdp1-u0.1")
     cl = Cluster(source="spec", nodes=[ClusterNode(name="node0", gpu_count=1, gpus=[
@@ -371,7 +371,11 @@ def test_an_fsdp1_plan_that_does_not_fit_one_gpu_is_offered_fsdp2_with_its_peak(
     report, _ = estimate_memory(values, models, cl)
     group = report.groups[0]
     assert group.peak.total > group.capacity_bytes and group.peak.name == "actor_update"
-    fixes = ranked_fixes(values, models, cl, group, CONSTANTS, limit=10)
-    fsdp2 = next(f for f in fixes if f.text.startswith("FSDP2:"))
-    assert fsdp2.overrides == ("actor_rollout_ref.actor.strategy=fsdp2", "actor_rollout_ref.ref.strategy=fsdp2")
-    assert gib(fsdp2.peak) == pytest.approx(37.58, rel=0.03)
+    fsdp2 = {f"{A}.strategy": "fsdp2", "actor_rollout_ref.ref.strategy": "fsdp2"}
+    report2, _ = estimate_memory({**values, **fsdp2}, models, cl)
+    assert gib(report2.groups[0].peak.total) == pytest.approx(37.58, rel=0.03)
+    # within the margin of 40 GiB alone; the advisor offers it with a smaller micro-batch, without offload
+    advice = advise(values, models, cl, limit=10)
+    alt = next(a for a in advice.alternatives if "FSDP1 -> FSDP2" in a.text)
+    assert alt.fits and fsdp2.items() <= alt.changes.items() and not any("offload" in k for k in alt.changes)
+    assert alt.peak_bytes < report2.groups[0].peak.total

@@ -44,10 +44,14 @@ def run_plan(args, tail: list[str] | None = None) -> int:
         findings.append(Finding(rule="memory.unknown", severity=Severity.INFO, stage=Stage.ADVICE, keys=[],
                                 message=f"No memory estimate: {plan.why}"))
     ok = not has_errors(findings)
+    from wizard.usecases.advising import plan_advice, step_time
+
+    step = step_time(plan)
+    advice = plan_advice(plan) if plan.judged is not None else None
     if args.format == "json":
-        print(json.dumps(plan_json(plan, findings)))
+        print(json.dumps({**plan_json(plan, findings), **speed_json(step, advice)}))
     else:
-        print(render_plan(plan, findings, label, models))
+        print(render_plan(plan, findings, label, models, step, advice))
     return EXIT_OK if ok else EXIT_ERRORS
 
 
@@ -117,7 +121,30 @@ def plan_json(plan, findings: list[Finding]) -> dict:
             "fits_reason": v.reason, "gpus": gpus, "host": host, "findings": [f.to_json() for f in findings]}
 
 
-def render_plan(plan, findings: list[Finding], label: str, models) -> str:
+def speed_json(step, advice) -> dict:
+    """``{"step_seconds", "step_reason", "phases_seconds", "step_assumptions", "advice": [{"overrides", "fits",
+    "verdict", "peak_gib", "step_seconds", "changes", "kind"}], "advice_statement"}``: the predicted steady step
+    (null with its reason where not modelled) and the advisor's alternatives, best first."""
+    return {"step_seconds": None if step.seconds is None else round(step.seconds, 1), "step_reason": step.reason,
+            "phases_seconds": step.by_name(), "step_assumptions": list(step.assumptions),
+            "advice": [a.to_json() for a in advice.alternatives] if advice else [],
+            "advice_statement": advice.statement if advice else None}
+
+
+def _speed_lines(step, advice) -> list[str]:
+    out = [step.line()]
+    if step.reason is None and step.assumptions:
+        out.append("  assuming " + "; ".join(step.assumptions))
+    if advice is not None and (advice.alternatives or advice.statement):
+        out.append("fastest that fits:" if not advice.fits_now else "faster, still fitting:")
+        out += [f"  {line}" for line in advice.lines(4)]
+        best = advice.best
+        if best is not None:
+            out.append("  apply the first with: " + " ".join(f"--set {o}" for o in best.overrides))
+    return out
+
+
+def render_plan(plan, findings: list[Finding], label: str, models, step=None, advice=None) -> str:
     from wizard.core.check import where
 
     lines = [f"plan: {label}"]
@@ -129,6 +156,10 @@ def render_plan(plan, findings: list[Finding], label: str, models) -> str:
     if report is not None:
         lines += _table(report, where)
         for role, kv in report.kv.items():
+            if kv.kv_bytes <= 0:
+                lines.append(f"  KV cache ({role}, {kv.engine}): no room ({-kv.kv_bytes / GIB:.1f} GiB short per GPU); "
+                             f"the batch sends {kv.wanted:,} sequences of {kv.seq_tokens:,} tokens")
+                continue
             lines.append(f"  KV cache ({role}, {kv.engine}): {kv.kv_bytes / GIB:.1f} GiB per GPU = {kv.tokens:,} "
                          f"tokens per replica = {kv.sequences:,} sequences of {kv.seq_tokens:,} tokens at once; the "
                          f"batch sends {kv.wanted:,}")
@@ -136,6 +167,8 @@ def render_plan(plan, findings: list[Finding], label: str, models) -> str:
         for note in report.notes:
             lines.append(f"  note: {note}")
     lines.append(_verdict(plan.verdict))
+    if step is not None:
+        lines += _speed_lines(step, advice)
     return "\n".join(lines) + "\n" + findings_text(findings, label)
 
 

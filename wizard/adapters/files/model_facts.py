@@ -71,6 +71,26 @@ def load_catalogue() -> Catalogue:
     return Catalogue(models=models, native_model_types=frozenset(doc.get("transformers_model_types", [])))
 
 
+def smaller_in_family(hub_id: str, n: int = 2) -> list[ModelFacts]:
+    """The catalogue's models named like ``hub_id`` but for a smaller size (``Qwen/Qwen2.5-7B-Instruct`` ->
+    ``Qwen/Qwen2.5-3B-Instruct``, ``...-1.5B-Instruct``), the largest first; [] for a name without a size."""
+    pattern = _SIZE.sub("{}", hub_id, count=1).lower()
+    if pattern == hub_id.lower():
+        return []
+    catalogue = load_catalogue()
+    own = catalogue.facts(hub_id)
+    found = []
+    for key, (name, _) in catalogue.models.items():
+        if key != hub_id.lower() and _SIZE.sub("{}", key, count=1) == pattern:
+            facts = catalogue.facts(name)
+            if facts is not None and (own is None or facts.param_count < own.param_count):
+                found.append(facts)
+    return sorted(found, key=lambda f: -f.param_count)[:n]
+
+
+_SIZE = re.compile(r"(?<=[-_])\d+(?:\.\d+)?[bB](?=$|[-_])")
+
+
 def catalogue_ids() -> list[str]:
     return sorted(name for name, _ in load_catalogue().models.values())
 

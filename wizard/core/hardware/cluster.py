@@ -91,6 +91,9 @@ class GPU(_Model):
     cpu_affinity: str | None = None  # a CPU list as Linux writes it: "0-15,32-47"
     processes: list[GpuProcess] | None = None
     catalogue_id: str | None = None  # the GPU catalogue entry this GPU matched, e.g. "H200-141GB"
+    # from that catalogue entry: the step-time prediction's scale (dense BF16 tensor TFLOP/s; GB/s)
+    bf16_tflops: float | None = None
+    memory_bandwidth_gbs: float | None = None
 
     @property
     def memory_total_gib(self) -> float | None:
@@ -210,6 +213,7 @@ class GpuModel(_Model):
     memory_gb: float
     nvml_memory_mib: int | None = None
     memory_bandwidth_gbs: float
+    bf16_tflops: float | None = None  # dense BF16 tensor-core TFLOP/s (no sparsity); None: no BF16 tensor cores
     nvlink_gbs: float | None = None  # total NVLink bandwidth per GPU, both directions; None: no NVLink
     nvlinks: int | None = None  # NVLinks per GPU
     bf16: bool
@@ -378,7 +382,9 @@ def _spec_cluster(spec: ClusterSpec, catalogue: GpuCatalogue) -> Cluster:
                 GPU(index=j, name=model.name if model else (group.gpu or "GPU"),
                     memory_total_bytes=model.memory_bytes if model else None,
                     compute_capability=model.compute_capability if model else None,
-                    catalogue_id=model.id if model else None)
+                    catalogue_id=model.id if model else None,
+                    bf16_tflops=model.bf16_tflops if model else None,
+                    memory_bandwidth_gbs=model.memory_bandwidth_gbs if model else None)
                 for j in range(group.gpus)
             ]
             links = [

@@ -207,6 +207,8 @@ def _gpu(cuda_index: int, phys: int, d: dict, catalogue: GpuCatalogue | None) ->
         cpu_affinity=cpu_list_text(affinity) if isinstance(affinity, list) and affinity else None,
         processes=_processes(procs),
         catalogue_id=entry.id if entry else None,
+        bf16_tflops=entry.bf16_tflops if entry else None,
+        memory_bandwidth_gbs=entry.memory_bandwidth_gbs if entry else None,
     )
 
 

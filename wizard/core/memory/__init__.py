@@ -4,7 +4,7 @@
 runs where it says "verl H200"); ``config`` reads the keys the estimate needs; ``estimate`` adds the terms per GPU
 and phase; ``scope`` says what it does not model (SGLang, vision-language: no verdict); ``host`` sizes host RAM per
 node; ``verdict`` judges a report in the words every output uses (fits / tight / fits while short / does not fit,
-or none with the reason); ``fixes`` ranks the cheapest changes that bring a peak down; ``report`` is the one call
+or none with the reason); ``report`` is the one call
 for ``plan`` and the GUI (compose, place, estimate, judge); ``board`` is what the placement board shows of a plan
 (the placement, each GPU's estimate, the ok / tight / OOM colour of a GPU, the verdict and the headline).
 """
@@ -28,7 +28,6 @@ __getattr__, __all__ = face(__name__, {
     "MemoryReport": "estimate",
     "Phase": "estimate",
     "estimate_memory": "estimate",
-    "ranked_fixes": "fixes",
     "PHASES": "phases",
     "PhaseName": "phases",
     "phase_of": "phases",

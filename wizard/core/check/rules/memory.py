@@ -13,8 +13,8 @@ from wizard.core.memory.phases import PhaseName as P, step_index
 from wizard.core.memory.report import MemoryPlan, plan_memory
 from wizard.core.memory import verdict
 from wizard.core.memory.config import MEMORY_KEYS, complete_values, read_config
-from wizard.core.memory.fixes import ranked_fixes
-from wizard.core.memory.terms import CONSTANTS, GIB
+from wizard.core.memory.terms import GIB
+from wizard.core.advice.search import Advice, advise
 from wizard.core.placement.pools import plan_placement
 from wizard.core.verl.keys import A, AF, R
 from wizard.core.check.rules import rule
@@ -87,16 +87,31 @@ def top_terms(group: GpuEstimate, n: int = 4) -> str:
     return ", ".join(f"{t.label} {t.bytes / GIB:.1f}" for t in terms)
 
 
+def memory_advice(ctx: RuleContext) -> Advice:
+    """The advisor's alternatives for this plan on these GPUs (searched once per check, re-estimated each)."""
+    if "memory.advice" not in ctx._memo:
+        ctx._memo["memory.advice"] = advise(memory_values(ctx), ctx.models, ctx.cluster)
+    return ctx._memo["memory.advice"]
+
+
+def advice_fix(ctx: RuleContext) -> tuple[str, list[str]]:
+    """(the fix's words, the overrides one Apply sets): the advisor's best config that fits, which the memory
+    findings all offer (so applying it clears them all), then the next alternatives; where nothing on these GPUs
+    fits, the plain statement and no overrides."""
+    advice = memory_advice(ctx)
+    best = advice.best
+    alts = advice.lines(3)
+    if best is not None:
+        return "Fastest that fits: " + "; ".join(alts), best.overrides
+    if alts:
+        return "; ".join(alts), []
+    return "Use GPUs with more memory, or a smaller model", []
+
+
 def _fix_finding(ctx: RuleContext, rule_id: str, severity: Severity, group: GpuEstimate, message: str) -> Finding:
-    fixes = ranked_fixes(memory_values(ctx), ctx.models, ctx.cluster, group, CONSTANTS)
-    if fixes:
-        text = "Cheapest first: " + "; ".join(f"{i}) {f.text}{'' if f.enough else ' - not enough alone'}"
-                                             for i, f in enumerate(fixes, 1))
-        overrides = list(fixes[0].overrides)
-    else:
-        text, overrides = "Use GPUs with more memory, or a smaller model", []
+    text, overrides = advice_fix(ctx)
     return finding(severity, PHASE_KEYS.get(group.peak.name, []), message, text, overrides,
-                   fix_auto=False, rule=rule_id)
+                   fix_auto=bool(overrides), rule=rule_id)
 
 
 def fitting_sample_tokens(ctx: RuleContext, group: GpuEstimate) -> int | None:
@@ -165,18 +180,14 @@ def engine_start(ctx: RuleContext):
             continue
         free, want, trainer = short
         cuda_total = group.capacity_bytes - report.constants.driver_reserved
-        best = int((free / cuda_total) * 20) / 20 - 0.05  # a 0.05 step below what is free
-        if best >= 0.2:
-            fix, overrides = f"Set {R}.gpu_memory_utilization={best:.2f}, or {AF}.param_offload=True", [
-                f"{R}.gpu_memory_utilization={best:.2f}"]
-        else:
-            fix, overrides = (f"Set {AF}.param_offload=True (the engine starts before the trainer needs its "
-                              "params), or use GPUs with more memory"), [f"{AF}.param_offload=True"]
+        fix, overrides = advice_fix(ctx)
+        held = (f"{free / GIB:.1f} GiB free (the trainer holds {trainer / GIB:.1f} GiB)" if free > 0 else
+                f"nothing free: the trainer already holds {trainer / GIB:.1f} of {cuda_total / GIB:.1f} GiB")
         yield finding(Severity.ERROR, [f"{R}.gpu_memory_utilization", f"{AF}.param_offload"],
-                      f"Does not fit: {where(group)}: vLLM starts with {free / GIB:.1f} GiB free (the trainer holds "
-                      f"{trainer / GIB:.1f} GiB) but asks for {eng.util:g} x {cuda_total / GIB:.1f} = "
-                      f"{want / GIB:.1f} GiB; it stops with: Free memory on device ... on startup is less than desired "
-                      "GPU memory utilization", fix, overrides, fix_auto=False)
+                      f"Does not fit: {where(group)}: vLLM starts with {held} "
+                      f"but asks for {eng.util:g} x {cuda_total / GIB:.1f} = "
+                      f"{want / GIB:.1f} GiB; it stops with: Free memory on device ... on startup is less than "
+                      "desired GPU memory utilization", fix, overrides, fix_auto=bool(overrides))
 
 
 @rule("memory.kv_cache", Stage.STARTUP, also={"memory.kv_concurrency": Stage.ADVICE})
@@ -190,28 +201,30 @@ def kv_cache(ctx: RuleContext):
         eng = cfg.engines[role]
         prefix = R if role == "rollout" else ("reward.reward_model.rollout" if role == "reward" else "distillation")
         keys = [f"{prefix}.gpu_memory_utilization", f"{prefix}.tensor_model_parallel_size", f"{prefix}.max_model_len"]
-        per_rank = (f"{kv.kv_bytes / GIB:.1f} GiB per GPU = {kv.budget_bytes / GIB:.1f} ({eng.util:g} x "
+        room = f"{kv.kv_bytes / GIB:.1f} GiB" if kv.kv_bytes > 0 else f"no room, {-kv.kv_bytes / GIB:.1f} GiB short"
+        per_rank = (f"{room} per GPU = {kv.budget_bytes / GIB:.1f} ({eng.util:g} x "
                     f"{'free memory' if kv.engine == 'sglang' else 'CUDA total'}) - weights {kv.weights_bytes / GIB:.1f}")
         if kv.engine != "sglang":
             per_rank += (f" - activations {kv.activation_bytes / GIB:.1f} - non-torch and CUDA graphs "
                          f"{kv.other_bytes / GIB:.1f}")
         if kv.kv_bytes <= 0:
+            fix, overrides = advice_fix(ctx) if role == "rollout" else (
+                f"Raise {prefix}.gpu_memory_utilization or {prefix}.tensor_model_parallel_size", [])
             yield finding(Severity.ERROR, keys,
                           f"The {role} engine has no room for a KV cache ({per_rank} GiB); it stops with: No available "
-                          "memory for the cache blocks",
-                          f"Raise {prefix}.gpu_memory_utilization or {prefix}.tensor_model_parallel_size", [],
-                          fix_auto=False)
+                          "memory for the cache blocks", fix, overrides, fix_auto=bool(overrides))
             continue
         if kv.max_model_len and kv.tokens // max(1, eng.dp) < kv.max_model_len:
             need = kv.max_model_len * kv.bytes_per_token
             fix = min(kv.max_model_len, cfg.seq_tokens)
+            text, overrides = (advice_fix(ctx) if role == "rollout" else
+                               (f"Set {prefix}.max_model_len={fix} (prompt + response), or raise "
+                                f"{prefix}.gpu_memory_utilization", []))
             yield finding(Severity.ERROR, keys,
                           f"The {role} engine's KV cache holds {kv.tokens // max(1, eng.dp):,} tokens ({per_rank} GiB) "
                           f"but max_model_len={kv.max_model_len:,} needs {need / GIB:.1f} GiB for one request; vLLM "
-                          "refuses to start (max_model_len larger than the KV cache)",
-                          f"Set {prefix}.max_model_len={fix} (prompt + response), or raise "
-                          f"{prefix}.gpu_memory_utilization", [f"{prefix}.max_model_len={fix}"] if role == "rollout" else [],
-                          fix_auto=False)
+                          "refuses to start (max_model_len larger than the KV cache)", text, overrides,
+                          fix_auto=bool(overrides))
             continue
         if kv.sequences < kv.wanted:
             yield finding(Severity.WARNING, keys,

@@ -1,0 +1,109 @@
+"""The step-time prediction against real verl 0.9.1 runs (bench/data/verl_real/): predicted vs measured seconds per
+phase and per step, and the error on runs left out of the calibration.
+
+    .venv/bin/python bench/bench_step_time.py [--data bench/data/verl_real] [--json]
+
+Each run is planned as ``verl-wizard plan`` plans it (verl's composed config, the run's overrides and its model's
+config.json, one H200 from the GPU catalogue), told the run's own mean prompt and response lengths of the step
+compared (what a user states, or a smoke run's samples give). Measured is verl's ``timing_s/*`` of the run's last
+step (the steady one: the first also warms up). Runs measured alone on the GPU are the calibration's; runs measured
+side by side (``"concurrent"`` in their record: several runs shared the GPU and slowed each other) are printed for
+reference and never fitted. With ``--loo`` each alone run is also predicted by constants fitted without it.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import statistics
+import sys
+from pathlib import Path
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+
+from tests.helpers.real_records import load_runs  # noqa: E402
+from wizard.adapters.files.gpu_catalogue import load_gpu_catalogue  # noqa: E402
+from wizard.adapters.files.resources import load_moves, load_schema  # noqa: E402
+from wizard.core.check.verdict import check_overrides  # noqa: E402
+from wizard.core.hardware.cluster import GPU, Cluster, ClusterNode  # noqa: E402
+from wizard.core.memory.config import FLASH_ATTN  # noqa: E402
+from wizard.core.models.facts import facts_from_hf_config  # noqa: E402
+from wizard.core.steptime import CALIBRATION, PROMPT_TOKENS, RESPONSE_TOKENS, predict_step  # noqa: E402
+
+PHASES = ("gen", "old_log_prob", "ref", "values", "update_critic", "update_actor", "update_weights")
+
+
+def h200() -> Cluster:
+    e = load_gpu_catalogue().find("H200-141GB")
+    gpu = GPU(index=0, name=e.name, memory_total_bytes=e.memory_bytes, catalogue_id=e.id, bf16_tflops=e.bf16_tflops,
+              memory_bandwidth_gbs=e.memory_bandwidth_gbs)
+    return Cluster(source="spec", nodes=[ClusterNode(name="node0", gpu_count=1, gpus=[gpu])])
+
+
+def metrics(run) -> list[dict]:
+    path = run.folder / "metrics.jsonl"
+    if not path.exists():
+        return []
+    rows = [json.loads(line) for line in path.read_text().splitlines() if line.strip()]
+    return [r.get("data", r) for r in rows]
+
+
+def cases(root: Path) -> list[dict]:
+    """Per run with a steady step: the inputs of the prediction and the measured seconds."""
+    out = []
+    for run in load_runs(root):
+        steps = metrics(run)
+        if len(steps) < 2 or run.spec.get("kind") == "vllm":
+            continue
+        last = steps[-1]
+        facts = facts_from_hf_config(run.model, name=run.name, source="config")
+        models = {"actor": facts, "ref": facts, "critic": facts}
+        cluster = h200()
+        mp = check_overrides(load_schema(), run.overrides(), moves=load_moves(), models=models, cluster=cluster).memory
+        values = {**mp.values, FLASH_ATTN: False, PROMPT_TOKENS: round(last["prompt_length/mean"]),
+                  RESPONSE_TOKENS: round(last["response_length/mean"])}
+        measured = {p: last[f"timing_s/{p}"] for p in PHASES if f"timing_s/{p}" in last}
+        out.append({"run": run.name, "alone": not run.record.get("concurrent"), "values": values, "models": models,
+                    "cluster": cluster, "report": mp.report, "measured": measured, "step": last["timing_s/step"]})
+    return out
+
+
+def predicted(case: dict, calibration=CALIBRATION) -> tuple[dict, float | None]:
+    st = predict_step(case["values"], case["models"], case["cluster"], case["report"], calibration)
+    return st.by_name(), st.seconds
+
+
+def main(argv=None) -> int:
+    p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    p.add_argument("--data", default=str(Path(__file__).parent / "data" / "verl_real"))
+    p.add_argument("--json", action="store_true")
+    args = p.parse_args(argv)
+    rows = cases(Path(args.data))
+    errs = {True: [], False: []}
+    print(f"{'run':44} {'alone':5} {'phase':14} {'measured':>9} {'predicted':>9} {'error':>7}")
+    for case in rows:
+        pred, step = predicted(case)
+        for phase, m in case["measured"].items():
+            got = pred.get(phase)
+            err = "" if got is None or not m else f"{100 * (got - m) / m:+6.0f}%"
+            print(f"{case['run'][:44]:44} {'yes' if case['alone'] else 'no':5} {phase:14} {m:9.1f} "
+                  f"{'' if got is None else f'{got:9.1f}':>9} {err:>7}")
+        serr = None if step is None else (step - case["step"]) / case["step"]
+        print(f"{case['run'][:44]:44} {'yes' if case['alone'] else 'no':5} {'STEP':14} {case['step']:9.1f} "
+              f"{'' if step is None else f'{step:9.1f}':>9} {'' if serr is None else f'{100 * serr:+6.0f}%':>7}")
+        if serr is not None:
+            errs[case["alone"]].append(serr)
+        if args.json:
+            print(json.dumps({"run": case["run"], "alone": case["alone"], "measured": case["measured"],
+                              "predicted": pred, "step_measured": case["step"], "step_predicted": step}))
+    print()
+    for alone, e in errs.items():
+        if e:
+            print(f"{'alone on the GPU (calibration)' if alone else 'side by side (not fitted; slowed by neighbours)'}: "
+                  f"{len(e)} runs, step error mean {100 * statistics.mean(e):+.0f} %, mean |error| "
+                  f"{100 * statistics.mean(abs(x) for x in e):.0f} %")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

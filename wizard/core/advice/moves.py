@@ -1,0 +1,243 @@
+"""The knobs the advisor turns, as :class:`Move` (a named set of value changes), generated from a plan's values.
+
+Tuning keeps what is trained and how (micro-batches, token budgets, gpu_memory_utilization, offload, gradient
+checkpointing, FSDP2, rollout TP, the weight sync's buffer); hardware uses more of the GPUs the user has (never
+more than the cluster given); a change of method changes what is trained (LoRA with a rank, a smaller model of the
+same family) and is labelled so. Moves go both ways: those that save memory and, on a plan with room, those that
+spend it on speed (no offload, larger micro-batches, no recomputation). Pure.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass
+
+from wizard.core.hardware.cluster import Cluster
+from wizard.core.memory import terms as mt
+from wizard.core.memory.config import read_config
+from wizard.core.memory.estimate import MemoryReport
+from wizard.core.models.facts import ModelFacts
+from wizard.core.verl.keys import CF, REF, A, AF, M, R
+from wizard.core.verl.roles import need_critic
+
+TUNING, HARDWARE, METHOD = "tuning", "hardware", "method"
+LORA_RANK = 32
+
+
+@dataclass(frozen=True)
+class Move:
+    name: str  # the knob, or the whole change where there is no before and after: "param offload"
+    changes: tuple[tuple[str, object], ...]
+    kind: str = TUNING
+    models: tuple[tuple[str, ModelFacts], ...] = ()  # a change of model: role -> its facts
+    cluster: Callable[[Cluster | None, Mapping], Cluster | None] | None = None  # a change of GPUs used
+    before: str = ""  # the knob's value before and after, as a person reads them
+    after: str = ""
+    why: str = ""  # a few words after the change: " (KV cache for one request)"
+
+    @property
+    def what(self) -> str:
+        """"actor micro-batch 8 -> 4" (what a person reads)."""
+        return f"{self.name} {self.before} -> {self.after}{self.why}" if self.before else f"{self.name}{self.why}"
+
+
+def turn(name: str, before, after, changes: tuple, why: str = "", kind: str = TUNING) -> Move:
+    return Move(name, changes, kind, before=str(before), after=str(after), why=why)
+
+
+def _flag(values: Mapping, key: str) -> bool:
+    v = values.get(key)
+    return v is True or (isinstance(v, str) and v.lower() == "true")
+
+
+def _int(values: Mapping, key: str) -> int | None:
+    v = values.get(key)
+    return v if isinstance(v, int) and not isinstance(v, bool) else None
+
+
+def moves_for(values: Mapping, models: Mapping[str, ModelFacts], cluster: Cluster | None, user_cluster: Cluster | None,
+              smaller: Sequence[ModelFacts], done: Sequence[Move], report: MemoryReport | None = None) -> list[Move]:
+    """Every move that applies to ``values`` (one step each way per knob; the search combines them); ``report``,
+    the estimate of ``values``, sizes the moves that aim at a number (the KV cache's utilization)."""
+    cfg = read_config(values)
+    seq = cfg.seq_tokens
+    out: list[Move] = []
+    out += _micro_moves(values, seq)
+    out += _offload_moves(values, cfg)
+    out += _engine_moves(values, cfg, cluster)
+    out += _kv_moves(cfg, report)
+    actor = models.get("actor")
+    if actor is not None and not cfg.lora_rank:
+        # LoRA's first sync sends CPU tensors the bucketed path cannot take;
+        # verl sends the weights through a buffer of this size, allocated whole; never below the largest weight
+        largest = mt.largest_weight(actor, cfg.actor_dtype_bytes)
+        out += [turn("weight-sync buffer (MB)", cfg.sync_bucket_bytes >> 20, b,
+                     ((f"{R}.checkpoint_engine.update_weights_bucket_megabytes", b),))
+                for b in (1024, 512) if largest <= b << 20 < cfg.sync_bucket_bytes]
+    if not cfg.actor_gc:
+        out.append(Move("gradient checkpointing on", ((f"{M}.enable_gradient_checkpointing", True),)))
+    else:
+        out.append(Move("gradient checkpointing off (faster, more memory)", ((f"{M}.enable_gradient_checkpointing", False),)))
+    if cfg.need_critic and not cfg.critic_gc:
+        out.append(Move("critic gradient checkpointing on", (("critic.model.enable_gradient_checkpointing", True),)))
+    if cfg.strategy == "fsdp":
+        changes = [(f"{A}.strategy", "fsdp2"), (f"{REF}.strategy", "fsdp2")]
+        if cfg.need_critic:
+            changes.append(("critic.strategy", "fsdp2"))
+        out.append(Move("FSDP1 -> FSDP2", tuple(changes)))
+    if cfg.update_entropy and cfg.entropy_mode == "eager":
+        out.append(Move("entropy checkpointing", ((f"{AF}.entropy_checkpointing", True),)))
+    out += _hardware_moves(values, cluster, user_cluster)
+    if not any(m.kind == METHOD for m in done):
+        out += _method_moves(values, models, cfg, smaller)
+    return out
+
+
+def _micro_moves(values: Mapping, seq: int) -> list[Move]:
+    out = []
+    for name, micro, dyn, budget in (
+            ("actor micro-batch", f"{A}.ppo_micro_batch_size_per_gpu", f"{A}.use_dynamic_bsz", f"{A}.ppo_max_token_len_per_gpu"),
+            ("log-prob micro-batch", f"{R}.log_prob_micro_batch_size_per_gpu", f"{R}.log_prob_use_dynamic_bsz",
+             f"{R}.log_prob_max_token_len_per_gpu"),
+            ("ref micro-batch", f"{REF}.log_prob_micro_batch_size_per_gpu", f"{REF}.log_prob_use_dynamic_bsz",
+             f"{REF}.log_prob_max_token_len_per_gpu")):
+        if _flag(values, dyn):
+            b = _int(values, budget)
+            if b and b // 2 >= seq:
+                out.append(turn(f"{name} token budget", f"{b:,}", f"{b // 2:,}", ((budget, b // 2),)))
+            if b:
+                out.append(turn(f"{name} token budget", f"{b:,}", f"{2 * b:,}", ((budget, 2 * b),)))
+            continue
+        m = _int(values, micro)
+        if m and m > 1:
+            out.append(turn(name, m, m // 2, ((micro, m // 2),)))
+        if m:
+            out.append(turn(name, m, 2 * m, ((micro, 2 * m),)))
+            # dynamic batching with the same tokens as the micro-batch holds at its longest: packs short samples
+            out.append(Move(f"{name} -> dynamic batching, {max(seq, m * seq):,} tokens",
+                            ((dyn, True), (budget, max(seq, m * seq)))))
+    return out
+
+
+def _offload_moves(values: Mapping, cfg) -> list[Move]:
+    out = []
+    for key, on, off in ((f"{AF}.param_offload", "param offload", "no param offload (faster)"),
+                         (f"{AF}.optimizer_offload", "optimizer offload", "no optimizer offload (faster)")):
+        out.append(Move(off if _flag(values, key) else on, ((key, not _flag(values, key)),)))
+    if cfg.strategy == "fsdp2" and cfg.actor_offload_policy:
+        out.append(Move("no CPU offload policy (faster)", ((f"{AF}.offload_policy", False),)))
+    elif not cfg.actor_offload_policy:
+        out.append(Move("FSDP2 with the CPU offload policy (optimizer on the CPU)",
+                        ((f"{A}.strategy", "fsdp2"), (f"{REF}.strategy", "fsdp2"), (f"{AF}.offload_policy", True))))
+    if cfg.need_critic:
+        for key, on in ((f"{CF}.param_offload", "critic param offload"), (f"{CF}.optimizer_offload", "critic optimizer offload")):
+            if not _flag(values, key):
+                out.append(Move(on, ((key, True),)))
+    return out
+
+
+def _engine_moves(values: Mapping, cfg, cluster: Cluster | None) -> list[Move]:
+    out = []
+    eng = cfg.engines["rollout"]
+    util = round(eng.util, 2)
+    for step in (0.05, 0.1, 0.2):
+        if util - step >= 0.1:
+            out.append(turn("gpu_memory_utilization", f"{util:g}", f"{util - step:.2f}",
+                            ((f"{R}.gpu_memory_utilization", round(util - step, 2)),)))
+        if util + step <= 0.95:
+            out.append(turn("gpu_memory_utilization", f"{util:g}", f"{util + step:.2f}",
+                            ((f"{R}.gpu_memory_utilization", round(util + step, 2)),)))
+    if eng.max_model_len is None or eng.max_model_len > cfg.seq_tokens:
+        out.append(Move(f"max_model_len {cfg.seq_tokens:,} (prompt + response)", ((f"{R}.max_model_len", cfg.seq_tokens),)))
+    per = _int(values, "trainer.n_gpus_per_node") or 1
+    if eng.tp * 2 <= per and per % (eng.tp * 2) == 0:
+        out.append(turn("rollout TP", eng.tp, eng.tp * 2, ((f"{R}.tensor_model_parallel_size", eng.tp * 2),)))
+    if eng.tp > 1:
+        out.append(turn("rollout TP", eng.tp, eng.tp // 2, ((f"{R}.tensor_model_parallel_size", eng.tp // 2),)))
+    if eng.enforce_eager:
+        out.append(Move("CUDA graphs on (faster decoding)", ((f"{R}.enforce_eager", False),)))
+    return out
+
+
+def _kv_moves(cfg, report: MemoryReport | None) -> list[Move]:
+    """gpu_memory_utilization aimed at the rollout engine's KV cache: the least that holds one request of
+    max_model_len, and the least that holds every sequence the batch sends at once (in 0.05 steps)."""
+    kv = report.kv.get("rollout") if report is not None else None
+    eng = cfg.engines["rollout"]
+    if kv is None or kv.engine != "vllm" or not eng.util or not kv.budget_bytes:
+        return []
+    total = kv.budget_bytes / eng.util  # what vLLM sizes from (CUDA's total)
+    fixed = kv.weights_bytes + kv.activation_bytes + kv.other_bytes
+    one = (min(kv.max_model_len or kv.seq_tokens, kv.seq_tokens) if kv.max_model_len else kv.seq_tokens)
+    out = []
+    for what, tokens in (("one request", one), ("the whole batch at once", kv.wanted * kv.seq_tokens)):
+        util = math.ceil((fixed + 1.1 * tokens * kv.bytes_per_token) / total * 20) / 20
+        if util <= 0.95 and abs(util - eng.util) > 1e-6:
+            out.append(turn("gpu_memory_utilization", f"{eng.util:g}", f"{util:.2f}",
+                            ((f"{R}.gpu_memory_utilization", round(util, 2)),), f" (KV cache for {what})"))
+    return out
+
+
+def _hardware_moves(values: Mapping, cluster: Cluster | None, user_cluster: Cluster | None) -> list[Move]:
+    """More of the user's own GPUs: more per node up to what a node has, more nodes up to the cluster's."""
+    if user_cluster is None or not user_cluster.nodes:
+        return []
+    per = _int(values, "trainer.n_gpus_per_node") or 1
+    nodes = _int(values, "trainer.nnodes") or 1
+    have_per = min((n.gpu_count for n in user_cluster.nodes), default=0)
+    out = []
+    if per * 2 <= have_per:
+        out.append(turn("GPUs per node", per, per * 2, (("trainer.n_gpus_per_node", per * 2),), f" (of {have_per})", HARDWARE))
+    elif per < have_per:
+        out.append(turn("GPUs per node", per, have_per, (("trainer.n_gpus_per_node", have_per),), " (all)", HARDWARE))
+    if nodes < len(user_cluster.nodes):
+        more = min(len(user_cluster.nodes), nodes * 2)
+        out.append(turn("nodes", nodes, more, (("trainer.nnodes", more),), f" (of {len(user_cluster.nodes)})", HARDWARE))
+    return out
+
+
+def _method_moves(values: Mapping, models: Mapping[str, ModelFacts], cfg, smaller: Sequence[ModelFacts]) -> list[Move]:
+    out = []
+    if not cfg.lora_rank:
+        out.append(Move(f"LoRA rank {LORA_RANK} (trains adapters, not the full model; raise the learning rate)",
+                        ((f"{M}.lora_rank", LORA_RANK), (f"{M}.lora_alpha", LORA_RANK)), METHOD))
+    actor = models.get("actor")
+    for facts in smaller:
+        if actor is None or facts.param_count >= actor.param_count:
+            continue
+        changes = [(f"{M}.path", facts.name)]
+        roles = [(r, facts) for r, f in models.items() if f.name == actor.name and r in ("actor", "ref")]
+        if need_critic(values) and models.get("critic") is not None and models["critic"].name == actor.name:
+            changes.append(("critic.model.path", facts.name))
+            roles.append(("critic", facts))
+        out.append(Move(f"the smaller {facts.name} ({facts.param_count / 1e9:.1f}B)", tuple(changes), METHOD,
+                        models=tuple(roles)))
+    return out
+
+
+def grown_cluster(cluster: Cluster | None, nodes: int, per_node: int | None = None) -> Cluster | None:
+    """``cluster`` as ``nodes`` nodes of ``per_node`` GPUs like its first node's (for "it needs N such GPUs")."""
+    if cluster is None or not cluster.nodes or not cluster.nodes[0].gpus:
+        return cluster
+    src = cluster.nodes[0]
+    per_node = per_node or src.gpu_count
+    gpus = [src.gpus[0].model_copy(update={"index": i, "physical_index": i, "uuid": None, "pci_bus_id": None})
+            for i in range(per_node)]
+    node = src.model_copy(update={"gpu_count": per_node, "gpus": gpus, "links": []})
+    return cluster.model_copy(update={"nodes": [node.model_copy(update={"name": f"node{i}"}) for i in range(nodes)]})
+
+
+def all_savings(values: Mapping) -> dict:
+    """Every memory-saving tuning at once (a bound: what no tuning can beat)."""
+    out = {f"{AF}.param_offload": True, f"{AF}.optimizer_offload": True, f"{AF}.offload_policy": True,
+           f"{M}.enable_gradient_checkpointing": True,
+           f"{A}.strategy": "fsdp2", f"{REF}.strategy": "fsdp2"}
+    for micro in (f"{A}.ppo_micro_batch_size_per_gpu", f"{R}.log_prob_micro_batch_size_per_gpu",
+                  f"{REF}.log_prob_micro_batch_size_per_gpu"):
+        if _int(values, micro):
+            out[micro] = 1
+    util = values.get(f"{R}.gpu_memory_utilization")
+    if isinstance(util, (int, float)) and util > 0.3:
+        out[f"{R}.gpu_memory_utilization"] = 0.3
+    return out

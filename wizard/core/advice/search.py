@@ -1,0 +1,290 @@
+"""The fastest config that fits: a search over the knobs a user can turn, every candidate re-estimated.
+
+A candidate is the plan's values with a few :class:`Move` applied (micro-batches and token budgets,
+gpu_memory_utilization, offload, gradient checkpointing, FSDP2, rollout TP, more of the user's own GPUs; and,
+labelled as a change of method, LoRA or a smaller model of the same family). Each is judged by estimating its memory
+again (:func:`wizard.core.memory.estimate.estimate_memory`) and timed by :func:`wizard.core.steptime.predict_step`.
+A move is kept only when it lowers what is over memory (or, on a plan that fits, makes it faster and still fits), so
+no offered change leaves the peak where it was. Alternatives that fit with the estimate's margin are ranked by
+predicted step time: changes of tuning first, then changes of method. When nothing on the user's hardware fits,
+:attr:`Advice.statement` says so and names the smallest change. Pure.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
+
+from wizard.core.hardware.cluster import Cluster
+from wizard.core.memory.config import read_config
+from wizard.core.memory.estimate import MemoryReport, estimate_memory
+from wizard.core.memory.terms import GIB
+from wizard.core.memory.verdict import engine_start_shortfall, memory_verdict
+from wizard.core.advice.moves import HARDWARE, METHOD, TUNING, Move, moves_for
+from wizard.core.models.facts import ModelFacts
+from wizard.core.steptime.predict import StepTime, predict_step
+
+BEAM = 5
+DEPTH = 6
+KIND_ORDER = {TUNING: 0, HARDWARE: 1, METHOD: 2}
+
+
+@dataclass
+class State:
+    values: dict
+    models: dict
+    cluster: Cluster | None
+    moves: tuple[Move, ...]
+    report: MemoryReport | None
+    deficit: float  # bytes over memory with the estimate's margin (<= 0: fits with the margin)
+    peak: int
+    capacity: int | None
+    step: StepTime
+
+    @property
+    def fits(self) -> bool:
+        return self.report is not None and not self.report.unmodelled and self.deficit <= 0
+
+    @property
+    def seconds(self) -> float | None:
+        return self.step.seconds
+
+    @property
+    def kind(self) -> str:
+        return max((m.kind for m in self.moves), key=KIND_ORDER.__getitem__, default=TUNING)
+
+
+@dataclass(frozen=True)
+class Alternative:
+    """One config the advisor offers: what changes, its keys, and what the estimate and the prediction say."""
+
+    moves: tuple[Move, ...]
+    changes: dict  # key -> value, every move merged (a later move's value wins)
+    kind: str  # tuning | method | hardware
+    fits: bool  # fits with the estimate's margin
+    verdict: str  # the verdict's words for this config
+    peak_bytes: int
+    capacity_bytes: int | None
+    step_seconds: float | None
+
+    @property
+    def overrides(self) -> list[str]:
+        return [f"{k}={_text(v)}" for k, v in self.changes.items()]
+
+    @property
+    def text(self) -> str:
+        """"actor micro-batch 8 -> 2, param offload" (what a person reads): a knob turned twice reads as one change."""
+        out: list[str] = []
+        first: dict[str, int] = {}
+        for m in self.moves:
+            if m.name in first and m.before:
+                i = first[m.name]
+                start = self.moves[[x.name for x in self.moves].index(m.name)].before
+                out[i] = f"{m.name} {start} -> {m.after}{m.why}"
+                continue
+            first[m.name] = len(out)
+            out.append(m.what)
+        return ", ".join(out)
+
+    def line(self) -> str:
+        cap = f" of {self.capacity_bytes / GIB:.1f}" if self.capacity_bytes else ""
+        step = f", about {self.step_seconds:.0f} s per step" if self.step_seconds is not None else ""
+        label = "" if self.kind == TUNING else f" [{self.kind}]"
+        return f"{self.text}{label}: peak {self.peak_bytes / GIB:.1f}{cap} GiB, {self.verdict}{step}"
+
+    def to_json(self) -> dict:
+        return {"overrides": self.overrides, "fits": self.fits, "verdict": self.verdict,
+                "peak_gib": round(self.peak_bytes / GIB, 2), "step_seconds": _round(self.step_seconds),
+                "changes": self.text, "kind": self.kind}
+
+
+@dataclass
+class Advice:
+    fits_now: bool
+    step_seconds: float | None  # the plan as it is
+    alternatives: list[Alternative] = field(default_factory=list)  # best first
+    statement: str | None = None  # nothing on this hardware fits: why, and the smallest change
+
+    @property
+    def best(self) -> Alternative | None:
+        """What one Apply lands: the first alternative that fits and changes no method (None: none such)."""
+        return next((a for a in self.alternatives if a.fits and a.kind != METHOD), None)
+
+    def lines(self, limit: int = 4) -> list[str]:
+        out = [f"{i}) {a.line()}" for i, a in enumerate(self.alternatives[:limit], 1)]
+        if self.statement:
+            out.append(self.statement)
+        return out
+
+
+def _text(v) -> str:
+    if isinstance(v, bool):
+        return "True" if v else "False"
+    return str(v)
+
+
+def _round(x: float | None) -> float | None:
+    return None if x is None else round(x, 1)
+
+
+def deficit(report: MemoryReport | None, values: Mapping) -> tuple[float, int, int | None]:
+    """(bytes over memory with the margin, the worst GPU's peak, its capacity). Every way a plan fails to fit counts
+    and they add up (a phase over memory, vLLM refusing to start, no KV cache for one request, host RAM), so a
+    change that cures one problem but not another still counts as progress. A plan that fits gets the (negative)
+    room left on its fullest GPU."""
+    if report is None:
+        return math.inf, 0, None
+    known = [g for g in report.groups if g.capacity_bytes]
+    if not known:
+        return math.inf, 0, None
+    over: list[float] = []
+    worst = max(known, key=lambda g: g.peak.total + report.tight_margin(g.capacity_bytes) - g.capacity_bytes)
+    peak, cap = worst.peak.total, worst.capacity_bytes
+    for g in known:
+        over.append(g.peak.total + report.tight_margin(g.capacity_bytes) - g.capacity_bytes)
+        short = engine_start_shortfall(report, values, g)
+        if short is not None:
+            free, want, _ = short
+            over.append(want - free + report.tight_margin(g.capacity_bytes))
+    for kv in report.kv.values():
+        need = (kv.max_model_len or kv.seq_tokens) * max(1, kv.bytes_per_token)
+        if kv.kv_bytes < need:
+            over.append(need - kv.kv_bytes)
+    for h in report.host:
+        if h.capacity_bytes:
+            over.append(h.total - 0.95 * h.capacity_bytes)
+    positive = sum(x for x in over if x > 0)
+    return (positive if positive > 0 else max(over)), peak, cap
+
+
+def _state(values: dict, models: dict, cluster: Cluster | None, moves: tuple[Move, ...]) -> State:
+    report, _ = estimate_memory(values, models, cluster)
+    d, peak, cap = deficit(report, values)
+    return State(values, models, cluster, moves, report, d, peak, cap, predict_step(values, models, cluster, report))
+
+
+def _key(values: Mapping, models: Mapping) -> tuple:
+    return tuple(sorted((k, repr(v)) for k, v in values.items())) + tuple(sorted((r, m.name) for r, m in models.items()))
+
+
+def _apply(state: State, move: Move) -> State:
+    values = {**state.values, **dict(move.changes)}
+    models = {**state.models, **dict(move.models)} if move.models else state.models
+    cluster = move.cluster(state.cluster, values) if move.cluster else state.cluster
+    return _state(values, models, cluster, state.moves + (move,))
+
+
+def _better(child: State, parent: State) -> bool:
+    """Keep a move only when it helps: less over memory, or (both fitting) faster."""
+    if not parent.fits:
+        return child.deficit < parent.deficit - 0.01 * GIB
+    if not child.fits:
+        return False
+    a, b = child.seconds, parent.seconds
+    return a is not None and b is not None and a < b * 0.98
+
+
+def advise(values: Mapping, models: Mapping[str, ModelFacts], cluster: Cluster | None, *,
+           smaller: Sequence[ModelFacts] = (), limit: int = 5) -> Advice:
+    """Alternatives to ``values`` on ``cluster`` (the user's hardware), best first. ``smaller``: models of the same
+    family with fewer parameters (the catalogue's), offered as a change of method."""
+    start = _state(dict(values), dict(models), cluster, ())
+    if start.report is None or start.report.unmodelled or start.capacity is None:
+        return Advice(fits_now=False, step_seconds=start.seconds)
+    seen = {_key(start.values, start.models)}
+    found: list[State] = []
+    frontier = [start]
+    for _ in range(DEPTH):
+        children: list[State] = []
+        for parent in frontier:
+            for move in moves_for(parent.values, parent.models, parent.cluster, cluster, smaller, parent.moves,
+                                  parent.report):
+                child = _apply(parent, move)
+                key = _key(child.values, child.models)
+                if key in seen or not _better(child, parent):
+                    continue
+                seen.add(key)
+                children.append(child)
+        fitting = [c for c in children if c.fits]
+        found += fitting
+        over = sorted((c for c in children if not c.fits), key=lambda s: (KIND_ORDER[s.kind], s.deficit))
+        quick = sorted(fitting, key=lambda s: (KIND_ORDER[s.kind], s.seconds if s.seconds is not None else math.inf))
+        frontier = over[:BEAM] + quick[:2]
+        if not frontier:
+            break
+    ranked = sorted(found, key=lambda s: (KIND_ORDER[s.kind] // 2, s.seconds if s.seconds is not None else math.inf,
+                                          len(s.moves)))
+    out = _distinct(ranked, limit)
+    advice = Advice(fits_now=start.fits, step_seconds=start.seconds,
+                    alternatives=[_alternative(s) for s in out])
+    if not any(a.fits and a.kind != METHOD for a in advice.alternatives) and not start.fits:
+        advice.statement = _nothing_fits(start, advice, cluster)
+    return advice
+
+
+def _distinct(ranked: list[State], limit: int) -> list[State]:
+    """The best few, one per set of keys changed (the fastest of them), methods after tuning."""
+    out: list[State] = []
+    keys_seen: set = set()
+    for s in ranked:
+        keys = frozenset(k for m in s.moves for k, _ in m.changes) | frozenset(m.what for m in s.moves if m.models)
+        # the same config with a change that does nothing (same peak, same time) is not another alternative
+        same = (s.kind, round(s.peak / GIB, 1), None if s.seconds is None else round(s.seconds))
+        if keys in keys_seen or same in keys_seen:
+            continue
+        keys_seen |= {keys, same}
+        out.append(s)
+        if len(out) >= limit:
+            break
+    return out
+
+
+def _alternative(s: State) -> Alternative:
+    changes: dict = {}
+    for m in s.moves:
+        changes.update(dict(m.changes))
+    v = memory_verdict(s.report, s.values, s.models, s.cluster, fitting=lambda g: None)
+    return Alternative(moves=s.moves, changes=changes, kind=s.kind, fits=s.fits, verdict=v.text(),
+                       peak_bytes=s.peak, capacity_bytes=s.capacity, step_seconds=_round(s.seconds))
+
+
+def _nothing_fits(start: State, advice: Advice, cluster: Cluster | None) -> str:
+    """"Nothing on these 1 x 24 GiB GPUs fits Qwen2.5-7B full fine-tuning: it needs >= 4 of them; on these: ..."."""
+    actor = start.models.get("actor")
+    cfg = read_config(start.values)
+    what = f"{actor.name} {'LoRA' if cfg.lora_rank else 'full fine-tuning'}" if actor else "this plan"
+    gpus = (f"these {cfg.world} x {start.capacity / GIB:.0f} GiB GPUs" if cfg.world != 1 else
+            f"this {start.capacity / GIB:.0f} GiB GPU")
+    need = _gpus_needed(start, cluster)
+    head = f"Nothing on {gpus} fits {what}"
+    head += (f": it needs >= {need} such GPUs (with offload, and the rollout over several GPUs)" if need
+             else ": not even on 512 such GPUs")
+    methods = [a for a in advice.alternatives if a.fits and a.kind == METHOD]
+    if methods:
+        head += "; on these: " + ", or ".join(a.text for a in methods[:2])
+    return head
+
+
+def _gpus_needed(start: State, cluster: Cluster | None) -> int | None:
+    """The fewest GPUs of the same kind (up to 8 per node, then more nodes) on which the plan fits with every
+    memory-saving tuning on and the rollout's TP and gpu_memory_utilization chosen for it; None past 64 x 8."""
+    from wizard.core.advice.moves import all_savings, grown_cluster
+
+    have = max(1, read_config(start.values).world)
+    for total in (2, 4, 8, 16, 32, 64, 128, 256, 512):
+        if total <= have:
+            continue
+        per = min(8, total)
+        nodes = total // per
+        grown = grown_cluster(cluster, nodes, per)
+        base = {**start.values, **all_savings(start.values), "trainer.nnodes": nodes, "trainer.n_gpus_per_node": per}
+        for tp in (1, 2, 4, 8):
+            if tp > per:
+                break
+            for util in (0.5, 0.7, 0.85):
+                values = {**base, "actor_rollout_ref.rollout.tensor_model_parallel_size": tp,
+                          "actor_rollout_ref.rollout.gpu_memory_utilization": util}
+                if _state(values, start.models, grown, ()).fits:
+                    return total
+    return None

@@ -1,0 +1,276 @@
+"""Seconds per phase and per step of a verl 0.9.1 run, before it starts, from terms a reader can follow.
+
+Each phase is a sum of :class:`TimeTerm` (seconds, with the arithmetic that gave them):
+
+- **generation**: decode steps x the time of one decode step (the weights read from memory once per step at the
+  GPU's bandwidth, plus the engine's per-step overhead, larger without CUDA graphs), once per round when the KV
+  cache holds fewer sequences than the batch puts on a replica; the prompts' prefill as FLOPs; and verl's trainer
+  sees it finish only at its replay buffer's next poll, every 2 s (``verl/trainer/ppo/v1/replay_buffer.py:144,409``).
+- **log-prob passes** (old log-prob, reference, critic values): tokens x FLOPs per token / achieved FLOP/s, plus the
+  per-token handling measured around them (moving the batch in and out of the workers, the log-probs over the
+  vocabulary), plus loading offloaded parameters over the host link.
+- **updates** (actor, critic): 6 x params FLOPs per token (8 with gradient checkpointing; LoRA trains no weight
+  gradients of the base: 4 and 6), the per-token and per-sequence handling, the optimizer step (its states read and
+  written at memory bandwidth, or moved over the host link when offloaded, or run on the CPU with offload_policy).
+- **weight sync**: the weights' bytes through the engine's update at a measured rate, plus a fixed cost.
+
+Random-weight models (the bench's) run every response to max_response_length, which is also what the prediction
+assumes unless ``wizard.response_tokens`` states an expected mean (a smoke run's samples give one). Calibrated on
+real verl 0.9.1 runs on one H200 measured alone on the GPU (``bench/bench_step_time.py`` prints each run's
+predicted and measured seconds); other GPUs are scaled by their dense BF16 tensor FLOP/s and memory bandwidth from
+the GPU catalogue. Pure.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Mapping
+from dataclasses import dataclass
+
+from wizard.core.hardware.cluster import Cluster
+from wizard.core.memory.config import read_config
+from wizard.core.memory.estimate import MemoryReport
+from wizard.core.memory.terms import lora_params
+from wizard.core.models.facts import ModelFacts
+
+# Not verl keys: what the run's data and responses are expected to hold (means, tokens). Unset: the maximum.
+PROMPT_TOKENS = "wizard.prompt_tokens"
+RESPONSE_TOKENS = "wizard.response_tokens"
+
+
+@dataclass(frozen=True)
+class Calibration:
+    """The measured constants, at the reference GPU (H200 SXM: 989 dense BF16 TFLOP/s, 4,800 GB/s)."""
+
+    ref_tflops: float = 989.0
+    ref_bandwidth_gbs: float = 4800.0
+    fwd_efficiency: float = 0.20  # achieved / peak FLOP/s of a log-prob pass (SDPA attention, padding removed)
+    train_efficiency: float = 0.16  # the same in update_actor / update_critic
+    fwd_s_per_token: float = 72e-6  # per token of a log-prob pass beyond its FLOPs (moving the batch, the log-probs)
+    train_s_per_token: float = 115e-6  # per token of an update beyond its FLOPs
+    train_s_per_sequence: float = 0.061  # per sequence of an update (per-sample work of the loss and the batch)
+    decode_overhead_graphs_s: float = 0.005  # one decode step's engine overhead with CUDA graphs
+    decode_overhead_eager_layer_s: float = 0.00035  # per layer and decode step without graphs (kernel launches)
+    bandwidth_efficiency: float = 0.7  # achieved / datasheet memory bandwidth, reading weights and KV
+    lora_decode_factor: float = 2.7  # vLLM decoding with a LoRA adapter, x the same without (side-by-side pairs)
+    poll_s: float = 2.0  # verl's replay buffer polls for finished generations every 2 s
+    sync_fixed_s: float = 0.22  # a weight sync's fixed cost
+    sync_gbs: float = 30.0  # the weight sync's rate (GB/s of bf16 weights into the engine)
+    host_link_gbs: float = 25.0  # achieved host <-> GPU copy rate (PCIe Gen5 x16 is 64 GB/s on paper)
+    cpu_adam_s_per_param: float = 1.5e-9  # torch's CPU AdamW (FSDP2 CPUOffloadPolicy), per parameter and step
+
+
+CALIBRATION = Calibration()
+
+
+@dataclass(frozen=True)
+class TimeTerm:
+    label: str
+    seconds: float
+    note: str = ""
+
+
+@dataclass(frozen=True)
+class PhaseTime:
+    name: str  # verl's timing_s/<name>: gen, old_log_prob, ref, values, update_critic, update_actor, update_weights
+    title: str
+    terms: tuple[TimeTerm, ...]
+
+    @property
+    def seconds(self) -> float:
+        return sum(t.seconds for t in self.terms)
+
+
+@dataclass(frozen=True)
+class StepTime:
+    phases: tuple[PhaseTime, ...] = ()
+    reason: str | None = None  # why there is no prediction
+    assumptions: tuple[str, ...] = ()
+    tokens: int = 0  # prompt + response tokens of one step (the batch x n)
+
+    @property
+    def seconds(self) -> float | None:
+        return None if self.reason else sum(p.seconds for p in self.phases)
+
+    def by_name(self) -> dict[str, float]:
+        return {p.name: round(p.seconds, 2) for p in self.phases}
+
+    def line(self) -> str:
+        if self.reason:
+            return f"step time: not predicted ({self.reason})"
+        parts = ", ".join(f"{p.title} {p.seconds:.1f}" for p in self.phases if p.seconds >= 0.05)
+        return f"step time: about {self.seconds:.0f} s ({parts} s)"
+
+
+@dataclass(frozen=True)
+class _Gpu:
+    tflops: float
+    bandwidth_gbs: float
+    name: str
+
+
+def _trainer_gpu(cluster: Cluster | None, c: Calibration) -> tuple[_Gpu | None, str | None]:
+    if cluster is None:
+        return None, "no GPUs given"
+    gpus = [g for n in cluster.nodes for g in n.gpus]
+    if not gpus:
+        return None, "the GPU model is unknown"
+    g = gpus[0]
+    if g.bf16_tflops and g.memory_bandwidth_gbs:
+        return _Gpu(g.bf16_tflops, g.memory_bandwidth_gbs, g.catalogue_id or g.name), None
+    if g.memory_bandwidth_gbs:
+        return None, (f"the GPU catalogue has no BF16 tensor-core figure for {g.catalogue_id or g.name} (V100 and T4 "
+                      "have no BF16 tensor cores)")
+    return None, f"the speed of {g.name} is unknown (not in the GPU catalogue)"
+
+
+def predict_step(values: Mapping, models: Mapping[str, ModelFacts], cluster: Cluster | None,
+                 report: MemoryReport | None = None, c: Calibration = CALIBRATION) -> StepTime:
+    """The steady step (not the first, which also warms up) of a sync colocated run, per phase."""
+    actor = models.get("actor")
+    if actor is None:
+        return StepTime(reason="the actor's model is unknown")
+    gpu, why = _trainer_gpu(cluster, c)
+    if gpu is None:
+        return StepTime(reason=why)
+    cfg = read_config(values)
+    if cfg.engines["rollout"].name != "vllm":
+        return StepTime(reason=f"the {cfg.engines['rollout'].name} engine's speed is not modelled")
+    if cfg.strategy not in ("fsdp", "fsdp2"):
+        return StepTime(reason=f"the {cfg.strategy} training engine's speed is not modelled")
+    prompt_max = cfg.seq_tokens - _int(values, "data.max_response_length", 512)
+    response_max = _int(values, "data.max_response_length", 512)
+    lp = min(prompt_max, _int(values, PROMPT_TOKENS, prompt_max))
+    lr = min(response_max, _int(values, RESPONSE_TOKENS, response_max))
+    assumptions = [f"prompts average {lp:,} tokens" + ("" if PROMPT_TOKENS in values else
+                                                        " (data.max_prompt_length: the train file was not read)"),
+                   f"responses average {lr:,} tokens" + ("" if RESPONSE_TOKENS in values else
+                                                         " (every response runs to data.max_response_length: the "
+                                                         "worst case; state an expected mean to refine)")]
+    world = max(1, cfg.world)
+    seqs = cfg.train_batch_size * cfg.rollout_n
+    tokens = seqs * (lp + lr)
+    per_gpu = tokens / world
+    flops_scale = gpu.tflops * 1e12
+    phases = [_generation(cfg, actor, report, seqs, lp, lr, gpu, c)]
+    phases.append(_forward("old_log_prob", "old log-prob", actor.param_count, per_gpu, flops_scale, c,
+                           offload=cfg.actor_param_offload, param_bytes=2 * actor.param_count / cfg.shards))
+    if _uses_ref(values):  # a separate reference, or the actor with its LoRA adapters off
+        phases.append(_forward("ref", "ref log-prob", actor.param_count, per_gpu, flops_scale, c,
+                               offload=cfg.ref_separate, param_bytes=2 * actor.param_count / cfg.shards))
+    critic = models.get("critic")
+    if cfg.need_critic and critic is not None:
+        cp = critic.param_count
+        phases.append(_forward("values", "critic values", cp, per_gpu, flops_scale, c, offload=cfg.critic_param_offload,
+                               param_bytes=cfg.critic_dtype_bytes * cp / cfg.critic_shards))
+        phases.append(_update("update_critic", "critic update", cp, cp, cfg.critic_gc, per_gpu, seqs / world,
+                              _optimizer_steps(values, "critic.ppo_mini_batch_size", cfg), cfg.critic_shards,
+                              cfg.critic_param_offload, cfg.critic_optimizer_offload, cfg.critic_offload_policy,
+                              gpu, c))
+    trainable = lora_params(actor, cfg.lora_rank) if cfg.lora_rank else actor.param_count
+    phases.append(_update("update_actor", "actor update", actor.param_count, trainable, cfg.actor_gc, per_gpu,
+                          seqs / world, _optimizer_steps(values, "actor_rollout_ref.actor.ppo_mini_batch_size", cfg),
+                          cfg.shards, cfg.actor_param_offload, cfg.actor_optimizer_offload, cfg.actor_offload_policy,
+                          gpu, c, lora=bool(cfg.lora_rank)))
+    sync_bytes = 2 * (trainable if cfg.lora_rank else actor.param_count)
+    phases.append(PhaseTime("update_weights", "weight sync", (
+        TimeTerm("fixed", c.sync_fixed_s, "measured"),
+        TimeTerm("weights into the engine", sync_bytes / (c.sync_gbs * 1e9),
+                 f"{sync_bytes / 1e9:.1f} GB at {c.sync_gbs:g} GB/s"))))
+    if gpu.name != "H200-141GB":
+        assumptions.append(f"scaled from the H200 to the {gpu.name} by BF16 FLOP/s ({gpu.tflops:g} TFLOP/s) and "
+                           f"memory bandwidth ({gpu.bandwidth_gbs:g} GB/s)")
+    if not cfg.flash_attn:
+        assumptions.append("attention through SDPA (no flash-attn), as in the runs it was calibrated on")
+    else:
+        assumptions.append("calibrated on runs without flash-attn (SDPA): with flash-attn the passes may be faster")
+    return StepTime(phases=tuple(phases), assumptions=tuple(assumptions), tokens=int(tokens))
+
+
+def _int(values: Mapping, key: str, default: int) -> int:
+    v = values.get(key)
+    return v if isinstance(v, int) and not isinstance(v, bool) and v > 0 else default
+
+
+def _uses_ref(values: Mapping) -> bool:
+    from wizard.core.verl.roles import need_ref
+
+    return need_ref(values)
+
+
+def _optimizer_steps(values: Mapping, mini_key: str, cfg) -> int:
+    mini = _int(values, mini_key, _int(values, "actor_rollout_ref.actor.ppo_mini_batch_size", 256))
+    epochs = _int(values, "actor_rollout_ref.actor.ppo_epochs", 1)
+    return max(1, cfg.train_batch_size // max(1, mini)) * epochs
+
+
+def _generation(cfg, actor: ModelFacts, report: MemoryReport | None, seqs: int, lp: int, lr: int, gpu: _Gpu,
+                c: Calibration) -> PhaseTime:
+    eng = cfg.engines["rollout"]
+    replicas = max(1, cfg.world // max(1, eng.tp * eng.pp))
+    per_replica = math.ceil(seqs / replicas)
+    kv = report.kv.get("rollout") if report is not None else None
+    concurrent = min(per_replica, eng.max_num_seqs, max(1, kv.sequences) if kv is not None else per_replica)
+    rounds = math.ceil(per_replica / max(1, concurrent))
+    bw = gpu.bandwidth_gbs * 1e9 * c.bandwidth_efficiency
+    weights = 2 * actor.param_count / eng.tp
+    kv_read = concurrent * (lp + lr / 2) * actor.kv_bytes_per_token(tp=eng.tp)
+    overhead = (actor.num_layers * c.decode_overhead_eager_layer_s + c.decode_overhead_graphs_s if eng.enforce_eager
+                else c.decode_overhead_graphs_s)
+    step = (weights + kv_read) / bw + overhead
+    if cfg.lora_rank:
+        step *= c.lora_decode_factor
+    decode = rounds * lr * step
+    prefill = 2 * actor.param_count * per_replica * lp / (gpu.tflops * 1e12 * eng.tp * c.fwd_efficiency)
+    seen = math.ceil((decode + prefill) / c.poll_s) * c.poll_s
+    terms = [TimeTerm("decode", decode, f"{rounds} round(s) x {lr:,} steps x {step * 1e3:.1f} ms (weights "
+                                        f"{weights / 1e9:.1f} GB + KV {kv_read / 1e9:.2f} GB at "
+                                        f"{bw / 1e9:.0f} GB/s, + {overhead * 1e3:.1f} ms "
+                                        f"{'eager' if eng.enforce_eager else 'with CUDA graphs'})"
+                                        + (f" x {c.lora_decode_factor:g} with a LoRA adapter" if cfg.lora_rank else "")),
+             TimeTerm("prefill", prefill, f"{per_replica} prompts of {lp:,} tokens per replica"),
+             TimeTerm("until verl's next poll", seen - decode - prefill, "the replay buffer polls every 2 s")]
+    if rounds > 1:
+        terms[0] = TimeTerm(terms[0].label, terms[0].seconds, terms[0].note + f"; the KV cache holds {concurrent} "
+                            f"of the {per_replica} sequences a replica gets")
+    return PhaseTime("gen", "generation", tuple(terms))
+
+
+def _forward(name: str, title: str, params: int, tokens: float, flops: float, c: Calibration, *, offload: bool,
+             param_bytes: float) -> PhaseTime:
+    terms = [TimeTerm("FLOPs", 2 * params * tokens / (flops * c.fwd_efficiency),
+                      f"2 x {params / 1e9:.2f}B params x {tokens:,.0f} tokens per GPU at {c.fwd_efficiency:.0%} of "
+                      f"{flops / 1e12:g} TFLOP/s"),
+             TimeTerm("per token", tokens * c.fwd_s_per_token, f"{tokens:,.0f} tokens x {c.fwd_s_per_token * 1e6:.0f} us")]
+    if offload:
+        terms.append(TimeTerm("params from the host", param_bytes / (c.host_link_gbs * 1e9),
+                              f"{param_bytes / 1e9:.1f} GB at {c.host_link_gbs:g} GB/s"))
+    return PhaseTime(name, title, tuple(terms))
+
+
+def _update(name: str, title: str, params: int, trainable: int, gc: bool, tokens: float, seqs: float, steps: int,
+            shards: int, param_offload: bool, optimizer_offload: bool, policy: bool, gpu: _Gpu, c: Calibration,
+            lora: bool = False) -> PhaseTime:
+    k = (4 if lora else 6) + (2 if gc else 0)
+    flops = gpu.tflops * 1e12
+    terms = [TimeTerm("FLOPs", k * params * tokens / (flops * c.train_efficiency),
+                      f"{k} x {params / 1e9:.2f}B params x {tokens:,.0f} tokens per GPU at {c.train_efficiency:.0%} "
+                      f"of {flops / 1e12:g} TFLOP/s" + (" (gradient checkpointing recomputes the forward)" if gc else "")),
+             TimeTerm("per token", tokens * c.train_s_per_token, f"{tokens:,.0f} x {c.train_s_per_token * 1e6:.0f} us"),
+             TimeTerm("per sequence", seqs * c.train_s_per_sequence, f"{seqs:,.0f} x {c.train_s_per_sequence * 1e3:.0f} ms")]
+    state = 16 * trainable / shards  # fp32 params, grads and two AdamW moments of this GPU's shard
+    if policy:
+        terms.append(TimeTerm("optimizer on the CPU", steps * trainable / shards * c.cpu_adam_s_per_param,
+                              f"{steps} step(s) x {trainable / shards / 1e9:.2f}B params (offload_policy)"))
+        terms.append(TimeTerm("params and grads over the host link", steps * 8 * trainable / shards /
+                              (c.host_link_gbs * 1e9), "each optimizer step"))
+    else:
+        terms.append(TimeTerm("optimizer step", steps * state / (gpu.bandwidth_gbs * 1e9 * c.bandwidth_efficiency),
+                              f"{steps} step(s) x {state / 1e9:.1f} GB of states"))
+        if optimizer_offload:
+            terms.append(TimeTerm("optimizer states over the host link", 2 * 8 * trainable / shards /
+                                  (c.host_link_gbs * 1e9), "in and out once per update"))
+    if param_offload and not policy:
+        terms.append(TimeTerm("params over the host link", 2 * 4 * params / shards / (c.host_link_gbs * 1e9),
+                              "in and out once per update"))
+    return PhaseTime(name, title, tuple(terms))
