@@ -1,6 +1,7 @@
 """``verl-wizard plan``: the real CLI on every preset and on hand-written cases (catalogue and local models)."""
 
 import json
+import re
 from pathlib import Path
 
 import pytest
@@ -39,7 +40,8 @@ def test_every_preset_fits_the_gpus_it_was_written_for(preset):
     assert "verdict: FITS" in text.stdout and "memory per GPU (GiB):" in text.stdout
     proc = run("--preset", preset, "--gpus", PRESET_GPUS[preset], "--format", "json")
     doc = json.loads(proc.stdout)
-    assert set(doc) == {"fits", "verdict", "fits_up_to_avg_tokens", "fits_reason", "gpus", "host", "findings"}
+    assert set(doc) == {"fits", "verdict", "fits_up_to_avg_tokens", "fits_reason", "gpus", "host", "findings",
+                        "step_seconds", "step_reason", "phases_seconds", "step_assumptions", "advice", "advice_statement"}
     assert doc["fits"] is True and doc["verdict"] in ("fits", "tight") and doc["fits_reason"] is None
     assert len(doc["gpus"]) == GPU_COUNT[preset]
     gpu = doc["gpus"][0]
@@ -135,3 +137,41 @@ def test_bad_input_is_one_line_and_exit_2(tmp_path):
     assert_one_line_error(run(str(tmp_path / "missing.sh"), "--gpus", "8xH100-80GB"), "missing.sh")
     assert_one_line_error(run("--gpus", "8xH100-80GB"), "give a config")
     assert_one_line_error(run("--preset", "nope"), "no preset 'nope'")
+
+
+SEVEN_B = "actor_rollout_ref.model.path=Qwen/Qwen2.5-7B-Instruct"
+
+
+def test_plan_json_gives_the_step_time_and_the_advisors_alternatives():
+    proc = run("--preset", "grpo-1gpu-smoke", "--gpus", "1xH100-80GB", "--set", SEVEN_B, "--format", "json")
+    doc = json.loads(proc.stdout)
+    assert doc["verdict"] == "does_not_fit" and doc["step_seconds"] > 0 and doc["step_reason"] is None
+    assert {"gen", "old_log_prob", "update_actor", "update_weights"} <= set(doc["phases_seconds"])
+    assert doc["advice"], doc
+    for alt in doc["advice"]:
+        assert set(alt) == {"overrides", "fits", "verdict", "peak_gib", "step_seconds", "changes", "kind"}
+        assert alt["kind"] in ("tuning", "method", "hardware") and alt["peak_gib"] > 0
+    best = doc["advice"][0]
+    assert best["fits"] and best["kind"] == "tuning"
+    # the first alternative, applied, plans as it said
+    sets = [w for o in best["overrides"] for w in ("--set", o)]
+    again = json.loads(run("--preset", "grpo-1gpu-smoke", "--gpus", "1xH100-80GB", "--set", SEVEN_B, *sets,
+                           "--format", "json").stdout)
+    assert again["fits"] is True and max(g["peak_gib"] for g in again["gpus"]) == pytest.approx(best["peak_gib"], abs=0.05)
+
+
+def test_plan_says_plainly_when_nothing_on_this_gpu_fits_and_prints_no_negative_sizes():
+    proc = run("--preset", "grpo-1gpu-smoke", "--gpus", "1xRTX-4090-24GB", "--set", SEVEN_B)
+    assert proc.returncode == 1
+    assert "Nothing on this 24 GiB GPU fits Qwen/Qwen2.5-7B-Instruct full fine-tuning: it needs >= " in proc.stdout
+    assert "Qwen/Qwen2.5-3B-Instruct" in proc.stdout  # a smaller model of the family, as a change of method
+    assert not re.search(r"-\d+(\.\d+)? GiB", proc.stdout), proc.stdout
+    assert "KV cache (rollout, vllm): no room" in proc.stdout and "nothing free" in proc.stdout
+
+
+def test_check_fix_applies_the_config_that_fits_and_exits_1_while_an_error_remains():
+    fits = run_cli("check", "--fix", "--preset", "grpo-1gpu-smoke", "--gpus", "1xH100-80GB", "--set", SEVEN_B)
+    assert fits.returncode == 0, fits.stderr
+    assert "actor_rollout_ref.actor.fsdp_config.offload_policy=True" in fits.stdout and "still an error" not in fits.stderr
+    stuck = run_cli("check", "--fix", "--preset", "grpo-1gpu-smoke", "--gpus", "1xRTX-4090-24GB", "--set", SEVEN_B)
+    assert stuck.returncode == 1 and "still an error: memory." in stuck.stderr

@@ -42,7 +42,7 @@ def run_check(args, tail: list[str]) -> int:
         raise UsageError("give a config: a .sh, .yaml or .json file, --preset NAME, or overrides after --")
     source = args.source or (f"preset {args.preset}" if args.preset else None)
     if args.fix:
-        return _fix(args, extra, gpus)
+        return _fix(args, extra, gpus, cluster)
     result = check_one(args.source, extra, gpus, args.verl, args.python, cluster=cluster, local_files=True,
                        deep_data=args.data, preset=args.preset)
     result.findings = sort_findings(result.findings + hw_findings)
@@ -88,13 +88,21 @@ def check_one(source: str | None, overrides: list[str], gpus, use_verl: bool, py
     return result
 
 
-def _fix(args, overrides: list[str], gpus) -> int:
-    from wizard.adapters.files.resources import load_moves, load_schema
-    from wizard.core.check import autofix_overrides
-    from wizard.core.plan import plan_overrides
+def _fix(args, overrides: list[str], gpus, cluster=None) -> int:
+    """Apply the fixes until none is left, each round judged as ``check`` judges (the models the config names and
+    the GPUs' memory too, so the memory findings' fix, the advisor's best config that fits, is applied and
+    re-checked); exit 1 while an error remains."""
+    from wizard.core.check import apply_fixes
+    from wizard.core.plan import plan_from_overrides, plan_overrides
+    from wizard.usecases.assessment import assess
 
     src = _read(args.source, overrides, args.preset, gpus)
-    fixed = autofix_overrides(load_schema(), src.overrides, config_name=src.config_name, moves=load_moves(), gpus=gpus)
+    cache: dict = {}
+
+    def judge(ovs: list[str]):
+        return assess(ovs, config_name=src.config_name, gpus=gpus, cluster=cluster, model_cache=cache).result
+
+    fixed = apply_fixes(plan_from_overrides(src.overrides, config_name=src.config_name), judge)
     corrected = plan_overrides(fixed.plan)
     if args.format == "json":
         print(json.dumps({"overrides": corrected, "applied": fixed.applied, **fixed.result.to_json()}))

@@ -111,7 +111,8 @@ def _micro_moves(values: Mapping, seq: int) -> list[Move]:
             continue
         m = _int(values, micro)
         if m and m > 1:
-            out.append(turn(name, m, m // 2, ((micro, m // 2),)))
+            for smaller in sorted({m // 2, m // 4, 1} - {0}, reverse=True):  # one move to any of them
+                out.append(turn(name, m, smaller, ((micro, smaller),)))
         if m:
             out.append(turn(name, m, 2 * m, ((micro, 2 * m),)))
             # dynamic batching with the same tokens as the micro-batch holds at its longest: packs short samples
@@ -240,4 +241,28 @@ def all_savings(values: Mapping) -> dict:
     util = values.get(f"{R}.gpu_memory_utilization")
     if isinstance(util, (int, float)) and util > 0.3:
         out[f"{R}.gpu_memory_utilization"] = 0.3
+    return out
+
+
+_NAMES = {f"{AF}.param_offload": "param offload", f"{AF}.optimizer_offload": "optimizer offload",
+          f"{AF}.offload_policy": "FSDP2's CPU offload policy (optimizer on the CPU)",
+          f"{M}.enable_gradient_checkpointing": "gradient checkpointing", f"{A}.strategy": "actor strategy",
+          f"{REF}.strategy": "ref strategy", f"{A}.ppo_micro_batch_size_per_gpu": "actor micro-batch",
+          f"{R}.log_prob_micro_batch_size_per_gpu": "log-prob micro-batch",
+          f"{REF}.log_prob_micro_batch_size_per_gpu": "ref micro-batch",
+          f"{R}.gpu_memory_utilization": "gpu_memory_utilization", f"{R}.tensor_model_parallel_size": "rollout TP"}
+
+
+def saving_moves(values: Mapping, target: Mapping) -> list[Move]:
+    """One move per knob that ``target`` sets differently from ``values`` (a seed of the search, in words)."""
+    out = []
+    for key, want in target.items():
+        have = values.get(key)
+        if have == want:
+            continue
+        name = _NAMES.get(key, key.rsplit(".", 1)[-1])
+        if isinstance(want, bool):
+            out.append(Move(name if want else f"no {name}", ((key, want),)))
+        else:
+            out.append(turn(name, have, want, ((key, want),)))
     return out

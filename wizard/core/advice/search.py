@@ -25,8 +25,8 @@ from wizard.core.advice.moves import HARDWARE, METHOD, TUNING, Move, moves_for
 from wizard.core.models.facts import ModelFacts
 from wizard.core.steptime.predict import StepTime, predict_step
 
-BEAM = 5
-DEPTH = 6
+BEAM = 4
+DEPTH = 4
 KIND_ORDER = {TUNING: 0, HARDWARE: 1, METHOD: 2}
 
 
@@ -193,9 +193,29 @@ def advise(values: Mapping, models: Mapping[str, ModelFacts], cluster: Cluster |
     if start.report is None or start.report.unmodelled or start.capacity is None:
         return Advice(fits_now=False, step_seconds=start.seconds)
     seen = {_key(start.values, start.models)}
+    found = _search([start], seen, cluster, smaller)
+    if not start.fits and not any(f.kind != METHOD for f in found):
+        # seeds: every memory saving at once (with the rollout's TP and utilization chosen for it), relaxed toward
+        # speed by the same search; a fit a beam of single moves cannot reach is found this way
+        seeds = [x for x in _seeds(start) if x.fits and _key(x.values, x.models) not in seen]
+        seen |= {_key(x.values, x.models) for x in seeds}
+        found += seeds + _search(seeds, seen, cluster, (), depth=3)
+    ranked = sorted(found, key=lambda s: (KIND_ORDER[s.kind] // 2, s.seconds if s.seconds is not None else math.inf,
+                                          len(s.moves)))
+    out = _distinct(ranked, limit)
+    advice = Advice(fits_now=start.fits, step_seconds=start.seconds,
+                    alternatives=[_alternative(s) for s in out])
+    if not any(a.fits and a.kind != METHOD for a in advice.alternatives) and not start.fits:
+        advice.statement = _nothing_fits(start, advice, cluster)
+    return advice
+
+
+def _search(frontier: list[State], seen: set, cluster: Cluster | None, smaller: Sequence[ModelFacts],
+            depth: int = DEPTH) -> list[State]:
+    """States reachable from ``frontier`` by up to ``depth`` moves that each help (see :func:`_better`): those that
+    fit. The beam keeps the least over memory and the fastest that fit."""
     found: list[State] = []
-    frontier = [start]
-    for _ in range(DEPTH):
+    for _ in range(depth):
         children: list[State] = []
         for parent in frontier:
             for move in moves_for(parent.values, parent.models, parent.cluster, cluster, smaller, parent.moves,
@@ -213,14 +233,23 @@ def advise(values: Mapping, models: Mapping[str, ModelFacts], cluster: Cluster |
         frontier = over[:BEAM] + quick[:2]
         if not frontier:
             break
-    ranked = sorted(found, key=lambda s: (KIND_ORDER[s.kind] // 2, s.seconds if s.seconds is not None else math.inf,
-                                          len(s.moves)))
-    out = _distinct(ranked, limit)
-    advice = Advice(fits_now=start.fits, step_seconds=start.seconds,
-                    alternatives=[_alternative(s) for s in out])
-    if not any(a.fits and a.kind != METHOD for a in advice.alternatives) and not start.fits:
-        advice.statement = _nothing_fits(start, advice, cluster)
-    return advice
+    return found
+
+
+def _seeds(start: State) -> list[State]:
+    from wizard.core.advice.moves import all_savings, saving_moves
+
+    per = max(1, int(start.values.get("trainer.n_gpus_per_node") or 1))
+    tp_now = int(start.values.get("actor_rollout_ref.rollout.tensor_model_parallel_size") or 1)
+    out = []
+    for tp in sorted({tp_now} | {t for t in (1, 2, 4, 8) if t <= per and per % t == 0}):
+        for util in (0.5, 0.7):
+            target = {**all_savings(start.values), "actor_rollout_ref.rollout.tensor_model_parallel_size": tp,
+                      "actor_rollout_ref.rollout.gpu_memory_utilization": util}
+            moves = saving_moves(start.values, target)
+            values = {**start.values, **{k: v for m in moves for k, v in m.changes}}
+            out.append(_state(values, start.models, start.cluster, tuple(moves)))
+    return out
 
 
 def _distinct(ranked: list[State], limit: int) -> list[State]:

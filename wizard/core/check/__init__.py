@@ -8,6 +8,7 @@ from wizard.core.face import face
 
 # The names callers outside this package use, by the module that defines them.
 __getattr__, __all__ = face(__name__, {
+    "apply_fixes": "autofix",
     "autofix_overrides": "autofix",
     "RULES": "rules",
     "Rule": "rules",

@@ -19,7 +19,7 @@ class FixResult:
     result: CheckResult | None = None
 
 
-def autofix(plan: Plan, check) -> FixResult:
+def apply_fixes(plan: Plan, check) -> FixResult:
     """Fix errors one at a time (earliest stage first), re-checking after each: a fix may
     change what the next rule sees. ``check`` is ``overrides -> CheckResult``."""
     applied: list[str] = []
@@ -42,4 +42,4 @@ def autofix_overrides(schema, overrides: list[str], *, config_name: str = "ppo_t
     def run(ovs: list[str]) -> CheckResult:
         return check_overrides(schema, ovs, config_name=config_name, moves=moves, gpus=gpus)
 
-    return autofix(plan_from_overrides(overrides, config_name=config_name), run)
+    return apply_fixes(plan_from_overrides(overrides, config_name=config_name), run)

@@ -1,0 +1,125 @@
+"""The advisor and the step-time prediction: what a user asking "will it fit, and how fast?" is offered."""
+
+import re
+
+import pytest
+
+from tests.helpers.real_records import load_runs
+from wizard.adapters.files.gpu_catalogue import load_gpu_catalogue
+from wizard.adapters.files.resources import load_moves, load_schema
+from wizard.core.advice import METHOD, advise
+from wizard.core.advice.search import deficit
+from wizard.core.check.verdict import check_overrides
+from wizard.core.hardware.cluster import parse_cluster_spec
+from wizard.core.memory.estimate import estimate_memory
+from wizard.core.models.facts import ModelFacts
+from wizard.core.steptime import predict_step
+
+A, AF, R = "actor_rollout_ref.actor", "actor_rollout_ref.actor.fsdp_config", "actor_rollout_ref.rollout"
+Q7 = ModelFacts(source="catalogue", name="Qwen/Qwen2.5-7B-Instruct", model_type="qwen2", hidden_size=3584,
+                intermediate_size=18944, num_layers=28, num_attention_heads=28, num_kv_heads=4, head_dim=128,
+                vocab_size=152064, tie_word_embeddings=False, max_position_embeddings=32768, attention_bias=True)
+Q15 = ModelFacts(source="catalogue", name="Qwen/Qwen2.5-1.5B-Instruct", model_type="qwen2", hidden_size=1536,
+                 intermediate_size=8960, num_layers=28, num_attention_heads=12, num_kv_heads=2, head_dim=128,
+                 vocab_size=151936, tie_word_embeddings=True, max_position_embeddings=32768, attention_bias=True)
+ONE_GPU = ["algorithm.adv_estimator=grpo", f"{R}.name=vllm", f"{R}.n=4", "data.train_batch_size=16",
+           "data.max_prompt_length=512", "data.max_response_length=512", f"{A}.ppo_mini_batch_size=8",
+           f"{A}.ppo_micro_batch_size_per_gpu=8", f"{R}.log_prob_micro_batch_size_per_gpu=16", f"{A}.use_kl_loss=True",
+           "actor_rollout_ref.ref.log_prob_micro_batch_size_per_gpu=16", f"{R}.gpu_memory_utilization=0.4",
+           "trainer.n_gpus_per_node=1", f"{R}.tensor_model_parallel_size=1", "trainer.resume_mode=disable",
+           "trainer.logger=[console]"]
+
+
+def plan(extra=(), gpus="1xH100-80GB", model=None):
+    model = model or (Q15 if any("max_response_length=3072" in e for e in extra) else Q7)
+    cluster = parse_cluster_spec(gpus, load_gpu_catalogue())
+    mp = check_overrides(load_schema(), [*ONE_GPU, *extra], moves=load_moves(), models={"actor": model, "ref": model},
+                         cluster=cluster).memory
+    return mp
+
+
+CASES = [  # (what a user asks, overrides, GPUs)
+    ("7B full fine-tuning on one 80 GB GPU", [], "1xH100-80GB"),
+    ("7B on two 24 GB GPUs", ["trainer.n_gpus_per_node=2"], "2xRTX-4090-24GB"),
+    ("1.5B with 4,096-token samples and a huge micro-batch on one 24 GB GPU",
+     ["data.max_prompt_length=1024", "data.max_response_length=3072", f"{A}.ppo_micro_batch_size_per_gpu=16"],
+     "1xRTX-4090-24GB"),
+    ("7B that vLLM cannot start", [f"{R}.gpu_memory_utilization=0.97"], "1xH200-141GB"),
+]
+
+
+@pytest.mark.parametrize("question,extra,gpus", CASES, ids=[c[0] for c in CASES])
+def test_every_offered_alternative_is_what_re_estimating_it_says(question, extra, gpus):
+    mp = plan(extra, gpus)
+    before, _, _ = deficit(mp.report, mp.values)
+    advice = advise(mp.values, mp.models, mp.cluster)
+    assert advice.alternatives, question
+    for alt in advice.alternatives:
+        values = {**mp.values, **alt.changes}
+        report, _ = estimate_memory(values, mp.models, mp.cluster)
+        after, peak, _ = deficit(report, values)
+        if alt.kind == METHOD:
+            continue  # a smaller model or LoRA: its changes are checked below through the full check
+        assert alt.fits == (after <= 0) and peak == alt.peak_bytes, (question, alt.text)
+        assert after < before, (question, alt.text)  # no change that leaves the plan where it was
+    best = advice.best
+    if not advice.fits_now:
+        assert best is not None and best.fits
+        # one Apply of the best: the memory findings are gone (the fix loop cannot recur)
+        cluster = parse_cluster_spec(gpus, load_gpu_catalogue())
+        result = check_overrides(load_schema(), [*ONE_GPU, *extra, *best.overrides], moves=load_moves(),
+                                 models=mp.models, cluster=cluster)
+        assert not [f.rule for f in result.findings if f.rule.startswith("memory.") and f.severity.value == "error"]
+
+
+def test_a_plan_that_fits_is_offered_faster_ones_that_still_fit():
+    mp = plan([], "1xH200-141GB", Q15)
+    advice = advise(mp.values, mp.models, mp.cluster)
+    assert advice.fits_now and advice.statement is None
+    assert advice.alternatives and all(a.fits for a in advice.alternatives)
+    assert all(a.step_seconds < advice.step_seconds for a in advice.alternatives)
+
+
+def test_nothing_fits_says_so_and_names_the_smallest_change():
+    mp = plan([], "1xRTX-4090-24GB")
+    advice = advise(mp.values, mp.models, mp.cluster, smaller=[Q15])
+    assert advice.best is None and not advice.fits_now
+    assert re.match(r"Nothing on this 24 GiB GPU fits Qwen/Qwen2.5-7B-Instruct full fine-tuning: it needs >= \d+ "
+                    r"such GPUs", advice.statement)
+    method = [a for a in advice.alternatives if a.kind == METHOD]
+    assert method and all(a.fits for a in method) and "Qwen2.5-1.5B-Instruct" in advice.statement
+    # more GPUs are never offered beyond the one the user has
+    assert not [a for a in advice.alternatives if a.kind == "hardware"]
+
+
+def test_more_gpus_only_up_to_the_users_own():
+    mp = plan(["trainer.n_gpus_per_node=1"], "8xRTX-4090-24GB")  # the plan uses 1 of 8
+    advice = advise(mp.values, mp.models, mp.cluster)
+    assert advice.alternatives
+    for a in advice.alternatives:
+        assert int(a.changes.get("trainer.n_gpus_per_node", 1)) <= 8 and int(a.changes.get("trainer.nnodes", 1)) == 1
+
+
+def test_no_step_time_without_the_gpus_speed_and_a_reason_instead():
+    mp = plan([], "1xV100-32GB")
+    st = predict_step(mp.values, mp.models, mp.cluster, mp.report)
+    assert st.seconds is None and "V100" in st.reason
+
+
+def test_step_time_of_the_runs_measured_alone_on_the_h200():
+    # bench/bench_step_time.py prints every run; the runs measured alone (the calibration's) are held to 15 %
+    import importlib.util
+    from pathlib import Path
+
+    root = Path(__file__).resolve().parents[2]
+    spec = importlib.util.spec_from_file_location("bench_step_time", root / "bench" / "bench_step_time.py")
+    bench = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(bench)
+    alone = [c for c in bench.cases(root / "bench" / "data" / "verl_real") if c["alone"]]
+    assert len(alone) >= 3 and len(load_runs(root / "bench" / "data" / "verl_real")) > len(alone)
+    for case in alone:
+        phases, step = bench.predicted(case)
+        assert step == pytest.approx(case["step"], rel=0.15), case["run"]
+        for name, measured in case["measured"].items():
+            if measured >= 2:
+                assert phases[name] == pytest.approx(measured, rel=0.25), (case["run"], name)
