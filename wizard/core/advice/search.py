@@ -197,7 +197,7 @@ def advise(values: Mapping, models: Mapping[str, ModelFacts], cluster: Cluster |
     if not start.fits and not any(f.kind != METHOD for f in found):
         # seeds: every memory saving at once (with the rollout's TP and utilization chosen for it), relaxed toward
         # speed by the same search; a fit a beam of single moves cannot reach is found this way
-        seeds = [x for x in _seeds(start) if x.fits and _key(x.values, x.models) not in seen]
+        seeds = [x for x in _seeds(start, cluster) if x.fits and _key(x.values, x.models) not in seen]
         seen |= {_key(x.values, x.models) for x in seeds}
         found += seeds + _search(seeds, seen, cluster, (), depth=3)
     ranked = sorted(found, key=lambda s: (KIND_ORDER[s.kind] // 2, s.seconds if s.seconds is not None else math.inf,
@@ -236,19 +236,25 @@ def _search(frontier: list[State], seen: set, cluster: Cluster | None, smaller: 
     return found
 
 
-def _seeds(start: State) -> list[State]:
-    from wizard.core.advice.moves import all_savings, saving_moves
+def _seeds(start: State, cluster: Cluster | None) -> list[State]:
+    """Every memory saving at once, for each rollout TP and utilization, on the GPUs the plan uses and on all the
+    GPUs of the user's nodes (a change of hardware)."""
+    from wizard.core.advice.moves import HARDWARE, all_savings, saving_moves, turn
 
-    per = max(1, int(start.values.get("trainer.n_gpus_per_node") or 1))
+    per_now = max(1, int(start.values.get("trainer.n_gpus_per_node") or 1))
+    have = min((n.gpu_count for n in cluster.nodes), default=per_now) if cluster is not None else per_now
     tp_now = int(start.values.get("actor_rollout_ref.rollout.tensor_model_parallel_size") or 1)
     out = []
-    for tp in sorted({tp_now} | {t for t in (1, 2, 4, 8) if t <= per and per % t == 0}):
-        for util in (0.5, 0.7):
-            target = {**all_savings(start.values), "actor_rollout_ref.rollout.tensor_model_parallel_size": tp,
-                      "actor_rollout_ref.rollout.gpu_memory_utilization": util}
-            moves = saving_moves(start.values, target)
-            values = {**start.values, **{k: v for m in moves for k, v in m.changes}}
-            out.append(_state(values, start.models, start.cluster, tuple(moves)))
+    for per in sorted({per_now, max(per_now, have)}):
+        grow = (turn("GPUs per node", per_now, per, (("trainer.n_gpus_per_node", per),), " (all)", HARDWARE),) \
+            if per != per_now else ()
+        for tp in sorted({tp_now} | {t for t in (1, 2, 4, 8) if t <= per and per % t == 0}):
+            for util in (0.5, 0.7):
+                target = {**all_savings(start.values), "actor_rollout_ref.rollout.tensor_model_parallel_size": tp,
+                          "actor_rollout_ref.rollout.gpu_memory_utilization": util}
+                moves = grow + tuple(saving_moves(start.values, target))
+                values = {**start.values, **{k: v for m in moves for k, v in m.changes}}
+                out.append(_state(values, start.models, start.cluster, moves))
     return out
 
 
