@@ -153,8 +153,9 @@ class PlanDocument(QObject):
         self.files, self.overrides, self.notes = {}, [], []  # never the previous plan's files under this one's name
         try:
             self.machine = board_machine(self.plan, self.effective_cluster(), self.machine)
+            # the advisor's search runs on a worker thread when asked (Make it fit), never on an edit
             self.assessment = assess_plan(self.plan, gpus=self.gpus, cluster=self.machine,
-                                          model_cache=self._model_cache, local_files=True)
+                                          model_cache=self._model_cache, local_files=True, advise=False)
             self.files, self.overrides, self.notes = (self.assessment.files, self.assessment.overrides,
                                                       self.assessment.notes)  # the overrides run.sh holds
             self.check_error = None

@@ -41,4 +41,4 @@ def preload(preset: str) -> None:
     from wizard.usecases.plans import preset_plan
 
     plan = preset_plan(preset, None)
-    assess_plan(plan, cluster=board_machine(plan), local_files=True)  # as the document will judge it
+    assess_plan(plan, cluster=board_machine(plan), local_files=True, advise=False)  # as the document will judge it

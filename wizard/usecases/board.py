@@ -40,4 +40,5 @@ def candidate_board(plan: Plan, machine: Cluster, gpus: GpuSpec | None = None,
                     model_cache: dict | None = None) -> BoardState:
     """What the board would show after a drop: the candidate ``plan`` assessed once on ``machine``. Data in, data out:
     safe to run off the GUI thread."""
-    return board_of(assess_plan(plan, gpus=gpus, cluster=machine, model_cache=model_cache, local_files=True))
+    return board_of(assess_plan(plan, gpus=gpus, cluster=machine, model_cache=model_cache, local_files=True,
+                                advise=False))

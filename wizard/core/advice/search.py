@@ -40,7 +40,14 @@ class State:
     deficit: float  # bytes over memory with the estimate's margin (<= 0: fits with the margin)
     peak: int
     capacity: int | None
-    step: StepTime
+    _step: StepTime | None = None
+
+    @property
+    def step(self) -> StepTime:
+        """The predicted step, made when first asked (only states that fit are ranked by it)."""
+        if self._step is None:
+            self._step = predict_step(self.values, self.models, self.cluster, self.report)
+        return self._step
 
     @property
     def fits(self) -> bool:
@@ -139,11 +146,12 @@ def deficit(report: MemoryReport | None, values: Mapping) -> tuple[float, int, i
     if not known:
         return math.inf, 0, None
     over: list[float] = []
+    cfg = read_config(values)
     worst = max(known, key=lambda g: g.peak.total + report.tight_margin(g.capacity_bytes) - g.capacity_bytes)
     peak, cap = worst.peak.total, worst.capacity_bytes
     for g in known:
         over.append(g.peak.total + report.tight_margin(g.capacity_bytes) - g.capacity_bytes)
-        short = engine_start_shortfall(report, values, g)
+        short = engine_start_shortfall(report, values, g, cfg)
         if short is not None:
             free, want, _ = short
             over.append(want - free + report.tight_margin(g.capacity_bytes))
@@ -161,7 +169,7 @@ def deficit(report: MemoryReport | None, values: Mapping) -> tuple[float, int, i
 def _state(values: dict, models: dict, cluster: Cluster | None, moves: tuple[Move, ...]) -> State:
     report, _ = estimate_memory(values, models, cluster)
     d, peak, cap = deficit(report, values)
-    return State(values, models, cluster, moves, report, d, peak, cap, predict_step(values, models, cluster, report))
+    return State(values, models, cluster, moves, report, d, peak, cap)
 
 
 def _key(values: Mapping, models: Mapping) -> tuple:

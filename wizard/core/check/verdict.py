@@ -77,19 +77,22 @@ def check_overrides(
     models: Mapping[str, ModelFacts] | Callable[[dict], Mapping[str, ModelFacts]] | None = None,
     cluster: Cluster | None = None,
     environment: EnvironmentFacts | None = None,
+    advise: bool = True,
 ) -> CheckResult:
     """Compose ``overrides`` as verl would and run every rule.
 
     ``models`` (facts by role: actor/ref/critic/reward) and ``cluster`` (per-GPU memory and links)
     switch on the rules that need them (heads vs TP, context length, memory); without them those
     rules stay silent. ``models`` may be a function of the resolved ``FACT_KEYS`` values (the model
-    paths the config names), so the adapters can look the models up within this one composition.
+    paths the config names), so the adapters can look the models up within this one composition. ``advise``:
+    the memory findings carry the advisor's best config that fits as their fix (a search of a few hundred
+    estimates); without it they point at the advisor instead (the window asks it on a worker thread).
     """
     with composed_view(schema, overrides, config_name=config_name, moves=moves) as composed:
         findings = list(composed.findings)
         ctx = RuleContext(cfg=composed.cfg, variant=schema.variant(composed.engine), set_keys=composed.set_keys, gpus=gpus,
                       cluster=cluster, touched=composed.touched, plain_values=composed.plain_values,
-                      environment=environment)
+                      environment=environment, advise=advise)
         facts = {key: ctx.get(key) for key in FACT_KEYS}
         ctx.models = (models(facts) if callable(models) else models) or {}
         findings.extend(run_rules(ctx))

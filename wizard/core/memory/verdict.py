@@ -14,7 +14,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 
 from wizard.core.hardware.cluster import Cluster
-from wizard.core.memory.config import SAMPLE_TOKENS, read_config
+from wizard.core.memory.config import SAMPLE_TOKENS, MemoryConfig, read_config
 from wizard.core.memory.estimate import GpuEstimate, MemoryReport, estimate_memory
 from wizard.core.memory.phases import PhaseName as P
 from wizard.core.memory.terms import GIB
@@ -80,10 +80,11 @@ def engine_start_blockers(report: MemoryReport, values: Mapping) -> list[tuple[G
     return [(g, "engine_start") for g in report.groups if engine_start_shortfall(report, values, g) is not None]
 
 
-def engine_start_shortfall(report: MemoryReport, values: Mapping, group: GpuEstimate) -> tuple[float, float, float] | None:
+def engine_start_shortfall(report: MemoryReport, values: Mapping, group: GpuEstimate,
+                           cfg: MemoryConfig | None = None) -> tuple[float, float, float] | None:
     """(free, wanted, trainer) bytes when vLLM on ``group`` refuses to start (gpu_worker.init_device: the trainer's
-    params are already on the GPU when the engine starts), else None."""
-    eng = read_config(values).engines["rollout"]
+    params are already on the GPU when the engine starts), else None. ``cfg``: ``read_config(values)`` if at hand."""
+    eng = (cfg or read_config(values)).engines["rollout"]
     load = next((p for p in group.phases if p.name == P.LOAD), None)
     if eng.name == "sglang" or load is None or group.capacity_bytes is None:
         return None

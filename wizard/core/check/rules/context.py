@@ -35,6 +35,8 @@ class RuleContext(ResolvedConfig):
     cluster: "Cluster | None" = None
     # The target Python environment (doctor's probe), when known.
     environment: EnvironmentFacts | None = None
+    # Whether the memory findings search the advisor's alternatives for their fix (see check_overrides).
+    advise: bool = True
 
 
 # The rule ``run_rules`` is running (its ``@rule`` declaration): what ``finding`` takes the id and stage from.

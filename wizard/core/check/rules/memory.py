@@ -87,6 +87,11 @@ def top_terms(group: GpuEstimate, n: int = 4) -> str:
     return ", ".join(f"{t.label} {t.bytes / GIB:.1f}" for t in terms)
 
 
+# The fix of a memory finding when the check does not search (the window searches on a worker thread).
+ADVISOR_ELSEWHERE = ("Make it fit: the advisor lists the configs that fit these GPUs, each re-estimated, fastest "
+                     "first (verl-wizard plan prints them)")
+
+
 def memory_advice(ctx: RuleContext) -> Advice:
     """The advisor's alternatives for this plan on these GPUs (searched once per check, re-estimated each)."""
     if "memory.advice" not in ctx._memo:
@@ -98,6 +103,8 @@ def advice_fix(ctx: RuleContext) -> tuple[str, list[str]]:
     """(the fix's words, the overrides one Apply sets): the advisor's best config that fits, which the memory
     findings all offer (so applying it clears them all), then the next alternatives; where nothing on these GPUs
     fits, the plain statement and no overrides."""
+    if not ctx.advise:
+        return ADVISOR_ELSEWHERE, []
     advice = memory_advice(ctx)
     best = advice.best
     alts = advice.lines(3)
