@@ -41,7 +41,8 @@ def test_every_preset_fits_the_gpus_it_was_written_for(preset):
     proc = run("--preset", preset, "--gpus", PRESET_GPUS[preset], "--format", "json")
     doc = json.loads(proc.stdout)
     assert set(doc) == {"fits", "verdict", "fits_up_to_avg_tokens", "fits_reason", "gpus", "host", "findings",
-                        "step_seconds", "step_reason", "phases_seconds", "step_assumptions", "advice", "advice_statement"}
+                        "step_seconds", "step_reason", "phases_seconds", "step_assumptions", "advice", "advice_statement",
+                        "data", "data_reason"}
     assert doc["fits"] is True and doc["verdict"] in ("fits", "tight") and doc["fits_reason"] is None
     assert len(doc["gpus"]) == GPU_COUNT[preset]
     gpu = doc["gpus"][0]
@@ -175,3 +176,32 @@ def test_check_fix_applies_the_config_that_fits_and_exits_1_while_an_error_remai
     assert "actor_rollout_ref.actor.fsdp_config.offload_policy=True" in fits.stdout and "still an error" not in fits.stderr
     stuck = run_cli("check", "--fix", "--preset", "grpo-1gpu-smoke", "--gpus", "1xRTX-4090-24GB", "--set", SEVEN_B)
     assert stuck.returncode == 1 and "still an error: memory." in stuck.stderr
+
+
+def test_plan_judges_the_train_file_the_config_names_with_the_models_tokenizer(tmp_path):
+    from tests.helpers.tiny_data import write_gsm8k_like
+
+    model = write_tiny_model(tmp_path / "model")
+    data = write_gsm8k_like(tmp_path / "train.parquet", 300)
+    proc = run("--preset", "grpo-1gpu-smoke", "--gpus", "1xH100-80GB", "--set", f"actor_rollout_ref.model.path={model}",
+               "--set", f"data.train_files={data}", "--format", "json")
+    doc = json.loads(proc.stdout)
+    got = doc["data"]
+    assert got["rows"] == 300 and "tokenizer" in got["how"]
+    # "<|im_start|> user how many is 7 and 7 <|im_end|>" and the generation prompt: a handful of tokens each
+    assert 3 <= got["prompt_tokens_mean"] <= 20 and got["prompt_tokens_p95"] >= got["prompt_tokens_mean"]
+    assert got["verdict"].startswith(f"your prompts average {got['prompt_tokens_mean']} tokens")
+    # the step time is predicted at those prompts, not at max_prompt_length
+    assert any(f"prompts average {got['prompt_tokens_mean']} tokens (the train file's)" in a
+               for a in doc["step_assumptions"])
+    text = run("--preset", "grpo-1gpu-smoke", "--gpus", "1xH100-80GB", "--set", f"actor_rollout_ref.model.path={model}",
+               "--set", f"data.train_files={data}", "--response-tokens", "100").stdout
+    assert "on your data (300 rows, prompts tokenized with" in text and "responses average 100 tokens (as stated)" in text
+
+
+def test_plan_says_why_it_did_not_judge_the_data():
+    doc = json.loads(run("--preset", "grpo-1gpu-smoke", "--gpus", "1xH100-80GB", "--set",
+                         "data.train_files=/nonexistent/train.parquet", "--format", "json").stdout)
+    assert doc["data"] is None and doc["data_reason"].startswith("/nonexistent/train.parquet")
+    bad = run("--preset", "grpo-1gpu-smoke", "--gpus", "1xH100-80GB", "--response-tokens", "0")
+    assert_one_line_error(bad, "--response-tokens")

@@ -26,6 +26,10 @@ def add_parser(subparsers) -> None:
     p.add_argument("--cluster", metavar="FILE", help="the cluster as a cluster spec YAML")
     p.add_argument("--ray-address", metavar="ADDR", help="a live Ray cluster's head, HOST:PORT")
     p.add_argument("--python", metavar="PATH", help="the Python that has Ray (for --ray-address; default: this one)")
+    p.add_argument("--response-tokens", type=int, metavar="N",
+                   help="the mean response length you expect, for the step time (default: max_response_length, the "
+                        "worst case; a smoke run's samples show it)")
+    p.add_argument("--no-data", action="store_true", help="do not read data.train_files for its prompt lengths")
     p.add_argument("--format", choices=("text", "json"), default="text")
     p.set_defaults(handler=run_plan, takes_overrides=True)
 
@@ -46,13 +50,27 @@ def run_plan(args, tail: list[str] | None = None) -> int:
     ok = not has_errors(findings)
     from wizard.usecases.advising import plan_advice, step_time
 
-    step = step_time(plan)
+    data, data_why = _train_data(plan, assessment, args)
+    if args.response_tokens is not None and args.response_tokens < 1:
+        raise UsageError("--response-tokens must be a positive number of tokens")
+    step = step_time(plan, data, args.response_tokens)
     advice = plan_advice(plan) if plan.judged is not None else None
     if args.format == "json":
-        print(json.dumps({**plan_json(plan, findings), **speed_json(step, advice)}))
+        print(json.dumps({**plan_json(plan, findings), **speed_json(step, advice),
+                          "data": data.to_json() if data else None, "data_reason": data_why}))
     else:
-        print(render_plan(plan, findings, label, models, step, advice))
+        print(render_plan(plan, findings, label, models, step, advice, data))
     return EXIT_OK if ok else EXIT_ERRORS
+
+
+def _train_data(plan, assessment, args):
+    """(the plan judged on its train file's prompts, why not): read where data.train_files is a local file."""
+    if args.no_data or plan.judged is None:
+        return None, "not read (--no-data)" if args.no_data else "no memory estimate to judge it by"
+    from wizard.usecases.advising import train_data_fit
+
+    facts = assessment.result.facts
+    return train_data_fit(plan, facts.get("data.train_files"), facts.get("actor_rollout_ref.model.path"))
 
 
 # ------------------------------------------------------------------------------------------------
@@ -144,7 +162,7 @@ def _speed_lines(step, advice) -> list[str]:
     return out
 
 
-def render_plan(plan, findings: list[Finding], label: str, models, step=None, advice=None) -> str:
+def render_plan(plan, findings: list[Finding], label: str, models, step=None, advice=None, data=None) -> str:
     from wizard.core.check import where
 
     lines = [f"plan: {label}"]
@@ -167,6 +185,12 @@ def render_plan(plan, findings: list[Finding], label: str, models, step=None, ad
         for note in report.notes:
             lines.append(f"  note: {note}")
     lines.append(_verdict(plan.verdict))
+    if data is not None:
+        lines.append(f"on your data ({data.rows:,} rows, prompts {data.how}): {data.verdict}")
+        sizes = [f"actor micro-batch up to {data.largest_micro_batch}" if data.largest_micro_batch else "",
+                 f"train_batch_size up to {data.largest_train_batch}" if data.largest_train_batch else ""]
+        if any(sizes):
+            lines.append("  fits at these prompts with " + ", ".join(x for x in sizes if x))
     if step is not None:
         lines += _speed_lines(step, advice)
     return "\n".join(lines) + "\n" + findings_text(findings, label)

@@ -9,9 +9,17 @@ from wizard.core.memory import MemoryPlan
 from wizard.core.steptime import StepTime, predict_step
 
 
-def step_time(memory: MemoryPlan) -> StepTime:
-    """The plan's predicted steady step, per phase (``reason`` where it is not modelled)."""
-    return predict_step(memory.values, memory.models, memory.cluster, memory.report)
+def step_time(memory: MemoryPlan, data=None, response_tokens: int | None = None) -> StepTime:
+    """The plan's predicted steady step, per phase (``reason`` where it is not modelled), at the train file's mean
+    prompt (``data``, a DataFit) and the mean response the user expects, where given."""
+    from wizard.core.steptime import PROMPT_TOKENS, RESPONSE_TOKENS
+
+    values = dict(memory.values)
+    if data is not None:
+        values[PROMPT_TOKENS] = data.prompt_tokens_mean
+    if response_tokens:
+        values[RESPONSE_TOKENS] = response_tokens
+    return predict_step(values, memory.models, memory.cluster, memory.report)
 
 
 def plan_advice(memory: MemoryPlan, limit: int = 5) -> Advice:
@@ -22,3 +30,20 @@ def plan_advice(memory: MemoryPlan, limit: int = 5) -> Advice:
     actor = memory.models.get("actor")
     smaller = smaller_in_family(actor.name) if actor is not None else []
     return advise(memory.values, memory.models, memory.cluster, smaller=smaller, limit=limit)
+
+
+def train_data_fit(memory: MemoryPlan, train_files, model_path) -> tuple[object | None, str | None]:
+    """(the plan judged on its train file's prompt lengths, why not) where data.train_files names one readable local
+    file (the first of a list); the model's own tokenizer where its path is a local folder."""
+    from wizard.adapters.files.dataset import DatasetError, prompt_lengths
+    from wizard.core.advice.data import data_fit
+
+    path = train_files[0] if isinstance(train_files, (list, tuple)) and train_files else train_files
+    if not isinstance(path, str) or not path:
+        return None, "data.train_files is not set"
+    try:
+        lengths, rows, how = prompt_lengths(path, model_path if isinstance(model_path, str) else None)
+    except (DatasetError, OSError, ValueError) as exc:
+        return None, f"{path}: {str(exc).splitlines()[0] if str(exc) else type(exc).__name__}"
+    fit = data_fit(memory, lengths, rows, how)
+    return fit, None if fit is not None else f"{path}: no readable prompts"

@@ -444,3 +444,38 @@ def convert_file(in_path: str | os.PathLike, out_path: str | os.PathLike, spec: 
                                         f"{spec.question!r} or {spec.answer!r} and were left out",
                                 fix=None, fix_auto=False))
     return Conversion(first, written, skipped, findings, str(out), str(backup) if backup else None)
+
+
+# ---- prompt lengths for the plan -----------------------------------------------------------------------------------
+
+
+def prompt_lengths(path: str | os.PathLike, model_dir: str | None = None, prompt_key: str = "prompt",
+                   limit: int = 20_000) -> tuple[list[int], int, str]:
+    """(prompt token counts of the first ``limit`` rows, rows in the file, how they were counted): with the model's
+    own tokenizer and chat template where ``model_dir`` is a local folder that has one, else approximated as
+    characters / 4 of the messages' text (stated). DatasetError for a file that cannot be read."""
+    ds = DatasetFile(path)
+    tokenizer = None
+    how = "approximated as characters / 4 (no local tokenizer: the model is not a local folder)"
+    if model_dir and Path(model_dir).is_dir():
+        try:
+            tokenizer = load_tokenizer(model_dir)
+            how = f"tokenized with {model_dir}'s tokenizer and chat template"
+        except DatasetError as exc:
+            how = f"approximated as characters / 4 ({exc})"
+    lengths: list[int] = []
+    rows = 0
+    for batch in ds.iter_batches([prompt_key]):
+        prompts = []
+        for row in batch:
+            rows += 1
+            if len(lengths) + len(prompts) < limit and prompt_problem(row.get(prompt_key)) is None:
+                prompts.append(row[prompt_key])
+        if not prompts:
+            continue
+        if tokenizer is not None:
+            lengths += [n for n in count_prompt_tokens(tokenizer, prompts) if n is not None]
+        else:
+            lengths += [max(1, sum(len(str(m.get("content", ""))) for m in p if isinstance(m, dict)) // 4)
+                        for p in prompts]
+    return lengths, rows, how

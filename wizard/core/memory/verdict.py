@@ -144,5 +144,6 @@ def describe(v: Verdict) -> str:
     if v.cause == "host":
         return f"{v.text()}: a node needs more host memory than it has (see memory.host)"
     spare = (g.capacity_bytes - g.peak.total) / GIB
+    room = f"{spare:.1f} GiB spare" if spare >= 0 else f"{-spare:.1f} GiB over"
     return (f"{v.text()}: worst GPU {g.peak.total / GIB:.1f} of {g.capacity_bytes / GIB:.1f} GiB in the "
-            f"{g.peak.title} phase ({spare:+.1f} GiB spare)")
+            f"{g.peak.title} phase ({room})")

@@ -142,11 +142,11 @@ def predict_step(values: Mapping, models: Mapping[str, ModelFacts], cluster: Clu
     response_max = _int(values, "data.max_response_length", 512)
     lp = min(prompt_max, _int(values, PROMPT_TOKENS, prompt_max))
     lr = min(response_max, _int(values, RESPONSE_TOKENS, response_max))
-    assumptions = [f"prompts average {lp:,} tokens" + ("" if PROMPT_TOKENS in values else
+    assumptions = [f"prompts average {lp:,} tokens" + (" (the train file's)" if PROMPT_TOKENS in values else
                                                         " (data.max_prompt_length: the train file was not read)"),
-                   f"responses average {lr:,} tokens" + ("" if RESPONSE_TOKENS in values else
+                   f"responses average {lr:,} tokens" + (" (as stated)" if RESPONSE_TOKENS in values else
                                                          " (every response runs to data.max_response_length: the "
-                                                         "worst case; state an expected mean to refine)")]
+                                                         "worst case; --response-tokens states an expected mean)")]
     world = max(1, cfg.world)
     seqs = cfg.train_batch_size * cfg.rollout_n
     tokens = seqs * (lp + lr)
