@@ -1,6 +1,6 @@
 """The configurations measured on the H200 (bench/data/verl_real/), in the order the campaign runs them.
 
-    python3 bench/real/campaign_spec.py OUT.json [--side-by-side] [--skip-recorded] [--margin F]
+    python3 bench/real/campaign_spec.py OUT.json [--side-by-side | --timing] [--skip-recorded] [--margin F]
         [--first NAME,NAME,...] [--expect S] [--preflight PYTHON]
 
 Writes campaign.py's input. ``--preflight`` first runs verl's own pre-flight (Hydra compose + validate_config,
@@ -245,11 +245,68 @@ def side_runs() -> list[dict]:
     return [out[0], smoke, *out[1:]]
 
 
+def timing_runs() -> list[dict]:
+    """The step-time campaign (--timing): 12 configurations, each alone on its GPU (never --lanes), 3 steps (two
+    steady ones), each with the step time predicted before it runs (``predicted_step_s``, ``predicted_phases_s``:
+    the calibration never saw them, so bench/bench_step_time.py's error on them is the error on runs left out)."""
+    def g(size, util, strategy="fsdp2", *changes, eager=False):
+        return replace(base(size, util, strategy=strategy, eager=eager), *changes, "trainer.total_training_steps=3")
+
+    lora = (f"{M}.lora_rank=32", f"{M}.lora_alpha=32", f"{M}.target_modules=all-linear", f"{A}.optim.lr=1e-5")
+    offload = (f"{AF}.param_offload=true", f"{AF}.optimizer_offload=true")
+    critic = ("algorithm.adv_estimator=gae", f"{A}.use_kl_loss=false", f"critic.model.path={ROOT}/q1.5b",
+              "critic.strategy=fsdp2", "critic.optim.lr=1e-5", "critic.ppo_micro_batch_size_per_gpu=8",
+              "+critic.model.override_config.attn_implementation=sdpa")
+    plan = [
+        ("time-grpo-0.5b-fsdp2-u0.4", g("0.5b", 0.4), "0.5b"),
+        ("time-grpo-3b-fsdp2-u0.5", g("3b", 0.5), "3b"),
+        ("time-grpo-1.5b-fsdp2-u0.5-eager", g("1.5b", 0.5, eager=True), "1.5b"),
+        ("time-grpo-1.5b-fsdp2-u0.5-resp1024", g("1.5b", 0.5, "fsdp2", "data.max_response_length=1024"), "1.5b"),
+        ("time-grpo-1.5b-fsdp2-u0.5-n8", g("1.5b", 0.5, "fsdp2", f"{R}.n=8"), "1.5b"),
+        ("time-grpo-1.5b-fsdp2-u0.5-batch32", g("1.5b", 0.5, "fsdp2", "data.train_batch_size=32"), "1.5b"),
+        ("time-grpo-1.5b-lora32-fsdp2-u0.5", g("1.5b", 0.5, "fsdp2", *lora), "1.5b"),
+        ("time-grpo-1.5b-fsdp2-offload-u0.5", g("1.5b", 0.5, "fsdp2", *offload), "1.5b"),
+        ("time-grpo-1.5b-fsdp2-policy-u0.5", g("1.5b", 0.5, "fsdp2", f"{AF}.offload_policy=true"), "1.5b"),
+        ("time-grpo-1.5b-nogc-micro4-u0.5", g("1.5b", 0.5, "fsdp2", f"{M}.enable_gradient_checkpointing=false",
+                                              f"{A}.ppo_micro_batch_size_per_gpu=4"), "1.5b"),
+        ("time-ppo-1.5b-critic-fsdp2-u0.4", g("1.5b", 0.4, "fsdp2", *critic), "1.5b"),
+        ("time-grpo-3b-fsdp1-u0.5", g("3b", 0.5, "fsdp"), "3b"),
+    ]
+    out = []
+    for name, args, size in plan:
+        run = verl(name, args, expect_s=330, timeout_s=540)
+        run["steps"] = 3
+        run["predicted_step_s"], run["predicted_phases_s"] = predicted_step(args, size)
+        out.append(run)
+    return out
+
+
+def predicted_step(args: list[str], size: str) -> tuple[float | None, dict]:
+    """The step time plan predicts for these overrides on one H200, before the run (responses at the maximum: the
+    random-weight models run to max_response_length)."""
+    sys.path.insert(0, str(Path(__file__).resolve().parents[2]))
+    from wizard.adapters.files.gpu_catalogue import load_gpu_catalogue
+    from wizard.adapters.files.resources import load_moves, load_schema
+    from wizard.core.check.verdict import check_overrides
+    from wizard.core.hardware.cluster import parse_cluster_spec
+    from wizard.core.memory.config import FLASH_ATTN
+    from wizard.core.models.facts import facts_from_hf_config
+    from wizard.core.steptime import PROMPT_TOKENS, predict_step
+
+    facts = facts_from_hf_config(json.loads((MODELS / MODEL_JSON[size] / "model.json").read_text()), name=size,
+                                 source="config")
+    models = {"actor": facts, "ref": facts, "critic": facts}
+    cluster = parse_cluster_spec("1xH200-141GB", load_gpu_catalogue())
+    mp = check_overrides(load_schema(), args, moves=load_moves(), models=models, cluster=cluster).memory
+    st = predict_step({**mp.values, FLASH_ATTN: False, PROMPT_TOKENS: 440}, models, cluster, mp.report)
+    return (None if st.seconds is None else round(st.seconds, 1)), st.by_name()
+
+
 def main(argv: list[str]) -> int:
     global MARGIN
     if "--margin" in argv:  # the estimate was within a few % of every run so far: a smaller margin packs more runs
         MARGIN = float(argv[argv.index("--margin") + 1])
-    spec = side_runs() if "--side-by-side" in argv else runs()
+    spec = side_runs() if "--side-by-side" in argv else timing_runs() if "--timing" in argv else runs()
     if "--skip-recorded" in argv:  # a later campaign measures only what bench/data/verl_real does not hold yet
         spec = [run for run in spec if not (MODELS / run["name"]).is_dir()]
     if "--first" in argv:  # these names first, in this order (the rest keep theirs)
