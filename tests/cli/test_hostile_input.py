@@ -156,3 +156,36 @@ def test_bad_input_is_a_reason_or_a_finding_never_a_crash(case, files, forker):
     assert "Traceback" not in out and "internal error" not in out, f"{case}:\n{out[-2000:]}"
     if proc.returncode == 2:
         assert len(proc.stderr.strip().splitlines()) == 1, f"{case}: more than one line:\n{proc.stderr[-2000:]}"
+
+
+SPECIAL = {  # issue 31: each of these hung for good (a FIFO) or read until memory ran out (/dev/zero behind a link)
+    "a FIFO as the script": (["check", "{fifo}.sh"], "named pipe"),
+    "a FIFO as the YAML": (["check", "{fifo}.yaml"], "named pipe"),
+    "a FIFO as the plan": (["plan", "{fifo}.json", "--gpus", "8xH100-80GB"], "named pipe"),
+    "a FIFO as --cluster": (["plan", "--preset", "grpo-8gpu", "--cluster", "{fifo}.yaml"], "named pipe"),
+    "a FIFO as --batch": (["check", "--batch", "{fifo}.jsonl"], "named pipe"),
+    "a FIFO as nvidia-smi XML": (["detect", "--nvidia-smi-xml", "{fifo}.xml"], "named pipe"),
+    "/dev/zero as the YAML": (["check", "{zero}.yaml"], "character device"),
+    "/dev/urandom as the script": (["check", "{urandom}.sh"], "character device"),
+    "/dev/zero as --batch": (["check", "--batch", "{zero}.jsonl"], "character device"),
+    "/dev/zero as nvidia-smi XML": (["detect", "--nvidia-smi-xml", "{zero}.xml"], "character device"),
+    "a 20 MiB YAML": (["check", "{big}.yaml"], "more than the 16.0 MiB"),
+}
+
+
+@pytest.mark.parametrize("case", sorted(SPECIAL))
+def test_a_fifo_a_device_or_a_huge_file_is_refused_in_one_line(case, tmp_path, forker):
+    args, words = SPECIAL[case]
+    suffix = os.path.splitext(args[-1] if "{" in args[-1] else next(a for a in args if "{" in a))[1]
+    name = next(a for a in args if "{" in a)
+    path = tmp_path / f"input{suffix}"
+    if name.startswith("{fifo}"):
+        os.mkfifo(path)  # nobody writes into it
+    elif name.startswith("{big}"):
+        with open(path, "wb") as fh:
+            fh.truncate(20 * 1024 * 1024)
+    else:
+        path.symlink_to("/dev/zero" if name.startswith("{zero}") else "/dev/urandom")
+    proc = wizard(forker, *[str(path) if a == name else a for a in args], cwd=tmp_path)
+    assert proc.returncode == 2, f"{case}: exit {proc.returncode}\n{(proc.stdout + proc.stderr)[-2000:]}"
+    assert words in proc.stderr and len(proc.stderr.strip().splitlines()) == 1, proc.stderr
