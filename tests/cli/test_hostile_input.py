@@ -125,6 +125,14 @@ CASES = {
     "a batch of garbage": ["check", "--batch", "{not-utf8.sh}"],
     "--steps 0": ["launch", "--preset", "grpo-1gpu-smoke", "--steps", "0", "--dry-run"],
     "--timeout -1": ["detect", "--ray-address", "127.0.0.1:1", "--timeout", "-1"],
+    # issue 31: these ended in "internal error", exit 3
+    "gpu_memory_utilization=nan, plan": ["plan", "--preset", "grpo-8gpu", "--gpus", "8xH100-80GB", "--set",
+                                         "actor_rollout_ref.rollout.gpu_memory_utilization=nan"],
+    "gpu_memory_utilization=inf, check": ["check", "--preset", "grpo-8gpu", "--gpus", "8xH100-80GB", "--set",
+                                          "actor_rollout_ref.rollout.gpu_memory_utilization=inf"],
+    "a new key of 500 parts, plan": ["plan", "--gpus", "8xH100-80GB", "--", "+" + ".".join(["a"] * 500) + "=1"],
+    "a 5000-character host, plan": ["plan", "--preset", "grpo-8gpu", "--ray-address", "h" * 5000 + ":6379"],
+    "a 5000-character host, detect": ["detect", "--ray-address", "h" * 5000 + ":6379"],
 }
 
 
@@ -189,3 +197,17 @@ def test_a_fifo_a_device_or_a_huge_file_is_refused_in_one_line(case, tmp_path, f
     proc = wizard(forker, *[str(path) if a == name else a for a in args], cwd=tmp_path)
     assert proc.returncode == 2, f"{case}: exit {proc.returncode}\n{(proc.stdout + proc.stderr)[-2000:]}"
     assert words in proc.stderr and len(proc.stderr.strip().splitlines()) == 1, proc.stderr
+
+
+@pytest.mark.parametrize("override,rule", [
+    ("data.train_batch_size=1000000000000000000", "batch.absurd_size"),
+    ("actor_rollout_ref.rollout.n=1000000000000", "batch.absurd_size"),
+    ("actor_rollout_ref.rollout.gpu_memory_utilization=nan", "rollout.memory_fraction_not_a_number"),
+])
+def test_an_absurd_size_is_a_finding_not_a_silent_fit(override, rule, forker):
+    # issue 31: 10**18 prompts per step planned as FITS with no word; nan crashed the plan
+    proc = wizard(forker, "plan", "--preset", "grpo-8gpu", "--gpus", "8xH100-80GB", "--set", override,
+                  "--format", "json")
+    assert proc.returncode in (0, 1), proc.stderr[-2000:]
+    findings = json.loads(proc.stdout)["findings"]
+    assert rule in {f["rule"] for f in findings}, [f["rule"] for f in findings]
