@@ -202,6 +202,8 @@ def stop(key: str | None = None) -> tuple[bool, str]:
     path = socket_path(key)
     if not path.exists():
         return False, "was not running"
+    if not _private(path.parent):
+        return False, f"{path.parent} is not private to this user: nothing there is asked or ended"
     try:
         conn = _connected(path, CONNECT_S)
     except (ConnectionRefusedError, FileNotFoundError):
@@ -272,7 +274,7 @@ def status(key: str | None = None) -> dict | None:
     """The server's answer to a ping (``{"pong": True, "answered": N, "pid": P, "checks": C}``),
     ``{"silent": True}`` when it listens but says nothing within SILENCE_S (suspended), or None when none listens."""
     path = socket_path(key)
-    if not path.exists():
+    if not path.exists() or not _private(path.parent):
         return None
     try:
         with _connected(path, CONNECT_S) as conn:
