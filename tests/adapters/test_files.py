@@ -113,3 +113,30 @@ def test_the_autosave_survives_being_killed_while_it_saves(tmp_path):
         proc.wait()
         assert json.loads((state / "session.json").read_text())["n"] >= 1
     assert len(list(state.iterdir())) <= 2  # session.json and at most the one temp file a kill interrupted
+
+
+@pytest.mark.parametrize("kind", ["fifo", "dev-zero", "dev-urandom", "too-big"])
+def test_a_users_file_is_read_only_when_regular_and_bounded(tmp_path, kind):
+    # issue 31: a FIFO hung every reader; /dev/zero behind a symlink was read until memory ran out
+    path = tmp_path / "run.yaml"
+    if kind == "fifo":
+        os.mkfifo(path)
+        words = "named pipe (FIFO), not a regular file"
+    elif kind == "too-big":
+        with open(path, "wb") as fh:
+            fh.truncate(17 * 1024 * 1024)  # sparse: 17 MiB without writing them
+        words = "17.0 MiB is more than the 16.0 MiB"
+    else:
+        path.symlink_to("/dev/zero" if kind == "dev-zero" else "/dev/urandom")
+        words = "character device, not a regular file"
+    with pytest.raises(ValueError) as exc:
+        read_text(path)
+    assert words in str(exc.value) and "\n" not in str(exc.value)
+
+
+def test_a_bounded_read_reads_a_regular_file_as_text(tmp_path):
+    path = tmp_path / "run.sh"
+    path.write_bytes(b"a\r\nb\n")
+    assert read_text(path) == "a\nb\n"  # as a file opened as text reads it
+    with pytest.raises(ValueError, match="5 bytes is more than the 4 bytes"):
+        read_text(path, limit=4)

@@ -10,7 +10,8 @@ import pytest
 
 from wizard.usecases.hardware import load_cluster_spec_file
 from wizard.adapters.files.gpu_catalogue import load_gpu_catalogue
-from wizard.adapters.machine.nvidia_smi import discover_nvidia_smi_xml, read_nvidia_smi_xml
+from wizard.adapters.machine.nvidia_smi import discover_nvidia_smi_xml
+from wizard.usecases.hardware import read_nvidia_smi_xml
 from wizard.cli import main as cli
 from wizard.core.hardware.cluster import MIB, parse_cluster_spec
 from wizard.core.placement.pools import plan_placement

@@ -6,7 +6,8 @@ from pathlib import Path
 import pytest
 
 from wizard.adapters.files.gpu_catalogue import load_gpu_catalogue
-from wizard.adapters.machine.nvidia_smi import NvidiaSmiError, discover_nvidia_smi_xml, read_nvidia_smi_xml, xml_to_raw
+from wizard.adapters.machine.nvidia_smi import NvidiaSmiError, discover_nvidia_smi_xml, xml_to_raw
+from wizard.usecases.hardware import read_nvidia_smi_xml
 from wizard.core.hardware.topology import nvml_to_discovery
 
 DATA = Path(__file__).resolve().parents[1] / "data" / "gpu"
@@ -51,5 +52,5 @@ def test_other_text_is_refused_in_one_line(text, words):
 def test_missing_file_and_folder(tmp_path):
     with pytest.raises(NvidiaSmiError, match="no such file"):
         read_nvidia_smi_xml(tmp_path / "nope.xml")
-    with pytest.raises(NvidiaSmiError, match="is a folder"):
+    with pytest.raises(NvidiaSmiError, match="is a directory"):
         read_nvidia_smi_xml(tmp_path)

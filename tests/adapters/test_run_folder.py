@@ -48,6 +48,23 @@ def test_the_recorded_run_read_whole(run_dir):
     assert digest.forecast_of(r).steps == 8
 
 
+def test_a_huge_log_is_read_from_its_tail_with_every_line_counted(run_dir, monkeypatch):
+    # issue 31: a 507 MB run.log took 22-24 s for report/samples/timing; the tail is what they read
+    import wizard.adapters.files.run_folder as run_folder
+
+    whole = read_run_folder(run_dir)
+    noise = "(WorkerDict pid=7) WARNING a line a long run repeats\n" * 50_000
+    log = run_dir / "run.log"
+    log.write_text(noise + log.read_text())
+    monkeypatch.setattr(run_folder, "LOG_READ_BYTES", 160_000)  # the recorded log is 143 kB: it and a little noise
+    r = read_run_folder(run_dir)
+    assert r.log_lines == whole.log_lines + 50_000  # counted, not parsed
+    assert r.log_tail[-200:] == whole.log_tail[-200:] and r.state.progress() == (3, 3)  # the steps, from metrics.jsonl
+    assert digest.timing_of(r).steps == digest.timing_of(whole).steps
+    (said,) = [p for p in r.problems if p.startswith("run.log")]
+    assert said.startswith("run.log: its first") and "only the last" in said and "metrics.jsonl" in said
+
+
 def test_a_folder_of_dumps_alone_and_what_is_no_run_folder(tmp_path):
     varied_step(tmp_path / "dumps", step=4)
     r = read_run_folder(tmp_path / "dumps")

@@ -125,6 +125,14 @@ CASES = {
     "a batch of garbage": ["check", "--batch", "{not-utf8.sh}"],
     "--steps 0": ["launch", "--preset", "grpo-1gpu-smoke", "--steps", "0", "--dry-run"],
     "--timeout -1": ["detect", "--ray-address", "127.0.0.1:1", "--timeout", "-1"],
+    # issue 31: these ended in "internal error", exit 3
+    "gpu_memory_utilization=nan, plan": ["plan", "--preset", "grpo-8gpu", "--gpus", "8xH100-80GB", "--set",
+                                         "actor_rollout_ref.rollout.gpu_memory_utilization=nan"],
+    "gpu_memory_utilization=inf, check": ["check", "--preset", "grpo-8gpu", "--gpus", "8xH100-80GB", "--set",
+                                          "actor_rollout_ref.rollout.gpu_memory_utilization=inf"],
+    "a new key of 500 parts, plan": ["plan", "--gpus", "8xH100-80GB", "--", "+" + ".".join(["a"] * 500) + "=1"],
+    "a 5000-character host, plan": ["plan", "--preset", "grpo-8gpu", "--ray-address", "h" * 5000 + ":6379"],
+    "a 5000-character host, detect": ["detect", "--ray-address", "h" * 5000 + ":6379"],
 }
 
 
@@ -156,3 +164,50 @@ def test_bad_input_is_a_reason_or_a_finding_never_a_crash(case, files, forker):
     assert "Traceback" not in out and "internal error" not in out, f"{case}:\n{out[-2000:]}"
     if proc.returncode == 2:
         assert len(proc.stderr.strip().splitlines()) == 1, f"{case}: more than one line:\n{proc.stderr[-2000:]}"
+
+
+SPECIAL = {  # issue 31: each of these hung for good (a FIFO) or read until memory ran out (/dev/zero behind a link)
+    "a FIFO as the script": (["check", "{fifo}.sh"], "named pipe"),
+    "a FIFO as the YAML": (["check", "{fifo}.yaml"], "named pipe"),
+    "a FIFO as the plan": (["plan", "{fifo}.json", "--gpus", "8xH100-80GB"], "named pipe"),
+    "a FIFO as --cluster": (["plan", "--preset", "grpo-8gpu", "--cluster", "{fifo}.yaml"], "named pipe"),
+    "a FIFO as --batch": (["check", "--batch", "{fifo}.jsonl"], "named pipe"),
+    "a FIFO as nvidia-smi XML": (["detect", "--nvidia-smi-xml", "{fifo}.xml"], "named pipe"),
+    "/dev/zero as the YAML": (["check", "{zero}.yaml"], "character device"),
+    "/dev/urandom as the script": (["check", "{urandom}.sh"], "character device"),
+    "/dev/zero as --batch": (["check", "--batch", "{zero}.jsonl"], "character device"),
+    "/dev/zero as nvidia-smi XML": (["detect", "--nvidia-smi-xml", "{zero}.xml"], "character device"),
+    "a 20 MiB YAML": (["check", "{big}.yaml"], "more than the 16.0 MiB"),
+}
+
+
+@pytest.mark.parametrize("case", sorted(SPECIAL))
+def test_a_fifo_a_device_or_a_huge_file_is_refused_in_one_line(case, tmp_path, forker):
+    args, words = SPECIAL[case]
+    suffix = os.path.splitext(args[-1] if "{" in args[-1] else next(a for a in args if "{" in a))[1]
+    name = next(a for a in args if "{" in a)
+    path = tmp_path / f"input{suffix}"
+    if name.startswith("{fifo}"):
+        os.mkfifo(path)  # nobody writes into it
+    elif name.startswith("{big}"):
+        with open(path, "wb") as fh:
+            fh.truncate(20 * 1024 * 1024)
+    else:
+        path.symlink_to("/dev/zero" if name.startswith("{zero}") else "/dev/urandom")
+    proc = wizard(forker, *[str(path) if a == name else a for a in args], cwd=tmp_path)
+    assert proc.returncode == 2, f"{case}: exit {proc.returncode}\n{(proc.stdout + proc.stderr)[-2000:]}"
+    assert words in proc.stderr and len(proc.stderr.strip().splitlines()) == 1, proc.stderr
+
+
+@pytest.mark.parametrize("override,rule", [
+    ("data.train_batch_size=1000000000000000000", "batch.absurd_size"),
+    ("actor_rollout_ref.rollout.n=1000000000000", "batch.absurd_size"),
+    ("actor_rollout_ref.rollout.gpu_memory_utilization=nan", "rollout.memory_fraction_not_a_number"),
+])
+def test_an_absurd_size_is_a_finding_not_a_silent_fit(override, rule, forker):
+    # issue 31: 10**18 prompts per step planned as FITS with no word; nan crashed the plan
+    proc = wizard(forker, "plan", "--preset", "grpo-8gpu", "--gpus", "8xH100-80GB", "--set", override,
+                  "--format", "json")
+    assert proc.returncode in (0, 1), proc.stderr[-2000:]
+    findings = json.loads(proc.stdout)["findings"]
+    assert rule in {f["rule"] for f in findings}, [f["rule"] for f in findings]

@@ -191,3 +191,184 @@ def test_the_folders_watched_are_where_the_checkers_libraries_are():
 
     for lib in (pydantic, omegaconf):  # wherever this Python found them (venv, system or user site)
         assert str(Path(lib.__file__).resolve().parent.parent) in {str(Path(d).resolve()) for d in package_dirs()}
+
+
+# -- issue 31: no one request, client or signal wedges the server ----------------------------------------------------
+
+def sock_of(env) -> str:
+    folder = os.path.join(env["XDG_RUNTIME_DIR"], "verl-wizard")
+    (name,) = [f for f in os.listdir(folder) if f.endswith(".sock")]
+    return os.path.join(folder, name)
+
+
+def raw_request(path: str, payload: bytes) -> dict:
+    """Send ``payload`` as it is on a connection of its own; the server's one-line answer."""
+    import json
+    import socket
+
+    with socket.socket(socket.AF_UNIX, socket.SOCK_STREAM) as s:
+        s.settimeout(60)
+        s.connect(path)
+        s.sendall(payload)
+        data = b""
+        while not data.endswith(b"\n"):
+            chunk = s.recv(65536)
+            if not chunk:
+                break
+            data += chunk
+    return json.loads(data)
+
+
+def test_a_client_that_sends_nothing_or_trickles_holds_no_check_up(env, server, tmp_path):
+    import socket
+    import threading
+
+    path = sock_of(env)
+    silent = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+    silent.connect(path)  # connects, then says nothing
+    trickler = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+    trickler.connect(path)
+    stop = threading.Event()
+
+    def trickle():  # one byte of a request now and then, never a whole line
+        for byte in b'{"argv": ["check", "--", "trainer.nnodes=1"], ':
+            if stop.wait(0.3):
+                return
+            try:
+                trickler.send(bytes([byte]))
+            except OSError:
+                return
+
+    t = threading.Thread(target=trickle)
+    t.start()
+    try:
+        (tmp_path / "run.sh").write_text(BAD)
+        r = wizard(["check", "run.sh"], env, cwd=tmp_path)
+        assert r.returncode == 1 and "must be >= actor.ppo_mini_batch_size" in r.stdout
+        assert "running, 1 check answered" in wizard(["serve", "--status"], env).stdout  # the server answered it
+        silent.settimeout(60)
+        assert silent.recv(1) == b""  # and it dropped the one that said nothing
+        trickler.settimeout(60)
+        assert trickler.recv(1) == b""  # and the one that trickled
+    finally:
+        stop.set()
+        t.join()
+        silent.close()
+        trickler.close()
+
+
+@pytest.mark.parametrize("payload", [
+    b'{"argv": ["check", "--", "trainer.nnodes=1"], "cwd": "/", "env": {"A": "x\\u0000y"}}\n',
+    b'{"argv": ["check", "--", "trainer.nnodes=1"], "cwd": "/", "env": {"A=B": "x"}}\n',
+    b'{"argv": ["check", "--", "trainer.nnodes=1"], "cwd": "/tmp\\u0000x", "env": {}}\n',
+    b'{"argv": ["check", "--", "trainer.nnodes=1\\u0000"], "cwd": "/", "env": {}}\n',
+    b"[" * 200_000 + b"\n",
+    b'["check"]\n',
+    b"\xff\xfe not json\n",
+], ids=["NUL in an env value", "= in an env name", "NUL in the folder", "NUL in argv", "deep nesting",
+        "not an object", "not UTF-8"])
+def test_a_bad_request_gets_an_error_and_the_server_lives(env, server, payload):
+    path = sock_of(env)
+    answer = raw_request(path, payload)
+    assert "error" in answer and answer.get("rc") is None
+    assert raw_request(path, b'{"ping": true}\n')["pong"] is True  # still there
+    assert not gone(server, 0.2)
+
+
+def test_a_suspended_server_costs_a_check_a_moment_and_stop_kills_it(env, server, tmp_path):
+    os.kill(server, signal.SIGSTOP)  # Ctrl-Z: its socket still accepts connections, nobody reads them
+    try:
+        (tmp_path / "run.sh").write_text(BAD)
+        r = wizard(["check", "run.sh"], env, cwd=tmp_path)
+        assert r.returncode == 1 and "must be >= actor.ppo_mini_batch_size" in r.stdout  # checked in-process
+        status = wizard(["serve", "--status"], env)
+        assert status.returncode == 1 and "not answering" in status.stdout
+        stopped = wizard(["serve", "--stop"], env)
+        assert stopped.returncode == 0 and f"killed pid {server}" in stopped.stdout
+        assert gone(server), "the suspended server still runs after --stop"
+        assert not any(f.endswith(".sock") for f in os.listdir(os.path.join(env["XDG_RUNTIME_DIR"], "verl-wizard")))
+    finally:
+        try:
+            os.kill(server, signal.SIGCONT)
+        except ProcessLookupError:
+            pass
+
+
+def test_a_fifo_checked_through_the_server_is_refused_and_the_next_check_is_served(env, server, tmp_path):
+    os.mkfifo(tmp_path / "run.sh")  # issue 31: this wedged the server for 301 s
+    r = wizard(["check", "run.sh"], env, cwd=tmp_path)
+    assert r.returncode == 2 and "named pipe" in r.stderr and len(r.stderr.strip().splitlines()) == 1
+    (tmp_path / "ok.sh").write_text(BAD)
+    assert wizard(["check", "ok.sh"], env, cwd=tmp_path).returncode == 1
+    assert "running, 2 checks answered" in wizard(["serve", "--status"], env).stdout
+
+
+BLOCKING_SERVER = """
+import signal, sys
+from wizard.adapters.processes import resident_server
+
+signal.signal(signal.SIGTERM, lambda *a: sys.exit(0))  # as serve's own handlers: leave through the cleanup
+
+def handle(request):
+    if request["argv"][1] == "block":
+        open(request["argv"][2]).read()  # a FIFO nobody writes: blocks this check for good
+    return {"rc": 0, "stdout": "answered\\n", "stderr": ""}
+
+resident_server.serve(handle, idle_s=120, key="blocking", ready=lambda p: print(p, flush=True))
+"""
+
+
+def test_a_check_that_blocks_holds_up_only_itself(env, tmp_path):
+    # whatever a check may still block on, the others are answered: each runs in a process of its own
+    import json
+    import socket
+
+    fifo = tmp_path / "fifo"
+    os.mkfifo(fifo)
+    proc = subprocess.Popen([sys.executable, "-c", BLOCKING_SERVER], env=env, stdout=subprocess.PIPE, text=True)
+    try:
+        path = proc.stdout.readline().strip()
+        blocked = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+        blocked.settimeout(60)
+        blocked.connect(path)
+        blocked.sendall(json.dumps({"argv": ["check", "block", str(fifo)], "cwd": "/", "env": {}}).encode() + b"\n")
+        assert blocked.recv(1) == b" "  # the blocked check says it is alive
+        for _ in range(3):
+            answer = raw_request(path, json.dumps({"argv": ["check", "x"], "cwd": "/", "env": {}}).encode() + b"\n")
+            assert answer["stdout"] == "answered\n"
+        assert blocked.recv(1) == b" "  # the blocked one still waits, alive
+        with open(f"/proc/{proc.pid}/task/{proc.pid}/children") as f:
+            (child,) = map(int, f.read().split())  # the blocked check's process
+    finally:
+        proc.terminate()
+        proc.wait(timeout=30)
+    assert blocked.recv(1) in (b"", b" ") and gone(child)  # the server's end ends the check it ran
+    blocked.close()
+    assert not os.path.exists(path)  # and it removed its socket on the way out
+
+
+def test_background_refuses_a_folder_another_user_made(env, tmp_path):
+    if os.getuid() != 0:
+        pytest.skip("making a folder another user owns needs root")
+    folder = os.path.join(env["XDG_RUNTIME_DIR"], "verl-wizard")
+    os.makedirs(folder, mode=0o700)
+    victim = tmp_path / "victim.txt"
+    victim.write_text("mine\n")
+    os.symlink(victim, os.path.join(folder, "serve.log"))
+    os.lchown(os.path.join(folder, "serve.log"), 65534, 65534)
+    os.chown(folder, 65534, 65534)  # nobody's, mode 0700: as if that user created it first
+    r = wizard(["serve", "--background", "--idle-minutes", "1"], env)
+    assert r.returncode == 2 and "not private to this user" in r.stderr and len(r.stderr.strip().splitlines()) == 1
+    assert victim.read_text() == "mine\n"
+
+
+def test_background_never_writes_through_a_planted_log_link(env, tmp_path):
+    folder = os.path.join(env["XDG_RUNTIME_DIR"], "verl-wizard")
+    os.makedirs(folder, mode=0o700)
+    victim = tmp_path / "victim.txt"
+    victim.write_text("mine\n")
+    os.symlink(victim, os.path.join(folder, "serve.log"))
+    r = wizard(["serve", "--background", "--idle-minutes", "1"], env)
+    assert r.returncode == 2 and "serve.log: a symbolic link" in r.stderr and len(r.stderr.strip().splitlines()) == 1
+    assert victim.read_text() == "mine\n"
+    assert not [f for f in os.listdir(folder) if f.endswith(".sock")]  # nothing was started

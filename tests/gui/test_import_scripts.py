@@ -2,6 +2,7 @@
 the release branch) ends with the Review step showing that script's values; a script the reader refuses changes
 nothing and says why in one line."""
 
+import os
 from pathlib import Path
 
 import pytest
@@ -51,3 +52,19 @@ def test_a_refused_import_leaves_the_window_as_it_was(window, tmp_path):
     status = start.import_status.text()
     assert "Cannot import" in status and len(status.splitlines()) == 1
     assert (window.doc.plan, window.doc.undo_stack.count(), window.page("review").run_sh.toPlainText()) == before
+
+
+@pytest.mark.parametrize("kind", ["fifo", "dev-zero"])
+def test_opening_a_fifo_or_dev_zero_is_refused_and_the_window_answers(window, tmp_path, kind):
+    # issue 31: the window opening /dev/zero grew to 8 GB, frozen; a FIFO blocked it for good
+    path = tmp_path / "config.yaml"
+    if kind == "fifo":
+        os.mkfifo(path)  # nobody ever writes into it: a read would wait forever
+    else:
+        path.symlink_to("/dev/zero")
+    start = window.start_page
+    before = (window.doc.plan, window.doc.undo_stack.count())
+    assert not start.import_file(str(path))
+    status = start.import_status.text()
+    assert "Cannot import" in status and "not a regular file" in status and len(status.splitlines()) == 1
+    assert (window.doc.plan, window.doc.undo_stack.count()) == before

@@ -173,6 +173,9 @@ def ray_discovery(address: str, python: str | None = None, timeout: float | None
         return discover_ray(address, **kwargs)
     except RayAddressError as exc:
         raise UsageError(str(exc)) from None
+    except UnicodeError:  # the resolver's refusal of a host name over 253 characters, or a label over 63
+        shown = address if len(address) <= 60 else f"{address[:40]}... ({len(address):,} characters)"
+        raise UsageError(f"--ray-address {shown}: not a host name (at most 253 characters, 63 between dots)") from None
 
 
 def hardware(args):

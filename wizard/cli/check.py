@@ -8,6 +8,8 @@ import sys
 from wizard.cli._common import EXIT_ERRORS, EXIT_OK, UsageError, hardware, load_plan_arg, print_findings
 from wizard.core.findings import Finding, Severity, Stage, sort_findings
 
+BATCH_LIMIT = 64 * 1024 * 1024  # bytes of a --batch file: 2,000 cases are ~1 MiB
+
 
 def add_parser(sub) -> None:
     c = sub.add_parser("check", help="check a config the way verl 0.9.1 would, plus the late mistakes")
@@ -144,7 +146,7 @@ def _batch(args, gpus, cluster=None) -> int:
     from wizard.adapters.files.disk import read_text
 
     try:
-        text = read_text(args.batch)
+        text = read_text(args.batch, BATCH_LIMIT)
     except ValueError as exc:
         raise UsageError(str(exc)) from None
     cases = []

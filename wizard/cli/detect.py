@@ -46,7 +46,8 @@ def run_detect(args) -> int:
 def _discover(args, catalogue):
     visible = os.environ.get("CUDA_VISIBLE_DEVICES")
     if args.nvidia_smi_xml:
-        from wizard.adapters.machine.nvidia_smi import NvidiaSmiError, discover_nvidia_smi_xml, read_nvidia_smi_xml
+        from wizard.adapters.machine.nvidia_smi import NvidiaSmiError, discover_nvidia_smi_xml
+        from wizard.usecases.hardware import read_nvidia_smi_xml
 
         try:
             return discover_nvidia_smi_xml(read_nvidia_smi_xml(args.nvidia_smi_xml), visible, catalogue,

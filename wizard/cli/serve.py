@@ -40,12 +40,13 @@ def run_serve(args) -> int:
     if args.status:
         state = resident.status()
         n = state.get("answered", 0) if state else 0
-        said = f"running, {n} check{'' if n == 1 else 's'} answered" if state else "not running"
+        said = ("not running" if not state else "running but not answering (suspended?); verl-wizard serve --stop "
+                "ends it" if state.get("silent") else f"running, {n} check{'' if n == 1 else 's'} answered")
         print(f"verl-wizard serve: {said} ({resident.socket_path()})")
-        return EXIT_OK if state else EXIT_ERRORS
+        return EXIT_OK if state and not state.get("silent") else EXIT_ERRORS
     if args.stop:
-        stopped = resident.stop()
-        print(f"verl-wizard serve: {'stopped' if stopped else 'was not running'}")
+        stopped, said = resident.stop()
+        print(f"verl-wizard serve: {said}")
         return EXIT_OK if stopped else EXIT_ERRORS
     if args.background:
         return _background(args.idle_minutes, resident)
@@ -54,8 +55,10 @@ def run_serve(args) -> int:
     _warm()
     for sig in (signal.SIGTERM, signal.SIGHUP, signal.SIGINT):
         signal.signal(sig, _interrupt)
+    from wizard.adapters.processes import resident_server
+
     try:
-        resident.serve(answer, idle_s=60 * args.idle_minutes,
+        resident_server.serve(answer, idle_s=60 * args.idle_minutes,
                        ready=lambda path: print(f"verl-wizard serve: answering check on {path} (ends after "
                                                 f"{args.idle_minutes:g} idle minutes, or verl-wizard serve --stop)",
                                                 flush=True))
@@ -114,23 +117,24 @@ def _background(idle_minutes: float, resident) -> int:
     # -P: never a wizard.py of the caller's folder; cwd /: no folder held busy; what it says goes to a log beside
     # its socket (a pipe would break once this process is gone)
     cmd = [sys.executable, "-P", "-m", "wizard", "serve", "--idle-minutes", f"{idle_minutes:g}"]
-    folder = resident.socket_dir()
     try:
-        folder.mkdir(mode=0o700, parents=True, exist_ok=True)
-        log = open(folder / "serve.log", "ab")  # noqa: SIM115 - the child keeps it
-    except OSError as exc:
-        print(f"verl-wizard serve: cannot create {folder}: {exc.strerror or exc}", file=sys.stderr)
+        folder = resident.private_dir()  # another user's folder, or a link, is refused: nothing is written there
+        fd = resident.open_log(folder)
+    except resident.ServerError as exc:
+        print(f"verl-wizard serve: {exc}", file=sys.stderr)
         return EXIT_USAGE
-    start = log.tell()
-    with log:
-        proc = subprocess.Popen(cmd, stdin=subprocess.DEVNULL, stdout=log, stderr=log, cwd="/", start_new_session=True)
+    start = os.lseek(fd, 0, os.SEEK_END)
+    try:
+        proc = subprocess.Popen(cmd, stdin=subprocess.DEVNULL, stdout=fd, stderr=fd, cwd="/", start_new_session=True)
+    finally:
+        os.close(fd)
     deadline = time.monotonic() + 60
     while time.monotonic() < deadline:
         if resident.running():
             print(f"verl-wizard serve: running in the background, pid {proc.pid} ({resident.socket_path()})")
             return EXIT_OK
         if proc.poll() is not None:
-            said = (folder / "serve.log").read_bytes()[start:].decode(errors="replace").strip().splitlines()
+            said = _log_tail(folder, start)
             print(f"verl-wizard serve: could not start: {said[-1] if said else f'exit code {proc.returncode}'}",
                   file=sys.stderr)
             return EXIT_USAGE
@@ -138,6 +142,18 @@ def _background(idle_minutes: float, resident) -> int:
     proc.kill()
     print("verl-wizard serve: could not start within a minute", file=sys.stderr)
     return EXIT_USAGE
+
+
+def _log_tail(folder, start: int) -> list[str]:
+    """The lines the server wrote to its log from ``start`` (at most 64 KiB of them, never through a link)."""
+    try:
+        fd = os.open(folder / "serve.log", os.O_RDONLY | os.O_NOFOLLOW)
+    except OSError:
+        return []
+    try:
+        return os.pread(fd, 65536, start).decode(errors="replace").strip().splitlines()
+    finally:
+        os.close(fd)
 
 
 def _warm() -> None:
@@ -157,9 +173,11 @@ def answer(request: dict) -> dict:
         return {"rc": None}  # the client runs it itself
     saved_env, saved_cwd = dict(os.environ), os.getcwd()
     out, err = io.StringIO(), io.StringIO()
+    if any(not k or "=" in str(k) or "\0" in str(k) or "\0" in str(v) for k, v in env.items()):
+        return {"rc": None}  # nothing a process's environment can hold: the client runs it itself
     try:
         os.chdir(cwd)
-    except OSError:
+    except (OSError, ValueError):  # gone, not a folder, a NUL byte
         return {"rc": None}
     switched = _streams.out is not None
     saved_streams = (_streams.out.target, _streams.err.target) if switched else (sys.stdout, sys.stderr)

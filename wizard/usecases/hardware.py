@@ -19,6 +19,18 @@ from wizard.core.hardware import (
 )
 
 
+def read_nvidia_smi_xml(path) -> str:
+    """A saved ``nvidia-smi -q -x`` file: a regular file of at most MAX_XML_CHARS bytes (a FIFO, a device or a
+    bigger file is a one-line NvidiaSmiError), undecodable bytes replaced."""
+    from wizard.adapters.files.disk import read_text
+    from wizard.adapters.machine.nvidia_smi import MAX_XML_CHARS, NvidiaSmiError
+
+    try:
+        return read_text(path, MAX_XML_CHARS, errors="replace")
+    except ValueError as exc:
+        raise NvidiaSmiError(str(exc)) from None
+
+
 def discover_this_machine(visible: str | None, catalogue: GpuCatalogue) -> Discovery:
     """NVML first; where NVML cannot start but nvidia-smi answers, its XML."""
     from wizard.adapters.machine.nvidia_smi import NvidiaSmiError, discover_nvidia_smi_xml, run_nvidia_smi_xml

@@ -15,7 +15,7 @@ from collections.abc import Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from wizard.adapters.files.disk import backup_path, exists, is_dir
+from wizard.adapters.files.disk import backup_path, exists, is_dir, special_file
 from wizard.core.data import (
     ConversionError,
     ConversionSpec,
@@ -56,6 +56,8 @@ class DatasetFile:
             raise DatasetError(f"{self.path}: no such file")
         if is_dir(self.path):
             raise DatasetError(f"{self.path}: is a folder, not a dataset file")
+        if kind := special_file(self.path):
+            raise DatasetError(f"{self.path}: a {kind}, not a regular file (only regular files are read)")
         self.format = _format(self.path)
         self._pq = None
         if self.format == "parquet":

@@ -167,21 +167,74 @@ def _swap_in(folder: Path, staged: dict[str, Path]) -> dict[str, Path]:
     return backups
 
 
-def read_text(path: str | Path) -> str:
-    """Read a user's file; OSError/UnicodeError become one-line ValueErrors."""
-    p = Path(path)
+USER_FILE_LIMIT = 16 * 1024 * 1024  # a config, script, plan or cluster spec: the largest verl YAML is ~40 KiB
+
+
+def _size(n: int) -> str:
+    return f"{n / 1024 / 1024:,.1f} MiB" if n >= 1024 * 1024 else f"{n:,} bytes"
+
+
+def _kind(mode: int) -> str:
+    for test, name in ((stat.S_ISFIFO, "named pipe (FIFO)"), (stat.S_ISCHR, "character device"),
+                       (stat.S_ISBLK, "block device"), (stat.S_ISSOCK, "socket")):
+        if test(mode):
+            return name
+    return "special file"
+
+
+def _refuse_special(path, st: os.stat_result) -> None:
+    if stat.S_ISDIR(st.st_mode):
+        raise ValueError(f"{path}: is a directory, not a file")
+    if not stat.S_ISREG(st.st_mode):
+        raise ValueError(f"{path}: a {_kind(st.st_mode)}, not a regular file (only regular files are read)")
+
+
+def read_bytes(path: str | Path, limit: int = USER_FILE_LIMIT) -> bytes:
+    """A user's file, read only when it is a regular file (a FIFO would block forever, ``/dev/zero`` never ends,
+    behind a symbolic link or not) of at most ``limit`` bytes; anything else is a one-line ValueError that names
+    the limit. The type is checked before opening (opening some devices acts) and again on what was opened."""
     try:
-        return p.read_text(encoding="utf-8")
+        _refuse_special(path, os.stat(path))
+        fd = os.open(path, os.O_RDONLY | os.O_NONBLOCK | os.O_CLOEXEC | getattr(os, "O_NOCTTY", 0))
     except FileNotFoundError:
         raise ValueError(f"{path}: no such file") from None
-    except IsADirectoryError:
-        raise ValueError(f"{path}: is a directory, not a file") from None
     except PermissionError:
         raise ValueError(f"{path}: permission denied") from None
-    except UnicodeDecodeError:
-        raise ValueError(f"{path}: not a UTF-8 text file") from None
+    except ValueError as exc:
+        if "null" in str(exc):
+            raise ValueError(f"{str(path)!r}: not a file name (it holds a NUL byte)") from None
+        raise
     except OSError as exc:
         raise ValueError(f"{path}: {exc.strerror or exc}") from None
+    try:
+        st = os.fstat(fd)
+        _refuse_special(path, st)  # swapped for a FIFO between the look and the open
+        if st.st_size > limit:
+            raise ValueError(f"{path}: {_size(st.st_size)} is more than the {_size(limit)} read of such a file")
+        chunks, size = [], 0
+        while size <= limit:
+            chunk = os.read(fd, min(1 << 20, limit + 1 - size))
+            if not chunk:
+                break
+            chunks.append(chunk)
+            size += len(chunk)
+        if size > limit:  # it grew while read
+            raise ValueError(f"{path}: more than the {_size(limit)} read of such a file")
+        return b"".join(chunks)
+    except OSError as exc:
+        raise ValueError(f"{path}: {exc.strerror or exc}") from None
+    finally:
+        os.close(fd)
+
+
+def read_text(path: str | Path, limit: int = USER_FILE_LIMIT, errors: str = "strict") -> str:
+    """A user's file as UTF-8 text, bounded as ``read_bytes``; OSError/UnicodeError become one-line ValueErrors."""
+    data = read_bytes(path, limit)
+    try:
+        text = data.decode("utf-8", errors=errors)
+    except UnicodeDecodeError:
+        raise ValueError(f"{path}: not a UTF-8 text file") from None
+    return text.replace("\r\n", "\n").replace("\r", "\n")  # as a file opened as text reads it
 
 
 def _stat(path) -> os.stat_result | None:
@@ -200,6 +253,15 @@ def exists(path) -> bool:
 def is_dir(path) -> bool:
     st = _stat(path)
     return st is not None and stat.S_ISDIR(st.st_mode)
+
+
+def special_file(path) -> str | None:
+    """What ``path`` is when it is there but not a regular file or a folder (a FIFO, a device, a socket, through
+    symbolic links): reading it would block or never end. None otherwise."""
+    st = _stat(path)
+    if st is None or stat.S_ISREG(st.st_mode) or stat.S_ISDIR(st.st_mode):
+        return None
+    return _kind(st.st_mode)
 
 
 def is_file(path) -> bool:

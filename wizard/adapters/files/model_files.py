@@ -14,6 +14,7 @@ from dataclasses import dataclass, field
 from math import prod
 from pathlib import Path
 
+from wizard.adapters.files.disk import read_text, special_file
 from wizard.core.findings import Finding, Severity, Stage
 from wizard.core.models import HF_DOWNLOAD
 
@@ -48,12 +49,12 @@ def _finding(rule: str, message: str, fix: str, severity: Severity = Severity.ER
 def _json_file(path: Path, findings: list[Finding], rule: str, what: str):
     """The parsed JSON of ``path``, or None with a finding naming the line and column that broke."""
     try:
-        return json.loads(path.read_text(encoding="utf-8"))
+        return json.loads(read_text(path))
     except json.JSONDecodeError as exc:
         findings.append(_finding(rule, f"{path} is not valid JSON (line {exc.lineno}, column {exc.colno}: {exc.msg}); "
                                  f"transformers cannot read {what}", f"Repair or re-download {path.name}"))
-    except (OSError, UnicodeDecodeError) as exc:
-        findings.append(_finding(rule, f"{path} cannot be read ({type(exc).__name__}: {exc})",
+    except (OSError, ValueError) as exc:  # read_text: one line that names the file
+        findings.append(_finding(rule, f"{path} cannot be read ({exc})",
                                  f"Check the permissions of {path.name}"))
     return None
 
@@ -145,6 +146,8 @@ def _params_of(paths: list[Path], findings: list[Finding]) -> int | None:
 def safetensors_param_count(path: Path, findings: list[Finding] | None = None) -> int | None:
     """Elements of every tensor in a safetensors file, from its header alone (two small reads)."""
     try:
+        if kind := special_file(path):
+            raise ValueError(f"a {kind}, not a regular file")
         with path.open("rb") as fh:
             head = fh.read(8)
             if len(head) < 8:

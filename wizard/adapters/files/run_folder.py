@@ -7,6 +7,7 @@ Reading never raises for a missing or damaged file: what could not be read is li
 
 from __future__ import annotations
 
+import io
 import json
 import os
 import tempfile
@@ -35,6 +36,7 @@ META = "run.json"
 TRACE = "gpus.csv"
 REPORT = "report.md"
 LOG_TAIL = 20000  # lines of run.log kept (the triage reads as many; the report quotes the last 200)
+LOG_READ_BYTES = 32 * 1024 * 1024  # of run.log parsed, from its end: a 500 MB log of a long run is read in ~1 s
 MAX_DUMP_BYTES = 512 << 20  # a dump file larger than this is skipped, not read into memory
 
 
@@ -106,19 +108,43 @@ def _read_plan(folder: Path, record: RunRecord) -> None:
 
 
 def _read_log(path: Path, record: RunRecord) -> None:
+    """run.log's lines into the record; of a log over LOG_READ_BYTES only the last LOG_READ_BYTES are parsed (the
+    triage, the versions and the report read the tail; the series come from metrics.jsonl), the lines before are
+    counted, and a problem says what was skipped."""
     if not path.is_file():
         return
     tail: deque[str] = deque(maxlen=LOG_TAIL)
     try:
-        with open(path, encoding="utf-8", errors="replace") as fh:
-            for line in fh:
-                line = line.rstrip("\n")
-                record.log_lines += 1
-                tail.append(line)
-                record.state.feed(line)
+        with open(path, "rb") as raw:
+            start = max(0, os.fstat(raw.fileno()).st_size - LOG_READ_BYTES)
+            if start:
+                record.log_lines += _count_lines(raw, start)
+                raw.seek(start)
+                record.log_lines += raw.readline().endswith(b"\n")  # the end of a line that began before start
+                record.problems.append(f"{LOG}: its first {start / 2**20:,.0f} MiB ({record.log_lines:,} lines); only "
+                                       f"the last {LOG_READ_BYTES >> 20} MiB are parsed (the series come from {METRICS})")
+            with io.TextIOWrapper(raw, encoding="utf-8", errors="replace") as fh:
+                for line in fh:
+                    line = line.rstrip("\n")
+                    record.log_lines += 1
+                    tail.append(line)
+                    record.state.feed(line)
     except OSError as exc:
         record.problems.append(f"{LOG}: {exc.strerror or exc}")
     record.log_tail = list(tail)
+
+
+def _count_lines(raw, end: int) -> int:
+    """Newlines in the first ``end`` bytes of the binary file ``raw`` (read in chunks: no line is built)."""
+    raw.seek(0)
+    count, left = 0, end
+    while left > 0:
+        chunk = raw.read(min(1 << 23, left))
+        if not chunk:
+            break
+        count += chunk.count(b"\n")
+        left -= len(chunk)
+    return count
 
 
 def _read_metrics(path: Path, state: RunLog, problems: list[str]) -> None:

@@ -10,6 +10,8 @@ from __future__ import annotations
 
 from pathlib import Path
 
+from wizard.adapters.files.disk import exists, read_text
+
 from wizard.core.findings import Finding, Severity, Stage
 from wizard.core.scripts import LaunchScript, MAX_SCRIPT_CHARS, Note, ScriptError, UNREADABLE, read_launch_script
 
@@ -50,13 +52,13 @@ def _look_up(wanted: list[str], files: dict[str, str | None], folder: Path) -> b
 
 
 def _read(path: Path) -> str | None:
+    """A sourced file's text: None when it is not there, UNREADABLE when it is no regular file of at most
+    MAX_SCRIPT_CHARS bytes (a FIFO would block) or not UTF-8."""
+    if not exists(path):
+        return None
     try:
-        if not path.exists():
-            return None
-        if not path.is_file() or path.stat().st_size > MAX_SCRIPT_CHARS:
-            return UNREADABLE
-        return path.read_text(encoding="utf-8")
-    except (OSError, UnicodeDecodeError):
+        return read_text(path, MAX_SCRIPT_CHARS)
+    except ValueError:
         return UNREADABLE
 
 

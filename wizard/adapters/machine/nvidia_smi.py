@@ -11,7 +11,6 @@ import math
 import shutil
 import subprocess
 import xml.etree.ElementTree as ET
-from pathlib import Path
 
 from wizard.core.hardware import Discovery, GpuCatalogue, MAX_GPUS_PER_NODE, MIB, nvml_to_discovery
 
@@ -23,18 +22,6 @@ class NvidiaSmiError(ValueError):
 def discover_nvidia_smi_xml(text: str, visible: str | None = None, catalogue: GpuCatalogue | None = None,
                             origin: str = "nvidia-smi") -> Discovery:
     return nvml_to_discovery(xml_to_raw(text, origin), visible, catalogue, source="nvidia-smi")
-
-
-def read_nvidia_smi_xml(path: str | Path) -> str:
-    path = Path(path)
-    try:
-        return path.read_text(encoding="utf-8", errors="replace")
-    except FileNotFoundError:
-        raise NvidiaSmiError(f"{path}: no such file") from None
-    except IsADirectoryError:
-        raise NvidiaSmiError(f"{path}: is a folder, not an nvidia-smi -q -x file") from None
-    except OSError as exc:
-        raise NvidiaSmiError(f"{path}: cannot read it ({exc.strerror})") from None
 
 
 MAX_XML_CHARS = 16 * 1024 * 1024  # nvidia-smi -q -x of 8 GPUs busy with processes is ~200 KiB

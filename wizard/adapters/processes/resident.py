@@ -12,13 +12,15 @@ client answers "not handled" and the command runs in-process as it always did.
 
 from __future__ import annotations
 
+import errno
 import hashlib
 import json
 import os
+import signal
 import socket
+import struct
 import sys
 import time
-from collections.abc import Callable
 from pathlib import Path
 
 PACKAGE = Path(__file__).resolve().parents[1]
@@ -28,8 +30,14 @@ CHECKOUT_RESOURCES = PACKAGE.parent / "resources" if (PACKAGE.parent / "pyprojec
 # a batch (long), the data check (it imports transformers, which keeps the first caller's environment), help;
 # abbreviations of these too (argparse takes --ve for --verl)
 NOT_FORWARDED = ("--verl", "--batch", "--data", "--help", "--python")
-MAX_MESSAGE = 64 * 1024 * 1024
-ANSWER_TIMEOUT_S = 300.0
+MAX_MESSAGE = 64 * 1024 * 1024  # bytes of an answer (a check's output)
+MAX_REQUEST = 16 * 1024 * 1024  # bytes of a request (argv, folder, environment): a command line is at most 2 MiB
+CONNECT_S = 1.0  # to connect: a listening socket accepts at once, even in a suspended server
+SILENCE_S = 1.5  # the longest a client waits for any byte from the server before it checks in-process
+HEARTBEAT_S = 0.4  # how often a running check says it is alive (a space before its answer)
+CHECK_DEADLINE_S = 120.0  # one check's whole life in the server: then it is ended and its client checks alone
+ANSWER_TIMEOUT_S = CHECK_DEADLINE_S + 10.0
+STOP_GRACE_S = 3.0  # `serve --stop`: how long the server has to end on its own before it is killed
 
 
 def package_dirs() -> list[str]:
@@ -119,12 +127,11 @@ def forward(argv: list[str]) -> int | None:
         return None
     try:
         request = {"argv": argv, "cwd": os.getcwd(), "env": dict(os.environ)}
-        with _connected(path, 2.0) as conn:
-            conn.settimeout(ANSWER_TIMEOUT_S)
+        with _connected(path, CONNECT_S) as conn:
             _send(conn, request)
-            answer = _receive(conn)
+            answer = _receive(conn, ANSWER_TIMEOUT_S)
     except (OSError, ValueError):
-        return None  # no server, a dead one, a deleted working folder: the process answers itself
+        return None  # no server, a dead, suspended or wedged one, a deleted working folder: the process answers
     except KeyboardInterrupt:
         print("verl-wizard: interrupted", file=sys.stderr)
         return 130
@@ -151,7 +158,8 @@ def _write(answer: dict) -> int:
 
 
 def _connected(path: Path, timeout: float) -> socket.socket:
-    """A connection to the socket at ``path`` (OSError when nobody listens), ``timeout`` for connecting."""
+    """A connection to the socket at ``path`` (OSError when nobody listens), ``timeout`` for connecting; then
+    every send and receive waits at most SILENCE_S."""
     conn = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
     conn.settimeout(timeout)
     try:
@@ -159,6 +167,7 @@ def _connected(path: Path, timeout: float) -> socket.socket:
     except BaseException:
         conn.close()
         raise
+    conn.settimeout(SILENCE_S)
     return conn
 
 
@@ -166,37 +175,95 @@ def _send(conn: socket.socket, message: dict) -> None:
     conn.sendall(json.dumps(message).encode() + b"\n")
 
 
-def _receive(conn: socket.socket) -> object:
+def _receive(conn: socket.socket, timeout: float, limit: int = MAX_MESSAGE) -> object:
+    """One JSON line from ``conn``: TimeoutError when nothing at all comes for the socket's timeout (SILENCE_S)
+    or the whole line takes longer than ``timeout``; ValueError when the peer ends or the line passes ``limit``."""
+    deadline = time.monotonic() + timeout
     chunks, size = [], 0
     while True:
+        if time.monotonic() > deadline:
+            raise TimeoutError("no whole answer in time")
         chunk = conn.recv(1 << 16)
         if not chunk:
-            break
+            raise ValueError("no answer")
         chunks.append(chunk)
         size += len(chunk)
-        if chunk.endswith(b"\n") or size > MAX_MESSAGE:
+        if size > limit:
+            raise ValueError("answer too long")
+        if b"\n" in chunk:
             break
-    if not chunks or size > MAX_MESSAGE:
-        raise ValueError("no answer")
-    return json.loads(b"".join(chunks))
+    return json.loads(b"".join(chunks))  # the heartbeat spaces before it are JSON whitespace
 
 
-def stop(key: str | None = None) -> bool:
-    """Ask the server of this code to end: True when one was running."""
+def stop(key: str | None = None) -> tuple[bool, str]:
+    """End the server of this code: (whether one ended, what happened). A server that does not answer the request
+    within SILENCE_S (suspended, wedged), or does not end within STOP_GRACE_S of agreeing, is killed (SIGKILL of
+    the pid that listens on the socket, this user's) and its socket removed; the sentence says so."""
     path = socket_path(key)
     if not path.exists():
-        return False
+        return False, "was not running"
+    if not _private(path.parent):
+        return False, f"{path.parent} is not private to this user: nothing there is asked or ended"
     try:
-        with _connected(path, 5.0) as conn:
-            conn.settimeout(ANSWER_TIMEOUT_S)  # a server busy with a check answers after it
-            _send(conn, {"stop": True})
-            _receive(conn)
+        conn = _connected(path, CONNECT_S)
     except (ConnectionRefusedError, FileNotFoundError):
         path.unlink(missing_ok=True)  # a socket nobody listens on
-        return False
-    except (OSError, ValueError):
-        return False
-    return True
+        return False, "was not running"
+    except OSError as exc:
+        return False, f"cannot reach it on {path} ({exc.strerror or exc}); end it with kill"
+    with conn:
+        pid = _peer_pid(conn)
+        try:
+            _send(conn, {"stop": True})
+            _receive(conn, SILENCE_S)
+            agreed = True
+        except (OSError, ValueError):
+            agreed = False  # suspended or wedged: ended by its pid below
+    if pid is None:
+        return (True, "stopped") if agreed else (False, "not answering, and its process is unknown: end it with kill")
+    if _ended(pid, STOP_GRACE_S if agreed else 0.2):
+        return True, "stopped"
+    try:
+        os.kill(pid, signal.SIGKILL)  # a suspended process ends too
+    except ProcessLookupError:
+        return True, "stopped"
+    _ended(pid, STOP_GRACE_S)
+    try:
+        path.unlink()  # a killed server cannot remove it
+    except OSError:
+        pass
+    why = f"did not end within {STOP_GRACE_S:g} s" if agreed else f"did not answer within {SILENCE_S:g} s"
+    return True, f"stopped: killed pid {pid}, which {why} of being asked (suspended or wedged)"
+
+
+def _peer_pid(conn: socket.socket) -> int | None:
+    """The pid of the process that listens on ``conn``'s other end, when it is this user's (SO_PEERCRED)."""
+    try:
+        creds = conn.getsockopt(socket.SOL_SOCKET, socket.SO_PEERCRED, struct.calcsize("3i"))
+    except (OSError, AttributeError):
+        return None
+    pid, uid, _ = struct.unpack("3i", creds)
+    return pid if pid > 0 and uid == os.getuid() and pid != os.getpid() else None
+
+
+def _ended(pid: int, timeout: float) -> bool:
+    """Whether process ``pid`` ends (or is only a zombie) within ``timeout`` seconds."""
+    deadline = time.monotonic() + timeout
+    while True:
+        try:
+            with open(f"/proc/{pid}/stat", "rb") as fh:
+                if fh.read().rsplit(b")", 1)[1].split()[0] == b"Z":
+                    return True
+        except (FileNotFoundError, ProcessLookupError, IndexError):
+            return True
+        except OSError:
+            try:
+                os.kill(pid, 0)
+            except ProcessLookupError:
+                return True
+        if time.monotonic() > deadline:
+            return False
+        time.sleep(0.05)
 
 
 def running(key: str | None = None) -> bool:
@@ -204,92 +271,47 @@ def running(key: str | None = None) -> bool:
 
 
 def status(key: str | None = None) -> dict | None:
-    """The server's answer to a ping (``{"pong": True, "answered": N}``), ``{"busy": True}`` when it listens but
-    is in the middle of a check, or None when none listens."""
+    """The server's answer to a ping (``{"pong": True, "answered": N, "pid": P, "checks": C}``),
+    ``{"silent": True}`` when it listens but says nothing within SILENCE_S (suspended), or None when none listens."""
     path = socket_path(key)
-    if not path.exists():
+    if not path.exists() or not _private(path.parent):
         return None
     try:
-        with _connected(path, 2.0) as conn:
+        with _connected(path, CONNECT_S) as conn:
             try:
                 _send(conn, {"ping": True})
-                answer = _receive(conn)
+                answer = _receive(conn, SILENCE_S)
             except (TimeoutError, ValueError):
-                return {"busy": True}
+                return {"silent": True}
     except OSError:
         return None
-    return answer if isinstance(answer, dict) else {"busy": True}
+    return answer if isinstance(answer, dict) else {"silent": True}
 
 
 class ServerError(Exception):
     """The server cannot start (one line for the user)."""
 
 
-def serve(handle: Callable[[dict], dict], *, idle_s: float, key: str | None = None,
-          ready: Callable[[Path], None] | None = None) -> None:
-    """Answer requests one at a time until ``idle_s`` pass without one, a stop request, or SIGTERM/SIGINT (the
-    caller's handlers raise); the socket is removed on the way out."""
+def private_dir() -> Path:
+    """The folder of the socket and the log, created private (0700) when missing; ServerError when it is there but
+    not this user's alone (another user made it first, or made it a symbolic link): nothing is put there."""
     folder = socket_dir()
     try:
         folder.mkdir(mode=0o700, parents=True, exist_ok=True)
     except OSError as exc:
         raise ServerError(f"cannot create {folder}: {exc.strerror or exc}") from None
     if not _private(folder):
-        raise ServerError(f"{folder} is not private to this user (mode and owner): refusing to listen there")
-    path = socket_path(key)
-    if running(key):
-        raise ServerError(f"a server of this code already answers on {path}")
-    path.unlink(missing_ok=True)
-    with socket.socket(socket.AF_UNIX, socket.SOCK_STREAM) as listener:
-        try:
-            listener.bind(str(path))
-        except OSError as exc:  # a path too long for a Unix socket, a race with another server
-            raise ServerError(f"cannot listen on {path}: {exc.strerror or exc}") from None
-        os.chmod(path, 0o600)
-        mine = path.stat().st_ino
-        listener.listen(8)
-        if ready:
-            ready(path)
-        try:
-            _loop(listener, handle, idle_s)
-        finally:
-            try:
-                if path.stat().st_ino == mine:  # never a newer server's socket
-                    path.unlink()
-            except OSError:
-                pass
+        raise ServerError(f"{folder} is not private to this user (it must be a folder of this user with mode 0700, "
+                          "not a link): refusing to use it; remove it or set XDG_RUNTIME_DIR")
+    return folder
 
 
-def _loop(listener: socket.socket, handle: Callable[[dict], dict], idle_s: float) -> None:
-    last, answered = time.monotonic(), 0
-    while True:
-        listener.settimeout(max(0.1, idle_s - (time.monotonic() - last)))
-        try:
-            conn, _ = listener.accept()
-        except TimeoutError:
-            return  # idle long enough
-        with conn:
-            conn.settimeout(30.0)
-            try:
-                request = _receive(conn)
-            except (OSError, ValueError):
-                continue
-            if not isinstance(request, dict):
-                continue
-            if request.get("stop"):
-                _reply(conn, {"stopped": True})
-                return
-            if request.get("ping"):
-                _reply(conn, {"pong": True, "answered": answered})
-                continue
-            reply = handle(request)
-            _reply(conn, reply)
-            answered += reply.get("rc") is not None
-        last = time.monotonic()
-
-
-def _reply(conn: socket.socket, message: dict) -> None:
+def open_log(folder: Path) -> int:
+    """The server's log in ``folder``, opened for appending without following a symbolic link (a link planted
+    there would have the server write into someone else's file); ServerError otherwise."""
+    path = folder / "serve.log"
     try:
-        _send(conn, message)
-    except OSError:
-        pass  # the client went away: nothing to answer
+        return os.open(path, os.O_WRONLY | os.O_APPEND | os.O_CREAT | os.O_NOFOLLOW | os.O_CLOEXEC, 0o600)
+    except OSError as exc:
+        why = "a symbolic link" if exc.errno == errno.ELOOP else exc.strerror or str(exc)
+        raise ServerError(f"cannot open {path}: {why}") from None

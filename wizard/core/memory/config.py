@@ -7,6 +7,8 @@ as that default (the type rules report it).
 
 from __future__ import annotations
 
+import math
+
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 
@@ -87,8 +89,9 @@ def _int(values: Mapping, key: str, low: int | None = None) -> int | None:
 
 
 def _float(values: Mapping, key: str) -> float:
+    """A number the estimate can use; 0.0 for anything else (text, nan and inf: a rule says what is wrong)."""
     v = values.get(key)
-    return float(v) if isinstance(v, (int, float)) and not isinstance(v, bool) else 0.0
+    return float(v) if isinstance(v, (int, float)) and not isinstance(v, bool) and math.isfinite(v) else 0.0
 
 
 def _flag(values: Mapping, key: str) -> bool:

@@ -167,7 +167,7 @@ def composed_view(
                     ConfigLoaderImpl._apply_overrides_to_config([p.hydra], cfg)
                 except (HydraException, OmegaConfBaseException) as exc:
                     findings.append(_override_finding(p, one_line(str(exc)), variant, moves))
-                except (TypeError, ValueError, IndexError, KeyError) as exc:  # Hydra's own crash, e.g. ~list.0
+                except (TypeError, ValueError, IndexError, KeyError, RecursionError) as exc:  # Hydra's crash: ~list.0, 500 parts
                     findings.append(_crash_finding(p, exc))
             yield Composed(cfg=cfg, engine=engine, findings=findings, parsed=parsed, plain_values=plain)
         finally:

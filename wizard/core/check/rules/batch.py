@@ -12,6 +12,7 @@ from wizard.core.verl.keys import A, R
 
 TBS = "data.train_batch_size"
 N = f"{R}.n"
+ABSURD_RESPONSES = 10**8  # responses in one step: the largest verl recipes generate ~10^5 (1024 prompts x 64)
 LOSS_AGG_MODES = ("token-mean", "token-sum", "seq-mean-token-sum", "seq-mean-token-mean", "seq-mean-token-sum-norm")
 
 
@@ -335,3 +336,19 @@ def mini_vs_dp(ctx: RuleContext):
                 f"Use {section}.ppo_mini_batch_size=" + " or ".join(str(o) for o in options),
                 [f"{section}.ppo_mini_batch_size={options[0]}"],
             )
+
+
+@rule("batch.absurd_size", Stage.RUNTIME)
+def absurd_size(ctx: RuleContext):
+    """A step of more responses than any run generates: memory is planned per micro batch, so the plan alone would
+    say it fits; most likely a typo."""
+    tbs, n = ctx.int(TBS), ctx.int(N)
+    if tbs is None or n is None or tbs < 1 or n < 1 or tbs * n <= ABSURD_RESPONSES:
+        return
+    yield finding(
+        Severity.WARNING, [TBS, N],
+        f"{TBS} x {N} = {tbs:,} x {n:,} = {tbs * n:.3g} responses to generate per step, beyond any run (verl's "
+        f"largest recipes generate about 10^5); no dataset holds {tbs:,} prompts, and verl's dataloader drops an "
+        "incomplete last batch, so a smaller one gives no step at all. The memory plan is per micro batch: it "
+        "fitting says nothing about this",
+        f"Set the prompts per step and the responses per prompt you meant (e.g. {TBS}=1024 {N}=8)", fix_auto=False)

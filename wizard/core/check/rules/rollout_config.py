@@ -7,6 +7,8 @@ parallelism have their own rules in ``rollout``.
 
 from __future__ import annotations
 
+import math
+
 from wizard.core.findings import Severity
 from wizard.core.check.rules import rule
 from wizard.core.check.rules.context import RuleContext, finding
@@ -102,3 +104,17 @@ def _trace(ctx: RuleContext, s: Section):
         yield _bad(s, [key], f"{key}={value}",
                    "`max_samples_per_step_per_worker` must be a non-negative integer or null.",
                    f"Set {key}=null (trace every sample) or a count >= 0", [f"{key}=null"])
+
+
+@rule("rollout.memory_fraction_not_a_number", None)  # the stage verl builds the section at
+def memory_fraction_not_a_number(ctx: RuleContext):
+    """gpu_memory_utilization=nan or inf: verl passes it on as it is; the engine cannot size its memory with it."""
+    for section in built_sections(ctx, ("RolloutConfig",)):
+        key = f"{section.path}.gpu_memory_utilization"
+        v = ctx.get(key)
+        if isinstance(v, float) and not math.isfinite(v):
+            yield finding(Severity.ERROR, [key],
+                          f"{key}={v} is not a fraction of the GPU's memory; verl hands it to the rollout engine "
+                          "as it is, and vLLM's CacheConfig refuses anything outside 0 < gpu_memory_utilization <= 1 "
+                          "when the engine starts", f"Set {key}=0.5 (verl's default) or the fraction you meant",
+                          [f"{key}=0.5"], fix_auto=False, stage=section.stage)
