@@ -178,6 +178,7 @@ class WizardWindow(PlanFiles, QMainWindow):
         self.pages = pages
         self.findings = FindingsView(header_inside=False)
         self.findings.fix_requested.connect(doc.apply_fix)
+        self.findings.advice_requested.connect(self.open_advice)
         self.findings.go_requested.connect(self.go_to_keys)
         self.findings.environment_requested.connect(lambda: self.go_to(self.page("environment")))
         self.findings_dock.widget().deleteLater()
@@ -340,6 +341,13 @@ class WizardWindow(PlanFiles, QMainWindow):
         complete = page.is_complete()
         self.next_button.setEnabled(index + 1 < len(self.pages) and complete)
         self.nav_hint.setText("" if complete else page.incomplete_hint)
+
+    def open_advice(self) -> None:
+        """Make it fit: the advisor's alternatives for the plan (searched on a worker; Apply is one undo step)."""
+        from wizard.gui.widgets.advice_dialog import AdviceDialog
+
+        self.advice_dialog = AdviceDialog(self.doc, self)
+        self.advice_dialog.open()
 
     def go_to_keys(self, keys: list[str]) -> bool:
         """Show the field of the first key some step has; else the key's line in run.sh."""

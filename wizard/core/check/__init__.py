@@ -14,6 +14,7 @@ __getattr__, __all__ = face(__name__, {
     "Rule": "rules",
     "run_rules": "rules",
     "EnvironmentFacts": "rules.context",
+    "ADVISOR_ELSEWHERE": "rules.memory",
     "where": "rules.memory",
     "ESTIMATORS": "rules.names",
     "KL_TYPES": "rules.names",

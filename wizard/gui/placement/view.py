@@ -133,10 +133,15 @@ class PlacementBoard(QWidget):
         self.zoom_in_action = self._action("Zoom &in", "Zoom in", lambda: self.view.zoom(1.25), QKeySequence.ZoomIn)
         self.zoom_out_action = self._action("Zoom &out", "Zoom out", lambda: self.view.zoom(0.8),
                                             QKeySequence.ZoomOut)
+        self.advice_action = self._action("Make it f&it…", "The configs that fit these GPUs (or run faster), each "
+                                          "estimated again, with the predicted step time", self.open_advice,
+                                          "Ctrl+Shift+F")
         bar = QToolBar("Placement")
         bar.setAccessibleName("Placement tools")
         for act in (self.move_action, self.fit_action, self.zoom_in_action, self.zoom_out_action):
             bar.addAction(act)
+        bar.addSeparator()
+        bar.addAction(self.advice_action)
         bar.addSeparator()
         bar.addAction(self.doc.undo_stack.createUndoAction(self, "Undo"))
         bar.addAction(self.doc.undo_stack.createRedoAction(self, "Redo"))
@@ -189,8 +194,24 @@ class PlacementBoard(QWidget):
             self.findings.addItem(finding_item(f, f.rule))
         if not state.findings:
             self.findings.addItem("No findings")
-        self.headline.setText(headline(state))
+        self.headline.setText(headline(state) + self._step_words())
         self.findings_changed.emit(list(state.findings))
+
+    def _step_words(self) -> str:
+        """" · step about 31 s" beside the verdict (a prediction of a few terms: cheap enough for every redraw)."""
+        if self.doc.assessment is None:
+            return ""
+        from wizard.usecases.advising import step_time
+
+        step = step_time(self.doc.assessment.memory)
+        return "" if step.seconds is None else f" · a step about {step.seconds:.0f} s (predicted)"
+
+    def open_advice(self) -> None:
+        """Make it fit (or Faster): the advisor's alternatives, searched on a worker; Apply is one undo step."""
+        from wizard.gui.widgets.advice_dialog import AdviceDialog
+
+        self.advice_dialog = AdviceDialog(self.doc, self)
+        self.advice_dialog.open()
 
     def restyle(self) -> None:
         """Draw the board again in the theme's colours (the theme changed)."""

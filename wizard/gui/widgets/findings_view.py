@@ -45,6 +45,7 @@ class FindingsView(QWidget):
     fix_requested = Signal(object)  # Finding
     go_requested = Signal(list)  # the keys of the finding the user wants to see
     environment_requested = Signal()  # an environment finding: show the Environment step
+    advice_requested = Signal()  # a memory finding: the advisor's alternatives (Make it fit)
 
     def __init__(self, parent: QWidget | None = None, header_inside: bool = True) -> None:
         super().__init__(parent)
@@ -161,9 +162,12 @@ class FindingsView(QWidget):
     def _selection_changed(self, *_) -> None:
         finding = self._selected()
         environment = finding is not None and about_environment(finding)
-        self.fix_button.setEnabled(bool(finding and plan_fix(finding)))
+        advisor = finding is not None and _asks_advisor(finding)
+        self.fix_button.setText("Make it f&it…" if advisor else "&Apply fix")
+        self.fix_button.setEnabled(bool(finding and (plan_fix(finding) or advisor)))
         self.fix_button.setToolTip("Not a plan setting: fix the environment itself (see the Fix line)" if environment
-                                   else "Apply the selected finding's fix to the plan")
+                                   else "The configs that fit these GPUs, each estimated again, fastest first"
+                                   if advisor else "Apply the selected finding's fix to the plan")
         self.go_button.setText("&Show the Environment step" if environment else "&Show the field")
         self.go_button.setEnabled(bool(finding and (finding.keys or environment)))
         if finding is None:
@@ -172,7 +176,9 @@ class FindingsView(QWidget):
 
     def _apply_selected(self) -> None:
         finding = self._selected()
-        if finding is not None and plan_fix(finding):
+        if finding is not None and _asks_advisor(finding):
+            self.advice_requested.emit()
+        elif finding is not None and plan_fix(finding):
             self.fix_requested.emit(finding)
 
     def _go_selected(self) -> None:
@@ -200,6 +206,13 @@ class FindingsView(QWidget):
                 self.tree.setCurrentItem(item)
                 return True
         return False
+
+
+def _asks_advisor(finding: Finding) -> bool:
+    """A memory finding whose fix is the advisor's search (the window runs it when asked)."""
+    from wizard.core.check import ADVISOR_ELSEWHERE
+
+    return finding.fix == ADVISOR_ELSEWHERE and not finding.fix_overrides
 
 
 def _item(f: Finding, colours: dict[str, str]) -> QTreeWidgetItem:

@@ -1,0 +1,74 @@
+"""Make it fit, on real widgets: the advisor's alternatives searched off the GUI thread, one Apply lands a plan
+that fits, and one undo takes it back."""
+
+import pytest
+
+pytest.importorskip("PySide6")
+
+from PySide6.QtCore import Qt  # noqa: E402
+
+from wizard.core.hardware import parse_gpu_spec  # noqa: E402
+from wizard.core.plan.convert import apply_overrides  # noqa: E402
+from wizard.gui.document import PlanDocument  # noqa: E402
+from wizard.gui.placement import PlacementBoard  # noqa: E402
+
+pytestmark = pytest.mark.gui
+SEVEN_B = "actor_rollout_ref.model.path=Qwen/Qwen2.5-7B-Instruct"
+
+
+@pytest.fixture
+def board(qtbot):
+    doc = PlanDocument(autosave=False)
+    doc.load_preset("grpo-1gpu-smoke")
+    doc.set_gpus(parse_gpu_spec("1xH100-80GB"))
+    doc.set_plan(apply_overrides(doc.plan, [SEVEN_B]))
+    doc.undo_stack.clear()
+    board = PlacementBoard(doc)
+    qtbot.addWidget(board)
+    board.resize(1400, 800)
+    board.show()
+    qtbot.waitExposed(board)
+    return board
+
+
+def memory_errors(doc) -> list[str]:
+    return [f.rule for f in doc.findings if f.rule.startswith("memory.") and f.severity.value == "error"]
+
+
+def test_make_it_fit_applies_an_alternative_that_fits_as_one_undo_step(board, qtbot):
+    doc = board.doc
+    assert doc.assessment.memory.verdict.fits is False and memory_errors(doc)
+    assert "a step about" in board.headline.text()  # the predicted step beside the verdict
+    board.advice_action.trigger()
+    dialog = board.advice_dialog
+    assert dialog.windowTitle() == "Make it fit"
+    qtbot.waitUntil(lambda: dialog.table.rowCount() > 0, timeout=60_000)
+    # side by side: what changes, its kind, the peak per GPU, the step time, the verdict; the keys in the tooltip
+    first = [dialog.table.item(0, c).text() for c in range(dialog.table.columnCount())]
+    assert first[1] == "tuning" and "of 79.6 GiB" in first[2] and first[3].endswith(" s") and first[4] == "fits"
+    assert "actor_rollout_ref." in dialog.table.item(0, 0).toolTip()
+    assert dialog.apply_button.isEnabled()
+    qtbot.mouseClick(dialog.apply_button, Qt.LeftButton)
+    assert doc.assessment.memory.verdict.fits is True and not memory_errors(doc)
+    assert doc.undo_stack.count() == 1 and doc.undo_stack.undoText().startswith("Make it fit: ")
+    doc.undo_stack.undo()
+    assert doc.assessment.memory.verdict.fits is False
+
+
+def test_the_findings_dock_offers_make_it_fit_on_a_memory_finding(qtbot):
+    from wizard.gui.widgets.findings_view import FindingsView
+
+    doc = PlanDocument(autosave=False)
+    doc.load_preset("grpo-1gpu-smoke")
+    doc.set_gpus(parse_gpu_spec("1xH100-80GB"))
+    doc.set_plan(apply_overrides(doc.plan, [SEVEN_B]))
+    view = FindingsView()
+    qtbot.addWidget(view)
+    view.set_findings(doc.findings)
+    item = next(view.tree.topLevelItem(i) for i in range(view.tree.topLevelItemCount())
+                if view.tree.topLevelItem(i).data(0, Qt.UserRole) is not None
+                and view.tree.topLevelItem(i).data(0, Qt.UserRole).rule == "memory.gpu_oom")
+    view.tree.setCurrentItem(item)
+    assert view.fix_button.text().replace("&", "") == "Make it fit…" and view.fix_button.isEnabled()
+    with qtbot.waitSignal(view.advice_requested, timeout=2000):
+        qtbot.mouseClick(view.fix_button, Qt.LeftButton)
