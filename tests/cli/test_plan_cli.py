@@ -42,7 +42,7 @@ def test_every_preset_fits_the_gpus_it_was_written_for(preset):
     doc = json.loads(proc.stdout)
     assert set(doc) == {"fits", "verdict", "fits_up_to_avg_tokens", "fits_reason", "gpus", "host", "findings",
                         "step_seconds", "step_reason", "phases_seconds", "step_assumptions", "advice", "advice_statement",
-                        "data", "data_reason"}
+                        "data", "data_reason", "forecast", "forecast_reason"}
     assert doc["fits"] is True and doc["verdict"] in ("fits", "tight") and doc["fits_reason"] is None
     assert len(doc["gpus"]) == GPU_COUNT[preset]
     gpu = doc["gpus"][0]
@@ -205,3 +205,17 @@ def test_plan_says_why_it_did_not_judge_the_data():
     assert doc["data"] is None and doc["data_reason"].startswith("/nonexistent/train.parquet")
     bad = run("--preset", "grpo-1gpu-smoke", "--gpus", "1xH100-80GB", "--response-tokens", "0")
     assert_one_line_error(bad, "--response-tokens")
+
+
+def test_plan_forecasts_the_run_from_the_predicted_step(tmp_path):
+    from tests.helpers.tiny_data import write_gsm8k_like
+
+    data = write_gsm8k_like(tmp_path / "train.parquet", 640)
+    doc = json.loads(run("--preset", "grpo-1gpu-smoke", "--gpus", "1xH100-80GB", "--set", f"data.train_files={data}",
+                         "--set", "trainer.total_training_steps=null", "--set", "trainer.total_epochs=2",
+                         "--format", "json").stdout)
+    fc = doc["forecast"]
+    batch = 16  # the preset's data.train_batch_size
+    assert fc["steps"] == 2 * (640 // batch) and fc["schedule"].startswith("2 epochs")
+    assert fc["training_s"] == pytest.approx(fc["steps"] * doc["step_seconds"], rel=0.01)
+    assert any("start-up" in a for a in fc["assumptions"])

@@ -55,12 +55,29 @@ def run_plan(args, tail: list[str] | None = None) -> int:
         raise UsageError("--response-tokens must be a positive number of tokens")
     step = step_time(plan, data, args.response_tokens)
     advice = plan_advice(plan) if plan.judged is not None else None
+    run = _forecast(step, overrides, config_name, data)
     if args.format == "json":
         print(json.dumps({**plan_json(plan, findings), **speed_json(step, advice),
-                          "data": data.to_json() if data else None, "data_reason": data_why}))
+                          "data": data.to_json() if data else None, "data_reason": data_why,
+                          "forecast": run.to_json() if not isinstance(run, str) else None,
+                          "forecast_reason": run if isinstance(run, str) else None}))
     else:
-        print(render_plan(plan, findings, label, models, step, advice, data))
+        print(render_plan(plan, findings, label, models, step, advice, data, run))
     return EXIT_OK if ok else EXIT_ERRORS
+
+
+def _forecast(step, overrides: list[str], config_name: str, data):
+    """The full run's time (the schedule's steps x the predicted step), or why there is none."""
+    if step.seconds is None:
+        return f"no step time ({step.reason})"
+    from wizard.core.plan import plan_from_overrides
+    from wizard.core.run import predicted_forecast, schedule_of
+
+    try:
+        schedule = schedule_of(plan_from_overrides(overrides, config_name=config_name))
+    except ValueError as exc:
+        return f"the schedule cannot be read ({exc})"
+    return predicted_forecast(step.seconds, schedule, dataset_size=data.rows if data else None)
 
 
 def _train_data(plan, assessment, args):
@@ -162,7 +179,8 @@ def _speed_lines(step, advice) -> list[str]:
     return out
 
 
-def render_plan(plan, findings: list[Finding], label: str, models, step=None, advice=None, data=None) -> str:
+def render_plan(plan, findings: list[Finding], label: str, models, step=None, advice=None, data=None,
+                run=None) -> str:
     from wizard.core.check import where
 
     lines = [f"plan: {label}"]
@@ -193,6 +211,8 @@ def render_plan(plan, findings: list[Finding], label: str, models, step=None, ad
             lines.append("  fits at these prompts with " + ", ".join(x for x in sizes if x))
     if step is not None:
         lines += _speed_lines(step, advice)
+    if run is not None:
+        lines.append(f"forecast: {run}" if isinstance(run, str) else f"forecast: {run.line()}")
     return "\n".join(lines) + "\n" + findings_text(findings, label)
 
 

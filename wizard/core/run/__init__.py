@@ -60,6 +60,7 @@ __getattr__, __all__ = face(__name__, {
     "advise": "timing.advice",
     "Forecast": "timing.forecast",
     "forecast": "timing.forecast",
+    "predicted_forecast": "timing.forecast",
     "schedule_of": "timing.forecast",
     "TimingSummary": "timing.steps",
     "fmt_rate": "timing.steps",

@@ -141,3 +141,21 @@ def forecast(summary: TimingSummary, schedule: Schedule, *, dataset_size: int | 
 
 
 __all__ = ["Forecast", "Schedule", "schedule_of", "forecast"]
+
+
+def predicted_forecast(step_s: float, schedule: Schedule, *, dataset_size: int | None) -> Forecast | str:
+    """The full run's time before it starts: the schedule's steps x the predicted steady step (``wizard.core.
+    steptime``); validation, start-up and the first step's warm-up are not predicted and say so."""
+    got = _steps(schedule, dataset_size)
+    if isinstance(got, str):
+        if dataset_size is None and not schedule.own_steps:
+            return "the number of steps needs the training set's size (data.train_files is not a readable local file)"
+        return got
+    steps, how = got
+    notes = ["every step as long as the predicted steady step; RL steps often grow as responses lengthen",
+             "start-up (engines and model load: 4-5 minutes in the H200 runs), the first step's warm-up and "
+             "validation are not counted", *schedule.notes]
+    training = steps * step_s
+    return Forecast(steps=steps, step_s=step_s, training_s=training, validations=0, validation_s=0.0,
+                    startup_s=None, warmup_s=0.0, total_s=training, n_gpus=schedule.n_gpus, schedule=how,
+                    assumptions=notes)
