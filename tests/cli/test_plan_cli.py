@@ -196,7 +196,7 @@ def test_plan_judges_the_train_file_the_config_names_with_the_models_tokenizer(t
                for a in doc["step_assumptions"])
     text = run("--preset", "grpo-1gpu-smoke", "--gpus", "1xH100-80GB", "--set", f"actor_rollout_ref.model.path={model}",
                "--set", f"data.train_files={data}", "--response-tokens", "100").stdout
-    assert "on your data (300 rows, prompts tokenized with" in text and "responses average 100 tokens (as stated)" in text
+    assert "on your data (300 rows, prompts tokenized with" in text and "responses average 100 tokens (as given)" in text
 
 
 def test_plan_says_why_it_did_not_judge_the_data():
@@ -219,3 +219,14 @@ def test_plan_forecasts_the_run_from_the_predicted_step(tmp_path):
     assert fc["steps"] == 2 * (640 // batch) and fc["schedule"].startswith("2 epochs")
     assert fc["training_s"] == pytest.approx(fc["steps"] * doc["step_seconds"], rel=0.01)
     assert any("start-up" in a for a in fc["assumptions"])
+
+
+def test_plan_takes_the_mean_response_from_a_smoke_run():
+    run_folder = Path(__file__).resolve().parents[1] / "data" / "verl-run-h200"  # its last step: 326.7 tokens
+    doc = json.loads(run("--preset", "grpo-1gpu-smoke", "--gpus", "1xH100-80GB", "--response-tokens-from",
+                         str(run_folder), "--format", "json").stdout)
+    worst = json.loads(run("--preset", "grpo-1gpu-smoke", "--gpus", "1xH100-80GB", "--format", "json").stdout)
+    assert any("responses average 327 tokens (as given)" in a for a in doc["step_assumptions"])
+    assert doc["step_seconds"] < worst["step_seconds"]  # shorter responses than max_response_length: a shorter step
+    assert_one_line_error(run("--preset", "grpo-1gpu-smoke", "--response-tokens-from", "/nonexistent"),
+                          "--response-tokens-from")

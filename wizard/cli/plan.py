@@ -29,6 +29,8 @@ def add_parser(subparsers) -> None:
     p.add_argument("--response-tokens", type=int, metavar="N",
                    help="the mean response length you expect, for the step time (default: max_response_length, the "
                         "worst case; a smoke run's samples show it)")
+    p.add_argument("--response-tokens-from", metavar="RUN_FOLDER",
+                   help="take the mean response length from a smoke run's last step (its run folder)")
     p.add_argument("--no-data", action="store_true", help="do not read data.train_files for its prompt lengths")
     p.add_argument("--format", choices=("text", "json"), default="text")
     p.set_defaults(handler=run_plan, takes_overrides=True)
@@ -51,9 +53,7 @@ def run_plan(args, tail: list[str] | None = None) -> int:
     from wizard.usecases.advising import plan_advice, step_time
 
     data, data_why = _train_data(plan, assessment, args)
-    if args.response_tokens is not None and args.response_tokens < 1:
-        raise UsageError("--response-tokens must be a positive number of tokens")
-    step = step_time(plan, data, args.response_tokens)
+    step = step_time(plan, data, _response_tokens(args))
     advice = plan_advice(plan) if plan.judged is not None else None
     run = _forecast(step, overrides, config_name, data)
     if args.format == "json":
@@ -64,6 +64,23 @@ def run_plan(args, tail: list[str] | None = None) -> int:
     else:
         print(render_plan(plan, findings, label, models, step, advice, data, run))
     return EXIT_OK if ok else EXIT_ERRORS
+
+
+def _response_tokens(args) -> int | None:
+    """The mean response length the user states, or a smoke run's (``--response-tokens-from``)."""
+    if args.response_tokens is not None and args.response_tokens < 1:
+        raise UsageError("--response-tokens must be a positive number of tokens")
+    if args.response_tokens_from:
+        if args.response_tokens is not None:
+            raise UsageError("give --response-tokens or --response-tokens-from, not both")
+        from wizard.adapters.files.run_folder import RunFolderError
+        from wizard.usecases.runs import mean_response_tokens
+
+        try:
+            return mean_response_tokens(args.response_tokens_from)[0]
+        except (RunFolderError, ValueError, OSError) as exc:
+            raise UsageError(f"--response-tokens-from: {str(exc).splitlines()[0]}") from None
+    return args.response_tokens
 
 
 def _forecast(step, overrides: list[str], config_name: str, data):

@@ -54,3 +54,15 @@ def write_run_report(record: RunRecord, environment: dict | None = None,
     path = Path(out) if out else Path(record.path) / REPORT
     write_atomic(path, text)
     return path, text
+
+
+def mean_response_tokens(path: str | Path) -> tuple[int, int]:
+    """(the mean response length of a run's last training step, that step) from its folder's metrics: what a smoke
+    run says a plan's responses will average (RunFolderError when it is no run folder, ValueError when no step
+    finished)."""
+    record = read_run_folder(path)
+    series = [(s, v) for s, v in record.state.series.get("response_length/mean", ()) if v == v]
+    if not series:
+        raise ValueError(f"{path}: no training step finished (no response_length/mean in its metrics)")
+    step, mean = max(series)
+    return max(1, round(mean)), step

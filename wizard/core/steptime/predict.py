@@ -144,7 +144,7 @@ def predict_step(values: Mapping, models: Mapping[str, ModelFacts], cluster: Clu
     lr = min(response_max, _int(values, RESPONSE_TOKENS, response_max))
     assumptions = [f"prompts average {lp:,} tokens" + (" (the train file's)" if PROMPT_TOKENS in values else
                                                         " (data.max_prompt_length: the train file was not read)"),
-                   f"responses average {lr:,} tokens" + (" (as stated)" if RESPONSE_TOKENS in values else
+                   f"responses average {lr:,} tokens" + (" (as given)" if RESPONSE_TOKENS in values else
                                                          " (every response runs to data.max_response_length: the "
                                                          "worst case; --response-tokens states an expected mean)")]
     world = max(1, cfg.world)
