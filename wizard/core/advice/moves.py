@@ -158,6 +158,9 @@ def _engine_moves(values: Mapping, cfg, cluster: Cluster | None) -> list[Move]:
         out.append(turn("rollout TP", eng.tp, eng.tp // 2, ((f"{R}.tensor_model_parallel_size", eng.tp // 2),)))
     if eng.enforce_eager:
         out.append(Move("CUDA graphs on (faster decoding)", ((f"{R}.enforce_eager", False),)))
+    if eng.max_num_seqs >= 64:  # vLLM sizes its activations and sampler for this many sequences at once
+        out.append(turn("max_num_seqs", eng.max_num_seqs, eng.max_num_seqs // 2,
+                        ((f"{R}.max_num_seqs", eng.max_num_seqs // 2),)))
     return out
 
 
