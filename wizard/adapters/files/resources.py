@@ -19,7 +19,7 @@ DEFAULT_VERL = "0.9.1"
 def _files():
     """``resources/`` beside the package in a source checkout (so a checkout, a git worktree say, reads its own
     files even where another checkout is installed in editable mode), else the installed ``wizard.resources``."""
-    checkout = Path(__file__).resolve().parents[2] / "resources"
+    checkout = Path(__file__).resolve().parents[3] / "resources"
     if (checkout / "__init__.py").is_file() and (checkout / "verl-schema").is_dir():
         return checkout
     return resources.files("wizard.resources")
