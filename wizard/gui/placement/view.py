@@ -37,6 +37,7 @@ from wizard.usecases.board import board_of, candidate_board
 from wizard.core.memory import PHASES
 from wizard.gui.placement.scene import PlacementScene, columns_for
 from wizard.gui.theme import ThemeFollower, canvas_colours
+from wizard.gui.wording import window_text
 
 HOW_TO = ("Drag a role chip onto another pool (or a dashed \"new pool\" slot); green targets can take it, grey ones "
           "say why not. Ctrl+wheel zooms. Ctrl+M moves a role by keyboard.")
@@ -189,7 +190,7 @@ class PlacementBoard(QWidget):
             self.findings.addItem(finding_item(f, f.rule))
         if not state.findings:
             self.findings.addItem("No findings")
-        self.headline.setText(headline(state))
+        self.headline.setText(window_text(headline(state)))
         self.findings_changed.emit(list(state.findings))
 
     def restyle(self) -> None:

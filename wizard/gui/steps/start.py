@@ -7,11 +7,13 @@ it the plan document (:meth:`StartPage.attach`), a chosen preset or typed GPU sp
 
 from __future__ import annotations
 
+import re
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from PySide6.QtCore import Qt, Signal
+from PySide6.QtCore import QStringListModel, Qt, Signal
 from PySide6.QtWidgets import (
+    QCompleter,
     QFileDialog,
     QFormLayout,
     QHBoxLayout,
@@ -24,14 +26,17 @@ from PySide6.QtWidgets import (
 )
 
 from wizard.adapters.files.resources import load_preset_doc, preset_names
-from wizard.core.hardware import GpuSpec, parse_gpu_spec
+from wizard.core.hardware import GpuSpec
 from wizard.gui.steps import texts
 from wizard.gui.widgets.page import Page
+from wizard.gui.wording import window_text
+from wizard.usecases.hardware import gpu_model_ids, read_gpu_spec
 
 if TYPE_CHECKING:
     from wizard.gui.document import PlanDocument
 
 DEFAULT_PRESET = "grpo-1gpu-smoke"
+_COUNTS = re.compile(r"\s*\d+\s*[xX]\s*(?:\d+\s*[xX]\s*)?")  # the counts before a GPU spec's model
 
 
 class StartPage(Page):
@@ -59,10 +64,20 @@ class StartPage(Page):
         self.description.setObjectName("presetDescription")
         self.gpus = QLineEdit()
         self.gpus.setPlaceholderText("as in the preset; or e.g. 1, 8xH100-80GB, 2x8xH100-80GB")
-        self.gpus.setToolTip("Nodes x GPUs per node x GPU model. The config is checked against it.")
+        self.gpus.setToolTip("Nodes x GPUs per node x GPU model. The config is checked against it; the model as "
+                             "the GPU catalogue names it (type a few letters after the x for the list).")
+        self.gpus.setAccessibleName("GPUs")
+        self._models = QStringListModel(self)
+        completer = QCompleter(self._models, self.gpus)
+        completer.setCaseSensitivity(Qt.CaseInsensitive)
+        completer.setFilterMode(Qt.MatchContains)
+        self.gpus.setCompleter(completer)
+        self.gpus.textEdited.connect(self._offer_models)
         self.gpus_error = QLabel()
         self.gpus_error.setObjectName("gpusError")
         self.gpus_error.setStyleSheet("color: #b00020")
+        self.gpus_error.setWordWrap(True)
+        self.gpus_error.hide()
         self.import_button = QPushButton("&Import a verl script or YAML…")
         self.import_button.clicked.connect(self._import_dialog)
         self.import_status = QLabel()
@@ -103,7 +118,7 @@ class StartPage(Page):
         if self.doc is not None and self.doc.gpus != self._typed_gpus:
             self._typed_gpus = self.doc.gpus
             self.gpus.setText(str(self.doc.gpus) if self.doc.gpus else "")
-            self.gpus_error.clear()
+            self._show_gpus_error("")
 
     def _preset_changed(self, item: QListWidgetItem | None, _prev=None) -> None:
         if item is None:
@@ -116,14 +131,28 @@ class StartPage(Page):
         elif self._built:  # the user's pick, not the default set while building the step
             self.chosen_while_loading.add("preset")
 
+    def _offer_models(self, text: str) -> None:
+        """Complete the GPU model after ``N x`` (or ``NODES x N x``) with the catalogue's names."""
+        head = _COUNTS.match(text)
+        self._models.setStringList([head.group(0) + model for model in gpu_model_ids()] if head else [])
+
+    def _show_gpus_error(self, text: str) -> None:
+        """The refusal under the field, the field marked, its words for screen readers; "" clears all three."""
+        self.gpus_error.setText(text)
+        self.gpus_error.setVisible(bool(text))
+        self.gpus.setStyleSheet("QLineEdit { border: 2px solid #c62828; }" if text else "")
+        self.gpus.setAccessibleDescription(text)
+
     def _gpus_changed(self) -> None:
+        """Read the field as ``--gpus`` is read (the same parser, the same GPU catalogue): a spec it refuses is said
+        under the field, with the did-you-mean, and leaves the plan's GPUs as they were."""
         text = self.gpus.text().strip()
         try:
-            spec = parse_gpu_spec(text) if text else None
+            spec = read_gpu_spec(text) if text else None
         except ValueError as exc:
-            self.gpus_error.setText(str(exc))
+            self._show_gpus_error(window_text(str(exc)) or "")
             return
-        self.gpus_error.clear()
+        self._show_gpus_error("")
         if self.doc is None and spec != self._typed_gpus:
             self.chosen_while_loading.add("gpus")
         self._typed_gpus = spec  # before the edit: the field keeps the user's own words
