@@ -22,6 +22,7 @@ from PySide6.QtWidgets import (
     QListWidget,
     QListWidgetItem,
     QPushButton,
+    QSizePolicy,
     QVBoxLayout,
 )
 
@@ -36,6 +37,11 @@ if TYPE_CHECKING:
     from wizard.gui.document import PlanDocument
 
 DEFAULT_PRESET = "grpo-1gpu-smoke"
+GUIDE = ("<b>How it goes.</b> Pick a preset (or import the verl script you have); leave the GPUs empty to keep the "
+         "preset's, or type yours. Each step on the left shows the verl keys it sets, with verl's default as the "
+         "grey text of an empty field. The <b>Findings</b> below say what verl would refuse and when it would "
+         "(at launch, at startup, in training), each with a fix. Nothing runs and nothing is written until the "
+         "Write and Run steps.")
 _COUNTS = re.compile(r"\s*\d+\s*[xX]\s*(?:\d+\s*[xX]\s*)?")  # the counts before a GPU spec's model
 
 
@@ -53,6 +59,7 @@ class StartPage(Page):
         self.presets.setAccessibleName("Presets")
         self.presets.setWordWrap(True)
         self.presets.setSpacing(4)
+        self.presets.setSizePolicy(QSizePolicy.Expanding, QSizePolicy.Fixed)  # as tall as its presets (fit_presets)
         for name in preset_names():
             description = load_preset_doc(name).get("description", "")
             item = QListWidgetItem(f"{name}\n{description}")
@@ -89,13 +96,19 @@ class StartPage(Page):
         form.addRow("", self.gpus_error)
         layout = QVBoxLayout(self)
         layout.addWidget(QLabel("&Presets:", buddy=self.presets))
-        layout.addWidget(self.presets, 1)
+        layout.addWidget(self.presets)
         layout.addWidget(self.description)
         layout.addLayout(form)
         row = QHBoxLayout()
         row.addWidget(self.import_button)
         row.addWidget(self.import_status, 1)
         layout.addLayout(row)
+        self.guide = QLabel(GUIDE)
+        self.guide.setObjectName("startGuide")
+        self.guide.setWordWrap(True)
+        self.guide.setTextFormat(Qt.RichText)
+        layout.addWidget(self.guide)
+        layout.addStretch(1)
 
         self.presets.currentItemChanged.connect(self._preset_changed)
         self.gpus.editingFinished.connect(self._gpus_changed)
@@ -103,6 +116,20 @@ class StartPage(Page):
             if self.presets.item(i).data(Qt.UserRole) == DEFAULT_PRESET:
                 self.presets.setCurrentRow(i)
         self._built = True
+
+    def fit_presets(self) -> None:
+        """Make the preset list as tall as its presets at the width it has now: no blank rows below them."""
+        view = self.presets
+        view.doItemsLayout()
+        last = view.item(view.count() - 1)
+        if last is None:
+            return
+        bottom = view.visualItemRect(last).bottom() + view.verticalOffset() + view.spacing() + 1
+        view.setFixedHeight(min(bottom + 2 * view.frameWidth(), 420))
+
+    def resizeEvent(self, event) -> None:  # noqa: N802 - Qt's name
+        super().resizeEvent(event)
+        self.fit_presets()
 
     def attach(self, doc: PlanDocument) -> None:
         """Take the plan document: what was chosen before it came (a preset, GPUs) becomes the plan."""
