@@ -43,6 +43,10 @@ _WINDOW_WORDS: tuple[tuple[str, str], ...] = (
     (r"Run the verl pre-flight \(verl-wizard check --verl\) for an exact verdict",
      "For an exact verdict let verl compose it: a smoke run on the Run step"),
     (r" \(verl-wizard keys\)", ""),
+    # the memory rules (wizard.core.check.rules.memory): the engine's share of a step, in words
+    (r"but the batch sends ([\d,]+) at once",
+     r"but one step puts \1 sequences on each replica at once (prompts × responses per prompt, shared by the "
+     r"replicas, at most max_num_seqs each)"),
     # data and rewards (wizard.core.data, wizard.core.reward)
     (r"`verl-wizard data convert [^`]*`", "Convert a file… on the Data step"),
     (r"`verl-wizard data reward [^`]*`", "Test the reward… on the Data step"),

@@ -39,6 +39,9 @@ def _tag(name: str) -> str:
 VERDICT_WORDS = {OK: "fits", TIGHT: "tight", OOM: "OUT OF MEMORY", UNKNOWN: "memory unknown"}
 NO_GPU_MODEL = "no estimate: name the GPU model on the Start step"
 NO_ESTIMATE = "no estimate: the model's size is not known yet"
+REPLICA_WORDS = ("A replica is one copy of the model serving requests. TP (tensor parallel): the GPUs one copy is "
+                 "split over, talking at every layer (keep them on NVLink); DP (data parallel): copies inside one "
+                 "engine, each with its own requests; PP (pipeline parallel): stages of layers on further GPUs.")
 ROLE_COLOURS = {"actor": "#1f5fbf", "rollout": "#1b7f3b", "ref": "#5e35b1", "critic": "#8d4b00",
                 "reward": "#ad1457", "teacher": "#6d5d00"}  # chips: white text on these, in both themes
 
@@ -236,7 +239,7 @@ class ReplicaOutline(QGraphicsRectItem):
         self.setBrush(Qt.NoBrush)
         self.setZValue(2)
         self.full_text = text + (f" · over {bad_link}!" if bad_link else "")
-        self.setToolTip(self.full_text)
+        self.setToolTip(self.full_text + "\n" + REPLICA_WORDS)
         label = text_item(elided(self.full_text, "label", rect.width() - 6), "label", colour.name(), self)
         if right:  # a second engine on the same GPUs (the reward model beside rollout): label the other end
             label.setPos(rect.right() - label.boundingRect().width() - 3, rect.bottom() + 1)

@@ -216,6 +216,10 @@ class StartPage(Page):
         kept = len(plan.passthrough)
         self.description.setText(f"Imported {path}")
         self.import_status.setText(
-            f"Imported {len(source.overrides)} overrides ({kept} kept verbatim as passthrough)"
-        )
+            f"Imported {len(source.overrides)} overrides ({kept} without a field in the steps, kept exactly as "
+            "written)")
+        self.import_status.setToolTip(
+            "The wizard has a field for the keys most runs change; every other override of your script is kept "
+            "word for word (the plan's 'passthrough') and written back into run.sh and config.yaml, checked like "
+            "the rest. The Review step shows them all.")
         return True
