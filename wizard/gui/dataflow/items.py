@@ -151,7 +151,8 @@ class NodeItem(QGraphicsObject):
         self.moved_callback = None  # set by the scene: keeps links attached while dragging
 
     def boundingRect(self) -> QRectF:  # noqa: N802 - Qt's name
-        return QRectF(-PORT_R - 4, -10, NODE_W + 2 * PORT_R + 14, self.height + 14)
+        top = -10 if self.findings else -3  # the badge stands above the title bar
+        return QRectF(-PORT_R - 4, top, NODE_W + 2 * PORT_R + 14, self.height + 3 - top)
 
     def paint(self, painter: QPainter, option: QStyleOptionGraphicsItem, widget: QWidget | None = None) -> None:
         painter.setRenderHint(QPainter.Antialiasing)
