@@ -20,7 +20,7 @@ from wizard.core.dataflow.edit import (
     set_param,
     set_reward,
 )
-from wizard.core.dataflow.layout import NODE_W, auto_layout, node_height, positions, routes
+from wizard.core.dataflow.layout import NODE_W, auto_layout, is_wrapped, node_height, positions, routes
 from wizard.core.dataflow.keys import graph_for_plan, graph_from_plan, hidden_keys, plan_from_graph
 from wizard.core.plan.emit import emit_overrides
 from wizard.core.plan.model import load_plan
@@ -228,13 +228,31 @@ def test_layout_is_deterministic_left_to_right_and_without_overlaps():
             boxes = {n: (x, y, x + NODE_W, y + node_height(n)) for n, (x, y) in pos.items()}
             for a, b in itertools.combinations(boxes.values(), 2):
                 assert a[2] <= b[0] or b[2] <= a[0] or a[3] <= b[1] or b[3] <= a[1]
-            for link in graph.links:
-                assert pos[link.src.node][0] < pos[link.dst.node][0]  # every link runs left to right
+            for link in graph.links:  # every link runs in reading order: left to right, or on to a later row
+                (sx, sy), (dx, dy) = pos[link.src.node], pos[link.dst.node]
+                assert sx < dx or dy >= sy + node_height(link.src.node)
             for link, points in routes(graph).items():  # and never under a stage it passes
-                for (x0, y0), (x1, y1) in zip(points[1:-1:2], points[2:-1:2]):
+                segments = list(zip(points[1:-1:2], points[2:-1:2]))
+                if is_wrapped(points):  # on to the next row: every straight segment clear of every stage
+                    segments = list(zip(points[1:-1], points[2:-1]))
+                for (x0, y0), (x1, y1) in segments:
+                    lo_x, hi_x, lo_y, hi_y = min(x0, x1), max(x0, x1), min(y0, y1), max(y0, y1)
                     for node, (bx0, by0, bx1, by1) in boxes.items():
-                        if node not in (link.src.node, link.dst.node) and x0 < bx1 and bx0 < x1:
-                            assert not by0 < y0 < by1
+                        if node in (link.src.node, link.dst.node):
+                            continue
+                        if lo_x == hi_x:
+                            assert not (bx0 < lo_x < bx1 and lo_y < by1 and by0 < hi_y), (link, node)
+                        elif lo_x < bx1 and bx0 < hi_x:
+                            assert not by0 < y0 < by1, (link, node)
+
+
+def test_a_step_wider_than_the_canvas_wraps_onto_rows_shaped_like_it():
+    graph = graph_from_plan(preset_plan("grpo-1gpu-smoke"))  # five columns: one row would be 4 times wider than tall
+    pos = auto_layout(graph)
+    width = max(x for x, _ in pos.values()) + NODE_W
+    height = max(y + node_height(n) for n, (_, y) in pos.items())
+    assert len({y for _, y in pos.values()}) > 1 and pos["actor_update"][1] > pos["rollout"][1] + node_height("rollout")
+    assert 1.0 < width / height < 2.5  # near the canvas's 1.6 : 1, so it fits at a readable scale
 
 
 def test_moves_are_saved_with_the_plan_and_never_written_as_overrides():

@@ -35,6 +35,8 @@ def test_a_drag_candidate_is_one_composition_on_a_worker_thread(window, qtbot, m
     window.resize(1800, 1400)  # the chip and the target both in view
     window.go_to(window.page("placement"))
     board = window.page("placement").board
+    # the window's new size first (a resize during the drag would re-centre the board under the mouse)
+    qtbot.waitUntil(lambda: board.view.viewport().width() > 1000)
     qtbot.waitUntil(lambda: board.view.viewport().rect().contains(board.target_view_pos("new:rollout_pool")))
     threads: list[str] = []
     with counted_compositions(monkeypatch) as made:

@@ -283,3 +283,16 @@ def test_the_write_step_writes_cluster_launch_material_checked_for_its_shape(win
     # a shape the batch sizes cannot be split over is refused, as verl would refuse it
     box.gpus.setValue(7)
     assert not box.write() and "Not written" in box.status.text()
+
+
+def test_reviews_changes_list_only_what_differs_from_verls_defaults_in_one_spelling(window):
+    assert window.start_page.import_file(str(SCRIPTS / "examples__grpo_trainer__run_qwen2-7b_math.sh"))
+    page = window.page("review")
+    window.go_to(page)
+    table = page.changes
+    rows = [[table.item(r, c).text() if table.item(r, c) else "" for c in range(3)] for r in range(table.rowCount())]
+    changes = [r for r in rows if table.columnSpan(rows.index(r), 0) == 1]
+    assert changes and all(value != default for _key, value, default in changes)
+    assert not any(value in ("True", "False") for _key, value, _default in changes)  # verl's YAML spelling
+    assert ["actor_rollout_ref.actor.use_kl_loss", "true", "false"] in changes
+    assert "algorithm.use_kl_in_reward" in rows[-1][0] and "no change" in rows[-1][0]

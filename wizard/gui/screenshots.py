@@ -42,9 +42,6 @@ def save_screenshots(window: WizardWindow, folder: str, size: tuple[int, int] = 
     for i, page in enumerate(window.pages):
         window.go_to(i)
         settle(app)
-        if getattr(page, "discovery", None) is not None:  # --cluster: the Hardware step's picture, not its buttons
-            page.show_topology()
-            settle(app)
         path = out / f"{i + 1:02d}-{page.step.lower().replace(' & ', '-').replace(' ', '-')}.png"
         window.grab().save(str(path))
         paths.append(str(path))

@@ -129,6 +129,13 @@ def read_gpu_spec(text: str) -> GpuSpec:
     return canonical_spec(parse_gpu_spec(text), load_gpu_catalogue())
 
 
+def gpu_model_ids() -> list[str]:
+    """The GPU models the catalogue knows, by the names a GPU spec takes (``H100-80GB``)."""
+    from wizard.adapters.files.gpu_catalogue import load_gpu_catalogue
+
+    return [gpu.id for gpu in load_gpu_catalogue().gpus]
+
+
 def machines_for(spec: GpuSpec | None) -> Cluster | None:
     """The machines ``spec`` describes, sized from the shipped GPU catalogue; None without a GPU model or for a model
     the catalogue does not know (the check says so through the spec itself)."""

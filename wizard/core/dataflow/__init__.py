@@ -49,5 +49,6 @@ __getattr__, __all__ = face(__name__, {
     "port_offset": "layout",
     "positions": "layout",
     "routes": "layout",
+    "is_wrapped": "layout",
     "subtitle": "layout",
 })

@@ -15,6 +15,7 @@ __getattr__, __all__ = face(__name__, {
     "compose": "compose",
     "composed_view": "compose",
     "changes_from_defaults": "key_help",
+    "set_to_default": "key_help",
     "Moves": "moves",
     "OverrideSyntaxError": "overrides",
     "one_line": "overrides",

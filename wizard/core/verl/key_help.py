@@ -46,8 +46,19 @@ def _default_text(value: object) -> str:
 
 def changes_from_defaults(schema: VerlSchema, overrides: list[str], engine: str | None = None
                           ) -> list[tuple[str, str, str]]:
-    """(key, the value set, verl's default) for each override, in order: what this plan changes."""
-    from wizard.core.verl.overrides import OverrideSyntaxError, parse_override
+    """(key, the value set, verl's default) for each override that changes verl's resolved default, in order: what
+    this plan changes. Scalars are written one way (``true``, not Python's ``True``); an override that sets the
+    default's own value is no change (:func:`set_to_default` lists those)."""
+    return [row[:3] for row in _rows(schema, overrides, engine) if not row[3]]
+
+
+def set_to_default(schema: VerlSchema, overrides: list[str], engine: str | None = None) -> list[str]:
+    """The keys of the overrides that set verl's default value again (kept in the files, no change to the run)."""
+    return [row[0] for row in _rows(schema, overrides, engine) if row[3]]
+
+
+def _rows(schema: VerlSchema, overrides: list[str], engine: str | None) -> list[tuple[str, str, str, bool]]:
+    from wizard.core.verl.overrides import OverrideSyntaxError, parse_override, render_value
 
     keys = schema.variant(engine).keys
     out = []
@@ -55,15 +66,32 @@ def changes_from_defaults(schema: VerlSchema, overrides: list[str], engine: str 
         try:
             parsed = parse_override(text)
         except OverrideSyntaxError:
-            out.append((text, "(not a valid override)", ""))
+            out.append((text, "(not a valid override)", "", False))
             continue
         key = parsed.key
         info = keys.get(key)
+        same = False
         if parsed.kind == "~":
             shown = "(deleted)"
         else:
             shown = parsed.value_text or ""
+            try:
+                value = parsed.value()
+            except Exception:  # noqa: BLE001 - a sweep or an interpolation Hydra resolves later: shown as written
+                value = shown
+            if value is None or isinstance(value, (bool, int, float)):
+                shown = render_value(value)  # True, TRUE and true are one value: written as verl's YAML writes it
+            same = info is not None and info.in_yaml and _same(value, info.default)
         default = "(not in verl's config)" if info is None else (
             "(dataclass field, unset)" if not info.in_yaml else _default_text(info.default))
-        out.append((key, shown, default))
+        out.append((key, shown, default, same))
     return out
+
+
+def _same(value: object, default: object) -> bool:
+    """Whether an override's value is the default's (1 and 1.0 are; True and 1 are not)."""
+    if isinstance(value, bool) or isinstance(default, bool):
+        return isinstance(value, bool) and isinstance(default, bool) and value == default
+    if isinstance(value, (int, float)) and isinstance(default, (int, float)):
+        return float(value) == float(default)
+    return value == default

@@ -37,6 +37,8 @@ class StageInspector(QGroupBox):
         super().__init__("Stage", parent)
         self.stage = QComboBox()
         self.stage.setAccessibleName("Stage")
+        self.stage.setSizeAdjustPolicy(QComboBox.AdjustToMinimumContentsLengthWithIcon)  # the canvas keeps the room
+        self.stage.setMinimumContentsLength(14)
         self.stage.setToolTip("The stage the inspector, Delete and Connect act on (the canvas selection follows)")
         self.stage.activated.connect(lambda i: self.stage_selected.emit(self.stage.itemData(i)))
         self.about = QLabel()

@@ -27,6 +27,7 @@ from wizard.core.dataflow import (
     PortSpec,
     PortType,
     ROW_H,
+    is_wrapped,
     node_height,
     port_offset,
 )
@@ -46,6 +47,11 @@ TYPE_COLOURS = {
 }
 SEVERITY_COLOURS = {Severity.ERROR: "#c62828", Severity.WARNING: "#e0a100", Severity.INFO: "#2a6fdb"}
 PORT_R = 6.0
+# Point sizes of the canvas's words at scale 1; the view never opens below the scale that draws the smallest
+# at MIN_TEXT_PT (what a newcomer reads without leaning in).
+TITLE_PT, SUBTITLE_PT, PORT_PT, BADGE_PT = 10.0, 9.0, 9.0, 9.0
+MIN_TEXT_PT = 9.0
+SMALLEST_PT = min(TITLE_PT, SUBTITLE_PT, PORT_PT)
 
 
 class PortItem(QGraphicsEllipseItem):
@@ -87,10 +93,12 @@ class PortItem(QGraphicsEllipseItem):
             self.setPen(QPen(QColor(SEVERITY_COLOURS[Severity.ERROR]), 3))
             self.setBrush(QBrush(QColor(c.surface)))
             self.setToolTip(f"Nothing feeds this input: {self.base_tip}. Drag a link here from a lit output.")
-        elif self.unused_note:
+        elif self.unused_note:  # a hollow ring of its type's colour: seen on either theme's stage body
             self.setRect(-PORT_R, -PORT_R, 2 * PORT_R, 2 * PORT_R)
-            self.setPen(QPen(QColor(c.muted), 1.2))
-            self.setBrush(QBrush(QColor(c.track)))
+            surface = QColor(c.surface)
+            ring = colour.lighter(180) if surface.lightness() < 128 else colour  # dark theme: a lighter ring
+            self.setPen(QPen(ring, 2.0, Qt.DashLine))
+            self.setBrush(QBrush(surface))
             self.setToolTip(f"{self.base_tip} — not read now ({self.unused_note})")
         else:
             self.setRect(-PORT_R, -PORT_R, 2 * PORT_R, 2 * PORT_R)
@@ -143,7 +151,8 @@ class NodeItem(QGraphicsObject):
         self.moved_callback = None  # set by the scene: keeps links attached while dragging
 
     def boundingRect(self) -> QRectF:  # noqa: N802 - Qt's name
-        return QRectF(-PORT_R - 4, -10, NODE_W + 2 * PORT_R + 14, self.height + 14)
+        top = -10 if self.findings else -3  # the badge stands above the title bar
+        return QRectF(-PORT_R - 4, top, NODE_W + 2 * PORT_R + 14, self.height + 3 - top)
 
     def paint(self, painter: QPainter, option: QStyleOptionGraphicsItem, widget: QWidget | None = None) -> None:
         painter.setRenderHint(QPainter.Antialiasing)
@@ -161,25 +170,29 @@ class NodeItem(QGraphicsObject):
         path = QPainterPath()
         path.setFillRule(Qt.WindingFill)
         path.addRoundedRect(QRectF(0, 0, NODE_W, HEADER_H - 4), 7, 7)
-        path.addRect(QRectF(0, HEADER_H - 14, NODE_W, 10))
+        path.addRect(QRectF(0, HEADER_H - 12, NODE_W, 8))
         painter.fillPath(path, header)
         painter.setPen(QColor("#ffffff"))
         title = QFont(painter.font())
         title.setBold(True)
-        title.setPointSizeF(10)
+        title.setPointSizeF(TITLE_PT)
         painter.setFont(title)
-        painter.drawText(QRectF(10, 3, NODE_W - 34, 20), Qt.AlignLeft | Qt.AlignVCenter, self.spec.title)
+        room = NODE_W - (32 if self.findings else 12)  # the badge sits at the title's end
+        painter.drawText(QRectF(9, 2, room, 18), Qt.AlignLeft | Qt.AlignVCenter, self.spec.title)
         sub = QFont(painter.font())
         sub.setBold(False)
-        sub.setPointSizeF(8.5)
+        sub.setPointSizeF(SUBTITLE_PT)
         painter.setFont(sub)
         line = self.subtitle if self.active else f"off — {self.subtitle}" if self.subtitle else "off"
         line = QFontMetricsF(sub).elidedText(line, Qt.ElideRight, NODE_W - 18)  # the tooltip has it whole
-        painter.drawText(QRectF(10, 21, NODE_W - 16, 18), Qt.AlignLeft | Qt.AlignVCenter, line)
+        painter.drawText(QRectF(9, 18, NODE_W - 14, 16), Qt.AlignLeft | Qt.AlignVCenter, line)
+        port_font = QFont(sub)
+        port_font.setPointSizeF(PORT_PT)
+        painter.setFont(port_font)
         for side, specs in (("in", self.spec.inputs), ("out", self.spec.outputs)):
             for i, spec in enumerate(specs):
                 y = HEADER_H + ROW_H * i
-                rect = QRectF(12, y, NODE_W - 24, ROW_H)
+                rect = QRectF(10, y, NODE_W - 20, ROW_H)
                 align = (Qt.AlignLeft if side == "in" else Qt.AlignRight) | Qt.AlignVCenter
                 label = spec.label if spec.required or side == "out" else f"{spec.label} (optional)"
                 if spec.name in self.unused and side == "in":
@@ -197,7 +210,7 @@ class NodeItem(QGraphicsObject):
         painter.drawEllipse(QRectF(NODE_W - 22, -8, 20, 20))
         font = QFont(painter.font())
         font.setBold(True)
-        font.setPointSizeF(9)
+        font.setPointSizeF(BADGE_PT)
         painter.setFont(font)
         painter.drawText(QRectF(NODE_W - 22, -8, 20, 20), Qt.AlignCenter, "!" if worst is not Severity.INFO else "i")
 
@@ -213,7 +226,10 @@ def link_path(start: QPointF, end: QPointF) -> QPainterPath:
 
 
 def route_path(points: list[tuple[float, float]]) -> QPainterPath:
-    """A smooth curve through a route: S-curves between columns, straight runs through the gaps."""
+    """A smooth curve through a route: S-curves between columns, straight runs through the gaps; a link on to the
+    next row in straight segments with rounded corners."""
+    if is_wrapped(points):
+        return _rounded(points, 10.0)
     path = QPainterPath(QPointF(*points[0]))
     for (x0, y0), (x1, y1) in zip(points, points[1:]):
         if y0 == y1 and x1 > x0:
@@ -222,6 +238,25 @@ def route_path(points: list[tuple[float, float]]) -> QPainterPath:
         dx = max(abs(x1 - x0) / 2, 40.0)
         path.cubicTo(QPointF(x0 + dx, y0), QPointF(x1 - dx, y1), QPointF(x1, y1))
     return path
+
+
+def _rounded(points: list[tuple[float, float]], radius: float) -> QPainterPath:
+    path = QPainterPath(QPointF(*points[0]))
+    for prev, here, nxt in zip(points, points[1:], points[2:]):
+        r = min(radius, _dist(prev, here) / 2, _dist(here, nxt) / 2)
+        path.lineTo(QPointF(*_toward(here, prev, r)))
+        path.quadTo(QPointF(*here), QPointF(*_toward(here, nxt, r)))
+    path.lineTo(QPointF(*points[-1]))
+    return path
+
+
+def _dist(a: tuple[float, float], b: tuple[float, float]) -> float:
+    return abs(a[0] - b[0]) + abs(a[1] - b[1])  # segments are straight: one of the two is 0
+
+
+def _toward(a: tuple[float, float], b: tuple[float, float], r: float) -> tuple[float, float]:
+    d = _dist(a, b) or 1.0
+    return a[0] + (b[0] - a[0]) * r / d, a[1] + (b[1] - a[1]) * r / d
 
 
 class LinkItem(QGraphicsPathItem):

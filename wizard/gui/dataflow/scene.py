@@ -88,7 +88,7 @@ class DataflowScene(QGraphicsScene):
             self.addItem(item)
             self.link_items[link] = item
         self._route_links()
-        self.setSceneRect(self.itemsBoundingRect().adjusted(-40, -40, 40, 40))
+        self.setSceneRect(self.itemsBoundingRect().adjusted(-4, -4, 4, 4))
 
     def _route_links(self) -> None:
         pos = {nid: (item.pos().x(), item.pos().y()) for nid, item in self.node_items.items()}

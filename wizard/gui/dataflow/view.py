@@ -43,16 +43,31 @@ from wizard.gui.widgets.status_line import StatusLine
 from wizard.gui.theme import ThemeFollower
 from wizard.gui.dataflow.dialogs import ConnectDialog, DisconnectDialog
 from wizard.gui.dataflow.inspector import StageInspector
-from wizard.gui.dataflow.items import TYPE_COLOURS
+from wizard.gui.dataflow.items import MIN_TEXT_PT, SMALLEST_PT, TYPE_COLOURS
 from wizard.gui.dataflow.scene import DataflowScene
 from wizard.gui.document import PlanDocument
 
+SIDE_W = 250  # the inspector's width: the canvas takes the rest
 HOW_TO = ("Drag from an output (right) to an input (left) to link; drag a link's end off its input to cut it; "
           "drag a title bar to move a stage.")
 
 
 class DataflowView(FitView):
-    """The canvas; it scales the graph to fit until the user zooms (Ctrl+wheel)."""
+    """The canvas; it scales the graph to fit until the user zooms (Ctrl+wheel or the toolbar), but never below
+    the scale that draws the canvas's smallest words at MIN_TEXT_PT: a graph too large for that scrolls instead."""
+
+    def fit(self) -> None:
+        super().fit()
+        floor = MIN_TEXT_PT / SMALLEST_PT
+        if self.transform().m11() < floor:
+            self.resetTransform()
+            self.scale(floor, floor)
+            rect = self.scene().sceneRect()
+            self.ensureVisible(rect.left(), rect.top(), 1, 1, 0, 0)  # the step starts top left, like a page
+
+    def text_pt(self) -> float:
+        """The smallest point size the canvas's words are drawn at now (what the tests hold to MIN_TEXT_PT)."""
+        return SMALLEST_PT * self.transform().m11()
 
     def __init__(self, scene: DataflowScene, parent: QWidget | None = None) -> None:
         super().__init__(scene, parent)
@@ -85,6 +100,7 @@ class DataflowEditor(QWidget):
         self.findings.setObjectName("dataflowFindings")
         self.findings.setAccessibleName("Dataflow findings")
         self.findings.setWordWrap(True)
+        self._shown = False
         self._build_actions()
         self._build_layout()
         self._wire()
@@ -113,7 +129,11 @@ class DataflowEditor(QWidget):
                                           QKeySequence.Delete)
         self.layout_action = self._action("Auto-&layout", "Place every stage by the flow (forgets moves)",
                                           self.auto_layout, "Ctrl+Shift+A")
-        self.fit_action = self._action("&Fit", "Fit the whole graph in the window", self._fit)
+        self.fit_action = self._action("&Fit", "Fit the whole graph in the window (as large as can be read)",
+                                       self._fit, "Ctrl+0")
+        self.zoom_in_action = self._action("Zoom &in", "Zoom in", lambda: self.view.zoom(1.25), QKeySequence.ZoomIn)
+        self.zoom_out_action = self._action("Zoom &out", "Zoom out", lambda: self.view.zoom(0.8),
+                                            QKeySequence.ZoomOut)
         self.undo_action = self.doc.undo_stack.createUndoAction(self, "Undo")
         self.redo_action = self.doc.undo_stack.createRedoAction(self, "Redo")
 
@@ -127,14 +147,15 @@ class DataflowEditor(QWidget):
         add_button.setPopupMode(QToolButton.InstantPopup)
         bar.addWidget(add_button)
         for act in (self.connect_action, self.disconnect_action, self.delete_action, self.layout_action,
-                    self.fit_action):
+                    self.fit_action, self.zoom_in_action, self.zoom_out_action):
             bar.addAction(act)
         bar.addSeparator()
         bar.addAction(self.undo_action)
         bar.addAction(self.redo_action)
         legend = QLabel(legend_html())
         legend.setAccessibleName("Link colours")
-        split = canvas_split(self.view, self.inspector, "&Findings in this graph:", self.findings, (900, 330))
+        self.split = split = canvas_split(self.view, self.inspector, "&Findings in this graph:", self.findings,
+                                          (940, SIDE_W))
         layout = QVBoxLayout(self)
         layout.addWidget(bar)
         layout.addWidget(split, 1)
@@ -159,6 +180,13 @@ class DataflowEditor(QWidget):
         i.param_edited.connect(lambda node, name, value: self._edit(set_param, node, name, value,
                                                                    text=f"Set {name} of {KINDS[node].title}"))
         self.findings.currentItemChanged.connect(self._on_finding)
+
+    def showEvent(self, event) -> None:  # noqa: N802 - Qt's name
+        super().showEvent(event)
+        if not self._shown:  # sizes set before the first layout are shares; in pixels now, the canvas the most
+            self._shown = True
+            total = sum(self.split.sizes())
+            self.split.setSizes([total - SIDE_W, SIDE_W])
 
     # -- the model ------------------------------------------------------------------------------------------
     @property

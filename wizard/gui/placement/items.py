@@ -37,6 +37,11 @@ def _tag(name: str) -> str:
 
 
 VERDICT_WORDS = {OK: "fits", TIGHT: "tight", OOM: "OUT OF MEMORY", UNKNOWN: "memory unknown"}
+NO_GPU_MODEL = "no estimate: name the GPU model on the Start step"
+NO_ESTIMATE = "no estimate: the model's size is not known yet"
+REPLICA_WORDS = ("A replica is one copy of the model serving requests. TP (tensor parallel): the GPUs one copy is "
+                 "split over, talking at every layer (keep them on NVLink); DP (data parallel): copies inside one "
+                 "engine, each with its own requests; PP (pipeline parallel): stages of layers on further GPUs.")
 ROLE_COLOURS = {"actor": "#1f5fbf", "rollout": "#1b7f3b", "ref": "#5e35b1", "critic": "#8d4b00",
                 "reward": "#ad1457", "teacher": "#6d5d00"}  # chips: white text on these, in both themes
 
@@ -67,6 +72,10 @@ def text_item(text: str, kind: str, colour: str, parent: QGraphicsItem | None = 
     return item
 
 
+def fits(text: str, kind: str, width: float) -> bool:
+    return QFontMetricsF(board_font(kind)).horizontalAdvance(text) <= width
+
+
 def elided(text: str, kind: str, width: float) -> str:
     return QFontMetricsF(board_font(kind)).elidedText(text, Qt.ElideRight, width)
 
@@ -80,6 +89,7 @@ class GpuTile(QGraphicsItem):
         self.group: GpuEstimate | None = None
         self.report: MemoryReport | None = None
         self.preview = False
+        self.no_estimate = NO_ESTIMATE  # why there are no bars when there is no estimate (the scene knows)
         self.colours = canvas_colours()
         self.setAcceptHoverEvents(True)
         self.setCacheMode(QGraphicsItem.DeviceCoordinateCache)  # bars repaint from a pixmap until they change
@@ -95,6 +105,12 @@ class GpuTile(QGraphicsItem):
     @property
     def verdict(self) -> str:
         return fit_verdict(self.report, self.group)
+
+    def corner_word(self) -> str:
+        """The verdict beside the title; none when unknown (the line under the bars says so: the title keeps its
+        room)."""
+        v = self.verdict
+        return "" if v == UNKNOWN else "OOM" if v == OOM else VERDICT_WORDS[v]
 
     def phases(self) -> list:
         if self.group is None:
@@ -131,8 +147,7 @@ class GpuTile(QGraphicsItem):
         painter.drawText(QRectF(7, 3, TILE_W - 14, 18), Qt.AlignLeft | Qt.AlignVCenter, self.label)
         painter.setFont(board_font("tile"))
         painter.setPen(QColor(c.verdict[v]))
-        painter.drawText(QRectF(7, 3, TILE_W - 14, 18), Qt.AlignRight | Qt.AlignVCenter,
-                         VERDICT_WORDS[v] if v != OOM else "OOM")
+        painter.drawText(QRectF(7, 3, TILE_W - 14, 18), Qt.AlignRight | Qt.AlignVCenter, self.corner_word())
         self._paint_bars(painter)
         painter.setPen(QColor(c.text))
         painter.setFont(board_font("tile"))
@@ -146,7 +161,7 @@ class GpuTile(QGraphicsItem):
             painter.setPen(QColor(c.muted))
             painter.setFont(board_font("tile"))
             painter.drawText(QRectF(4, top, TILE_W - 8, bottom - top), Qt.AlignCenter | Qt.TextWordWrap,
-                             "no estimate: name a model and a GPU model")
+                             self.no_estimate if g is None else NO_GPU_MODEL)
             return
         cap = g.capacity_bytes
         scale = (bottom - top) / (cap * 1.15)
@@ -180,16 +195,23 @@ class Region(QGraphicsRectItem):
         self.target, self.fill, self.title, self.dashed = target, fill, title, dashed
         self.colours = canvas_colours()
         self.state, self.reason = self.NORMAL, ""
+        self.about = ""  # the tooltip while no drag says anything
         self.setZValue(-1)
         self._style()
         self.text = text_item(elided(title, "pool", rect.width() - 12), "pool", self.colours.text, self)
         self.text.setPos(rect.left() + 6, rect.top() + 4)
 
+    def set_about(self, text: str) -> None:
+        """What the region is, said when the pointer rests on it outside a drag."""
+        self.about = text
+        if not self.reason:
+            self.setToolTip(text)
+
     def set_state(self, state: int, reason: str = "") -> None:
         if (state, reason) == (self.state, self.reason):
             return
         self.state, self.reason = state, reason
-        self.setToolTip(reason)
+        self.setToolTip(reason or self.about)
         self._style()
 
     def _style(self) -> None:
@@ -217,7 +239,7 @@ class ReplicaOutline(QGraphicsRectItem):
         self.setBrush(Qt.NoBrush)
         self.setZValue(2)
         self.full_text = text + (f" · over {bad_link}!" if bad_link else "")
-        self.setToolTip(self.full_text)
+        self.setToolTip(self.full_text + "\n" + REPLICA_WORDS)
         label = text_item(elided(self.full_text, "label", rect.width() - 6), "label", colour.name(), self)
         if right:  # a second engine on the same GPUs (the reward model beside rollout): label the other end
             label.setPos(rect.right() - label.boundingRect().width() - 3, rect.bottom() + 1)

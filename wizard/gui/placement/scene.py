@@ -18,19 +18,22 @@ from PySide6.QtGui import QColor
 from PySide6.QtWidgets import QGraphicsScene, QGraphicsSceneMouseEvent, QGraphicsTextItem
 
 from wizard.core.hardware import Cluster, ClusterNode
-from wizard.core.memory import BoardState
+from wizard.core.memory import PHASES, BoardState
 from wizard.core.placement import NEW_TITLES, BoardMove
 from wizard.gui.placement.interactions import RoleDrop, RoleDrag
 from wizard.gui.placement.items import (
     GAP,
     TILE_H,
     TILE_W,
+    NO_ESTIMATE,
+    NO_GPU_MODEL,
     GpuTile,
     LinkBar,
     Region,
     ReplicaOutline,
     RoleChip,
     board_font,
+    fits,
     pool_colour,
     text_item,
 )
@@ -43,6 +46,28 @@ SLOT_H = 64.0
 DEFAULT_COLUMNS = 8
 MARGIN = 8.0  # around the board
 SCROLL_BAR = 16.0  # kept free: a long board has a vertical scroll bar
+
+
+POOL_ABOUT = {
+    "global_pool": "the pool verl builds from trainer.n_gpus_per_node × trainer.nnodes: the actor, the rollout "
+                   "engines and the reference model share its GPUs (one process per GPU), the critic too",
+    "reward_pool": "the reward model's own GPUs (reward.reward_model.enable_resource_pool)",
+    "teacher_pool": "the distillation teacher's own GPUs (distillation.n_gpus_per_node × distillation.nnodes)",
+}
+
+
+def pool_title(pool) -> str:
+    """``global_pool · 8 GPUs``, ``global_pool · 8 GPUs × 2 nodes``: the pool's shape in words (not ``8×1``)."""
+    gpus = f"{pool.per_node} GPU{'s' if pool.per_node != 1 else ''}"
+    return f"{pool.name} · {gpus}" + (f" × {pool.nnodes} nodes" if pool.nnodes != 1 else "")
+
+
+def pool_about(pool) -> str:
+    what = POOL_ABOUT.get(pool.name) or ("a standalone rollout replica's own GPUs (trainer.v1.trainer_mode="
+                                         "separate_async)" if pool.name.startswith("rollout") else "a Ray resource pool")
+    roles = ", ".join(pool.roles)
+    return (f"{pool_title(pool)}: {what}. Runs here: {roles}. Drag a role chip onto another pool to move it."
+            if roles else f"{pool_title(pool)}: {what}.")
 
 
 def columns_for(width: float) -> int:
@@ -146,6 +171,7 @@ class PlacementScene(QGraphicsScene):
         Returns the y below it."""
         node = nodes[0]
         self.rows.append((label, [n.name for n in nodes]))
+        self._titled: set[str] = set()
         idx = _indices(node)
         self._label(node, label, y)
         y += NODE_H
@@ -171,11 +197,16 @@ class PlacementScene(QGraphicsScene):
                 segments.append((pool, run, roles))
         placed = [(seg, self._chip_lines(seg[2], seg[0].name, (TILE_W + GAP) * len(seg[1]) - GAP + 2 * PAD - 12))
                   for seg in segments]
-        header = TITLE_H + max((len(lines) for _, lines in placed), default=0) * CHIP_LINE + 2
+        titled = [seg[0].name not in self._titled for seg, _ in placed]
+        header = (TITLE_H if any(titled) else PAD) + max((len(lines) for _, lines in placed), default=0) * CHIP_LINE + 2
         top = y + header
-        for (pool, run, _roles), chip_lines in placed:
+        for ((pool, run, _roles), chip_lines), first in zip(placed, titled):
             rect = QRectF(self._x(run[0]) - PAD, y, (TILE_W + GAP) * len(run) - GAP + 2 * PAD, header + TILE_H + FOOTER)
-            region = Region(pool.name, rect, pool_colour(pool.name, self.colours), f"{pool.name} · {pool.per_node}×{pool.nnodes}")
+            # a pool wrapped onto more lines is named once, on its first
+            title = pool_title(pool) if fits(pool_title(pool), "pool", rect.width() - 12) else pool.name
+            region = Region(pool.name, rect, pool_colour(pool.name, self.colours), title if first else "")
+            region.set_about(pool_about(pool))
+            self._titled.add(pool.name)
             self.addItem(region)
             self.regions.append(region)
             for k, chips in enumerate(chip_lines):
@@ -187,6 +218,8 @@ class PlacementScene(QGraphicsScene):
                     x += chip.width + 6
         for i in line:
             tile = GpuTile(node.name, i, f"GPU {i}")
+            gpu = node.gpus[0] if node.gpus else None
+            tile.no_estimate = NO_ESTIMATE if gpu is not None and gpu.memory_total_bytes else NO_GPU_MODEL
             tile.setPos(self._x(col[i]), top)
             tile.set_estimate(state.estimate_of(node.name, i), state.report)
             self.addItem(tile)
@@ -216,11 +249,21 @@ class PlacementScene(QGraphicsScene):
         text.setPos(0, y + 2)
         self.addItem(text)
         gpu = node.gpus[0] if node.gpus else None
-        mem = f"{gpu.memory_total_gib:.0f} GiB each" if gpu is not None and gpu.memory_total_bytes else "memory ?"
+        mem = (f"{gpu.memory_total_gib:.0f} GiB each" if gpu is not None and gpu.memory_total_bytes
+               else "GPU model and memory unknown")
         model = (gpu.catalogue_id or gpu.name) if gpu is not None else "GPU"
-        sub = text_item(f"{node.gpu_count} × {model} · {mem}", "node_facts", c.muted)
+        bars = [p.tag for p in PHASES if p.value in self._phases()]
+        key = f" · bars: {' '.join(bars)}" if bars else ""  # the order of each tile's bars, left to right
+        sub = text_item(f"{node.gpu_count} × {model} · {mem}{key}", "node_facts", c.muted)
         sub.setPos(text.boundingRect().width() + 14, y + 3)
+        sub.setToolTip("Each GPU's bars: its memory in each phase of a training step, in step order: "
+                       + ", ".join(f"{p.tag} = {p.title}" for p in PHASES if p.value in self._phases()))
         self.addItem(sub)
+
+    def _phases(self) -> set[str]:
+        """The phases the plan's estimate has (the bars each tile draws)."""
+        report = self.state.report if self.state is not None else None
+        return {ph.name for g in (report.groups if report is not None else []) for ph in g.phases}
 
     def _replicas(self, state: BoardState, node: ClusterNode, col: dict[int, int], top: float,
                   collapsed: bool) -> None:

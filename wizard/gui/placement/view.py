@@ -35,8 +35,10 @@ from wizard.gui.placement.dialogs import MoveDialog
 from wizard.gui.workers import Worker
 from wizard.usecases.board import board_of, candidate_board
 from wizard.core.memory import PHASES
+from wizard.gui.placement.items import REPLICA_WORDS
 from wizard.gui.placement.scene import PlacementScene, columns_for
 from wizard.gui.theme import ThemeFollower, canvas_colours
+from wizard.gui.wording import window_text
 
 HOW_TO = ("Drag a role chip onto another pool (or a dashed \"new pool\" slot); green targets can take it, grey ones "
           "say why not. Ctrl+wheel zooms. Ctrl+M moves a role by keyboard.")
@@ -74,7 +76,8 @@ def legend_html() -> str:
     phases = " · ".join(p.tag for p in PHASES)
     return (f"Bars: memory per phase ({phases}: those the plan has), the peak outlined; dashes: the GPU's memory. "
             f"{dots} · <span style='color:{c.verdict['ok']}'>━</span> NVLink · <span style='color:{c.bad}'>┅</span> "
-            "PCIe only · dashed box: an engine replica. Hover a GPU for details.")
+            "PCIe only · dashed box: an engine replica (TP2: one model copy split over 2 GPUs). Hover a GPU for "
+            "details.")
 
 
 class PlacementBoard(QWidget):
@@ -148,6 +151,8 @@ class PlacementBoard(QWidget):
         split = canvas_split(self.view, self.headline, "&Findings for this placement:", self.findings, (1000, 270))
         self.legend = legend = QLabel(legend_html())
         legend.setAccessibleName("Board legend")
+        legend.setToolTip("The phases of a training step, in the bars' order: "
+                          + "; ".join(f"{p.tag} = {p.title}" for p in PHASES) + ". " + REPLICA_WORDS)
         legend.setWordWrap(True)
         layout = QVBoxLayout(self)
         layout.addWidget(bar)
@@ -194,7 +199,7 @@ class PlacementBoard(QWidget):
             self.findings.addItem(finding_item(f, f.rule))
         if not state.findings:
             self.findings.addItem("No findings")
-        self.headline.setText(headline(state) + self._step_words())
+        self.headline.setText(window_text(headline(state)) + self._step_words())
         self.findings_changed.emit(list(state.findings))
 
     def _step_words(self) -> str:

@@ -35,6 +35,7 @@ from PySide6.QtWidgets import (
 
 from wizard.core.run import split_line, strip_ansi
 
+SEARCH_WORDS = "Search the log"  # the keys are in its tooltip: a placeholder the field never cuts
 DEFAULT_CAP = 200_000
 TICK_MS = 100
 Entry = tuple[str | None, str]  # (DEBUG..CRITICAL or None, text without colour)
@@ -149,7 +150,9 @@ class LogView(QWidget):
         self.table = self._make_table()
         self.search = QLineEdit()
         self.search.setObjectName("logSearch")
-        self.search.setPlaceholderText("Search the log (Enter: next, Shift+Enter: previous)")
+        self.search.setPlaceholderText(SEARCH_WORDS)
+        self.search.setToolTip("Search the log: Enter goes to the next match, Shift+Enter to the previous")
+        self.search.setMinimumWidth(QFontMetrics(self.search.font()).horizontalAdvance(SEARCH_WORDS) + 48)
         self.search.setClearButtonEnabled(True)
         self.prev_button = QPushButton("Previous")
         self.next_button = QPushButton("Next")

@@ -32,6 +32,7 @@ from wizard.core.findings import Severity
 from wizard.core.run import FLAGS, FLAG_HELP, InspectedStep, StepVerdict
 from wizard.core.visible import visible
 from wizard.gui.run.samples_model import FLAGGED, Row, SamplesModel, rows_of
+from wizard.gui.wording import window_finding
 
 KINDS = ("training", "validation")
 SEARCH_DELAY_MS = 150
@@ -226,7 +227,7 @@ class SamplesView(QWidget):
         if len(chosen) > SHOWN_STEPS:
             lines.insert(0, f"… {len(chosen) - SHOWN_STEPS} earlier steps (pick one above)")
         last = chosen[-1] if chosen else None
-        for f in last.findings if last else []:
+        for f in map(window_finding, last.findings if last else []):
             lines.append(f"<span style='color:{_COLOURS[f.severity]}'><b>{html.escape(f.severity.value)}</b>: "
                          f"{html.escape(f.message)}.</span> {html.escape(f.fix or '')}")
         self.verdict.setText("<br>".join(lines))

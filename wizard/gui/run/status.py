@@ -25,6 +25,7 @@ from PySide6.QtWidgets import (
 )
 
 from wizard.core.findings import Finding, Severity
+from wizard.gui.wording import window_finding
 
 # lifecycle events of wizard.core.run.logparse -> what the status line says while the run goes on
 PHASES = {
@@ -189,8 +190,9 @@ class FindingsBanner(QScrollArea):
         parts = [f"<p style='font-size:115%'><b>{html.escape(title)}</b></p>"]
         for f in findings:
             word = "Cause" if f.severity is Severity.ERROR else "Note"
-            parts.append(f"<p><b>{word}:</b> {html.escape(f.message)}"
-                         + (f"<br><b>Fix:</b> {html.escape(f.fix)}" if f.fix else "") + "</p>")
+            shown = window_finding(f)
+            parts.append(f"<p><b>{word}:</b> {html.escape(shown.message)}"
+                         + (f"<br><b>Fix:</b> {html.escape(shown.fix)}" if shown.fix else "") + "</p>")
             if f.fix_overrides:
                 button = QPushButton(f"Apply to the plan: {' '.join(f.fix_overrides)}")
                 button.setToolTip("Changes the plan (undo with Ctrl+Z); start again to try it")
@@ -209,7 +211,8 @@ class FindingsBanner(QScrollArea):
         """Health alarms as they fire (each once), newest last."""
         self._alarms += alarms
         rows = [f"<p><b>{'Alarm' if f.severity is Severity.ERROR else 'Warning'}:</b> {html.escape(f.message)}"
-                + (f"<br><b>What to do:</b> {html.escape(f.fix)}" if f.fix else "") + "</p>" for f in self._alarms]
+                + (f"<br><b>What to do:</b> {html.escape(f.fix)}" if f.fix else "") + "</p>"
+                for f in map(window_finding, self._alarms)]
         self.alarm_text.setText("<p><b>Health alarms from the metrics</b></p>" + "".join(rows))
         self.alarms.show()
         self.show()

@@ -17,6 +17,7 @@ from PySide6.QtWidgets import QLabel, QScrollArea, QSplitter, QStackedWidget, QV
 from wizard.core.findings import Finding
 from wizard.core.run import Forecast, TimingSummary, fmt_rate, fmt_s
 from wizard.gui.run.metric_plots import StepAxis
+from wizard.gui.wording import window_finding
 
 PHASE_COLOURS = {"generation": "#1f77b4", "reward": "#17becf", "log-probs": "#9467bd", "reference": "#8c564b",
                  "critic": "#e377c2", "update": "#d62728", "weight sync": "#ff7f0e", "other": "#9e9e9e"}
@@ -136,6 +137,7 @@ class TimingView(QWidget):
 
 
 def _finding(f: Finding) -> str:
+    f = window_finding(f)
     fix = f"<br><i>{html.escape(f.fix)}</i>" if f.fix else ""
     return f"&#9656; {html.escape(f.message)}{fix}"
 

@@ -18,11 +18,13 @@ class FormPage(Page):
         super().__init__(doc)
         self.body = QWidget()
         self.body_layout = QVBoxLayout(self.body)
+        self.boxes: list[QGroupBox] = []  # one per group, for what a step adds under a group's fields
         for title, rows in self.groups:
             box = QGroupBox(title)
             form = FieldForm(doc, rows)
             QVBoxLayout(box).addWidget(form)
             self.forms.append(form)
+            self.boxes.append(box)
             self.body_layout.addWidget(box)
         layout = QVBoxLayout(self)
         layout.setContentsMargins(0, 0, 0, 0)

@@ -7,6 +7,7 @@ from html import escape
 from PySide6.QtWidgets import QTableWidget
 
 from wizard.core.findings import Severity
+from wizard.gui.wording import window_finding
 
 
 def read_only_table(name: str, headers: list[str]) -> QTableWidget:
@@ -23,8 +24,9 @@ def findings_html(findings) -> str:
     if not findings:
         return ""
     marks = {Severity.ERROR: "✖", Severity.WARNING: "⚠", Severity.INFO: "ℹ"}
+    shown = [window_finding(f) for f in findings]
     return "<br>".join(f"{marks[f.severity]} {escaped(f.message)}"
-                       + (f"<br>&nbsp;&nbsp;&nbsp;Fix: {escaped(f.fix)}" if f.fix else "") for f in findings)
+                       + (f"<br>&nbsp;&nbsp;&nbsp;Fix: {escaped(f.fix)}" if f.fix else "") for f in shown)
 
 
 def escaped(text: object) -> str:

@@ -17,6 +17,7 @@ from wizard.gui.steps._form import FormPage
 from wizard.gui.widgets.page import Page, note
 from wizard.gui.widgets.task_bar import TaskBar
 from wizard.gui.workers import Worker
+from wizard.gui.wording import window_finding
 
 
 class DataPage(FormPage):
@@ -134,7 +135,7 @@ class DataPage(FormPage):
                     self.table.setItem(r, c, item)
             self.table.show()
         elif isinstance(result, DataReport):
-            worst = [f for f in result.findings if f.severity is not Severity.INFO]
+            worst = [window_finding(f) for f in result.findings if f.severity is not Severity.INFO]
             lines = [f"{result.path}: {result.rows} rows, checked in {result.seconds:.1f} s"]
             lines += [f"• {f.severity.value}: {f.message}" + (f" — fix: {f.fix}" if f.fix else "") for f in worst]
             if not worst:

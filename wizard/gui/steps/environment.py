@@ -11,6 +11,7 @@ from wizard.adapters.verl_env.python_envs import default_python, how_to_create
 from wizard.gui.document import PlanDocument
 from wizard.gui.steps import texts
 from wizard.gui.steps._machine import escaped, findings_html, read_only_table
+from wizard.gui.widgets.empty_hint import EmptyHint
 from wizard.gui.widgets.page import Page, note
 from wizard.gui.widgets.task_bar import TaskBar
 from wizard.gui.workers import Worker
@@ -40,6 +41,11 @@ class EnvironmentPage(Page):
             signal.connect(lambda *_: self.check_button.setEnabled(True))
         self.facts = read_only_table("environmentFacts", ["Package", "Version"])
         self.facts.horizontalHeader().setStretchLastSection(True)
+        self.facts_hint = EmptyHint(
+            self.facts, "Check this environment runs the Python above for a few seconds and lists here the versions "
+            "of Python, torch, CUDA, vLLM, Ray and verl it has, each against what verl 0.9.1 needs. Nothing is "
+            "installed or changed. Give the Python of the environment your runs use (a virtual environment or conda "
+            "env with verl), not necessarily the wizard's own.", lambda: self.facts.rowCount() == 0)
         self.result = note("Not checked yet. verl-wizard plans without it; checking catches a broken install "
                            "before a run does.", "environmentResult")
         row = QHBoxLayout()

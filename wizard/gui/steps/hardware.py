@@ -142,7 +142,7 @@ class HardwarePage(Page):
         self._fill_gpus(c)
         self.topology.set_cluster(c)
         self._fill_matrix(alive[0] if alive else None)
-        self.gpus.setVisible(self.gpus.rowCount() > 0)
+        self.gpus.setVisible(self.gpus.rowCount() > 0 and c.source != "spec")  # a spec's table repeats the picture
         self.links_box.setVisible(not self.matrix.isHidden())
         self.use_button.setEnabled(c.to_gpu_spec() is not None)
 
@@ -158,6 +158,9 @@ class HardwarePage(Page):
                      g.cpu_affinity or "", busy]
             for col, value in enumerate(cells):
                 self.gpus.setItem(r, col, QTableWidgetItem(value))
+        for col in range(self.gpus.columnCount()):  # a column no source filled ("Free" of a spec) is not shown
+            told = any((self.gpus.item(r, col).text() not in ("", "?")) for r in range(len(rows)))
+            self.gpus.setColumnHidden(col, not told)
         self.gpus.resizeColumnsToContents()
 
     def _fill_matrix(self, node) -> None:

@@ -6,7 +6,7 @@ from __future__ import annotations
 import os
 
 from PySide6.QtCore import Qt
-from PySide6.QtWidgets import QFileDialog, QPushButton, QTableWidget, QTableWidgetItem
+from PySide6.QtWidgets import QFileDialog, QHBoxLayout, QPushButton, QTableWidget, QTableWidgetItem
 
 from wizard.gui.document import PlanDocument
 from wizard.gui.steps import texts
@@ -39,10 +39,12 @@ class ModelPage(FormPage):
         super().__init__(doc)
         browse = QPushButton("Choose a local model &folder…")
         browse.clicked.connect(self._browse)
-        self.body_layout.addWidget(browse, 0, Qt.AlignLeft)
-        self.body_layout.addWidget(note(
+        row = QHBoxLayout()  # under the model's own field, where it is read (not below the page's fold)
+        row.addWidget(browse, 0, Qt.AlignTop)
+        row.addWidget(note(
             "A hub id (like Qwen/Qwen2.5-0.5B-Instruct) is downloaded by each worker at start; on a cluster, "
-            "download it once to a shared folder and give the folder instead.", "modelNote"))
+            "download it once to a shared folder and give the folder instead.", "modelNote"), 1)
+        self.boxes[0].layout().addLayout(row)
         self.facts = QTableWidget(0, 2)
         self.facts.setObjectName("modelFacts")
         self.facts.setAccessibleName("Model facts")

@@ -22,7 +22,7 @@ from PySide6.QtWidgets import (
 from wizard.core.plan import CONFIG_YAML, RUN_SH
 from wizard.adapters.files.resources import load_key_docs, load_schema
 from wizard.core.run import Forecast, plan_fingerprint
-from wizard.core.verl.key_help import changes_from_defaults, key_help
+from wizard.core.verl.key_help import changes_from_defaults, key_help, set_to_default
 from wizard.gui.document import PlanDocument
 from wizard.gui.steps import texts
 from wizard.gui.widgets.highlight import ConfigHighlighter
@@ -134,13 +134,22 @@ class ReviewPage(Page):
         schema, docs = load_schema(), load_key_docs()
         engine = self.doc.result.engine if self.doc.result else None
         rows = changes_from_defaults(schema, self.doc.overrides, engine)
-        self.changes.setRowCount(len(rows))
+        again = set_to_default(schema, self.doc.overrides, engine)
+        self.changes.clearSpans()
+        self.changes.setRowCount(len(rows) + bool(again))
         for r, (key, value, default) in enumerate(rows):
             for c, text in enumerate((key, value, default)):
                 item = QTableWidgetItem(text)
                 item.setToolTip(key_help(schema, docs, key, engine))
                 self.changes.setItem(r, c, item)
-        self.changes.resizeColumnsToContents()
+        self.changes.resizeColumnsToContents()  # by the changes: the line below spans the columns
+        if again:  # kept in the files as written, but no change: said once, not listed as changes
+            item = QTableWidgetItem(f"Also set, to verl's own default (no change): {', '.join(again)}")
+            item.setForeground(self.palette().placeholderText())
+            item.setToolTip("\n".join(again))
+            self.changes.setItem(len(rows), 0, item)
+            self.changes.setSpan(len(rows), 0, 1, 3)
+            self.changes.resizeRowToContents(len(rows))
 
     def is_complete(self) -> bool:
         return self.doc.result is not None and self.doc.result.ok

@@ -7,11 +7,13 @@ it the plan document (:meth:`StartPage.attach`), a chosen preset or typed GPU sp
 
 from __future__ import annotations
 
+import re
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from PySide6.QtCore import Qt, Signal
+from PySide6.QtCore import QStringListModel, Qt, Signal
 from PySide6.QtWidgets import (
+    QCompleter,
     QFileDialog,
     QFormLayout,
     QHBoxLayout,
@@ -20,18 +22,27 @@ from PySide6.QtWidgets import (
     QListWidget,
     QListWidgetItem,
     QPushButton,
+    QSizePolicy,
     QVBoxLayout,
 )
 
 from wizard.adapters.files.resources import load_preset_doc, preset_names
-from wizard.core.hardware import GpuSpec, parse_gpu_spec
+from wizard.core.hardware import GpuSpec
 from wizard.gui.steps import texts
 from wizard.gui.widgets.page import Page
+from wizard.gui.wording import window_text
+from wizard.usecases.hardware import gpu_model_ids, read_gpu_spec
 
 if TYPE_CHECKING:
     from wizard.gui.document import PlanDocument
 
 DEFAULT_PRESET = "grpo-1gpu-smoke"
+GUIDE = ("<b>How it goes.</b> Pick a preset (or import the verl script you have); leave the GPUs empty to keep the "
+         "preset's, or type yours. Each step on the left shows the verl keys it sets, with verl's default as the "
+         "grey text of an empty field. The <b>Findings</b> below say what verl would refuse and when it would "
+         "(at launch, at startup, in training), each with a fix. Nothing runs and nothing is written until the "
+         "Write and Run steps.")
+_COUNTS = re.compile(r"\s*\d+\s*[xX]\s*(?:\d+\s*[xX]\s*)?")  # the counts before a GPU spec's model
 
 
 class StartPage(Page):
@@ -48,6 +59,7 @@ class StartPage(Page):
         self.presets.setAccessibleName("Presets")
         self.presets.setWordWrap(True)
         self.presets.setSpacing(4)
+        self.presets.setSizePolicy(QSizePolicy.Expanding, QSizePolicy.Fixed)  # as tall as its presets (fit_presets)
         for name in preset_names():
             description = load_preset_doc(name).get("description", "")
             item = QListWidgetItem(f"{name}\n{description}")
@@ -59,10 +71,20 @@ class StartPage(Page):
         self.description.setObjectName("presetDescription")
         self.gpus = QLineEdit()
         self.gpus.setPlaceholderText("as in the preset; or e.g. 1, 8xH100-80GB, 2x8xH100-80GB")
-        self.gpus.setToolTip("Nodes x GPUs per node x GPU model. The config is checked against it.")
+        self.gpus.setToolTip("Nodes x GPUs per node x GPU model. The config is checked against it; the model as "
+                             "the GPU catalogue names it (type a few letters after the x for the list).")
+        self.gpus.setAccessibleName("GPUs")
+        self._models = QStringListModel(self)
+        completer = QCompleter(self._models, self.gpus)
+        completer.setCaseSensitivity(Qt.CaseInsensitive)
+        completer.setFilterMode(Qt.MatchContains)
+        self.gpus.setCompleter(completer)
+        self.gpus.textEdited.connect(self._offer_models)
         self.gpus_error = QLabel()
         self.gpus_error.setObjectName("gpusError")
         self.gpus_error.setStyleSheet("color: #b00020")
+        self.gpus_error.setWordWrap(True)
+        self.gpus_error.hide()
         self.import_button = QPushButton("&Import a verl script or YAML…")
         self.import_button.clicked.connect(self._import_dialog)
         self.import_status = QLabel()
@@ -74,13 +96,19 @@ class StartPage(Page):
         form.addRow("", self.gpus_error)
         layout = QVBoxLayout(self)
         layout.addWidget(QLabel("&Presets:", buddy=self.presets))
-        layout.addWidget(self.presets, 1)
+        layout.addWidget(self.presets)
         layout.addWidget(self.description)
         layout.addLayout(form)
         row = QHBoxLayout()
         row.addWidget(self.import_button)
         row.addWidget(self.import_status, 1)
         layout.addLayout(row)
+        self.guide = QLabel(GUIDE)
+        self.guide.setObjectName("startGuide")
+        self.guide.setWordWrap(True)
+        self.guide.setTextFormat(Qt.RichText)
+        layout.addWidget(self.guide)
+        layout.addStretch(1)
 
         self.presets.currentItemChanged.connect(self._preset_changed)
         self.gpus.editingFinished.connect(self._gpus_changed)
@@ -88,6 +116,20 @@ class StartPage(Page):
             if self.presets.item(i).data(Qt.UserRole) == DEFAULT_PRESET:
                 self.presets.setCurrentRow(i)
         self._built = True
+
+    def fit_presets(self) -> None:
+        """Make the preset list as tall as its presets at the width it has now: no blank rows below them."""
+        view = self.presets
+        view.doItemsLayout()
+        last = view.item(view.count() - 1)
+        if last is None:
+            return
+        bottom = view.visualItemRect(last).bottom() + view.verticalOffset() + view.spacing() + 1
+        view.setFixedHeight(min(bottom + 2 * view.frameWidth(), 420))
+
+    def resizeEvent(self, event) -> None:  # noqa: N802 - Qt's name
+        super().resizeEvent(event)
+        self.fit_presets()
 
     def attach(self, doc: PlanDocument) -> None:
         """Take the plan document: what was chosen before it came (a preset, GPUs) becomes the plan."""
@@ -103,7 +145,7 @@ class StartPage(Page):
         if self.doc is not None and self.doc.gpus != self._typed_gpus:
             self._typed_gpus = self.doc.gpus
             self.gpus.setText(str(self.doc.gpus) if self.doc.gpus else "")
-            self.gpus_error.clear()
+            self._show_gpus_error("")
 
     def _preset_changed(self, item: QListWidgetItem | None, _prev=None) -> None:
         if item is None:
@@ -116,14 +158,28 @@ class StartPage(Page):
         elif self._built:  # the user's pick, not the default set while building the step
             self.chosen_while_loading.add("preset")
 
+    def _offer_models(self, text: str) -> None:
+        """Complete the GPU model after ``N x`` (or ``NODES x N x``) with the catalogue's names."""
+        head = _COUNTS.match(text)
+        self._models.setStringList([head.group(0) + model for model in gpu_model_ids()] if head else [])
+
+    def _show_gpus_error(self, text: str) -> None:
+        """The refusal under the field, the field marked, its words for screen readers; "" clears all three."""
+        self.gpus_error.setText(text)
+        self.gpus_error.setVisible(bool(text))
+        self.gpus.setStyleSheet("QLineEdit { border: 2px solid #c62828; }" if text else "")
+        self.gpus.setAccessibleDescription(text)
+
     def _gpus_changed(self) -> None:
+        """Read the field as ``--gpus`` is read (the same parser, the same GPU catalogue): a spec it refuses is said
+        under the field, with the did-you-mean, and leaves the plan's GPUs as they were."""
         text = self.gpus.text().strip()
         try:
-            spec = parse_gpu_spec(text) if text else None
+            spec = read_gpu_spec(text) if text else None
         except ValueError as exc:
-            self.gpus_error.setText(str(exc))
+            self._show_gpus_error(window_text(str(exc)) or "")
             return
-        self.gpus_error.clear()
+        self._show_gpus_error("")
         if self.doc is None and spec != self._typed_gpus:
             self.chosen_while_loading.add("gpus")
         self._typed_gpus = spec  # before the edit: the field keeps the user's own words
@@ -160,6 +216,10 @@ class StartPage(Page):
         kept = len(plan.passthrough)
         self.description.setText(f"Imported {path}")
         self.import_status.setText(
-            f"Imported {len(source.overrides)} overrides ({kept} kept verbatim as passthrough)"
-        )
+            f"Imported {len(source.overrides)} overrides ({kept} without a field in the steps, kept exactly as "
+            "written)")
+        self.import_status.setToolTip(
+            "The wizard has a field for the keys most runs change; every other override of your script is kept "
+            "word for word (the plan's 'passthrough') and written back into run.sh and config.yaml, checked like "
+            "the rest. The Review step shows them all.")
         return True

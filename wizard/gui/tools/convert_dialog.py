@@ -35,6 +35,7 @@ from wizard.gui.document import PlanDocument
 from wizard.gui.widgets.page import note
 from wizard.gui.widgets.task_bar import TaskBar
 from wizard.gui.workers import Worker
+from wizard.gui.wording import window_finding
 
 PREVIEW_ROWS = 3
 PREVIEW_DELAY_MS = 250  # typing in the template re-reads the file this long after the last key
@@ -316,7 +317,7 @@ class ConvertDialog(QDialog):
         lines = [f"data_source {html.escape(spec.data_source)!r} is scored by verl's {scorer} scorer."] if scorer \
             else []
         lines += [f"<span style='color:{RED if f.severity is Severity.ERROR else '#ef6c00'}'>"
-                 f"<b>{f.severity.value}</b></span> {html.escape(f.message)}" for f in findings]
+                 f"<b>{f.severity.value}</b></span> {html.escape(f.message)}" for f in map(window_finding, findings)]
         self.findings.setText("<br>".join(lines))
 
     def _set_ready(self, ready: bool) -> None:

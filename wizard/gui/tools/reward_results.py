@@ -20,6 +20,7 @@ from wizard.core.findings import Finding, Severity
 from wizard.core.reward import BenchSummary, Trial, Verdict, fmt_score
 from wizard.core.visible import visible
 from wizard.gui.widgets.page import note
+from wizard.gui.wording import window_finding
 
 LEVEL_COLOURS = {"good": "#2e7d32", "warning": "#ef6c00", "error": "#c62828", "none": "#c62828"}
 SEVERITY_COLOURS = {Severity.ERROR: "#c62828", Severity.WARNING: "#ef6c00", Severity.INFO: "#546e7a"}
@@ -183,7 +184,7 @@ class RewardResults(QWidget):
 
     def _show_flags(self, findings: list[Finding]) -> None:
         lines = []
-        for f in findings:
+        for f in map(window_finding, findings):
             colour = SEVERITY_COLOURS.get(f.severity, "")
             first = f.message.split("\n", 1)[0]  # the traceback goes in its own box
             fix = f" <i>Fix:</i> {html.escape(f.fix)}" if f.fix else ""

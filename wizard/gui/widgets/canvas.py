@@ -10,6 +10,7 @@ from PySide6.QtWidgets import QGraphicsView, QListWidgetItem, QWidget
 from wizard.core.findings import Finding, Severity
 from wizard.gui.theme import canvas_colours
 from wizard.gui.widgets.findings_view import SEVERITY_TEXT
+from wizard.gui.wording import window_finding
 
 
 class FitView(QGraphicsView):
@@ -65,8 +66,9 @@ def add_action(owner: QWidget, text: str, tip: str, slot, shortcut: str | QKeySe
 def finding_item(f: Finding, data) -> QListWidgetItem:
     """One finding in a canvas's side list: its words coloured by severity (for the theme in use), the fix as
     tooltip."""
-    item = QListWidgetItem(f"{SEVERITY_TEXT[f.severity]}: {f.message}")
-    item.setToolTip(f"Fix: {f.fix}" if f.fix else f.rule)
+    shown = window_finding(f)
+    item = QListWidgetItem(f"{SEVERITY_TEXT[f.severity]}: {shown.message}")
+    item.setToolTip(f"Fix: {shown.fix}" if shown.fix else f.rule)
     if f.severity is not Severity.INFO:  # notes keep the palette's text colour
         item.setForeground(QColor(canvas_colours().severity[f.severity.value]))
     item.setData(Qt.UserRole, data)

@@ -23,6 +23,7 @@ from PySide6.QtWidgets import (
 )
 
 from wizard.gui.document import PlanDocument
+from wizard.gui.wording import window_text
 
 TARGET_TEXT = {"ray": "Ray scripts (ray-head.sh, ray-worker.sh, submit.sh)", "slurm": "SLURM (slurm.sbatch)",
                "kuberay": "KubeRay (kuberay-rayjob.yaml)"}
@@ -96,7 +97,7 @@ class ClusterBox(QGroupBox):
         if outcome.written is None:
             errors = [f for f in outcome.assessment.findings if f.severity.value == "error"]
             self.status.setText("<span style='color:#c62828'>Not written: on this shape verl would stop with "
-                                + "; ".join(_html(f.message) for f in errors[:3]) + "</span>")
+                                + "; ".join(_html(window_text(f.message)) for f in errors[:3]) + "</span>")
             return False
         written = outcome.written
         lines = [f"Wrote {p}" for p in written.files] + [f"Kept the previous file as {p}" for p in written.backups]

@@ -15,9 +15,12 @@ from PySide6.QtCore import Qt
 from PySide6.QtWidgets import QComboBox, QFormLayout, QLabel, QLineEdit, QWidget
 
 from wizard.adapters.files.resources import load_key_docs, load_schema
+from wizard.core.findings import Finding, Severity, sort_findings
 from wizard.core.verl.key_help import key_help
 from wizard.core.plan import Plan
 from wizard.gui.document import PlanDocument
+from wizard.gui.theme import canvas_colours
+from wizard.gui.wording import window_finding
 
 ERROR_STYLE = "border: 1px solid #c62828;"
 
@@ -66,6 +69,8 @@ class FieldEditor:
         self.default = key_info.default if key_info else None
         self.label = label or path.split(".")[1].replace("_", " ")
         self.error = QLabel()
+        self.error.setWordWrap(True)
+        self.marked: list[Finding] = []  # the findings about this key the field shows
         self.error.setStyleSheet("color: #c62828")
         self.error.setObjectName(f"error:{self.key or path}")
         self.error.hide()
@@ -96,7 +101,8 @@ class FieldEditor:
         section, name = self.path.split(".")
         return getattr(getattr(self.doc.plan, section), name)
 
-    def refresh(self) -> None:
+    def refresh(self, findings: Sequence[Finding] = ()) -> None:
+        """Show the plan's value, and mark the field with the worst of ``findings`` (those about its key)."""
         value = self.value()
         self.widget.blockSignals(True)
         try:
@@ -113,6 +119,22 @@ class FieldEditor:
         finally:
             self.widget.blockSignals(False)
         self._show_error("")
+        self._show_findings(findings)
+
+    def _show_findings(self, findings: Sequence[Finding]) -> None:
+        """The worst finding about this key, under the field and around it, so the field says what the dock says."""
+        self.marked = sort_findings([f for f in findings if f.severity is not Severity.INFO])
+        if not self.marked:
+            return
+        worst = window_finding(self.marked[0])
+        colour = canvas_colours().severity[worst.severity.value]
+        more = f" (and {len(self.marked) - 1} more in Findings)" if len(self.marked) > 1 else ""
+        word = "Error" if worst.severity is Severity.ERROR else "Warning"
+        self.error.setText(f"{word}: {worst.message}{more}")
+        self.error.setStyleSheet(f"color: {colour}")
+        self.error.setToolTip(f"Fix: {worst.fix}" if worst.fix else "")
+        self.error.show()
+        self.widget.setStyleSheet(f"border: 2px solid {colour};")
 
     # -- widget -> document -------------------------------------------------------------
     def _raw(self) -> str:
@@ -164,6 +186,8 @@ class FieldEditor:
         self.doc.set_plan(plan, text=f"Set {self.key or self.path} = {shown}")
 
     def _show_error(self, text: str) -> None:
+        self.error.setStyleSheet("color: #c62828")
+        self.error.setToolTip("")
         self.error.setText(text)
         self.error.setVisible(bool(text))
         self.widget.setStyleSheet(ERROR_STYLE if text else "")
@@ -197,10 +221,15 @@ class FieldForm(QWidget):
             form.addRow(caption, editor.widget)
             form.addRow("", editor.error)
         doc.changed.connect(self.refresh)
+        self.refresh()  # the plan's findings are there before the first edit
 
     def refresh(self) -> None:
-        for editor in self.editors.values():
-            editor.refresh()
+        about: dict[str, list[Finding]] = {}
+        for f in self.doc.findings:
+            for key in f.keys:
+                about.setdefault(key.lstrip("+~"), []).append(f)
+        for key, editor in self.editors.items():
+            editor.refresh(about.get(key, []))
 
     def focus_key(self, key: str) -> bool:
         editor = self.editors.get(key.lstrip("+~"))

@@ -31,6 +31,7 @@ from PySide6.QtWidgets import (
 
 from wizard.core.findings import STAGE_TITLES, Finding, Severity, Stage, about_environment, plan_fix, sort_findings
 from wizard.gui.theme import ThemeFollower, canvas_colours
+from wizard.gui.wording import window_finding
 
 SEVERITY_TEXT = {Severity.ERROR: "Error", Severity.WARNING: "Warning", Severity.INFO: "Note"}
 SEVERITY_MARK = {Severity.ERROR: "✖", Severity.WARNING: "⚠", Severity.INFO: "ℹ"}
@@ -209,13 +210,16 @@ class FindingsView(QWidget):
 
 
 def _asks_advisor(finding: Finding) -> bool:
-    """A memory finding whose fix is the advisor's search (the window runs it when asked)."""
+    """A memory finding whose fix is the advisor's search (the window runs it when asked), in the core's words or
+    the window's."""
     from wizard.core.check import ADVISOR_ELSEWHERE
 
-    return finding.fix == ADVISOR_ELSEWHERE and not finding.fix_overrides
+    head = ADVISOR_ELSEWHERE.split(":")[0]
+    return finding.rule.startswith("memory.") and not finding.fix_overrides and (finding.fix or "").startswith(head)
 
 
-def _item(f: Finding, colours: dict[str, str]) -> QTreeWidgetItem:
+def _item(finding: Finding, colours: dict[str, str]) -> QTreeWidgetItem:
+    f = window_finding(finding)
     when = ENVIRONMENT if about_environment(f) else WHEN[f.stage]
     message = " ".join(f.message.split())
     item = QTreeWidgetItem([f"{SEVERITY_MARK[f.severity]} {SEVERITY_TEXT[f.severity]}", when, message])
@@ -225,12 +229,13 @@ def _item(f: Finding, colours: dict[str, str]) -> QTreeWidgetItem:
     item.setToolTip(WHEN_COL, "About the Python environment probed on the Environment step" if about_environment(f)
                     else STAGE_TITLES[f.stage])
     item.setToolTip(MESSAGE_COL, f"{f.message}\n\nFix: {f.fix}" if f.fix else f.message)
-    item.setData(0, Qt.UserRole, f)
+    item.setData(0, Qt.UserRole, finding)
     return item
 
 
 def details_html(finding: Finding) -> str:
     """The selected finding in full: what, when, the fix; for an environment finding, why it is not a plan fix."""
+    finding = window_finding(finding)
     when = ("this machine's Python environment" if about_environment(finding)
             else STAGE_TITLES[finding.stage].replace("(", "— ").rstrip(")"))
     text = (f"<b>{SEVERITY_TEXT[finding.severity]}</b> · {_html(when)} · <code>{_html(finding.rule)}</code>"

@@ -25,6 +25,7 @@ from PySide6.QtWidgets import (
 
 from wizard.core.hardware import GIB, Cluster, GpuLink, LinkKind, ClusterNode
 from wizard.gui.theme import CanvasColours, ThemeFollower, canvas_colours
+from wizard.gui.widgets.empty_hint import EmptyHint
 
 TILE_W, TILE_H, GAP, LABEL_W, ARC_ROOM = 150.0, 78.0, 14.0, 150.0, 70.0
 LINK_STYLE = {  # kind -> (colour, width, dashed)
@@ -142,6 +143,11 @@ class TopologyView(QWidget):
         layout.addWidget(self.summary)
         layout.addWidget(self.view, 1)
         layout.addWidget(self.legend)
+        self.empty_hint = EmptyHint(
+            self.view, "Detect this machine reads its GPUs and how they are linked; Open a cluster spec… reads a file "
+            "such as \"2 nodes × 8 H100-80GB NVLink\"; Ask Ray reads a running Ray cluster. The GPUs and their links "
+            "are drawn here. Without any of them the plan is checked against its own shape (below) and the GPU "
+            "model typed on the Start step.", lambda: not self.tiles)
         self.tiles: dict[tuple[str, int], TopoTile] = {}
         self.arcs: list[LinkArc] = []
         self.islands: list[Island] = []
