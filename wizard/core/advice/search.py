@@ -205,7 +205,8 @@ def advise(values: Mapping, models: Mapping[str, ModelFacts], cluster: Cluster |
     if not start.fits and not any(f.kind != METHOD for f in found):
         # seeds: every memory saving at once (with the rollout's TP and utilization chosen for it), relaxed toward
         # speed by the same search; a fit a beam of single moves cannot reach is found this way
-        seeds = [x for x in _seeds(start, cluster) if x.fits and _key(x.values, x.models) not in seen]
+        seeds = [_pruned(x, start) for x in _seeds(start, cluster) if x.fits]
+        seeds = list({_key(x.values, x.models): x for x in seeds if _key(x.values, x.models) not in seen}.values())
         seen |= {_key(x.values, x.models) for x in seeds}
         found += seeds + _search(seeds, seen, cluster, (), depth=3)
     ranked = sorted(found, key=lambda s: (KIND_ORDER[s.kind] // 2, s.seconds if s.seconds is not None else math.inf,
@@ -264,6 +265,22 @@ def _seeds(start: State, cluster: Cluster | None) -> list[State]:
                 values = {**start.values, **{k: v for m in moves for k, v in m.changes}}
                 out.append(_state(values, start.models, start.cluster, moves))
     return out
+
+
+def _pruned(seed: State, start: State) -> State:
+    """``seed`` without the moves it fits without: each taken back in turn (the plan's own value again) while
+    the rest still fits, so the alternative changes only what it needs."""
+    moves = list(seed.moves)
+    best = seed
+    for move in list(reversed(seed.moves)):
+        if move.kind != TUNING:
+            continue
+        keep = [m for m in moves if m is not move]
+        values = {**start.values, **{k: v for m in keep for k, v in m.changes}}
+        trial = _state(values, start.models, seed.cluster, tuple(keep))
+        if trial.fits:
+            moves, best = keep, trial
+    return best
 
 
 def _distinct(ranked: list[State], limit: int) -> list[State]:

@@ -1,0 +1,71 @@
+"""What the advisor costs: one search per question a user brings (the plan assessed first, as ``plan`` does), the
+states it estimated and the alternatives it found.
+
+    .venv/bin/python bench/bench_advice.py [--runs 3]
+
+The search runs in ``plan``, in ``check`` when a memory finding needs a fix, and on a worker thread behind the
+window's Make it fit (never on an edit: the window's check passes ``advise=False``).
+"""
+
+from __future__ import annotations
+
+import argparse
+import statistics
+import sys
+import time
+from pathlib import Path
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+
+QUESTIONS = [  # (question, preset, GPUs, --set words)
+    ("7B GRPO on one 80 GB GPU", "grpo-1gpu-smoke", "1xH100-80GB", ["actor_rollout_ref.model.path=Qwen/Qwen2.5-7B-Instruct"]),
+    ("7B GRPO on one 24 GB GPU", "grpo-1gpu-smoke", "1xRTX-4090-24GB",
+     ["actor_rollout_ref.model.path=Qwen/Qwen2.5-7B-Instruct"]),
+    ("the 8-GPU preset on 8 x 24 GB", "grpo-8gpu", "8xRTX-4090-24GB", []),
+    ("the 8-GPU preset on 8 x H100 (fits: faster?)", "grpo-8gpu", "8xH100-80GB", []),
+    ("14B on one H200", "grpo-1gpu-smoke", "1xH200-141GB", ["actor_rollout_ref.model.path=Qwen/Qwen2.5-14B-Instruct"]),
+]
+
+
+def main(argv=None) -> int:
+    p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    p.add_argument("--runs", type=int, default=3)
+    args = p.parse_args(argv)
+    from wizard.usecases.advising import plan_advice
+    from wizard.usecases.assessment import assess_plan
+    from wizard.usecases.hardware import machines_for, read_gpu_spec
+    from wizard.usecases.plans import preset_plan
+    import wizard.core.memory.estimate as est
+
+    for question, preset, spec, sets in QUESTIONS:
+        gpus = read_gpu_spec(spec)
+        memory = assess_plan(preset_plan(preset, gpus, sets), gpus=gpus, cluster=machines_for(gpus),
+                             advise=False).memory
+        calls = 0
+        original = est.estimate_memory
+
+        def counting(*a, **k):
+            nonlocal calls
+            calls += 1
+            return original(*a, **k)
+
+        times = []
+        for _ in range(args.runs):
+            calls = 0
+            est.estimate_memory = counting
+            import wizard.core.advice.search as search
+            search.estimate_memory = counting
+            t0 = time.perf_counter()
+            advice = plan_advice(memory)
+            times.append(time.perf_counter() - t0)
+            search.estimate_memory = est.estimate_memory = original
+        best = advice.best
+        print(f"{question:46} {statistics.median(times) * 1000:7.0f} ms  {calls:4d} estimates  "
+              f"{len(advice.alternatives)} alternatives; best: "
+              f"{best.text if best else (advice.statement or 'none')[:70]}"
+              + (f" ({best.step_seconds:.0f} s per step)" if best and best.step_seconds else ""))
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
