@@ -336,6 +336,11 @@ class RunProcess:
             self._scan(force=True)
             self._pipe_holders()
             pids = [pid for pid, start in self._tracked.items() if alive(pid, start) and pid not in hit]
+            root = self.proc.pid if self.proc is not None else None
+            if sig == signal.SIGKILL and any(pid != root for pid in pids):
+                # the reaper last: while it lives, an orphan of the run becomes its child, not init's, and is found
+                pids = [pid for pid in pids if pid != root]
+                first = False
             hit += self._signal(sig, pids, group=first)
             first = False
             if not self._wait_gone(min(deadline, time.monotonic() + 0.25)) or time.monotonic() >= deadline:
