@@ -102,6 +102,7 @@ class RunProcess:
         self._mark = uuid.uuid4().hex
         self._root_start: int | None = None
         self._lifeline: int | None = None  # the pipe end the reaper watches: closed, the run ends
+        self.write_error: str | None = None  # run.log could not be written (a full disk): one line, for the caller
         self.ray_tmp: str | None = None  # the run's private Ray folder
 
     # -- lifecycle -------------------------------------------------------------------------------------------
@@ -203,8 +204,28 @@ class RunProcess:
         if self.secrets:
             line = redact(line, self.secrets)
         lines.append((name, line))
-        if self._log:
+        self._write(line)
+
+    def _write(self, line: str, flush: bool = False) -> None:
+        """A line into run.log; a write that fails (a full disk) is said once in ``write_error``, and the log
+        closed: the caller decides what becomes of the run."""
+        if not self._log:
+            return
+        try:
             self._log.write(line + "\n")
+            if flush:
+                self._log.flush()
+        except OSError as exc:
+            self.write_error = f"cannot write {self.run_dir / LOG}: {exc.strerror or exc}"
+            log, self._log = self._log, None
+            try:
+                log.close()
+            except OSError:
+                pass
+
+    def note(self, text: str) -> None:
+        """A line of the wizard's own in run.log (why the run was stopped)."""
+        self._write(f"verl-wizard: {text}", flush=True)
 
     def _eof(self, fd: int, lines: list[tuple[str, str]]) -> None:
         stream = self._streams[fd]
@@ -215,7 +236,10 @@ class RunProcess:
         if self._sel:
             self._sel.unregister(fd)
         if self._log:
-            self._log.flush()
+            try:
+                self._log.flush()
+            except OSError as exc:
+                self.write_error = f"cannot write {self.run_dir / LOG}: {exc.strerror or exc}"
 
     def _after_exit(self, lines: list[tuple[str, str]], linger: float = 5.0) -> None:
         """The driver is gone. Its own Ray instance normally dies with it; what is left of the run after
@@ -383,7 +407,10 @@ class RunProcess:
                 if pipe:
                     pipe.close()
         if self._log:
-            self._log.close()
+            try:
+                self._log.close()
+            except OSError as exc:
+                self.write_error = f"cannot write {self.run_dir / LOG}: {exc.strerror or exc}"
             self._log = None
         self._let_go()
 
