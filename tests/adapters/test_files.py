@@ -49,11 +49,11 @@ def test_a_full_disk_mid_generate_leaves_the_old_files_whole(tmp_path, monkeypat
         (tmp_path / name).write_text(text)
     real_stage, calls = files._stage, []
 
-    def stage_until_full(folder, name, data, mode):
+    def stage_until_full(folder, name, data, mode, **kw):
         calls.append(name)
         if len(calls) == 2:
             raise OSError(errno.ENOSPC, "No space left on device")
-        return real_stage(folder, name, data, mode)
+        return real_stage(folder, name, data, mode, **kw)
 
     monkeypatch.setattr(files, "_stage", stage_until_full)
     with pytest.raises(WriteError, match="No space left on device"):
