@@ -12,7 +12,7 @@ import json
 import os
 from pathlib import Path
 
-from wizard.adapters.files.disk import WriteError, replace_atomic, write_atomic
+from wizard.adapters.files.disk import WriteError, recover_file_sets, replace_atomic, write_atomic
 
 
 def state_dir() -> Path:
@@ -64,6 +64,7 @@ def load_session() -> dict | None:
     """The newest autosave a session left behind, taken over by this process (moved to its own name, so that a
     second window starting meanwhile does not offer it too); None when there is none."""
     mine = session_path()
+    recover_file_sets(mine.parent)  # temporary files of windows killed while they saved
     for path in _left_behind():
         if path != mine:
             try:
