@@ -80,7 +80,10 @@ def run_guarded(argv: list[str], *, input: str | None = None, timeout: float, en
             if time.monotonic() >= deadline:
                 timed_out = True
                 break
-            time.sleep(0.05)
+            try:
+                proc.wait(timeout=0.05)  # returns as soon as it ends (a short poll inside), else checks again
+            except subprocess.TimeoutExpired:
+                pass
     finally:  # Ctrl-C (KeyboardInterrupt) on the way out included
         os.close(lifeline)  # the reaper ends its whole tree, then itself; killed first, it could not
         try:

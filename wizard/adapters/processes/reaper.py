@@ -132,6 +132,11 @@ def main(argv: list[str] | None = None) -> int:
     cmd = args.cmd[1:] if args.cmd[:1] == ["--"] else args.cmd
     for sig in (signal.SIGTERM, signal.SIGINT, signal.SIGHUP):
         signal.signal(sig, _on_signal)
+    wake_r, wake_w = os.pipe()  # a signal (a child's end included) wakes the select below at once
+    os.set_blocking(wake_r, False)
+    os.set_blocking(wake_w, False)
+    signal.set_wakeup_fd(wake_w)
+    signal.signal(signal.SIGCHLD, lambda signum, frame: None)
     _subreaper()
     try:
         child = subprocess.Popen(cmd, start_new_session=False)
@@ -153,8 +158,10 @@ def main(argv: list[str] | None = None) -> int:
                 reaper.end_tree(min(args.grace, 2.0))
                 break
         try:
-            ready, _, _ = select.select([args.fd], [], [], 0.1)
-            if ready and not os.read(args.fd, 64):  # the wizard is gone
+            ready, _, _ = select.select([args.fd, wake_r], [], [], 0.5)
+            if wake_r in ready:
+                _drain(wake_r)
+            if args.fd in ready and not os.read(args.fd, 64):  # the wizard is gone
                 reaper.end_tree(args.grace)
                 break
         except OSError:
@@ -170,6 +177,14 @@ def main(argv: list[str] | None = None) -> int:
         os.kill(os.getpid(), -code)
         time.sleep(1)
     return code
+
+
+def _drain(fd: int) -> None:
+    try:
+        while os.read(fd, 512):
+            pass
+    except (BlockingIOError, OSError):
+        pass
 
 
 def _forward(signum: int, pid: int) -> None:
