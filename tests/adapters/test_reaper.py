@@ -102,3 +102,19 @@ def test_the_private_ray_folder_is_this_users_alone_while_the_run_lives(tmp_path
             assert other.returncode != 0 and "planted" not in other.stdout
         run.stop(grace=5)
     assert left(marker) == [] and not ray_tmp.exists()
+
+
+def test_the_program_itself_runs_the_reaper_as_the_bundle_does(tmp_path):
+    """The desktop bundle's program is no Python: ``verl-wizard __reaper__`` is the reaper there. Its child's exit
+    status comes back through it, and what the child left running is ended."""
+    marker = f"597{os.getpid()}"
+    read_end, write_end = os.pipe()
+    try:
+        proc = subprocess.run([sys.executable, "-m", "wizard", "__reaper__", "--fd", str(read_end), "--linger", "0",
+                               "--", "sh", "-c", f"setsid sleep {marker} & exit 3"], pass_fds=(read_end,),
+                              env=dict(os.environ, PYTHONPATH=str(ROOT)), timeout=60)
+    finally:
+        os.close(read_end)
+        os.close(write_end)
+    assert proc.returncode == 3
+    assert left(marker) == []

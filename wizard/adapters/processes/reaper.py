@@ -199,11 +199,16 @@ def _remove(path: str | None) -> None:
         shutil.rmtree(path, ignore_errors=True)
 
 
+PROGRAM_ARG = "__reaper__"  # ``verl-wizard __reaper__ ...``: the reaper, where the program is no Python (the bundle)
+
+
 def command(fd: int, argv: list[str], *, grace: float = 10.0, linger: float = 5.0,
             remove: str | None = None) -> list[str]:
-    """The words that run ``argv`` under a reaper watching ``fd``."""
-    words = [sys.executable, "-I", os.path.abspath(__file__), "--fd", str(fd), "--grace", str(grace),
-             "--linger", str(linger)]
+    """The words that run ``argv`` under a reaper watching ``fd``: this file run by this Python (isolated: no
+    site, no PYTHON* variables), or, in the desktop bundle (whose program is no Python), the program itself."""
+    head = ([sys.executable, PROGRAM_ARG] if getattr(sys, "frozen", False)
+            else [sys.executable, "-I", os.path.abspath(__file__)])
+    words = [*head, "--fd", str(fd), "--grace", str(grace), "--linger", str(linger)]
     if remove:
         words += ["--remove", remove]
     return [*words, "--", *argv]
