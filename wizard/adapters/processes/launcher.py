@@ -116,9 +116,16 @@ class RunProcess:
         if not program or not os.path.isfile(program) or not os.access(program, os.X_OK):
             reason = "not executable" if program and os.path.isfile(program) else "no such file"
             raise LaunchError(f"cannot run {self.argv[0]}: {reason}")
-        self.ray_tmp = private_tmp("vw-ray-")
+        try:
+            self.ray_tmp = private_tmp("vw-ray-")
+        except OSError as exc:
+            raise LaunchError(f"cannot make the run's private Ray folder: {exc.strerror or exc}") from None
         env["RAY_TMPDIR"] = self.ray_tmp  # Ray's session folder: logs, sockets; its own folders there are 0777
-        self._log = open(self.run_dir / LOG, "a", encoding="utf-8", errors="replace")
+        try:
+            self._log = open(self.run_dir / LOG, "a", encoding="utf-8", errors="replace")
+        except OSError:
+            self._let_go()
+            raise
         read_end, self._lifeline = os.pipe()
         try:
             self.proc = subprocess.Popen(reaper.command(read_end, self.argv, remove=self.ray_tmp), cwd=self.cwd,
