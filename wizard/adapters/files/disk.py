@@ -176,6 +176,8 @@ def _folder_lock(folder: Path) -> Iterator[None]:
                 if time.monotonic() >= deadline:
                     raise OSError(11, f"another write into it did not finish within {LOCK_WAIT_S:.0f} s") from None
                 time.sleep(0.05)
+            except OSError:  # a file system without locks (some network mounts): write as before, unlocked
+                break
         yield
     finally:
         os.close(fd)
