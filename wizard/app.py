@@ -16,6 +16,10 @@ def run_gui(argv: list[str]) -> int:
 
 def main(argv: list[str] | None = None) -> int:
     argv = sys.argv[1:] if argv is None else argv
+    if argv[:1] == ["__reaper__"]:  # the desktop bundle runs a run's reaper through its own program
+        from wizard.adapters.processes import reaper
+
+        return reaper.main(argv[1:])
     if not argv or argv[0] in ("gui", "--screenshots"):
         return run_gui(argv[1:] if argv[:1] == ["gui"] else argv)
     if argv[0] == "check":  # a resident checker of this code answers in milliseconds (verl-wizard serve)

@@ -49,11 +49,11 @@ def test_a_full_disk_mid_generate_leaves_the_old_files_whole(tmp_path, monkeypat
         (tmp_path / name).write_text(text)
     real_stage, calls = files._stage, []
 
-    def stage_until_full(folder, name, data, mode):
+    def stage_until_full(folder, name, data, mode, **kw):
         calls.append(name)
         if len(calls) == 2:
             raise OSError(errno.ENOSPC, "No space left on device")
-        return real_stage(folder, name, data, mode)
+        return real_stage(folder, name, data, mode, **kw)
 
     monkeypatch.setattr(files, "_stage", stage_until_full)
     with pytest.raises(WriteError, match="No space left on device"):
@@ -89,7 +89,8 @@ def test_a_rewrite_keeps_the_files_mode(tmp_path):
 
 
 def test_the_autosave_survives_being_killed_while_it_saves(tmp_path):
-    """A process saving its session in a loop is killed at random moments: a whole session.json is always there."""
+    """A process saving its session in a loop is killed at random moments: its whole autosave is always there, and
+    the next window's start removes the temporary files the kills left."""
     import json
     import signal
     import subprocess
@@ -102,17 +103,20 @@ def test_the_autosave_survives_being_killed_while_it_saves(tmp_path):
              "while True:\n"
              "    i += 1\n"
              "    save_session({'n': i, 'pad': 'x' * 200000})\n")
-    state = tmp_path / "verl-wizard"
+    state = tmp_path / "verl-wizard" / "sessions"
     for n in range(15):
         proc = subprocess.Popen([sys.executable, "-c", saver], env=env)
+        mine = state / f"session-{proc.pid}.json"
         deadline = time.monotonic() + 60
-        while not (state / "session.json").exists() and time.monotonic() < deadline:
+        while not mine.exists() and time.monotonic() < deadline:
             time.sleep(0.01)
         time.sleep(0.05 * (n % 5))
         proc.send_signal(signal.SIGKILL)
         proc.wait()
-        assert json.loads((state / "session.json").read_text())["n"] >= 1
-    assert len(list(state.iterdir())) <= 2  # session.json and at most the one temp file a kill interrupted
+        assert json.loads(mine.read_text())["n"] >= 1
+    subprocess.run([sys.executable, "-c", "from wizard.adapters.files.session_store import load_session; "
+                    "load_session()"], env=env, check=True)
+    assert [p.name for p in state.iterdir() if p.name.endswith(".tmp")] == []
 
 
 @pytest.mark.parametrize("kind", ["fifo", "dev-zero", "dev-urandom", "too-big"])

@@ -154,6 +154,9 @@ def test_reward_all_equal_scores_exit_1(tmp_path):
     (["reward", "{tmp}/ok.parquet", "--function", "{tmp}/missing.py"], "missing.py: no such file"),
     (["reward", "{tmp}/ok.parquet", "--name", "fn"], "--name needs --function"),
     (["reward", "{tmp}/ok.parquet", "--python", "{tmp}/no-python"], "cannot run"),
+    (["reward", "{tmp}/ok.parquet", "--timeout", "nan"], "--timeout must be a number of seconds more than 0, not nan"),
+    (["reward", "{tmp}/ok.parquet", "--timeout", "inf"], "--timeout must be a number of seconds more than 0, not inf"),
+    (["reward", "{tmp}/ok.parquet", "--timeout", "-5"], "--timeout must be a number of seconds more than 0, not -5"),
     ([], "give a data command"),
 ])
 def test_bad_input_is_one_line_exit_2(tmp_path, args, words):

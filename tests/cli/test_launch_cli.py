@@ -134,7 +134,9 @@ DRIVER = textwrap.dedent("""
     sys.stdout.flush()
     me = os.getpid()
     left = [p.pid for p in list_processes().values() if p.pid not in (1, me) and p.state != "Z"]
-    print(json.dumps({{"exit": code, "left": left}}))
+    import glob
+    ray = {{"shared": os.listdir("/tmp/ray"), "private": glob.glob("/tmp/vw-ray-*")}}
+    print(json.dumps({{"exit": code, "left": left, "ray": ray}}))
 """)
 
 
@@ -163,6 +165,8 @@ def test_a_real_verl_run_fails_for_want_of_a_gpu_and_triage_says_so(tmp_path, ti
     out = "\n".join(lines)
     assert result["exit"] == 1, proc.stdout[-3000:] + proc.stderr[-3000:]
     assert result["left"] == []  # nothing of the run (driver, Ray, workers) outlives it
+    # Ray kept its session (worker logs with verl's resolved config) in the run's private folder, now removed
+    assert result["ray"] == {"shared": [], "private": []}
     # the streamed log: the startup lines a monitor shows
     assert "[validate_config] All configuration checks passed successfully!" in out
     assert "Started a local Ray instance" in out and "(TaskRunnerV1 pid=" in out

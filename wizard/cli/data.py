@@ -211,8 +211,8 @@ def run_reward(args) -> int:
 
     if args.name and not args.function:
         raise UsageError("--name needs --function, the file that defines it")
-    if args.timeout <= 0:
-        raise UsageError("--timeout must be more than 0 seconds")
+    if not math.isfinite(args.timeout) or args.timeout <= 0:
+        raise UsageError(f"--timeout must be a number of seconds more than 0, not {args.timeout:g}")
     try:
         ds = DatasetFile(args.file)
         sampled = ds.sample(args.rows, ["data_source", "reward_model", "extra_info"])

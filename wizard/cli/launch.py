@@ -1,8 +1,10 @@
 """``verl-wizard launch``: a local smoke run of a plan, streamed, watched, and explained when it fails.
 
-Exit codes: 0 the run finished OK, 1 the run failed or the config has errors (findings printed),
-2 bad input (one line on stderr), 128 + the signal when stopped by Ctrl-C, SIGTERM or SIGHUP (the run is ended
-first, and not triaged).
+Exit codes: 0 the run finished OK, 1 the run failed or the config has errors (findings printed), or the run
+folder could not be written (a full disk: the run is stopped, one line on stderr says why), 2 bad input (one line on
+stderr), 128 + the signal when stopped by Ctrl-C, SIGTERM or SIGHUP (the run is ended first, and not triaged), 141
+(128 + SIGPIPE) when whatever reads the output went away (``launch ... | head``): the run is stopped, as a pipeline's
+writer is, and run.log says why.
 """
 
 from __future__ import annotations
@@ -120,10 +122,28 @@ class _Out:
     def __init__(self, fmt: str):
         self.json = fmt == "json"
         self.tty = sys.stdout.isatty()
+        self.closed = False  # the reader of stdout went away (EPIPE): nothing more is printed
+
+    def _print(self, text: str, flush: bool = True) -> None:
+        if self.closed:
+            return
+        try:
+            print(text, flush=flush)
+        except BrokenPipeError:
+            self.closed = True
+            sys.stdout = open(os.devnull, "w")  # noqa: SIM115 - Python flushes stdout at exit
+
+    def flush(self) -> None:
+        if not self.closed:
+            try:
+                sys.stdout.flush()
+            except BrokenPipeError:
+                self.closed = True
+                sys.stdout = open(os.devnull, "w")  # noqa: SIM115
 
     def event(self, kind: str, **doc) -> None:
         if self.json:
-            print(json.dumps({"event": kind, **doc}), flush=True)
+            self._print(json.dumps({"event": kind, **doc}))
 
     def log(self, stream: str, line: str) -> None:
         if self.json:
@@ -131,11 +151,11 @@ class _Out:
         else:
             from wizard.core.run import strip_ansi
 
-            print(line if self.tty else strip_ansi(line), flush=False)
+            self._print(line if self.tty else strip_ansi(line), flush=False)
 
     def note(self, text: str) -> None:
         if not self.json:
-            print(f"verl-wizard: {text}", flush=True)
+            self._print(f"verl-wizard: {text}")
 
 
 def _recorder(run_dir: Path, base, plan, python: str, steps: int):
@@ -183,17 +203,23 @@ def _run(args, plan, python: str, cmd, run_dir: Path, shell: str, base, notes: l
     offset = 0
     started = last_step_at = time.monotonic()
     stop = _UserStop()
+    halted: str | None = None  # why the wizard stopped the run on its own (stdout gone, run folder full)
     try:
         stop.arm()
         while not run.finished:
             if stop.signum is not None:  # the signal's exception was swallowed on the way (an except clause below)
                 raise _Stopped(stop.signum)
+            if out.closed or run.write_error:
+                halted = run.write_error or ("the output was closed by whatever read it (e.g. `| head`): the run "
+                                             "is stopped as a pipeline's writer is; use --out and run.log to follow "
+                                             "a run without reading all of it")
+                raise _Stopped(signal.SIGPIPE if out.closed and not run.write_error else None)
             events = []
             for stream, line in run.poll(0.5):
                 out.log(stream, line)
                 tail.append(line)
                 events += state.feed(line)
-            sys.stdout.flush()  # once per batch of lines, not per line
+            out.flush()  # once per batch of lines, not per line
             offset, more = tail_jsonl(metrics_file, offset, state)
             events += more
             recorder.tick(state)
@@ -215,7 +241,9 @@ def _run(args, plan, python: str, cmd, run_dir: Path, shell: str, base, notes: l
                     out.event("alarm", **f.to_json())
                     out.note(f"alarm: {f.message} Fix: {f.fix}")
     except _Stopped as exc:
-        out.note(f"stopping the run ({exc.name})")
+        out.note(f"stopping the run ({halted or exc.name})")
+        if halted:
+            run.note(f"stopped: {halted}")
     finally:
         stop.stopping()
         report = run.stop(grace=10.0) if not run.finished or run.run_processes() else None
@@ -225,10 +253,13 @@ def _run(args, plan, python: str, cmd, run_dir: Path, shell: str, base, notes: l
             state.feed(line)
         run.close()
         stop.disarm()
-    sys.stdout.flush()
+    out.flush()
     code = run.returncode
-    interrupted = stop.signum is not None
+    interrupted = stop.signum is not None or halted is not None
     recorder.end(code, interrupted)
+    if halted:
+        print(f"verl-wizard: error: the run was stopped: {halted}", file=sys.stderr)
+        return 128 + signal.SIGPIPE if out.closed and not run.write_error else EXIT_ERRORS
     ok = code == 0 and not interrupted
     # after a stop the user asked for, the run's exit is no failure to explain: only the alarms seen until then
     failure = [] if interrupted else triage(tail, None if ok else (code if code is not None else -1))
@@ -251,9 +282,9 @@ class _Stopped(BaseException):
     """Raised in the watch loop by a stop signal: a BaseException, so no ``except Exception`` on the way (a log
     reader, a metrics parser) swallows it and leaves the loop watching a run nobody ends."""
 
-    def __init__(self, signum: int):
+    def __init__(self, signum: int | None):
         super().__init__(signum)
-        self.name = signal.Signals(signum).name if signum != signal.SIGINT else "Ctrl-C"
+        self.name = "" if signum is None else signal.Signals(signum).name if signum != signal.SIGINT else "Ctrl-C"
 
 
 class _UserStop:

@@ -27,6 +27,8 @@ _SHAPES = (
     (re.compile(r"xox[abprs]-[A-Za-z0-9\-]{10,}"), "SLACK_TOKEN"),
     (re.compile(r"AKIA[0-9A-Z]{16}"), "AWS_ACCESS_KEY_ID"),
     (re.compile(r"eyJ[A-Za-z0-9_\-]{8,}\.[A-Za-z0-9_\-]{8,}\.[A-Za-z0-9_\-]{8,}"), "API_TOKEN"),
+    # what follows "Bearer " in an Authorization header, whatever its issuer
+    (re.compile(r"(?<=Bearer )(?!\$\{)[A-Za-z0-9._~+/\-]{16,}=*"), "AUTH_TOKEN"),
 )
 _ENV_REF = re.compile(r"^\$\{oc\.env:([A-Za-z_][A-Za-z0-9_]*)(?:,[^}]*)?\}$")
 _SHELL_REF = re.compile(r"\$(?:\{([A-Za-z_][A-Za-z0-9_]*)\}|([A-Za-z_][A-Za-z0-9_]*))")
@@ -85,6 +87,33 @@ def secret_values(environ: Mapping[str, str], names: Iterable[str] | None = None
     """The secret-named variables of ``environ`` (or just ``names``) that hold something worth hiding."""
     chosen = names if names is not None else (n for n in environ if is_secret_name(n))
     return {n: environ[n] for n in chosen if len(environ.get(n) or "") >= MIN_SECRET}
+
+
+MIN_KNOWN = 8  # a secret variable's value shorter than this is not looked for in a config (too many false hits)
+
+
+def hide_known(text: str, known: Mapping[str, str]) -> tuple[str, list[str]]:
+    """``text`` (an override) with every value of ``known`` (name -> a secret variable's value in this environment)
+    after its ``=`` as ``${oc.env:NAME}``, and the names replaced: a credential pasted into a key the wizard does not
+    know as secret (an experiment name, an ``auth_header``) is written as the reference, never as itself."""
+    key, sep, value = text.partition("=")
+    if not sep:
+        return text, []
+    names = []
+    for name, secret in sorted(known.items(), key=lambda kv: -len(kv[1] or "")):
+        if secret and len(secret) >= MIN_KNOWN and secret in value:
+            value = value.replace(secret, env_ref(name))
+            names.append(name)
+    if not names:
+        return text, []
+    if len(value) > 2 and value[0] == value[-1] and value[0] in "'\"" and _ENV_REF.match(value[1:-1]):
+        value = value[1:-1]  # the whole value was the secret: the bare reference, as a secret key's value is written
+    return key + sep + value, names
+
+
+def known_secrets(environ: Mapping[str, str]) -> dict[str, str]:
+    """The secret variables of ``environ`` whose values are long enough to look for in a config."""
+    return {n: v for n, v in secret_values(environ).items() if len(v) >= MIN_KNOWN}
 
 
 def hide_secrets(overrides: Iterable[str]) -> tuple[list[str], list[str]]:

@@ -13,8 +13,9 @@ from pathlib import Path
 from wizard.adapters.processes.launcher import model_is_local
 from wizard.core.check import EnvironmentFacts
 from wizard.core.hardware import Cluster, GpuSpec
-from wizard.core.plan import Plan
+from wizard.core.plan import Plan, hide_known_values
 from wizard.core.run import METRICS, SmokeCommand, SmokeOptions, render_command, smoke_command, smoke_notes, smoke_plan
+from wizard.core.secrets import known_secrets
 from wizard.usecases.assessment import Assessment, assess_plan
 
 
@@ -49,6 +50,7 @@ def prepare_smoke(base: Plan, *, python: str, run_dir: Path, steps: int, validat
     environ = os.environ if environ is None else environ
     if environment is not None and environment.python != python:
         environment = None  # probed in another Python than the one that will run
+    base, hidden = hide_known_values(base, known_secrets(environ))
     opts = SmokeOptions(steps=steps, validation=validation, samples_dir=str(run_dir),
                         flash_attn=environment.flash_attn if environment is not None else None)
     plan = smoke_plan(base, opts)
@@ -59,4 +61,4 @@ def prepare_smoke(base: Plan, *, python: str, run_dir: Path, steps: int, validat
     if cmd.missing:
         raise ValueError(f"the config reads ${cmd.missing[0]}, which is not set in this environment")
     return SmokeRun(python=python, command=cmd, check=assessment, run_dir=run_dir, plan=plan, base=base,
-                    notes=smoke_notes(base, opts))
+                    notes=hidden + smoke_notes(base, opts))

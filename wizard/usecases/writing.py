@@ -5,6 +5,7 @@ backups (``wizard.adapters.files.disk``)."""
 
 from __future__ import annotations
 
+import os
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -12,7 +13,8 @@ from wizard.adapters.files.cluster_files import WrittenCluster, write_cluster_fi
 from wizard.adapters.files.disk import write_file_set
 from wizard.core.cluster_launch import ClusterMaterial, ClusterTarget, render_cluster
 from wizard.core.hardware import Cluster, GpuSpec
-from wizard.core.plan import Plan, RUN_SH, render_files
+from wizard.core.plan import Plan, RUN_SH, hide_known_values, render_files
+from wizard.core.secrets import known_secrets
 from wizard.usecases.assessment import Assessment, assess, assess_plan
 
 
@@ -39,9 +41,17 @@ class ClusterWrite:
     written: WrittenCluster | None
 
 
+def without_known_secrets(plan: Plan) -> tuple[Plan, list[str]]:
+    """``plan`` with the values of this environment's secret variables (HF_TOKEN, WANDB_API_KEY...) as references
+    wherever they sit, and a note per key changed: what every writer and every launch writes from."""
+    return hide_known_values(plan, known_secrets(os.environ))
+
+
 def write_plan_files(plan: Plan, out_dir: str | Path) -> Written:
     """run.sh, config.yaml and plan.json into ``out_dir`` without a check, all or nothing (WriteError, one line)."""
-    return _write(render_files(plan), out_dir)
+    plan, hidden = without_known_secrets(plan)
+    files, overrides, notes = render_files(plan)
+    return _write((files, overrides, hidden + notes), out_dir)
 
 
 def _write(rendered: tuple[dict[str, str], list[str], list[str]], out_dir: str | Path) -> Written:
@@ -55,7 +65,9 @@ def write_plan(plan: Plan, out_dir: str | Path, *, gpus: GpuSpec | None = None, 
                force: bool = False) -> PlanWrite:
     """Judge ``plan`` (the same full check as ``check``: memory on the GPUs named, data files on this machine), then
     write its files unless it has errors and ``force`` is off. WriteError when the folder cannot take them."""
+    plan, hidden = without_known_secrets(plan)
     assessment = assess_plan(plan, gpus=gpus, cluster=cluster, local_files=True)
+    assessment.notes = hidden + assessment.notes
     if not assessment.ok and not force:
         return PlanWrite(assessment, None)
     return PlanWrite(assessment, _write((assessment.files, assessment.overrides, assessment.notes), out_dir))
@@ -65,7 +77,9 @@ def write_cluster(plan: Plan, target: ClusterTarget, targets: tuple[str, ...], o
                   cluster: Cluster | None = None, force: bool = False) -> ClusterWrite:
     """Judge ``plan`` on the cluster's shape (the job's own overrides), then write the launch material unless it has
     errors and ``force`` is off. WriteError when the folder cannot take them."""
+    plan, hidden = without_known_secrets(plan)
     material = render_cluster(plan, target, targets)
+    material.notes = hidden + material.notes
     gpus = GpuSpec(nodes=target.nodes, gpus_per_node=target.gpus_per_node, model=target.gpu_model,
                    cpus=target.total_cpus)
     assessment = assess(material.job.overrides, config_name=plan.config_name, gpus=gpus, cluster=cluster)

@@ -2,10 +2,14 @@
 
 from __future__ import annotations
 
+import fcntl
+import json
 import os
 import stat
 import tempfile
 import time
+from collections.abc import Iterator
+from contextlib import contextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -110,11 +114,19 @@ class FileSet:
     backups: dict[str, Path] = field(default_factory=dict)  # file name -> the backup of what was there
 
 
+JOURNAL = ".verl-wizard-set"  # .verl-wizard-set.<pid>.json: the renames a write of a set is about to make
+LOCK_WAIT_S = 30.0
+
+
 def write_file_set(folder: str | Path, files: dict[str, tuple[str, int | None]]) -> FileSet:
-    """Write several files into ``folder`` all or nothing: every file is written and flushed beside its target
-    first; only when all are on disk are they swapped in (each old, different file kept as a ``.bak``). A
-    failure while writing (a full disk) leaves every old file as it was and no temporary file behind.
-    WriteError (one line) on failure."""
+    """Write several files into ``folder`` as one set: every file is written and flushed beside its target first;
+    only when all are on disk are they swapped in (each old, different file kept as a ``.bak``). A failure while
+    writing (a full disk) leaves every old file as it was and no temporary file behind.
+
+    Writes into one folder take turns (a lock on the folder): a second ``generate`` into the same folder backs up
+    the first one's files instead of racing it. A write killed between its renames (SIGKILL, power loss) left a
+    journal of them: the next write into the folder completes them first, and removes the temporary files of
+    writes killed earlier. WriteError (one line) on failure."""
     folder = Path(folder)
     staged: dict[str, Path] = {}
     target = folder
@@ -122,23 +134,78 @@ def write_file_set(folder: str | Path, files: dict[str, tuple[str, int | None]])
         if folder.exists() and not folder.is_dir():
             raise NotADirectoryError(20, "it is a file, not a folder")
         folder.mkdir(parents=True, exist_ok=True)
-        for name, (text, mode) in files.items():
-            target = folder / name
-            if target.exists() and target.read_text(encoding="utf-8", errors="replace") == text:
-                if mode is not None:
-                    os.chmod(target, mode)
-                continue
-            staged[name] = _stage(folder, name, text, _mode_of(target, mode))
-        target = folder
-        backups = _swap_in(folder, staged)
-        staged.clear()
-        _sync_dir(folder)
+        with _folder_lock(folder):
+            recover_file_sets(folder)
+            for name, (text, mode) in files.items():
+                target = folder / name
+                if target.exists() and target.read_text(encoding="utf-8", errors="replace") == text:
+                    if mode is not None:
+                        os.chmod(target, mode)
+                    continue
+                staged[name] = _stage(folder, name, text, _mode_of(target, mode), pid_named=True)
+            target = folder
+            journal = folder / f"{JOURNAL}.{os.getpid()}.json"
+            if len(staged) > 1:  # one rename is atomic by itself
+                replace_atomic(journal, json.dumps({name: tmp.name for name, tmp in staged.items()}))
+            try:
+                backups = _swap_in(folder, staged)
+            finally:
+                journal.unlink(missing_ok=True)
+            staged.clear()
+            _sync_dir(folder)
         return FileSet(files=[folder / name for name in files], backups=backups)
     except OSError as exc:
         raise WriteError(f"cannot write {target}: {exc.strerror or exc}") from None
     finally:
         for tmp in staged.values():
             tmp.unlink(missing_ok=True)
+
+
+@contextmanager
+def _folder_lock(folder: Path) -> Iterator[None]:
+    """An exclusive lock on ``folder`` (flock on the folder itself: no file left behind), waited for at most
+    ``LOCK_WAIT_S``; released when this process ends, however it ends."""
+    fd = os.open(folder, os.O_RDONLY | os.O_DIRECTORY)
+    try:
+        deadline = time.monotonic() + LOCK_WAIT_S
+        while True:
+            try:
+                fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+                break
+            except BlockingIOError:
+                if time.monotonic() >= deadline:
+                    raise OSError(11, f"another write into it did not finish within {LOCK_WAIT_S:.0f} s") from None
+                time.sleep(0.05)
+            except OSError:  # a file system without locks (some network mounts): write as before, unlocked
+                break
+        yield
+    finally:
+        os.close(fd)
+
+
+def recover_file_sets(folder: str | Path) -> list[str]:
+    """Finish what writes killed in ``folder`` left: the renames of a set a journal names (its files were all on
+    disk before the first rename), then the temporary files of dead writers. The names completed."""
+    folder = Path(folder)
+    done: list[str] = []
+    for journal in folder.glob(f"{JOURNAL}.*.json"):
+        pid = journal.name[len(JOURNAL) + 1: -len(".json")]
+        if not pid.isdigit() or int(pid) == os.getpid() or alive(int(pid)):
+            continue
+        try:
+            names = json.loads(journal.read_text(encoding="utf-8"))
+        except (OSError, ValueError):
+            names = {}
+        for name, tmp in (names.items() if isinstance(names, dict) else ()):
+            if isinstance(name, str) and isinstance(tmp, str) and "/" not in name + tmp and (folder / tmp).is_file():
+                os.replace(folder / tmp, folder / name)
+                done.append(name)
+        journal.unlink(missing_ok=True)
+    for tmp in folder.glob(".*.tmp"):
+        pid = tmp.name[:-len(".tmp")].rsplit(".", 1)[-1]
+        if pid.isdigit() and int(pid) != os.getpid() and not alive(int(pid)):
+            tmp.unlink(missing_ok=True)
+    return done
 
 
 def _swap_in(folder: Path, staged: dict[str, Path]) -> dict[str, Path]:

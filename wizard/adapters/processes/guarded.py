@@ -3,6 +3,9 @@ whatever it does, the wizard stays whole and nothing of it is left behind.
 
 - Its own session and process group, and a mark in its environment that every descendant inherits: a stop ends
   the group and every marked process, also one that started a session of its own (a daemon) or outlived its parent.
+- Under a reaper (``reaper``: a child subreaper holding a pipe only the wizard writes to): a descendant that called
+  ``setsid()`` and cleared its environment is still ended, and so is everything when the wizard itself is ended
+  (Ctrl-C, SIGTERM, SIGHUP, SIGKILL) while the process runs.
 - A time limit and a cancel: both end everything it started, and the wizard never waits for the end of a pipe a
   leftover grandchild still holds.
 - A data limit (RLIMIT_DATA: the heap and private writable mappings, so not the address space CUDA reserves):
@@ -12,8 +15,10 @@ whatever it does, the wizard stays whole and nothing of it is left behind.
 
 from __future__ import annotations
 
+import math
 import os
 import resource
+import shutil
 import signal
 import subprocess
 import threading
@@ -22,6 +27,7 @@ import uuid
 from dataclasses import dataclass
 
 from wizard.adapters.machine.procs import RUN_MARK, _has_mark, list_processes
+from wizard.adapters.processes import reaper
 
 MEMORY_BYTES = 16 * 1024**3  # a scorer that wants more has a bug (a tokenizer-based one needs ~2 GiB)
 OUTPUT_BYTES = 8 * 1024**2  # per stream
@@ -42,23 +48,49 @@ def run_guarded(argv: list[str], *, input: str | None = None, timeout: float, en
                 cancel: threading.Event | None = None) -> Guarded:
     """Run ``argv`` to its end, its time limit or ``cancel``; OSError when it cannot start."""
     mark = f"guarded-{uuid.uuid4().hex}"
-    proc = subprocess.Popen(argv, stdin=subprocess.PIPE if input is not None else subprocess.DEVNULL,
-                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, env={**(env or os.environ), RUN_MARK: mark},
-                            start_new_session=True, preexec_fn=_limits(memory_bytes))
-    readers = [_Reader(proc.stdout, output_bytes), _Reader(proc.stderr, output_bytes)]
-    if input is not None:
-        threading.Thread(target=_feed, args=(proc.stdin, input), daemon=True).start()
-    deadline = time.monotonic() + timeout
-    timed_out = cancelled = False
-    while proc.poll() is None:
-        if cancel is not None and cancel.is_set():
-            cancelled = True
-            break
-        if time.monotonic() >= deadline:
-            timed_out = True
-            break
-        time.sleep(0.05)
-    end_all(proc, mark)  # also when it ended by itself: what it left running goes with it
+    if not math.isfinite(timeout) or timeout <= 0:
+        raise ValueError(f"a time limit must be a number of seconds more than 0, not {timeout}")
+    program = argv[0] if os.sep in argv[0] else shutil.which(argv[0])
+    if not program or not os.path.exists(program):
+        raise FileNotFoundError(2, "No such file or directory", argv[0])
+    if not os.access(program, os.X_OK) or os.path.isdir(program):
+        raise PermissionError(13, "Permission denied", argv[0])
+    read_end, lifeline = os.pipe()  # the reaper ends everything when this end closes, however the wizard ends
+    try:
+        proc = subprocess.Popen(reaper.command(read_end, argv, grace=0, linger=0),
+                                stdin=subprocess.PIPE if input is not None else subprocess.DEVNULL,
+                                stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+                                env={**(env or os.environ), RUN_MARK: mark}, start_new_session=True,
+                                preexec_fn=_limits(memory_bytes), pass_fds=(read_end,))
+    except BaseException:
+        os.close(lifeline)
+        raise
+    finally:
+        os.close(read_end)
+    try:
+        readers = [_Reader(proc.stdout, output_bytes), _Reader(proc.stderr, output_bytes)]
+        if input is not None:
+            threading.Thread(target=_feed, args=(proc.stdin, input), daemon=True).start()
+        deadline = time.monotonic() + timeout
+        timed_out = cancelled = False
+        while proc.poll() is None:
+            if cancel is not None and cancel.is_set():
+                cancelled = True
+                break
+            if time.monotonic() >= deadline:
+                timed_out = True
+                break
+            try:
+                proc.wait(timeout=0.05)  # returns as soon as it ends (a short poll inside), else checks again
+            except subprocess.TimeoutExpired:
+                pass
+    finally:  # Ctrl-C (KeyboardInterrupt) on the way out included
+        os.close(lifeline)  # the reaper ends its whole tree, then itself; killed first, it could not
+        try:
+            proc.wait(timeout=10)
+        except subprocess.TimeoutExpired:
+            pass
+        end_all(proc, mark)  # and anything marked that is left (also when it ended by itself)
     out, err = (r.finish() for r in readers)
     return Guarded(None if (timed_out or cancelled) else proc.returncode, out, err, timed_out, cancelled,
                    any(r.dropped for r in readers))

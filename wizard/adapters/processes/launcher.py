@@ -10,6 +10,12 @@
   start times). A ``ray.init`` inside the run starts a local Ray instance whose processes are such
   descendants; whatever of them outlives the driver is ended too. ``ray stop`` is never called: it would
   end every Ray instance of this user on the machine, not only the one this run started.
+- The run's command runs under a reaper (``reaper``): a child subreaper that holds one end of a pipe only the
+  wizard writes to. Whatever ends the wizard (a clean close, Ctrl-C, SIGTERM, SIGHUP, SIGKILL), the reaper ends
+  the run's whole tree, those that called ``setsid()`` or cleared their environment included.
+- The run's Ray keeps its session (logs that hold verl's resolved config, sockets) in a private folder
+  (``RAY_TMPDIR``, a fresh 0700 folder in /tmp: short, for Ray's socket paths), removed when the run ends: another
+  user of the machine cannot read it.
 - Every line goes to ``run.log`` in the run directory; values of secret environment variables the command
   reads are replaced by ``${NAME}`` first.
 """
@@ -19,14 +25,17 @@ from __future__ import annotations
 import codecs
 import os
 import selectors
+import shutil
 import signal
 import subprocess
+import tempfile
 import time
 import uuid
 from dataclasses import dataclass, field
 from pathlib import Path
 
 from wizard.adapters.files.disk import backup_path, write_atomic
+from wizard.adapters.processes import reaper
 from wizard.adapters.machine.procs import RUN_MARK, Proc, _has_mark, alive, list_processes  # noqa: F401 - re-exported
 from wizard.core.run import COMMAND, LOG, METRICS  # noqa: F401 - the folder's format, re-exported
 from wizard.core.secrets import redact
@@ -92,6 +101,9 @@ class RunProcess:
         self._exited_at: float | None = None
         self._mark = uuid.uuid4().hex
         self._root_start: int | None = None
+        self._lifeline: int | None = None  # the pipe end the reaper watches: closed, the run ends
+        self.write_error: str | None = None  # run.log could not be written (a full disk): one line, for the caller
+        self.ray_tmp: str | None = None  # the run's private Ray folder
 
     # -- lifecycle -------------------------------------------------------------------------------------------
 
@@ -100,13 +112,31 @@ class RunProcess:
         env.update(self.env_add)
         env[RUN_MARK] = self._mark  # inherited by every process of the run, daemons that left it included
         self.run_dir.mkdir(parents=True, exist_ok=True)
-        self._log = open(self.run_dir / LOG, "a", encoding="utf-8", errors="replace")
+        program = self.argv[0] if os.sep in self.argv[0] else shutil.which(self.argv[0], path=env.get("PATH"))
+        if not program or not os.path.isfile(program) or not os.access(program, os.X_OK):
+            reason = "not executable" if program and os.path.isfile(program) else "no such file"
+            raise LaunchError(f"cannot run {self.argv[0]}: {reason}")
         try:
-            self.proc = subprocess.Popen(self.argv, cwd=self.cwd, env=env, stdin=subprocess.DEVNULL,
-                                         stdout=subprocess.PIPE, stderr=subprocess.PIPE, start_new_session=True)
+            self.ray_tmp = private_tmp("vw-ray-")
+        except OSError as exc:
+            raise LaunchError(f"cannot make the run's private Ray folder: {exc.strerror or exc}") from None
+        env["RAY_TMPDIR"] = self.ray_tmp  # Ray's session folder: logs, sockets; its own folders there are 0777
+        try:
+            self._log = open(self.run_dir / LOG, "a", encoding="utf-8", errors="replace")
+        except OSError:
+            self._let_go()
+            raise
+        read_end, self._lifeline = os.pipe()
+        try:
+            self.proc = subprocess.Popen(reaper.command(read_end, self.argv, remove=self.ray_tmp), cwd=self.cwd,
+                                         env=env, stdin=subprocess.DEVNULL, stdout=subprocess.PIPE,
+                                         stderr=subprocess.PIPE, start_new_session=True, pass_fds=(read_end,))
         except OSError as exc:
             self._log.close()
+            self._let_go()
             raise LaunchError(f"cannot run {self.argv[0]}: {exc.strerror or exc}") from None
+        finally:
+            os.close(read_end)
         self._sel = selectors.DefaultSelector()
         for name, pipe in (("stdout", self.proc.stdout), ("stderr", self.proc.stderr)):
             os.set_blocking(pipe.fileno(), False)
@@ -181,8 +211,28 @@ class RunProcess:
         if self.secrets:
             line = redact(line, self.secrets)
         lines.append((name, line))
-        if self._log:
+        self._write(line)
+
+    def _write(self, line: str, flush: bool = False) -> None:
+        """A line into run.log; a write that fails (a full disk) is said once in ``write_error``, and the log
+        closed: the caller decides what becomes of the run."""
+        if not self._log:
+            return
+        try:
             self._log.write(line + "\n")
+            if flush:
+                self._log.flush()
+        except OSError as exc:
+            self.write_error = f"cannot write {self.run_dir / LOG}: {exc.strerror or exc}"
+            log, self._log = self._log, None
+            try:
+                log.close()
+            except OSError:
+                pass
+
+    def note(self, text: str) -> None:
+        """A line of the wizard's own in run.log (why the run was stopped)."""
+        self._write(f"verl-wizard: {text}", flush=True)
 
     def _eof(self, fd: int, lines: list[tuple[str, str]]) -> None:
         stream = self._streams[fd]
@@ -193,7 +243,10 @@ class RunProcess:
         if self._sel:
             self._sel.unregister(fd)
         if self._log:
-            self._log.flush()
+            try:
+                self._log.flush()
+            except OSError as exc:
+                self.write_error = f"cannot write {self.run_dir / LOG}: {exc.strerror or exc}"
 
     def _after_exit(self, lines: list[tuple[str, str]], linger: float = 5.0) -> None:
         """The driver is gone. Its own Ray instance normally dies with it; what is left of the run after
@@ -314,6 +367,11 @@ class RunProcess:
             self._scan(force=True)
             self._pipe_holders()
             pids = [pid for pid, start in self._tracked.items() if alive(pid, start) and pid not in hit]
+            root = self.proc.pid if self.proc is not None else None
+            if sig == signal.SIGKILL and any(pid != root for pid in pids):
+                # the reaper last: while it lives, an orphan of the run becomes its child, not init's, and is found
+                pids = [pid for pid in pids if pid != root]
+                first = False
             hit += self._signal(sig, pids, group=first)
             first = False
             if not self._wait_gone(min(deadline, time.monotonic() + 0.25)) or time.monotonic() >= deadline:
@@ -356,8 +414,20 @@ class RunProcess:
                 if pipe:
                     pipe.close()
         if self._log:
-            self._log.close()
+            try:
+                self._log.close()
+            except OSError as exc:
+                self.write_error = f"cannot write {self.run_dir / LOG}: {exc.strerror or exc}"
             self._log = None
+        self._let_go()
+
+    def _let_go(self) -> None:
+        """Close the reaper's pipe (it ends whatever of the run is left) and remove the private Ray folder."""
+        if self._lifeline is not None:
+            os.close(self._lifeline)
+            self._lifeline = None
+        if self.ray_tmp and (self.proc is None or self.proc.poll() is not None):
+            shutil.rmtree(self.ray_tmp, ignore_errors=True)
 
     def __enter__(self) -> RunProcess:
         return self
@@ -366,6 +436,13 @@ class RunProcess:
         if self.proc is not None and (self.returncode is None or self.run_processes()):
             self.stop(grace=5.0)
         self.close()
+
+
+def private_tmp(prefix: str) -> str:
+    """A fresh folder only this user can enter (0700), in /tmp when it can be written (a short path: Ray's socket
+    paths must stay under 108 bytes), else in the system's temporary folder."""
+    base = "/tmp" if os.access("/tmp", os.W_OK | os.X_OK) else None
+    return tempfile.mkdtemp(prefix=prefix, dir=base)
 
 
 def write_command_file(run_dir: Path, rendered: str) -> Path:

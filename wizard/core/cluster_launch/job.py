@@ -45,8 +45,13 @@ DEFAULT_DASHBOARD_PORT = 8265
 IMAGES = {"vllm": "verlai/verl:vllm024.latest", "sglang": "verlai/verl:sgl0512.latest"}
 # Files Ray must not upload as the job's working_dir: weights, checkpoints, logs, VCS data. Ray caps the upload
 # (its gRPC message limit, about 500 MiB), and weights belong on storage every node reads.
+# Nor what may hold credentials: launch scripts (a user's own run.sh with its literal tokens, this material), their
+# backups, env files and key files; the job needs none of them (verl runs as `python3 -m`, secrets come from the
+# nodes' environment).
 EXCLUDES = ["/.git/", "*.safetensors", "*.bin", "*.pt", "*.pth", "*.ckpt", "*.gguf", "*.onnx", "*.h5",
-            "checkpoints/", "wandb/", "outputs/", "runs/", "__pycache__/", "*.sif"]
+            "checkpoints/", "wandb/", "outputs/", "runs/", "__pycache__/", "*.sif",
+            "*.sh", "*.sbatch", "*.bak", "*.tmp", ".env", "*.env", ".envrc", ".netrc", ".git-credentials", "*.pem",
+            "*.key", ".ssh/", ".aws/", ".kube/", ".huggingface/", "kuberay-rayjob.yaml", "runtime_env.yaml"]
 # What the job's processes get on top of the node's environment. TORCH_NCCL_AVOID_RECORD_STREAMS is the one
 # variable verl's own verl/trainer/runtime_env.yaml sets for every run (its CUDA_DEVICE_MAX_CONNECTIONS=1 is
 # Megatron-on-Hopper only and verl 0.9.1 sets it itself when it applies).

@@ -98,6 +98,7 @@ def render_submit(job: ClusterJob, target: ClusterTarget) -> str:
 def render_runtime_env(job: ClusterJob, target: ClusterTarget) -> str:
     head = [f"# Ray runtime environment of the verl run {job.plan.name!r}, written by verl-wizard {__version__}.",
             "# working_dir is uploaded with the job (Ray caps the upload near 500 MiB): model weights, checkpoints",
-            "# and logs are excluded; they belong on storage every node reads. Python packages come from the",
+            "# and logs are excluded (they belong on storage every node reads), and so is whatever may hold a",
+            "# credential (launch scripts, env and key files, backups). Python packages come from the",
             "# nodes' own environment or image (verl 0.9.1 installed there), so there is no pip section."]
     return "\n".join(head) + "\n" + to_yaml(runtime_env(job, target))

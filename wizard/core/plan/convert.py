@@ -136,4 +136,30 @@ def plan_overrides(plan: Plan) -> list[str]:
     return out + list(plan.passthrough)  # config name/path travel as --config-name/--config-path
 
 
-__all__ = ["apply_overrides", "plan_from_overrides", "plan_overrides", "render_value"]
+def hide_known_values(plan: Plan, known: dict[str, str]) -> tuple[Plan, list[str]]:
+    """``plan`` with every value of ``known`` (the secret variables of the environment the plan is written or run
+    from) replaced by its ``${oc.env:NAME}`` reference wherever it sits, and a note per key changed: a credential
+    in a key the wizard does not know as secret (an experiment name holding a W&B key) never reaches a file or a
+    command line."""
+    if not known:
+        return plan, []
+    from wizard.core.secrets import hide_known
+
+    plan = plan.model_copy(deep=True)
+    notes: list[str] = []
+
+    def hide(text: str) -> str:
+        new, names = hide_known(text, known)
+        if names:
+            notes.append(f"{text.split('=', 1)[0].lstrip('+~')} holds the value of {', '.join(names)}: written as "
+                         f"${{oc.env:{names[0]}}}, so no file or command line holds it (verl reads it from the "
+                         "environment where it runs)")
+        return new
+
+    plan.passthrough = [hide(t) for t in plan.passthrough]
+    own = set(plan.passthrough)
+    edits = [new for t in plan_overrides(plan) if t not in own and (new := hide(t)) != t]
+    return (apply_overrides(plan, edits) if edits else plan), notes
+
+
+__all__ = ["apply_overrides", "hide_known_values", "plan_from_overrides", "plan_overrides", "render_value"]

@@ -57,6 +57,7 @@ class RunResult:
     ended: list[int]  # pids Stop (or the clean-up after the exit) had to end
     left: list[int]  # pids still alive afterwards: empty unless something could not be ended
     progress: tuple[int, int] | None
+    halted: str | None = None  # why the wizard stopped the run itself (run.log could not be written: a full disk)
 
     @property
     def ok(self) -> bool:
@@ -94,7 +95,7 @@ class RunFollower:
         stopped = False
         try:
             while not self.run.finished:
-                if job.stopped:
+                if job.stopped or self.run.write_error:  # Stop, or run.log cannot be written (a full disk)
                     stopped = True
                     break
                 steps_before = self._state.last_step
@@ -188,7 +189,7 @@ class RunFollower:
         return RunResult(
             exit_code=run.returncode, stopped=stopped, findings=findings, last_error=self._last_error,
             ended=sorted(set(report.signalled + report.killed)) if report else [],
-            left=report.left if report else [], progress=self._state.progress())
+            left=report.left if report else [], progress=self._state.progress(), halted=run.write_error)
 
 
 __all__ = ["RunFollower", "RunBatch", "RunResult", "STOP_GRACE_S"]

@@ -96,6 +96,8 @@ class RunStatus(QLabel):
         if result.left:
             self.say(f"Stopped, but {len(result.left)} process(es) could not be ended: pids "
                      f"{', '.join(map(str, result.left))}.", error=True)
+        elif result.halted:
+            self.say(f"Stopped: {result.halted}.", error=True)
         elif result.stopped:
             ended = len(result.ended)
             self.say(f"Stopped by you: {ended} process{'es' if ended != 1 else ''} ended, nothing left running.")
