@@ -19,6 +19,9 @@ from wizard.core.verl import yaml_to_overrides
 from wizard.core.secrets import REDACTED, hide_secrets, is_secret_name, scrub
 
 
+DATA_SUFFIXES = (".parquet", ".jsonl", ".arrow", ".csv")  # what verl or `data` reads as rows, never a config
+
+
 @dataclass
 class Source:
     overrides: list[str]
@@ -53,8 +56,11 @@ def from_overrides(words: list[str]) -> Source:
 def load_source(path: str) -> Source:
     """Read a config file; ValueError with a one-line reason when it cannot be read. Whatever it holds, no secret
     value comes out of here: overrides carry ``${oc.env:NAME}`` references, findings redacted text."""
-    text = read_text(path)
     suffix = Path(path).suffix.lower()
+    if suffix in DATA_SUFFIXES:
+        raise ValueError(f"{path}: a dataset, not a config; check it with: verl-wizard data check {path} (or name it "
+                         "in the config: data.train_files=...)")
+    text = read_text(path)
     if suffix in (".yaml", ".yml"):
         source = _from_yaml(text, path)
     elif suffix == ".json":
