@@ -83,3 +83,16 @@ def test_a_dataset_given_to_check_points_at_data_check(tmp_path, name):
     path.write_bytes(b"PAR1\x00\xff\xfe")
     line = one_line_error(run_cli("check", str(path)))
     assert f"verl-wizard data check {path}" in line and "UTF-8" not in line
+
+
+@pytest.mark.parametrize("path, script", [("/nowhere/math/train.parquet", "math_dataset.py"),
+                                          ("/nowhere/gsm8k/train.parquet", "gsm8k.py"),
+                                          ("/nowhere/mine/train.parquet", "verl-wizard data convert")])
+def test_a_missing_data_file_gets_the_preparation_hint_of_its_dataset(path, script):
+    import json
+
+    proc = run_cli("check", "--format", "json", "--", f"data.train_files={path}", "data.train_batch_size=8")
+    (missing,) = [f for f in json.loads(proc.stdout)["findings"]
+                  if f["rule"] == "data.file_missing" and f["keys"] == ["data.train_files"]]
+    assert script in missing["fix"]
+    assert ("gsm8k" in missing["fix"]) == ("gsm8k" in path)
