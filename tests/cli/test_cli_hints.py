@@ -96,3 +96,16 @@ def test_a_missing_data_file_gets_the_preparation_hint_of_its_dataset(path, scri
                   if f["rule"] == "data.file_missing" and f["keys"] == ["data.train_files"]]
     assert script in missing["fix"]
     assert ("gsm8k" in missing["fix"]) == ("gsm8k" in path)
+
+
+def test_a_report_of_a_run_that_never_stepped_does_not_say_the_dump_was_not_set(tmp_path):
+    """The run set trainer.rollout_data_dir and failed before step 1: the report said it "was not set"."""
+    run = tmp_path / "failed"
+    run.mkdir()
+    original = (ROOT / "tests" / "data" / "verl-run-h200" / "command.sh").read_text()
+    (run / "command.sh").write_text(original.replace(" algorithm.adv_estimator=grpo",
+                                                     " trainer.rollout_data_dir=/tmp/runA/rollout algorithm.adv_estimator=grpo"))
+    (run / "run.log").write_text("ValueError: Total available GPUs 0 is less than total desired GPUs 1\n")
+    text = run_cli("report", str(run), "--out", "-").stdout
+    assert "was not set" not in text
+    assert "trainer.rollout_data_dir=/tmp/runA/rollout was set, but the run never finished a training step" in text
