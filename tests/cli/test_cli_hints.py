@@ -109,3 +109,25 @@ def test_a_report_of_a_run_that_never_stepped_does_not_say_the_dump_was_not_set(
     text = run_cli("report", str(run), "--out", "-").stdout
     assert "was not set" not in text
     assert "trainer.rollout_data_dir=/tmp/runA/rollout was set, but the run never finished a training step" in text
+
+
+def test_a_date_the_script_computed_stays_text_in_config_yaml_which_says_so_and_check_tells(tmp_path):
+    from wizard.adapters.files.sources import load_source
+    from wizard.core.plan.emit import render_files
+
+    script = tmp_path / "run.sh"
+    script.write_text("#!/bin/bash\npython3 -m verl.trainer.main_ppo algorithm.adv_estimator=grpo "
+                      "trainer.experiment_name=qwen_$(date +%Y%m%d_%H%M) trainer.n_gpus_per_node=1\n")
+    files, _, notes = render_files(load_source(str(script)).to_plan("imported"))
+    comment = [line for line in files["config.yaml"].splitlines() if line.startswith("# trainer.experiment_name")]
+    assert comment and "$(date +%Y%m%d_%H%M) as text" in comment[0]
+    assert "experiment_name: qwen_$(date +%Y%m%d_%H%M)" in files["config.yaml"]  # the YAML itself is unchanged
+    assert any("config.yaml keeps trainer.experiment_name" in n for n in notes)
+    assert "trainer.experiment_name=\"'qwen_$(date +%Y%m%d_%H%M)'\"" in files["run.sh"]  # run.sh computes it
+    yaml_file = tmp_path / "config.yaml"
+    yaml_file.write_text(files["config.yaml"])
+    import json
+
+    doc = json.loads(run_cli("check", str(yaml_file), "--format", "json").stdout)
+    (found,) = [f for f in doc["findings"] if f["rule"] == "yaml.shell_text"]
+    assert found["keys"] == ["trainer.experiment_name"] and "'qwen_$(date +%Y%m%d_%H%M)' as written" in found["message"]
