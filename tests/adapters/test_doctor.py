@@ -29,10 +29,19 @@ def test_the_cpu_venv_reports_no_cuda_and_no_rollout_engine_with_fixes(venv_repo
     assert not venv_report.ok
     cuda = found["env.cuda.unavailable"]
     assert cuda.severity.value == "error" and "CUDA not available" in cuda.message and "CPU-only" in cuda.message
-    assert cuda.fix == f"{sys.executable} -m pip install torch==2.11.0 --index-url https://download.pytorch.org/whl/cu130"
     engine = found["env.rollout.missing"]
     assert engine.severity.value == "error" and "no vLLM/SGLang" in engine.message
-    assert engine.fix.startswith(f'{sys.executable} -m pip install "verl[vllm]==0.9.1"')
+    # this is the Python verl-wizard runs in: the fix is a separate training environment, never CUDA torch or vLLM
+    # installed into the wizard's own (issue 30)
+    for f in (cuda, engine, found["env.flash_attn"]):
+        assert "verl-wizard's own" in f.message and f.fix.startswith("for training, make a separate environment")
+        assert "python3.12 -m venv ~/verl-train" in f.fix and sys.executable not in f.fix
+    # the same facts from another Python: the fix installs into that one
+    other = dict(venv_report.facts, python=dict(venv_report.facts["python"], prefix="/opt/train-env"))
+    again = by_rule(doctor_findings(other, "/opt/train-env/bin/python"))
+    assert again["env.cuda.unavailable"].fix == (
+        "/opt/train-env/bin/python -m pip install torch==2.11.0 --index-url https://download.pytorch.org/whl/cu130")
+    assert again["env.rollout.missing"].fix.startswith('/opt/train-env/bin/python -m pip install "verl[vllm]==0.9.1"')
     # what is right is not reported
     assert not {"env.verl.missing", "env.verl.version", "env.verl.extras", "env.transformers", "env.tensordict",
                 "env.ray", "env.python"} & set(found)

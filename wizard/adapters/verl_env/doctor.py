@@ -12,6 +12,7 @@ import json
 import os
 import re
 import shlex
+import sys
 import time
 from dataclasses import dataclass, field
 
@@ -184,7 +185,32 @@ def doctor_findings(facts: dict, python: str) -> list[Finding]:
                       f"{pip} \"tensordict==0.10.0\""))
     out += _flash_attn(facts, pip)
     out += _ray(facts)
+    if is_wizards_own(facts):
+        out = [_in_a_training_env(f) for f in out]
     return sort_findings(out)
+
+
+# What a GPU training environment needs and verl-wizard's own does not (it checks and plans on CPU torch).
+TRAINING_ONLY = ("env.cuda.unavailable", "env.rollout.missing", "env.flash_attn", "env.torch.missing")
+TRAINING_ENV = "~/verl-train"
+
+
+def is_wizards_own(facts: dict) -> bool:
+    """The Python checked is the one verl-wizard runs in (same environment prefix)."""
+    prefix = (facts.get("python") or {}).get("prefix")
+    return bool(prefix) and os.path.realpath(prefix) == os.path.realpath(sys.prefix)
+
+
+def _in_a_training_env(f: Finding) -> Finding:
+    """A fix for a training environment, not for the wizard's: installing CUDA torch or vLLM into the Python the
+    wizard runs in is not what anyone wants; a fresh environment for the run is."""
+    if f.rule not in TRAINING_ONLY:
+        return f
+    fix = (f"for training, make a separate environment (this one is verl-wizard's own, where CPU torch is right): "
+           f"python3.12 -m venv {TRAINING_ENV} && {TRAINING_ENV}/bin/pip install \"verl[vllm]=={VERL}\" && "
+           f"{TRAINING_ENV}/bin/pip install flash-attn==2.8.3 --no-build-isolation; then check it with "
+           f"`verl-wizard doctor --python {TRAINING_ENV}/bin/python` and launch with --python {TRAINING_ENV}/bin/python")
+    return f.model_copy(update={"message": f"{f.message}; the Python checked is verl-wizard's own", "fix": fix})
 
 
 def _extras(pk: dict, pip: str) -> list[Finding]:
