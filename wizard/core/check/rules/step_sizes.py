@@ -192,7 +192,7 @@ def padded_step(ctx: RuleContext):
         f"train_batch_size x rollout.n = {tbs} x {n} = {seqs} sequences is not a multiple of {multiple} (whole "
         f"mini-batches over the data-parallel ranks): every step verl pads it with {padded - seqs} synthetic sequences "
         f"({100 * (padded - seqs) / padded:.0f} % of the {padded} it trains on) and says nothing",
-        (f"Use data.train_batch_size=" + " or ".join(map(str, better)) if better else
+        ("Use data.train_batch_size=" + " or ".join(map(str, better)) if better else
          f"Make train_batch_size x rollout.n a multiple of {multiple}"),
         [f"data.train_batch_size={better[0]}"] if better else [], fix_auto=False)
 
