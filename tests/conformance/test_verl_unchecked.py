@@ -143,3 +143,18 @@ def test_checkpoint_contents_verl_does_not_know_are_ignored_and_named_here(check
     found = rules(check(GOOD + ["actor_rollout_ref.actor.checkpoint.save_contents=[model,hf_modle]"]),
                   "checkpoint.contents")
     assert len(found) == 1 and "'hf_modle'" in found[0].message
+
+
+def test_a_gen_batch_size_that_does_not_divide_the_batch_fails_in_verl_and_is_an_error_here(verl_config_dir, check):
+    from types import SimpleNamespace
+
+    from verl.trainer.ppo.v1.trainer_base import PPOTrainer
+
+    overrides = GOOD + ["data.gen_batch_size=6"]
+    cfg = composed(verl_config_dir, overrides)
+    fake = SimpleNamespace(config=cfg, global_steps=1, _fetch_one_gen_batch=lambda: None)
+    with pytest.raises(ValueError, match=r"num_prompts \(16\) must be a positive multiple of gen_batch_size \(6\)"):
+        PPOTrainer._next_train_batch(fake)
+    (found,) = rules(check(overrides), "batch.gen_batch")
+    assert found.severity.value == "error" and "gen_batch_size=4" in found.fix
+    assert rules(check(GOOD + ["data.gen_batch_size=8"]), "batch.gen_batch") == []

@@ -216,3 +216,25 @@ def checkpoint_contents(ctx: RuleContext):
                     f"{section}.{what} names {', '.join(map(repr, unknown))}, which verl does not know: it looks only "
                     f"for {', '.join(CONTENTS)} and ignores the rest without a word",
                     f"Use only {', '.join(CONTENTS)} in {section}.{what}", fix_auto=False)
+
+
+@rule("batch.gen_batch", Stage.RUNTIME)
+def gen_batch(ctx: RuleContext):
+    """The sync trainer fetches a step's prompts in whole dataloader batches of data.gen_batch_size:
+    trainer_base.py:1485-1489 raises "num_prompts (N) must be a positive multiple of gen_batch_size (G); it is
+    submitted in whole gen_batch_size dataloader fetches." at the first step when train_batch_size is not one.
+    Other modes, group filtering and failed-group refills set gen_batch_size to 1 first (:727-739)."""
+    if not ctx.get("trainer.use_v1") or ctx.get("trainer.v1.trainer_mode") != "sync":
+        return
+    if ctx.get("algorithm.filter_groups.enable") or ctx.get("trainer.v1.sampler.sync_refill_failed_groups"):
+        return
+    tbs, gen = ctx.int("data.train_batch_size"), ctx.int("data.gen_batch_size")
+    if tbs is None or not gen or gen <= 0 or tbs <= 0 or tbs % gen == 0:
+        return
+    fits = _divisors_up_to(tbs, gen)
+    yield finding(
+        Severity.ERROR, ["data.gen_batch_size", "data.train_batch_size"],
+        f"data.gen_batch_size={gen} does not divide data.train_batch_size={tbs}: the sync trainer fetches a step's "
+        f"prompts in whole batches of {gen}, and fails at the first step with: num_prompts ({tbs}) must be a positive "
+        f"multiple of gen_batch_size ({gen})",
+        f"Set data.gen_batch_size={fits[-1]} (or null: one fetch of train_batch_size)", ["data.gen_batch_size=null"])
