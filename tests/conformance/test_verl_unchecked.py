@@ -158,3 +158,18 @@ def test_a_gen_batch_size_that_does_not_divide_the_batch_fails_in_verl_and_is_an
     (found,) = rules(check(overrides), "batch.gen_batch")
     assert found.severity.value == "error" and "gen_batch_size=4" in found.fix
     assert rules(check(GOOD + ["data.gen_batch_size=8"]), "batch.gen_batch") == []
+
+
+def test_a_parameter_sync_step_that_does_not_divide_the_batch_fails_in_verl_and_is_an_error_here(verl_config_dir, check):
+    from types import SimpleNamespace
+
+    from verl.trainer.ppo.v1.trainer_base import PPOTrainer
+
+    overrides = GOOD + ["+trainer.v1.sync.parameter_sync_step=3"]
+    cfg = composed(verl_config_dir, overrides)
+    step = cfg.trainer.v1.get(cfg.trainer.v1.trainer_mode, {}).get("parameter_sync_step", 1)  # trainer_base.py:130
+    assert "parameter_sync_step" in verl_line("trainer/ppo/v1/trainer_base.py", 130) and step == 3
+    with pytest.raises(AssertionError, match=r"train_batch_size \(16\) must be divisible by parameter_sync_step \(3\)"):
+        PPOTrainer.step(SimpleNamespace(config=cfg, parameter_sync_step=step), {}, {})
+    (found,) = rules(check(overrides), "batch.sync_step")
+    assert found.severity.value == "error" and found.keys[0] == "trainer.v1.sync.parameter_sync_step"

@@ -45,9 +45,10 @@ def step_batch(ctx: RuleContext) -> tuple[int, int, int] | None:
     """(sequences per step, the multiple verl pads them to, sequences after padding): trainer_base.py:1589-1606 and
     1620-1621 (upsample_batch_to_divisible_size). None where a size is unknown or not a number."""
     tbs, n, dp = ctx.int("data.train_batch_size"), ctx.int(N), actor_dp(ctx)
-    mini = ctx.int(f"{A}.ppo_mini_batch_size")
-    if None in (tbs, n, dp, mini) or min(tbs, n, dp, mini) <= 0:
+    mini, sync_step = ctx.int(f"{A}.ppo_mini_batch_size"), sync_steps(ctx)
+    if None in (tbs, n, dp, mini) or min(tbs, n, dp, mini) <= 0 or tbs % sync_step:
         return None
+    tbs //= sync_step  # each local update samples train_batch_size / parameter_sync_step prompts (:539)
     multiple = dp
     if ctx.need_critic:
         c_mini = ctx.int("critic.ppo_mini_batch_size")
@@ -58,6 +59,12 @@ def step_batch(ctx: RuleContext) -> tuple[int, int, int] | None:
         multiple = math.lcm(multiple, mini * n)
     seqs = tbs * n
     return seqs, multiple, -(-seqs // multiple) * multiple
+
+
+def sync_steps(ctx: RuleContext) -> int:
+    """parameter_sync_step of the trainer mode (trainer_base.py:130: 1 unless trainer.v1.<mode> sets it)."""
+    step = ctx.int(f"trainer.v1.{ctx.get('trainer.v1.trainer_mode')}.parameter_sync_step")
+    return step if step and step > 0 else 1
 
 
 def _divisors_up_to(n: int, limit: int) -> list[int]:
@@ -238,3 +245,22 @@ def gen_batch(ctx: RuleContext):
         f"prompts in whole batches of {gen}, and fails at the first step with: num_prompts ({tbs}) must be a positive "
         f"multiple of gen_batch_size ({gen})",
         f"Set data.gen_batch_size={fits[-1]} (or null: one fetch of train_batch_size)", ["data.gen_batch_size=null"])
+
+
+@rule("batch.sync_step", Stage.RUNTIME)
+def sync_step(ctx: RuleContext):
+    """Each step runs parameter_sync_step local updates of train_batch_size / parameter_sync_step prompts:
+    trainer_base.py:535-538 asserts "train_batch_size (T) must be divisible by parameter_sync_step (S)" at the first
+    step. The key is in verl's tree only for separate_async (where trainer.separate_async asks more of it); sync and
+    colocate_async read it when added (+trainer.v1.sync.parameter_sync_step, trainer_base.py:130)."""
+    mode = ctx.get("trainer.v1.trainer_mode")
+    tbs, step = ctx.int("data.train_batch_size"), sync_steps(ctx)
+    if not ctx.get("trainer.use_v1") or mode == "separate_async" or tbs is None or tbs <= 0 or tbs % step == 0:
+        return
+    key = f"trainer.v1.{mode}.parameter_sync_step"
+    yield finding(
+        Severity.ERROR, [key, "data.train_batch_size"],
+        f"{key}={step} does not divide data.train_batch_size={tbs}; verl fails at the first step with: "
+        f"train_batch_size ({tbs}) must be divisible by parameter_sync_step ({step})",
+        f"Use a {key} that divides {tbs} ({', '.join(map(str, _divisors_up_to(tbs, min(tbs, 16))))}...)",
+        fix_auto=False)
