@@ -62,6 +62,9 @@ def run_doctor(python: str | None = None, timeout: float = 120.0, check_ray: boo
     python = python or _target_python()
     t0 = time.perf_counter()
     facts = run_probe(python, timeout=timeout, deep=deep)
+    installed = (facts.get("packages") or {}).get("verl")
+    if installed and installed != VERL:  # another verl: which of its keys the wizard's 0.9.1 schema does not match
+        facts["key_drift"] = key_drift_facts(python, timeout)
     if check_ray:
         facts["ray_check"] = ray_reachability(facts.get("ray") or {})
     findings = doctor_findings(facts, python)
@@ -77,6 +80,34 @@ def _target_python() -> str:
         raise DoctorError("no Python found to check (no venv, conda env or python3 on PATH); "
                           "give one with --python PATH, or see `verl-wizard doctor` for how to create one")
     return python
+
+
+def key_drift_facts(python: str, timeout: float = 120.0) -> dict:
+    """The installed verl's config tree against the shipped 0.9.1 snapshot, as facts: the KeyDrift's fields, or
+    ``{"error": why}`` when the schema probe cannot read the tree (it composes verl's Hydra config there)."""
+    import dataclasses
+    import tempfile
+
+    from wizard.adapters.files.resources import load_schema
+    from wizard.core.verl import VerlSchema
+    from wizard.core.verl.drift import key_drift
+
+    with tempfile.TemporaryDirectory(prefix="verl-wizard-schema-") as tmp:
+        out = os.path.join(tmp, "schema.json")
+        try:
+            proc = run_guarded([python, probe_path("extract_verl_schema.py"), "--out", out], timeout=timeout,
+                               env=dict(os.environ, PYTHONWARNINGS="ignore"), memory_bytes=None)
+        except OSError as exc:
+            return {"error": f"cannot run {python}: {exc.strerror or exc}"}
+        if proc.timed_out:
+            return {"error": f"the schema probe did not finish within {timeout:.0f} s"}
+        try:
+            with open(out, encoding="utf-8") as f:
+                installed = VerlSchema.from_dict(json.load(f))
+        except (OSError, ValueError, KeyError) as exc:
+            tail = (proc.stderr.strip().splitlines() or [str(exc)])[-1][:200]
+            return {"error": f"the schema probe could not read verl's config tree ({tail})"}
+    return dataclasses.asdict(key_drift(installed, load_schema(VERL)))
 
 
 def run_probe(python: str, timeout: float = 120.0, imports: bool = True, deep: bool = False) -> dict:
@@ -161,7 +192,8 @@ def doctor_findings(facts: dict, python: str) -> list[Finding]:
                       f"{pip} \"verl[verl-core]=={VERL}\"", Stage.PREFLIGHT))
     elif pk["verl"] != VERL:
         out.append(_f("env.verl.version", Severity.WARNING,
-                      f"verl {pk['verl']} is installed; the wizard knows verl {VERL}'s keys and rules",
+                      f"verl {pk['verl']} is installed; the wizard knows verl {VERL}'s keys and rules"
+                      + _drift_text(facts.get("key_drift")),
                       f"{pip} \"verl[verl-core]=={VERL}\"", Stage.ADVICE))
     if pk.get("verl"):
         out += _extras(pk, pip)
@@ -211,6 +243,19 @@ def _in_a_training_env(f: Finding) -> Finding:
            f"{TRAINING_ENV}/bin/pip install flash-attn==2.8.3 --no-build-isolation; then check it with "
            f"`verl-wizard doctor --python {TRAINING_ENV}/bin/python` and launch with --python {TRAINING_ENV}/bin/python")
     return f.model_copy(update={"message": f"{f.message}; the Python checked is verl-wizard's own", "fix": fix})
+
+
+def _drift_text(drift: dict | None) -> str:
+    """": its config tree differs from 0.9.1's: ...": the keys that differ, from the facts key_drift_facts gives."""
+    if not drift:
+        return ""
+    if "error" in drift:
+        return f" (the keys that differ are unknown: {drift['error']})"
+    from wizard.core.verl.drift import KeyDrift
+
+    d = KeyDrift(**{**drift, "changed": [tuple(c) for c in drift.get("changed", [])]})
+    return f"; {d.summary()}" + ("" if d.same else " (`verl-wizard doctor --format json` lists every key, under "
+                                                   "facts.key_drift)")
 
 
 def _extras(pk: dict, pip: str) -> list[Finding]:
