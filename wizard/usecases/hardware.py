@@ -38,13 +38,9 @@ def discover_this_machine(visible: str | None, catalogue: GpuCatalogue) -> Disco
 def load_cluster_spec_file(path: str, catalogue: GpuCatalogue) -> Discovery:
     """A cluster spec YAML, or a saved ``detect --format json`` answer, as a Discovery; ValueError with a
     one-line reason."""
-    from wizard.adapters.files.disk import exists, read_text
+    from wizard.adapters.files.disk import read_text
     from wizard.adapters.files.user_input import load_yaml
 
-    if not exists(path):
-        raise ValueError(f"{path}: no such file; --cluster takes a cluster spec YAML, e.g. 'nodes: [{{count: 2, gpus: "
-                         "8, gpu: H100-80GB, interconnect: nvlink}]' in a file (or a saved `verl-wizard detect --format "
-                         "json`); for GPUs in words use --gpus 2x8xH100-80GB")
     doc = load_yaml(read_text(path), path)  # JSON is YAML too: a saved `detect --format json` reads the same
     saved = _saved_detection(doc)
     if saved is not None:
