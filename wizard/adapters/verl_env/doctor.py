@@ -240,8 +240,8 @@ def _in_a_training_env(f: Finding) -> Finding:
         return f
     fix = (f"for training, make a separate environment (this one is verl-wizard's own, where CPU torch is right): "
            f"python3.12 -m venv {TRAINING_ENV} && {TRAINING_ENV}/bin/pip install \"verl[vllm]=={VERL}\" && "
-           f"{TRAINING_ENV}/bin/pip install flash-attn==2.8.3 --no-build-isolation; then check it with "
-           f"`verl-wizard doctor --python {TRAINING_ENV}/bin/python` and launch with --python {TRAINING_ENV}/bin/python")
+           f"{TRAINING_ENV}/bin/pip install flash-attn==2.8.3 --no-build-isolation; then point verl-wizard at "
+           f"{TRAINING_ENV}/bin/python (--python on the command line, the Environment step's Python in the window)")
     return f.model_copy(update={"message": f"{f.message}; the Python checked is verl-wizard's own", "fix": fix})
 
 
