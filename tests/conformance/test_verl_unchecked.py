@@ -96,6 +96,8 @@ def test_a_micro_batch_that_does_not_divide_a_gpus_share_fails_in_verl_and_is_an
     assert f"divide the {share} sequences each GPU" in found.message and found.stage.value == "runtime"
     fixed = int(found.fix_overrides[0].split("=")[1])
     assert len(verl_micro_batches(share, fixed)) == share // fixed  # the size offered is one verl accepts
+    with pytest.raises(AssertionError):  # a micro batch larger than the share fails too (8 % 16 != 0)
+        verl_micro_batches(8, 16)
     # the update's micro batch divides ppo_mini_batch_size x n / DP = 5: no finding for it
     assert (8 * n // dp) % cfg.actor_rollout_ref.actor.ppo_micro_batch_size_per_gpu == 0
 
