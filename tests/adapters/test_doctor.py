@@ -29,10 +29,19 @@ def test_the_cpu_venv_reports_no_cuda_and_no_rollout_engine_with_fixes(venv_repo
     assert not venv_report.ok
     cuda = found["env.cuda.unavailable"]
     assert cuda.severity.value == "error" and "CUDA not available" in cuda.message and "CPU-only" in cuda.message
-    assert cuda.fix == f"{sys.executable} -m pip install torch==2.11.0 --index-url https://download.pytorch.org/whl/cu130"
     engine = found["env.rollout.missing"]
     assert engine.severity.value == "error" and "no vLLM/SGLang" in engine.message
-    assert engine.fix.startswith(f'{sys.executable} -m pip install "verl[vllm]==0.9.1"')
+    # this is the Python verl-wizard runs in: the fix is a separate training environment, never CUDA torch or vLLM
+    # installed into the wizard's own (issue 30)
+    for f in (cuda, engine, found["env.flash_attn"]):
+        assert "verl-wizard's own" in f.message and f.fix.startswith("for training, make a separate environment")
+        assert "python3.12 -m venv ~/verl-train" in f.fix and sys.executable not in f.fix
+    # the same facts from another Python: the fix installs into that one
+    other = dict(venv_report.facts, python=dict(venv_report.facts["python"], prefix="/opt/train-env"))
+    again = by_rule(doctor_findings(other, "/opt/train-env/bin/python"))
+    assert again["env.cuda.unavailable"].fix == (
+        "/opt/train-env/bin/python -m pip install torch==2.11.0 --index-url https://download.pytorch.org/whl/cu130")
+    assert again["env.rollout.missing"].fix.startswith('/opt/train-env/bin/python -m pip install "verl[vllm]==0.9.1"')
     # what is right is not reported
     assert not {"env.verl.missing", "env.verl.version", "env.verl.extras", "env.transformers", "env.tensordict",
                 "env.ray", "env.python"} & set(found)
@@ -119,3 +128,45 @@ def test_version_ranges_as_verl_pins_them():
     assert not satisfies("5.6.0", spec) and not satisfies("5.11.0", spec) and not satisfies("5.5.2", spec)
     assert satisfies("0.10.0", ">=0.8.0,<=0.10.0,!=0.9.0") and not satisfies("0.9.0", ">=0.8.0,<=0.10.0,!=0.9.0")
     assert satisfies("2.13.0+cpu", ">=2.41.0") is False and satisfies("2.60.0", ">=2.41.0")
+
+
+def fake_verl(root: Path, version: str) -> Path:
+    """A verl ``version`` whose config tree is 0.9.1's with three edits: a key added, a section removed, a default
+    changed (what a release does to the tree); importable by the probes from ``root`` on PYTHONPATH."""
+    import importlib.util
+    import shutil
+
+    real = Path(importlib.util.find_spec("verl").origin).parent / "trainer" / "config"
+    pkg = root / "verl"
+    shutil.copytree(real, pkg / "trainer" / "config", ignore=shutil.ignore_patterns("__pycache__", "*.py"))
+    for init in (pkg / "__init__.py", pkg / "trainer" / "__init__.py"):
+        init.write_text("")
+    fsdp = pkg / "trainer" / "config" / "engine" / "fsdp.yaml"
+    text = fsdp.read_text().replace("forward_prefetch: False", "forward_prefetch: False\n\ngrad_offload: false")
+    fsdp.write_text(text.replace("\nturbo_config:", "\nturbo_config_removed_here:", 1).split("\nturbo_config_removed_here:")[0] + "\n")
+    rollout = pkg / "trainer" / "config" / "rollout" / "rollout.yaml"
+    rollout.write_text(rollout.read_text().replace("dtype: bfloat16", "dtype: float16", 1))
+    info = root / f"verl-{version}.dist-info"
+    info.mkdir()
+    (info / "METADATA").write_text(f"Metadata-Version: 2.1\nName: verl\nVersion: {version}\n")
+    return root
+
+
+def test_another_verl_is_said_once_with_the_keys_its_config_tree_has_differently(tmp_path, monkeypatch):
+    """Issue 30: the environment's verl is 0.9.0: doctor says so once, with the keys that differ from 0.9.1's tree."""
+    root = fake_verl(tmp_path / "site", "0.9.0")
+    monkeypatch.setenv("PYTHONPATH", f"{root}{os.pathsep}{os.environ.get('PYTHONPATH', '')}")
+    report = run_doctor(sys.executable, check_ray=False)
+    drift = report.facts["key_drift"]
+    assert drift["installed"] == "0.9.0" and drift["shipped"] == "0.9.1"
+    assert "actor_rollout_ref.actor.fsdp_config.grad_offload" in drift["only_installed"]
+    assert "actor_rollout_ref.actor.fsdp_config.turbo_config.distributed.fsdp_plan.param_dtype" in drift["only_shipped"]
+    assert ["actor_rollout_ref.rollout.dtype", "float16", "bfloat16"] in [list(c) for c in drift["changed"]]
+    (version,) = [f for f in report.findings if f.rule == "env.verl.version"]
+    assert "verl 0.9.0 is installed" in version.message and "fsdp_config.grad_offload" in version.message
+    assert "only in verl 0.9.0" in version.message and "that verl 0.9.0 lacks" in version.message
+    assert sum("0.9.0" in f.message for f in report.findings) == 1  # said once
+
+
+def test_verl_0_9_1_gets_no_key_comparison(venv_report):
+    assert "key_drift" not in venv_report.facts

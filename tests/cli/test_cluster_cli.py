@@ -48,8 +48,12 @@ def test_one_target_writes_only_its_files(capsys, tmp_path, target, files):
 
 
 def test_json_gives_the_job_overrides_with_the_cluster_shape(capsys, tmp_path):
+    # the 1-GPU preset's micro batches (16 and 8) are more than each of 8 GPUs gets (8 and 4): smaller ones
+    micro = ["--set", "actor_rollout_ref.rollout.log_prob_micro_batch_size_per_gpu=8", "--set",
+             "actor_rollout_ref.ref.log_prob_micro_batch_size_per_gpu=8", "--set",
+             "actor_rollout_ref.actor.ppo_micro_batch_size_per_gpu=4"]
     code, out, _ = cli(["cluster", "grpo-1gpu-smoke", "--nodes", "2", "--gpus-per-node", "4", "--cpus-per-node", "32",
-                        "--out", str(tmp_path), "--format", "json"], capsys)
+                        "--out", str(tmp_path), "--format", "json", *micro], capsys)
     doc = json.loads(out)
     assert code == 0 and doc["ok"] and doc["target"] == {"nodes": 2, "gpus_per_node": 4, "cpus_per_node": 32,
                                                          "head_address": None}
@@ -76,8 +80,9 @@ def test_the_cluster_s_cpus_are_checked_against_verl_s_need(capsys, tmp_path):
 def test_a_cluster_spec_gives_the_shape(capsys, tmp_path):
     spec = tmp_path / "spec.yaml"
     spec.write_text("cluster: 4x8xH100-80GB nvlink\n")
-    code, out, _ = cli(["cluster", "grpo-8gpu", "--cluster", str(spec), "--out", str(tmp_path / "c"),
-                        "--format", "json"], capsys)
+    # on 32 GPUs each gets 1280 / 32 = 40 sequences of an update: the preset's micro batch of 16 does not divide them
+    code, out, _ = cli(["cluster", "grpo-8gpu", "--cluster", str(spec), "--out", str(tmp_path / "c"), "--format", "json",
+                        "--set", "actor_rollout_ref.actor.ppo_micro_batch_size_per_gpu=8"], capsys)
     doc = json.loads(out)
     assert code == 0 and doc["target"]["nodes"] == 4 and doc["target"]["gpus_per_node"] == 8
     sbatch = (tmp_path / "c" / "slurm.sbatch").read_text()

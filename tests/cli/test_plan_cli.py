@@ -230,3 +230,32 @@ def test_plan_takes_the_mean_response_from_a_smoke_run():
     assert doc["step_seconds"] < worst["step_seconds"]  # shorter responses than max_response_length: a shorter step
     assert_one_line_error(run("--preset", "grpo-1gpu-smoke", "--response-tokens-from", "/nonexistent"),
                           "--response-tokens-from")
+
+
+SMALL = ["algorithm.adv_estimator=grpo", f"{R}.name=vllm", f"{R}.n=4", "data.train_batch_size=8",
+         "actor_rollout_ref.actor.ppo_mini_batch_size=8", "actor_rollout_ref.actor.ppo_micro_batch_size_per_gpu=2",
+         f"{R}.log_prob_micro_batch_size_per_gpu=2", "actor_rollout_ref.ref.log_prob_micro_batch_size_per_gpu=2",
+         f"{R}.tensor_model_parallel_size=1", "actor_rollout_ref.model.path=Qwen/Qwen2.5-0.5B-Instruct"]
+
+
+def test_gpus_size_the_trainer_of_a_command_line_without_a_preset():
+    """verl's default trainer asks for 8 GPUs; --gpus 1xRTX4090 once planned 8 GPUs, 7 of them 'memory unknown'."""
+    doc = json.loads(run("--gpus", "1xRTX4090-24GB", "--format", "json", "--", *SMALL).stdout)
+    assert doc["verdict"] in ("fits", "tight") and len(doc["gpus"]) == 1 and doc["gpus"][0]["capacity_gib"] == 24.0
+    assert not [f for f in doc["findings"] if f["rule"] in ("gpus.available", "memory.unknown")]
+    sized = [f for f in doc["findings"] if f["rule"] == "gpus.sized"]
+    assert sized and "trainer.nnodes=1 trainer.n_gpus_per_node=1" in sized[0]["fix"]
+
+
+def test_a_size_the_command_line_sets_is_kept_and_the_conflict_named_in_one_line():
+    proc = run("--gpus", "1xRTX4090-24GB", "--", *SMALL, "trainer.n_gpus_per_node=8")
+    verdict = next(line for line in proc.stdout.splitlines() if line.startswith("verdict:"))
+    assert "trainer.n_gpus_per_node=8" in verdict and "set trainer.nnodes=1 trainer.n_gpus_per_node=1" in verdict
+    assert "name the GPU model" not in proc.stdout and "gpus.available" in proc.stdout
+
+
+def test_a_plan_file_is_reshaped_for_gpus_as_a_preset_is(tmp_path):
+    out = tmp_path / "gen"
+    assert run_cli("generate", "--preset", "grpo-8gpu", "--gpus", "8xH100-80GB", "--out", str(out)).returncode in (0, 1)
+    doc = json.loads(run(str(out / "plan.json"), "--gpus", "2xH100-80GB", "--format", "json").stdout)
+    assert len(doc["gpus"]) == 2 and not [f for f in doc["findings"] if f["rule"] == "gpus.available"]

@@ -38,6 +38,13 @@ def test_heads_not_divisible_by_rollout_tp(run):
     assert f"{R}.tensor_model_parallel_size" in f.keys and not result.ok
 
 
+
+def test_the_tp_sizes_offered_divide_the_gpus_too(run):
+    """A 28-head model on 8 GPUs: 7, 14 and 28 split the heads but no 8-GPU rollout can use them."""
+    (f,) = found(run([f"{R}.tensor_model_parallel_size=3"], actor=facts(QWEN25_7B)), "models.tp_heads")
+    assert f.fix.endswith("(TP sizes that fit 28 heads / 4 KV heads and 8 GPUs: 1, 2, 4)")
+
+
 def test_tp_that_divides_heads_is_quiet_and_no_facts_is_quiet(run):
     assert not found(run([f"{R}.tensor_model_parallel_size=2"], actor=facts(QWEN25_05B)), "models.tp_heads")
     assert not found(run([f"{R}.tensor_model_parallel_size=4"]), "models.tp_heads")  # facts unknown: silent

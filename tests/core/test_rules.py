@@ -111,6 +111,14 @@ def test_more_gpus_than_the_cluster_has(check):
     r = check(GOOD + ["trainer.n_gpus_per_node=8", "data.train_batch_size=16"], gpus=parse_gpu_spec("4xH100-80GB"))
     f = one(r, "gpus.available")
     assert "Total available GPUs 4 is less than total desired GPUs 8" in f.message
+    assert "verl's default" not in f.message  # the config set the 8 itself
+
+
+def test_gpus_beyond_the_cluster_by_verls_default_size_say_so(check):
+    """check does not resize a command line (the run would ask for 8): it says the 8 is verl's default."""
+    r = check([g for g in GOOD if not g.startswith("trainer.n_gpus_per_node")], gpus=parse_gpu_spec("1xH100-80GB"))
+    f = one(r, "gpus.available")
+    assert "trainer.n_gpus_per_node=8 is verl's default" in f.message and "trainer.n_gpus_per_node=1" in f.fix
 
 
 def test_deprecated_global_micro_batch_passes_preflight_but_fails_at_startup(check):

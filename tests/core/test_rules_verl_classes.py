@@ -304,6 +304,11 @@ def test_critic_batching_keys_do_not_reach_the_critic(check):
                                  "critic.ppo_max_token_len_per_gpu=8192"]), "advice.critic_batching")
     assert "critic.ppo_max_token_len_per_gpu=8192" in f.message and "32768 tokens per GPU" in f.message
     assert f.stage is Stage.ADVICE and f.severity is Severity.WARNING
+    forward = one_advice(check(GOOD + ["algorithm.adv_estimator=gae", "critic.model.path=x/y",
+                                       "critic.ppo_micro_batch_size_per_gpu=2", "critic.forward_max_token_len_per_gpu=9000"]),
+                         "advice.critic_batching")
+    assert "critic.forward_max_token_len_per_gpu=9000" in forward.message
+    assert "+critic.fsdp.use_dynamic_bsz=false +critic.fsdp.micro_batch_size_per_gpu=N" in forward.fix
 
 
 def test_kl_settings_whose_switch_is_off(check):

@@ -74,6 +74,20 @@ def test_generation_bound_ties_the_advice_to_the_clipped_lengths():
     assert "gpu_memory_utilization (now 0.4)" in gen.fix and "max_response_length (now 1024)" in gen.fix
 
 
+def test_generation_advice_quotes_the_runs_values_never_a_guessed_default():
+    """A run folder without its plan: the advice once said 'verl's default 0.5' and 'TP 2' for a run that used
+    others; a value the run set with ++ (kept verbatim in the plan's passthrough) is the run's own."""
+    s = series({1: {"step": 10.0, "gen": 7.0, "update_actor": 2.0}, 2: {"step": 10.0, "gen": 7.0, "update_actor": 2.0}})
+    (unknown,) = advise(summarize(s), s, None)
+    assert "verl's default" not in unknown.fix and "gpu_memory_utilization if" in unknown.fix
+    forced = plan_from_overrides(["++actor_rollout_ref.rollout.gpu_memory_utilization=0.7",
+                                  "actor_rollout_ref.rollout.tensor_model_parallel_size=1"])
+    (gen,) = advise(summarize(s), s, forced)
+    assert "gpu_memory_utilization (now 0.7)" in gen.fix and "tensor_model_parallel_size (now 1)" in gen.fix
+    (default,) = advise(summarize(s), s, plan_from_overrides([]))
+    assert "gpu_memory_utilization (verl's default 0.5)" in default.fix  # a known plan that leaves it unset
+
+
 def test_weight_sync_and_idle_gpus_are_explained():
     s = series({1: {"step": 4.0, "gen": 1.0, "update_actor": 1.0, "update_weights": 1.5}})
     plan = plan_from_overrides(["actor_rollout_ref.actor.fsdp_config.param_offload=true"])

@@ -33,16 +33,17 @@ def test_start_accept_hardware_pick_preset_break_fix_undo_write(qtbot, tmp_path)
     w.page("hardware").show_discovery(discover_nvidia_smi_xml(xml, None, load_gpu_catalogue()))
     qtbot.mouseClick(w.page("hardware").use_button, Qt.LeftButton)
     assert w.doc.cluster is not None and w.doc.plan.hardware.n_gpus_per_node == 1
-    # a batch size verl refuses: the finding says so, with its fix
+    # a batch size verl refuses: the finding says so, with its fix (4 prompts: smaller than a mini-batch of 8; after
+    # the fix, 4 x 4 responses still split into the preset's micro batches, which 3 x 4 would not: batch.micro_split)
     w.go_to(w.page("data"))
     field = w.page("data").forms[1].editors["data.train_batch_size"].widget
     field.setFocus()
     field.selectAll()
-    qtbot.keyClicks(field, "3")
+    qtbot.keyClicks(field, "4")
     qtbot.keyClick(field, Qt.Key_Return)
-    assert w.doc.plan.data.train_batch_size == 3
+    assert w.doc.plan.data.train_batch_size == 4
     broken = [f for f in w.doc.findings if f.severity.value == "error"]
-    assert broken and any("train_batch_size (3)" in f.message for f in broken)
+    assert broken and any("train_batch_size (4)" in f.message for f in broken)
     assert "✖" in w.steps.item(w.pages.index(w.page("data"))).text() or "✖" in w.steps.item(
         w.pages.index(w.page("rollout"))).text()
     # apply its fix

@@ -30,7 +30,8 @@ NAMES = [name for _, names in COMMANDS for name in names]
 
 def build_parser(only: str | None = None) -> argparse.ArgumentParser:
     """The whole parser, or with ``only`` the one sub-command's (the others listed, for --help, not built)."""
-    p = Parser(prog="verl-wizard", description="Plan, check and write verl 0.9.1 RL post-training runs.")
+    p = Parser(prog="verl-wizard", description="Plan, check and write verl 0.9.1 RL post-training runs. With no "
+               "arguments (or `verl-wizard gui`) it opens the window.")
     p.add_argument("--version", action="version", version=f"verl-wizard {__version__}")
     sub = p.add_subparsers(dest="command", parser_class=Parser, metavar="{" + ",".join(NAMES) + "}")
     for module, names in COMMANDS:

@@ -156,8 +156,13 @@ def load_plan_arg(source: str | None = None, preset: str | None = None, gpus=Non
 
 def cluster_spec(path: str, catalogue):
     """The discovery answer a cluster spec file (or a saved ``detect --format json``) gives."""
+    from wizard.adapters.files.disk import exists
     from wizard.usecases.hardware import load_cluster_spec_file
 
+    if not exists(path):  # often the cluster in words where a file is expected
+        raise UsageError(f"{path}: no such file; --cluster takes a cluster spec YAML file, e.g. one holding 'nodes: "
+                         "[{count: 2, gpus: 8, gpu: H100-80GB, interconnect: nvlink}]' (or a saved `verl-wizard detect "
+                         "--format json`); for GPUs in words use --gpus 2x8xH100-80GB")
     try:
         return load_cluster_spec_file(path, catalogue)
     except ValueError as exc:

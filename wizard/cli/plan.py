@@ -8,6 +8,7 @@ folders or the catalogue, never downloaded. Identical GPUs print as one row. Exi
 
 from __future__ import annotations
 
+import dataclasses
 import json
 
 from wizard.cli._common import EXIT_ERRORS, EXIT_OK, UsageError, findings_text, hardware
@@ -40,15 +41,25 @@ def run_plan(args, tail: list[str] | None = None) -> int:
     cluster, gpus, hw_findings = hardware(args)
     overrides, config_name, src_findings, label = _source(args, list(tail or []), gpus)
     from wizard.usecases.assessment import assess
+    from wizard.usecases.plans import sized_for_gpus
+
+    sized = sized_for_gpus(overrides, gpus)  # verl's default trainer asks for 8 GPUs whatever --gpus says
+    overrides = sized.overrides
 
     # the same check as `check` (models from local folders or the catalogue), with the cluster's memory: one
     # composition gives the findings and the memory plan
     assessment = assess(overrides, config_name=config_name, gpus=gpus, cluster=cluster)
     models, plan = assessment.models, assessment.memory
     findings = sort_findings(assessment.findings + src_findings + hw_findings)
+    if sized.note:
+        findings.append(Finding(rule="gpus.sized", severity=Severity.INFO, stage=Stage.ADVICE,
+                                keys=["trainer.nnodes", "trainer.n_gpus_per_node"], message=sized.note,
+                                fix=f"Set {' '.join(sized.added)}"))
     if plan.judged is None:
+        if sized.conflict:  # the GPUs are named; what is missing is the size the config asks for
+            plan.verdict = dataclasses.replace(plan.verdict, reason=sized.conflict)
         findings.append(Finding(rule="memory.unknown", severity=Severity.INFO, stage=Stage.ADVICE, keys=[],
-                                message=f"No memory estimate: {plan.why}"))
+                                message=f"No memory estimate: {sized.conflict or plan.why}"))
     ok = not has_errors(findings)
     from wizard.usecases.advising import plan_advice, step_time
 
@@ -137,6 +148,11 @@ def _source(args, tail: list[str], gpus):
     except ValueError as exc:
         raise UsageError(str(exc)) from None
     overrides = src.overrides + (words if args.source else [])
+    if src.plan is not None and gpus is not None:  # a plan file is reshaped for --gpus, as a preset is
+        from wizard.core.plan import plan_overrides
+        from wizard.usecases.plans import plan_with_gpus
+
+        overrides = plan_overrides(plan_with_gpus(src.plan, gpus)) + words
     return overrides, src.config_name, list(src.findings), args.source or "overrides"
 
 

@@ -3,12 +3,15 @@ or a YAML config. The CLI's ``--preset``/``SOURCE`` arguments and the GUI's Star
 
 from __future__ import annotations
 
+from dataclasses import dataclass
 from pathlib import Path
 
 from wizard.adapters.files.resources import load_preset_doc
 from wizard.core.findings import Finding
 from wizard.core.hardware import GpuSpec
 from wizard.core.plan import Plan, apply_overrides, load_plan
+
+SIZE_KEYS = ("trainer.nnodes", "trainer.n_gpus_per_node")
 
 
 def preset_plan(name: str, gpus: GpuSpec | None = None, sets: list[str] | None = None) -> Plan:
@@ -55,3 +58,52 @@ def open_plan(source: str | None = None, preset: str | None = None, gpus: GpuSpe
     if sets:
         plan = apply_overrides(plan, sets)
     return plan, list(src.findings)
+
+
+
+@dataclass(frozen=True)
+class Sized:
+    """A command line sized for ``--gpus``: ``note`` says which size keys were added, ``conflict`` (one line, with
+    the keys to set) where the command line sets a size the GPUs cannot hold (then nothing is added)."""
+
+    overrides: list[str]
+    added: tuple[str, ...] = ()  # the size overrides added, KEY=VALUE
+    note: str | None = None
+    conflict: str | None = None
+
+
+def sized_for_gpus(overrides: list[str], gpus: GpuSpec | None) -> Sized:
+    """``overrides`` with the trainer sized for ``gpus``, for a what-if plan of a command line.
+
+    verl's trainer asks for ``trainer.n_gpus_per_node`` (default 8) x ``trainer.nnodes`` (default 1) GPUs whatever
+    the machine, so ``--gpus 1xRTX4090-24GB`` alone would plan 8 GPUs of which 7 are missing. Where the command line
+    does not set a size key, it gets the one ``gpus`` gives (the note says so: the run needs them too); where it
+    sets a size that ``gpus`` cannot hold, it is kept and ``conflict`` names the keys to set.
+    """
+    from wizard.core.verl.overrides import OverrideSyntaxError, parse_override
+
+    if gpus is None:
+        return Sized(list(overrides))
+    given: dict[str, object] = {}
+    for text in overrides:
+        try:
+            o = parse_override(text)
+        except OverrideSyntaxError:
+            continue  # the check reports it
+        if o.key in SIZE_KEYS and o.kind != "~":
+            given[o.key] = o.value()
+    wanted = {"trainer.nnodes": gpus.nodes, "trainer.n_gpus_per_node": gpus.gpus_per_node}
+    nodes = given.get("trainer.nnodes", gpus.nodes)
+    per_node = given.get("trainer.n_gpus_per_node", gpus.gpus_per_node)
+    if isinstance(nodes, int) and isinstance(per_node, int) and (
+            per_node > gpus.gpus_per_node or nodes * per_node > gpus.total):
+        set_here = " ".join(f"{k}={given[k]}" for k in SIZE_KEYS if k in given)
+        return Sized(list(overrides), conflict=(
+            f"the config asks for {per_node} GPUs per node x {nodes} node(s) ({set_here}) but --gpus gives "
+            f"{gpus}: set {' '.join(f'{k}={v}' for k, v in wanted.items())}"))
+    added = [f"{k}={v}" for k, v in wanted.items() if k not in given]
+    if not added:
+        return Sized(list(overrides))
+    return Sized(list(overrides) + added, tuple(added), note=(
+        f"--gpus {gpus} sized the trainer: {' '.join(added)} added (verl's default is 8 GPUs on 1 node); the run's "
+        f"command line needs them too"))

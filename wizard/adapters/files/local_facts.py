@@ -26,6 +26,23 @@ def _local(path: str) -> Path:
     return Path(os.path.expanduser(os.path.expandvars(path)))
 
 
+# verl's examples/data_preprocess scripts by the dataset a path names, with the folder each writes by default
+PREPARE = (("gsm8k", "gsm8k.py", "~/data/gsm8k"), ("geo3k", "geo3k.py", "~/data/geo3k"),
+           ("hh_rlhf", "full_hh_rlhf.py", "~/data/full_hh_rlhf"), ("math", "math_dataset.py", "~/data/math"))
+
+
+def preparation_hint(path: str) -> str:
+    """How to make the data file ``path`` names: verl's preprocessing script for the dataset it is named after, or
+    the wizard's converter for data of one's own."""
+    name = path.lower()
+    for word, script, folder in PREPARE:
+        if word in name:
+            return (f"Prepare it (verl's examples/data_preprocess/{script} writes {folder}/{{train,test}}.parquet), or "
+                    "point the key at your data")
+    return ("Point the key at your data (verl reads parquet rows with a prompt; verl-wizard data convert turns "
+            "question/answer columns into them), or prepare a dataset with a script from verl's examples/data_preprocess")
+
+
 def file_findings(facts: dict, deep: bool = False) -> list[Finding]:
     """Missing data files (always, cheap); with ``deep``, verl's data checks on the files that exist."""
     findings: list[Finding] = []
@@ -44,8 +61,7 @@ def file_findings(facts: dict, deep: bool = False) -> list[Finding]:
                 message=f"{key}: {raw} is not on this machine (looked for {path}); if it is missing where the run "
                 "happens too, verl's TaskRunner fails loading it before training starts"
                 + (" (verl always loads the validation files)" if key == "data.val_files" else ""),
-                fix="Prepare it (verl's examples/data_preprocess/gsm8k.py writes ~/data/gsm8k/{train,test}.parquet), "
-                "or point the key at your data",
+                fix=preparation_hint(raw),
             ))
     findings += _code_findings(facts)
     findings += _resume_findings(facts)

@@ -5,6 +5,7 @@ Both the CLI and the GUI go through here, so an import reads the same either way
 
 from __future__ import annotations
 
+import re
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -17,6 +18,9 @@ from wizard.adapters.files.script_source import read_script, script_findings
 from wizard.core.plan import Plan, load_plan, plan_from_overrides
 from wizard.core.verl import yaml_to_overrides
 from wizard.core.secrets import REDACTED, hide_secrets, is_secret_name, scrub
+
+
+DATA_SUFFIXES = (".parquet", ".jsonl", ".arrow", ".csv")  # what verl or `data` reads as rows, never a config
 
 
 @dataclass
@@ -53,8 +57,11 @@ def from_overrides(words: list[str]) -> Source:
 def load_source(path: str) -> Source:
     """Read a config file; ValueError with a one-line reason when it cannot be read. Whatever it holds, no secret
     value comes out of here: overrides carry ``${oc.env:NAME}`` references, findings redacted text."""
-    text = read_text(path)
     suffix = Path(path).suffix.lower()
+    if suffix in DATA_SUFFIXES:
+        raise ValueError(f"{path}: a dataset, not a config; check it with: verl-wizard data check {path} (or name it "
+                         "in the config: data.train_files=...)")
+    text = read_text(path)
     if suffix in (".yaml", ".yml"):
         source = _from_yaml(text, path)
     elif suffix == ".json":
@@ -119,7 +126,32 @@ def _from_yaml(text: str, path: str) -> Source:
                 fix="Check the spelling against verl's config",
             )
         )
+    findings += _shell_text(converted.overrides)
     return Source(overrides=converted.overrides, config_name=converted.config_name, findings=findings)
+
+
+_SHELL = re.compile(r"\$\([^)]*\)|`[^`]*`")  # a command substitution: a shell runs it, a YAML config never does
+
+
+def _shell_text(overrides: list[str]) -> list[Finding]:
+    """A YAML value holding ``$(date ...)`` (imported from a script, whose run.sh computes it): verl reads the text."""
+    from wizard.core.verl.overrides import OverrideSyntaxError, parse_override
+
+    out = []
+    for text in overrides:
+        try:
+            p = parse_override(text)
+        except OverrideSyntaxError:
+            continue
+        value = p.value() if p.value_text is not None else None
+        m = _SHELL.search(value) if isinstance(value, str) else None
+        if m:
+            out.append(Finding(
+                rule="yaml.shell_text", severity=Severity.WARNING, stage=Stage.ADVICE, keys=[p.key],
+                message=f"{p.key} holds {m.group(0)} as text: a YAML config runs no shell, so verl reads "
+                f"{value!r} as written (a launch script would have computed it)",
+                fix=f"Write the value out, or set {p.key}=... on the command line where a shell computes it"))
+    return out
 
 
 def _from_plan_json(text: str, path: str) -> Source:

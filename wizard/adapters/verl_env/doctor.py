@@ -12,6 +12,7 @@ import json
 import os
 import re
 import shlex
+import sys
 import time
 from dataclasses import dataclass, field
 
@@ -61,6 +62,9 @@ def run_doctor(python: str | None = None, timeout: float = 120.0, check_ray: boo
     python = python or _target_python()
     t0 = time.perf_counter()
     facts = run_probe(python, timeout=timeout, deep=deep)
+    installed = (facts.get("packages") or {}).get("verl")
+    if installed and installed != VERL:  # another verl: which of its keys the wizard's 0.9.1 schema does not match
+        facts["key_drift"] = key_drift_facts(python, timeout)
     if check_ray:
         facts["ray_check"] = ray_reachability(facts.get("ray") or {})
     findings = doctor_findings(facts, python)
@@ -76,6 +80,34 @@ def _target_python() -> str:
         raise DoctorError("no Python found to check (no venv, conda env or python3 on PATH); "
                           "give one with --python PATH, or see `verl-wizard doctor` for how to create one")
     return python
+
+
+def key_drift_facts(python: str, timeout: float = 120.0) -> dict:
+    """The installed verl's config tree against the shipped 0.9.1 snapshot, as facts: the KeyDrift's fields, or
+    ``{"error": why}`` when the schema probe cannot read the tree (it composes verl's Hydra config there)."""
+    import dataclasses
+    import tempfile
+
+    from wizard.adapters.files.resources import load_schema
+    from wizard.core.verl import VerlSchema
+    from wizard.core.verl.drift import key_drift
+
+    with tempfile.TemporaryDirectory(prefix="verl-wizard-schema-") as tmp:
+        out = os.path.join(tmp, "schema.json")
+        try:
+            proc = run_guarded([python, probe_path("extract_verl_schema.py"), "--out", out], timeout=timeout,
+                               env=dict(os.environ, PYTHONWARNINGS="ignore"), memory_bytes=None)
+        except OSError as exc:
+            return {"error": f"cannot run {python}: {exc.strerror or exc}"}
+        if proc.timed_out:
+            return {"error": f"the schema probe did not finish within {timeout:.0f} s"}
+        try:
+            with open(out, encoding="utf-8") as f:
+                installed = VerlSchema.from_dict(json.load(f))
+        except (OSError, ValueError, KeyError) as exc:
+            tail = (proc.stderr.strip().splitlines() or [str(exc)])[-1][:200]
+            return {"error": f"the schema probe could not read verl's config tree ({tail})"}
+    return dataclasses.asdict(key_drift(installed, load_schema(VERL)))
 
 
 def run_probe(python: str, timeout: float = 120.0, imports: bool = True, deep: bool = False) -> dict:
@@ -160,7 +192,8 @@ def doctor_findings(facts: dict, python: str) -> list[Finding]:
                       f"{pip} \"verl[verl-core]=={VERL}\"", Stage.PREFLIGHT))
     elif pk["verl"] != VERL:
         out.append(_f("env.verl.version", Severity.WARNING,
-                      f"verl {pk['verl']} is installed; the wizard knows verl {VERL}'s keys and rules",
+                      f"verl {pk['verl']} is installed; the wizard knows verl {VERL}'s keys and rules"
+                      + _drift_text(facts.get("key_drift")),
                       f"{pip} \"verl[verl-core]=={VERL}\"", Stage.ADVICE))
     if pk.get("verl"):
         out += _extras(pk, pip)
@@ -184,7 +217,45 @@ def doctor_findings(facts: dict, python: str) -> list[Finding]:
                       f"{pip} \"tensordict==0.10.0\""))
     out += _flash_attn(facts, pip)
     out += _ray(facts)
+    if is_wizards_own(facts):
+        out = [_in_a_training_env(f) for f in out]
     return sort_findings(out)
+
+
+# What a GPU training environment needs and verl-wizard's own does not (it checks and plans on CPU torch).
+TRAINING_ONLY = ("env.cuda.unavailable", "env.rollout.missing", "env.flash_attn", "env.torch.missing")
+TRAINING_ENV = "~/verl-train"
+
+
+def is_wizards_own(facts: dict) -> bool:
+    """The Python checked is the one verl-wizard runs in (same environment prefix)."""
+    prefix = (facts.get("python") or {}).get("prefix")
+    return bool(prefix) and os.path.realpath(prefix) == os.path.realpath(sys.prefix)
+
+
+def _in_a_training_env(f: Finding) -> Finding:
+    """A fix for a training environment, not for the wizard's: installing CUDA torch or vLLM into the Python the
+    wizard runs in is not what anyone wants; a fresh environment for the run is."""
+    if f.rule not in TRAINING_ONLY:
+        return f
+    fix = (f"for training, make a separate environment (this one is verl-wizard's own, where CPU torch is right): "
+           f"python3.12 -m venv {TRAINING_ENV} && {TRAINING_ENV}/bin/pip install \"verl[vllm]=={VERL}\" && "
+           f"{TRAINING_ENV}/bin/pip install flash-attn==2.8.3 --no-build-isolation; then point verl-wizard at "
+           f"{TRAINING_ENV}/bin/python (--python on the command line, the Environment step's Python in the window)")
+    return f.model_copy(update={"message": f"{f.message}; the Python checked is verl-wizard's own", "fix": fix})
+
+
+def _drift_text(drift: dict | None) -> str:
+    """": its config tree differs from 0.9.1's: ...": the keys that differ, from the facts key_drift_facts gives."""
+    if not drift:
+        return ""
+    if "error" in drift:
+        return f" (the keys that differ are unknown: {drift['error']})"
+    from wizard.core.verl.drift import KeyDrift
+
+    d = KeyDrift(**{**drift, "changed": [tuple(c) for c in drift.get("changed", [])]})
+    return f"; {d.summary()}" + ("" if d.same else " (`verl-wizard doctor --format json` lists every key, under "
+                                                   "facts.key_drift)")
 
 
 def _extras(pk: dict, pip: str) -> list[Finding]:

@@ -184,7 +184,27 @@ def render_yaml(plan: Plan, emitted: Emitted | None = None, groups: tuple[str, .
         header.append("# Reads from the environment (oc.env): " + ", ".join(sorted(env)))
     if cli_only:
         header.append("# Pass these on the command line too (YAML cannot delete keys): " + " ".join(cli_only))
+    for key, found in literal_runtime(emitted.overrides, plan.script_runtime):
+        header.append(f"# {key} holds {found} as text: run.sh computes it when it runs, YAML cannot, so verl reads "
+                      f"it as written here; set {key}=... on the command line (or edit it here) for a computed value")
     return "\n".join(header) + "\n" + _omegaconf_yaml(doc), cli_only
+
+
+def literal_runtime(overrides: list[str], runtime: list[str] | tuple[str, ...]) -> list[tuple[str, str]]:
+    """(key, the value computed at run time it holds) for each override whose value holds one of ``runtime``
+    (``$(date +%Y%m%d_%H%M)``): run.sh computes them again, a YAML config keeps them as text."""
+    out = []
+    for text in overrides:
+        try:
+            p = parse_override(text)
+        except OverrideSyntaxError:
+            continue
+        value = p.value() if p.value_text is not None else None
+        for found in runtime if isinstance(value, str) else ():
+            if found in value:
+                out.append((p.key, found))
+                break
+    return out
 
 
 def _omegaconf_yaml(doc: dict) -> str:
@@ -204,6 +224,8 @@ def render_files(plan: Plan) -> tuple[dict[str, str], list[str], list[str]]:
         files[CONFIG_YAML] = text
         if cli_only:
             notes.append(f"{CONFIG_YAML} cannot hold {', '.join(cli_only)}; pass them on the command line")
+        for key, found in literal_runtime(emitted.overrides, plan.script_runtime):
+            notes.append(f"{CONFIG_YAML} keeps {key}'s {found} as text (run.sh computes it when it runs)")
     except YamlEmitError as exc:
         notes.append(f"no {CONFIG_YAML}: {exc}")
     files[PLAN_JSON] = json.dumps(plan.model_dump(mode="json"), indent=2) + "\n"

@@ -112,11 +112,25 @@ def _findings(title: str, findings: Sequence[Finding], none: str) -> list[str]:
 def _samples(record: RunRecord) -> tuple[list[str], list[Finding]]:
     steps = digest.inspect_steps(record.rollout, record.state, digest.max_response_length(record))
     if not steps:
-        where = ("the run dumped no generations (trainer.rollout_data_dir was not set)" if not record.validation
-                 else "only validation generations were dumped")
-        return [f"- {where}"], []
+        return [f"- {_no_generations(record)}"], []
     lines = [f"- {s.verdict.line}" for s in steps]
     return lines, steps[-1].verdict.findings
+
+
+def _no_generations(record: RunRecord) -> str:
+    """Why there are no training generations to read: the dump was not asked for, or asked for and the run never got
+    to write one."""
+    from wizard.core.run.smoke import dump_dirs
+
+    if record.validation:
+        return "only validation generations were dumped"
+    rollout_dir = dump_dirs(record.plan)[0] if record.plan is not None else None
+    if rollout_dir is None:
+        return "the run dumped no generations (trainer.rollout_data_dir was not set)"
+    if record.state.last_step is None:
+        return (f"no generations: trainer.rollout_data_dir={rollout_dir} was set, but the run never finished a "
+                "training step")
+    return f"no generations were found in trainer.rollout_data_dir={rollout_dir} (steps ran; was the folder moved?)"
 
 
 def _timing(summary: TimingSummary, fc: Forecast | str) -> list[str]:

@@ -110,7 +110,8 @@ def composed_view(
                     "compose.syntax",
                     [text.split("=", 1)[0].lstrip("+~")],
                     message=f"Hydra cannot parse the override {text!r}: {exc}",
-                    fix="Quote values that contain spaces, commas or brackets, e.g. key='a b'",
+                    fix=("Write it as KEY=VALUE, e.g. data.train_batch_size=64" if "=" not in text.lstrip("~") else
+                         "Quote values that contain spaces, commas or brackets, e.g. key='a b'"),
                 )
             )
 

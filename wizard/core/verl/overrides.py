@@ -68,7 +68,10 @@ def parse_override(text: str) -> ParsedOverride:
     try:
         return ParsedOverride(text=text, hydra=_parser().parse_override(text))
     except HydraException as exc:
-        raise OverrideSyntaxError(one_line(str(exc))) from None
+        message = one_line(str(exc))
+        if "missing EQUAL" in message:  # Hydra's words for a word with no '=' in it
+            message = f"expected KEY=VALUE (e.g. data.train_batch_size=64), got {text!r}; Hydra says: {message}"
+        raise OverrideSyntaxError(message) from None
 
 
 def one_line(message: str) -> str:

@@ -139,7 +139,7 @@ def main(argv: list[str]) -> int:
     report = {
         "probe": 1,
         "python": {"version": platform.python_version(), "executable": sys.executable,
-                   "implementation": platform.python_implementation()},
+                   "implementation": platform.python_implementation(), "prefix": sys.prefix},
         "packages": _versions(),
         "driver": _driver(),
         "ray": _ray(),

@@ -75,7 +75,10 @@ def tp_heads(ctx: RuleContext):
         tp = ctx.int(key)
         if not tp or tp <= 1 or tp_fits(facts, tp):
             continue
-        best = _smaller_fit(facts, tp, ctx.n_gpus if role == "actor" else None)
+        gpus = ctx.n_gpus if role == "actor" else None
+        best = _smaller_fit(facts, tp, gpus)
+        # the sizes on offer fit the heads and the GPUs the rollout has (its world size must divide by TP)
+        sizes = [t for t in range(1, facts.num_attention_heads + 1) if tp_fits(facts, t) and (not gpus or gpus % t == 0)]
         heads, kv = facts.num_attention_heads, facts.num_kv_heads
         if heads % tp:
             rule_id = "models.tp_heads"
@@ -91,8 +94,8 @@ def tp_heads(ctx: RuleContext):
                    f"layer fails to build at startup with: {max(tp, kv)} is not divisible by {min(tp, kv)}")
         yield finding(
             Severity.ERROR, [key, PATH_KEYS[role]], why,
-            f"Set {key}={best} (TP sizes that fit {heads} heads / {kv} KV heads: "
-            f"{', '.join(str(t) for t in range(1, heads + 1) if tp_fits(facts, t))})",
+            f"Set {key}={best} (TP sizes that fit {heads} heads / {kv} KV heads"
+            f"{f' and {gpus} GPUs' if gpus else ''}: {', '.join(str(t) for t in sizes)})",
             [f"{key}={best}"], rule=rule_id,
         )
 

@@ -75,10 +75,12 @@ def gpus_available(ctx: RuleContext):
     total, parts = desired
     have = ctx.gpus
     if total > have.total:
+        default = (f"; trainer.n_gpus_per_node={ctx.get('trainer.n_gpus_per_node')} is verl's default, which the "
+                   "GPUs given do not change" if ctx.untouched("trainer.n_gpus_per_node") else "")
         yield finding(
             Severity.ERROR,
             ["trainer.n_gpus_per_node", "trainer.nnodes"],
-            f"The config asks for {total} GPUs ({', '.join(parts)}) but the cluster has {have.total} ({have}); "
+            f"The config asks for {total} GPUs ({', '.join(parts)}{default}) but the cluster has {have.total} ({have}); "
             f"verl fails after Ray starts with: Total available GPUs {have.total} is less than total desired GPUs "
             f"{total}",
             f"Set trainer.n_gpus_per_node={min(have.gpus_per_node, ctx.int('trainer.n_gpus_per_node') or have.gpus_per_node)} "

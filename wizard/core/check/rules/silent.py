@@ -20,25 +20,44 @@ def _warn(keys: list[str], message: str, fix: str, overrides=(), severity=Severi
     return finding(severity, keys, message, fix, list(overrides), fix_auto=False)
 
 
+CRITIC_IGNORED = ("critic.ppo_micro_batch_size_per_gpu", "critic.use_dynamic_bsz", "critic.ppo_max_token_len_per_gpu",
+                  "critic.forward_max_token_len_per_gpu", "critic.forward_micro_batch_size_per_gpu")
+CRITIC_ENGINE = {"fsdp": "critic.fsdp", "fsdp2": "critic.fsdp", "megatron": "critic.megatron", "veomni": "critic.veomni",
+                 "torchtitan": "critic.torchtitan"}  # workers/config/critic.py: each class's __post_init__ engine = ...
+
+
 @rule("advice.critic_batching", Stage.ADVICE)
 def critic_batching(ctx: RuleContext):
-    """trainer_base.py:266-268: the V1 trainer builds the critic's engine with dynamic batching (the engine's default)
-    and ppo_infer_max_token_len_per_gpu as its token budget for training too; the critic's micro-batch, dynamic-batch
-    and training-budget keys never reach it (verl issue #7462)."""
+    """trainer_base.py:266-268: the V1 trainer converts critic.* into a CriticConfig and sets only its engine's two
+    token budgets, both from ppo_infer_max_token_len_per_gpu (``engine.infer_max_token_len_per_gpu`` and
+    ``engine.max_token_len_per_gpu``); the engine's use_dynamic_bsz and micro-batch sizes keep the engine section's own
+    values (workers/config/engine.py:100-106: dynamic batching on, no micro batch), which TrainingWorker.train_batch and
+    infer_batch read (engine_workers.py:352-357, 406-411). So critic.ppo_micro_batch_size_per_gpu, use_dynamic_bsz,
+    ppo_max_token_len_per_gpu and the forward_* keys never reach it (verl issue #7462); fixed micro-batches are set on
+    the engine section itself (+critic.fsdp.use_dynamic_bsz=false +critic.fsdp.micro_batch_size_per_gpu=N)."""
     if not _v1(ctx) or not ctx.need_critic:
         return
     # the micro batch alone is no news: verl's pre-flight requires it (without dynamic batching) and it is then unused
-    if not any(ctx.is_set(k) for k in ("critic.use_dynamic_bsz", "critic.ppo_max_token_len_per_gpu")):
+    if not any(ctx.is_set(k) for k in CRITIC_IGNORED[1:]):
         return
-    ignored = [k for k in ("critic.ppo_micro_batch_size_per_gpu", "critic.use_dynamic_bsz", "critic.ppo_max_token_len_per_gpu")
-               if ctx.is_set(k)]
+    ignored = [k for k in CRITIC_IGNORED if ctx.is_set(k)]
     budget = ctx.int("critic.ppo_infer_max_token_len_per_gpu") or 32768
+    engine = CRITIC_ENGINE.get(str(ctx.get("critic.strategy")), "critic.fsdp")
+    dynamic = ctx.get(f"{engine}.use_dynamic_bsz")
     said = ", ".join(f"{k}={ctx.get(k)}" for k in ignored)
+    if dynamic is False:
+        how = (f"it batches as {engine}.micro_batch_size_per_gpu={ctx.get(f'{engine}.micro_batch_size_per_gpu')} "
+               f"(training) and {engine}.infer_micro_batch_size_per_gpu="
+               f"{ctx.get(f'{engine}.infer_micro_batch_size_per_gpu')} (values) say")
+    else:
+        how = (f"the critic trains and computes values with dynamic batching and critic.ppo_infer_max_token_len_per_gpu "
+               f"= {budget} tokens per GPU as its budget for both")
     yield _warn(ignored,
-                f"{said} does not reach the critic in verl 0.9.1's V1 trainer: the critic trains with dynamic batching "
-                f"and critic.ppo_infer_max_token_len_per_gpu = {budget} tokens per GPU as its budget",
+                f"{said} does not reach the critic in verl 0.9.1's V1 trainer: {how}",
                 "Set +critic.ppo_infer_max_token_len_per_gpu to the per-GPU token budget you want the critic to use "
-                "(lower it if the critic update runs out of memory)")
+                f"(lower it if the critic update runs out of memory), or fixed micro-batches on the engine: "
+                f"+{engine}.use_dynamic_bsz=false +{engine}.micro_batch_size_per_gpu=N "
+                f"+{engine}.infer_micro_batch_size_per_gpu=N")
 
 
 @rule("advice.kl_unused", Stage.ADVICE)

@@ -111,7 +111,7 @@ def verdict_findings(v: StepVerdict) -> list[Finding]:
                       f"{s}: in all {v.groups} groups every response scored the same{score}, so GRPO's advantage is 0 "
                       "for every response: this step taught the policy nothing",
                       "Read the responses next to their ground truth (Samples tab): a reward that never matches "
-                      "(answer format, data_source) scores everything alike; test it with verl-wizard data --reward. "
+                      "(answer format, data_source) scores everything alike; test it with verl-wizard data reward FILE. "
                       "A model too weak for the data does too: start from an instruct model or easier prompts. More "
                       f"responses per prompt ({ROLLOUT_N}, now {v.group_size}) make a differing score likelier",
                       ["reward.custom_reward_function.path", ROLLOUT_N]))

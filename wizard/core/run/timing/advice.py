@@ -29,18 +29,32 @@ def _f(rule: str, message: str, fix: str | None, keys: list[str], severity: Seve
 
 
 def _value(plan: Plan | None, key: str):
+    """The run's own value of ``key``: the plan's field, else the last override of it the plan passes through."""
     if plan is None:
         return None
     try:
-        return get_field(plan, key)
+        value = get_field(plan, key)
     except KeyError:
-        return None
+        value = None
+    if value is None:
+        from wizard.core.verl.overrides import OverrideSyntaxError, parse_override
+
+        for text in plan.passthrough:
+            try:
+                o = parse_override(text)
+            except OverrideSyntaxError:
+                continue
+            if o.key == key and o.kind != "~":
+                value = o.value()
+    return value
 
 
 def _now(plan: Plan | None, key: str, default: object = None) -> str:
+    """" (now 0.4)": the run's value; verl's default only where the run's plan is known and does not set it (without
+    a plan the run's value is unknown, and the default would be a guess)."""
     value = _value(plan, key)
     if value is None:
-        return f" (verl's default {default})" if default is not None else ""
+        return f" (verl's default {default})" if default is not None and plan is not None else ""
     return f" (now {str(value).lower() if isinstance(value, bool) else value})"
 
 

@@ -1,0 +1,177 @@
+"""Rules for what verl 0.9.1's trainer and workers rely on but no config class checks (docs/verl-unchecked.md), each
+held to a real verl 0.9.1 composition: verl's own Hydra tree and config classes, and the lines of verl's source the
+rule quotes."""
+
+import importlib.util
+from pathlib import Path
+
+import pytest
+from hydra import compose as hydra_compose
+from hydra import initialize_config_dir
+
+from tests.core.test_rules import GOOD
+
+VERL = Path(importlib.util.find_spec("verl").origin).parent if importlib.util.find_spec("verl") else None
+
+
+def verl_line(path: str, line: int) -> str:
+    return (VERL / path).read_text().splitlines()[line - 1]
+
+
+def composed(verl_config_dir, overrides):
+    with initialize_config_dir(config_dir=verl_config_dir, version_base=None):
+        return hydra_compose(config_name="ppo_trainer", overrides=overrides)
+
+
+def rules(result, rule):
+    return [f for f in result.findings if f.rule == rule]
+
+
+# --- verl issue #7462: the critic's batching keys never reach its engine ---------------------------------------
+CRITIC_KEYS = ["critic.ppo_micro_batch_size_per_gpu=2", "critic.use_dynamic_bsz=false",
+               "critic.ppo_max_token_len_per_gpu=1000", "critic.forward_max_token_len_per_gpu=900",
+               "critic.forward_micro_batch_size_per_gpu=3"]
+
+
+def test_the_critic_engine_gets_none_of_the_critics_batching_keys(verl_config_dir, tiny_model, check):
+    from verl.utils.config import omega_conf_to_dataclass
+
+    critic = omega_conf_to_dataclass(composed(verl_config_dir, [f"critic.model.path={tiny_model}"] + CRITIC_KEYS).critic)
+    engine = critic.engine  # what TrainingWorker reads (engine_workers.py:352-357, 406-411)
+    assert (engine.use_dynamic_bsz, engine.micro_batch_size_per_gpu, engine.infer_micro_batch_size_per_gpu) == (
+        True, None, None)
+    # and the V1 trainer sets both budgets from ppo_infer_max_token_len_per_gpu (trainer_base.py:267-268)
+    assert "= critic_cfg.ppo_infer_max_token_len_per_gpu" in verl_line("trainer/ppo/v1/trainer_base.py", 267)
+    assert verl_line("trainer/ppo/v1/trainer_base.py", 268).strip() == (
+        "critic_cfg.engine.max_token_len_per_gpu = critic_cfg.ppo_infer_max_token_len_per_gpu")
+    # the engine section's own keys do reach it: the fix the rule offers
+    fixed = omega_conf_to_dataclass(composed(verl_config_dir, [
+        f"critic.model.path={tiny_model}", "critic.ppo_micro_batch_size_per_gpu=2", "+critic.fsdp.use_dynamic_bsz=false", "+critic.fsdp.micro_batch_size_per_gpu=5",
+        "+critic.fsdp.infer_micro_batch_size_per_gpu=6"]).critic).engine
+    assert (fixed.use_dynamic_bsz, fixed.micro_batch_size_per_gpu, fixed.infer_micro_batch_size_per_gpu) == (False, 5, 6)
+    found = rules(check(GOOD + ["algorithm.adv_estimator=gae", f"critic.model.path={tiny_model}"] + CRITIC_KEYS),
+                  "advice.critic_batching")
+    assert len(found) == 1 and all(k.split("=")[0] in found[0].message for k in CRITIC_KEYS)
+
+
+# --- sizes at the training step (wizard/core/check/rules/step_sizes.py) -----------------------------------------
+def verl_padding(cfg, dp: int, critic: bool) -> int:
+    """verl's own PPOTrainer._get_required_batch_multiple on the composed config (trainer_base.py:1589-1606)."""
+    from types import SimpleNamespace
+
+    from verl.trainer.ppo.v1.trainer_base import PPOTrainer
+
+    return PPOTrainer._get_required_batch_multiple(SimpleNamespace(config=cfg, use_critic=critic, global_steps=1), dp)
+
+
+def verl_micro_batches(size: int, micro: int, seq_len: int = 8):
+    """verl's prepare_micro_batches (engine/utils.py:92-129) on one GPU's share of ``size`` sequences."""
+    import torch
+    from tensordict import TensorDict
+    from verl.utils import tensordict_utils as tu
+    from verl.workers.engine.utils import prepare_micro_batches
+
+    ones = torch.ones(size, seq_len, dtype=torch.int64)
+    td = TensorDict({"input_ids": ones, "attention_mask": ones}, batch_size=[size])
+    tu.assign_non_tensor(td, use_dynamic_bsz=False, micro_batch_size_per_gpu=micro)
+    return prepare_micro_batches(td)[0]
+
+
+SPLIT = ["data.train_batch_size=16", "actor_rollout_ref.rollout.n=5", "trainer.n_gpus_per_node=8",
+         "actor_rollout_ref.actor.ppo_mini_batch_size=8", "actor_rollout_ref.rollout.log_prob_micro_batch_size_per_gpu=4",
+         "actor_rollout_ref.actor.ppo_micro_batch_size_per_gpu=5"]
+
+
+def test_a_micro_batch_that_does_not_divide_a_gpus_share_fails_in_verl_and_is_an_error_here(verl_config_dir, check):
+    cfg = composed(verl_config_dir, GOOD + SPLIT)
+    dp, n = 8, cfg.actor_rollout_ref.rollout.n
+    seqs = cfg.data.train_batch_size * n
+    multiple = verl_padding(cfg, dp, critic=False)
+    share = -(-seqs // multiple) * multiple // dp  # each GPU's sequences for the old log-probs
+    micro = cfg.actor_rollout_ref.rollout.log_prob_micro_batch_size_per_gpu
+    with pytest.raises(AssertionError, match="data size must be divisible by force_group_size"):
+        verl_micro_batches(share, micro)
+    (found,) = rules(check(GOOD + SPLIT), "batch.micro_split")
+    assert found.keys[0] == "actor_rollout_ref.rollout.log_prob_micro_batch_size_per_gpu"
+    assert f"divide the {share} sequences each GPU" in found.message and found.stage.value == "runtime"
+    fixed = int(found.fix_overrides[0].split("=")[1])
+    assert len(verl_micro_batches(share, fixed)) == share // fixed  # the size offered is one verl accepts
+    with pytest.raises(AssertionError):  # a micro batch larger than the share fails too (8 % 16 != 0)
+        verl_micro_batches(8, 16)
+    # the update's micro batch divides ppo_mini_batch_size x n / DP = 5: no finding for it
+    assert (8 * n // dp) % cfg.actor_rollout_ref.actor.ppo_micro_batch_size_per_gpu == 0
+
+
+def test_a_token_budget_below_one_sequence_fails_in_verl_and_is_named_here(verl_config_dir, check):
+    import torch
+    from tensordict import TensorDict
+    from verl.utils.seqlen_balancing import rearrange_micro_batches
+
+    overrides = GOOD + ["actor_rollout_ref.actor.use_dynamic_bsz=true", "actor_rollout_ref.actor.ppo_max_token_len_per_gpu=800"]
+    cfg = composed(verl_config_dir, overrides)
+    longest = cfg.actor_rollout_ref.rollout.prompt_length + cfg.actor_rollout_ref.rollout.response_length
+    mask = torch.ones(2, longest, dtype=torch.int64)
+    batch = TensorDict({"input_ids": mask, "attention_mask": mask}, batch_size=[2])
+    with pytest.raises(AssertionError, match="max_token_len must be greater than the sequence length"):
+        rearrange_micro_batches(batch, max_token_len=cfg.actor_rollout_ref.actor.ppo_max_token_len_per_gpu)
+    found = {f.keys[0]: f for f in rules(check(overrides), "batch.token_budget")}
+    # the old log-probs' budget follows the actor's (${oc.select:actor_rollout_ref.actor.ppo_max_token_len_per_gpu})
+    assert set(found) == {"actor_rollout_ref.actor.ppo_max_token_len_per_gpu",
+                          "actor_rollout_ref.rollout.log_prob_max_token_len_per_gpu"}
+    assert cfg.actor_rollout_ref.rollout.log_prob_max_token_len_per_gpu == 800
+    assert rearrange_micro_batches(batch, max_token_len=longest)  # the budget the fix names is enough
+    assert found["actor_rollout_ref.actor.ppo_max_token_len_per_gpu"].fix_overrides == [
+        f"actor_rollout_ref.actor.ppo_max_token_len_per_gpu={longest}"]
+
+
+@pytest.mark.parametrize("tbs, mini, pad", [(20, 8, 16), (16, 8, 0), (24, 16, 32)])
+def test_the_padding_verl_adds_to_each_step_is_what_the_advice_says(verl_config_dir, check, tbs, mini, pad):
+    overrides = GOOD + [f"data.train_batch_size={tbs}", f"actor_rollout_ref.actor.ppo_mini_batch_size={mini}"]
+    cfg = composed(verl_config_dir, overrides)
+    seqs = tbs * cfg.actor_rollout_ref.rollout.n
+    multiple = verl_padding(cfg, dp=1, critic=False)
+    assert -(-seqs // multiple) * multiple - seqs == pad
+    found = rules(check(overrides), "batch.padded_step")
+    assert [f"pads it with {pad} synthetic" in f.message for f in found] == ([True] if pad else [])
+
+
+def test_checkpoint_contents_verl_does_not_know_are_ignored_and_named_here(check):
+    from types import SimpleNamespace
+
+    from verl.utils.checkpoint.checkpoint_manager import BaseCheckpointManager
+
+    typo = SimpleNamespace(checkpoint_save_contents=["model", "hf_modle"])
+    assert BaseCheckpointManager.should_save_hf_model.fget(typo) is False  # no HF model, no word about it
+    found = rules(check(GOOD + ["actor_rollout_ref.actor.checkpoint.save_contents=[model,hf_modle]"]),
+                  "checkpoint.contents")
+    assert len(found) == 1 and "'hf_modle'" in found[0].message
+
+
+def test_a_gen_batch_size_that_does_not_divide_the_batch_fails_in_verl_and_is_an_error_here(verl_config_dir, check):
+    from types import SimpleNamespace
+
+    from verl.trainer.ppo.v1.trainer_base import PPOTrainer
+
+    overrides = GOOD + ["data.gen_batch_size=6"]
+    cfg = composed(verl_config_dir, overrides)
+    fake = SimpleNamespace(config=cfg, global_steps=1, _fetch_one_gen_batch=lambda: None)
+    with pytest.raises(ValueError, match=r"num_prompts \(16\) must be a positive multiple of gen_batch_size \(6\)"):
+        PPOTrainer._next_train_batch(fake)
+    (found,) = rules(check(overrides), "batch.gen_batch")
+    assert found.severity.value == "error" and "gen_batch_size=4" in found.fix
+    assert rules(check(GOOD + ["data.gen_batch_size=8"]), "batch.gen_batch") == []
+
+
+def test_a_parameter_sync_step_that_does_not_divide_the_batch_fails_in_verl_and_is_an_error_here(verl_config_dir, check):
+    from types import SimpleNamespace
+
+    from verl.trainer.ppo.v1.trainer_base import PPOTrainer
+
+    overrides = GOOD + ["+trainer.v1.sync.parameter_sync_step=3"]
+    cfg = composed(verl_config_dir, overrides)
+    step = cfg.trainer.v1.get(cfg.trainer.v1.trainer_mode, {}).get("parameter_sync_step", 1)  # trainer_base.py:130
+    assert "parameter_sync_step" in verl_line("trainer/ppo/v1/trainer_base.py", 130) and step == 3
+    with pytest.raises(AssertionError, match=r"train_batch_size \(16\) must be divisible by parameter_sync_step \(3\)"):
+        PPOTrainer.step(SimpleNamespace(config=cfg, parameter_sync_step=step), {}, {})
+    (found,) = rules(check(overrides), "batch.sync_step")
+    assert found.severity.value == "error" and found.keys[0] == "trainer.v1.sync.parameter_sync_step"
