@@ -259,3 +259,10 @@ def test_a_plan_file_is_reshaped_for_gpus_as_a_preset_is(tmp_path):
     assert run_cli("generate", "--preset", "grpo-8gpu", "--gpus", "8xH100-80GB", "--out", str(out)).returncode in (0, 1)
     doc = json.loads(run(str(out / "plan.json"), "--gpus", "2xH100-80GB", "--format", "json").stdout)
     assert len(doc["gpus"]) == 2 and not [f for f in doc["findings"] if f["rule"] == "gpus.available"]
+
+
+def test_the_plan_table_says_what_its_columns_and_parallel_sizes_are():
+    text = run("--preset", "grpo-1gpu-smoke", "--gpus", "1xH100-80GB").stdout
+    assert "has: each GPU's memory" in text and "sync: weight sync" in text and "gen: generation" in text
+    assert "(GPUs in tensor x data x pipeline parallel)" in text
+    assert "the batch sends" not in text and "the step puts 64 on each replica at once" in text

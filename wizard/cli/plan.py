@@ -227,11 +227,11 @@ def render_plan(plan, findings: list[Finding], label: str, models, step=None, ad
         for role, kv in report.kv.items():
             if kv.kv_bytes <= 0:
                 lines.append(f"  KV cache ({role}, {kv.engine}): no room ({-kv.kv_bytes / GIB:.1f} GiB short per GPU); "
-                             f"the batch sends {kv.wanted:,} sequences of {kv.seq_tokens:,} tokens")
+                             f"one step puts {kv.wanted:,} sequences of {kv.seq_tokens:,} tokens on each replica")
                 continue
             lines.append(f"  KV cache ({role}, {kv.engine}): {kv.kv_bytes / GIB:.1f} GiB per GPU = {kv.tokens:,} "
                          f"tokens per replica = {kv.sequences:,} sequences of {kv.seq_tokens:,} tokens at once; the "
-                         f"batch sends {kv.wanted:,}")
+                         f"step puts {kv.wanted:,} on each replica at once")
         lines += _host_lines(report.host)
         for note in report.notes:
             lines.append(f"  note: {note}")
@@ -270,7 +270,8 @@ def _placement_lines(placement) -> list[str]:
         rep = ""
         if reps:
             g = reps[0]
-            rep = f"; {len(reps)} {g.role.split(':')[0]} replica(s) of TP {g.tp} x DP {g.dp} x PP {g.pp}"
+            rep = (f"; {len(reps)} {g.role.split(':')[0]} replica(s) of TP {g.tp} x DP {g.dp} x PP {g.pp} "
+                   "(GPUs in tensor x data x pipeline parallel)")
         out.append(f"  {pool.name}: {pool.per_node} x {pool.nnodes} node(s){missing}: {', '.join(pool.roles)}{rep}")
     return out
 
@@ -279,7 +280,9 @@ def _table(report, where) -> list[str]:
     from wizard.core.memory import PHASES
 
     phases = [p for p in PHASES if any(ph.name == p for g in report.groups for ph in g.phases)]
-    head = f"  {'GPUs':22} {'memory':>7} " + " ".join(f"{p.label:>7}" for p in phases) + "   peak"
+    head = f"  {'GPUs':22} {'has':>7} " + " ".join(f"{p.label:>7}" for p in phases) + "   peak"
+    legend = "  (has: each GPU's memory; " + ", ".join(f"{p.label}: {p.title}" for p in phases) + \
+        "; peak: the phase that needs the most)"
     out = ["memory per GPU (GiB):", head]
     for g in report.groups:
         totals = {ph.name: ph.total for ph in g.phases}
@@ -290,6 +293,7 @@ def _table(report, where) -> list[str]:
         for t in sorted(g.peak.terms, key=lambda t: -t.bytes):
             note = f"  ({t.note})" if t.note else ""
             out.append(f"      {t.bytes / GIB:6.2f}  {t.label}{note}")
+    out.append(legend)
     return out
 
 
