@@ -236,7 +236,9 @@ def kv_cache(ctx: RuleContext):
         if kv.sequences < kv.wanted:
             yield finding(Severity.WARNING, keys,
                           f"Each {role} replica's KV cache holds {kv.tokens:,} tokens = {kv.sequences} sequences of "
-                          f"{kv.seq_tokens} tokens at once ({per_rank} GiB), but the batch sends {kv.wanted} at once; "
+                          f"{kv.seq_tokens} tokens at once ({per_rank} GiB), but one step puts {kv.wanted} sequences on "
+                          "each replica at once (prompts x responses per prompt, shared by the replicas, at most "
+                          "max_num_seqs each); "
                           "the engine queues and preempts the rest, so generation takes longer",
                           f"Raise {prefix}.gpu_memory_utilization (if the GPUs have room) or "
                           f"{prefix}.tensor_model_parallel_size", [], fix_auto=False, rule="memory.kv_concurrency")
