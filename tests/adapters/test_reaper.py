@@ -14,6 +14,7 @@ from pathlib import Path
 import pytest
 
 from wizard.adapters.processes.launcher import RunProcess
+from tests.helpers.procs import left
 
 ROOT = Path(__file__).resolve().parents[2]
 pytestmark = pytest.mark.skipif(not os.path.isdir("/proc"), reason="process tracking reads /proc (Linux)")
@@ -32,14 +33,6 @@ def tree(tmp_path: Path, marker: str, then: str = "exec sleep MARK") -> list[str
         """) + then.replace("MARK", marker) + "\n")
     path.chmod(0o755)
     return [str(path)]
-
-
-def left(marker: str, wait: float = 60.0) -> list[str]:
-    deadline = time.monotonic() + wait
-    while True:
-        pids = subprocess.run(["pgrep", "-f", f"sleep {marker}"], capture_output=True, text=True).stdout.split()
-        if not pids or time.monotonic() > deadline:
-            return pids
 
 
 OWNER = textwrap.dedent("""

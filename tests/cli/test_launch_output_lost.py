@@ -7,12 +7,12 @@ import shutil
 import stat
 import subprocess
 import sys
-import time
 from pathlib import Path
 
 import pytest
 
 from tests.helpers.cli import process_env
+from tests.helpers.procs import left
 
 pytestmark = pytest.mark.skipif(not os.path.isdir("/proc"), reason="process tracking reads /proc (Linux)")
 
@@ -26,14 +26,6 @@ def chatty(tmp_path: Path, marker: str) -> Path:
                   "sleep 0.01; done\n")
     py.chmod(py.stat().st_mode | stat.S_IXUSR)
     return py
-
-
-def left(marker: str, wait: float = 60.0) -> list[str]:
-    deadline = time.monotonic() + wait
-    while True:
-        pids = subprocess.run(["pgrep", "-f", f"sleep {marker}"], capture_output=True, text=True).stdout.split()
-        if not pids or time.monotonic() > deadline:
-            return pids
 
 
 def test_launch_into_head_stops_the_run_and_says_why(tmp_path):

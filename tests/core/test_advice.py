@@ -12,13 +12,11 @@ from wizard.core.advice.search import deficit
 from wizard.core.check.verdict import check_overrides
 from wizard.core.hardware.cluster import parse_cluster_spec
 from wizard.core.memory.estimate import estimate_memory
+from tests.core.test_memory_rules import Q7
 from wizard.core.models.facts import ModelFacts
 from wizard.core.steptime import predict_step
 
 A, AF, R = "actor_rollout_ref.actor", "actor_rollout_ref.actor.fsdp_config", "actor_rollout_ref.rollout"
-Q7 = ModelFacts(source="catalogue", name="Qwen/Qwen2.5-7B-Instruct", model_type="qwen2", hidden_size=3584,
-                intermediate_size=18944, num_layers=28, num_attention_heads=28, num_kv_heads=4, head_dim=128,
-                vocab_size=152064, tie_word_embeddings=False, max_position_embeddings=32768, attention_bias=True)
 Q15 = ModelFacts(source="catalogue", name="Qwen/Qwen2.5-1.5B-Instruct", model_type="qwen2", hidden_size=1536,
                  intermediate_size=8960, num_layers=28, num_attention_heads=12, num_kv_heads=2, head_dim=128,
                  vocab_size=151936, tie_word_embeddings=True, max_position_embeddings=32768, attention_bias=True)

@@ -6,19 +6,12 @@ pytest.importorskip("PySide6")
 
 from PySide6.QtCore import QPoint, QRect  # noqa: E402
 from PySide6.QtGui import QFontMetrics  # noqa: E402
-from PySide6.QtWidgets import QApplication, QLabel, QLineEdit, QScrollArea  # noqa: E402
+from PySide6.QtWidgets import QLabel, QLineEdit, QScrollArea  # noqa: E402
 
-from wizard.gui.screenshots import DEFAULT_SIZE, settle  # noqa: E402
+
+from tests.helpers.gui_steps import at  # noqa: E402
 
 pytestmark = pytest.mark.gui
-
-
-def at(window, key: str):
-    window.resize(*DEFAULT_SIZE)
-    page = window.page(key)
-    window.go_to(page)
-    settle(QApplication.instance())
-    return page
 
 
 def test_the_model_steps_hub_id_hint_is_whole_without_scrolling(window):

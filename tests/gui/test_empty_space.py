@@ -7,17 +7,11 @@ pytest.importorskip("PySide6")
 
 from PySide6.QtWidgets import QApplication  # noqa: E402
 
-from wizard.gui.screenshots import DEFAULT_SIZE, settle  # noqa: E402
+from wizard.gui.screenshots import settle  # noqa: E402
+
+from tests.helpers.gui_steps import at  # noqa: E402
 
 pytestmark = pytest.mark.gui
-
-
-def at(window, key: str):
-    window.resize(*DEFAULT_SIZE)
-    page = window.page(key)
-    window.go_to(page)
-    settle(QApplication.instance())
-    return page
 
 
 def test_the_start_step_lists_its_presets_without_blank_rows_and_says_how_it_goes(window):

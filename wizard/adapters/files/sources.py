@@ -135,22 +135,17 @@ _SHELL = re.compile(r"\$\([^)]*\)|`[^`]*`")  # a command substitution: a shell r
 
 def _shell_text(overrides: list[str]) -> list[Finding]:
     """A YAML value holding ``$(date ...)`` (imported from a script, whose run.sh computes it): verl reads the text."""
-    from wizard.core.verl.overrides import OverrideSyntaxError, parse_override
+    from wizard.core.plan import string_values
 
     out = []
-    for text in overrides:
-        try:
-            p = parse_override(text)
-        except OverrideSyntaxError:
-            continue
-        value = p.value() if p.value_text is not None else None
-        m = _SHELL.search(value) if isinstance(value, str) else None
+    for key, value in string_values(overrides):
+        m = _SHELL.search(value)
         if m:
             out.append(Finding(
-                rule="yaml.shell_text", severity=Severity.WARNING, stage=Stage.ADVICE, keys=[p.key],
-                message=f"{p.key} holds {m.group(0)} as text: a YAML config runs no shell, so verl reads "
+                rule="yaml.shell_text", severity=Severity.WARNING, stage=Stage.ADVICE, keys=[key],
+                message=f"{key} holds {m.group(0)} as text: a YAML config runs no shell, so verl reads "
                 f"{value!r} as written (a launch script would have computed it)",
-                fix=f"Write the value out, or set {p.key}=... on the command line where a shell computes it"))
+                fix=f"Write the value out, or set {key}=... on the command line where a shell computes it"))
     return out
 
 

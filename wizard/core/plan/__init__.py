@@ -17,6 +17,7 @@ __getattr__, __all__ = face(__name__, {
     "RUN_SH": "emit",
     "emit_overrides": "emit",
     "render_files": "emit",
+    "string_values": "emit",
     "Plan": "model",
     "load_plan": "model",
 })

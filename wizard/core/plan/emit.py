@@ -190,9 +190,8 @@ def render_yaml(plan: Plan, emitted: Emitted | None = None, groups: tuple[str, .
     return "\n".join(header) + "\n" + _omegaconf_yaml(doc), cli_only
 
 
-def literal_runtime(overrides: list[str], runtime: list[str] | tuple[str, ...]) -> list[tuple[str, str]]:
-    """(key, the value computed at run time it holds) for each override whose value holds one of ``runtime``
-    (``$(date +%Y%m%d_%H%M)``): run.sh computes them again, a YAML config keeps them as text."""
+def string_values(overrides: list[str]) -> list[tuple[str, str]]:
+    """(key, value) of each override whose value is a string (words that do not parse are skipped)."""
     out = []
     for text in overrides:
         try:
@@ -200,11 +199,16 @@ def literal_runtime(overrides: list[str], runtime: list[str] | tuple[str, ...]) 
         except OverrideSyntaxError:
             continue
         value = p.value() if p.value_text is not None else None
-        for found in runtime if isinstance(value, str) else ():
-            if found in value:
-                out.append((p.key, found))
-                break
+        if isinstance(value, str):
+            out.append((p.key, value))
     return out
+
+
+def literal_runtime(overrides: list[str], runtime: list[str] | tuple[str, ...]) -> list[tuple[str, str]]:
+    """(key, the value computed at run time it holds) for each override whose value holds one of ``runtime``
+    (``$(date +%Y%m%d_%H%M)``): run.sh computes them again, a YAML config keeps them as text."""
+    return [(key, next(f for f in runtime if f in value)) for key, value in string_values(overrides)
+            if any(f in value for f in runtime)]
 
 
 def _omegaconf_yaml(doc: dict) -> str:
