@@ -123,6 +123,19 @@ def test_a_failed_run_json_stream_ends_with_triage(capsys, tmp_path):
     assert [f["rule"] for f in end["findings"]] == ["triage.gpus_short"]
 
 
+def test_a_run_whose_ray_cannot_reach_its_head_raises_an_alarm_and_triage_names_it(capsys, tmp_path):
+    # issue 30: the loopback was down; Ray repeated this for 10 minutes and launch said nothing
+    line = ("[2026-12-04 10:00:00,000 W 4242 4242] gcs_rpc_client.h:151: Failed to connect to GCS at address "
+            "127.0.0.1:6379 within 5 seconds.\n")
+    py = fake_python(tmp_path, line * 4, 1)
+    code, out, _ = cli(["launch", "--preset", "grpo-1gpu-smoke", "--python", str(py), "--out", str(tmp_path / "r"),
+                        "--format", "json"], capsys)
+    events = [json.loads(x) for x in out.splitlines()]
+    alarms = [e for e in events if e["event"] == "alarm"]
+    assert [a["rule"] for a in alarms] == ["health.ray_head_unreachable"] and "127.0.0.1:6379" in alarms[0]["message"]
+    assert code == 1 and "triage.ray_gcs_unreachable" in [f["rule"] for f in events[-1]["findings"]]
+
+
 # --- the real thing -------------------------------------------------------------------------------------------
 
 DRIVER = textwrap.dedent("""

@@ -87,3 +87,17 @@ def test_no_new_step_for_n_minutes():
 def test_nan_in_a_series_is_kept():
     s = series_from(steps("x", ["nan"]))
     assert math.isnan(s["x"][0][1])
+
+
+def test_ray_failing_to_reach_its_head_raises_an_alarm_within_a_few_attempts():
+    from wizard.core.run.logparse import RunLog
+
+    state = RunLog()
+    line = "[2026-12-04 10:00:00,000 W 1 1] gcs_rpc_client.h:151: Failed to connect to GCS at address 127.0.0.1:6379 within 5 seconds."
+    for n in range(1, 4):
+        state.feed(line)
+        alarms = rules(health(state.series, gcs_failures=state.gcs_failures, gcs_address=state.gcs_address,
+                              seconds_since_step=5.0 * n))
+        assert alarms == ([] if n < 3 else ["health.ray_head_unreachable"])  # minutes before the stall alarm
+    (f,) = health(state.series, gcs_failures=state.gcs_failures, gcs_address=state.gcs_address)
+    assert "127.0.0.1:6379" in f.message and "3 times" in f.message and f.severity.value == "error"

@@ -191,3 +191,18 @@ def test_a_clean_run_has_no_findings():
 def test_every_rule_has_an_id_and_a_fix():
     ids = {r.id for r in RULES}
     assert all(i.startswith("triage.") for i in ids) and len(ids) >= 14
+
+
+# Ray on a node whose loopback is down (issue 30: launch waited 10 minutes in silence): the driver's log repeats this.
+GCS_DOWN = "\n".join(
+    f"[2026-12-04 10:0{i}:00,000 W 4242 4242] gcs_rpc_client.h:151: Failed to connect to GCS at address "
+    f"127.0.0.1:6379 within 5 seconds." for i in range(4))
+
+
+def test_ray_that_cannot_reach_its_own_head_is_named_with_the_loopback():
+    f = one(GCS_DOWN, exit_code=-15)  # the user stopped the waiting run
+    assert f.rule == "triage.ray_gcs_unreachable" and f.severity is Severity.ERROR
+    assert "127.0.0.1:6379" in f.message and "4 attempt(s)" in f.message and "loopback" in f.message
+    assert "ip link set lo up" in f.fix
+    other = one(GCS_DOWN.replace("127.0.0.1", "10.0.0.7"))
+    assert "not reachable from this node" in other.message and "10.0.0.7:6379" in other.fix

@@ -235,7 +235,8 @@ def _run(args, plan, python: str, cmd, run_dir: Path, shell: str, base, notes: l
                         out.note(f"{ev.value} training steps")
             since = time.monotonic() - (last_step_at if state.last_step is not None else started)
             for f in health(state.series, thresholds, max_response_length=plan.data.max_response_length,
-                            seconds_since_step=since):
+                            seconds_since_step=since, gcs_failures=state.gcs_failures,
+                            gcs_address=state.gcs_address):
                 if f.rule not in alarms:
                     alarms[f.rule] = f
                     out.event("alarm", **f.to_json())

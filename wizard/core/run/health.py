@@ -30,6 +30,7 @@ class Thresholds:
     entropy_floor: float = 0.05  # entropy below this...
     entropy_drop_ratio: float = 0.1  # ...and below this fraction of its first value
     stall_minutes: float = 15.0
+    gcs_failures: int = 3  # failed connections to Ray's head before the alarm (about 15 s to a minute)
 
 
 def _alarm(rule: str, message: str, fix: str, keys: list[str], severity: Severity = Severity.WARNING) -> Finding:
@@ -162,13 +163,28 @@ def check_stall(seconds_since_step: float | None, steps_seen: int, t: Thresholds
                    "stuck: check the log and ray_kwargs.ray_init.num_cpus", ["ray_kwargs.ray_init.num_cpus"])]
 
 
+def check_head(gcs_failures: int, address: str | None, t: Thresholds) -> list[Finding]:
+    """Ray failing again and again to reach its own head (GCS): the run will wait forever, long before any step
+    is due, so it is said after a few attempts (each takes 5 s), not after ``stall_minutes``."""
+    if gcs_failures < t.gcs_failures:
+        return []
+    where = address or "its head"
+    return [_alarm("health.ray_head_unreachable",
+                   f"Ray has failed {gcs_failures} times to reach its head's GCS at {where}: the run cannot start "
+                   "and will wait forever.",
+                   "Stop the run; check that the head's address is reachable from here (for 127.0.0.1: the loopback "
+                   "interface is up), and that no other Ray is being joined (RAY_ADDRESS)",
+                   ["ray_kwargs.ray_init._node_ip_address"], Severity.ERROR)]
+
+
 def health(series: Series, thresholds: Thresholds | None = None, *, max_response_length: int | None = None,
-           seconds_since_step: float | None = None, gpus_busy: bool | None = None) -> list[Finding]:
-    """Every alarm the series raise now."""
+           seconds_since_step: float | None = None, gpus_busy: bool | None = None, gcs_failures: int = 0,
+           gcs_address: str | None = None) -> list[Finding]:
+    """Every alarm the series (and the log's count of failed connections to Ray's head) raise now."""
     t = thresholds or Thresholds()
     steps_seen = max((len(v) for v in series.values()), default=0)
-    return (check_reward(series, t) + check_kl(series, t) + check_length(series, t, max_response_length)
-            + check_entropy(series, t) + check_grad_norm(series, t)
+    return (check_head(gcs_failures, gcs_address, t) + check_reward(series, t) + check_kl(series, t)
+            + check_length(series, t, max_response_length) + check_entropy(series, t) + check_grad_norm(series, t)
             + check_stall(seconds_since_step, steps_seen, t, gpus_busy))
 
 

@@ -161,6 +161,7 @@ class Event:
 
 
 # Lifecycle lines (substring -> event kind), checked only on lines that are not metrics.
+_GCS = re.compile(r"Failed to connect to GCS at address (\S+?) within")
 _MARKERS = (
     ("Started a local Ray instance", "ray_started"),
     ("All configuration checks passed", "config_ok"),
@@ -186,6 +187,8 @@ class RunLog:
     markers: list[str] = field(default_factory=list)
     lines: int = 0
     levels: dict[str, int] = field(default_factory=dict)
+    gcs_failures: int = 0  # "Failed to connect to GCS at address ..." lines: Ray cannot reach its head
+    gcs_address: str | None = None
     _seen: dict[str, dict[int, int]] = field(default_factory=dict, repr=False)
 
     def feed(self, raw: str) -> list[Event]:
@@ -217,6 +220,10 @@ class RunLog:
             if f:
                 self.file_logger_path = f.group(1)
                 events.append(Event("file_logger", self.file_logger_path))
+        elif "Failed to connect to GCS at address" in text:
+            self.gcs_failures += 1
+            g = _GCS.search(text)
+            self.gcs_address = g.group(1) if g else self.gcs_address
         else:
             for needle, kind in _MARKERS:
                 if needle in text:

@@ -110,6 +110,22 @@ def _no_kv_memory(m: re.Match, ctx: TriageContext, i: int) -> Finding:
               [f"{RO}.gpu_memory_utilization", f"{RO}.tensor_model_parallel_size"])
 
 
+def _gcs_unreachable(m: re.Match, ctx: TriageContext, i: int) -> Finding:
+    address = m.group(1)
+    tries = sum(1 for line in ctx.lines if "Failed to connect to GCS at address" in line)
+    local = address.startswith(("127.", "localhost"))
+    return _f("triage.ray_gcs_unreachable",
+              f"Ray cannot reach its head's GCS at {address} ({tries} attempt(s) in the log, each 'Failed to connect "
+              f"to GCS ... within {m.group(2)} seconds'): the run waits on it and never starts"
+              + ("; the head is this machine's loopback, so the loopback interface itself is down or filtered"
+                 if local else "; the head's address is not reachable from this node"),
+              ("Bring the loopback up (ip link set lo up) or run where it is up, and stop any other Ray this one may "
+               "be joining (RAY_ADDRESS, ray stop)" if local else
+               f"Check that {address} is the head's address and reachable from here (ping, the port open), or set "
+               "ray_kwargs.ray_init._node_ip_address to an address this node can reach"),
+              ["ray_kwargs.ray_init._node_ip_address"])
+
+
 def _gpus_short(m: re.Match, ctx: TriageContext, i: int) -> Finding:
     have, want = int(m.group(1)), int(m.group(2))
     what = "this machine has no GPU Ray can see" if have == 0 else f"Ray sees only {have} GPU(s)"
@@ -331,6 +347,8 @@ RULES: tuple[TriageRule, ...] = (
     TriageRule("triage.micro_batch_unset", re.compile(
         r"assert self\.config\.(?:(actor|rollout|ref)\.)?(\w*micro_batch_size_per_gpu) is not None"), _micro_unset,
         "micro_batch_size_per_gpu is not None"),
+    TriageRule("triage.ray_gcs_unreachable", re.compile(
+        r"Failed to connect to GCS at address (\S+?) within (\d+) seconds"), _gcs_unreachable, "Failed to connect to GCS"),
     TriageRule("triage.gpus_short", re.compile(r"Total available GPUs (\d+) is less than total desired GPUs (\d+)"),
                _gpus_short, "Total available GPUs"),
     TriageRule("triage.missing_module", re.compile(r"ModuleNotFoundError: No module named '([\w.]+)'"),

@@ -158,7 +158,8 @@ class RunFollower:
 
     def _health(self, pending: RunBatch, since: float) -> None:
         for f in health(self._state.series, Thresholds(), max_response_length=self.max_response_length,
-                        seconds_since_step=since, gpus_busy=self.gpus_busy):
+                        seconds_since_step=since, gpus_busy=self.gpus_busy, gcs_failures=self._state.gcs_failures,
+                        gcs_address=self._state.gcs_address):
             if f.rule not in self._alarms:
                 self._alarms[f.rule] = f
                 pending.alarms.append(f)
