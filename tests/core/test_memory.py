@@ -254,3 +254,23 @@ def test_unknown_model_or_engine_gives_no_report_but_a_reason():
 def test_no_cluster_still_places_but_has_no_capacity():
     rep, _ = estimate_memory(full(BASE), {"actor": Q7}, None)
     assert rep.fits is None and rep.groups[0].capacity_bytes is None
+
+
+def test_the_critic_is_batched_as_verl_091_batches_it():
+    # verl #7462: the V1 trainer's critic engine packs by critic.ppo_infer_max_token_len_per_gpu for training too
+    # (trainer_base.py:266-268); critic.ppo_micro_batch_size_per_gpu never reaches it. Its own keys do
+    # (+critic.fsdp.use_dynamic_bsz=false, +critic.fsdp.micro_batch_size_per_gpu), and so do the legacy trainer's.
+    from tests.helpers.memory_values import full
+    from wizard.core.memory.config import read_config
+
+    base = {"algorithm.adv_estimator": "gae", "critic.enable": True, "data.max_prompt_length": 512,
+            "data.max_response_length": 512, "data.train_batch_size": 256, f"{R}.n": 1,
+            "critic.ppo_mini_batch_size": 256, "trainer.n_gpus_per_node": 8}
+
+    def tokens(**more):
+        return read_config(full({**base, **{k.replace("__", "."): v for k, v in more.items()}})).critic_tokens
+
+    assert tokens() == 32768  # verl's default budget
+    assert tokens(critic__ppo_micro_batch_size_per_gpu=64) == 32768  # ignored by the V1 engine
+    assert tokens(critic__fsdp__use_dynamic_bsz=False, critic__fsdp__micro_batch_size_per_gpu=2) == 2 * 1024
+    assert tokens(trainer__use_v1=False, critic__ppo_micro_batch_size_per_gpu=4) == 4 * 1024

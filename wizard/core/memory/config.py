@@ -44,6 +44,9 @@ ESTIMATE_KEYS: tuple[str, ...] = (
     f"{REF}.fsdp_config.model_dtype", "critic.strategy", "critic.ppo_mini_batch_size", f"{CF}.param_offload",
     f"{CF}.optimizer_offload", f"{CF}.offload_policy", f"{CF}.fsdp_size", f"{CF}.model_dtype",
     f"{CF}.ulysses_sequence_parallel_size", "critic.ppo_infer_max_token_len_per_gpu",
+    # how verl 0.9.1 batches the critic (verl #7462): the V1 trainer's engine, or the legacy trainer's keys
+    "trainer.use_v1", f"{CF}.use_dynamic_bsz", f"{CF}.micro_batch_size_per_gpu", "critic.use_dynamic_bsz",
+    "critic.ppo_max_token_len_per_gpu", "critic.ppo_micro_batch_size_per_gpu",
     "critic.model.enable_gradient_checkpointing", f"{RM}.rollout.name", f"{RM}.rollout.gpu_memory_utilization",
     f"{RM}.rollout.enforce_eager", f"{RM}.rollout.free_cache_engine", f"{RM}.rollout.max_num_seqs",
     f"{RM}.rollout.max_num_batched_tokens", f"{RM}.rollout.max_model_len", f"{RM}.rollout.cudagraph_capture_sizes",
@@ -284,9 +287,23 @@ def _critic(values: Mapping, world: int, seq: int) -> dict:
         critic_offload_policy=str(values.get("critic.strategy")) == "fsdp2" and _flag(values, f"{CF}.offload_policy"),
         critic_fsdp1=str(values.get("critic.strategy") or values.get(f"{A}.strategy") or "fsdp") == "fsdp",
         critic_gc=_flag(values, "critic.model.enable_gradient_checkpointing"),
-        # 0.9.1: the critic engine packs by tokens, ppo_infer_max_token_len_per_gpu (trainer_base.py:266)
-        critic_tokens=_tokens(values, dynamic=None, budget="critic.ppo_infer_max_token_len_per_gpu", micro=None,
-                              seq=seq, sp=c_sp, per_gpu_samples=max(1, c_mini * n // max(1, world // c_sp))))
+        critic_tokens=_critic_tokens(values, seq, c_sp, max(1, c_mini * n // max(1, world // c_sp))))
+
+
+def _critic_tokens(values: Mapping, seq: int, sp: int, samples: int) -> int:
+    """Tokens per GPU in one micro-batch of the critic's update, as verl 0.9.1 batches it (verl #7462): the V1
+    trainer's engine packs by ``critic.ppo_infer_max_token_len_per_gpu`` for training too (trainer_base.py:266-268)
+    unless ``critic.fsdp.use_dynamic_bsz=false``, then ``critic.fsdp.micro_batch_size_per_gpu`` samples
+    (engine_workers.py:352-357); the legacy trainer (trainer.use_v1=false) reads critic.use_dynamic_bsz with
+    critic.ppo_max_token_len_per_gpu, else critic.ppo_micro_batch_size_per_gpu (ray_trainer.py:810-811)."""
+    if values.get("trainer.use_v1") is False:
+        return _tokens(values, dynamic="critic.use_dynamic_bsz", budget="critic.ppo_max_token_len_per_gpu",
+                       micro="critic.ppo_micro_batch_size_per_gpu", seq=seq, sp=sp, per_gpu_samples=samples)
+    if values.get(f"{CF}.use_dynamic_bsz") is False and _int(values, f"{CF}.micro_batch_size_per_gpu", 1):
+        return _tokens(values, dynamic=f"{CF}.use_dynamic_bsz", budget="critic.ppo_infer_max_token_len_per_gpu",
+                       micro=f"{CF}.micro_batch_size_per_gpu", seq=seq, sp=sp, per_gpu_samples=samples)
+    return _tokens(values, dynamic=None, budget="critic.ppo_infer_max_token_len_per_gpu", micro=None, seq=seq, sp=sp,
+                   per_gpu_samples=samples)
 
 
 def _actor(values: Mapping, world: int) -> dict:
