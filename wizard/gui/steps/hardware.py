@@ -141,6 +141,7 @@ class HardwarePage(Page):
         self.findings.setText(findings_html(discovery.findings))
         self._fill_gpus(c)
         self.topology.set_cluster(c)
+        self.topology.summary.setVisible(not c.nodes)  # the step's own summary above says it once
         self._fill_matrix(alive[0] if alive else None)
         self.gpus.setVisible(self.gpus.rowCount() > 0 and c.source != "spec")  # a spec's table repeats the picture
         self.links_box.setVisible(not self.matrix.isHidden())
