@@ -1,6 +1,6 @@
 """The configurations measured on the H200 (bench/data/verl_real/), in the order the campaign runs them.
 
-    python3 bench/real/campaign_spec.py OUT.json [--side-by-side | --timing] [--skip-recorded] [--margin F]
+    python3 bench/real/campaign_spec.py OUT.json [--side-by-side | --timing | --advised] [--skip-recorded] [--margin F]
         [--first NAME,NAME,...] [--expect S] [--preflight PYTHON]
 
 Writes campaign.py's input. ``--preflight`` first runs verl's own pre-flight (Hydra compose + validate_config,
@@ -281,6 +281,59 @@ def timing_runs() -> list[dict]:
     return out
 
 
+ADVISED = [  # (name, the question, size, what the user starts from)
+    ("advised-grpo-7b-full-1gpu", "7B GRPO full fine-tuning on one GPU", "7b", []),
+    ("advised-grpo-14b-1gpu", "a 14B model on one GPU (host RAM bounds the offload)", "14b", []),
+    ("advised-ppo-1.5b-critic-4096", "1.5B PPO with a critic at 4,096 tokens", "1.5b",
+     ["algorithm.adv_estimator=gae", f"{A}.use_kl_loss=false", f"critic.model.path={ROOT}/q1.5b",
+      "critic.strategy=fsdp2", "critic.optim.lr=1e-5", "+critic.model.override_config.attn_implementation=sdpa",
+      "data.max_prompt_length=1024", "data.max_response_length=3072"]),
+]
+HUB = {"7b": "Qwen/Qwen2.5-7B-Instruct", "14b": "Qwen/Qwen2.5-14B-Instruct", "1.5b": "Qwen/Qwen2.5-1.5B-Instruct"}
+
+
+def advised_runs() -> list[dict]:
+    """The advisor's first choice for three questions a user brings, on one H200 (--advised): each run records the
+    peak and step time predicted before it runs; the campaign checks it trains 2 steps at them (+-10 %)."""
+    sys.path.insert(0, str(Path(__file__).resolve().parents[2]))
+    from wizard.adapters.files.gpu_catalogue import load_gpu_catalogue
+    from wizard.adapters.files.model_facts import load_catalogue
+    from wizard.adapters.files.resources import load_moves, load_schema
+    from wizard.core.advice import advise
+    from wizard.core.check.verdict import check_overrides
+    from wizard.core.hardware.cluster import parse_cluster_spec
+    from wizard.core.memory.config import FLASH_ATTN
+
+    cluster = parse_cluster_spec("1xH200-141GB", load_gpu_catalogue())
+    cluster.nodes[0].memory_bytes = 125 * 2**30  # the device's host RAM (free -g there): it bounds CPU offload
+    out = []
+    for name, question, size, extra in ADVISED:
+        facts = load_catalogue().facts(HUB[size])
+        models = {"actor": facts, "ref": facts, "critic": facts}
+        args = replace(base(size, 0.5), *extra)
+        mp = check_overrides(load_schema(), args, moves=load_moves(), models=models, cluster=cluster).memory
+        advice = advise({**mp.values, FLASH_ATTN: False}, models, cluster)
+        # the first choice: the best change of tuning, else (nothing on this GPU fits) the first change of method
+        best = advice.best or next((a for a in advice.alternatives if a.fits), None)
+        if best is None and not advice.fits_now:
+            print(f"{name}: nothing fits ({advice.statement})")
+            continue
+        if best is None:  # it fits as it is and nothing faster fits: the advice is the plan itself
+            from wizard.core.steptime import predict_step
+
+            values = {**mp.values, FLASH_ATTN: False}
+            step = predict_step(values, models, cluster, mp.report).seconds
+            run = verl(name, args, expect_s=480, timeout_s=580)
+            run.update(question=question, advised="as planned (it fits)", predicted_step_s=step and round(step, 1),
+                       predicted_peak_gib=round(max(g.peak.total for g in mp.report.groups) / 2**30, 1))
+        else:
+            run = verl(name, replace(args, *best.overrides), expect_s=480, timeout_s=580)
+            run.update(question=question, advised=best.text, predicted_peak_gib=round(best.peak_bytes / 2**30, 1),
+                       predicted_step_s=best.step_seconds)
+        out.append(run)
+    return out
+
+
 def predicted_step(args: list[str], size: str) -> tuple[float | None, dict]:
     """The step time plan predicts for these overrides on one H200, before the run (responses at the maximum: the
     random-weight models run to max_response_length)."""
@@ -306,7 +359,8 @@ def main(argv: list[str]) -> int:
     global MARGIN
     if "--margin" in argv:  # the estimate was within a few % of every run so far: a smaller margin packs more runs
         MARGIN = float(argv[argv.index("--margin") + 1])
-    spec = side_runs() if "--side-by-side" in argv else timing_runs() if "--timing" in argv else runs()
+    spec = (side_runs() if "--side-by-side" in argv else timing_runs() if "--timing" in argv else
+            advised_runs() if "--advised" in argv else runs())
     if "--skip-recorded" in argv:  # a later campaign measures only what bench/data/verl_real does not hold yet
         spec = [run for run in spec if not (MODELS / run["name"]).is_dir()]
     if "--first" in argv:  # these names first, in this order (the rest keep theirs)

@@ -232,9 +232,10 @@ def grown_cluster(cluster: Cluster | None, nodes: int, per_node: int | None = No
     return cluster.model_copy(update={"nodes": [node.model_copy(update={"name": f"node{i}"}) for i in range(nodes)]})
 
 
-def all_savings(values: Mapping) -> dict:
-    """Every memory-saving tuning at once (a bound: what no tuning can beat)."""
-    out = {f"{AF}.param_offload": True, f"{AF}.optimizer_offload": True, f"{AF}.offload_policy": True,
+def all_savings(values: Mapping, offload: bool = True) -> dict:
+    """Every memory-saving tuning at once (a bound: what no tuning can beat); ``offload=False``: all but CPU offload
+    (which spends host RAM instead)."""
+    out = {f"{AF}.param_offload": offload, f"{AF}.optimizer_offload": offload, f"{AF}.offload_policy": offload,
            f"{M}.enable_gradient_checkpointing": True,
            f"{A}.strategy": "fsdp2", f"{REF}.strategy": "fsdp2"}
     for micro in (f"{A}.ppo_micro_batch_size_per_gpu", f"{R}.log_prob_micro_batch_size_per_gpu",

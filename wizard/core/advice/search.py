@@ -318,7 +318,7 @@ def _nothing_fits(start: State, advice: Advice, cluster: Cluster | None) -> str:
             f"this {start.capacity / GIB:.0f} GiB GPU")
     need = _gpus_needed(start, cluster)
     head = f"Nothing on {gpus} fits {what}"
-    head += (f": it needs >= {need} such GPUs (with offload, and the rollout over several GPUs)" if need
+    head += (f": it needs >= {need} such GPUs (with memory savings, the rollout over several of them)" if need
              else ": not even on 512 such GPUs")
     methods = [a for a in advice.alternatives if a.fits and a.kind == METHOD]
     if methods:
@@ -328,7 +328,8 @@ def _nothing_fits(start: State, advice: Advice, cluster: Cluster | None) -> str:
 
 def _gpus_needed(start: State, cluster: Cluster | None) -> int | None:
     """The fewest GPUs of the same kind (up to 8 per node, then more nodes) on which the plan fits with every
-    memory-saving tuning on and the rollout's TP and gpu_memory_utilization chosen for it; None past 64 x 8."""
+    memory-saving tuning on (with and without CPU offload: offload trades GPU memory for host RAM, which more nodes
+    do not add to per node) and the rollout's TP and gpu_memory_utilization chosen for it; None past 64 x 8."""
     from wizard.core.advice.moves import all_savings, grown_cluster
 
     have = max(1, read_config(start.values).world)
@@ -338,13 +339,14 @@ def _gpus_needed(start: State, cluster: Cluster | None) -> int | None:
         per = min(8, total)
         nodes = total // per
         grown = grown_cluster(cluster, nodes, per)
-        base = {**start.values, **all_savings(start.values), "trainer.nnodes": nodes, "trainer.n_gpus_per_node": per}
-        for tp in (1, 2, 4, 8):
-            if tp > per:
-                break
-            for util in (0.5, 0.7, 0.85):
-                values = {**base, "actor_rollout_ref.rollout.tensor_model_parallel_size": tp,
-                          "actor_rollout_ref.rollout.gpu_memory_utilization": util}
-                if _state(values, start.models, grown, ()).fits:
-                    return total
+        for savings in (all_savings(start.values, offload=False), all_savings(start.values)):
+            base = {**start.values, **savings, "trainer.nnodes": nodes, "trainer.n_gpus_per_node": per}
+            for tp in (1, 2, 4, 8):
+                if tp > per:
+                    break
+                for util in (0.5, 0.7, 0.85):
+                    values = {**base, "actor_rollout_ref.rollout.tensor_model_parallel_size": tp,
+                              "actor_rollout_ref.rollout.gpu_memory_utilization": util}
+                    if _state(values, start.models, grown, ()).fits:
+                        return total
     return None
