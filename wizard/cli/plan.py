@@ -183,7 +183,8 @@ def plan_json(plan, findings: list[Finding]) -> dict:
         host["nodes"] = [{"node": h.node, "ram_gib": _gib(h.capacity_bytes), "need_gib": _gib(h.total),
                           "terms": {t.key: _gib(t.bytes) for t in h.terms}} for h in report.host]
         host["kv_cache"] = {role: {"tokens_per_replica": kv.tokens, "sequences": kv.sequences, "wanted": kv.wanted,
-                                   "kv_gib_per_gpu": _gib(kv.kv_bytes)} for role, kv in report.kv.items()}
+                                   "kv_gib_per_gpu": _gib(kv.kv_bytes), "kv_pinned": kv.pinned}
+                            for role, kv in report.kv.items()}
     v = plan.verdict
     return {"fits": v.fits, "verdict": v.word, "fits_up_to_avg_tokens": v.fits_up_to_avg_tokens,
             "fits_reason": v.reason, "gpus": gpus, "host": host, "findings": [f.to_json() for f in findings]}
@@ -229,7 +230,8 @@ def render_plan(plan, findings: list[Finding], label: str, models, step=None, ad
                 lines.append(f"  KV cache ({role}, {kv.engine}): no room ({-kv.kv_bytes / GIB:.1f} GiB short per GPU); "
                              f"one step puts {kv.wanted:,} sequences of {kv.seq_tokens:,} tokens on each replica")
                 continue
-            lines.append(f"  KV cache ({role}, {kv.engine}): {kv.kv_bytes / GIB:.1f} GiB per GPU = {kv.tokens:,} "
+            pinned = " (pinned: engine_kwargs.vllm.kv_cache_memory_bytes)" if kv.pinned else ""
+            lines.append(f"  KV cache ({role}, {kv.engine}): {kv.kv_bytes / GIB:.1f} GiB per GPU{pinned} = {kv.tokens:,} "
                          f"tokens per replica = {kv.sequences:,} sequences of {kv.seq_tokens:,} tokens at once; the "
                          f"step puts {kv.wanted:,} on each replica at once")
         lines += _host_lines(report.host)

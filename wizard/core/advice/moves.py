@@ -169,7 +169,7 @@ def _kv_moves(cfg, report: MemoryReport | None) -> list[Move]:
     max_model_len, and the least that holds every sequence the batch sends at once (in 0.05 steps)."""
     kv = report.kv.get("rollout") if report is not None else None
     eng = cfg.engines["rollout"]
-    if kv is None or kv.engine != "vllm" or not eng.util or not kv.budget_bytes:
+    if kv is None or kv.engine != "vllm" or kv.pinned or not eng.util or not kv.budget_bytes:  # pinned: util sizes no KV
         return []
     total = kv.budget_bytes / eng.util  # what vLLM sizes from (CUDA's total)
     fixed = kv.weights_bytes + kv.activation_bytes + kv.other_bytes

@@ -50,6 +50,9 @@ ESTIMATE_KEYS: tuple[str, ...] = (
     "critic.model.enable_gradient_checkpointing", f"{RM}.rollout.name", f"{RM}.rollout.gpu_memory_utilization",
     f"{RM}.rollout.enforce_eager", f"{RM}.rollout.free_cache_engine", f"{RM}.rollout.max_num_seqs",
     f"{RM}.rollout.max_num_batched_tokens", f"{RM}.rollout.max_model_len", f"{RM}.rollout.cudagraph_capture_sizes",
+    # '+' keys: verl passes engine_kwargs.<engine> to the engine after its own arguments, so they win
+    # (vllm_async_server.py ``args = {..., **engine_kwargs}``; async_sglang_server.py the same)
+    f"{R}.engine_kwargs", f"{RM}.rollout.engine_kwargs",
 )
 MEMORY_KEYS: tuple[str, ...] = tuple(dict.fromkeys(PLACEMENT_KEYS + ESTIMATE_KEYS))
 # Not a verl key: the average prompt + response length of a fixed-size micro-batch's samples. Unset, every sample
@@ -115,6 +118,28 @@ class EngineConfig:
     enforce_eager: bool
     free_cache_engine: bool
     capture_sizes: object
+    # engine_kwargs.vllm.kv_cache_memory_bytes: vLLM takes exactly this KV cache and does not size it from
+    # gpu_memory_utilization (gpu_worker.determine_available_memory returns it before profiling)
+    kv_cache_bytes: int | None = None
+    # engine_kwargs that size the engine's memory and that the estimate does not read ("key=value"), said in a note
+    unread_kwargs: tuple[str, ...] = ()
+
+
+# engine_kwargs the estimate reads: the engine's argument -> the rollout field it replaces (verl passes them last)
+_KWARG_FIELDS = {
+    "vllm": {"gpu_memory_utilization": "util", "max_num_seqs": "max_num_seqs",
+             "max_num_batched_tokens": "max_num_batched_tokens", "max_model_len": "max_model_len",
+             "enforce_eager": "enforce_eager"},
+    "sglang": {"mem_fraction_static": "util", "max_running_requests": "max_num_seqs",
+               "disable_cuda_graph": "enforce_eager"},
+}
+# engine_kwargs that change the engine's memory and that the estimate does not model: named in a note, not guessed
+_UNREAD_KWARGS = {
+    "vllm": ("kv_cache_dtype", "cpu_offload_gb", "num_gpu_blocks_override", "quantization", "kv_offloading_size",
+             "max_num_partial_prefills", "cudagraph_capture_sizes", "compilation_config"),
+    "sglang": ("max_total_tokens", "kv_cache_dtype", "chunked_prefill_size", "max_prefill_tokens",
+               "cuda_graph_max_bs", "cpu_offload_gb", "quantization"),
+}
 
 
 @dataclass(frozen=True)
@@ -166,15 +191,48 @@ class MemoryConfig:
 def _engine(values: Mapping, prefix: str, fallback_name: str | None = None) -> EngineConfig:
     tp, dp, pp = replica_size(values, prefix)
     name = values.get(f"{prefix}.name")
-    return EngineConfig(
-        name=name if isinstance(name, str) and name not in ("???",) else (fallback_name or "vllm"),
-        util=_float(values, f"{prefix}.gpu_memory_utilization"), tp=tp, dp=dp, pp=pp,
+    name = name if isinstance(name, str) and name not in ("???",) else (fallback_name or "vllm")
+    fields = dict(
+        util=_float(values, f"{prefix}.gpu_memory_utilization"),
         max_num_seqs=_int(values, f"{prefix}.max_num_seqs", 1) or 256,
         max_num_batched_tokens=_int(values, f"{prefix}.max_num_batched_tokens", 1) or 8192,
         max_model_len=_int(values, f"{prefix}.max_model_len"),
-        enforce_eager=_flag(values, f"{prefix}.enforce_eager"),
+        enforce_eager=_flag(values, f"{prefix}.enforce_eager"))
+    kwargs = _engine_kwargs(values, prefix, name)
+    for arg, target in _KWARG_FIELDS.get(name, {}).items():
+        value = _kwarg(kwargs, arg, fields[target])
+        if value is not None:
+            fields[target] = value
+    pinned = _kwarg(kwargs, "kv_cache_memory_bytes", 0) if name == "vllm" else None
+    unread = tuple(f"{prefix}.engine_kwargs.{name}.{k}={kwargs[k]}" for k in _UNREAD_KWARGS.get(name, ())
+                   if kwargs.get(k) not in (None, "auto", 0, False, "", {}, []))
+    if name == "vllm" and "kv_cache_memory_bytes" in kwargs and not (pinned and pinned > 0):
+        unread += (f"{prefix}.engine_kwargs.vllm.kv_cache_memory_bytes={kwargs['kv_cache_memory_bytes']!r} "
+                   "(not a whole number of bytes)",)
+    return EngineConfig(
+        name=name, tp=tp, dp=dp, pp=pp, **fields,
         free_cache_engine=_flag(values, f"{prefix}.free_cache_engine"),
-        capture_sizes=values.get(f"{prefix}.cudagraph_capture_sizes"))
+        capture_sizes=values.get(f"{prefix}.cudagraph_capture_sizes"),
+        kv_cache_bytes=pinned if pinned and pinned > 0 else None, unread_kwargs=unread)
+
+
+def _engine_kwargs(values: Mapping, prefix: str, name: str) -> Mapping:
+    """The engine's own arguments under ``<prefix>.engine_kwargs.<name>``; verl drops the null ones."""
+    kwargs = values.get(f"{prefix}.engine_kwargs")
+    own = kwargs.get(name) if isinstance(kwargs, Mapping) else None
+    return {k: v for k, v in own.items() if v is not None} if isinstance(own, Mapping) else {}
+
+
+def _kwarg(kwargs: Mapping, key: str, like: object):
+    """``kwargs[key]`` when it is the kind of value ``like`` is (a flag, a count, a fraction), else None."""
+    v = kwargs.get(key)
+    if isinstance(like, bool):
+        return v if isinstance(v, bool) else None
+    if isinstance(v, bool) or not isinstance(v, (int, float)) or not math.isfinite(v):
+        return None
+    if isinstance(like, float):
+        return float(v)
+    return int(v) if float(v).is_integer() and v > 0 else None
 
 
 def _tokens(values: Mapping, *, dynamic: str | None, budget: str, micro: str | None, seq: int, sp: int,
@@ -331,10 +389,11 @@ def read_config(values: Mapping) -> MemoryConfig:
     if trainer_mode(values) != "sync":
         notes.append(f"trainer mode {trainer_mode(values)}: phases may overlap more than in sync mode")
     tokens = _actor_tokens(values, world, seq, notes)
+    engines = _engines(values)  # engine_kwargs it does not read: the memory.engine_kwargs_unread finding
     return MemoryConfig(
         world=world, **_actor(values, world), **tokens, entropy_mode=_entropy_mode(values),
         update_entropy=_float(values, f"{A}.entropy_coeff") != 0 or _flag(values, f"{A}.calculate_entropy"),
         ref_separate=need_ref(values) and not ref_in_actor(values), **_critic(values, world, seq),
         train_batch_size=_int(values, "data.train_batch_size", 1) or 1, rollout_n=_int(values, f"{R}.n", 1) or 1,
         seq_tokens=seq, dataloader_workers=_int(values, "data.dataloader_num_workers", 0) or 0,
-        engines=_engines(values), flash_attn=_flash_attn(values), notes=tuple(notes))
+        engines=engines, flash_attn=_flash_attn(values), notes=tuple(notes))

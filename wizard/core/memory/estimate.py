@@ -103,27 +103,40 @@ def _engine_terms(role: str, e: dict, awake: bool, c: MemoryConstants) -> list[T
                          e["budget"]),
                     *([term(f"graphs_{role}", f"{role} engine: CUDA graphs", e["graphs"])] if e["graphs"] else []),
                     term(f"engine_{role}_runtime", f"{role} engine: activations and context", c.sglang_runtime)]
+        if e.get("pinned"):
+            return [term(f"engine_{role}", f"{role} engine: vllm weights, activations, CUDA graphs and the KV cache "
+                                         f"pinned at {mt.fmt_gib(e['pinned'])} (engine_kwargs.vllm.kv_cache_memory_bytes; "
+                                         f"gpu_memory_utilization={e['util']:g} only gates its start)", e["budget"]),
+                    term(f"engine_{role}_context", f"{role} engine: worker process beyond its budget",
+                         c.vllm_outside_budget)]
         return [term(f"engine_{role}", f"{role} engine: {e['name']} budget ({e['util']:g} x CUDA's total memory; "
                                      "weights, KV cache and CUDA graphs inside)", e["budget"]),
                 term(f"engine_{role}_context", f"{role} engine: worker process beyond its budget", c.vllm_outside_budget)]
     return [term(f"engine_{role}_asleep", f"{role} engine asleep: context, NCCL and CUDA graphs stay", e["asleep"])]
 
 
-def _engine(cfg: MemoryConfig, which: str, capacity: int, free_at_start: int, c: MemoryConstants) -> dict:
+def _engine(cfg: MemoryConfig, which: str, capacity: int, free_at_start: int, c: MemoryConstants,
+            facts: ModelFacts | None = None) -> dict:
+    """An engine's memory on one GPU; ``facts``: its model, which a KV cache pinned by kv_cache_memory_bytes needs
+    (without it the engine is sized from gpu_memory_utilization)."""
     eng = cfg.engines[which]
     budget = eng.util * (free_at_start if eng.name == "sglang" else capacity - c.driver_reserved)
     graphs = mt.graphs(eng.enforce_eager, eng.capture_sizes, c)
     nccl = mt.non_torch(eng.tp, c) - mt.non_torch(1, c)
+    pinned = eng.kv_cache_bytes if eng.name == "vllm" and facts is not None else None
+    if pinned:
+        budget = mt.pinned_budget(facts, pinned, tp=eng.tp, pp=eng.pp, batched_tokens=eng.max_num_batched_tokens,
+                                  max_num_seqs=eng.max_num_seqs, graph_pool=graphs, c=c)
     return {"name": eng.name, "util": eng.util, "budget": budget, "free_cache_engine": eng.free_cache_engine,
-            "graphs": graphs, "asleep": c.vllm_asleep + graphs + nccl}
+            "graphs": graphs, "asleep": c.vllm_asleep + graphs + nccl, "pinned": pinned}
 
 
 def _training_phases(cfg: MemoryConfig, tr: Trainer, roles: list[str], capacity: int,
-                     c: MemoryConstants) -> tuple[list[Phase], int]:
+                     c: MemoryConstants, models: Mapping[str, ModelFacts]) -> tuple[list[Phase], int]:
     f = tr.f
     init = tr.at_load()
     free = capacity - c.driver_reserved - sum(t.bytes for t in init)
-    engines = {r: _engine(cfg, r, capacity, free, c) for r in ("rollout", "reward") if r in roles}
+    engines = {r: _engine(cfg, r, capacity, free, c, models.get(r)) for r in ("rollout", "reward") if r in roles}
     asleep = [t for r, e in engines.items() for t in _engine_terms(r, e, False, c)]
     phases = []
     if "rollout" in engines:
@@ -157,10 +170,11 @@ def _training_phases(cfg: MemoryConfig, tr: Trainer, roles: list[str], capacity:
     return phases, free
 
 
-def _engine_only_phases(cfg: MemoryConfig, role: str, capacity: int, c: MemoryConstants) -> tuple[list[Phase], int]:
+def _engine_only_phases(cfg: MemoryConfig, role: str, capacity: int, c: MemoryConstants,
+                        facts: ModelFacts | None = None) -> tuple[list[Phase], int]:
     """A GPU that only serves an engine (standalone rollout, reward pool, teacher pool): awake throughout."""
     free = capacity - c.driver_reserved
-    e = _engine(cfg, role, capacity, free, c)
+    e = _engine(cfg, role, capacity, free, c, facts)
     return [Phase(name=P.GENERATION if role == "rollout" else ("reward" if role == "reward" else "load"),
                   terms=_engine_terms(role, e, True, c))], free
 
@@ -184,6 +198,7 @@ def estimate_memory(values: Mapping, models: Mapping[str, ModelFacts], cluster: 
     if cfg.need_critic and critic is None:
         notes.append("the critic's model is unknown: the critic is left out of the training GPUs' estimate")
     tr = Trainer(cfg, actor, critic, constants)
+    engine_facts = {"rollout": actor, "reward": models.get("reward"), "teacher": models.get("teacher")}
     groups, kv = [], {}
     gpu_memory = _gpu_memory(cluster)
     for pool in placement.pools:
@@ -193,9 +208,10 @@ def estimate_memory(values: Mapping, models: Mapping[str, ModelFacts], cluster: 
         for capacity, gpus in by_capacity.items():
             cap = capacity if capacity is not None else 0
             if pool.name == "global_pool":
-                phases, free = _training_phases(cfg, tr, pool.roles, cap, constants)
+                phases, free = _training_phases(cfg, tr, pool.roles, cap, constants, engine_facts)
             else:
-                phases, free = _engine_only_phases(cfg, pool.roles[0], cap, constants)
+                phases, free = _engine_only_phases(cfg, pool.roles[0], cap, constants,
+                                                   engine_facts.get(pool.roles[0]))
             driver = term("driver", "kept by the driver (NVML counts it as used on an idle GPU)", constants.driver_reserved)
             phases = [p.model_copy(update={"terms": [*p.terms, driver]}) for p in phases]
             groups.append(GpuEstimate(pool=pool.name, roles=pool.roles, gpus=gpus, capacity_bytes=capacity, phases=phases))
@@ -225,7 +241,7 @@ def _kv(cfg: MemoryConfig, role: str, facts: ModelFacts, capacity: int, free: in
     return mt.kv_cache(facts, engine=eng.name, capacity=capacity, free_at_start=free, util=eng.util, tp=eng.tp,
                        dp=eng.dp, pp=eng.pp, batched_tokens=eng.max_num_batched_tokens, max_num_seqs=eng.max_num_seqs,
                        seq_tokens=cfg.seq_tokens, max_model_len=max_len, in_flight=in_flight,
-                       graph_pool=mt.graphs(eng.enforce_eager, eng.capture_sizes, c), c=c)
+                       graph_pool=mt.graphs(eng.enforce_eager, eng.capture_sizes, c), pinned=eng.kv_cache_bytes, c=c)
 
 
 def gib(n: int | float | None) -> float | None:

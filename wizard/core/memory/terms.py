@@ -273,13 +273,23 @@ class KvCache(BaseModel):
     max_model_len: int | None
     sequences: int  # sequences of seq_tokens one replica holds at once
     wanted: int  # sequences the batch puts on one replica at once (max_num_seqs caps it)
+    # engine_kwargs.vllm.kv_cache_memory_bytes set: kv_bytes is that, and budget_bytes what the engine holds with it
+    # (weights + activations + non-torch + graphs + KV), not gpu_memory_utilization x CUDA's total
+    pinned: bool = False
 
 
 def kv_cache(facts: ModelFacts, *, engine: str, capacity: int, free_at_start: int, util: float, tp: int, dp: int,
              pp: int, batched_tokens: int, max_num_seqs: int, seq_tokens: int, max_model_len: int | None,
-             in_flight: int, graph_pool: int = 0, c: MemoryConstants = CONSTANTS) -> KvCache:
+             in_flight: int, graph_pool: int = 0, pinned: int | None = None,
+             c: MemoryConstants = CONSTANTS) -> KvCache:
     """KV sizing of vLLM (util x CUDA's total - weights - activation peak - non-torch - CUDA graph pool; ref §2.9,
-    vLLM 0.24 as measured) or SGLang (fraction x free memory before loading - weights; ref §2.10)."""
+    vLLM 0.24 as measured) or SGLang (fraction x free memory before loading - weights; ref §2.10).
+
+    ``pinned`` (engine_kwargs.vllm.kv_cache_memory_bytes): vLLM's Worker.determine_available_memory returns it after
+    a profile run without measuring anything, "This does not respect the gpu_memory_utilization config"; the KV
+    cache is exactly that, and the weights, the profile run's activations, non-torch memory and the CUDA graph pool
+    come on top of it. gpu_memory_utilization still gates the start (init_device / request_memory: free memory
+    >= util x CUDA's total, whatever the KV cache)."""
     weights = engine_weights(facts, tp, pp)
     act = vllm_activation(facts, batched_tokens, max_num_seqs, tp, c)
     other = non_torch(tp, c) + graph_pool
@@ -287,6 +297,11 @@ def kv_cache(facts: ModelFacts, *, engine: str, capacity: int, free_at_start: in
         budget = util * free_at_start
         kv = budget - weights
         act, other = 0, 0
+        pinned = None
+    elif pinned:
+        kv = pinned
+        budget = pinned_budget(facts, pinned, tp=tp, pp=pp, batched_tokens=batched_tokens, max_num_seqs=max_num_seqs,
+                               graph_pool=graph_pool, c=c)
     else:
         budget = util * (capacity - c.driver_reserved)
         kv = budget - weights - act - other
@@ -295,7 +310,17 @@ def kv_cache(facts: ModelFacts, *, engine: str, capacity: int, free_at_start: in
     return KvCache(engine=engine, budget_bytes=int(budget), weights_bytes=int(weights), activation_bytes=int(act),
                    other_bytes=int(other), kv_bytes=int(kv), bytes_per_token=int(per_token), tokens=tokens,
                    seq_tokens=seq_tokens, max_model_len=max_model_len,
-                   sequences=tokens // max(1, seq_tokens), wanted=min(max_num_seqs * dp, in_flight))
+                   sequences=tokens // max(1, seq_tokens), wanted=min(max_num_seqs * dp, in_flight),
+                   pinned=bool(pinned))
+
+
+def pinned_budget(facts: ModelFacts, kv_bytes: int, *, tp: int, pp: int, batched_tokens: int, max_num_seqs: int,
+                  graph_pool: int, c: MemoryConstants = CONSTANTS) -> float:
+    """What an awake vLLM worker holds inside its budget when engine_kwargs.vllm.kv_cache_memory_bytes pins the KV
+    cache (see :func:`kv_cache`): weights + the profile run's activation peak + non-torch memory + the CUDA graph
+    pool + exactly ``kv_bytes``."""
+    return (engine_weights(facts, tp, pp) + vllm_activation(facts, batched_tokens, max_num_seqs, tp, c)
+            + non_torch(tp, c) + graph_pool + kv_bytes)
 
 
 def graphs(enforce_eager: bool, capture_sizes: object, c: MemoryConstants = CONSTANTS) -> int:

@@ -211,7 +211,9 @@ def kv_cache(ctx: RuleContext):
         room = f"{kv.kv_bytes / GIB:.1f} GiB" if kv.kv_bytes > 0 else f"no room, {-kv.kv_bytes / GIB:.1f} GiB short"
         per_rank = (f"{room} per GPU = {kv.budget_bytes / GIB:.1f} ({eng.util:g} x "
                     f"{'free memory' if kv.engine == 'sglang' else 'CUDA total'}) - weights {kv.weights_bytes / GIB:.1f}")
-        if kv.engine != "sglang":
+        if kv.pinned:
+            per_rank = f"pinned per GPU by {prefix}.engine_kwargs.vllm.kv_cache_memory_bytes: {kv.kv_bytes / GIB:.1f}"
+        elif kv.engine != "sglang":
             per_rank += (f" - activations {kv.activation_bytes / GIB:.1f} - non-torch and CUDA graphs "
                          f"{kv.other_bytes / GIB:.1f}")
         if kv.kv_bytes <= 0:
