@@ -54,10 +54,39 @@ class Catalogue:
         if hit is None:
             return None
         name, row = hit
-        facts = facts_from_hf_config(row["config"], name=name, source="catalogue",
+        facts = facts_from_hf_config(self.config(name), name=name, source="catalogue",
                                      native_model_types=self.native_model_types)
         return facts.model_copy(update={"gated": bool(row.get("gated", False)),
                                         "verified": bool(row.get("verified", False))})
+
+    def config(self, hub_id: str, _seen: tuple[str, ...] = ()) -> dict:
+        """The row's config.json fields; a row with ``same_as`` takes its base row's and changes what it lists."""
+        name, row = self.models[hub_id.lower()]
+        base = row.get("same_as")
+        own = dict(row.get("config") or {})
+        if not base:
+            return own
+        if base.lower() in _seen or base.lower() not in self.models:
+            raise ModelConfigError(f"same_as: {base} is {'a loop' if base.lower() in _seen else 'not in the catalogue'}")
+        return {**self.config(base, (*_seen, name.lower())), **own}
+
+    def sized_as(self, hub_id: str) -> str | None:
+        """The catalogue model an unknown id is named after (``Qwen/Qwen2.5-Coder-3B-Instruct-GPTQ-Int4`` ->
+        ``Qwen/Qwen2.5-Coder-3B-Instruct``, ``me/Qwen2.5-7B-grpo-gsm8k`` -> ``Qwen/Qwen2.5-7B``): the row whose
+        name's parts (split at - and _) all appear, in order, in the id's name, sizes included; the most specific
+        (most parts) wins. None without a size in common (a guess by family alone would be a guess of the size), and
+        for an id a letter or two off a listed one (a typo)."""
+        if difflib.get_close_matches(hub_id.lower(), list(self.models), n=1, cutoff=0.9):
+            return None  # a typo of a listed id (near() says "did you mean"), not another model
+        parts = _name_parts(hub_id)
+        best: tuple[int, str] | None = None
+        for name, _ in self.models.values():
+            own = _name_parts(name)
+            if not any(_SIZE_PART.fullmatch(p) for p in own) or not _in_order(own, parts):
+                continue
+            if best is None or len(own) > best[0]:
+                best = (len(own), name)
+        return best[1] if best else None
 
     def near(self, hub_id: str) -> list[str]:
         close = difflib.get_close_matches(hub_id.lower(), list(self.models), n=3, cutoff=0.75)
@@ -89,6 +118,16 @@ def smaller_in_family(hub_id: str, n: int = 2) -> list[ModelFacts]:
 
 
 _SIZE = re.compile(r"(?<=[-_])\d+(?:\.\d+)?[bB](?=$|[-_])")
+_SIZE_PART = re.compile(r"\d+(?:\.\d+)?b|\d+x\d+b|a\d+(?:\.\d+)?b")
+
+
+def _name_parts(hub_id: str) -> list[str]:
+    return [p for p in re.split(r"[-_]", hub_id.rsplit("/", 1)[-1].lower()) if p]
+
+
+def _in_order(needle: list[str], hay: list[str]) -> bool:
+    it = iter(hay)
+    return all(any(p == h for h in it) for p in needle)
 
 
 def catalogue_ids() -> list[str]:
@@ -134,6 +173,16 @@ def _hub(ref: str) -> ModelLookup:
         findings.append(_finding("models.catalogue_row", Severity.WARNING, Stage.ADVICE,
                                  f"the catalogue row for {ref} cannot be read ({exc})", "Please report it"))
     findings.insert(0, _download_finding(facts.name if facts else ref))
+    base = catalogue.sized_as(ref) if facts is None and not findings[1:] else None
+    if base is not None:
+        facts = catalogue.facts(base).model_copy(update={"name": ref, "verified": False, "source": "guess"})
+        findings.append(_finding(
+            "models.sized_as", Severity.INFO, Stage.ADVICE,
+            f"{ref} is not in the wizard's catalogue; sized as {base}, the model its name says it is (a guess: a "
+            "fine-tune keeps its base's shape, but a quantised copy (GPTQ, AWQ, bnb) holds smaller weights and "
+            "another architecture would not match)",
+            f"For exact sizes download its config.json ({HF_DOWNLOAD} {shlex.quote(ref)} config.json --local-dir "
+            f"DIR) and point the key at DIR, or use {base} itself", fix_auto=False))
     if facts is None and not any(f.rule == "models.catalogue_row" for f in findings):
         near = catalogue.near(ref)
         findings.append(_finding(

@@ -195,6 +195,10 @@ def estimate_memory(values: Mapping, models: Mapping[str, ModelFacts], cluster: 
     placement = plan_placement(values, cluster)
     critic = models.get("critic") if cfg.need_critic else None
     notes = list(cfg.notes)
+    if actor.vision_params:
+        notes.append(f"vision tower: {actor.vision_params / 1e9:.2f}B of the model's {actor.param_count / 1e9:.2f}B "
+                     "parameters (from its config.json's vision_config, as transformers builds the tower), inside every "
+                     "weight, gradient and optimizer term; the image tokens of a batch are not counted")
     if cfg.need_critic and critic is None:
         notes.append("the critic's model is unknown: the critic is left out of the training GPUs' estimate")
     tr = Trainer(cfg, actor, critic, constants)

@@ -20,6 +20,9 @@ def unmodelled(cfg: MemoryConfig, actor: ModelFacts) -> str | None:
                 "follows its documentation, nobody measured it with verl; the numbers are a rough guess")
     arch, kind = (actor.architecture or ""), (actor.model_type or "").lower()
     if arch.endswith("ForConditionalGeneration") or any(v in kind for v in VISION_TYPES):
-        return (f"vision-language models are not modelled ({arch or kind}): the vision tower, its activations and "
-                "the image tokens are not counted; the numbers cover the language model only")
+        tower = (f"the vision tower's {actor.vision_params / 1e9:.2f}B parameters are counted with the model's, but "
+                 "its activations and the image tokens of a batch are not" if actor.vision_params else
+                 "the vision tower, its activations and the image tokens are not counted; the numbers cover the "
+                 "language model only")
+        return f"vision-language models are not fully modelled ({arch or kind}): {tower}"
     return None

@@ -32,8 +32,11 @@ HF_COMMANDS = (HF_DOWNLOAD, HF_LOGIN)
 KNOWN_MODEL_TYPES = frozenset({
     "llama", "mistral", "mixtral", "qwen2", "qwen2_moe", "qwen3", "qwen3_moe",
     "gemma", "gemma2", "gemma3", "gemma3_text", "deepseek_v2", "deepseek_v3",
+    "phi3",  # fused qkv / gate_up projections: the same parameters as Llama's layout
+    "qwen2_vl", "qwen2_5_vl",  # a Qwen2 decoder and a vision tower (vision_params)
 })
-_QKV_BIAS_TYPES = frozenset({"qwen2", "qwen2_moe"})  # Qwen2/2.5 q/k/v projections carry a bias
+# Qwen2/2.5 q/k/v projections carry a bias (torchinfo of Qwen2.5-VL-3B's decoder layer: 77,076,992 with it)
+_QKV_BIAS_TYPES = frozenset({"qwen2", "qwen2_moe", "qwen2_vl", "qwen2_5_vl"})
 _QK_NORM_TYPES = frozenset({"qwen3", "qwen3_moe", "gemma3", "gemma3_text"})
 _FOUR_NORM_TYPES = frozenset({"gemma2", "gemma3", "gemma3_text"})  # pre/post norms around attn and MLP
 _TIED_BY_DEFAULT = frozenset({"gemma", "gemma2", "gemma3", "gemma3_text"})  # their config classes default to True
@@ -48,7 +51,7 @@ class ModelFacts(BaseModel):
 
     model_config = ConfigDict(frozen=True, extra="forbid")
 
-    source: str  # "local" | "catalogue" | "config" (a dict given directly)
+    source: str  # "local" | "catalogue" | "guess" (a catalogue row an unknown id is named after) | "config" (a dict)
     name: str  # the path or hub id the user gave
     architecture: str | None = None  # config.json "architectures"[0], e.g. "Qwen2ForCausalLM"
     model_type: str | None = None  # config.json "model_type", e.g. "qwen2"
@@ -89,7 +92,10 @@ class ModelFacts(BaseModel):
     rope_scaling_factor: float | None = None
     original_max_position_embeddings: int | None = None
     remote_code: bool | None = None  # transformers must run the repo's code (None: cannot tell)
-    multimodal: bool = False  # decoder facts come from text_config; the vision tower is not counted
+    multimodal: bool = False  # decoder facts come from text_config (or a vision_config sits beside them)
+    # The vision tower's parameters, from vision_config where its layout is known (Qwen2-VL, Qwen2.5-VL); None where
+    # a multimodal model's tower is not counted. Included in computed_param_count (verl trains and vLLM loads it).
+    vision_params: int | None = None
     has_chat_template: bool | None = None
     has_weights: bool | None = None
     gated: bool | None = None  # hub repo needs an accepted licence and a token (catalogue only)
@@ -150,10 +156,11 @@ class ModelFacts(BaseModel):
 
     @property
     def computed_param_count(self) -> int:
-        """Total parameters from the config alone (the decoder only for multimodal models)."""
+        """Total parameters from the config alone: the decoder, plus the vision tower where it is counted
+        (``vision_params``; a multimodal model's tower of unknown layout is left out)."""
         dense = self.num_dense_layers if self.num_experts else 0
         return ((self.num_layers - dense) * self.layer_params + dense * self.dense_layer_params
-                + self.embedding_params + self.hidden_size)
+                + self.embedding_params + self.hidden_size + (self.vision_params or 0))
 
     @property
     def param_count(self) -> int:
@@ -166,10 +173,10 @@ class ModelFacts(BaseModel):
     def active_param_count(self) -> int:
         """Parameters one token passes through (MoE: only its top-k experts); the total for dense models."""
         if not self.num_experts or not self.num_experts_per_tok:
-            return self.computed_param_count
+            return self.computed_param_count - (self.vision_params or 0)
         idle = (self.num_experts - self.num_experts_per_tok) * 3 * self.hidden_size * (
             self.moe_intermediate_size or self.intermediate_size)
-        return self.computed_param_count - (self.num_layers - self.num_dense_layers) * idle
+        return self.computed_param_count - (self.vision_params or 0) - (self.num_layers - self.num_dense_layers) * idle
 
     @property
     def known_layout(self) -> bool:
@@ -199,9 +206,10 @@ def facts_from_hf_config(
     if not isinstance(config, Mapping):
         raise ModelConfigError(f"config.json must hold a JSON object, not {type(config).__name__}")
     text = config.get("text_config")
-    multimodal = isinstance(text, Mapping) and "hidden_size" not in config
-    cfg: dict = {**config, **text} if multimodal else dict(config)
-    prefix = "text_config." if multimodal else ""
+    text_nested = isinstance(text, Mapping) and "hidden_size" not in config
+    multimodal = text_nested or isinstance(config.get("vision_config"), Mapping)
+    cfg: dict = {**config, **text} if text_nested else dict(config)
+    prefix = "text_config." if text_nested else ""
     model_type = _str(cfg.get("model_type")) or _str(config.get("model_type"))
     top_type = _str(config.get("model_type"))
 
@@ -241,8 +249,41 @@ def facts_from_hf_config(
         rope_scaling_type=scaling[0], rope_scaling_factor=scaling[1], original_max_position_embeddings=scaling[2],
         auto_map=auto_map is not None,
         remote_code=_remote_code(auto_map, top_type, native_model_types),
-        multimodal=multimodal,
+        multimodal=multimodal, vision_params=vision_params(config),
     )
+
+
+def vision_params(config: Mapping) -> int | None:
+    """Parameters of the vision tower of a Qwen2-VL / Qwen2.5-VL config.json (``vision_config``), as transformers
+    builds it (modeling_qwen2_5_vl.py / modeling_qwen2_vl.py): a Conv3d patch embedding without bias, ``depth``
+    blocks (qkv and proj with biases, two norms, an MLP), and the patch merger (a norm, then
+    (h·m²) -> (h·m²) -> out_hidden_size with biases, m = spatial_merge_size). Qwen2.5-VL's blocks have RMSNorms and
+    a gated SiLU MLP of intermediate_size; Qwen2-VL's LayerNorms (with bias) and a GELU MLP of mlp_ratio x h.
+    torchinfo of Qwen2.5-VL-3B-Instruct: 1,505,280 (patch) + 32 x 19,702,200 (blocks) + 1,280 + 36,707,328 (merger).
+    None for other models (their tower is not counted)."""
+    v = config.get("vision_config")
+    kind = _str(config.get("model_type"))
+    if not isinstance(v, Mapping) or kind not in ("qwen2_5_vl", "qwen2_vl"):
+        return None
+    h = _optional(v, "hidden_size" if kind == "qwen2_5_vl" else "embed_dim") or _optional(v, "embed_dim", "hidden_size")
+    depth = _optional(v, "depth")
+    patch, temporal = _optional(v, "patch_size", "spatial_patch_size") or 14, _optional(v, "temporal_patch_size") or 2
+    chans, merge = _optional(v, "in_chans", "in_channels") or 3, _optional(v, "spatial_merge_size") or 2
+    out = _optional(v, "out_hidden_size") if kind == "qwen2_5_vl" else _optional(v, "hidden_size")
+    out = out or _optional(config, "hidden_size")
+    if not (h and depth and out):
+        return None
+    attn = h * 3 * h + 3 * h + h * h + h
+    if kind == "qwen2_5_vl":
+        inter = _optional(v, "intermediate_size") or 4 * h
+        mlp, norms, ln_q = 3 * h * inter + 2 * inter + h, 2 * h, h
+    else:
+        ratio = v.get("mlp_ratio", 4)
+        inter = int(h * ratio) if isinstance(ratio, (int, float)) and not isinstance(ratio, bool) else 4 * h
+        mlp, norms, ln_q = 2 * h * inter + inter + h, 4 * h, 2 * h
+    wide = h * merge * merge
+    merger = ln_q + wide * wide + wide + wide * out + out
+    return chans * temporal * patch * patch * h + depth * (attn + mlp + norms) + merger
 
 
 def _str(value) -> str | None:
