@@ -11,6 +11,7 @@ from wizard.adapters.files.model_facts import (
     download_command, load_catalogue, load_model_facts, load_models_for, lookup_findings,
 )
 from wizard.adapters.files.model_files import safetensors_param_count
+from wizard.core.models.facts import ModelConfigError
 
 HEADS14 = {"hidden_size": 56, "num_attention_heads": 14, "num_key_value_heads": 2, "tie_word_embeddings": False}
 
@@ -211,3 +212,23 @@ def test_every_hub_command_a_fix_suggests_exists_in_the_target_environment():
         assert words[0] == "hf"
         proc = subprocess.run([hf, *words[1:], "--help"], capture_output=True, text=True, timeout=120)
         assert proc.returncode == 0, f"{command}: {proc.stderr[-300:]}"
+
+
+def test_a_same_as_row_takes_its_base_rows_shape_and_changes_only_what_it_lists():
+    catalogue = load_catalogue()
+    coder, base = catalogue.facts("Qwen/Qwen2.5-Coder-7B-Instruct"), catalogue.facts("Qwen/Qwen2.5-7B-Instruct")
+    assert coder.param_count == base.param_count and coder.kv_bytes_per_token() == base.kv_bytes_per_token()
+    assert coder.name == "Qwen/Qwen2.5-Coder-7B-Instruct" and coder.verified is False
+    longer = catalogue.facts("Qwen/Qwen3-4B-Instruct-2507")
+    assert longer.max_position_embeddings == 262144 and longer.param_count == catalogue.facts("Qwen/Qwen3-4B").param_count
+
+
+def test_a_same_as_loop_or_a_missing_base_is_refused_with_its_reason():
+    from wizard.adapters.files.model_facts import Catalogue
+    rows = {"a/x-7b": ("a/X-7B", {"same_as": "a/Y-7B"}), "a/y-7b": ("a/Y-7B", {"same_as": "a/X-7B"}),
+            "a/z-7b": ("a/Z-7B", {"same_as": "a/Nowhere-7B"})}
+    cat = Catalogue(models=rows, native_model_types=frozenset())
+    with pytest.raises(ModelConfigError, match="a loop"):
+        cat.facts("a/X-7B")
+    with pytest.raises(ModelConfigError, match="not in the catalogue"):
+        cat.facts("a/Z-7B")

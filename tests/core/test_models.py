@@ -111,3 +111,22 @@ def test_model_paths_follow_verls_roles():
     lora = {**base, "actor_rollout_ref.actor.use_kl_loss": True, "actor_rollout_ref.model.lora_rank": 32}
     assert "ref" not in model_paths(lora)  # with LoRA the reference is the actor with the adapter off
     assert "ref" in model_paths({**lora, "actor_rollout_ref.model.lora_rank": 0})
+
+
+def test_the_vision_tower_of_qwen2_5_vl_is_counted_as_transformers_builds_it():
+    """torchinfo of Qwen2.5-VL-3B-Instruct (the catalogue row's source): Conv3d 1,505,280, each of the 32 vision
+    blocks 19,702,200, merger 1,280 + 36,707,328; each decoder layer 77,076,992 (q/k/v biases)."""
+    from wizard.core.models.facts import facts_from_hf_config, vision_params
+
+    config = {"architectures": ["Qwen2_5_VLForConditionalGeneration"], "model_type": "qwen2_5_vl",
+              "hidden_size": 2048, "intermediate_size": 11008, "num_hidden_layers": 36, "num_attention_heads": 16,
+              "num_key_value_heads": 2, "vocab_size": 151936, "tie_word_embeddings": True,
+              "vision_config": {"depth": 32, "hidden_size": 1280, "intermediate_size": 3420, "in_chans": 3,
+                                "out_hidden_size": 2048, "patch_size": 14, "spatial_merge_size": 2,
+                                "temporal_patch_size": 2}}
+    assert vision_params(config) == 1_505_280 + 32 * 19_702_200 + 1_280 + 36_707_328
+    facts = facts_from_hf_config(config, name="vl", source="config")
+    assert facts.multimodal and facts.layer_params == 77_076_992
+    assert facts.param_count == 36 * 77_076_992 + 151936 * 2048 + 2048 + vision_params(config)
+    assert facts.active_param_count == facts.param_count - vision_params(config)
+    assert vision_params({**config, "model_type": "llava"}) is None  # a tower of unknown layout is not guessed
