@@ -287,6 +287,12 @@ def _flash_attn(values: Mapping) -> bool:
     return attn is None or str(attn) == "flash_attention_2"
 
 
+def read_engines(values: Mapping) -> dict[str, EngineConfig]:
+    """The rollout (and reward-model) engines as the estimate sizes them, without the trainer's keys (whatever the
+    training engine: the engine_kwargs finding needs no FSDP config)."""
+    return {role: eng for role, eng in _engines(values).items() if role != "teacher"}
+
+
 def _engines(values: Mapping) -> dict[str, EngineConfig]:
     engines = {"rollout": _engine(values, R)}
     if truthy(values, f"{RM}.enable"):

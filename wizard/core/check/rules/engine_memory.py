@@ -10,7 +10,7 @@ kv_cache_memory_bytes, gpu_memory_utilization / mem_fraction_static, the sequenc
 from __future__ import annotations
 
 from wizard.core.findings import Severity, Stage
-from wizard.core.memory.config import read_config
+from wizard.core.memory.config import read_engines
 from wizard.core.check.rules import rule
 from wizard.core.check.rules.context import RuleContext, finding
 from wizard.core.check.rules.memory import memory_values
@@ -20,8 +20,7 @@ from wizard.core.check.rules.memory import memory_values
 def engine_kwargs_unread(ctx: RuleContext):
     """An engine_kwargs entry that changes the engine's memory (a KV cache dtype, CPU offload, a token cap) and that
     the memory estimate does not model: said, with the key, so the verdict is read with it in mind."""
-    cfg = read_config(memory_values(ctx))
-    for role, eng in cfg.engines.items():
+    for role, eng in read_engines(memory_values(ctx)).items():
         if not eng.unread_kwargs:
             continue
         keys = [item.split("=", 1)[0] for item in eng.unread_kwargs]
