@@ -70,7 +70,8 @@ class ModelPage(FormPage):
             return
         rows = []
         for role, m in models.items():
-            rows += [(f"{role}: model", f"{m.name} ({'from its folder' if m.source == 'local' else 'from the catalogue'})"),
+            where = {"local": "from its folder", "guess": "sized as the catalogue model it is named after, a guess"}
+            rows += [(f"{role}: model", f"{m.name} ({where.get(m.source, 'from the catalogue')})"),
                      (f"{role}: parameters", f"{m.param_count / 1e9:.2f} B"),
                      (f"{role}: layers × hidden", f"{m.num_layers} × {m.hidden_size}"),
                      (f"{role}: attention heads / KV heads", f"{m.num_attention_heads} / {m.num_kv_heads}"),
