@@ -143,12 +143,14 @@ DRIVER = textwrap.dedent("""
     sys.path.insert(0, {root!r})
     from wizard import cli as wcli
     from wizard.adapters.processes.launcher import list_processes
+    import glob
+    before = set(glob.glob("/tmp/vw-ray-*"))  # another run's folders on this machine are not this run's
     code = wcli.main(sys.argv[1:])
     sys.stdout.flush()
     me = os.getpid()
     left = [p.pid for p in list_processes().values() if p.pid not in (1, me) and p.state != "Z"]
-    import glob
-    ray = {{"shared": os.listdir("/tmp/ray"), "private": glob.glob("/tmp/vw-ray-*")}}
+    ray = {{"shared": os.listdir("/tmp/ray") if os.path.isdir("/tmp/ray") else [],
+            "private": sorted(set(glob.glob("/tmp/vw-ray-*")) - before)}}
     print(json.dumps({{"exit": code, "left": left, "ray": ray}}))
 """)
 
