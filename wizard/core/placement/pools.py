@@ -308,6 +308,14 @@ class _Reads(Mapping):
         self.read[key] = repr(value)
         return value
 
+    def get(self, key, default=None):
+        value = self._values.get(key, _ABSENT)
+        self.read[key] = None if value is _ABSENT else repr(value)
+        return default if value is _ABSENT else value
+
+    def __contains__(self, key) -> bool:
+        return self.get(key, _ABSENT) is not _ABSENT
+
     def __iter__(self):
         self.whole = True
         return iter(self._values)
