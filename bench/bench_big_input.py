@@ -4,9 +4,10 @@ overrides on the command line (keys added under one parent, and one key set 10,0
 
 Prints figures; asserts nothing. Run: .venv/bin/python bench/bench_big_input.py [--runs 1]
 
-Before (issue 31: 28-29 s for a 16,384-node spec; measured on this 2-core machine at 79c0cb3, loaded):
-plan 512 x 1 GPU 12.3 s, 1,024 x 1 GPU 29.9 s, 16,384 x 1 GPU over 9 minutes (stopped), 2,048 x 8 GPUs 288 s;
-check with 10,000 ``+extra.kN=N`` 18.7 s, with ``data.train_batch_size=N`` 10,000 times 2.4-4.3 s.
+Before (issue 31: 28-29 s for a 16,384-node spec), at 79c0cb3 on a 2-core machine, load 3-5: plan 512 x 1 GPU
+12.3 s, 1,024 x 1 GPU 29.9 s, 16,384 x 1 GPU over 9 minutes (stopped), 2,048 x 8 GPUs 288 s; check with 10,000
+``+extra.kN=N`` 18.7 s. At load 1.4: plan 1,024 x 1 GPU 8.8 s, check 16,384 x 1 GPU 8.5 s, check with 10,000
+``+extra.kN=N`` 7.1 s. After, at load 1.7: 0.75 s, 1.37 s and 1.91 s; plan 16,384 x 1 GPU 5.1 s, 2,048 x 8 GPUs 4.1 s.
 """
 
 from __future__ import annotations
