@@ -174,3 +174,34 @@ def test_the_report_has_everything_and_no_secret(run_dir, monkeypatch):
     assert len(log) == 200 and log[-1].startswith("calling the service with ${MY_SERVICE_TOKEN}")
     assert "\x1b[" not in text
     assert not os.environ.get("NOTHING")  # (monkeypatch restores the environment)
+
+
+def test_run_json_killed_while_written_is_whole_and_its_temp_files_are_removed_by_the_next_write(tmp_path):
+    import signal
+    import subprocess
+    import sys
+    import time
+
+    from tests.helpers.cli import process_env
+    from wizard.adapters.files.run_folder import write_meta
+
+    writer = ("import sys\n"
+              "from wizard.adapters.files.run_folder import write_meta\n"
+              "from wizard.core.run.record import RunMeta\n"
+              "i = 0\n"
+              "while True:\n"
+              "    i += 1\n"
+              "    write_meta(sys.argv[1], RunMeta(plan_overrides=['x=' + 'y' * 200000], steps=i))\n")
+    meta = tmp_path / "run.json"
+    for n in range(6):
+        proc = subprocess.Popen([sys.executable, "-c", writer, str(tmp_path)], env=process_env())
+        deadline = time.monotonic() + 60
+        while not meta.exists() and time.monotonic() < deadline:
+            time.sleep(0.01)
+        time.sleep(0.05 * (n % 3))
+        proc.send_signal(signal.SIGKILL)
+        proc.wait()
+        assert json.loads(meta.read_text())["steps"] >= 1
+    write_meta(tmp_path, RunMeta(plan_overrides=[], steps=99))
+    assert json.loads(meta.read_text())["steps"] == 99
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["run.json"]

@@ -266,3 +266,20 @@ def test_the_plan_table_says_what_its_columns_and_parallel_sizes_are():
     assert "has: each GPU's memory" in text and "sync: weight sync" in text and "gen: generation" in text
     assert "(GPUs in tensor x data x pipeline parallel)" in text
     assert "the batch sends" not in text and "the step puts 64 on each replica at once" in text
+
+
+def test_a_2048_node_cluster_spec_plans_two_of_its_nodes_as_a_2_node_spec_does(tmp_path):
+    """A spec at the wizard's limit of 16,384 GPUs is planned (placement, memory, host, findings) like the
+    small cluster it uses; only the advice, which may offer the other nodes, differs."""
+    docs = {}
+    for nodes in (2, 2048):
+        path = tmp_path / f"{nodes}.yaml"
+        path.write_text(f"cluster: {nodes}x8xH100-80GB nvlink\n")
+        proc = run("--preset", "grpo-8gpu", "--set", "trainer.nnodes=2", "--cluster", str(path), "--format", "json")
+        assert proc.returncode == 0, proc.stderr
+        docs[nodes] = json.loads(proc.stdout)
+    small, big = docs[2], docs[2048]
+    assert big["verdict"] == small["verdict"] == "fits"
+    for key in ("gpus", "host", "findings", "step_seconds", "phases_seconds"):
+        assert big[key] == small[key], key
+    assert any("of 2048" in a["changes"] for a in big["advice"])

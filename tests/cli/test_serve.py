@@ -372,3 +372,35 @@ def test_background_never_writes_through_a_planted_log_link(env, tmp_path):
     assert r.returncode == 2 and "serve.log: a symbolic link" in r.stderr and len(r.stderr.strip().splitlines()) == 1
     assert victim.read_text() == "mine\n"
     assert not [f for f in os.listdir(folder) if f.endswith(".sock")]  # nothing was started
+
+
+def test_a_suspended_server_whose_queue_is_full_is_still_ended_by_stop(env, server):
+    """Ctrl-Z, then more clients than its queue holds: no connection is taken, and --stop kills it by the pid (and
+    start time) it wrote beside its socket."""
+    import socket
+
+    os.kill(server, signal.SIGSTOP)
+    held = []
+    try:
+        path = sock_of(env)
+        while len(held) < 1000:  # until the queue takes no more
+            s = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+            s.setblocking(False)
+            try:
+                s.connect(path)
+            except (BlockingIOError, OSError):
+                s.close()
+                break
+            held.append(s)
+        assert 0 < len(held) < 1000
+        stopped = wizard(["serve", "--stop"], env)
+        assert stopped.returncode == 0 and f"killed pid {server}" in stopped.stdout, stopped.stdout + stopped.stderr
+        assert gone(server), "the suspended server still runs after --stop"
+        assert not any(f.startswith("check-") for f in os.listdir(os.path.dirname(path)))  # socket and pid file
+    finally:
+        for s in held:
+            s.close()
+        try:
+            os.kill(server, signal.SIGCONT)
+        except ProcessLookupError:
+            pass

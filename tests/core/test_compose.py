@@ -17,6 +17,9 @@ CASES = [
     ["model_engine=megatron", "actor_rollout_ref.actor.megatron.tensor_model_parallel_size=2"],
     ["critic.optim={lr:1e-5,weight_decay:0.0}"],
     ["trainer.logger.0=tensorboard"],  # a list element
+    # keys added to an existing dict (set in place, as Hydra would), at the top, and then changed or added again
+    ["+trainer.new_a=1", "+trainer.new_b=x", "+new_top=2.5", "+data.flag=null", "trainer.new_a=3", "++trainer.new_b=y"],
+    ["+extra.k0=0", *[f"+extra.k{i}=v{i}" for i in range(1, 300)]],
 ]
 
 
@@ -73,6 +76,9 @@ def verl_defaults(verl_config_dir):
     ["trainer.logger.1=file", "~trainer.logger"],
     ["actor_rollout_ref.actor.checkpoint.load_contents.0=x"],  # through an interpolation (${.save_contents})
     ["actor_rollout_ref.rollout.profiler.ranks.0=3"],  # through a None
+    ["+trainer.new_a=1", "~trainer"],  # a key added in place, then its parent deleted and put back
+    ["+trainer.new_a=1", "trainer={}"],
+    ["+extra.k0=0", "+extra.k1=1", "extra={}", "+extra.k2=2"],
 ])
 def test_a_check_leaves_no_trace_in_the_next_one(schema, overrides, verl_defaults):
     """A value changed in place and then deleted with its parent must not become verl's default for the
@@ -121,3 +127,13 @@ def test_no_sequence_of_overrides_changes_the_next_check(schema, verl_defaults):
             assert OmegaConf.to_container(view.cfg, resolve=False) == verl_defaults, overrides
 
     run()
+
+
+def test_thousands_of_added_keys_give_the_findings_of_the_same_overrides_in_chunks(schema, verl_defaults):
+    added = [f"+extra.k{i}={i}" for i in range(3000)]
+    bad = ["trainer.total_epoch=3", "+trainer.project_name=x"]  # a typo, and an add over an existing key
+    whole = compose(schema, added[:1500] + bad + added[1500:])
+    assert sorted(whole.cfg.extra) == sorted(f"k{i}" for i in range(3000)) and whole.cfg.extra.k2999 == 2999
+    chunks = [compose(schema, added[i:i + 500] + bad).findings for i in range(0, 3000, 500)]
+    assert all(found == whole.findings for found in chunks) and len(whole.findings) == 2
+    assert OmegaConf.to_container(compose(schema, []).cfg, resolve=False) == verl_defaults

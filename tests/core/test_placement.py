@@ -137,3 +137,31 @@ def test_pool_shape_is_the_same_count_on_every_node():
     assert check_pool_shape([4, 4, 0]).expressible
     shape = check_pool_shape([3, 5])
     assert not shape.expressible and "3, 5" in shape.reason
+
+
+def test_first_fit_takes_the_first_node_with_room_for_each_bundle_and_each_pool_starts_over():
+    # nodes of 4, 8, 2 and 8 GPUs: the 3 bundles of 4 fill n0 and n1 (n2 is too small, never taken); the 3
+    # reward bundles of 2 start again from the first node, and find room on n2 and then twice on n3
+    values = {**GRPO, "trainer.n_gpus_per_node": 4, "trainer.nnodes": 3, f"{R}.tensor_model_parallel_size": 1,
+              "reward.reward_model.enable": True, "reward.reward_model.enable_resource_pool": True,
+              "reward.reward_model.n_gpus_per_node": 2, "reward.reward_model.nnodes": 3}
+    nodes = [ClusterNode(name=f"n{i}", gpu_count=k, gpus=[GPU(index=j, name="GPU") for j in range(k)])
+             for i, k in enumerate([4, 8, 2, 8])]
+    p = plan_placement(values, Cluster(source="spec", nodes=nodes))
+    glob, reward = p.pools[0], next(x for x in p.pools if "reward" in x.roles)
+    assert [str(g) for g in glob.gpus] == ["n0:0", "n0:1", "n0:2", "n0:3", "n1:0", "n1:1", "n1:2", "n1:3",
+                                           "n1:4", "n1:5", "n1:6", "n1:7"]
+    assert [str(g) for g in reward.gpus] == ["n2:0", "n2:1", "n3:0", "n3:1", "n3:2", "n3:3"]
+
+
+def test_a_kept_placement_is_given_again_only_while_every_key_it_read_is_the_same():
+    cluster = spec("2x8xH100-80GB")
+    first = plan_placement(GRPO, cluster)
+    # a key the placement never reads: the same answer
+    assert plan_placement({**GRPO, "actor_rollout_ref.actor.optim.lr": 3e-6}, cluster) is first
+    # a key it reads, changed or newly set: a new answer
+    wider = plan_placement({**GRPO, f"{R}.tensor_model_parallel_size": 4}, cluster)
+    assert [len(r.gpus) for r in wider.replicas_of("rollout")] == [4, 4]
+    two = plan_placement({**GRPO, "trainer.nnodes": 2}, cluster)
+    assert len(two.pools[0].gpus) == 16
+    assert plan_placement(GRPO, spec("2x8xH100-80GB")) is not first  # another cluster object

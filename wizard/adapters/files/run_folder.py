@@ -10,7 +10,6 @@ from __future__ import annotations
 import io
 import json
 import os
-import tempfile
 import time
 from collections import deque
 from pathlib import Path
@@ -235,18 +234,13 @@ class DumpWatcher:
 
 def write_meta(run_dir: str | Path, meta: RunMeta) -> None:
     """``run.json``, replaced atomically (no backup: it is the launch's own record). Best effort: a run is never
-    refused or stopped because its record could not be written."""
-    path = Path(run_dir) / META
-    tmp = None
+    refused or stopped because its record could not be written. Temporary files a killed write left are removed."""
+    from wizard.adapters.files.disk import WriteError, replace_atomic
+
     try:
-        fd, tmp = tempfile.mkstemp(prefix=".run.json.", dir=path.parent)
-        with os.fdopen(fd, "w", encoding="utf-8") as fh:
-            json.dump(meta.to_json(), fh, indent=1)
-            fh.write("\n")
-        os.replace(tmp, path)
-    except OSError:
-        if tmp and os.path.exists(tmp):
-            os.unlink(tmp)
+        replace_atomic(Path(run_dir) / META, json.dumps(meta.to_json(), indent=1) + "\n")
+    except WriteError:
+        pass
 
 
 def now_iso() -> str:

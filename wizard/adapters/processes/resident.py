@@ -209,8 +209,18 @@ def stop(key: str | None = None) -> tuple[bool, str]:
     except (ConnectionRefusedError, FileNotFoundError):
         path.unlink(missing_ok=True)  # a socket nobody listens on
         return False, "was not running"
-    except OSError as exc:
-        return False, f"cannot reach it on {path} ({exc.strerror or exc}); end it with kill"
+    except OSError as exc:  # its queue is full and nobody takes from it (suspended): the pid it wrote at start
+        pid = _listed_pid(path)
+        if pid is None:
+            return False, f"cannot reach it on {path} ({exc.strerror or exc}); end it with kill"
+        try:
+            os.kill(pid, signal.SIGKILL)
+        except ProcessLookupError:
+            pass
+        _ended(pid, STOP_GRACE_S)
+        path.unlink(missing_ok=True)
+        _pid_file(path).unlink(missing_ok=True)
+        return True, f"stopped: killed pid {pid}, which took no connection (suspended with a full queue?)"
     with conn:
         pid = _peer_pid(conn)
         try:
@@ -232,8 +242,51 @@ def stop(key: str | None = None) -> tuple[bool, str]:
         path.unlink()  # a killed server cannot remove it
     except OSError:
         pass
+    _pid_file(path).unlink(missing_ok=True)
     why = f"did not end within {STOP_GRACE_S:g} s" if agreed else f"did not answer within {SILENCE_S:g} s"
     return True, f"stopped: killed pid {pid}, which {why} of being asked (suspended or wedged)"
+
+
+def _pid_file(path: Path) -> Path:
+    return path.with_name(path.name + ".pid")
+
+
+def _start_time(pid: int) -> str | None:
+    """When process ``pid`` started (clock ticks since boot, /proc/PID/stat): with the pid, names one process."""
+    try:
+        with open(f"/proc/{pid}/stat", "rb") as fh:
+            return fh.read().rsplit(b")", 1)[1].split()[19].decode()
+    except (OSError, IndexError):
+        return None
+
+
+def write_pid_file(path: Path) -> Path | None:
+    """``<socket>.pid``: this process's pid and start time, for ``stop`` to end it when the socket takes no
+    connection; None where it cannot be written (--stop then says to end it with kill, as before)."""
+    from wizard.adapters.files.disk import WriteError, replace_atomic
+
+    pid_file = _pid_file(path)
+    try:
+        replace_atomic(pid_file, f"{os.getpid()} {_start_time(os.getpid())}\n", mode=0o600)
+    except WriteError:
+        return None
+    return pid_file
+
+
+def _listed_pid(path: Path) -> int | None:
+    """The pid in the socket's pid file when that process still runs, is this user's and started when the file
+    says (never a later process that got the same pid)."""
+    pid_file = _pid_file(path)
+    try:
+        if pid_file.is_symlink() or pid_file.stat().st_uid != os.getuid():
+            return None
+        pid_text, started = pid_file.read_text()[:100].split()
+        pid = int(pid_text)
+        if pid <= 1 or pid == os.getpid() or os.stat(f"/proc/{pid}").st_uid != os.getuid():
+            return None
+    except (OSError, ValueError):
+        return None
+    return pid if _start_time(pid) == started else None
 
 
 def _peer_pid(conn: socket.socket) -> int | None:

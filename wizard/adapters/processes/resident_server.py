@@ -31,6 +31,7 @@ from wizard.adapters.processes.resident import (
     private_dir,
     running,
     socket_path,
+    write_pid_file,
 )
 
 REQUEST_S = 2.0  # seconds a client has to send its whole request line
@@ -56,6 +57,7 @@ def serve(handle: Callable[[dict], dict], *, idle_s: float, key: str | None = No
         os.chmod(path, 0o600)
         mine = path.stat().st_ino
         listener.listen(64)
+        pid_file = write_pid_file(path)  # what --stop ends when the socket takes no connection (suspended, full)
         if ready:
             ready(path)
         gc.freeze()  # what is loaded now stays shared with every forked check instead of being copied by the GC
@@ -69,6 +71,15 @@ def serve(handle: Callable[[dict], dict], *, idle_s: float, key: str | None = No
                     path.unlink()
             except OSError:
                 pass
+            if pid_file is not None and _file_pid(pid_file) == os.getpid():
+                pid_file.unlink(missing_ok=True)
+
+
+def _file_pid(pid_file: Path) -> int | None:
+    try:
+        return int(pid_file.read_text().split()[0])
+    except (OSError, ValueError, IndexError):
+        return None
 
 
 @dataclass

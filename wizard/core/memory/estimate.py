@@ -204,11 +204,7 @@ def estimate_memory(values: Mapping, models: Mapping[str, ModelFacts], cluster: 
     tr = Trainer(cfg, actor, critic, constants)
     engine_facts = {"rollout": actor, "reward": models.get("reward"), "teacher": models.get("teacher")}
     groups, kv = [], {}
-    gpu_memory = _gpu_memory(cluster)
-    for pool in placement.pools:
-        by_capacity: dict[int | None, list[GpuRef]] = {}
-        for g in pool.gpus:
-            by_capacity.setdefault(gpu_memory.get((g.node, g.index)), []).append(g)
+    for pool, by_capacity in zip(placement.pools, _by_capacity(placement, cluster)):
         for capacity, gpus in by_capacity.items():
             cap = capacity if capacity is not None else 0
             if pool.name == "global_pool":
@@ -228,6 +224,27 @@ def estimate_memory(values: Mapping, models: Mapping[str, ModelFacts], cluster: 
     host = host_estimates(cfg, actor, critic, placement, cluster, constants)
     return MemoryReport(groups=groups, kv=kv, host=host, notes=notes, placement=placement, constants=constants,
                         unmodelled=unmodelled(cfg, actor)), None
+
+
+_GROUPED: list[tuple[Placement, Cluster | None, list[dict[int | None, list[GpuRef]]]]] = []
+
+
+def _by_capacity(placement: Placement, cluster: Cluster | None) -> list[dict[int | None, list[GpuRef]]]:
+    """Each pool's GPUs by their memory; kept for the last few placements (the advice search estimates dozens of
+    variants on one placement of up to 16,384 GPUs). Its readers never change it."""
+    for p, c, grouped in _GROUPED:
+        if p is placement and c is cluster:
+            return grouped
+    gpu_memory = _gpu_memory(cluster)
+    grouped = []
+    for pool in placement.pools:
+        by_capacity: dict[int | None, list[GpuRef]] = {}
+        for g in pool.gpus:
+            by_capacity.setdefault(gpu_memory.get((g.node, g.index)), []).append(g)
+        grouped.append(by_capacity)
+    _GROUPED.insert(0, (placement, cluster, grouped))
+    del _GROUPED[4:]
+    return grouped
 
 
 def _gpu_memory(cluster: Cluster | None) -> dict[tuple[str, int], int | None]:

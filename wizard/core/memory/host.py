@@ -21,9 +21,45 @@ def _t(key: str, label: str, value: float, note: str = "") -> Term:
     return Term(key=key, label=label, bytes=int(value), note=note)
 
 
+_RECENT: list[tuple[Placement, Cluster | None, tuple, list[HostEstimate]]] = []  # see host_estimates
+
+
 def host_estimates(cfg: MemoryConfig, actor: ModelFacts, critic: ModelFacts | None, placement: Placement,
                    cluster: Cluster | None, c: MemoryConstants) -> list[HostEstimate]:
+    """One estimate per node that holds GPUs of the placement.
+
+    Nodes that hold the same share have the same terms, made once; the answer for the same placement and cluster
+    objects and the same terms is kept (the advice search estimates dozens of variants on one placement, and a
+    16,384-node spec has 16,384 of these). Its readers never change it."""
+    per_node = _shares(placement)
+    first = next(iter(per_node), None)
+    shard = _per_rank(cfg, actor, critic)
+    made = {share: _node_terms(cfg, actor, share, shard, c) for share in set(per_node.values())}
+    if first is not None:
+        head = per_node[first][:2] + (True,)
+        made[head] = _node_terms(cfg, actor, head, shard, c)
+    key = tuple(sorted(made.items()))
+    for p, cl, k, out in _RECENT:
+        if p is placement and cl is cluster and k == key:
+            return out
     ram = {n.name: n.memory_bytes for n in cluster.nodes} if cluster is not None else {}
+    # built without validation: the frozen terms made (and checked) once above
+    out = [HostEstimate.model_construct(node=node, terms=list(made[head if node == first else share]),
+                                        capacity_bytes=ram.get(node))
+           for node, share in per_node.items()]
+    _RECENT.insert(0, (placement, cluster, key, out))
+    del _RECENT[4:]
+    return out
+
+
+_SHARES: list[tuple[Placement, dict[str, tuple[int, int, bool]]]] = []
+
+
+def _shares(placement: Placement) -> dict[str, tuple[int, int, bool]]:
+    """(trainer GPUs, engine GPUs, False) of each node, in the placement's order of first use."""
+    for p, shares in _SHARES:
+        if p is placement:
+            return shares
     per_node: dict[str, dict[str, int]] = {}
     for pool in placement.pools:
         for g in pool.gpus:
@@ -33,31 +69,35 @@ def host_estimates(cfg: MemoryConfig, actor: ModelFacts, critic: ModelFacts | No
                 counts["engine"] += 1 if "rollout" in pool.roles else 0
             else:
                 counts["engine"] += 1
-    out = []
-    first = next(iter(per_node), None)
-    shard = _per_rank(cfg, actor, critic)
-    for node, counts in per_node.items():
-        terms = []
-        k = counts["trainer"]
-        if k:
-            for key, label, value in shard:
-                terms.append(_t(key, f"{label} x {k} GPUs", value * k))
-            terms.append(_t("host_trainer", f"trainer processes x {k}", c.host_trainer_process * k))
-        if counts["engine"]:
-            terms.append(_t("host_engine", f"engine worker processes x {counts['engine']}", c.host_engine_process * counts["engine"]))
-            if cfg.lora_rank:
-                eng = cfg.engines["rollout"]
-                terms.append(_t("host_engine_sleep", "rollout weights kept on CPU while asleep (LoRA: level-1 sleep)",
-                                mt.engine_weights(actor, eng.tp, eng.pp) * counts["engine"]))
-        if node == first:
-            terms.append(_t("host_init", "rank 0 reads the whole actor into CPU memory at start",
-                            cfg.actor_dtype_bytes * actor.param_count))
-            terms.append(_t("host_fixed", "TaskRunner, TransferQueue, agent-loop and reward workers", c.host_node_fixed))
-            if cfg.dataloader_workers:
-                terms.append(_t("host_dataloader", f"dataloader workers x {cfg.dataloader_workers}",
-                                c.host_dataloader_worker * cfg.dataloader_workers))
-        out.append(HostEstimate(node=node, terms=terms, capacity_bytes=ram.get(node)))
-    return out
+    shares = {node: (n["trainer"], n["engine"], False) for node, n in per_node.items()}
+    _SHARES.insert(0, (placement, shares))
+    del _SHARES[4:]
+    return shares
+
+
+def _node_terms(cfg: MemoryConfig, actor: ModelFacts, share: tuple[int, int, bool],
+                shard: list[tuple[str, str, float]], c: MemoryConstants) -> list[Term]:
+    """What one node's processes hold on the host: its trainer and engine GPUs, and whether it is the head."""
+    k, engines, first = share
+    terms = []
+    if k:
+        for key, label, value in shard:
+            terms.append(_t(key, f"{label} x {k} GPUs", value * k))
+        terms.append(_t("host_trainer", f"trainer processes x {k}", c.host_trainer_process * k))
+    if engines:
+        terms.append(_t("host_engine", f"engine worker processes x {engines}", c.host_engine_process * engines))
+        if cfg.lora_rank:
+            eng = cfg.engines["rollout"]
+            terms.append(_t("host_engine_sleep", "rollout weights kept on CPU while asleep (LoRA: level-1 sleep)",
+                            mt.engine_weights(actor, eng.tp, eng.pp) * engines))
+    if first:
+        terms.append(_t("host_init", "rank 0 reads the whole actor into CPU memory at start",
+                        cfg.actor_dtype_bytes * actor.param_count))
+        terms.append(_t("host_fixed", "TaskRunner, TransferQueue, agent-loop and reward workers", c.host_node_fixed))
+        if cfg.dataloader_workers:
+            terms.append(_t("host_dataloader", f"dataloader workers x {cfg.dataloader_workers}",
+                            c.host_dataloader_worker * cfg.dataloader_workers))
+    return terms
 
 
 def _per_rank(cfg: MemoryConfig, actor: ModelFacts, critic: ModelFacts | None) -> list[tuple[str, str, float]]:

@@ -218,13 +218,16 @@ def lay_pools(specs, nodes: list[ClusterNode]) -> list[Pool]:
     for name, per, count, roles in specs:
         gpus: list[GpuRef] = []
         missing = 0
+        first = 0  # nodes before it have fewer than ``per`` free GPUs, and free GPUs only ever get fewer
         for placed in range(max(0, count)):
-            node = next((n for n in nodes if len(free[n.name]) >= per), None) if per > 0 else None
+            while per > 0 and first < len(nodes) and len(free[nodes[first].name]) < per:
+                first += 1
+            node = nodes[first] if per > 0 and first < len(nodes) else None
             if node is None:  # no node has room now, nor will one for the bundles still to place
                 missing += per * (count - placed)
                 break
             taken, free[node.name] = free[node.name][:per], free[node.name][per:]
-            gpus += [GpuRef(node=node.name, index=i) for i in taken]
+            gpus += [GpuRef.model_construct(node=node.name, index=i) for i in taken]  # ints from the cluster
         pools.append(Pool(name=name, roles=roles, per_node=per, nnodes=max(0, count), gpus=gpus, missing=missing))
     return pools
 
@@ -285,22 +288,66 @@ def _badness(label: str) -> int:
     return LINK_RANK.get(LinkKind(label), 0) if label in LinkKind._value2member_map_ else 0
 
 
-_RECENT: list[tuple[str, Cluster | None, Placement]] = []  # a check asks for the same placement several times
+_RECENT: list[tuple[str, tuple[tuple[str, str], ...] | None, Cluster | None, Placement]] = []
+_ABSENT = object()
+
+
+class _Reads(Mapping):
+    """The values, noting each key the placement reads (with the repr of what it found, or that it was absent);
+    ``whole`` when it walked them all."""
+
+    def __init__(self, values: Mapping):
+        self._values, self.read, self.whole = values, {}, False
+
+    def __getitem__(self, key):
+        try:
+            value = self._values[key]
+        except KeyError:
+            self.read[key] = None
+            raise
+        self.read[key] = repr(value)
+        return value
+
+    def get(self, key, default=None):
+        value = self._values.get(key, _ABSENT)
+        self.read[key] = None if value is _ABSENT else repr(value)
+        return default if value is _ABSENT else value
+
+    def __contains__(self, key) -> bool:
+        return self.get(key, _ABSENT) is not _ABSENT
+
+    def __iter__(self):
+        self.whole = True
+        return iter(self._values)
+
+    def __len__(self) -> int:
+        self.whole = True
+        return len(self._values)
+
+
+def _same_reads(values: Mapping, reads: tuple[tuple[str, str | None], ...]) -> bool:
+    for key, seen in reads:
+        value = values.get(key, _ABSENT)
+        if (None if value is _ABSENT else repr(value)) != seen:
+            return False
+    return True
 
 
 def plan_placement(values: Mapping, cluster: Cluster | None = None) -> Placement:
     """The pools, the roles on them and the replica groups verl 0.9.1 would build for these values.
 
-    The last few answers are kept (same values and the same Cluster object): one check asks from several rules,
-    and on 128 x 8 GPUs building the replica groups is most of its cost. A Placement is never changed by
-    its readers."""
+    The last few answers are kept (the same Cluster object, and the same values of every key the placement read):
+    one check asks from several rules, the advice search asks for dozens of variants that differ in keys the
+    placement never reads, and on 16,384 GPUs building the pools and replica groups is most of an estimate's cost.
+    A Placement is never changed by its readers."""
     key = repr(sorted(values.items(), key=lambda kv: kv[0]))
-    for k, c, placement in _RECENT:
-        if k == key and c is cluster:
+    for k, reads, c, placement in _RECENT:
+        if c is cluster and (k == key or (reads is not None and _same_reads(values, reads))):
             return placement
-    placement = _plan_placement(values, cluster)
-    _RECENT.insert(0, (key, cluster, placement))
-    del _RECENT[4:]
+    seen = _Reads(values)
+    placement = _plan_placement(seen, cluster)
+    _RECENT.insert(0, (key, None if seen.whole else tuple(seen.read.items()), cluster, placement))
+    del _RECENT[8:]
     return placement
 
 
