@@ -14,7 +14,7 @@ from pathlib import Path
 import pytest
 
 from wizard.adapters.processes.launcher import RunProcess
-from tests.helpers.procs import left
+from tests.helpers.procs import default_hangup, left
 
 ROOT = Path(__file__).resolve().parents[2]
 pytestmark = pytest.mark.skipif(not os.path.isdir("/proc"), reason="process tracking reads /proc (Linux)")
@@ -56,7 +56,7 @@ OWNER = textwrap.dedent("""
 def test_the_run_ends_with_the_process_that_owns_it(tmp_path, sig):
     marker = f"{600 + int(sig)}{os.getpid()}"
     owner = subprocess.Popen([sys.executable, "-c", OWNER, str(ROOT), str(tmp_path), *tree(tmp_path, marker)],
-                             stdout=subprocess.PIPE, text=True)
+                             stdout=subprocess.PIPE, text=True, preexec_fn=default_hangup)
     assert owner.stdout.readline().strip() == "up"
     owner.send_signal(sig)
     owner.wait(timeout=60)

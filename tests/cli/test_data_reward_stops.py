@@ -13,6 +13,7 @@ import pytest
 
 from tests.adapters.test_dataset import verl_rows, write_parquet
 from tests.helpers.cli import process_env
+from tests.helpers.procs import default_hangup
 
 pytestmark = pytest.mark.skipif(not os.path.isdir("/proc"), reason="process tracking reads /proc (Linux)")
 
@@ -68,7 +69,7 @@ def test_a_stopped_reward_bench_leaves_no_process(tmp_path, sig, moment):
     fn = reward_fn(tmp_path, marker)
     proc = subprocess.Popen([sys.executable, "-m", "wizard", "data", "reward", str(data), "--function", str(fn),
                              "--python", sys.executable, "--timeout", "600"], stdout=subprocess.PIPE,
-                            stderr=subprocess.PIPE, text=True,
+                            stderr=subprocess.PIPE, text=True, preexec_fn=default_hangup,
                             env=process_env(HF_HUB_OFFLINE="1", VW_TEST_MARK=marker))
     deadline = time.monotonic() + 120
     while not (tmp_path / "started").exists() and proc.poll() is None and time.monotonic() < deadline:

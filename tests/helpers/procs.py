@@ -14,3 +14,11 @@ def left(marker: str, wait: float = 60.0) -> list[str]:
         if not pids or time.monotonic() > deadline:
             return pids
         time.sleep(0.1)
+
+
+def default_hangup() -> None:
+    """``preexec_fn`` for a child that must die of SIGHUP as in a terminal: a test run under ``nohup`` (CI in the
+    background) hands its children SIGHUP ignored, and an ignored SIGHUP stays ignored through exec."""
+    import signal
+
+    signal.signal(signal.SIGHUP, signal.SIG_DFL)
