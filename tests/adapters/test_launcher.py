@@ -9,7 +9,8 @@ import uuid
 
 import pytest
 
-from wizard.adapters.processes.launcher import RunProcess, alive, list_processes, prepare_run_dir, write_command_file
+from wizard.adapters.processes.launcher import RunProcess, alive, list_processes
+from wizard.adapters.processes.run_dir import prepare_run_dir, write_command_file
 
 pytestmark = pytest.mark.skipif(not os.path.isdir("/proc"), reason="process tracking reads /proc (Linux)")
 
@@ -167,7 +168,7 @@ def test_run_dir_keeps_an_earlier_log_and_holds_the_command(tmp_path):
 
 
 def test_a_missing_program_is_one_line(tmp_path):
-    from wizard.adapters.processes.launcher import LaunchError
+    from wizard.adapters.processes.run_dir import LaunchError
 
     run = RunProcess([str(tmp_path / "nope")], env_add={}, cwd=tmp_path, run_dir=tmp_path / "run")
     with pytest.raises(LaunchError, match="cannot run"):

@@ -42,7 +42,8 @@ DRIVER = textwrap.dedent("""
     from tests.helpers.tiny_data import write_gsm8k_like
     from pathlib import Path
     from wizard.usecases.plans import preset_plan
-    from wizard.adapters.processes.launcher import RunProcess, list_processes, prepare_run_dir
+    from wizard.adapters.processes.launcher import RunProcess, list_processes
+    from wizard.adapters.processes.run_dir import prepare_run_dir
     from wizard.core.run.smoke import SmokeOptions, smoke_command, smoke_plan
 
     os.environ["HOME"] = "/tmp/home"

@@ -18,7 +18,7 @@ import time
 from collections import deque
 from pathlib import Path
 
-from wizard.adapters.processes.launcher import tail_jsonl
+from wizard.adapters.processes.run_dir import tail_jsonl
 from wizard.cli._common import EXIT_ERRORS, EXIT_OK, UsageError, hardware, load_plan_arg, print_findings
 from wizard.core.findings import Finding, has_errors, sort_findings
 from wizard.core.run import VALIDATION
@@ -169,7 +169,8 @@ def _recorder(run_dir: Path, base, plan, python: str, steps: int):
 
 
 def _run(args, plan, python: str, cmd, run_dir: Path, shell: str, base, notes: list[str]) -> int:
-    from wizard.adapters.processes.launcher import LaunchError, RunProcess, prepare_run_dir, write_command_file
+    from wizard.adapters.processes.launcher import RunProcess
+    from wizard.adapters.processes.run_dir import LaunchError, prepare_run_dir, write_command_file
     from wizard.core.run.health import Thresholds, health
     from wizard.core.run import RunLog, format_step
     from wizard.core.run.triage import triage

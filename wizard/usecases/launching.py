@@ -10,7 +10,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from wizard.adapters.processes.launcher import model_is_local
+from wizard.adapters.processes.run_dir import model_is_local
 from wizard.core.check import EnvironmentFacts
 from wizard.core.hardware import Cluster, GpuSpec
 from wizard.core.plan import Plan, hide_known_values

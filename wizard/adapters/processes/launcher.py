@@ -34,34 +34,13 @@ import uuid
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from wizard.adapters.files.disk import backup_path, write_atomic
 from wizard.adapters.processes import reaper
 from wizard.adapters.machine.procs import RUN_MARK, Proc, _has_mark, alive, list_processes  # noqa: F401 - re-exported
-from wizard.core.run import COMMAND, LOG, METRICS  # noqa: F401 - the folder's format, re-exported
+from wizard.adapters.processes.run_dir import LaunchError
+from wizard.core.run import LOG
 from wizard.core.secrets import redact
 
 # what an earlier run in the same folder left (its record, GPU samples, generations, report): kept as .bak too
-EARLIER = ("run.json", "gpus.csv", "rollout", "validation", "report.md")
-
-
-class LaunchError(RuntimeError):
-    """The run could not be started; the message is one line."""
-
-
-def prepare_run_dir(out: str | Path) -> Path:
-    """The run directory, created; an earlier run's log, metrics, record and dumps there are kept as
-    ``<name>.<time>.bak``."""
-    path = Path(out)
-    try:
-        path.mkdir(parents=True, exist_ok=True)
-        for name in (LOG, METRICS, *EARLIER):
-            if (path / name).exists():
-                (path / name).rename(backup_path(path / name))
-    except OSError as exc:
-        raise LaunchError(f"cannot use {path} as the run directory: {exc.strerror or exc}") from None
-    return path
-
-
 @dataclass
 class _Stream:
     name: str
@@ -445,36 +424,4 @@ def private_tmp(prefix: str) -> str:
     return tempfile.mkdtemp(prefix=prefix, dir=base)
 
 
-def write_command_file(run_dir: Path, rendered: str) -> Path:
-    """The exact command, as a shell line, next to the log (secrets stay ``${NAME}`` references)."""
-    path = run_dir / COMMAND
-    write_atomic(path, "#!/usr/bin/env bash\n# written by verl-wizard launch: the exact command of this run\n"
-                 + rendered + "\n", mode=0o755)
-    return path
-
-
-__all__ = ["LaunchError", "RunProcess", "StopReport", "alive", "list_processes", "prepare_run_dir",
-           "write_command_file"]
-
-
-def model_is_local(path: str | None) -> bool:
-    """A model path that is a folder here: the launch turns Hugging Face offline mode on for it."""
-    return bool(path) and Path(os.path.expandvars(os.path.expanduser(path))).is_dir()
-
-
-def tail_jsonl(path: str | Path, offset: int, state) -> tuple[int, list]:
-    """Events from the new complete lines of the file logger's JSONL since ``offset`` (``state`` is a
-    ``wizard.core.run.logparse.RunLog``); a line still being written waits for the next call."""
-    try:
-        with open(path, "rb") as fh:
-            fh.seek(offset)
-            data = fh.read(1 << 20)
-    except OSError:
-        return offset, []
-    end = data.rfind(b"\n") + 1
-    if end == 0:
-        return offset, []
-    events = []
-    for line in data[:end].decode("utf-8", "replace").splitlines():
-        events += state.feed_jsonl(line)
-    return offset + end, events
+__all__ = ["RunProcess", "StopReport", "alive", "list_processes", "private_tmp"]

@@ -17,7 +17,8 @@ from collections import deque
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from wizard.adapters.processes.launcher import RunProcess, tail_jsonl
+from wizard.adapters.processes.launcher import RunProcess
+from wizard.adapters.processes.run_dir import tail_jsonl
 from wizard.adapters.files.run_folder import DumpWatcher, RunRecorder
 from wizard.core.findings import Finding
 from wizard.core.run.health import Thresholds, health

@@ -37,7 +37,8 @@ from PySide6.QtWidgets import (
     QWidget,
 )
 
-from wizard.adapters.processes.launcher import LaunchError, RunProcess, prepare_run_dir, write_command_file
+from wizard.adapters.processes.launcher import RunProcess
+from wizard.adapters.processes.run_dir import LaunchError, prepare_run_dir, write_command_file
 from wizard.core.findings import Severity
 from wizard.core.run import VALIDATION, dump_dirs
 from wizard.usecases.launching import SmokeRun, prepare_smoke
