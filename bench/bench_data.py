@@ -25,7 +25,7 @@ def write_big_parquet(path: Path, rows: int, prompt_bytes: int, chunk: int = 10_
     import pyarrow as pa
     import pyarrow.parquet as pq
 
-    from wizard.adapters.files.dataset import verl_schema
+    from wizard.adapters.files.dataset_convert import verl_schema
 
     rng = random.Random(0)
     alphabet = string.ascii_lowercase + " "

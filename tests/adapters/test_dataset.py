@@ -7,15 +7,8 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 import pytest
 
-from wizard.adapters.files.dataset import (
-    DatasetError,
-    DatasetFile,
-    check_file,
-    convert_file,
-    convert_preview,
-    load_tokenizer,
-    preview,
-)
+from wizard.adapters.files.dataset import DatasetError, DatasetFile, check_file, load_tokenizer, preview
+from wizard.adapters.files.dataset_convert import convert_file, convert_preview
 from wizard.core.data.schema import ConversionSpec
 from wizard.core.findings import Severity
 

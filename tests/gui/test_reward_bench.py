@@ -20,7 +20,7 @@ def write_gsm8k(path, answers):
     import pyarrow as pa
     import pyarrow.parquet as pq
 
-    from wizard.adapters.files.dataset import verl_schema
+    from wizard.adapters.files.dataset_convert import verl_schema
 
     rows = [{"data_source": "openai/gsm8k", "ability": "math",
              "prompt": [{"role": "user", "content": f"Question {i}. Let's think step by step and output the final "

@@ -159,7 +159,8 @@ def run_preview(args) -> int:
 
 
 def run_convert(args) -> int:
-    from wizard.adapters.files.dataset import DatasetError, convert_file, convert_preview
+    from wizard.adapters.files.dataset import DatasetError
+    from wizard.adapters.files.dataset_convert import convert_file, convert_preview
     from wizard.core.data import ConversionError, ConversionSpec, conversion_findings
 
     spec = ConversionSpec(question=args.question, answer=args.answer, data_source=args.data_source,

@@ -74,13 +74,13 @@ def _read_columns(path: str) -> tuple[str, list[str]]:
 
 
 def _preview(path: str, spec: ConversionSpec) -> tuple[str, ConversionSpec, list[dict]]:
-    from wizard.adapters.files.dataset import convert_preview
+    from wizard.adapters.files.dataset_convert import convert_preview
 
     return "preview", spec, convert_preview(path, spec, PREVIEW_ROWS)
 
 
 def _write(path: str, out: str, spec: ConversionSpec, has_custom_reward: bool):
-    from wizard.adapters.files.dataset import convert_file
+    from wizard.adapters.files.dataset_convert import convert_file
 
     return convert_file(path, out, spec, has_custom_reward=has_custom_reward)
 
