@@ -65,7 +65,7 @@ def run_plan(args, tail: list[str] | None = None) -> int:
 
     data, data_why = _train_data(plan, assessment, args)
     step = step_time(plan, data, _response_tokens(args))
-    advice = plan_advice(plan) if plan.judged is not None else None
+    advice = plan_advice(plan, searched=assessment.result.advice) if plan.judged is not None else None
     run = _forecast(step, overrides, config_name, data)
     if args.format == "json":
         print(json.dumps({**plan_json(plan, findings), **speed_json(step, advice),

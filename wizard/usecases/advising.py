@@ -22,9 +22,11 @@ def step_time(memory: MemoryPlan, data=None, response_tokens: int | None = None)
     return predict_step(values, memory.models, memory.cluster, memory.report)
 
 
-def plan_advice(memory: MemoryPlan, limit: int = 5) -> Advice:
+def plan_advice(memory: MemoryPlan, limit: int = 5, searched: Advice | None = None) -> Advice:
     """Alternatives for the plan on its GPUs, best first, with the catalogue's smaller models of the actor's family
-    as changes of method."""
+    as changes of method; ``searched``: the same search, already made by the check's memory findings."""
+    if searched is not None:
+        return searched
     from wizard.adapters.files.model_facts import smaller_in_family
 
     actor = memory.models.get("actor")

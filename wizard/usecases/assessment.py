@@ -79,9 +79,16 @@ def assess(overrides: list[str], *, config_name: str = "ppo_trainer", gpus: GpuS
         lookups.update(load_models_for(facts, model_cache))
         return facts_by_role(lookups)
 
+    def family() -> list:
+        """The catalogue's smaller models of the actor's family (the advisor offers them as a change of method)."""
+        from wizard.adapters.files.model_facts import smaller_in_family
+
+        actor = facts_by_role(lookups).get("actor")
+        return smaller_in_family(actor.name) if actor is not None else []
+
     result = check_overrides(load_schema(), overrides, config_name=config_name, moves=load_moves(), gpus=gpus,
                              cluster=cluster, case_id=case_id, models=models_for, environment=environment,
-                             advise=advise)
+                             advise=advise, family=family)
     result.findings = sort_findings(result.findings + lookup_findings(lookups))
     if local_files or deep_data:
         from wizard.adapters.files.local_facts import file_findings

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 
 from wizard.core.hardware.cluster import Cluster
@@ -46,6 +46,8 @@ class CheckResult:
     memory_values: dict = field(default_factory=dict)
     cluster: Cluster | None = None
     _memory: MemoryPlan | None = field(default=None, repr=False)
+    # The advisor's alternatives, where a memory finding searched them for its fix (None: not searched)
+    advice: object | None = field(default=None, repr=False)
 
     @property
     def memory(self) -> MemoryPlan:
@@ -78,6 +80,7 @@ def check_overrides(
     cluster: Cluster | None = None,
     environment: EnvironmentFacts | None = None,
     advise: bool = True,
+    family: Callable[[], Sequence[ModelFacts]] | None = None,
 ) -> CheckResult:
     """Compose ``overrides`` as verl would and run every rule.
 
@@ -86,17 +89,18 @@ def check_overrides(
     rules stay silent. ``models`` may be a function of the resolved ``FACT_KEYS`` values (the model
     paths the config names), so the adapters can look the models up within this one composition. ``advise``:
     the memory findings carry the advisor's best config that fits as their fix (a search of a few hundred
-    estimates); without it they point at the advisor instead (the window asks it on a worker thread).
+    estimates); without it they point at the advisor instead (the window asks it on a worker thread). ``family``:
+    the smaller models of the actor's family the advisor may offer (asked only when it searches).
     """
     with composed_view(schema, overrides, config_name=config_name, moves=moves) as composed:
         findings = list(composed.findings)
         ctx = RuleContext(cfg=composed.cfg, variant=schema.variant(composed.engine), set_keys=composed.set_keys, gpus=gpus,
                       cluster=cluster, touched=composed.touched, plain_values=composed.plain_values,
-                      environment=environment, advise=advise)
+                      environment=environment, advise=advise, family=family)
         facts = {key: ctx.get(key) for key in FACT_KEYS}
         ctx.models = (models(facts) if callable(models) else models) or {}
         findings.extend(run_rules(ctx))
         values = memory_values(ctx)
     return CheckResult(findings=sort_findings(findings), engine=composed.engine, id=case_id, facts=facts,
                        models=dict(ctx.models), memory_values=values, cluster=cluster,
-                       _memory=ctx._memo.get("memory.plan"))
+                       _memory=ctx._memo.get("memory.plan"), advice=ctx._memo.get("memory.advice"))

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping, Sequence
 from contextvars import ContextVar
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
@@ -35,8 +35,10 @@ class RuleContext(ResolvedConfig):
     cluster: "Cluster | None" = None
     # The target Python environment (doctor's probe), when known.
     environment: EnvironmentFacts | None = None
-    # Whether the memory findings search the advisor's alternatives for their fix (see check_overrides).
+    # Whether the memory findings search the advisor's alternatives for their fix (see check_overrides), and the
+    # smaller models of the actor's family it may offer (a function: looked up only when it searches).
     advise: bool = True
+    family: Callable[[], Sequence[ModelFacts]] | None = None
 
 
 # The rule ``run_rules`` is running (its ``@rule`` declaration): what ``finding`` takes the id and stage from.

@@ -95,7 +95,8 @@ ADVISOR_ELSEWHERE = ("Make it fit: the advisor lists the configs that fit these 
 def memory_advice(ctx: RuleContext) -> Advice:
     """The advisor's alternatives for this plan on these GPUs (searched once per check, re-estimated each)."""
     if "memory.advice" not in ctx._memo:
-        ctx._memo["memory.advice"] = advise(memory_values(ctx), ctx.models, ctx.cluster)
+        ctx._memo["memory.advice"] = advise(memory_values(ctx), ctx.models, ctx.cluster,
+                                            smaller=ctx.family() if ctx.family else ())
     return ctx._memo["memory.advice"]
 
 
