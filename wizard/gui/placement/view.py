@@ -93,6 +93,7 @@ class PlacementBoard(QWidget):
         self.state: BoardState | None = None
         self.preview_state: BoardState | None = None
         self.previewing: str | None = None  # the target whose candidate the tiles show
+        self._step = ""  # the predicted step beside the verdict, made once per assessment
         self._cache: dict[str, BoardState] = {}
         self._pending: BoardMove | None = None
         self._timer = QTimer(self)
@@ -173,6 +174,7 @@ class PlacementBoard(QWidget):
             return  # the check itself failed: the findings dock says so; the board keeps its last picture
         self.machine = self.doc.machine
         self.state = board_of(self.doc.assessment)
+        self._step = self._step_words()  # once per assessment, not per preview or restyle
         self._cache.clear()
         self._worker.cancel()
         self._evaluating = None
@@ -199,7 +201,7 @@ class PlacementBoard(QWidget):
             self.findings.addItem(finding_item(f, f.rule))
         if not state.findings:
             self.findings.addItem("No findings")
-        self.headline.setText(window_text(headline(state)) + self._step_words())
+        self.headline.setText(window_text(headline(state)) + self._step)
         self.findings_changed.emit(list(state.findings))
 
     def _step_words(self) -> str:
