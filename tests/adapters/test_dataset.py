@@ -206,3 +206,14 @@ def test_a_vision_parquet_with_a_missing_image_is_named_by_row(tmp_path):
     report = check_file(path)
     (f,) = [f for f in report.findings if f.rule == "data.media_placeholders"]
     assert f.severity.value == "error" and "row 4" in f.message and "'images'" in f.message
+
+
+def test_prompt_lengths_read_a_parquet_only_as_far_as_the_limit_and_count_its_rows_from_the_footer(tmp_path):
+    from wizard.adapters.files.dataset import prompt_lengths
+
+    path = write_parquet(tmp_path / "train.parquet", verl_rows(100, words=8), row_group_size=8)
+    lengths, rows, how = prompt_lengths(path, limit=10)
+    assert rows == 100 and 10 <= len(lengths) < 100 and "characters / 4" in how
+    text = tmp_path / "train.jsonl"
+    write_jsonl(text, verl_rows(30))
+    assert prompt_lengths(text, limit=10)[1] == 30  # a text format is counted through

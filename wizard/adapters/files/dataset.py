@@ -341,7 +341,9 @@ def prompt_lengths(path: str | os.PathLike, model_dir: str | None = None, prompt
                    limit: int = 20_000) -> tuple[list[int], int, str]:
     """(prompt token counts of the first ``limit`` rows, rows in the file, how they were counted): with the model's
     own tokenizer and chat template where ``model_dir`` is a local folder that has one, else approximated as
-    characters / 4 of the messages' text (stated). DatasetError for a file that cannot be read."""
+    characters / 4 of the messages' text (stated). A parquet file is read only as far as ``limit`` rows (its footer
+    gives the row count); a text format is read through once, a batch at a time, to count its rows. DatasetError
+    for a file that cannot be read."""
     ds = DatasetFile(path)
     tokenizer = None
     how = "approximated as characters / 4 (no local tokenizer: the model is not a local folder)"
@@ -353,7 +355,10 @@ def prompt_lengths(path: str | os.PathLike, model_dir: str | None = None, prompt
             how = f"approximated as characters / 4 ({exc})"
     lengths: list[int] = []
     rows = 0
+    known = ds.num_rows()
     for batch in ds.iter_batches([prompt_key]):
+        if known is not None and rows >= limit:
+            break
         prompts = []
         for row in batch:
             rows += 1
@@ -366,4 +371,4 @@ def prompt_lengths(path: str | os.PathLike, model_dir: str | None = None, prompt
         else:
             lengths += [max(1, sum(len(str(m.get("content", ""))) for m in p if isinstance(m, dict)) // 4)
                         for p in prompts]
-    return lengths, rows, how
+    return lengths, known if known is not None else rows, how
