@@ -1,7 +1,7 @@
 """The configurations measured on the H200 (bench/data/verl_real/), in the order the campaign runs them.
 
     python3 bench/real/campaign_spec.py OUT.json [--side-by-side | --timing | --advised] [--skip-recorded] [--margin F]
-        [--first NAME,NAME,...] [--expect S] [--preflight PYTHON]
+        [--first NAME,NAME,...] [--steps N] [--expect S] [--preflight PYTHON]
 
 Writes campaign.py's input. ``--preflight`` first runs verl's own pre-flight (Hydra compose + validate_config,
 ``wizard/adapters/verl_env/probes/verl_preflight_probe.py``) on every verl run with PYTHON, where verl 0.9.1 is installed:
@@ -366,6 +366,10 @@ def main(argv: list[str]) -> int:
     if "--first" in argv:  # these names first, in this order (the rest keep theirs)
         first = argv[argv.index("--first") + 1].split(",")
         spec.sort(key=lambda run: first.index(run["name"]) if run["name"] in first else len(first))
+    if "--steps" in argv:  # fewer steps where device time is short (the last is the steady one from step 2 on)
+        n = int(argv[argv.index("--steps") + 1])
+        spec = [{**run, "steps": n, "args": replace(run["args"], f"trainer.total_training_steps={n}")}
+                if run["kind"] == "verl" else run for run in spec]
     if "--expect" in argv:  # seconds a run takes beside the others (a run with less time left is skipped)
         expect = int(argv[argv.index("--expect") + 1])
         spec = [{**run, "expect_s": expect, "timeout_s": max(run["timeout_s"], expect + 200)} for run in spec]
