@@ -63,7 +63,10 @@ def cases(root: Path) -> list[dict]:
         values = {**mp.values, FLASH_ATTN: False, PROMPT_TOKENS: round(last["prompt_length/mean"]),
                   RESPONSE_TOKENS: round(last["response_length/mean"])}
         measured = {p: last[f"timing_s/{p}"] for p in PHASES if f"timing_s/{p}" in last}
-        out.append({"run": run.name, "alone": not run.record.get("concurrent"), "values": values, "models": models,
+        out.append({"run": run.name, "alone": not run.record.get("concurrent"),
+                    # a run that carries the step time predicted before it ran was never part of the fit
+                    "left_out": "predicted_step_s" in run.spec, "before": run.spec.get("predicted_step_s"),
+                    "values": values, "models": models,
                     "cluster": cluster, "report": mp.report, "measured": measured, "step": last["timing_s/step"]})
     return out
 
@@ -79,7 +82,7 @@ def main(argv=None) -> int:
     p.add_argument("--json", action="store_true")
     args = p.parse_args(argv)
     rows = cases(Path(args.data))
-    errs = {True: [], False: []}
+    errs = {"fit": [], "left_out": [], "side": [], "before": []}
     print(f"{'run':44} {'alone':5} {'phase':14} {'measured':>9} {'predicted':>9} {'error':>7}")
     for case in rows:
         pred, step = predicted(case)
@@ -91,17 +94,25 @@ def main(argv=None) -> int:
         serr = None if step is None else (step - case["step"]) / case["step"]
         print(f"{case['run'][:44]:44} {'yes' if case['alone'] else 'no':5} {'STEP':14} {case['step']:9.1f} "
               f"{'' if step is None else f'{step:9.1f}':>9} {'' if serr is None else f'{100 * serr:+6.0f}%':>7}")
+        group = "side" if not case["alone"] else "left_out" if case["left_out"] else "fit"
         if serr is not None:
-            errs[case["alone"]].append(serr)
+            errs[group].append(serr)
+        if case["before"]:  # what plan said before the run (responses at their maximum, as the run's were)
+            errs["before"].append((case["before"] - case["step"]) / case["step"])
+            print(f"{case['run'][:44]:44} {'yes':5} {'STEP (before)':14} {case['step']:9.1f} {case['before']:9.1f} "
+                  f"{100 * errs['before'][-1]:+6.0f}%")
         if args.json:
             print(json.dumps({"run": case["run"], "alone": case["alone"], "measured": case["measured"],
                               "predicted": pred, "step_measured": case["step"], "step_predicted": step}))
     print()
-    for alone, e in errs.items():
+    names = {"fit": "alone on the GPU, in the fit (calibration)",
+             "left_out": "alone on the GPU, LEFT OUT of the fit (re-planned with the run's own lengths)",
+             "before": "alone, left out: the step time predicted before the run (spec.json predicted_step_s)",
+             "side": "side by side (not fitted; slowed by neighbours)"}
+    for group, e in errs.items():
         if e:
-            print(f"{'alone on the GPU (calibration)' if alone else 'side by side (not fitted; slowed by neighbours)'}: "
-                  f"{len(e)} runs, step error mean {100 * statistics.mean(e):+.0f} %, mean |error| "
-                  f"{100 * statistics.mean(abs(x) for x in e):.0f} %")
+            print(f"{names[group]}: {len(e)} runs, step error mean {100 * statistics.mean(e):+.0f} %, mean |error| "
+                  f"{100 * statistics.mean(abs(x) for x in e):.0f} %, worst {100 * max(e, key=abs):+.0f} %")
     return 0
 
 
