@@ -70,6 +70,27 @@ def test_every_offered_alternative_is_what_re_estimating_it_says(question, extra
         assert not [f.rule for f in result.findings if f.rule.startswith("memory.") and f.severity.value == "error"]
 
 
+@pytest.mark.parametrize("question,extra,gpus", CASES[:1] + CASES[2:], ids=[c[0] for c in CASES[:1] + CASES[2:]])
+def test_no_offered_alternative_brings_an_error_the_plan_did_not_have(question, extra, gpus):
+    """LoRA on a 7B: its first weight sync sends the base model, whose fp32 embedding (2,079 MiB) is over verl's
+    2,048 MiB sync buffer; the LoRA alternative raises the buffer with it (models.lora_base_sync_bucket)."""
+    mp = plan(extra, gpus)
+    cluster = parse_cluster_spec(gpus, load_gpu_catalogue())
+
+    def errors(overrides):
+        result = check_overrides(load_schema(), [*ONE_GPU, *extra, *overrides], moves=load_moves(), models=mp.models,
+                                 cluster=cluster, advise=False)
+        return {f.rule for f in result.findings if f.severity.value == "error" and not f.rule.startswith("memory.")}
+
+    had = errors([])
+    advice = advise(mp.values, mp.models, mp.cluster)
+    lora = [a for a in advice.alternatives if "LoRA" in a.text]
+    for alt in advice.alternatives:
+        assert errors(alt.overrides) <= had, (question, alt.text)
+    if mp.models["actor"] is Q7:
+        assert lora and all(f"{R}.checkpoint_engine.update_weights_bucket_megabytes=4096" in a.overrides for a in lora)
+
+
 def test_a_plan_that_fits_is_offered_faster_ones_that_still_fit():
     mp = plan([], "1xH200-141GB", Q15)
     advice = advise(mp.values, mp.models, mp.cluster)

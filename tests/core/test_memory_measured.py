@@ -252,14 +252,17 @@ def test_a_smaller_send_buffer_is_offered_only_where_verl_can_use_it():
     # first sync sends CPU tensors that path cannot take
     from wizard.core.advice.moves import moves_for
 
-    def offered(values, facts):
+    def offered(values, facts, smaller=True):
         return [dict(m.changes)[key] for m in moves_for(values, {"actor": facts}, None, None, (), ())
-                for key in [f"{R}.checkpoint_engine.update_weights_bucket_megabytes"] if key in dict(m.changes)]
+                for key in [f"{R}.checkpoint_engine.update_weights_bucket_megabytes"] if key in dict(m.changes)
+                and (dict(m.changes)[key] < 2048) == smaller]
 
     mp, models = plan("launch-smoke-0.5b-u0.06-dumps")  # FSDP1, fp32 embedding of Qwen2.5-0.5B: 519 MiB
     assert offered(mp.values, models["actor"]) == [1024]
     assert offered({**LORA, f"{M}.lora_rank": 0}, Q32) == []  # Qwen2.5-32B's fp32 lm_head: 2,970 MiB
     assert offered(LORA, Q32) == [] and offered({**mp.values, f"{M}.lora_rank": 32}, models["actor"]) == []
+    # and LoRA on it sends that lm_head through the buffer at the first sync: the LoRA move raises the buffer with it
+    assert offered({**LORA, f"{M}.lora_rank": 0}, Q32, smaller=False) == [4096]
 
 
 def test_a_critic_with_param_offload_starts_on_the_gpu_and_leaves_no_cache_behind():

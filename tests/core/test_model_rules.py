@@ -10,6 +10,7 @@ BASE = ["algorithm.adv_estimator=grpo", "actor_rollout_ref.model.path=/models/m"
         "data.train_batch_size=16", "actor_rollout_ref.actor.ppo_mini_batch_size=8",
         "actor_rollout_ref.actor.ppo_micro_batch_size_per_gpu=1", f"{R}.log_prob_micro_batch_size_per_gpu=1",
         "trainer.n_gpus_per_node=8", "trainer.resume_mode=disable", "trainer.logger=[console]"]
+AF_DTYPE = "actor_rollout_ref.actor.fsdp_config.model_dtype"
 QWEN25_MATH_7B = {**QWEN25_7B, "max_position_embeddings": 4096}
 QWEN25_YARN = {**QWEN25_7B, "rope_scaling": {"type": "yarn", "factor": 4.0, "original_max_position_embeddings": 32768}}
 
@@ -163,3 +164,29 @@ def test_reward_model_tp_is_checked_against_the_reward_model(run):
           "reward.reward_model.rollout.name=vllm", "reward.reward_model.rollout.tensor_model_parallel_size=2"]
     (f,) = found(run(on, actor=facts(QWEN25_05B), reward=rm), "models.tp_heads")
     assert f.keys[0] == "reward.reward_model.rollout.tensor_model_parallel_size" and "9 attention heads" in f.message
+
+
+# -- the first LoRA weight sync (models.lora_base_sync_bucket) ------------------------------------------
+
+BUCKET = f"{R}.checkpoint_engine.update_weights_bucket_megabytes"
+LORA = ["actor_rollout_ref.model.lora_rank=32", "actor_rollout_ref.model.lora_alpha=32",
+        "actor_rollout_ref.actor.strategy=fsdp2", "actor_rollout_ref.ref.strategy=fsdp2"]
+
+
+def test_lora_on_a_7b_whose_fp32_embedding_is_over_the_sync_buffer_is_an_error_with_its_numbers(run):
+    """Seen on the H200 (bench/data/verl_real/advised-grpo-7b-full-1gpu): vLLM's worker died at the first sync."""
+    result = run(LORA, actor=facts(QWEN25_7B))
+    (f,) = found(result, "models.lora_base_sync_bucket")
+    assert f.severity.value == "error" and f.stage.value == "runtime" and not result.ok
+    assert "152,064 x 3,584 = 2,079 MiB" in f.message and "2,048 MiB" in f.message
+    assert "IndexError: list assignment index out of range" in f.message
+    assert f.fix_overrides == [f"{BUCKET}=4096"]
+    # the fix applied: the buffer holds the embedding, the finding is gone
+    assert not found(run([*LORA, *f.fix_overrides], actor=facts(QWEN25_7B)), "models.lora_base_sync_bucket")
+
+
+@pytest.mark.parametrize("extra", [[f"{R}.load_format=safetensors"], ["actor_rollout_ref.model.lora.merge=True"],
+                                   [f"{AF_DTYPE}=bf16"], []], ids=["vllm-loads-the-base", "merged", "bf16", "0.5b"])
+def test_lora_base_sync_is_quiet_where_the_base_never_goes_through_the_buffer_or_fits_it(run, extra):
+    model = facts(QWEN25_05B) if not extra else facts(QWEN25_7B)
+    assert not found(run([*LORA, *extra], actor=model), "models.lora_base_sync_bucket")

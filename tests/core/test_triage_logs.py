@@ -137,3 +137,19 @@ def test_a_lora_run_whose_adapter_reached_vllm_empty_names_fsdp2_as_the_way_out(
     assert root.rule == "triage.lora_adapter_empty"
     assert "no LoRA weights" in root.message and "FSDP1" in root.message
     assert "actor_rollout_ref.actor.strategy=fsdp2" in root.fix
+
+
+def test_a_lora_7b_whose_base_weight_was_over_the_sync_buffer_names_the_buffer_and_its_fix():
+    # the advisor's first choice for 7B GRPO on one H200 (LoRA 32), before it raised the buffer: vLLM's worker died
+    # at the first sync and the run hung until the campaign stopped it at 584 s (SIGTERM)
+    root = triage(log("lora-base-sync-bucket"), exit_code=-15)[0]
+    assert root.rule == "triage.lora_base_sync_bucket"
+    assert "2,079 MiB" in root.message and "rebuild_ipc" in root.message
+    assert "update_weights_bucket_megabytes" in root.fix and "load_format=safetensors" in root.fix
+
+
+def test_an_error_vllm_logs_from_its_worker_is_an_error_of_the_run():
+    """vLLM's engine processes print tracebacks through its logger ("(Worker pid=N) ERROR <date> [file:line] ...")."""
+    lines = [split_line(x) for x in log("lora-base-sync-bucket")]
+    analysis = analyse([(f"{p.actor} pid={p.pid}" if p.actor else None, p.text) for p in lines])
+    assert "IndexError: list assignment index out of range" in {c.text for c in analysis.clusters}

@@ -17,6 +17,7 @@ from wizard.core.hardware.cluster import Cluster
 from wizard.core.memory import terms as mt
 from wizard.core.memory.config import read_config
 from wizard.core.memory.estimate import MemoryReport
+from wizard.core.memory.lora_sync import BUCKET_KEY, base_sync_blocked
 from wizard.core.models.facts import ModelFacts
 from wizard.core.verl.keys import CF, REF, A, AF, M, R
 from wizard.core.verl.roles import need_critic
@@ -203,10 +204,21 @@ def _hardware_moves(values: Mapping, cluster: Cluster | None, user_cluster: Clus
 
 def _method_moves(values: Mapping, models: Mapping[str, ModelFacts], cfg, smaller: Sequence[ModelFacts]) -> list[Move]:
     out = []
-    if not cfg.lora_rank:
-        out.append(Move(f"LoRA rank {LORA_RANK} (trains adapters, not the full model; raise the learning rate)",
-                        ((f"{M}.lora_rank", LORA_RANK), (f"{M}.lora_alpha", LORA_RANK)), METHOD))
     actor = models.get("actor")
+    if not cfg.lora_rank:
+        changes = [(f"{M}.lora_rank", LORA_RANK), (f"{M}.lora_alpha", LORA_RANK)]
+        # the first sync sends the base model: its largest weight must fit the sync buffer (lora_sync.py)
+        block = base_sync_blocked({**values, f"{M}.lora_rank": LORA_RANK}, actor)
+        text = f"LoRA rank {LORA_RANK} (trains adapters, not the full model; raise the learning rate)"
+        if block is not None:
+            changes.append((BUCKET_KEY, block.needed_mb))
+            text += f", weight-sync buffer {block.bucket_mb} -> {block.needed_mb} MB (the base model's first sync)"
+        rollout = cfg.engines.get("rollout")
+        if cfg.strategy == "fsdp" and cfg.world == 1 and rollout is not None and rollout.name == "vllm":
+            # LoRA on FSDP1 with one GPU hands vLLM an empty adapter (rollout.lora_fsdp1_one_gpu)
+            changes += [(f"{A}.strategy", "fsdp2"), (f"{REF}.strategy", "fsdp2")]
+            text += ", on FSDP2 (LoRA on FSDP1 with one GPU fails its first sync)"
+        out.append(Move(text, tuple(changes), METHOD))
     for facts in smaller:
         if actor is None or facts.param_count >= actor.param_count:
             continue

@@ -25,6 +25,9 @@ _MARKERS = ("The above exception was the direct cause of the following exception
 _MASK = (re.compile(r"0x[0-9a-fA-F]+"), re.compile(r"\b[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f-]{27,}\b"),
          re.compile(r"\b[0-9a-f]{16,}\b"), re.compile(r"pid=\d+"))
 # The run's final error is often a consequence of an earlier one; these say so by themselves.
+# vLLM's engine processes print their tracebacks through its logger, behind the process and the log record:
+# "(Worker pid=8396) ERROR 12-05 04:32:43 [multiproc_executor.py:1000] IndexError: ..."
+_LOGGED = re.compile(r"^(?:\(\w+ pid=\d+\) )?(?:ERROR|CRITICAL) \d\d-\d\d \d\d:\d\d:\d\d \[[\w./-]+:\d+\] ")
 FALLOUT = re.compile(r"no materializable trajectories|ActorDiedError|actor died unexpectedly|"
                      r"collective operation timeout|DistBackendError|GetTimeoutError|ActorUnavailableError")
 
@@ -138,8 +141,8 @@ class Analysis:
 
 def analyse(lines: list[tuple[str | None, str]]) -> Analysis:
     """``lines`` are (process, text): the Ray actor (with its pid) or None for the driver, and the text without
-    Ray's prefix or colours."""
-    return Analysis(lines)
+    Ray's prefix or colours (a vLLM logger's prefix is taken off here)."""
+    return Analysis([(process, _LOGGED.sub("", text)) for process, text in lines])
 
 
 __all__ = ["Analysis", "Cluster", "analyse", "FALLOUT"]

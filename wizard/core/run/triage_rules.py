@@ -314,6 +314,19 @@ def _lora_empty(m: re.Match, ctx: TriageContext, i: int) -> Finding:
               ["actor_rollout_ref.actor.strategy", "actor_rollout_ref.model.lora_rank"])
 
 
+def _lora_base_sync(m: re.Match, ctx: TriageContext, i: int) -> Finding:
+    key = f"{RO}.checkpoint_engine.update_weights_bucket_megabytes"
+    return _f("triage.lora_base_sync_bucket",
+              "vLLM's worker died receiving the weights (IndexError in verl's rebuild_ipc): with LoRA and vLLM started "
+              "from dummy weights, verl 0.9.1's first sync sends the base model from the CPU, and a weight larger than "
+              "the weight-sync buffer goes through a CUDA IPC path a CPU tensor cannot take; the trainer then waits "
+              "for the dead worker and the run makes no progress. Seen on an H200 with Qwen2.5-7B and LoRA 32: its fp32 "
+              "embedding is 2,079 MiB, the buffer 2,048 MiB (verl-wizard check names the numbers for your model).",
+              f"Set {key} above the model's largest fp32 weight (4096 for 7B and 14B Qwen2.5), or "
+              f"{RO}.load_format=safetensors so that vLLM loads the base weights itself",
+              [key, f"{RO}.load_format"])
+
+
 _MICRO_SECTIONS = {"actor": ACTOR, "rollout": ROLLOUT, "ref": REF, "critic": CRITIC}
 
 
@@ -344,6 +357,8 @@ RULES: tuple[TriageRule, ...] = (
                "increased after sleeping"),
     TriageRule("triage.lora_adapter_empty", re.compile(r"next\(iter\(lora_model\.loras\.values\(\)\)\)"),
                _lora_empty, "lora_model.loras.values()"),
+    TriageRule("triage.lora_base_sync_bucket", re.compile(r"list_args\[6\] = device_id"), _lora_base_sync,
+               "list_args[6]"),
     TriageRule("triage.micro_batch_unset", re.compile(
         r"assert self\.config\.(?:(actor|rollout|ref)\.)?(\w*micro_batch_size_per_gpu) is not None"), _micro_unset,
         "micro_batch_size_per_gpu is not None"),

@@ -15,6 +15,7 @@ from __future__ import annotations
 from collections.abc import Iterator
 
 from wizard.core.findings import Severity, Stage
+from wizard.core.memory.lora_sync import BUCKET_KEY, KEYS as SYNC_KEYS, LOAD_FORMAT_KEY, base_sync_blocked
 from wizard.core.models.facts import ModelFacts
 from wizard.core.check.rules import rule
 from wizard.core.check.rules.context import RuleContext, finding
@@ -210,4 +211,29 @@ def context_length(ctx: RuleContext):
         f"Set data.max_response_length={max_pos - prompt}" if cut
         else f"Set data.max_prompt_length below {max_pos}, or use a model with a longer context",
         [f"data.max_response_length={max_pos - prompt}"] if cut else [],
+    )
+
+
+# -- the first LoRA weight sync ---------------------------------------------------------------------
+
+@rule("models.lora_base_sync_bucket", Stage.RUNTIME)
+def lora_base_sync_bucket(ctx: RuleContext):
+    """verl 0.9.1's first LoRA sync sends the base model from the CPU; a base weight larger than the weight-sync
+    buffer takes a CUDA IPC path a CPU tensor cannot, and vLLM's worker dies (wizard/core/memory/lora_sync.py)."""
+    facts = ctx.models.get("actor")
+    block = base_sync_blocked({k: ctx.get(k) for k in SYNC_KEYS}, facts)
+    if block is None:
+        return
+    v, h = facts.vocab_size, facts.hidden_size
+    yield finding(
+        Severity.ERROR, [BUCKET_KEY, "actor_rollout_ref.model.lora_rank", PATH_KEYS["actor"]],
+        f"with LoRA served as an adapter and vLLM started from dummy weights, verl 0.9.1's first weight sync sends "
+        f"{facts.name}'s base model from the CPU at {block.dtype}: its largest weight ({v:,} x {h:,} = "
+        f"{block.largest_mib:,.0f} MiB) is over the {block.bucket_mb:,} MiB weight-sync buffer, and verl sends such a "
+        f"weight as a CUDA IPC handle, which a CPU tensor does not have. vLLM's worker dies at the first sync with "
+        f"IndexError: list assignment index out of range (in rebuild_ipc) and the run then hangs without a step "
+        f"(seen on an H200 with Qwen2.5-7B and LoRA 32)",
+        f"Set {BUCKET_KEY}={block.needed_mb} (a buffer the trainer allocates whole at each sync), or "
+        f"{LOAD_FORMAT_KEY}=safetensors so that vLLM loads the base weights itself and only the adapter is sent",
+        [f"{BUCKET_KEY}={block.needed_mb}"],
     )
