@@ -76,7 +76,7 @@ class MemoryReport(BaseModel):
     notes: list[str] = Field(default_factory=list)
     placement: Placement
     constants: MemoryConstants = CONSTANTS
-    # Why these numbers carry no verdict: an engine or a model the estimate does not model (SGLang, vision-language).
+    # Why these numbers carry no verdict: a model the estimate does not model (vision-language).
     unmodelled: str | None = None
 
     def tight_margin(self, capacity: int) -> int:
