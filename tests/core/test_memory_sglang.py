@@ -82,6 +82,8 @@ def test_enforce_eager_drops_the_decode_graphs_but_not_the_piecewise_prefill_gra
     assert eager.piecewise_bytes == 58 * 8 * MIB  # len(piecewise_cuda_graph_tokens) x 8 MB (server_args.py:1566-1568)
     assert seven_b(disable_piecewise_cuda_graph=True).piecewise_bytes == 0
     assert seven_b(lora_adapter=True).piecewise_bytes == 0  # LoRA turns them off (server_args.py:1330-1331)
+    assert seven_b(chunked_prefill_size=-1).piecewise_bytes == 0  # no capture sizes without chunked prefill
+    assert seven_b(max_total_tokens=1024).piecewise_bytes == 38 * 8 * MIB  # the 38 sizes up to 1,024 tokens
 
 
 def test_the_rest_holds_the_request_table_the_workspace_and_a_prefill_chunk():
@@ -91,6 +93,8 @@ def test_the_rest_holds_the_request_table_the_workspace_and_a_prefill_chunk():
     assert s.workspace_bytes == 512 * MIB  # flashinfer workspace for Qwen2 (flashinfer_backend.py:163-173)
     assert s.activation_bytes == int(vllm_activation(Q7, 8192, 256, 1))
     assert seven_b(chunked_prefill_size=2048).activation_bytes == int(vllm_activation(Q7, 2048, 256, 1))
+    # chunked prefill off: a prefill batch is bounded by max_prefill_tokens, 16,384 (server_args.py:424)
+    assert seven_b(chunked_prefill_size=-1).activation_bytes == int(vllm_activation(Q7, 16384, 256, 1))
     assert s.awake_bytes == s.context_bytes + s.static_bytes + s.dynamic_bytes
 
 

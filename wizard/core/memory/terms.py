@@ -485,10 +485,12 @@ def sglang_memory(facts: ModelFacts, *, capacity: int, free: int, util: float, t
     graph = c.sglang_graph_per_bs * max(sizes) if sizes else 0
     prefill = chunk if chunk > 0 else a.max_prefill_tokens
     piecewise = 0
-    # off with LoRA, a multimodal model or PP (server_args.py:1301-1368: _handle_piecewise_cuda_graph)
-    if not (a.disable_piecewise_cuda_graph or a.lora_adapter or facts.vision_params or pp > 1):
-        piecewise = c.sglang_piecewise_mla if facts.kv_lora_rank else \
-            c.sglang_piecewise_per_size * len(sglang_piecewise_tokens(prefill))
+    # captured up to chunked_prefill_size, at most max_total_tokens (none with chunked prefill off: "the capture size
+    # is not set", model_runner.py:2987-2992; server_args.py:1513-1527); off with LoRA, a multimodal model or PP
+    # (server_args.py:1301-1368: _handle_piecewise_cuda_graph)
+    pw_tokens = sglang_piecewise_tokens(min(chunk, a.max_total_tokens or chunk))
+    if pw_tokens and not (a.disable_piecewise_cuda_graph or a.lora_adapter or facts.vision_params or pp > 1):
+        piecewise = c.sglang_piecewise_mla if facts.kv_lora_rank else c.sglang_piecewise_per_size * len(pw_tokens)
     qwen = (facts.architecture or "") in SGLANG_QWEN_WORKSPACE or (
         not facts.architecture and (facts.model_type or "") in ("qwen2", "qwen3", "mimo", "qwen3_vl", "qwen3_vl_moe"))
     workspace = (512 if qwen else 384) << 20
