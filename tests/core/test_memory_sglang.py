@@ -2,11 +2,11 @@
 
 "sglang" is python/sglang/srt/ of the sglang 0.5.12 wheel (verl 0.9.1's sglang extra pins it); the formulas are quoted
 in wizard/core/memory/terms.py (sglang_memory). Worked example: Qwen2.5-7B (28 layers, 4 KV heads of 128) in bf16,
-cell_size = 4 x (128 + 128) x 28 x 2 = 57,344 bytes per token (pool_configurator.py:155-161); weights 2 x
+cell_size = 4 x (128 + 128) x 28 x 2 = 57,344 bytes per token (pool_configurator.py:163-169); weights 2 x
 7,615,616,512 = 15,231,233,024 bytes; with 130 GiB free when SGLang measures (pre_model_load_memory) and
 mem_fraction_static 0.5: rest = (130 - 14.19) - 130 x 0.5 GiB = 0.5 x 139,586,437,120 - 15,231,233,024 =
 54,561,985,536 bytes -> max_total_num_tokens = 54,561,985,536 // 57,344 = 951,485 (model_runner_kv_cache_mixin.py:61-74,
-pool_configurator.py:180-187).
+pool_configurator.py:182-187).
 """
 
 from __future__ import annotations

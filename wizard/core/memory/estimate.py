@@ -112,7 +112,7 @@ def _engine_terms(role: str, e: dict, awake: bool, c: MemoryConstants) -> list[T
         return [term(f"engine_{role}", f"{role} engine: {e['name']} budget ({e['util']:g} x CUDA's total memory; "
                                      "weights, KV cache and CUDA graphs inside)", e["budget"]),
                 term(f"engine_{role}_context", f"{role} engine: worker process beyond its budget", c.vllm_outside_budget)]
-    if e.get("sglang") is not None:  # verl releases the weights and kv_cache regions (async_sglang_server.py:505-525)
+    if e.get("sglang") is not None:  # verl releases the weights and kv_cache regions (async_sglang_server.py:504-525)
         kept = "base weights (LoRA adapter), " if e["sglang"].keeps_weights else ""
         return [term(f"engine_{role}_asleep", f"{role} engine asleep (weights and KV pool released): {kept}context, "
                                               "flashinfer workspace and CUDA graphs stay", e["asleep"])]

@@ -345,7 +345,7 @@ def graphs(enforce_eager: bool, capture_sizes: object, c: MemoryConstants = CONS
 # verl/workers/rollout/sglang_rollout/async_sglang_server.py of verl 0.9.1, which starts the engine with
 # mem_fraction_static = rollout.gpu_memory_utilization, disable_cuda_graph = enforce_eager,
 # max_running_requests = max_num_seqs, enable_memory_saver = True and attention_backend = flashinfer, then
-# **engine_kwargs.sglang (lines 294-336); it passes no context_length, chunked_prefill_size or max_total_tokens.
+# **engine_kwargs.sglang (lines 286-341); it passes no context_length, chunked_prefill_size or max_total_tokens.
 
 SGLANG_QWEN_WORKSPACE = ("Qwen2ForCausalLM", "Qwen3ForCausalLM", "MiMoForCausalLM", "Qwen3VLForConditionalGeneration",
                          "Qwen3VLMoeForConditionalGeneration")
@@ -442,21 +442,21 @@ def sglang_memory(facts: ModelFacts, *, capacity: int, free: int, util: float, t
     """SGLang's memory on one rank of a replica, ``free`` being the GPU's free memory before its scheduler process
     starts (the trainer's load state already on it).
 
-    KV pool (model_runner_kv_cache_mixin.py:61-74 and pool_configurator.py:180-187): SGLang measures the free memory
+    KV pool (model_runner_kv_cache_mixin.py:61-74 and pool_configurator.py:182-187): SGLang measures the free memory
     before loading (``pre_model_load_memory``, model_runner.py:1299, after its CUDA context and NCCL exist) and after
     (``post_model_load_memory``); ``rest_memory = post - pre x (1 - mem_fraction_static)``;
     ``max_total_num_tokens = rest_memory // cell_size`` (page_size 1 with flashinfer, server_args.py:2949-2954),
     ``cell_size = kv_heads_per_rank x (head_dim + v_head_dim) x layers x 2 bytes`` (MLA: (kv_lora_rank +
-    qk_rope_head_dim) x layers x 2, pool_configurator.py:115-170). post = pre - weights, so the KV pool is
+    qk_rope_head_dim) x layers x 2, pool_configurator.py:125-180). post = pre - weights, so the KV pool is
     mem_fraction_static x pre - weights and weights + pool = mem_fraction_static x pre: a fraction of the memory
-    free at start, not of the total. max_total_tokens caps it (model_runner_kv_cache_mixin.py:787-803). A pool of
+    free at start, not of the total. max_total_tokens caps it (model_runner_kv_cache_mixin.py:788-815). A pool of
     <= 0 tokens stops the engine: "Not enough memory. Please try to increase --mem-fraction-static."
     (pool_configurator.py:51-56).
 
     After the pool, out of the (1 - mem_fraction_static) x pre rest: the request table (memory_pool.py:145-150:
     (max_running_requests + 1) x context_len int32, in the kv_cache region; max_running_requests =
     min(max_num_seqs // dp, max(min(tokens / context_len x 512, 4096), 2048)), model_runner_kv_cache_mixin.py:
-    819-833), flashinfer's workspace (384 MiB, 512 MiB for Qwen2/Qwen3: environ.py:370, flashinfer_backend.py:
+    817-835), flashinfer's workspace (384 MiB, 512 MiB for Qwen2/Qwen3: environ.py:370, flashinfer_backend.py:
     163-173), the decode CUDA graphs (batch sizes up to cuda_graph_max_bs, default by GPU memory), the piecewise
     prefill graphs (on by default, also under verl's enforce_eager, which only sets disable_cuda_graph) and the
     activations of a prefill batch of chunked_prefill_size tokens (schedule_policy.py:556-602 keeps a batch within
