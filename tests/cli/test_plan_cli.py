@@ -78,13 +78,15 @@ def test_a_verl_example_script_on_a100s():
     proc = run(str(DATA / "examples__grpo_trainer__run_qwen2-7b_seq_balance.sh"), "--gpus", "8xA100-80GB")
     assert proc.returncode == 0, proc.stdout + proc.stderr
     assert "Qwen/Qwen2-7B-Instruct: 7.62B params" in proc.stdout and "memory per GPU (GiB):" in proc.stdout
-    # the script rolls out with SGLang, whose memory nobody measured with verl: numbers, but no verdict
-    assert "verdict: none (SGLang as rollout engine is not modelled" in proc.stdout
-    assert "memory.not_modelled" in proc.stdout
+    # the script rolls out with SGLang (modelled from its code): the numbers and a verdict
+    assert "rollout engine: sglang weights" in proc.stdout and "KV cache (rollout, sglang)" in proc.stdout
+    assert "memory.not_modelled" not in proc.stdout
     script = str(DATA / "examples__grpo_trainer__run_qwen2-7b_seq_balance.sh")
     doc = json.loads(run(script, "--gpus", "8xA100-80GB", "--format", "json").stdout)
-    assert doc["fits"] is None and doc["verdict"] is None and doc["fits_reason"].startswith("SGLang as rollout")
-    assert doc["gpus"] and doc["gpus"][0]["peak_gib"] > 0  # the numbers stay, labelled a guess
+    assert doc["fits"] is True and doc["verdict"] == "fits" and doc["fits_reason"] is None
+    gpu = doc["gpus"][0]
+    assert gpu["peak_gib"] < gpu["capacity_gib"] == 80.0
+    assert {"engine_rollout", "graphs_rollout", "engine_rollout_runtime"} <= set(gpu["breakdown"]["generation"]["terms"])
 
 
 def test_a_local_model_folder_and_overrides(tmp_path):

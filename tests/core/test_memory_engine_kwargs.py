@@ -88,6 +88,9 @@ def test_an_engine_kwarg_that_sizes_memory_but_is_not_modelled_is_named_in_a_fin
 
 
 def test_sglang_kwargs_are_named_when_sglang_runs():
-    res = _check(f"{R}.name=sglang", f"+{PIN}.sglang.max_total_tokens=65536")
-    assert any(f.rule == "memory.engine_kwargs_unread" and "max_total_tokens=65536" in f.message
+    res = _check(f"{R}.name=sglang", f"+{PIN}.sglang.kv_cache_dtype=fp8_e4m3")
+    assert any(f.rule == "memory.engine_kwargs_unread" and "kv_cache_dtype=fp8_e4m3" in f.message
                for f in res.findings)
+    # the token cap, the prefill chunk and the graphs' batch size are read (tests/core/test_memory_sglang.py)
+    res = _check(f"{R}.name=sglang", f"+{PIN}.sglang.max_total_tokens=65536")
+    assert not [f for f in res.findings if f.rule == "memory.engine_kwargs_unread"]

@@ -143,6 +143,20 @@ def test_memory_bars_follow_a_plan_edit(make_board):
     assert any(f.rule.startswith("memory.") for f in board.current_findings())
 
 
+def test_an_sglang_plan_draws_its_bars_and_verdict(make_board):
+    # SGLang is modelled from its own code (wizard/core/memory/terms.py sglang_memory): bars and a verdict, as vLLM
+    board = make_board("ppo-8gpu", ["actor_rollout_ref.rollout.name=sglang"])
+    tile = board.scene.tiles[("node0", 3)]
+    gen = next(p for p in tile.group.phases if p.name == "generation")
+    assert {"engine_rollout", "graphs_rollout", "engine_rollout_runtime"} <= {t.key for t in gen.terms}
+    assert tile.verdict == "ok" and "/ 80 GiB" in tile.summary()
+    assert board.headline.text().startswith("Fits: worst GPU")
+    plan = board.doc.plan.model_copy(deep=True)
+    plan.rollout.gpu_memory_utilization = 0.99
+    board.doc.set_plan(plan)
+    assert board.scene.tiles[("node0", 3)].verdict == "oom" and board.headline.text().startswith("Does not fit")
+
+
 def test_keyboard_move_dialog_gives_the_same_verdict(make_board, qtbot):
     from PySide6.QtCore import QTimer
     from PySide6.QtWidgets import QApplication, QDialogButtonBox

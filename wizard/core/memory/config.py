@@ -123,6 +123,8 @@ class EngineConfig:
     kv_cache_bytes: int | None = None
     # engine_kwargs that size the engine's memory and that the estimate does not read ("key=value"), said in a note
     unread_kwargs: tuple[str, ...] = ()
+    # SGLang: engine_kwargs.sglang that size its memory beyond the rollout keys (None for other engines)
+    sglang: mt.SglangArgs | None = None
 
 
 # engine_kwargs the estimate reads: the engine's argument -> the rollout field it replaces (verl passes them last)
@@ -137,9 +139,11 @@ _KWARG_FIELDS = {
 _UNREAD_KWARGS = {
     "vllm": ("kv_cache_dtype", "cpu_offload_gb", "num_gpu_blocks_override", "quantization", "kv_offloading_size",
              "max_num_partial_prefills", "cudagraph_capture_sizes", "compilation_config"),
-    "sglang": ("max_total_tokens", "kv_cache_dtype", "chunked_prefill_size", "max_prefill_tokens",
-               "cuda_graph_max_bs", "cpu_offload_gb", "quantization"),
+    "sglang": ("kv_cache_dtype", "cpu_offload_gb", "quantization", "cuda_graph_bs", "context_length",
+               "enable_dp_attention", "speculative_algorithm"),
 }
+# engine_kwargs.sglang the estimate reads into mt.SglangArgs (server_args.py of sglang 0.5.12 names them)
+_SGLANG_ARGS = ("chunked_prefill_size", "max_prefill_tokens", "cuda_graph_max_bs", "max_total_tokens")
 
 
 @dataclass(frozen=True)
@@ -213,7 +217,22 @@ def _engine(values: Mapping, prefix: str, fallback_name: str | None = None) -> E
         name=name, tp=tp, dp=dp, pp=pp, **fields,
         free_cache_engine=_flag(values, f"{prefix}.free_cache_engine"),
         capture_sizes=values.get(f"{prefix}.cudagraph_capture_sizes"),
-        kv_cache_bytes=pinned if pinned and pinned > 0 else None, unread_kwargs=unread)
+        kv_cache_bytes=pinned if pinned and pinned > 0 else None, unread_kwargs=unread,
+        sglang=_sglang_args(values, kwargs) if name == "sglang" else None)
+
+
+def _sglang_args(values: Mapping, kwargs: Mapping) -> mt.SglangArgs:
+    """engine_kwargs.sglang that size SGLang's memory; LoRA is served as an adapter unless model.lora.merge (verl
+    sglang_rollout/utils.py:77-90: its sleep then keeps the base weights)."""
+    read = {}
+    for key in _SGLANG_ARGS:
+        v = kwargs.get(key)
+        if isinstance(v, int) and not isinstance(v, bool) and (v > 0 or (key == "chunked_prefill_size" and v == -1)):
+            read[key] = v
+    lora = values.get(f"{M}.lora")
+    merge = isinstance(lora, Mapping) and bool(lora.get("merge"))
+    return mt.SglangArgs(**read, disable_piecewise_cuda_graph=kwargs.get("disable_piecewise_cuda_graph") is True,
+                         lora_adapter=lora_rank(values) > 0 and not merge)
 
 
 def _engine_kwargs(values: Mapping, prefix: str, name: str) -> Mapping:

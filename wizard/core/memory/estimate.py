@@ -76,7 +76,7 @@ class MemoryReport(BaseModel):
     notes: list[str] = Field(default_factory=list)
     placement: Placement
     constants: MemoryConstants = CONSTANTS
-    # Why these numbers carry no verdict: an engine or a model the estimate does not model (SGLang, vision-language).
+    # Why these numbers carry no verdict: a model the estimate does not model (vision-language).
     unmodelled: str | None = None
 
     def tight_margin(self, capacity: int) -> int:
@@ -98,11 +98,11 @@ class MemoryReport(BaseModel):
 def _engine_terms(role: str, e: dict, awake: bool, c: MemoryConstants) -> list[Term]:
     """A rollout / reward / teacher engine on this GPU: its whole budget awake, its residual asleep."""
     if awake or not e["free_cache_engine"]:
-        if e["name"] == "sglang":
-            return [term(f"engine_{role}", f"{role} engine: sglang static memory ({e['util']:g} x free at start)",
-                         e["budget"]),
-                    *([term(f"graphs_{role}", f"{role} engine: CUDA graphs", e["graphs"])] if e["graphs"] else []),
-                    term(f"engine_{role}_runtime", f"{role} engine: activations and context", c.sglang_runtime)]
+        if e.get("sglang") is not None:
+            return _sglang_terms(role, e["sglang"], e["util"])
+        if e["name"] == "sglang":  # no model facts: its static memory only
+            return [term(f"engine_{role}", f"{role} engine: sglang weights + KV pool ({e['util']:g} x free at start)",
+                         e["budget"])]
         if e.get("pinned"):
             return [term(f"engine_{role}", f"{role} engine: vllm weights, activations, CUDA graphs and the KV cache "
                                          f"pinned at {mt.fmt_gib(e['pinned'])} (engine_kwargs.vllm.kv_cache_memory_bytes; "
@@ -112,7 +112,28 @@ def _engine_terms(role: str, e: dict, awake: bool, c: MemoryConstants) -> list[T
         return [term(f"engine_{role}", f"{role} engine: {e['name']} budget ({e['util']:g} x CUDA's total memory; "
                                      "weights, KV cache and CUDA graphs inside)", e["budget"]),
                 term(f"engine_{role}_context", f"{role} engine: worker process beyond its budget", c.vllm_outside_budget)]
+    if e.get("sglang") is not None:  # verl releases the weights and kv_cache regions (async_sglang_server.py:504-525)
+        kept = "base weights (LoRA adapter), " if e["sglang"].keeps_weights else ""
+        return [term(f"engine_{role}_asleep", f"{role} engine asleep (weights and KV pool released): {kept}context, "
+                                              "flashinfer workspace and CUDA graphs stay", e["asleep"])]
     return [term(f"engine_{role}_asleep", f"{role} engine asleep: context, NCCL and CUDA graphs stay", e["asleep"])]
+
+
+def _sglang_terms(role: str, s: mt.SglangMemory, util: float) -> list[Term]:
+    """An awake SGLang rank, term by term (:func:`wizard.core.memory.terms.sglang_memory` gives each source)."""
+    graphs = (f"decode batch sizes up to {max(s.graph_batch_sizes)}" if s.graph_batch_sizes else "decode graphs off")
+    return [
+        term(f"engine_{role}", f"{role} engine: sglang weights {mt.fmt_gib(s.weights_bytes)} + KV pool "
+                               f"{s.kv_tokens:,} tokens{' (max_total_tokens)' if s.capped else ''} = "
+                               f"{'' if s.capped else f'{util:g} x '}{mt.fmt_gib(s.free_at_start)} free at start",
+             s.static_bytes),
+        *([term(f"graphs_{role}", f"{role} engine: CUDA graphs ({graphs}; piecewise prefill graphs "
+                                  f"{mt.fmt_gib(s.piecewise_bytes)})", s.graph_bytes + s.piecewise_bytes)]
+          if s.graph_bytes + s.piecewise_bytes else []),
+        term(f"engine_{role}_runtime", f"{role} engine: activations of a {s.chunked_prefill_size:,}-token prefill, "
+                                       f"request table ({s.max_running_requests} requests), flashinfer workspace",
+             s.activation_bytes + s.req_to_token_bytes + s.workspace_bytes),
+        term(f"engine_{role}_context", f"{role} engine: scheduler process's CUDA context and NCCL", s.context_bytes)]
 
 
 def _engine(cfg: MemoryConfig, which: str, capacity: int, free_at_start: int, c: MemoryConstants,
@@ -127,8 +148,18 @@ def _engine(cfg: MemoryConfig, which: str, capacity: int, free_at_start: int, c:
     if pinned:
         budget = mt.pinned_budget(facts, pinned, tp=eng.tp, pp=eng.pp, batched_tokens=eng.max_num_batched_tokens,
                                   max_num_seqs=eng.max_num_seqs, graph_pool=graphs, c=c)
+    if eng.name == "sglang" and facts is not None:
+        sg = _sglang(eng, facts, capacity, free_at_start, c)
+        return {"name": eng.name, "util": eng.util, "budget": sg.static_bytes, "free_cache_engine": eng.free_cache_engine,
+                "graphs": sg.graph_bytes + sg.piecewise_bytes, "asleep": sg.asleep_bytes, "pinned": None, "sglang": sg}
     return {"name": eng.name, "util": eng.util, "budget": budget, "free_cache_engine": eng.free_cache_engine,
             "graphs": graphs, "asleep": c.vllm_asleep + graphs + nccl, "pinned": pinned}
+
+
+def _sglang(eng, facts: ModelFacts, capacity: int, free: int, c: MemoryConstants) -> mt.SglangMemory:
+    """One SGLang rank started with ``free`` bytes free on its GPU (the trainer's load state already there)."""
+    return mt.sglang_memory(facts, capacity=capacity, free=free, util=eng.util, tp=eng.tp, dp=eng.dp, pp=eng.pp,
+                            max_num_seqs=eng.max_num_seqs, disable_cuda_graph=eng.enforce_eager, args=eng.sglang, c=c)
 
 
 def _training_phases(cfg: MemoryConfig, tr: Trainer, roles: list[str], capacity: int,
@@ -146,8 +177,10 @@ def _training_phases(cfg: MemoryConfig, tr: Trainer, roles: list[str], capacity:
         # load_fsdp_model_to_gpu (verl H200, Qwen2.5-0.5B); FSDP1 and LoRA load the params back for it
         # (get_per_tensor_param: _skip_staging = fsdp_version == 2 and not _is_peft)
         loaded = not (cfg.strategy == "fsdp2" and cfg.actor_param_offload and not cfg.lora_rank)
+        # SGLang serving LoRA as an adapter never released its base weights (engine_workers.py:776-783)
+        woken = 0 if eng.sglang is not None and eng.sglang.lora_adapter else mt.engine_weights(f, eng.tp, eng.pp)
         sync = tr.resident(params_loaded=loaded) + [
-            term("engine_rollout_weights", f"rollout engine weights woken (bf16 / TP {eng.tp})", mt.engine_weights(f, eng.tp, eng.pp)),
+            term("engine_rollout_weights", f"rollout engine weights woken (bf16 / TP {eng.tp})", woken),
             *sync_buffers(cfg, tr),
             term("engine_rollout_asleep", "rollout engine context and CUDA graphs", engines["rollout"]["asleep"])]
         phases.append(Phase(name=P.WEIGHT_SYNC, terms=tr.first_step(slack(sync + sync_copies(cfg, tr), f, c))))
@@ -262,7 +295,8 @@ def _kv(cfg: MemoryConfig, role: str, facts: ModelFacts, capacity: int, free: in
     return mt.kv_cache(facts, engine=eng.name, capacity=capacity, free_at_start=free, util=eng.util, tp=eng.tp,
                        dp=eng.dp, pp=eng.pp, batched_tokens=eng.max_num_batched_tokens, max_num_seqs=eng.max_num_seqs,
                        seq_tokens=cfg.seq_tokens, max_model_len=max_len, in_flight=in_flight,
-                       graph_pool=mt.graphs(eng.enforce_eager, eng.capture_sizes, c), pinned=eng.kv_cache_bytes, c=c)
+                       graph_pool=mt.graphs(eng.enforce_eager, eng.capture_sizes, c), pinned=eng.kv_cache_bytes,
+                       sglang=_sglang(eng, facts, capacity, free, c) if eng.name == "sglang" else None, c=c)
 
 
 def gib(n: int | float | None) -> float | None:

@@ -1,8 +1,9 @@
 """What the estimate does not model well enough for a verdict, said rather than guessed.
 
 Modelled and measured (bench/bench_memory_real.py): FSDP and FSDP2 trainers, vLLM as rollout engine, dense and
-MoE text models. Megatron gets no estimate at all (``estimate_memory`` says why); SGLang and vision-language
-models get the numbers, labelled a rough guess, and no verdict.
+MoE text models. Modelled from code, not measured: SGLang 0.5.12 as rollout engine (its own memory arithmetic, term
+by term, :func:`wizard.core.memory.terms.sglang_memory`). Megatron gets no estimate at all (``estimate_memory``
+says why); vision-language models get the numbers, labelled a rough guess, and no verdict.
 """
 
 from __future__ import annotations
@@ -15,9 +16,6 @@ VISION_TYPES = ("vl", "vision", "llava", "idefics", "paligemma", "pixtral", "mll
 
 def unmodelled(cfg: MemoryConfig, actor: ModelFacts) -> str | None:
     """What the estimate counts but does not model well enough for a verdict (said, not guessed)."""
-    if any(cfg.engines[r].name == "sglang" for r in ("rollout", "reward") if r in cfg.engines):
-        return ("SGLang as rollout engine is not modelled: its memory (mem_fraction_static x the free memory at start) "
-                "follows its documentation, nobody measured it with verl; the numbers are a rough guess")
     arch, kind = (actor.architecture or ""), (actor.model_type or "").lower()
     if arch.endswith("ForConditionalGeneration") or any(v in kind for v in VISION_TYPES):
         tower = (f"the vision tower's {actor.vision_params / 1e9:.2f}B parameters are counted with the model's, but "

@@ -83,7 +83,10 @@ def engine_start_blockers(report: MemoryReport, values: Mapping) -> list[tuple[G
 def engine_start_shortfall(report: MemoryReport, values: Mapping, group: GpuEstimate,
                            cfg: MemoryConfig | None = None) -> tuple[float, float, float] | None:
     """(free, wanted, trainer) bytes when vLLM on ``group`` refuses to start (gpu_worker.init_device: the trainer's
-    params are already on the GPU when the engine starts), else None. ``cfg``: ``read_config(values)`` if at hand."""
+    params are already on the GPU when the engine starts), else None. ``cfg``: ``read_config(values)`` if at hand.
+    SGLang has no such check: it takes mem_fraction_static of whatever is free (model_runner_kv_cache_mixin.py:61-74);
+    its start fails when that leaves no KV pool (:func:`kv_blockers`) or when the graphs and activations overflow the
+    rest (the load phase's total)."""
     eng = (cfg or read_config(values)).engines["rollout"]
     load = next((p for p in group.phases if p.name == P.LOAD), None)
     if eng.name == "sglang" or load is None or group.capacity_bytes is None:
@@ -101,11 +104,21 @@ def host_blockers(report: MemoryReport, group: GpuEstimate) -> list[tuple[GpuEst
 
 
 def kv_blockers(report: MemoryReport) -> list[tuple[GpuEstimate, str]]:
-    """An engine without room for a KV cache, or for one request of max_model_len: it refuses to start."""
-    bad = [kv for kv in report.kv.values() if kv.kv_bytes <= 0 or (
-        kv.max_model_len and kv.kv_bytes // max(1, kv.bytes_per_token) < kv.max_model_len)]
+    """An engine without room for a KV cache, or for one request: vLLM refuses to start when one max_model_len request
+    does not fit; SGLang stops with "Not enough memory. Please try to increase --mem-fraction-static." when its pool
+    has no token (pool_configurator.py:51-56) and, with a pool shorter than prompt + response, caps every request at
+    the pool (tp_worker.py:304-311) and cuts the responses there (scheduler.py:1883)."""
+    bad = [kv for kv in report.kv.values() if kv.kv_bytes <= 0 or kv_too_short(kv)]
     group = next((g for g in report.groups if g.capacity_bytes), None)
     return [(group, "kv_cache")] if bad and group is not None else []
+
+
+def kv_too_short(kv) -> bool:
+    """One rank's KV cache holds less than one request: max_model_len (vLLM) or prompt + response (SGLang)."""
+    held = kv.kv_bytes // max(1, kv.bytes_per_token)
+    if kv.engine == "sglang":
+        return held < kv.seq_tokens
+    return bool(kv.max_model_len) and held < kv.max_model_len
 
 
 def fitting_sample_tokens(values: Mapping, models: Mapping[str, ModelFacts], cluster: Cluster | None,
@@ -140,7 +153,7 @@ def describe(v: Verdict) -> str:
     if v.cause == "engine_start":
         return f"{v.text()}: vLLM cannot start on {g.pool} (free memory below gpu_memory_utilization x total)"
     if v.cause == "kv_cache":
-        return f"{v.text()}: the rollout engine has no room for its KV cache"
+        return f"{v.text()}: the rollout engine has no room for its KV cache (or for one request)"
     if v.cause == "host":
         return f"{v.text()}: a node needs more host memory than it has (see memory.host)"
     spare = (g.capacity_bytes - g.peak.total) / GIB

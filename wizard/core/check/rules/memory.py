@@ -211,7 +211,8 @@ def kv_cache(ctx: RuleContext):
         keys = [f"{prefix}.gpu_memory_utilization", f"{prefix}.tensor_model_parallel_size", f"{prefix}.max_model_len"]
         room = f"{kv.kv_bytes / GIB:.1f} GiB" if kv.kv_bytes > 0 else f"no room, {-kv.kv_bytes / GIB:.1f} GiB short"
         per_rank = (f"{room} per GPU = {kv.budget_bytes / GIB:.1f} ({eng.util:g} x "
-                    f"{'free memory' if kv.engine == 'sglang' else 'CUDA total'}) - weights {kv.weights_bytes / GIB:.1f}")
+                    f"{'the memory free at start' if kv.engine == 'sglang' else 'CUDA total'}) - weights "
+                    f"{kv.weights_bytes / GIB:.1f}")
         if kv.pinned:
             per_rank = f"pinned per GPU by {prefix}.engine_kwargs.vllm.kv_cache_memory_bytes: {kv.kv_bytes / GIB:.1f}"
         elif kv.engine != "sglang":
@@ -220,11 +221,21 @@ def kv_cache(ctx: RuleContext):
         if kv.kv_bytes <= 0:
             fix, overrides = advice_fix(ctx) if role == "rollout" else (
                 f"Raise {prefix}.gpu_memory_utilization or {prefix}.tensor_model_parallel_size", [])
+            stop = ("Not enough memory. Please try to increase --mem-fraction-static." if kv.engine == "sglang" else
+                    "No available memory for the cache blocks")
             yield finding(Severity.ERROR, keys,
-                          f"The {role} engine has no room for a KV cache ({per_rank} GiB); it stops with: No available "
-                          "memory for the cache blocks", fix, overrides, fix_auto=bool(overrides))
+                          f"The {role} engine has no room for a KV cache ({per_rank} GiB); it stops with: {stop}",
+                          fix, overrides, fix_auto=bool(overrides))
             continue
-        if kv.max_model_len and kv.tokens // max(1, eng.dp) < kv.max_model_len:
+        if kv.engine == "sglang" and verdict.kv_too_short(kv):
+            fix, overrides = advice_fix(ctx) if role == "rollout" else (
+                f"Raise {prefix}.gpu_memory_utilization or {prefix}.tensor_model_parallel_size", [])
+            yield finding(Severity.ERROR, keys,
+                          f"The {role} engine's KV pool holds {kv.kv_bytes // max(1, kv.bytes_per_token):,} tokens "
+                          f"({per_rank} GiB), less than one prompt + response ({kv.seq_tokens:,}); SGLang caps every "
+                          "request at its pool and cuts the responses there", fix, overrides, fix_auto=bool(overrides))
+            continue
+        if kv.engine != "sglang" and kv.max_model_len and kv.tokens // max(1, eng.dp) < kv.max_model_len:
             need = kv.max_model_len * kv.bytes_per_token
             fix = min(kv.max_model_len, cfg.seq_tokens)
             text, overrides = (advice_fix(ctx) if role == "rollout" else
