@@ -390,7 +390,7 @@ class MegatronTrainer:
             if adam:
                 out.append(term("actor_adam", f"actor Adam m and v (fp32, {self._shard()})", self.st.adam))
         if self.cfg.ref_separate and (not m.ref_param_offload or ref_loaded):
-            out.append(term("ref_params", f"reference params (bf16, the actor's TP / PP; forward-only, no gradient "
+            out.append(term("ref_params", "reference params (bf16, the actor's TP / PP; forward-only, no gradient "
                                           "buffer)" + (": loaded for its pass" if m.ref_param_offload else ""),
                             self.st.params))
         out.append(term("trainer_context", "trainer process: CUDA context, NCCL (TP, PP, DP, EP groups) and library "
