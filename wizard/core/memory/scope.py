@@ -1,8 +1,9 @@
 """What the estimate does not model well enough for a verdict, said rather than guessed.
 
 Modelled and measured (bench/bench_memory_real.py): FSDP and FSDP2 trainers, vLLM as rollout engine, dense and
-MoE text models. Megatron gets no estimate at all (``estimate_memory`` says why); SGLang and vision-language
-models get the numbers, labelled a rough guess, and no verdict.
+MoE text models. Megatron is estimated from megatron-core's formulas (:mod:`wizard.core.memory.megatron`; its
+critic and LoRA get no verdict); SGLang and vision-language models get the numbers, labelled a rough guess, and no
+verdict.
 """
 
 from __future__ import annotations
