@@ -224,3 +224,17 @@ def test_plan_json_gives_a_verdict_and_each_gpus_peak(script):
     for g in doc["gpus"]:
         assert isinstance(g["peak_gib"], (int, float)) and 0 < g["peak_gib"] <= g["capacity_gib"]
         assert math.isclose(g["peak_gib"], g["breakdown"][g["peak_phase"]]["total_gib"], abs_tol=0.01)
+
+
+def test_a_megatron_plan_that_does_not_fit_is_offered_megatron_moves_not_fsdp_ones():
+    from wizard.core.advice.search import advise
+
+    _, result = plan_of(DENSE, f"{AM}.param_offload=False", f"{AM}.optimizer_offload=False",
+                        "actor_rollout_ref.ref.megatron.param_offload=False")
+    mp = result.memory
+    advice = advise(mp.values, mp.models, mp.cluster)
+    best = advice.best
+    assert best is not None and best.fits
+    keys = {k for alt in advice.alternatives for k in alt.changes}
+    assert f"{AM}.param_offload" in keys or f"{AM}.optimizer_offload" in keys
+    assert not any(k.startswith("actor_rollout_ref.actor.fsdp_config") or k.endswith(".strategy") for k in keys)

@@ -114,9 +114,12 @@ def read_megatron(values: Mapping, world: int) -> MegatronConfig:
     over = over if isinstance(over, Mapping) else {}
     ddp = values.get(f"{AM}.override_ddp_config")
     ddp = ddp if isinstance(ddp, Mapping) else {}
-    gran = over.get("recompute_granularity")
-    method = over.get("recompute_method")
-    layers = over.get("recompute_num_layers")
+
+    def recompute(key: str):  # a dotted override (the advisor's, or a flat mapping) wins over the section's value
+        dotted = f"{AM}.override_transformer_config.{key}"
+        return values[dotted] if dotted in values else over.get(key)
+
+    gran, method, layers = (recompute(k) for k in ("recompute_granularity", "recompute_method", "recompute_num_layers"))
     param_offload = truthy(values, f"{AM}.param_offload")
     ref_offload = values.get(f"{REF}.megatron.param_offload")
     dtype = str(values.get(f"{AM}.dtype") or "bfloat16")
