@@ -238,3 +238,14 @@ def test_a_megatron_plan_that_does_not_fit_is_offered_megatron_moves_not_fsdp_on
     keys = {k for alt in advice.alternatives for k in alt.changes}
     assert f"{AM}.param_offload" in keys or f"{AM}.optimizer_offload" in keys
     assert not any(k.startswith("actor_rollout_ref.actor.fsdp_config") or k.endswith(".strategy") for k in keys)
+
+
+def test_the_offloads_land_on_the_host_as_pinned_copies_per_rank():
+    _, result = plan_of(DENSE)
+    report = result.memory.report
+    m = MegatronConfig(world=16, tp=4, pp=2, param_offload=True, optimizer_offload=True, ref_param_offload=True)
+    st = states(stage(load_model_facts("Qwen/Qwen2.5-32B-Instruct").facts, m, 1), m)
+    node = {t.key: t.bytes for t in report.host[0].terms}
+    assert node["host_actor_params"] == pytest.approx(8 * st.params, rel=1e-6)  # 8 trainer ranks on the node
+    assert node["host_actor_adam"] == pytest.approx(8 * (st.main + st.adam), rel=1e-6)
+    assert node["host_ref"] == pytest.approx(8 * st.params, rel=1e-6)

@@ -227,7 +227,7 @@ def estimate_memory(values: Mapping, models: Mapping[str, ModelFacts], cluster: 
                         facts = actor if role == "rollout" else models.get(role)
                         if facts is not None:
                             kv[role] = _kv(cfg, role, facts, cap, free, placement, constants)
-    host = host_estimates(cfg, actor, critic, placement, cluster, constants)
+    host = host_estimates(cfg, actor, critic, placement, cluster, constants, mg.host_per_rank() if mg else None)
     return MemoryReport(groups=groups, kv=kv, host=host, notes=notes, placement=placement, constants=constants,
                         unmodelled=unmodelled(cfg, actor) or (mg.unmodelled if mg else None)), None
 

@@ -357,6 +357,20 @@ class MegatronTrainer:
                        f"{m.world} GPUs: Megatron will not start")
         return out
 
+    def host_per_rank(self) -> list[tuple[str, str, float]]:
+        """(key, label, bytes) one rank keeps on the host: the pinned copies the offloads make (megatron_utils.py:
+        742-750: one pinned buffer per parameter buffer, made once; :931-962 the optimizer's main params and states)
+        and the reference's params with its param_offload."""
+        m, st, out = self.m, self.st, []
+        if self.cfg.ref_separate and m.ref_param_offload:
+            out.append(("host_ref", "reference params (bf16, offloaded between its passes)", st.params))
+        if m.param_offload:
+            out.append(("host_actor_params", "actor params offloaded between calls (bf16, pinned)", st.params))
+        if m.optimizer_offload:
+            out.append(("host_actor_adam", "actor main params and Adam states offloaded between updates (fp32)",
+                        st.main + st.adam))
+        return out
+
     # -- terms ---------------------------------------------------------------------------------
 
     def _label(self, what: str) -> str:
