@@ -140,6 +140,15 @@ def test_activations_follow_megatron_cores_formula_and_its_in_flight_micro_batch
     assert in_flight(v, stage(D7, v, 0), 64) == pytest.approx(4 * (1 + 3 / 8))
 
 
+def test_an_moe_layer_counts_its_top_k_experts_and_the_routed_copies_of_each_token():
+    T, m = 4096, MegatronConfig(world=16, tp=4, ep=8)
+    h, k, ffn = MOE30.hidden_size, 8, 768
+    assert layer_activation(MOE30, T, m, True) == pytest.approx(T * (18 * h + 4 * k * ffn + 2 * h * k) / 4)
+    # expert parallelism moves the experts, not the tokens a GPU routes: the same per GPU at EP 16
+    assert layer_activation(MOE30, T, MegatronConfig(world=16, tp=4, ep=16), True) == \
+        layer_activation(MOE30, T, m, True)
+
+
 def test_full_recompute_keeps_each_layers_input_and_recomputes_one_layer():
     T = 4096
     m = MegatronConfig(world=16, tp=4, pp=2, recompute="full", recompute_method="uniform", recompute_layers=1)

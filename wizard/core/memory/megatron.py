@@ -250,11 +250,15 @@ def states(s: Stage, m: MegatronConfig) -> States:
 def layer_activation(f: ModelFacts, tokens: float, m: MegatronConfig, moe: bool) -> float:
     """Bytes one layer saves for its backward over ``tokens`` tokens of this CP rank: ``T (18 h + 4 ffn) / TP`` with
     sequence parallelism (theoretical_memory_usage.py:317-319, /TP at :379), ``T h (10 + (8 + 4 ffn / h) / TP)``
-    without (:386, there written 10 + 24 / TP for ffn = 4h)."""
+    without (:386, there written 10 + 24 / TP for ffn = 4h). An MoE layer's ffn is what a token passes through (its
+    top-k experts and a shared one), and each routed copy of a token keeps its permuted hidden state (2 h bytes per
+    expert it goes to; the all-to-all dispatcher works on the sequence-parallel shard) [E: megatron-core's formula
+    has no MoE term]."""
     h, ffn = f.hidden_size, _mlp_ffn(f, moe)
+    routed = 2 * h * (f.num_experts_per_tok or 1) if moe and f.num_experts else 0
     if m.sp and m.tp > 1:
-        return tokens * (18 * h + 4 * ffn) / m.tp
-    return tokens * (10 * h + (8 * h + 4 * ffn) / m.tp)
+        return tokens * (18 * h + 4 * ffn + routed) / m.tp
+    return tokens * (10 * h + (8 * h + 4 * ffn + routed) / m.tp)
 
 
 def layer_input(f: ModelFacts, tokens: float, m: MegatronConfig) -> float:
