@@ -216,6 +216,17 @@ def test_a_megatron_critic_gets_numbers_and_no_verdict():
     assert v.word is None and "Megatron critic is not modelled" in v.reason
 
 
+@pytest.mark.parametrize("sets, words", [
+    ((f"{AM}.use_megatron_fsdp=True",), "Megatron-FSDP"),
+    (("actor_rollout_ref.actor.optim.optimizer=muon",), "muon optimizer is not modelled"),
+    (("actor_rollout_ref.actor.optim.use_precision_aware_optimizer=True",), "precision-aware optimizer"),
+])
+def test_what_the_megatron_estimate_leaves_out_gets_numbers_and_no_verdict(sets, words):
+    _, result = plan_of(DENSE, *sets)
+    v = result.memory.verdict
+    assert result.memory.report is not None and v.word is None and words in v.reason
+
+
 def test_the_board_draws_a_megatron_plan():
     plan, result = plan_of(MOE)
     s = board_state(plan, result.memory, [])

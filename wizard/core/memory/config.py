@@ -60,7 +60,8 @@ MEGATRON_KEYS: tuple[str, ...] = tuple(f"{A}.megatron.{k}" for k in (
     "tensor_model_parallel_size", "pipeline_model_parallel_size", "virtual_pipeline_model_parallel_size",
     "context_parallel_size", "expert_model_parallel_size", "expert_tensor_parallel_size", "sequence_parallel",
     "use_distributed_optimizer", "param_offload", "optimizer_offload", "override_transformer_config",
-    "override_ddp_config", "dtype")) + (f"{REF}.megatron.param_offload",)
+    "override_ddp_config", "dtype", "use_megatron_fsdp")) + (
+    f"{REF}.megatron.param_offload", f"{A}.optim.optimizer", f"{A}.optim.use_precision_aware_optimizer")
 MEMORY_KEYS: tuple[str, ...] = tuple(dict.fromkeys(PLACEMENT_KEYS + ESTIMATE_KEYS + MEGATRON_KEYS))
 # Not a verl key: the average prompt + response length of a fixed-size micro-batch's samples. Unset, every sample
 # is taken at the maximum (the worst case); the memory rules set it to find the length at which a run still fits.

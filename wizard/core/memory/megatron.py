@@ -344,6 +344,15 @@ class MegatronTrainer:
             return "the Megatron critic is not modelled (the actor and the reference model are)"
         if self.cfg.lora_rank:
             return "LoRA with the Megatron engine is not modelled (adapters, frozen base weights and their sync)"
+        v = self.values
+        if truthy(v, f"{AM}.use_megatron_fsdp"):
+            return "Megatron-FSDP (actor.megatron.use_megatron_fsdp=True, parameters sharded ZeRO-3 style) is not modelled"
+        opt = v.get(f"{A}.optim.optimizer")
+        if isinstance(opt, str) and opt.lower() != "adam":
+            return f"the Megatron engine's {opt} optimizer is not modelled (Adam with the distributed optimizer is)"
+        if truthy(v, f"{A}.optim.use_precision_aware_optimizer"):
+            return ("the Megatron precision-aware optimizer (optim.use_precision_aware_optimizer=True: lower-precision "
+                    "main params, gradients or Adam states) is not modelled")
         return None
 
     def notes(self) -> list[str]:
