@@ -248,8 +248,8 @@ def test_host_memory_against_node_ram():
 def test_unknown_model_or_engine_gives_no_report_but_a_reason():
     rep, why = estimate_memory(full(BASE), {}, cluster())
     assert rep is None and "actor's model is unknown" in why
-    rep, why = estimate_memory(full({**BASE, f"{A}.strategy": "megatron"}), {"actor": Q7}, cluster())
-    assert rep is None and "megatron" in why
+    rep, why = estimate_memory(full({**BASE, f"{A}.strategy": "veomni"}), {"actor": Q7}, cluster())
+    assert rep is None and "veomni training engine is not modelled" in why
 
 
 def test_no_cluster_still_places_but_has_no_capacity():

@@ -175,9 +175,9 @@ def test_engines_and_models_not_modelled_get_no_verdict_but_a_reason():
     vl = facts.model_copy(update={"architecture": "Qwen2_5_VLForConditionalGeneration", "model_type": "qwen2_5_vl"})
     mp = memory_plan(load_schema(), overrides, moves=load_moves(), models={"actor": vl, "ref": vl}, cluster=h200())
     assert mp.verdict.word is None and "vision-language" in mp.verdict.reason
-    mp = memory_plan(load_schema(), [*overrides, f"{A}.strategy=megatron"], moves=load_moves(),
+    mp = memory_plan(load_schema(), [*overrides, f"{A}.strategy=veomni"], moves=load_moves(),
                      models={"actor": facts, "ref": facts}, cluster=h200())
-    assert mp.verdict.word is None and "megatron" in mp.verdict.reason
+    assert mp.verdict.word is None and "veomni" in mp.verdict.reason
 
 
 def measured_peak_gib(name: str, phase_name: str) -> float:

@@ -18,6 +18,7 @@ from wizard.core.memory import terms as mt
 from wizard.core.memory.config import read_config
 from wizard.core.memory.estimate import MemoryReport
 from wizard.core.memory.lora_sync import BUCKET_KEY, base_sync_blocked
+from wizard.core.memory.megatron import read_megatron
 from wizard.core.models.facts import ModelFacts
 from wizard.core.verl.keys import CF, REF, A, AF, M, R
 from wizard.core.verl.roles import need_critic
@@ -65,7 +66,8 @@ def moves_for(values: Mapping, models: Mapping[str, ModelFacts], cluster: Cluste
     seq = cfg.seq_tokens
     out: list[Move] = []
     out += _micro_moves(values, seq)
-    out += _offload_moves(values, cfg)
+    megatron = cfg.strategy == "megatron"
+    out += _megatron_moves(values, cfg) if megatron else _offload_moves(values, cfg)
     out += _engine_moves(values, cfg, cluster)
     out += _kv_moves(cfg, report)
     actor = models.get("actor")
@@ -76,7 +78,9 @@ def moves_for(values: Mapping, models: Mapping[str, ModelFacts], cluster: Cluste
         out += [turn("weight-sync buffer (MB)", cfg.sync_bucket_bytes >> 20, b,
                      ((f"{R}.checkpoint_engine.update_weights_bucket_megabytes", b),))
                 for b in (1024, 512) if largest <= b << 20 < cfg.sync_bucket_bytes]
-    if not cfg.actor_gc:
+    if megatron:
+        pass  # recompute is among the Megatron moves
+    elif not cfg.actor_gc:
         out.append(Move("gradient checkpointing on", ((f"{M}.enable_gradient_checkpointing", True),)))
     else:
         out.append(Move("gradient checkpointing off (faster, more memory)", ((f"{M}.enable_gradient_checkpointing", False),)))
@@ -87,7 +91,7 @@ def moves_for(values: Mapping, models: Mapping[str, ModelFacts], cluster: Cluste
         if cfg.need_critic:
             changes.append(("critic.strategy", "fsdp2"))
         out.append(Move("FSDP1 -> FSDP2", tuple(changes)))
-    if cfg.update_entropy and cfg.entropy_mode == "eager":
+    if cfg.update_entropy and cfg.entropy_mode == "eager" and not megatron:
         out.append(Move("entropy checkpointing", ((f"{AF}.entropy_checkpointing", True),)))
     out += _hardware_moves(values, cluster, user_cluster)
     if not any(m.kind == METHOD for m in done):
@@ -119,6 +123,30 @@ def _micro_moves(values: Mapping, seq: int) -> list[Move]:
             # dynamic batching with the same tokens as the micro-batch holds at its longest: packs short samples
             out.append(Move(f"{name} -> dynamic batching, {max(seq, m * seq):,} tokens",
                             ((dyn, True), (budget, max(seq, m * seq)))))
+    return out
+
+
+AM = f"{A}.megatron"
+RECOMPUTE = f"{AM}.override_transformer_config"
+FULL_RECOMPUTE = ((f"{RECOMPUTE}.recompute_granularity", "full"), (f"{RECOMPUTE}.recompute_method", "uniform"),
+                  (f"{RECOMPUTE}.recompute_num_layers", 1))
+
+
+def _megatron_moves(values: Mapping, cfg) -> list[Move]:
+    """The Megatron engine's knobs: its offloads (the reference's param_offload with the actor's), full recompute,
+    and a larger TP where TP x PP x CP still divides the GPUs of a node."""
+    m = read_megatron(values, cfg.world)
+    out = [Move("no param offload (faster)" if m.param_offload else "param offload",
+                ((f"{AM}.param_offload", not m.param_offload), (f"{REF}.megatron.param_offload", not m.param_offload))),
+           Move("no optimizer offload (faster)" if m.optimizer_offload else "optimizer offload",
+                ((f"{AM}.optimizer_offload", not m.optimizer_offload),))]
+    if m.recompute != "full":
+        out.append(Move("full recompute (uniform, 1 layer a chunk)", FULL_RECOMPUTE))
+    else:
+        out.append(Move("no recompute (faster, more memory)", ((f"{RECOMPUTE}.recompute_granularity", None),)))
+    per = _int(values, "trainer.n_gpus_per_node") or 1
+    if 2 * m.tp <= per and per % (2 * m.tp) == 0 and cfg.world % (2 * m.tp * m.pp * m.cp) == 0:
+        out.append(turn("Megatron TP", m.tp, 2 * m.tp, ((f"{AM}.tensor_model_parallel_size", 2 * m.tp),)))
     return out
 
 
@@ -247,9 +275,13 @@ def grown_cluster(cluster: Cluster | None, nodes: int, per_node: int | None = No
 def all_savings(values: Mapping, offload: bool = True) -> dict:
     """Every memory-saving tuning at once (a bound: what no tuning can beat); ``offload=False``: all but CPU offload
     (which spends host RAM instead)."""
-    out = {f"{AF}.param_offload": offload, f"{AF}.optimizer_offload": offload, f"{AF}.offload_policy": offload,
-           f"{M}.enable_gradient_checkpointing": True,
-           f"{A}.strategy": "fsdp2", f"{REF}.strategy": "fsdp2"}
+    if values.get(f"{A}.strategy") == "megatron":
+        out = {f"{AM}.param_offload": offload, f"{AM}.optimizer_offload": offload,
+               f"{REF}.megatron.param_offload": offload, **dict(FULL_RECOMPUTE)}
+    else:
+        out = {f"{AF}.param_offload": offload, f"{AF}.optimizer_offload": offload, f"{AF}.offload_policy": offload,
+               f"{M}.enable_gradient_checkpointing": True,
+               f"{A}.strategy": "fsdp2", f"{REF}.strategy": "fsdp2"}
     for micro in (f"{A}.ppo_micro_batch_size_per_gpu", f"{R}.log_prob_micro_batch_size_per_gpu",
                   f"{REF}.log_prob_micro_batch_size_per_gpu"):
         if _int(values, micro):
@@ -266,7 +298,11 @@ _NAMES = {f"{AF}.param_offload": "param offload", f"{AF}.optimizer_offload": "op
           f"{REF}.strategy": "ref strategy", f"{A}.ppo_micro_batch_size_per_gpu": "actor micro-batch",
           f"{R}.log_prob_micro_batch_size_per_gpu": "log-prob micro-batch",
           f"{REF}.log_prob_micro_batch_size_per_gpu": "ref micro-batch",
-          f"{R}.gpu_memory_utilization": "gpu_memory_utilization", f"{R}.tensor_model_parallel_size": "rollout TP"}
+          f"{R}.gpu_memory_utilization": "gpu_memory_utilization", f"{R}.tensor_model_parallel_size": "rollout TP",
+          f"{AM}.param_offload": "Megatron param offload", f"{AM}.optimizer_offload": "Megatron optimizer offload",
+          f"{REF}.megatron.param_offload": "reference param offload",
+          f"{RECOMPUTE}.recompute_granularity": "recompute granularity",
+          f"{RECOMPUTE}.recompute_method": "recompute method", f"{RECOMPUTE}.recompute_num_layers": "recompute layers"}
 
 
 def saving_moves(values: Mapping, target: Mapping) -> list[Move]:

@@ -1,8 +1,9 @@
 """GPU and host memory of a verl run, per GPU and per phase, and the verdict.
 
 ``terms`` has every term of the estimate and the constants it uses, each with its source (measured in real verl
-runs where it says "verl H200"); ``config`` reads the keys the estimate needs; ``estimate`` adds the terms per GPU
-and phase; ``scope`` says what it does not model (vision-language: no verdict); ``host`` sizes host RAM per
+runs where it says "verl H200"); ``megatron`` the Megatron engine's terms, from megatron-core's formulas; ``config``
+reads the keys the estimate needs; ``estimate`` adds the terms per GPU and phase; ``scope`` says what it does not model
+(vision-language: no verdict); ``host`` sizes host RAM per
 node; ``verdict`` judges a report in the words every output uses (fits / tight / fits while short / does not fit,
 or none with the reason); ``report`` is the one call
 for ``plan`` and the GUI (compose, place, estimate, judge); ``board`` is what the placement board shows of a plan

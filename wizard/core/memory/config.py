@@ -54,7 +54,15 @@ ESTIMATE_KEYS: tuple[str, ...] = (
     # (vllm_async_server.py ``args = {..., **engine_kwargs}``; async_sglang_server.py the same)
     f"{R}.engine_kwargs", f"{RM}.rollout.engine_kwargs",
 )
-MEMORY_KEYS: tuple[str, ...] = tuple(dict.fromkeys(PLACEMENT_KEYS + ESTIMATE_KEYS))
+# The Megatron engine's keys (actor_rollout_ref.actor.megatron, verl/trainer/config/engine/megatron.yaml; the reference
+# takes the actor's parallel sizes, _generated_ppo_megatron_trainer.yaml): read by wizard.core.memory.megatron
+MEGATRON_KEYS: tuple[str, ...] = tuple(f"{A}.megatron.{k}" for k in (
+    "tensor_model_parallel_size", "pipeline_model_parallel_size", "virtual_pipeline_model_parallel_size",
+    "context_parallel_size", "expert_model_parallel_size", "expert_tensor_parallel_size", "sequence_parallel",
+    "use_distributed_optimizer", "param_offload", "optimizer_offload", "override_transformer_config",
+    "override_ddp_config", "dtype", "use_megatron_fsdp")) + (
+    f"{REF}.megatron.param_offload", f"{A}.optim.optimizer", f"{A}.optim.use_precision_aware_optimizer")
+MEMORY_KEYS: tuple[str, ...] = tuple(dict.fromkeys(PLACEMENT_KEYS + ESTIMATE_KEYS + MEGATRON_KEYS))
 # Not a verl key: the average prompt + response length of a fixed-size micro-batch's samples. Unset, every sample
 # is taken at the maximum (the worst case); the memory rules set it to find the length at which a run still fits.
 SAMPLE_TOKENS = "wizard.sample_tokens"
@@ -324,7 +332,9 @@ def _engines(values: Mapping) -> dict[str, EngineConfig]:
 
 def _actor_tokens(values: Mapping, world: int, seq: int, notes: list[str]) -> dict[str, int]:
     """Tokens per GPU per micro-batch of update_actor, the old log-prob pass and the reference pass."""
-    sp = max(_int(values, f"{A}.ulysses_sequence_parallel_size", 1), _int(values, f"{AF}.ulysses_sequence_parallel_size", 1))
+    # (the Megatron engine has neither key: 1)
+    sp = max(_int(values, f"{A}.ulysses_sequence_parallel_size", 1) or 1,
+             _int(values, f"{AF}.ulysses_sequence_parallel_size", 1) or 1)
     ref_sp = _int(values, f"{REF}.ulysses_sequence_parallel_size", 1) or 1
     n = _int(values, f"{R}.n", 1) or 1
     mini = _int(values, f"{A}.ppo_mini_batch_size", 1) or 256

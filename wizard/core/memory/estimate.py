@@ -19,6 +19,7 @@ from wizard.core.memory import terms as mt
 from wizard.core.hardware.cluster import Cluster
 from wizard.core.memory.config import MEMORY_KEYS, MemoryConfig, read_config
 from wizard.core.memory.host import host_estimates
+from wizard.core.memory.megatron import MegatronTrainer, megatron_phases, worst_stage
 from wizard.core.memory.phases import PhaseName as P, phase_of
 from wizard.core.memory.scope import unmodelled
 from wizard.core.memory.terms import CONSTANTS, GIB, HostEstimate, KvCache, MemoryConstants, Term
@@ -222,8 +223,8 @@ def estimate_memory(values: Mapping, models: Mapping[str, ModelFacts], cluster: 
     if actor is None:
         return None, "the actor's model is unknown (a local folder or a catalogue id gives its size)"
     strategy = str(values.get(f"{ACTOR}.strategy") or "fsdp")
-    if strategy not in ("fsdp", "fsdp2"):  # (another engine's config has none of the FSDP keys read_config reads)
-        return None, f"memory of the {strategy} training engine is not modelled (FSDP and FSDP2 are)"
+    if strategy not in ("fsdp", "fsdp2", "megatron"):  # (another engine's config has none of the keys read here)
+        return None, f"memory of the {strategy} training engine is not modelled (FSDP, FSDP2 and Megatron are)"
     cfg = read_config(values)
     placement = plan_placement(values, cluster)
     critic = models.get("critic") if cfg.need_critic else None
@@ -236,11 +237,16 @@ def estimate_memory(values: Mapping, models: Mapping[str, ModelFacts], cluster: 
         notes.append("the critic's model is unknown: the critic is left out of the training GPUs' estimate")
     tr = Trainer(cfg, actor, critic, constants)
     engine_facts = {"rollout": actor, "reward": models.get("reward"), "teacher": models.get("teacher")}
+    mg = _megatron(values, cfg, actor, constants, engine_facts, placement, cluster) if strategy == "megatron" else None
+    notes += mg.notes() if mg else []
     groups, kv = [], {}
     for pool, by_capacity in zip(placement.pools, _by_capacity(placement, cluster)):
         for capacity, gpus in by_capacity.items():
             cap = capacity if capacity is not None else 0
-            if pool.name == "global_pool":
+            if pool.name == "global_pool" and mg is not None:
+                phases, free = megatron_phases(cfg, mg, pool.roles, cap, constants, engine_facts, _engine,
+                                               _engine_terms, Phase)
+            elif pool.name == "global_pool":
                 phases, free = _training_phases(cfg, tr, pool.roles, cap, constants, engine_facts)
             else:
                 phases, free = _engine_only_phases(cfg, pool.roles[0], cap, constants,
@@ -254,9 +260,23 @@ def estimate_memory(values: Mapping, models: Mapping[str, ModelFacts], cluster: 
                         facts = actor if role == "rollout" else models.get(role)
                         if facts is not None:
                             kv[role] = _kv(cfg, role, facts, cap, free, placement, constants)
-    host = host_estimates(cfg, actor, critic, placement, cluster, constants)
+    host = host_estimates(cfg, actor, critic, placement, cluster, constants, mg.host_per_rank() if mg else None)
     return MemoryReport(groups=groups, kv=kv, host=host, notes=notes, placement=placement, constants=constants,
-                        unmodelled=unmodelled(cfg, actor)), None
+                        unmodelled=unmodelled(cfg, actor) or (mg.unmodelled if mg else None)), None
+
+
+def _megatron(values: Mapping, cfg: MemoryConfig, actor: ModelFacts, c: MemoryConstants, facts: Mapping,
+              placement: Placement, cluster: Cluster | None) -> MegatronTrainer:
+    """The Megatron trainer of the pipeline stage whose GPUs peak highest (on the training pool's largest GPU)."""
+    pool = next((p for p in placement.pools if p.name == "global_pool"), None)
+    caps = [cap for cap in _gpu_memory(cluster).values() if cap] or [0]
+
+    def peak(tr: MegatronTrainer) -> int:
+        phases, _ = megatron_phases(cfg, tr, pool.roles if pool else [], max(caps), c, facts, _engine, _engine_terms,
+                                    Phase)
+        return max(p.total for p in phases)
+
+    return worst_stage(values, cfg, actor, c, peak)
 
 
 _GROUPED: list[tuple[Placement, Cluster | None, list[dict[int | None, list[GpuRef]]]]] = []

@@ -25,15 +25,17 @@ _RECENT: list[tuple[Placement, Cluster | None, tuple, list[HostEstimate]]] = [] 
 
 
 def host_estimates(cfg: MemoryConfig, actor: ModelFacts, critic: ModelFacts | None, placement: Placement,
-                   cluster: Cluster | None, c: MemoryConstants) -> list[HostEstimate]:
+                   cluster: Cluster | None, c: MemoryConstants,
+                   per_rank: list[tuple[str, str, float]] | None = None) -> list[HostEstimate]:
     """One estimate per node that holds GPUs of the placement.
 
     Nodes that hold the same share have the same terms, made once; the answer for the same placement and cluster
     objects and the same terms is kept (the advice search estimates dozens of variants on one placement, and a
-    16,384-node spec has 16,384 of these). Its readers never change it."""
+    16,384-node spec has 16,384 of these). Its readers never change it. ``per_rank``: what one trainer rank keeps
+    on the host when the trainer is not FSDP's (the Megatron engine's)."""
     per_node = _shares(placement)
     first = next(iter(per_node), None)
-    shard = _per_rank(cfg, actor, critic)
+    shard = per_rank if per_rank is not None else _per_rank(cfg, actor, critic)
     made = {share: _node_terms(cfg, actor, share, shard, c) for share in set(per_node.values())}
     if first is not None:
         head = per_node[first][:2] + (True,)

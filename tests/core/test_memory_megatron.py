@@ -1,0 +1,271 @@
+"""The Megatron engine's memory terms held to the formulas they come from: megatron-core 0.19.2's
+megatron/training/theoretical_memory_usage.py (transcribed below, the parts the estimate uses) and verl 0.9.1's
+Megatron worker; then the two plans of issue 29 through the estimate, the board and ``plan --format json``."""
+
+import json
+import math
+from pathlib import Path
+from types import SimpleNamespace
+
+import pytest
+
+from tests.core.test_placement_board import machine
+from tests.helpers.cli import run_cli
+from wizard.adapters.files.model_facts import load_model_facts
+from wizard.adapters.files.resources import load_moves, load_schema
+from wizard.adapters.files.sources import load_source
+from wizard.core.check.verdict import check_overrides
+from wizard.core.memory.board import board_state, headline
+from wizard.core.memory.megatron import (
+    LOGIT_BYTES_UPDATE, MegatronConfig, activations, in_flight, layer_activation, stage, states,
+)
+from wizard.core.models.facts import ModelFacts
+from wizard.core.plan.emit import emit_overrides
+
+DATA = Path(__file__).resolve().parents[1] / "data" / "megatron"
+DENSE, MOE = DATA / "grpo_qwen2.5-32b_tp4_pp2.sh", DATA / "grpo_qwen3-30b-a3b_ep8.sh"
+AM = "actor_rollout_ref.actor.megatron"
+
+# Qwen2-7B's shape without its q/k/v biases (megatron's formula counts none)
+D7 = ModelFacts(source="config", name="7b", model_type="qwen2", hidden_size=3584, intermediate_size=18944,
+                num_layers=28, num_attention_heads=28, num_kv_heads=4, head_dim=128, vocab_size=152064)
+# Qwen3-30B-A3B's shape without its q/k norms
+MOE30 = ModelFacts(source="config", name="30b-a3b", model_type="qwen3_moe", hidden_size=2048, intermediate_size=6144,
+                   num_layers=48, num_attention_heads=32, num_kv_heads=4, head_dim=128, vocab_size=151936,
+                   num_experts=128, num_experts_per_tok=8, moe_intermediate_size=768)
+
+
+def megatron_weight_and_optimizer(f: ModelFacts, *, tp, pp, ep=1, etp=1, world, dist=True) -> float:
+    """theoretical_memory_usage.py:12-305 (compute_weight_and_optimizer_memory) for RMSNorm, SwiGLU, GQA, no MTP,
+    untied embeddings, no bias: the bytes of the most loaded model shard."""
+    a = SimpleNamespace(hidden_size=f.hidden_size, kv_channels=f.head_dim, num_attention_heads=f.num_attention_heads,
+                        num_query_groups=f.num_kv_heads, ffn_hidden_size=f.intermediate_size,
+                        padded_vocab_size=f.vocab_size, num_layers=f.num_layers)
+    moe = bool(f.num_experts)
+    q_ratio = a.kv_channels * a.num_attention_heads / a.hidden_size
+    attention = 2 * a.hidden_size * a.hidden_size * ((1 + a.num_query_groups / a.num_attention_heads) * q_ratio)
+    dense_mlp = 2 * a.hidden_size * a.ffn_hidden_size * 3 / 2
+    routed = 2 * a.hidden_size * (f.moe_intermediate_size or 0) * (f.num_experts or 1) * 3 / 2 if moe else 0
+    layernorm, router = 2 * a.hidden_size, (a.hidden_size * f.num_experts if moe else 0)
+    n_dense, n_moe = (0, a.num_layers) if moe else (a.num_layers, 0)
+    tp_block = (attention + dense_mlp) * n_dense + attention * n_moe
+    rep_block = layernorm * n_dense + (layernorm + router) * n_moe + a.hidden_size
+    exp_block = routed * n_moe
+    embedding = a.hidden_size * a.padded_vocab_size
+    tp_shard = (tp_block / pp + embedding) / tp
+    rep_shard = rep_block / pp
+    exp_shard = exp_block / pp / (etp * ep)
+    if pp == 1:  # untied: the output layer too
+        tp_shard += embedding / tp
+    dp, edp = world // (tp * pp), world // (etp * ep * pp)
+
+    def per(d):
+        return 18 if not dist else 6 + 12 / d
+
+    return (tp_shard + rep_shard) * per(dp) + exp_shard * per(edp)
+
+
+def megatron_activation(f: ModelFacts, *, s, b, tp, pp, vpp=None, m=None) -> float:
+    """theoretical_memory_usage.py:308-379 (compute_activation_memory, sequence parallel), PP > 1 (no output layer)."""
+    h = f.hidden_size
+    act = s * b * h * (18 + 4 * f.intermediate_size / h) * f.num_layers
+    act += 8 * s * b * pp + s * b * h * pp
+    if vpp is not None:
+        act *= 1 + (pp - 1) / (pp * vpp)
+    elif pp > 1 and m is not None:
+        act *= min(1, m / pp)
+    return act / tp
+
+
+def test_a_7b_at_tp2_pp2_with_the_distributed_optimizer_over_dp2_holds_12_bytes_per_param():
+    m = MegatronConfig(world=8, tp=2, pp=2)  # DP 2
+    first = stage(D7, m, 0)
+    st = states(first, m)
+    # bf16 params 2 + fp32 gradient buffer 4 + (fp32 main params 4 + Adam m, v 8) / DP 2 = 12
+    assert st.total / first.params == pytest.approx(12.0)
+    assert (st.params, st.grads, st.main, st.adam) == pytest.approx(
+        (2 * first.params, 4 * first.params, 2 * first.params, 4 * first.params))
+    # without the distributed optimizer every rank keeps all 18
+    whole = MegatronConfig(world=8, tp=2, pp=2, dist_opt=False)
+    assert states(first, whole).total / first.params == pytest.approx(18.0)
+    # the first stage (embedding) against megatron-core's most loaded shard; megatron spreads the final norm over
+    # the stages, the estimate puts it on the last one (3,584 / 2 params of 3.9 billion)
+    assert st.total == pytest.approx(megatron_weight_and_optimizer(D7, tp=2, pp=2, world=8), rel=1e-6)
+
+
+def test_the_worst_stage_holds_half_the_layers_and_a_vocabulary_matrix_over_tp():
+    m = MegatronConfig(world=16, tp=4, pp=2)
+    first, last = stage(D7, m, 0), stage(D7, m, 1)
+    layer = D7.dense_layer_params - 2 * D7.hidden_size  # TP-sharded part; the two norms stay whole
+    vh = D7.vocab_size * D7.hidden_size
+    assert first.params == pytest.approx(14 * (layer / 4 + 2 * D7.hidden_size) + vh / 4)
+    assert last.params == pytest.approx(first.params + D7.hidden_size)  # + the final norm
+    # PP 1 with untied embeddings: embedding and output layer on the one stage (theoretical_memory_usage.py:265)
+    one = stage(D7, MegatronConfig(world=4, tp=4), 0)
+    assert one.params == pytest.approx(28 * (layer / 4 + 2 * D7.hidden_size) + 2 * vh / 4 + D7.hidden_size)
+
+
+def test_moe_experts_shard_over_ep_and_their_optimizer_over_the_expert_data_parallel_ranks():
+    m = MegatronConfig(world=16, tp=4, ep=8, etp=1)  # DP x CP 4, expert DP 2
+    s = stage(MOE30, m, 0)
+    experts = 48 * 128 * 3 * 2048 * 768
+    assert s.expert == pytest.approx(experts / 8)
+    st = states(s, m)
+    assert st.main == pytest.approx(4 * (s.dense / 4 + s.expert / 2))
+    assert st.total == pytest.approx(megatron_weight_and_optimizer(MOE30, tp=4, pp=1, ep=8, world=16), rel=1e-6)
+    # twice the expert parallelism halves the experts on a GPU; router and attention stay as they were
+    s16 = stage(MOE30, MegatronConfig(world=16, tp=4, ep=16, etp=1), 0)
+    assert s16.expert == pytest.approx(s.expert / 2) and s16.dense == pytest.approx(s.dense)
+
+
+def test_activations_follow_megatron_cores_formula_and_its_in_flight_micro_batches():
+    T, tp, pp = 4096, 4, 2
+    m = MegatronConfig(world=16, tp=tp, pp=pp)
+    h, ffn = D7.hidden_size, D7.intermediate_size
+    assert layer_activation(D7, T, m, False) == pytest.approx(T * h * (18 + 4 * ffn / h) / tp)
+    # without sequence parallelism: 10 + 24 / TP for an MLP of 4h (theoretical_memory_usage.py:386)
+    four = D7.model_copy(update={"intermediate_size": 4 * h})
+    no_sp = MegatronConfig(world=16, tp=tp, pp=pp, sp=False)
+    assert layer_activation(four, T, no_sp, False) == pytest.approx(T * h * (10 + 24 / tp))
+    first, last = stage(D7, m, 0), stage(D7, m, 1)
+    assert (in_flight(m, first, 64), in_flight(m, last, 64), in_flight(m, first, 1)) == (2, 1, 1)
+    # the first stage: PP micro-batches of its L / PP layers, and the embedding's input and dropout mask
+    acts, how = activations(D7, T, m, first, 64)
+    assert acts == pytest.approx(megatron_activation(D7, s=T, b=1, tp=tp, pp=pp, m=64))
+    assert "2 micro-batches in flight x 14 layers" in how
+    # interleaved: 1 + (PP - 1) / (PP x VPP) times more (theoretical_memory_usage.py:342-355)
+    v = MegatronConfig(world=32, tp=tp, pp=4, vpp=2)
+    acts_v, _ = activations(D7, T, v, stage(D7, v, 0), 64)
+    assert acts_v == pytest.approx(megatron_activation(D7, s=T, b=1, tp=tp, pp=4, vpp=2))
+    assert in_flight(v, stage(D7, v, 0), 64) == pytest.approx(4 * (1 + 3 / 8))
+
+
+def test_an_moe_layer_counts_its_top_k_experts_and_the_routed_copies_of_each_token():
+    T, m = 4096, MegatronConfig(world=16, tp=4, ep=8)
+    h, k, ffn = MOE30.hidden_size, 8, 768
+    assert layer_activation(MOE30, T, m, True) == pytest.approx(T * (18 * h + 4 * k * ffn + 2 * h * k) / 4)
+    # expert parallelism moves the experts, not the tokens a GPU routes: the same per GPU at EP 16
+    assert layer_activation(MOE30, T, MegatronConfig(world=16, tp=4, ep=16), True) == \
+        layer_activation(MOE30, T, m, True)
+
+
+def test_full_recompute_keeps_each_layers_input_and_recomputes_one_layer():
+    T = 4096
+    m = MegatronConfig(world=16, tp=4, pp=2, recompute="full", recompute_method="uniform", recompute_layers=1)
+    first = stage(D7, m, 0)
+    acts, how = activations(D7, T, m, first, 64)
+    layer_input = 2 * T * D7.hidden_size / 4  # bf16, split by TP with sequence parallelism
+    expected = 2 * 14 * layer_input + layer_activation(D7, T, m, False) + 2 * T * (8 + D7.hidden_size) / 4
+    assert acts == pytest.approx(expected) and "14 chunk inputs kept + 1 recomputed" in how
+    plain, _ = activations(D7, T, MegatronConfig(world=16, tp=4, pp=2), first, 64)
+    assert acts < plain / 5
+
+
+def plan_of(script: Path, *sets: str, critic: bool = False):
+    plan = load_source(str(script)).to_plan(name=script.stem)
+    cluster = machine("2x8xH100-80GB")
+    model = "Qwen/Qwen3-30B-A3B" if script == MOE else "Qwen/Qwen2.5-32B-Instruct"
+    facts = load_model_facts(model).facts  # the catalogue's, offline
+    models = {"actor": facts, "ref": facts, **({"critic": facts} if critic else {})}
+    result = check_overrides(load_schema(), emit_overrides(plan).overrides + list(sets),
+                             config_name=plan.config_name, moves=load_moves(), cluster=cluster, models=models)
+    return plan, result
+
+
+def test_the_dense_plan_is_judged_on_its_worst_stage_with_the_logits_over_tp():
+    _, result = plan_of(DENSE)
+    mp = result.memory
+    assert mp.why is None and mp.verdict.word in ("fits", "tight")
+    [group] = mp.report.groups
+    assert len(group.gpus) == 16 and group.capacity_bytes
+    update = next(p for p in group.phases if p.name == "actor_update")
+    keys = {t.key: t for t in update.terms}
+    assert {"actor_params", "actor_grads", "actor_main_params", "actor_adam", "activations", "logits"} <= set(keys)
+    # the last stage (output layer) peaks: 6,144 tokens x vocab / TP 4 x 8 bytes of logits
+    assert "last: output layer" in keys["actor_params"].label
+    assert keys["logits"].bytes == int(6144 * 152064 / 4 * LOGIT_BYTES_UPDATE)
+    # param_offload and optimizer_offload: nothing of the actor stays on the GPU through generation
+    gen = next(p for p in group.phases if p.name == "generation")
+    assert not any(t.key.startswith("actor_") for t in gen.terms)
+
+
+def test_without_offload_the_dense_plan_keeps_its_states_through_generation_and_does_not_fit():
+    _, result = plan_of(DENSE, f"{AM}.param_offload=False", f"{AM}.optimizer_offload=False",
+                        "actor_rollout_ref.ref.megatron.param_offload=False")
+    mp = result.memory
+    gen = next(p for p in mp.report.groups[0].phases if p.name == "generation")
+    assert {"actor_params", "actor_grads", "actor_main_params", "actor_adam", "ref_params"} <= {t.key for t in gen.terms}
+    assert mp.verdict.word == "does_not_fit"
+
+
+def test_the_moe_plan_with_expert_parallelism_fits_and_more_ep_holds_less():
+    _, result = plan_of(MOE)
+    mp = result.memory
+    assert mp.verdict.word in ("fits", "tight")
+    params = next(t for p in mp.report.groups[0].phases for t in p.terms if t.key == "actor_params")
+    assert "routed-expert params" in params.label and "EP 8" in params.label
+    _, ep16 = plan_of(MOE, f"{AM}.expert_model_parallel_size=16")
+    params16 = next(t for p in ep16.memory.report.groups[0].phases for t in p.terms if t.key == "actor_params")
+    assert params16.bytes < 0.6 * params.bytes
+
+
+def test_a_megatron_critic_gets_numbers_and_no_verdict():
+    _, result = plan_of(DENSE, "algorithm.adv_estimator=gae", "critic.model.path=Qwen/Qwen2.5-32B-Instruct",
+                        critic=True)
+    v = result.memory.verdict
+    assert v.word is None and "Megatron critic is not modelled" in v.reason
+
+
+@pytest.mark.parametrize("sets, words", [
+    ((f"{AM}.use_megatron_fsdp=True",), "Megatron-FSDP"),
+    (("actor_rollout_ref.actor.optim.optimizer=muon",), "muon optimizer is not modelled"),
+    (("actor_rollout_ref.actor.optim.use_precision_aware_optimizer=True",), "precision-aware optimizer"),
+])
+def test_what_the_megatron_estimate_leaves_out_gets_numbers_and_no_verdict(sets, words):
+    _, result = plan_of(DENSE, *sets)
+    v = result.memory.verdict
+    assert result.memory.report is not None and v.word is None and words in v.reason
+
+
+def test_the_board_draws_a_megatron_plan():
+    plan, result = plan_of(MOE)
+    s = board_state(plan, result.memory, [])
+    assert len(s.by_gpu) == 16 and s.estimate_of("node1", 7) is not None
+    assert headline(s).startswith("Fits") and "actor update" in headline(s)
+
+
+@pytest.mark.parametrize("script", [DENSE, MOE], ids=["dense-tp4-pp2", "moe-ep8"])
+def test_plan_json_gives_a_verdict_and_each_gpus_peak(script):
+    proc = run_cli("plan", str(script), "--gpus", "2x8xH100-80GB", "--no-data", "--format", "json")
+    assert proc.returncode == 0, proc.stdout + proc.stderr
+    doc = json.loads(proc.stdout)
+    assert doc["verdict"] in ("fits", "tight") and doc["fits"] is True and doc["fits_reason"] is None
+    assert len(doc["gpus"]) == 16
+    for g in doc["gpus"]:
+        assert isinstance(g["peak_gib"], (int, float)) and 0 < g["peak_gib"] <= g["capacity_gib"]
+        assert math.isclose(g["peak_gib"], g["breakdown"][g["peak_phase"]]["total_gib"], abs_tol=0.01)
+
+
+def test_a_megatron_plan_that_does_not_fit_is_offered_megatron_moves_not_fsdp_ones():
+    from wizard.core.advice.search import advise
+
+    _, result = plan_of(DENSE, f"{AM}.param_offload=False", f"{AM}.optimizer_offload=False",
+                        "actor_rollout_ref.ref.megatron.param_offload=False")
+    mp = result.memory
+    advice = advise(mp.values, mp.models, mp.cluster)
+    best = advice.best
+    assert best is not None and best.fits
+    keys = {k for alt in advice.alternatives for k in alt.changes}
+    assert f"{AM}.param_offload" in keys or f"{AM}.optimizer_offload" in keys
+    assert not any(k.startswith("actor_rollout_ref.actor.fsdp_config") or k.endswith(".strategy") for k in keys)
+
+
+def test_the_offloads_land_on_the_host_as_pinned_copies_per_rank():
+    _, result = plan_of(DENSE)
+    report = result.memory.report
+    m = MegatronConfig(world=16, tp=4, pp=2, param_offload=True, optimizer_offload=True, ref_param_offload=True)
+    st = states(stage(load_model_facts("Qwen/Qwen2.5-32B-Instruct").facts, m, 1), m)
+    node = {t.key: t.bytes for t in report.host[0].terms}
+    assert node["host_actor_params"] == pytest.approx(8 * st.params, rel=1e-6)  # 8 trainer ranks on the node
+    assert node["host_actor_adam"] == pytest.approx(8 * (st.main + st.adam), rel=1e-6)
+    assert node["host_ref"] == pytest.approx(8 * st.params, rel=1e-6)

@@ -1,0 +1,533 @@
+"""The Megatron training engine's side of a training GPU (verl 0.9.1, ``actor.strategy=megatron``): what the actor
+and the reference model hold per GPU under TP / PP / VPP / CP / EP and the distributed optimizer, in each phase.
+
+Sources (file:line of the versions verl 0.9.1 installs: megatron-core 0.19.2, the newest on PyPI, which
+megatron-bridge 0.5.x takes unpinned):
+
+- **States** -- megatron/training/theoretical_memory_usage.py:12-305 (``compute_weight_and_optimizer_memory``):
+  TP-sharded, replicated and expert-sharded parameters of the most loaded pipeline stage (the first holds the
+  embedding, the last the output layer), 18 bytes per parameter, or ``6 + 12 / DP`` with the distributed optimizer
+  (:296): bf16 params (2) + fp32 gradient buffer (4) on every model-parallel rank, fp32 main params and Adam's m, v
+  (12) sharded over the data-parallel ranks -- DP x CP for dense parameters, the expert-data-parallel ranks for
+  routed experts (megatron/core/distributed/distributed_data_parallel.py:221-224, ``intra_dp_cp_group`` /
+  ``intra_expt_dp_group``). verl sets ``grad_reduce_in_fp32`` (workers/engine/megatron/transformer_impl.py:455-460),
+  so the gradient buffer is fp32 (param_and_grad_buffer.py:917).
+- **Activations** -- theoretical_memory_usage.py:308-379 (``compute_activation_memory``, Table 2 of
+  arXiv 2205.05198): ``s b h (18 + 4 ffn / h) / TP`` bytes per layer and micro-batch with sequence parallelism,
+  ``s b h (10 + 24 / TP)`` without (:386); the first stage keeps PP micro-batches in flight under 1F1B
+  (``min(1, m / PP)`` of them when fewer), ``1 + (PP - 1) / (PP x VPP)`` times more with the interleaved schedule
+  (:342-361). Full recompute keeps each checkpointed chunk's input (2 s b h / TP bytes) and recomputes a chunk in the
+  backward (arXiv 2205.05198 §4); verl's default (``recompute_granularity: null``) with flash attention saves what
+  selective recompute saves (the formula's attention scores are never stored).
+- **Offload** -- verl/utils/megatron_utils.py:713-773 (``offload_megatron_model_to_cpu``: the bf16 param buffer to
+  pinned CPU memory, the gradient buffer freed), :931-962 (``offload_megatron_optimizer``: main params and Adam's
+  states), workers/engine/base.py:314-328 (param_offload and optimizer_offload load them back for a call and put them
+  away after it); verl 0.9.1 has no ``grad_offload`` key: param_offload frees the gradient buffer too.
+- **Reference** -- a forward-only engine without DDP wrapping (transformer_impl.py:470-472): bf16 params only, with
+  the actor's parallel sizes and ``ref.megatron.param_offload`` (the actor's by default).
+- **Log-probs** -- verl's vocab-parallel cross-entropy (utils/megatron/tensor_parallel.py:201-205 through megatron's
+  ``vocab_parallel_cross_entropy``): the last stage's bf16 logits of its TP vocabulary shard and an fp32 copy kept
+  for the backward; ``calculate_entropy`` clones the logits first (transformer_impl.py:1214-1229).
+- **Weight sync** -- ``get_per_tensor_param`` (transformer_impl.py:1033-1063) loads the params (not the gradients)
+  and megatron-bridge exports one Hugging Face tensor at a time, gathered over TP.
+
+Nothing here was measured on a GPU (megatron-core could not be carried to the lent H200: bench/real/megatron-carry.md).
+Pure.
+"""
+
+from __future__ import annotations
+
+import math
+
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass
+
+from wizard.core.memory import terms as mt
+from wizard.core.memory.config import SAMPLE_TOKENS, MemoryConfig, _tokens
+from wizard.core.memory.phases import PhaseName as P
+from wizard.core.memory.terms import MemoryConstants, Term
+from wizard.core.memory.trainer import term, tok
+from wizard.core.models.facts import ModelFacts
+from wizard.core.placement.pools import truthy
+from wizard.core.verl.keys import A, REF, R
+
+AM = f"{A}.megatron"
+# Bytes per logit element of the last stage's vocabulary shard: the bf16 logits and the fp32 copy megatron's
+# vocab_parallel_cross_entropy makes (calculate_logits_max: .float(); its exp is saved for the backward) = 6;
+# the update adds the bf16 gradient of the logits (2). calculate_entropy: a bf16 clone (2) and the entropy's fp32
+# softmax and logits (8) [E].
+LOGIT_BYTES_FORWARD = 6
+LOGIT_BYTES_UPDATE = 8
+ENTROPY_BYTES = 10
+# megatron-bridge gathers a TP-sharded weight into a list of shards and concatenates them: two copies of the
+# largest weight (the V x h embedding) for a moment [E]
+SYNC_GATHER_COPIES = 2
+
+
+def _int(values: Mapping, key: str, default: int) -> int:
+    v = values.get(key)
+    return v if isinstance(v, int) and not isinstance(v, bool) and v >= 1 else default
+
+
+@dataclass(frozen=True)
+class MegatronConfig:
+    """actor_rollout_ref.actor.megatron as verl 0.9.1 reads it (verl/trainer/config/engine/megatron.yaml)."""
+
+    world: int
+    tp: int = 1
+    pp: int = 1
+    vpp: int | None = None
+    cp: int = 1
+    ep: int = 1
+    etp: int = 1  # expert_tensor_parallel_size (null: TP)
+    sp: bool = True
+    dist_opt: bool = True
+    param_offload: bool = False
+    optimizer_offload: bool = False
+    ref_param_offload: bool = False
+    recompute: str = "none"  # none | selective | full (override_transformer_config.recompute_granularity)
+    recompute_method: str | None = None  # uniform | block
+    recompute_layers: int = 1
+    grads_fp32: bool = True  # verl's grad_reduce_in_fp32 default (override_ddp_config may turn it off)
+    param_bytes: int = 2  # dtype: bfloat16 | float16
+
+    @property
+    def dp(self) -> int:
+        """Data-parallel ranks: world / (TP x PP x CP) (how verl splits a batch)."""
+        return max(1, self.world // (self.tp * self.pp * self.cp))
+
+    @property
+    def dp_cp(self) -> int:
+        """The ranks the distributed optimizer shards dense parameters over (DP x CP)."""
+        return max(1, self.world // (self.tp * self.pp))
+
+    @property
+    def expert_dp(self) -> int:
+        """The ranks it shards routed experts over: world / (ETP x EP x PP)."""
+        return max(1, self.world // (self.etp * self.ep * self.pp))
+
+
+def read_megatron(values: Mapping, world: int) -> MegatronConfig:
+    tp = _int(values, f"{AM}.tensor_model_parallel_size", 1)
+    vpp = values.get(f"{AM}.virtual_pipeline_model_parallel_size")
+    over = values.get(f"{AM}.override_transformer_config")
+    over = over if isinstance(over, Mapping) else {}
+    ddp = values.get(f"{AM}.override_ddp_config")
+    ddp = ddp if isinstance(ddp, Mapping) else {}
+
+    def recompute(key: str):  # a dotted override (the advisor's, or a flat mapping) wins over the section's value
+        dotted = f"{AM}.override_transformer_config.{key}"
+        return values[dotted] if dotted in values else over.get(key)
+
+    gran, method, layers = (recompute(k) for k in ("recompute_granularity", "recompute_method", "recompute_num_layers"))
+    param_offload = truthy(values, f"{AM}.param_offload")
+    ref_offload = values.get(f"{REF}.megatron.param_offload")
+    dtype = str(values.get(f"{AM}.dtype") or "bfloat16")
+    return MegatronConfig(
+        world=max(1, world), tp=tp, pp=_int(values, f"{AM}.pipeline_model_parallel_size", 1),
+        vpp=vpp if isinstance(vpp, int) and not isinstance(vpp, bool) and vpp > 1 else None,
+        cp=_int(values, f"{AM}.context_parallel_size", 1), ep=_int(values, f"{AM}.expert_model_parallel_size", 1),
+        etp=_int(values, f"{AM}.expert_tensor_parallel_size", tp),
+        sp=values.get(f"{AM}.sequence_parallel") is not False,
+        dist_opt=values.get(f"{AM}.use_distributed_optimizer") is not False,
+        param_offload=param_offload, optimizer_offload=truthy(values, f"{AM}.optimizer_offload"),
+        ref_param_offload=param_offload if not isinstance(ref_offload, bool) else ref_offload,
+        recompute=str(gran) if gran in ("full", "selective") else "none",
+        recompute_method=str(method) if method in ("uniform", "block") else None,
+        recompute_layers=layers if isinstance(layers, int) and not isinstance(layers, bool) and layers >= 1 else 1,
+        grads_fp32=ddp.get("grad_reduce_in_fp32") is not False, param_bytes=mt.dtype_bytes(dtype, 2))
+
+
+# ------------------------------------------------------------------------------------------------
+# Parameters per GPU (theoretical_memory_usage.py:139-264)
+
+
+def _mlp_ffn(f: ModelFacts, moe: bool) -> int:
+    """The FFN width a token passes through in one layer (MoE: its top-k experts and the shared one)."""
+    if not moe:
+        return f.intermediate_size
+    return (f.num_experts_per_tok or 1) * (f.moe_intermediate_size or f.intermediate_size) + _shared_ffn(f)
+
+
+def _shared_ffn(f: ModelFacts) -> int:
+    if f.shared_expert_intermediate_size:
+        return f.shared_expert_intermediate_size
+    return (f.num_shared_experts or 0) * (f.moe_intermediate_size or f.intermediate_size)
+
+
+def layer_split(f: ModelFacts, moe: bool) -> tuple[int, int, int]:
+    """(TP-sharded, replicated, expert-sharded) parameters of one decoder layer, as megatron holds them: attention
+    and the dense or shared-expert MLP split by TP; norms, the router and the shared expert's gate whole on every
+    rank; the routed experts split by EP x ETP (theoretical_memory_usage.py:214-230). SwiGLU: 3 h x ffn."""
+    h = f.hidden_size
+    norms = f.norms_per_layer * h
+    if not moe:
+        return f.attention_params + 3 * h * f.intermediate_size, norms, 0
+    e = f.num_experts or 0
+    gate = h if f.shared_expert_intermediate_size else 0
+    experts = e * 3 * h * (f.moe_intermediate_size or f.intermediate_size)
+    return f.attention_params + 3 * h * _shared_ffn(f), norms + h * e + gate, experts
+
+
+@dataclass(frozen=True)
+class Stage:
+    """One pipeline stage's share of the model on one of its GPUs."""
+
+    index: int  # 0-based
+    of: int  # PP
+    layers: int
+    moe_layers: int
+    dense: float  # TP-sharded / TP + replicated: their optimizer states shard over DP x CP
+    expert: float  # routed experts / (EP x ETP): theirs over the expert-data-parallel ranks
+    embedding: bool
+    output: bool
+
+    @property
+    def params(self) -> float:
+        return self.dense + self.expert
+
+    @property
+    def name(self) -> str:
+        if self.of == 1:
+            return "the only pipeline stage"
+        what = "first: embedding" if self.embedding else "last: output layer" if self.output else "middle"
+        return f"pipeline stage {self.index + 1} of {self.of} ({what})"
+
+
+def stage(f: ModelFacts, m: MegatronConfig, index: int) -> Stage:
+    """Stage ``index``'s parameters on one GPU: ceil(L / PP) layers (the most any stage gets), the leading dense layers
+    of an MoE model on the first stages, the embedding on the first and the output layer on the last (an untied one,
+    or a tied one's copy when PP > 1: megatron keeps the output weight on the last stage and syncs it)."""
+    L, pp = f.num_layers, m.pp
+    per = math.ceil(L / pp)
+    lo, hi = index * per, min(L, (index + 1) * per)
+    layers = max(0, hi - lo)
+    n_dense = (f.num_dense_layers if f.num_experts else L)
+    dense_here = max(0, min(hi, n_dense) - lo)
+    moe_here = layers - dense_here
+    d_tp, d_rep, _ = layer_split(f, False)
+    m_tp, m_rep, m_exp = layer_split(f, True) if f.num_experts else (0, 0, 0)
+    tp_part = dense_here * d_tp + moe_here * m_tp
+    rep = dense_here * d_rep + moe_here * m_rep
+    first, last = index == 0, index == pp - 1
+    vh = f.vocab_size * f.hidden_size
+    if first:
+        tp_part += vh
+    if last:
+        rep += f.hidden_size  # final norm
+        if not f.tie_word_embeddings or pp > 1:
+            tp_part += vh
+    expert = moe_here * m_exp / (m.ep * m.etp)
+    return Stage(index=index, of=pp, layers=layers, moe_layers=moe_here, dense=tp_part / m.tp + rep, expert=expert,
+                 embedding=first, output=last)
+
+
+@dataclass(frozen=True)
+class States:
+    """Bytes of one GPU's model and optimizer states (theoretical_memory_usage.py:293-303)."""
+
+    params: float  # bf16 (or fp16) params
+    grads: float  # the gradient buffer (fp32)
+    main: float  # fp32 main params (sharded with the distributed optimizer)
+    adam: float  # Adam's m and v (fp32, sharded likewise)
+
+    @property
+    def total(self) -> float:
+        return self.params + self.grads + self.main + self.adam
+
+
+def states(s: Stage, m: MegatronConfig) -> States:
+    n = s.params
+    sharded = s.dense / m.dp_cp + s.expert / m.expert_dp if m.dist_opt else n
+    return States(params=m.param_bytes * n, grads=(4 if m.grads_fp32 else m.param_bytes) * n, main=4 * sharded,
+                  adam=8 * sharded)
+
+
+# ------------------------------------------------------------------------------------------------
+# Activations (theoretical_memory_usage.py:308-379)
+
+
+def layer_activation(f: ModelFacts, tokens: float, m: MegatronConfig, moe: bool) -> float:
+    """Bytes one layer saves for its backward over ``tokens`` tokens of this CP rank: ``T (18 h + 4 ffn) / TP`` with
+    sequence parallelism (theoretical_memory_usage.py:317-319, /TP at :379), ``T h (10 + (8 + 4 ffn / h) / TP)``
+    without (:386, there written 10 + 24 / TP for ffn = 4h). An MoE layer's ffn is what a token passes through (its
+    top-k experts and a shared one), and each routed copy of a token keeps its permuted hidden state (2 h bytes per
+    expert it goes to; the all-to-all dispatcher works on the sequence-parallel shard) [E: megatron-core's formula
+    has no MoE term]."""
+    h, ffn = f.hidden_size, _mlp_ffn(f, moe)
+    routed = 2 * h * (f.num_experts_per_tok or 1) if moe and f.num_experts else 0
+    if m.sp and m.tp > 1:
+        return tokens * (18 * h + 4 * ffn + routed) / m.tp
+    return tokens * (10 * h + (8 * h + 4 * ffn + routed) / m.tp)
+
+
+def layer_input(f: ModelFacts, tokens: float, m: MegatronConfig) -> float:
+    """A layer's bf16 input, what full recompute keeps per checkpointed chunk (2 T h, split by TP with SP)."""
+    return 2 * tokens * f.hidden_size / (m.tp if m.sp and m.tp > 1 else 1)
+
+
+def in_flight(m: MegatronConfig, s: Stage, micro_batches: int) -> float:
+    """Micro-batches whose activations a stage holds at once under 1F1B: PP - index (the first stage PP, the last 1),
+    never more than the micro-batches there are; with VPP the first stage's PP x (1 + (PP - 1) / (PP x VPP))
+    (theoretical_memory_usage.py:342-361)."""
+    if m.vpp and m.pp > 1:
+        return m.pp * (1 + (m.pp - 1) / (m.pp * m.vpp)) if s.index == 0 else 1.0
+    return float(max(1, min(micro_batches, m.pp - s.index)))
+
+
+def activations(f: ModelFacts, tokens: float, m: MegatronConfig, s: Stage, micro_batches: int) -> tuple[float, str]:
+    """A stage's saved activations at its peak in the update, and how they were counted."""
+    k = in_flight(m, s, micro_batches)
+    dense_layers = s.layers - s.moe_layers
+    one = (dense_layers * layer_activation(f, tokens, m, False) + s.moe_layers * layer_activation(f, tokens, m, True))
+    worst = max(layer_activation(f, tokens, m, bool(s.moe_layers)), layer_activation(f, tokens, m, False))
+    how = f"{k:g} micro-batch{'es' if k != 1 else ''} in flight x {s.layers} layers"
+    if m.recompute == "full":
+        n = min(m.recompute_layers, max(1, s.layers))
+        if m.recompute_method == "block":
+            kept = n * layer_input(f, tokens, m) + (s.layers - n) * one / max(1, s.layers)
+            acts, how = k * kept + worst, how + f", full recompute of {n} layers (block): their inputs kept"
+        else:
+            chunks = math.ceil(s.layers / n)
+            acts = k * chunks * layer_input(f, tokens, m) + n * worst
+            how += f", full recompute (uniform, {n} layer{'s' if n > 1 else ''} a chunk): {chunks} chunk inputs kept"
+            how += f" + {n} recomputed"
+    else:
+        acts = k * one
+        how += (", selective recompute" if m.recompute == "selective" else ", no recompute (flash attention: what "
+                "selective recompute keeps)") + (", sequence parallel" if m.sp and m.tp > 1 else "")
+    if s.embedding:  # input ids and the embedding's dropout mask (theoretical_memory_usage.py:329-339)
+        acts += k * tokens * (8 + f.hidden_size) / m.tp
+    return acts, how
+
+
+# ------------------------------------------------------------------------------------------------
+# The trainer on one GPU of one stage
+
+
+class MegatronTrainer:
+    """The actor (and a separate reference model) under Megatron on one GPU of pipeline stage ``index``."""
+
+    def __init__(self, values: Mapping, cfg: MemoryConfig, actor: ModelFacts, c: MemoryConstants, index: int = 0,
+                 m: MegatronConfig | None = None):
+        self.values, self.cfg, self.f, self.c = values, cfg, actor, c
+        self.m = m or read_megatron(values, cfg.world)
+        self.s = stage(actor, self.m, index)
+        self.st = states(self.s, self.m)
+        seq = cfg.seq_tokens
+        n = cfg.rollout_n
+        mini = _int(values, f"{A}.ppo_mini_batch_size", 256)
+        samples = max(1, mini * n // self.m.dp)  # per data-parallel rank in one mini-batch of update_actor
+        batch = max(1, -(-cfg.train_batch_size * n // self.m.dp))  # per rank in a log-prob pass
+        # tokens on one GPU in one micro-batch: a micro-batch's samples split over CP (verl hands megatron
+        # max_token_len_per_gpu x CP tokens with dynamic batching, transformer_impl.py:836, engine/utils.py:111)
+        self.update_tokens = _tokens(values, dynamic=f"{A}.use_dynamic_bsz", budget=f"{A}.ppo_max_token_len_per_gpu",
+                                     micro=f"{A}.ppo_micro_batch_size_per_gpu", seq=seq, sp=self.m.cp,
+                                     per_gpu_samples=samples)
+        self.logprob_tokens = _tokens(values, dynamic=f"{R}.log_prob_use_dynamic_bsz",
+                                      budget=f"{R}.log_prob_max_token_len_per_gpu",
+                                      micro=f"{R}.log_prob_micro_batch_size_per_gpu", seq=seq, sp=self.m.cp,
+                                      per_gpu_samples=batch)
+        self.ref_tokens = _tokens(values, dynamic=f"{REF}.log_prob_use_dynamic_bsz",
+                                  budget=f"{REF}.log_prob_max_token_len_per_gpu",
+                                  micro=f"{REF}.log_prob_micro_batch_size_per_gpu", seq=seq, sp=self.m.cp,
+                                  per_gpu_samples=batch)
+        sample = values.get(SAMPLE_TOKENS)
+        avg = sample if isinstance(sample, int) and 0 < sample < seq else seq
+        # micro-batches per mini-batch on one data-parallel rank (fewer than PP leave the pipeline part empty)
+        self.micro_batches = max(1, math.ceil(samples * avg / self.m.cp / max(1, self.update_tokens)))
+
+    @property
+    def unmodelled(self) -> str | None:
+        """What of this plan the Megatron estimate does not model (no verdict then)."""
+        if self.cfg.need_critic:
+            return "the Megatron critic is not modelled (the actor and the reference model are)"
+        if self.cfg.lora_rank:
+            return "LoRA with the Megatron engine is not modelled (adapters, frozen base weights and their sync)"
+        v = self.values
+        if truthy(v, f"{AM}.use_megatron_fsdp"):
+            return "Megatron-FSDP (actor.megatron.use_megatron_fsdp=True, parameters sharded ZeRO-3 style) is not modelled"
+        opt = v.get(f"{A}.optim.optimizer")
+        if isinstance(opt, str) and opt.lower() != "adam":
+            return f"the Megatron engine's {opt} optimizer is not modelled (Adam with the distributed optimizer is)"
+        if truthy(v, f"{A}.optim.use_precision_aware_optimizer"):
+            return ("the Megatron precision-aware optimizer (optim.use_precision_aware_optimizer=True: lower-precision "
+                    "main params, gradients or Adam states) is not modelled")
+        return None
+
+    def notes(self) -> list[str]:
+        m, s, st = self.m, self.s, self.st
+        per = st.total / max(1.0, s.params)
+        out = [f"Megatron: the GPUs of {s.name} peak highest and are shown; {s.params / 1e9:.2f}B params per GPU at "
+               f"{per:.1f} bytes each (bf16 params 2 + fp32 gradients 4 + main params and Adam 12"
+               + (f" / {m.dp_cp} DP x CP" if m.dist_opt else "") + "; megatron-core theoretical_memory_usage.py); "
+               f"{self.micro_batches} micro-batch(es) per mini-batch on each of {m.dp} data-parallel ranks. "
+               "From megatron-core's formulas and verl's Megatron worker; not measured on a GPU"]
+        if m.world % (m.tp * m.pp * m.cp):
+            out.append(f"TP {m.tp} x PP {m.pp} x CP {m.cp} does not divide the {m.world} GPUs: Megatron will not start")
+        if self.f.num_experts and (self.f.num_experts % m.ep or m.world % (m.etp * m.ep * m.pp)):
+            out.append(f"EP {m.ep} x ETP {m.etp} x PP {m.pp} does not divide the {self.f.num_experts} experts or the "
+                       f"{m.world} GPUs: Megatron will not start")
+        return out
+
+    def host_per_rank(self) -> list[tuple[str, str, float]]:
+        """(key, label, bytes) one rank keeps on the host: the pinned copies the offloads make (megatron_utils.py:
+        742-750: one pinned buffer per parameter buffer, made once; :931-962 the optimizer's main params and states)
+        and the reference's params with its param_offload."""
+        m, st, out = self.m, self.st, []
+        if self.cfg.ref_separate and m.ref_param_offload:
+            out.append(("host_ref", "reference params (bf16, offloaded between its passes)", st.params))
+        if m.param_offload:
+            out.append(("host_actor_params", "actor params offloaded between calls (bf16, pinned)", st.params))
+        if m.optimizer_offload:
+            out.append(("host_actor_adam", "actor main params and Adam states offloaded between updates (fp32)",
+                        st.main + st.adam))
+        return out
+
+    # -- terms ---------------------------------------------------------------------------------
+
+    def _label(self, what: str) -> str:
+        m = self.m
+        ways = f"TP {m.tp}, PP {m.pp}" + (f", EP {m.ep}" if m.ep > 1 else "") + (f", CP {m.cp}" if m.cp > 1 else "")
+        return f"{what} ({ways}; {self.s.name})"
+
+    def _params(self, note: str = "") -> Term:
+        s = self.s
+        experts = f" + {s.expert / 1e9:.2f}B routed-expert params" if s.expert else ""
+        return term("actor_params", self._label(f"actor params, bf16: {s.dense / 1e9:.2f}B{experts} on this GPU"),
+                    self.st.params, note)
+
+    def _grads(self, note: str = "") -> Term:
+        return term("actor_grads", "actor gradient buffer (fp32: verl sets grad_reduce_in_fp32), whole on every "
+                                   "data-parallel rank", self.st.grads, note)
+
+    def _shard(self) -> str:
+        m = self.m
+        if not m.dist_opt:
+            return "whole on every rank (use_distributed_optimizer=False)"
+        return f"/ {m.dp_cp} DP x CP ranks" + (f", experts / {m.expert_dp} expert-DP ranks" if self.s.expert else "")
+
+    def resident(self, *, loaded: bool = False, grads: bool = True, adam: bool = True,
+                 ref_loaded: bool = False) -> list[Term]:
+        """What stays on the GPU between calls; ``loaded``: the params brought back for this call (param_offload)."""
+        m, out = self.m, []
+        if not m.param_offload or loaded:
+            out.append(self._params("loaded back for this call (param_offload)" if m.param_offload else ""))
+        if grads and not m.param_offload:
+            out.append(self._grads())
+        if not m.optimizer_offload:
+            out.append(term("actor_main_params", f"actor fp32 main params ({self._shard()})", self.st.main))
+            if adam:
+                out.append(term("actor_adam", f"actor Adam m and v (fp32, {self._shard()})", self.st.adam))
+        if self.cfg.ref_separate and (not m.ref_param_offload or ref_loaded):
+            out.append(term("ref_params", "reference params (bf16, the actor's TP / PP; forward-only, no gradient "
+                                          "buffer)" + (": loaded for its pass" if m.ref_param_offload else ""),
+                            self.st.params))
+        out.append(term("trainer_context", "trainer process: CUDA context, NCCL (TP, PP, DP, EP groups) and library "
+                                           "workspaces", self.c.trainer_context + (self.c.nccl_buffers if
+                                                                                    self.cfg.world > 1 else 0)))
+        return out
+
+    def at_load(self) -> list[Term]:
+        """When the rollout engine starts: the states built and offloaded as configured, Adam's m and v not yet
+        created (the first optimizer step creates them)."""
+        return self.resident(adam=False)
+
+    def sync(self) -> list[Term]:
+        """The weight sync's trainer side: params loaded without their gradients (get_per_tensor_param), one weight
+        gathered whole over TP at a time, and verl's send buffer."""
+        f, cfg = self.f, self.cfg
+        return self.resident(loaded=True) + [
+            term("sync_bucket", f"weight-sync send buffer (update_weights_bucket_megabytes = "
+                                f"{cfg.sync_bucket_bytes >> 20})", cfg.sync_bucket_bytes),
+            term("sync_tensor", f"largest weight gathered whole over TP for the export ({SYNC_GATHER_COPIES} copies: "
+                                "the shards and their concatenation)",
+                 SYNC_GATHER_COPIES * mt.largest_weight(f, self.m.param_bytes))]
+
+    def _logits(self, tokens: float, update: bool, entropy: bool) -> list[Term]:
+        if not self.s.output:
+            return []
+        f, m = self.f, self.m
+        shard = f.vocab_size / m.tp
+        if self.cfg.fused_kernels:
+            return [term("logits", f"log-probs from the hidden states (use_fused_kernels; {tok(tokens)})",
+                         mt.logits(f, tokens, True, self.c))]
+        per = LOGIT_BYTES_UPDATE if update else LOGIT_BYTES_FORWARD
+        out = [term("logits", f"logits of the vocabulary shard ({tok(tokens)} x {shard:,.0f} = vocab / TP {m.tp}; "
+                              f"bf16 + the fp32 copy of vocab-parallel cross-entropy{' + bf16 gradient' if update else ''}"
+                              ")", tokens * shard * per)]
+        if entropy:
+            out.append(term("entropy", "entropy: a clone of the logits and its fp32 softmax (calculate_entropy)",
+                            tokens * shard * ENTROPY_BYTES))
+        return out
+
+    def forward(self, tokens: float, *, ref: bool = False) -> list[Term]:
+        """A forward-only pass (old log-prob, or the reference's): no activations kept, one layer's working set at a
+        time; the last stage's logits; the params loaded for the call with param_offload."""
+        m = self.m
+        base = self.resident(loaded=not ref, ref_loaded=ref)
+        logits = self._logits(tokens, update=False, entropy=not ref)
+        layer = term("layer_activations", f"one layer's working set ({tok(tokens)}, freed as it goes)",
+                     self.c.forward_layer_fraction * layer_activation(self.f, tokens, m, bool(self.s.moe_layers)))
+        return base + (logits if sum(t.bytes for t in logits) >= layer.bytes else [layer])
+
+    def update(self) -> list[Term]:
+        """update_actor at its peak: every state on the GPU, the stage's in-flight activations, the last stage's
+        logits (the pipeline's end runs its loss on one micro-batch at a time)."""
+        T = self.update_tokens
+        acts, how = activations(self.f, T, self.m, self.s, self.micro_batches)
+        out = [self._params("loaded back for the update" if self.m.param_offload else ""),
+               self._grads("loaded back for the update" if self.m.param_offload else ""),
+               term("actor_main_params", f"actor fp32 main params ({self._shard()})", self.st.main,
+                    "loaded back for the update" if self.m.optimizer_offload else ""),
+               term("actor_adam", f"actor Adam m and v (fp32, {self._shard()})", self.st.adam,
+                    "loaded back for the update" if self.m.optimizer_offload else ""),
+               term("activations", f"activations, micro-batches of {tok(T)} per GPU", acts, how)]
+        out += self._logits(T, update=True, entropy=self.cfg.update_entropy)
+        return out + [t for t in self.resident() if t.key in ("ref_params", "trainer_context")]
+
+
+EngineFn = Callable[..., dict]
+EngineTermsFn = Callable[..., list[Term]]
+
+
+def megatron_phases(cfg: MemoryConfig, tr: MegatronTrainer, roles: list[str], capacity: int, c: MemoryConstants,
+                    models: Mapping[str, ModelFacts], engine: EngineFn, engine_terms: EngineTermsFn,
+                    phase: Callable[..., object]) -> tuple[list, int]:
+    """The phases of a training GPU with the Megatron trainer beside the engines (``engine`` / ``engine_terms``:
+    the estimate's vLLM / SGLang terms; ``phase``: its Phase), as the FSDP phases are put together."""
+    init = tr.at_load()
+    free = capacity - c.driver_reserved - sum(t.bytes for t in init)
+    engines = {r: engine(cfg, r, capacity, free, c, models.get(r)) for r in ("rollout", "reward") if r in roles}
+    asleep = [t for r, e in engines.items() for t in engine_terms(r, e, False, c)]
+    phases = []
+    if "rollout" in engines:
+        eng = cfg.engines["rollout"]
+        phases.append(phase(name=P.LOAD, terms=init + engine_terms("rollout", engines["rollout"], True, c)))
+        phases.append(phase(name=P.WEIGHT_SYNC, terms=tr.sync() + [
+            term("engine_rollout_weights", f"rollout engine weights woken (bf16 / TP {eng.tp})",
+                 mt.engine_weights(tr.f, eng.tp, eng.pp)),
+            term("engine_rollout_asleep", "rollout engine context and CUDA graphs", engines["rollout"]["asleep"])]))
+        phases.append(phase(name=P.GENERATION, terms=tr.resident() + engine_terms("rollout", engines["rollout"], True, c)
+                            + [t for r, e in engines.items() if r != "rollout" for t in engine_terms(r, e, False, c)]))
+    phases.append(phase(name=P.OLD_LOG_PROB, terms=tr.forward(tr.logprob_tokens) + asleep))
+    if cfg.ref_separate:
+        phases.append(phase(name=P.REF_LOG_PROB, terms=tr.forward(tr.ref_tokens, ref=True) + asleep))
+    phases.append(phase(name=P.ACTOR_UPDATE, terms=tr.update() + asleep))
+    if "reward" in engines:
+        others = [t for r, e in engines.items() if r != "reward" for t in engine_terms(r, e, False, c)]
+        phases.append(phase(name=P.REWARD, terms=tr.resident() + engine_terms("reward", engines["reward"], True, c)
+                            + others))
+    return phases, free
+
+
+def worst_stage(values: Mapping, cfg: MemoryConfig, actor: ModelFacts, c: MemoryConstants,
+                peak: Callable[[MegatronTrainer], int]) -> MegatronTrainer:
+    """The stage whose GPUs peak highest (``peak``: a trainer's peak over its phases): the first (embedding, PP
+    micro-batches in flight) or the last (output layer, logits); the middle ones hold less than either."""
+    m = read_megatron(values, cfg.world)
+    first = MegatronTrainer(values, cfg, actor, c, 0, m)
+    if m.pp == 1:
+        return first
+    last = MegatronTrainer(values, cfg, actor, c, m.pp - 1, m)
+    return last if peak(last) > peak(first) else first
