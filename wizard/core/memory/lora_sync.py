@@ -25,7 +25,6 @@ from dataclasses import dataclass
 from wizard.core.memory import terms as mt
 from wizard.core.models.facts import ModelFacts
 from wizard.core.verl.keys import A, AF, M, R
-from wizard.core.verl.roles import lora_rank
 
 BUCKET_KEY = f"{R}.checkpoint_engine.update_weights_bucket_megabytes"
 LOAD_FORMAT_KEY = f"{R}.load_format"
@@ -58,7 +57,12 @@ def base_sync_blocked(values: Mapping, actor: ModelFacts | None) -> BaseSyncBloc
     """The block when this config's first weight sync would send a base weight the bucketed path cannot take; None
     when it will not (no LoRA, LoRA merged, vLLM loading the base weights itself, another engine or trainer, a
     buffer large enough, or the model unknown)."""
-    if actor is None or lora_rank(values) <= 0 or str(values.get(f"{R}.name") or "vllm") != "vllm":
+    # verl's FSDP engine turns LoRA on from model.lora_rank alone (workers/engine/fsdp/transformer_impl.py:162;
+    # model.lora.rank is the Megatron engine's)
+    rank = values.get(f"{M}.lora_rank")
+    if actor is None or not isinstance(rank, int) or isinstance(rank, bool) or rank <= 0:
+        return None
+    if str(values.get(f"{R}.name") or "vllm") != "vllm":
         return None
     lora = values.get(f"{M}.lora")
     if isinstance(lora, Mapping) and lora.get("merge") is True:
