@@ -26,15 +26,12 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 from wizard.core.memory.terms import (  # noqa: E402
     CONSTANTS as C, GIB, SglangArgs, sglang_gpu_defaults, sglang_memory,
 )
-from wizard.core.models.facts import ModelFacts  # noqa: E402
+from tests.helpers.hf_configs import QWEN25_05B, QWEN25_7B  # noqa: E402
+from wizard.core.models.facts import ModelFacts, facts_from_hf_config  # noqa: E402
 
 MIB = 1 << 20
-Q7 = ModelFacts(source="config", name="Qwen/Qwen2.5-7B-Instruct", model_type="qwen2", hidden_size=3584,
-                intermediate_size=18944, num_layers=28, num_attention_heads=28, num_kv_heads=4, head_dim=128,
-                vocab_size=152064, tie_word_embeddings=False, max_position_embeddings=32768, attention_bias=True)
-Q05 = ModelFacts(source="config", name="Qwen/Qwen2.5-0.5B-Instruct", model_type="qwen2", hidden_size=896,
-                 intermediate_size=4864, num_layers=24, num_attention_heads=14, num_kv_heads=2, head_dim=64,
-                 vocab_size=151936, tie_word_embeddings=True, max_position_embeddings=32768, attention_bias=True)
+Q7 = facts_from_hf_config(QWEN25_7B, name="Qwen/Qwen2.5-7B-Instruct", source="config")
+Q05 = facts_from_hf_config(QWEN25_05B, name="Qwen/Qwen2.5-0.5B-Instruct", source="config")
 GPUS = {"T4": 15_360, "A10": 23_028, "A100-40GB": 40_960, "H100": 81_559, "H200": 143_771, "B200": 183_359}
 
 
