@@ -73,12 +73,40 @@ def _launch(run: dict, out: Path, env: dict) -> tuple[int | None, str | None, fl
         # cwd: the run's folder, so that `python -m wizard` imports the wizard on PYTHONPATH, not a checkout's
         proc = subprocess.Popen(command(run, out), stdout=log, stderr=subprocess.STDOUT, env=env, cwd=str(out),
                                 start_new_session=True)
-        try:
-            rc = proc.wait(timeout=run.get("timeout_s", 420))
-        except subprocess.TimeoutExpired:
-            rc, status = None, "timeout"
+        rc, status = _wait(proc, out / "run.log", run.get("timeout_s", 420))
         _kill_group(proc.pid)  # what the run left in its process group (Ray's services among them)
     return rc, status, time.time() - t0
+
+
+# An engine worker that died: verl waits for it without end (seen: a LoRA sync that killed vLLM's worker hung the run
+# for 3 more minutes until its time limit). Such a run is ended 30 s after the line, so the campaign moves on.
+FATAL = re.compile(r"WorkerProc hit an exception|Worker failed with error|EngineDeadError|Engine core initialization failed")
+FATAL_GRACE_S = 30
+
+
+def _wait(proc: subprocess.Popen, log: Path, timeout_s: float, grace_s: float = FATAL_GRACE_S
+          ) -> tuple[int | None, str | None]:
+    """(exit code, None), or (None, "timeout"), or (None, "dead_engine") once the log shows an engine worker died."""
+    t0, seen_at, read = time.time(), None, 0
+    while True:
+        try:
+            return proc.wait(timeout=5), None
+        except subprocess.TimeoutExpired:
+            pass
+        if seen_at is None:
+            try:
+                with log.open("rb") as f:
+                    f.seek(read)
+                    chunk = f.read()
+                read += len(chunk)
+                if FATAL.search(chunk.decode(errors="replace")):
+                    seen_at = time.time()
+            except OSError:
+                pass
+        elif time.time() - seen_at > grace_s:
+            return None, "dead_engine"
+        if time.time() - t0 > timeout_s:
+            return None, "timeout"
 
 
 def run_one(run: dict, out: Path, env: dict) -> dict:

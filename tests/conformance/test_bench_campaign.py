@@ -1,0 +1,44 @@
+"""The device campaign (bench/real/campaign.py) ends a run whose engine worker died: verl waits for a dead vLLM
+worker without end, and a run left to its time limit spends device time that the next runs need."""
+
+import importlib.util
+import subprocess
+import sys
+
+from tests.conftest import ROOT
+from tests.helpers.procs import default_hangup
+
+
+def campaign():
+    spec = importlib.util.spec_from_file_location("campaign", ROOT / "bench" / "real" / "campaign.py")
+    module = importlib.util.module_from_spec(spec)
+    sys.path.insert(0, str(ROOT / "bench" / "real"))
+    spec.loader.exec_module(module)
+    return module
+
+
+def hanging(log, line: str) -> subprocess.Popen:
+    """A process that prints ``line`` into ``log`` and then waits, as verl does for a worker that died."""
+    code = f"import sys, time; print({line!r}, flush=True); time.sleep(600)"
+    return subprocess.Popen([sys.executable, "-c", code], stdout=log.open("wb"), stderr=subprocess.STDOUT,
+                            preexec_fn=default_hangup)
+
+
+def test_a_run_whose_vllm_worker_died_is_ended_not_left_to_its_time_limit(tmp_path):
+    c = campaign()
+    log = tmp_path / "run.log"
+    proc = hanging(log, "(vLLMHttpServer pid=8179) (Worker pid=8396) ERROR 12-05 04:32:43 "
+                        "[multiproc_executor.py:1000] WorkerProc hit an exception.")
+    try:
+        assert c._wait(proc, log, timeout_s=600, grace_s=0) == (None, "dead_engine")
+    finally:
+        proc.kill()
+        proc.wait()
+
+
+def test_a_run_that_ends_by_itself_gives_its_exit_code(tmp_path):
+    c = campaign()
+    log = tmp_path / "run.log"
+    proc = subprocess.Popen([sys.executable, "-c", "print('step:1'); raise SystemExit(3)"], stdout=log.open("wb"),
+                            preexec_fn=default_hangup)
+    assert c._wait(proc, log, timeout_s=600) == (3, None)
