@@ -1,6 +1,7 @@
 """The configurations measured on the H200 (bench/data/verl_real/), in the order the campaign runs them.
 
-    python3 bench/real/campaign_spec.py OUT.json [--side-by-side | --timing | --advised | --sglang] [--skip-recorded] [--margin F]
+    python3 bench/real/campaign_spec.py OUT.json [--side-by-side | --timing | --advised | --sglang [--sglang-kwargs K=V,...]]
+        [--skip-recorded] [--margin F]
         [--first NAME,NAME,...] [--steps N] [--expect S] [--preflight PYTHON]
 
 Writes campaign.py's input. ``--preflight`` first runs verl's own pre-flight (Hydra compose + validate_config,
@@ -407,10 +408,12 @@ def predicted_phases(args: list[str], size: str) -> tuple[dict[str, float], dict
     return phases, terms
 
 
-def sglang_runs() -> list[dict]:
+def sglang_runs(extra: dict | None = None) -> list[dict]:
+    """``extra``: engine_kwargs.sglang for every run (--sglang-kwargs), e.g. attention_backend=triton,
+    sampling_backend=pytorch where flashinfer's JIT compilation takes too long on the device."""
     out = []
     for name, size, util, eager, kwargs in SGLANG_PLAN:
-        args = sglang_args(size, util, eager, kwargs)
+        args = sglang_args(size, util, eager, {**kwargs, **(extra or {})})
         # the first run JIT-compiles flashinfer's kernels (nvcc, minutes); later runs find them in ~/.cache/flashinfer
         run = verl(name, args, expect_s=420 if not out else 300, timeout_s=590 if not out else 480)
         phases, terms = predicted_phases(args, size)
@@ -420,12 +423,19 @@ def sglang_runs() -> list[dict]:
     return out
 
 
+def _kwargs(argv: list[str]) -> dict:
+    if "--sglang-kwargs" not in argv:
+        return {}
+    pairs = [kv.split("=", 1) for kv in argv[argv.index("--sglang-kwargs") + 1].split(",") if kv]
+    return {k: v for k, v in pairs}
+
+
 def main(argv: list[str]) -> int:
     global MARGIN
     if "--margin" in argv:  # the estimate was within a few % of every run so far: a smaller margin packs more runs
         MARGIN = float(argv[argv.index("--margin") + 1])
     spec = (side_runs() if "--side-by-side" in argv else timing_runs() if "--timing" in argv else
-            advised_runs() if "--advised" in argv else sglang_runs() if "--sglang" in argv else runs())
+            advised_runs() if "--advised" in argv else sglang_runs(_kwargs(argv)) if "--sglang" in argv else runs())
     if "--skip-recorded" in argv:  # a later campaign measures only what bench/data/verl_real does not hold yet
         spec = [run for run in spec if not (MODELS / run["name"]).is_dir()]
     if "--first" in argv:  # these names first, in this order (the rest keep theirs)

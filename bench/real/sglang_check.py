@@ -1,6 +1,6 @@
 """Check the SGLang wheel set (sglang_parts.sh) against verl's kit and the H200 image, here, without a device.
 
-    python3 bench/real/sglang_check.py SGL_WHEELS_DIR KIT_ESS_DIR [--pip PIP_PYTHON]
+    python3 bench/real/sglang_check.py SGL_WHEELS_DIR KIT_ESS_DIR [--pip PIP_PYTHON] [--imports]
 
 SGL_WHEELS_DIR: the unpacked parts' ``sgl/`` folder; KIT_ESS_DIR: the verl kit's ``ess/`` (its parts unpacked).
 Every Requires-Dist of the carried wheels (and of the kit's wheels on a package the SGLang set shadows) is checked
@@ -9,7 +9,10 @@ against what the device would import first: /tmp/site-sgl (these wheels), then /
 line per problem and the verdict; exit 1 on a duplicate or a requirement that nothing provides. With ``--pip``, also
 lets pip's resolver install sglang==0.5.12 offline (--dry-run --no-index) from these folders plus stand-ins for the
 image's packages (``ASSUMED`` versions where unknown) and for what is left out on purpose (transformers==5.6.0, the
-"[TAG]" lines of sglang-wheels.txt).
+"[TAG]" lines of sglang-wheels.txt). With ``--imports``, follows the module-level imports (ast; not inside functions,
+not in ``except`` fallbacks) from ``sglang.srt.entrypoints.engine`` and ``verl.workers.rollout.sglang_rollout.
+async_sglang_server`` through sglang's package and names every outside module that no carried wheel, kit wheel or
+image package provides: each is then one to read (most sit behind an ``if _is_npu:``-like guard).
 """
 
 from __future__ import annotations
@@ -153,8 +156,80 @@ def main(argv: list[str]) -> int:
     print(f"requirements: {problems} conflict(s), {unknown} unknown upper bound(s) on the image's versions")
     if "--pip" in argv:
         bad = pip_dry_run(argv[argv.index("--pip") + 1], Path(argv[1]), Path(argv[2]), sgl, left_out) or bad
+    if "--imports" in argv:
+        imports(Path(argv[1]), Path(argv[2]))
     print("verdict:", "BAD" if bad or problems else "ok")
     return 1 if bad or problems else 0
+
+
+# import name -> the image's package (where they differ)
+IMAGE_MODULES = {"PIL": "pillow", "yaml": "pyyaml", "cuda": "cuda-bindings", "dateutil": "python-dateutil",
+                 "google": "protobuf", "sklearn": "scikit-learn", "pynvml": "nvidia-ml-py", "attr": "attrs"}
+
+
+def top_levels(wheel: Path) -> set[str]:
+    with zipfile.ZipFile(wheel) as z:
+        names = z.namelist()
+    out = set()
+    for n in names:
+        head = n.split("/")[0]
+        if head.endswith((".dist-info", ".data")):
+            continue
+        out.add(head[:-3] if head.endswith(".py") else head.split(".")[0])
+    return out
+
+
+def imports(sgl_dir: Path, kit_dir: Path) -> None:
+    import ast
+
+    provided = set(sys.stdlib_module_names) | {"__future__"}
+    for wheel in [*sgl_dir.glob("*.whl"), *kit_dir.glob("*.whl")]:
+        provided |= top_levels(wheel)
+    image = {n.replace("-", "_") for n in IMAGE} | set(IMAGE_MODULES)
+    sources: dict[str, str] = {}
+    for wheel in [next(sgl_dir.glob("sglang-*.whl")), next(kit_dir.glob("verl-*.whl"))]:
+        with zipfile.ZipFile(wheel) as z:
+            sources |= {n[:-3].replace("/", "."): z.read(n).decode(errors="replace") for n in z.namelist()
+                        if n.endswith(".py")}
+
+    def module(name: str) -> str | None:
+        return name if name in sources else f"{name}.__init__" if f"{name}.__init__" in sources else None
+
+    todo = ["sglang.srt.entrypoints.engine", "verl.workers.rollout.sglang_rollout.async_sglang_server"]
+    seen: set[str] = set()
+    outside: dict[str, str] = {}
+    while todo:
+        name = todo.pop()
+        key = module(name)
+        if key is None or key in seen:
+            continue
+        seen.add(key)
+        parts = name.split(".")
+        todo += [".".join(parts[:i]) for i in range(1, len(parts))]
+        package = name if key.endswith("__init__") else name.rsplit(".", 1)[0]
+        stack = list(ast.parse(sources[key]).body)
+        while stack:
+            node = stack.pop()
+            if isinstance(node, ast.If):
+                stack += node.body + node.orelse
+            elif isinstance(node, ast.Try):
+                stack += node.body
+            elif isinstance(node, ast.Import):
+                targets = [a.name for a in node.names]
+            elif isinstance(node, ast.ImportFrom):
+                base = node.module or ""
+                if node.level:
+                    base = ".".join(package.split(".")[:len(package.split(".")) - node.level + 1] + ([base] if base else []))
+                targets = [base] + [f"{base}.{a.name}" for a in node.names]
+            if isinstance(node, (ast.Import, ast.ImportFrom)):
+                for target in targets:
+                    top = target.split(".")[0]
+                    if top in ("sglang", "verl"):
+                        todo.append(target)
+                    elif top not in provided and top not in image:
+                        outside.setdefault(top, key)
+    print(f"imports: {len(seen)} modules of sglang and verl reached; provided by nothing carried or there: "
+          + ", ".join(f"{k} (from {v})" for k, v in sorted(outside.items())))
 
 
 def stub(folder: Path, name: str, version: str) -> None:
