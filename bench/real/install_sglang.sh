@@ -11,14 +11,15 @@ PARTS=${PARTS:-/tmp/sgl-parts}
 SITE=${SITE:-/tmp/site-sgl}
 KIT=${KIT:-/tmp/site}
 ENVSH=${ENVSH:-/tmp/sgl-env.sh}
+UNPACK=${UNPACK:-/tmp}  # the parts unpack into $UNPACK/sgl
 [ -d "$KIT/verl" ] || { echo "verl's kit is not installed in $KIT: run install.sh first"; exit 1; }
 if [ ! -d "$SITE/sglang" ]; then
   ( cd "$PARTS" && [ -f SHA256SUMS ] && sha256sum -c --quiet SHA256SUMS ) || echo "note: no SHA256SUMS check"
-  rm -rf /tmp/sgl
-  cat "$PARTS"/s[0-9][0-9]/part* | tar x -C /tmp || { echo "SGLang parts missing or incomplete in $PARTS"; exit 1; }
+  rm -rf "$UNPACK/sgl"
+  cat "$PARTS"/s[0-9][0-9]/part* | tar x -C "$UNPACK" || { echo "SGLang parts missing or incomplete in $PARTS"; exit 1; }
   t0=$(date +%s)
-  python3 -m pip install -q --no-index --no-deps --no-compile --no-cache-dir --target "$SITE" /tmp/sgl/*.whl || exit 1
-  echo "installed $(ls /tmp/sgl/*.whl | wc -l) wheels into $SITE in $(( $(date +%s) - t0 )) s"
+  python3 -m pip install -q --no-index --no-deps --no-compile --no-cache-dir --target "$SITE" "$UNPACK"/sgl/*.whl || exit 1
+  echo "installed $(ls "$UNPACK"/sgl/*.whl | wc -l) wheels into $SITE in $(( $(date +%s) - t0 )) s"
 fi
 rm -rf "$SITE/transformers" "$SITE"/transformers-*.dist-info  # never the set's, but keep verl's 5.9.0 whatever
 # vLLM hidden (SGL_KEEP_VLLM=1 keeps it): verl's _load_sglang (workers/rollout/replica.py) imports vllm and mocks it
@@ -40,8 +41,8 @@ echo "export PYTHONPATH=$SITE$pth:$KIT\${PYTHONPATH:+:\$PYTHONPATH}" > "$ENVSH"
 # sgl_kernel's common_ops needs libnuma.so.1 (readelf -d); the image may lack it
 if ldconfig -p | grep -q 'libnuma\.so\.1 '; then
   echo "libnuma.so.1: the image's ($(ldconfig -p | grep -m1 'libnuma\.so\.1 ' | awk '{print $NF}'))"
-elif ls /tmp/sgl/numa/libnuma1_*.deb >/dev/null 2>&1; then
-  mkdir -p /tmp/numa && dpkg -x /tmp/sgl/numa/libnuma1_*.deb /tmp/numa || exit 1
+elif ls "$UNPACK"/sgl/numa/libnuma1_*.deb >/dev/null 2>&1; then
+  mkdir -p /tmp/numa && dpkg -x "$UNPACK"/sgl/numa/libnuma1_*.deb /tmp/numa || exit 1
   echo "export LD_LIBRARY_PATH=/tmp/numa/usr/lib/x86_64-linux-gnu\${LD_LIBRARY_PATH:+:\$LD_LIBRARY_PATH}" >> "$ENVSH"
   echo "libnuma.so.1: MISSING in the image; using the carried Debian 12 libnuma1 in /tmp/numa (LD_LIBRARY_PATH)"
 else
