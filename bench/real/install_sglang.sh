@@ -14,7 +14,11 @@ ENVSH=${ENVSH:-/tmp/sgl-env.sh}
 UNPACK=${UNPACK:-/tmp}  # the parts unpack into $UNPACK/sgl
 [ -d "$KIT/verl" ] || { echo "verl's kit is not installed in $KIT: run install.sh first"; exit 1; }
 if [ ! -d "$SITE/sglang" ]; then
-  ( cd "$PARTS" && [ -f SHA256SUMS ] && sha256sum -c --quiet SHA256SUMS ) || echo "note: no SHA256SUMS check"
+  if [ -f "$PARTS/SHA256SUMS" ]; then
+    ( cd "$PARTS" && sha256sum -c --quiet SHA256SUMS ) || { echo "SGLang parts differ from SHA256SUMS: carry those again"; exit 1; }
+  else
+    echo "no $PARTS/SHA256SUMS: the parts are not checked"
+  fi
   rm -rf "$UNPACK/sgl"
   cat "$PARTS"/s[0-9][0-9]/part* | tar x -C "$UNPACK" || { echo "SGLang parts missing or incomplete in $PARTS"; exit 1; }
   t0=$(date +%s)
