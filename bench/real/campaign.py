@@ -118,7 +118,9 @@ def run_one(run: dict, out: Path, env: dict) -> dict:
     _cleanup(env)
     time.sleep(1.0)
     sampler.stop()
-    return _record(run, out, rc, status, wall, sampler)
+    rec = _record(run, out, rc, status, wall, sampler)
+    _keep_model_config(run, out)
+    return rec
 
 
 def _kill_group(pid: int) -> None:

@@ -1,6 +1,7 @@
 """The configurations measured on the H200 (bench/data/verl_real/), in the order the campaign runs them.
 
-    python3 bench/real/campaign_spec.py OUT.json [--side-by-side | --timing | --advised] [--skip-recorded] [--margin F]
+    python3 bench/real/campaign_spec.py OUT.json [--side-by-side | --timing | --advised | --sglang [--sglang-kwargs K=V,...]]
+        [--skip-recorded] [--margin F]
         [--first NAME,NAME,...] [--steps N] [--expect S] [--preflight PYTHON]
 
 Writes campaign.py's input. ``--preflight`` first runs verl's own pre-flight (Hydra compose + validate_config,
@@ -355,12 +356,87 @@ def predicted_step(args: list[str], size: str) -> tuple[float | None, dict]:
     return (None if st.seconds is None else round(st.seconds, 1)), st.by_name()
 
 
+# SGLang 0.5.12 as the rollout engine (--sglang; SGLANG.md): each run alone on the GPU, 2 steps, verl's defaults for
+# SGLang (attention_backend flashinfer, JIT-compiled at the first start: no flashinfer-jit-cache travels), varying
+# what the estimate's SGLang terms depend on: mem_fraction_static (gpu_memory_utilization) x the memory free when the
+# engine starts, CUDA graphs (enforce_eager=true only turns the decode graphs off; the piecewise prefill graphs stay
+# unless disable_piecewise_cuda_graph), max_total_tokens (caps the KV pool) and chunked_prefill_size (the prefill
+# activations and the piecewise graphs' sizes). Rollout TP 1 (one GPU).
+SGL = f"+{R}.engine_kwargs.sglang"
+SGLANG_PLAN = [  # (name, size, util, eager, engine_kwargs.sglang); 1.5B and 3B share head_dim 128, so flashinfer's
+    # JIT-compiled kernels of the first run serve the next three (0.5B's head_dim 64 would compile its own)
+    ("sgl-grpo-1.5b-fsdp2-u0.5-graphs", "1.5b", 0.5, False, {}),
+    ("sgl-grpo-1.5b-fsdp2-u0.6-eager", "1.5b", 0.6, True, {}),
+    ("sgl-grpo-1.5b-fsdp2-u0.4-maxtok64k-chunk2k", "1.5b", 0.4, False,
+     {"max_total_tokens": 65536, "chunked_prefill_size": 2048}),
+    ("sgl-grpo-3b-fsdp2-u0.7-graphs", "3b", 0.7, False, {}),
+    # a fifth where time is left: no piecewise graphs, decode graphs up to 64 requests
+    ("sgl-grpo-1.5b-fsdp2-u0.5-nopiecewise-bs64", "1.5b", 0.5, False,
+     {"disable_piecewise_cuda_graph": True, "cuda_graph_max_bs": 64}),
+]
+# SGLang's own memory lines (model_runner.py; sglang-carry.md): verl starts the engine with log_level="error", which
+# hides them; engine_kwargs.sglang.log_level=info (passed after verl's own arguments, so it wins) brings them back
+SGLANG_LINES = ["Load weight end", "KV Cache is allocated. #tokens:", "Capture cuda graph end",
+                "Capture piecewise CUDA graph end", "max_total_num_tokens=", "Not enough memory",
+                "Memory usage increased after sleeping"]
+
+
+def sglang_args(size: str, util: float, eager: bool, kwargs: dict) -> list[str]:
+    args = replace(base(size, util, eager=eager), f"{R}.name=sglang")
+    return [*args, f"{SGL}.log_level=info", *(f"{SGL}.{k}={str(v).lower() if isinstance(v, bool) else v}" for k, v in kwargs.items())]
+
+
+def predicted_phases(args: list[str], size: str) -> tuple[dict[str, float], dict[str, float]]:
+    """The estimate's per-phase GPU peaks (GiB, one H200, no flash-attn) and its generation-phase SGLang terms."""
+    sys.path.insert(0, str(Path(__file__).resolve().parents[2]))
+    from tests.helpers.real_memory import h200
+    from wizard.adapters.files.resources import load_moves, load_schema
+    from wizard.core.check.verdict import check_overrides
+    from wizard.core.memory.config import FLASH_ATTN
+    from wizard.core.memory.estimate import estimate_memory
+    from wizard.core.models.facts import facts_from_hf_config
+
+    facts = facts_from_hf_config(json.loads((MODELS / MODEL_JSON[size] / "model.json").read_text()), name=size,
+                                 source="config")
+    models = {"actor": facts, "ref": facts, "critic": facts}
+    cluster = h200(143771)
+    mp = check_overrides(load_schema(), args, moves=load_moves(), models=models, cluster=cluster).memory
+    report, _ = estimate_memory({**mp.values, FLASH_ATTN: False}, models, cluster)
+    group = report.groups[0]
+    phases = {p.name: round(p.total / 2**30, 2) for p in group.phases}
+    gen = next((p for p in group.phases if p.name == "generation"), group.peak)
+    terms = {t.key: round(t.bytes / 2**30, 2) for t in gen.terms if "rollout" in t.key}
+    return phases, terms
+
+
+def sglang_runs(extra: dict | None = None) -> list[dict]:
+    """``extra``: engine_kwargs.sglang for every run (--sglang-kwargs), e.g. attention_backend=triton,
+    sampling_backend=pytorch where flashinfer's JIT compilation takes too long on the device."""
+    out = []
+    for name, size, util, eager, kwargs in SGLANG_PLAN:
+        args = sglang_args(size, util, eager, {**kwargs, **(extra or {})})
+        # the first run JIT-compiles flashinfer's kernels (nvcc, minutes); later runs find them in ~/.cache/flashinfer
+        run = verl(name, args, expect_s=420 if not out else 300, timeout_s=590 if not out else 480)
+        phases, terms = predicted_phases(args, size)
+        run.update(predicted_peak_gib=max(phases.values()), predicted_phases_gib=phases,
+                   predicted_sglang_terms_gib=terms, look_for=SGLANG_LINES)
+        out.append(run)
+    return out
+
+
+def _kwargs(argv: list[str]) -> dict:
+    if "--sglang-kwargs" not in argv:
+        return {}
+    pairs = [kv.split("=", 1) for kv in argv[argv.index("--sglang-kwargs") + 1].split(",") if kv]
+    return {k: v for k, v in pairs}
+
+
 def main(argv: list[str]) -> int:
     global MARGIN
     if "--margin" in argv:  # the estimate was within a few % of every run so far: a smaller margin packs more runs
         MARGIN = float(argv[argv.index("--margin") + 1])
     spec = (side_runs() if "--side-by-side" in argv else timing_runs() if "--timing" in argv else
-            advised_runs() if "--advised" in argv else runs())
+            advised_runs() if "--advised" in argv else sglang_runs(_kwargs(argv)) if "--sglang" in argv else runs())
     if "--skip-recorded" in argv:  # a later campaign measures only what bench/data/verl_real does not hold yet
         spec = [run for run in spec if not (MODELS / run["name"]).is_dir()]
     if "--first" in argv:  # these names first, in this order (the rest keep theirs)

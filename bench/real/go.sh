@@ -2,11 +2,17 @@
 # On the device, after every part of ../shared/tools/device-verl was copied to /tmp/verl-parts (one call each):
 # install verl + vLLM + Ray, patch verl's phase marks (patch_verl.py), make the models, run the campaign.
 #   DEADLINE=<epoch s> LANES=<runs side by side> [FIRST="1.5b 3b" MORE=] setsid bash /tmp/dev/real/go.sh > /tmp/go.log 2>&1 &
+# SGL=1: SGLang too (its parts copied to /tmp/sgl-parts; install_sglang.sh), runs with PYTHONPATH=/tmp/site-sgl:/tmp/site
 set -x
 export NCCL_NVLS_ENABLE=0 TORCH_SYMM_MEM_DISABLE_MULTICAST=1 NVSHMEM_DISABLE_NVLS=1
 D=/tmp/dev
 bash /tmp/tools/install.sh || exit 1
 export PYTHONPATH=/tmp/site:$D/wt
+if [ "${SGL:-0}" = 1 ]; then
+  bash $D/real/install_sglang.sh || exit 1
+  export PYTHONPATH=$D/wt
+  . /tmp/sgl-env.sh  # PYTHONPATH=/tmp/site-sgl:/tmp/site:$D/wt, LD_LIBRARY_PATH where libnuma travelled
+fi
 python3 $D/real/patch_verl.py /tmp/site
 # FIRST: made on the GPU before any run starts (with the data); MORE: on the CPU beside the first runs (by default
 # the sizes FIRST leaves out)
