@@ -269,3 +269,5 @@ def test_the_offloads_land_on_the_host_as_pinned_copies_per_rank():
     assert node["host_actor_params"] == pytest.approx(8 * st.params, rel=1e-6)  # 8 trainer ranks on the node
     assert node["host_actor_adam"] == pytest.approx(8 * (st.main + st.adam), rel=1e-6)
     assert node["host_ref"] == pytest.approx(8 * st.params, rel=1e-6)
+    # no whole copy on the head node at start: each rank reads its own tensors through megatron-bridge
+    assert "host_init" not in node and "host_fixed" in node

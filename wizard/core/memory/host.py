@@ -92,9 +92,12 @@ def _node_terms(cfg: MemoryConfig, actor: ModelFacts, share: tuple[int, int, boo
             eng = cfg.engines["rollout"]
             terms.append(_t("host_engine_sleep", "rollout weights kept on CPU while asleep (LoRA: level-1 sleep)",
                             mt.engine_weights(actor, eng.tp, eng.pp) * engines))
-    if first:
+    if first and cfg.strategy != "megatron":
+        # Megatron: every rank reads its own tensors from the safetensors files through megatron-bridge
+        # (verl/workers/engine/megatron/transformer_impl.py:499-512), no whole copy on rank 0
         terms.append(_t("host_init", "rank 0 reads the whole actor into CPU memory at start",
                         cfg.actor_dtype_bytes * actor.param_count))
+    if first:
         terms.append(_t("host_fixed", "TaskRunner, TransferQueue, agent-loop and reward workers", c.host_node_fixed))
         if cfg.dataloader_workers:
             terms.append(_t("host_dataloader", f"dataloader workers x {cfg.dataloader_workers}",
