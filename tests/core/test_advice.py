@@ -91,6 +91,18 @@ def test_no_offered_alternative_brings_an_error_the_plan_did_not_have(question, 
         assert lora and all(f"{R}.checkpoint_engine.update_weights_bucket_megabytes=4096" in a.overrides for a in lora)
 
 
+@pytest.mark.parametrize("question,extra,gpus", CASES, ids=[c[0] for c in CASES])
+def test_no_alternative_is_an_earlier_one_with_more_changes_and_no_faster(question, extra, gpus):
+    """7B on one 24 GB GPU offered "the 1.5B model, 80 s" and then "the 1.5B model + utilization 0.75, 80 s"."""
+    mp = plan(extra, gpus)
+    alts = advise(mp.values, mp.models, mp.cluster, smaller=[Q15]).alternatives
+    for i, a in enumerate(alts):
+        for b in alts[i + 1:]:
+            dominated = set(a.changes) < set(b.changes) and a.fits >= b.fits and (
+                a.step_seconds is None or b.step_seconds is None or round(b.step_seconds) >= round(a.step_seconds))
+            assert not dominated, (question, a.text, b.text)
+
+
 def test_a_plan_that_fits_is_offered_faster_ones_that_still_fit():
     mp = plan([], "1xH200-141GB", Q15)
     advice = advise(mp.values, mp.models, mp.cluster)

@@ -287,17 +287,29 @@ def _distinct(ranked: list[State], limit: int) -> list[State]:
     """The best few, one per set of keys changed (the fastest of them), methods after tuning."""
     out: list[State] = []
     keys_seen: set = set()
+    chosen: list[tuple[frozenset, State]] = []
     for s in ranked:
         keys = frozenset(k for m in s.moves for k, _ in m.changes) | frozenset(m.what for m in s.moves if m.models)
         # the same config with a change that does nothing (same peak, same time) is not another alternative
         same = (s.kind, round(s.peak / GIB, 1), None if s.seconds is None else round(s.seconds))
         if keys in keys_seen or same in keys_seen:
             continue
+        # nor is one that adds changes to an alternative already offered and is no faster
+        if any(k < keys and t.fits >= s.fits and _no_faster(s, t) for k, t in chosen):
+            continue
         keys_seen |= {keys, same}
+        chosen.append((keys, s))
         out.append(s)
         if len(out) >= limit:
             break
     return out
+
+
+def _no_faster(s: State, than: State) -> bool:
+    """``s`` takes at least as long per step as ``than`` (to the second), or neither has a step time."""
+    if s.seconds is None or than.seconds is None:
+        return s.seconds is None and than.seconds is None
+    return round(s.seconds) >= round(than.seconds)
 
 
 def _alternative(s: State) -> Alternative:
