@@ -187,8 +187,9 @@ def test_lora_on_a_7b_whose_fp32_embedding_is_over_the_sync_buffer_is_an_error_w
 
 @pytest.mark.parametrize("extra", [[f"{R}.load_format=safetensors"], ["actor_rollout_ref.model.lora.merge=True"],
                                    [f"{AF_DTYPE}=bf16"], ["actor_rollout_ref.model.lora_rank=0",
-                                                          "actor_rollout_ref.model.lora.rank=32"], []],
-                         ids=["vllm-loads-the-base", "merged", "bf16", "lora.rank-is-megatrons", "0.5b"])
+                                                          "actor_rollout_ref.model.lora.rank=32"],
+                                   [f"{R}.checkpoint_engine.backend=nccl"], []],
+                         ids=["vllm-loads-the-base", "merged", "bf16", "lora.rank-is-megatrons", "nccl-backend", "0.5b"])
 def test_lora_base_sync_is_quiet_where_the_base_never_goes_through_the_buffer_or_fits_it(run, extra):
     model = facts(QWEN25_05B) if not extra else facts(QWEN25_7B)
     assert not found(run([*LORA, *extra], actor=model), "models.lora_base_sync_bucket")

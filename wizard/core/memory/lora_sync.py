@@ -28,10 +28,11 @@ from wizard.core.verl.keys import A, AF, M, R
 
 BUCKET_KEY = f"{R}.checkpoint_engine.update_weights_bucket_megabytes"
 LOAD_FORMAT_KEY = f"{R}.load_format"
+BACKEND_KEY = f"{R}.checkpoint_engine.backend"
 DEFAULT_BUCKET_MB = 2048
 # what verl reads to decide the first sync's path (a rule that uses base_sync_blocked asks for these)
 KEYS = (f"{R}.name", f"{M}.lora", f"{M}.lora_rank", LOAD_FORMAT_KEY, BUCKET_KEY, f"{AF}.model_dtype", f"{A}.strategy",
-        f"{R}.layered_summon")
+        f"{R}.layered_summon", BACKEND_KEY)
 
 
 @dataclass(frozen=True)
@@ -66,6 +67,10 @@ def base_sync_blocked(values: Mapping, actor: ModelFacts | None) -> BaseSyncBloc
         return None
     lora = values.get(f"{M}.lora")
     if isinstance(lora, Mapping) and lora.get("merge") is True:
+        return None
+    # only the naive backend goes through the bucketed sender (engine_workers.py:755-758: any other sends
+    # through its checkpoint engine)
+    if str(values.get(BACKEND_KEY) or "naive") != "naive":
         return None
     if "dummy" not in str(values.get(LOAD_FORMAT_KEY) or "dummy"):
         return None
