@@ -271,3 +271,47 @@ def test_the_offloads_land_on_the_host_as_pinned_copies_per_rank():
     assert node["host_ref"] == pytest.approx(8 * st.params, rel=1e-6)
     # no whole copy on the head node at start: each rank reads its own tensors through megatron-bridge
     assert "host_init" not in node and "host_fixed" in node
+
+
+@pytest.mark.parametrize("sets,model,why", [
+    ((f"{AM}.pipeline_model_parallel_size=8", f"{AM}.tensor_model_parallel_size=2"), "Qwen/Qwen2.5-7B-Instruct",
+     "PP 8 does not divide the 28 layers"),
+    ((f"{AM}.virtual_pipeline_model_parallel_size=5",), None, "VPP 5 does not divide the 32 layers"),
+    ((f"{AM}.tensor_model_parallel_size=8", f"{AM}.pipeline_model_parallel_size=1"), "Qwen/Qwen2.5-1.5B-Instruct",
+     "TP 8 does not split 12 attention heads"),
+], ids=["pp-over-layers", "vpp-over-stage-layers", "tp-over-heads"])
+def test_a_layout_megatron_refuses_is_an_error_not_a_fit(sets, model, why):
+    """megatron-core asserts these at start (transformer_config.py:1323, transformer_block.py:150-152, 169-172)."""
+    extra = (f"actor_rollout_ref.model.path={model}",) if model else ()
+    plan = load_source(str(DENSE)).to_plan(name=DENSE.stem)
+    facts = load_model_facts(model or "Qwen/Qwen2.5-32B-Instruct").facts
+    result = check_overrides(load_schema(), emit_overrides(plan).overrides + [*extra, *sets],
+                             config_name=plan.config_name, moves=load_moves(), cluster=machine("2x8xH100-80GB"),
+                             models={"actor": facts, "ref": facts})
+    errors = [f for f in result.findings if f.rule == "models.megatron_layout"]
+    assert errors and why in errors[0].message and not result.ok
+
+
+def test_experts_ep_does_not_divide_is_an_error():
+    _, result = plan_of(MOE, f"{AM}.expert_model_parallel_size=256")
+    [f] = [f for f in result.findings if f.rule == "models.megatron_layout"]
+    assert "EP 256" in f.message and "128 experts" in f.message and not result.ok
+
+
+def test_the_advisor_never_offers_a_megatron_tp_the_heads_cannot_split():
+    from wizard.core.advice.moves import moves_for
+
+    # Qwen2.5-1.5B: 12 heads, 2 KV heads; TP 4 -> 8 would not split them (TP 2 -> 4 does)
+    facts = load_model_facts("Qwen/Qwen2.5-1.5B-Instruct").facts
+    for tp, offered in ((4, False), (2, True)):
+        _, result = plan_of(DENSE, f"{AM}.tensor_model_parallel_size={tp}", f"{AM}.pipeline_model_parallel_size=1",
+                            "actor_rollout_ref.model.path=Qwen/Qwen2.5-1.5B-Instruct")
+        mp = result.memory
+        moves = moves_for(mp.values, {"actor": facts, "ref": facts}, mp.cluster, mp.cluster, (), ())
+        assert any(m.name == "Megatron TP" for m in moves) is offered, tp
+
+
+def test_a_megatron_tp_of_0_is_an_error_of_its_own_not_a_failed_rule():
+    _, result = plan_of(DENSE, f"{AM}.tensor_model_parallel_size=0")
+    rules = [f.rule for f in result.findings]
+    assert "batch.megatron_parallel" in rules and "internal.rule_failed" not in rules

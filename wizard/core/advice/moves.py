@@ -18,7 +18,7 @@ from wizard.core.memory import terms as mt
 from wizard.core.memory.config import read_config
 from wizard.core.memory.estimate import MemoryReport
 from wizard.core.memory.lora_sync import BUCKET_KEY, base_sync_blocked
-from wizard.core.memory.megatron import read_megatron
+from wizard.core.memory.megatron import layout_problems, read_megatron, tp_fits_heads
 from wizard.core.models.facts import ModelFacts
 from wizard.core.verl.keys import CF, REF, A, AF, M, R
 from wizard.core.verl.roles import need_critic
@@ -67,7 +67,7 @@ def moves_for(values: Mapping, models: Mapping[str, ModelFacts], cluster: Cluste
     out: list[Move] = []
     out += _micro_moves(values, seq)
     megatron = cfg.strategy == "megatron"
-    out += _megatron_moves(values, cfg) if megatron else _offload_moves(values, cfg)
+    out += _megatron_moves(values, cfg, models.get("actor")) if megatron else _offload_moves(values, cfg)
     out += _engine_moves(values, cfg, cluster)
     out += _kv_moves(cfg, report)
     actor = models.get("actor")
@@ -132,7 +132,7 @@ FULL_RECOMPUTE = ((f"{RECOMPUTE}.recompute_granularity", "full"), (f"{RECOMPUTE}
                   (f"{RECOMPUTE}.recompute_num_layers", 1))
 
 
-def _megatron_moves(values: Mapping, cfg) -> list[Move]:
+def _megatron_moves(values: Mapping, cfg, actor: ModelFacts | None = None) -> list[Move]:
     """The Megatron engine's knobs: its offloads (the reference's param_offload with the actor's), full recompute,
     and a larger TP where TP x PP x CP still divides the GPUs of a node."""
     m = read_megatron(values, cfg.world)
@@ -145,7 +145,8 @@ def _megatron_moves(values: Mapping, cfg) -> list[Move]:
     else:
         out.append(Move("no recompute (faster, more memory)", ((f"{RECOMPUTE}.recompute_granularity", None),)))
     per = _int(values, "trainer.n_gpus_per_node") or 1
-    if 2 * m.tp <= per and per % (2 * m.tp) == 0 and cfg.world % (2 * m.tp * m.pp * m.cp) == 0:
+    if (2 * m.tp <= per and per % (2 * m.tp) == 0 and cfg.world % (2 * m.tp * m.pp * m.cp) == 0
+            and (actor is None or tp_fits_heads(actor, 2 * m.tp))):
         out.append(turn("Megatron TP", m.tp, 2 * m.tp, ((f"{AM}.tensor_model_parallel_size", 2 * m.tp),)))
     return out
 
@@ -247,8 +248,11 @@ def _method_moves(values: Mapping, models: Mapping[str, ModelFacts], cfg, smalle
             changes += [(f"{A}.strategy", "fsdp2"), (f"{REF}.strategy", "fsdp2")]
             text += ", on FSDP2 (LoRA on FSDP1 with one GPU fails its first sync)"
         out.append(Move(text, tuple(changes), METHOD))
+    layout = read_megatron(values, cfg.world) if cfg.strategy == "megatron" else None
     for facts in smaller:
         if actor is None or facts.param_count >= actor.param_count:
+            continue
+        if layout is not None and layout_problems(facts, layout):  # its heads, layers or experts do not split so
             continue
         changes = [(f"{M}.path", facts.name)]
         roles = [(r, facts) for r, f in models.items() if f.name == actor.name and r in ("actor", "ref")]

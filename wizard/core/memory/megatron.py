@@ -107,6 +107,36 @@ class MegatronConfig:
         return max(1, self.world // (self.etp * self.ep * self.pp))
 
 
+def layout_problems(f: ModelFacts, m: MegatronConfig) -> list[tuple[str, str]]:
+    """(key, why) for each way this layout of this model stops Megatron at start (megatron-core 0.19.2):
+    attention heads over TP (transformer_config.py:1323, KV heads :1338-1345), layers over PP
+    (transformer_block.py:150-152) and over the virtual stages (:169-172), experts over EP, and the GPUs over
+    EP x ETP x PP."""
+    out = []
+    if not tp_fits_heads(f, m.tp):
+        out.append(("tensor_model_parallel_size",
+                    f"TP {m.tp} does not split {f.num_attention_heads} attention heads / {f.num_kv_heads} KV heads "
+                    f"(num_attention_heads must be a multiple of tensor_model_parallel_size, and the KV heads a "
+                    f"multiple or a divisor of it)"))
+    if f.num_layers and f.num_layers % m.pp:
+        out.append(("pipeline_model_parallel_size",
+                    f"PP {m.pp} does not divide the {f.num_layers} layers (num_layers % pipeline_model_parallel_size)"))
+    elif f.num_layers and m.vpp and (f.num_layers // m.pp) % m.vpp:
+        out.append(("virtual_pipeline_model_parallel_size",
+                    f"VPP {m.vpp} does not divide the {f.num_layers // m.pp} layers of each pipeline rank"))
+    if f.num_experts and (f.num_experts % m.ep or m.world % (m.etp * m.ep * m.pp)):
+        out.append(("expert_model_parallel_size",
+                    f"EP {m.ep} x ETP {m.etp} x PP {m.pp} does not divide the {f.num_experts} experts or the "
+                    f"{m.world} GPUs"))
+    return out
+
+
+def tp_fits_heads(f: ModelFacts, tp: int) -> bool:
+    """Megatron splits the attention heads over TP; the KV heads split over it or are replicated to it."""
+    kv = f.num_kv_heads or f.num_attention_heads
+    return f.num_attention_heads % tp == 0 and (kv % tp == 0 or tp % kv == 0)
+
+
 def read_megatron(values: Mapping, world: int) -> MegatronConfig:
     tp = _int(values, f"{AM}.tensor_model_parallel_size", 1)
     vpp = values.get(f"{AM}.virtual_pipeline_model_parallel_size")
@@ -363,11 +393,7 @@ class MegatronTrainer:
                + (f" / {m.dp_cp} DP x CP" if m.dist_opt else "") + "; megatron-core theoretical_memory_usage.py); "
                f"{self.micro_batches} micro-batch(es) per mini-batch on each of {m.dp} data-parallel ranks. "
                "From megatron-core's formulas and verl's Megatron worker; not measured on a GPU"]
-        if m.world % (m.tp * m.pp * m.cp):
-            out.append(f"TP {m.tp} x PP {m.pp} x CP {m.cp} does not divide the {m.world} GPUs: Megatron will not start")
-        if self.f.num_experts and (self.f.num_experts % m.ep or m.world % (m.etp * m.ep * m.pp)):
-            out.append(f"EP {m.ep} x ETP {m.etp} x PP {m.pp} does not divide the {self.f.num_experts} experts or the "
-                       f"{m.world} GPUs: Megatron will not start")
+        # a layout Megatron refuses is an error of the check (batch.megatron_parallel, models.megatron_layout)
         return out
 
     def host_per_rank(self) -> list[tuple[str, str, float]]:

@@ -66,6 +66,15 @@ def real_train_batch_size(ctx: RuleContext):
         micro = ctx.int(f"{A}.ppo_micro_batch_size_per_gpu")
         if None in (tp, pp, cp):
             return
+        if min(tp, pp, cp) < 1:
+            yield finding(
+                Severity.ERROR, [f"{A}.megatron.tensor_model_parallel_size", f"{A}.megatron.pipeline_model_parallel_size",
+                                 f"{A}.megatron.context_parallel_size"],
+                f"Megatron TP x PP x CP = {tp} x {pp} x {cp}: each must be 1 or more; verl's pre-flight divides the GPU "
+                "count by their product and stops with: ZeroDivisionError: integer modulo by zero",
+                "Set each of them to 1 or more", rule="batch.megatron_parallel",
+            )
+            return
         if n_gpus % (tp * pp * cp) != 0:
             yield finding(
                 Severity.ERROR,

@@ -15,6 +15,7 @@ from __future__ import annotations
 from collections.abc import Iterator
 
 from wizard.core.findings import Severity, Stage
+from wizard.core.memory.megatron import layout_problems, read_megatron
 from wizard.core.memory.lora_sync import BUCKET_KEY, KEYS as SYNC_KEYS, LOAD_FORMAT_KEY, base_sync_blocked
 from wizard.core.models.facts import ModelFacts
 from wizard.core.check.rules import rule
@@ -237,3 +238,27 @@ def lora_base_sync_bucket(ctx: RuleContext):
         f"{LOAD_FORMAT_KEY}=safetensors so that vLLM loads the base weights itself and only the adapter is sent",
         [f"{BUCKET_KEY}={block.needed_mb}"],
     )
+
+
+# -- the Megatron engine's layout over the model ------------------------------------------------------
+
+_LAYOUT_KEYS = ("tensor_model_parallel_size", "pipeline_model_parallel_size", "virtual_pipeline_model_parallel_size",
+                "context_parallel_size", "expert_model_parallel_size", "expert_tensor_parallel_size")
+
+
+@rule("models.megatron_layout", Stage.STARTUP)
+def megatron_layout(ctx: RuleContext):
+    """megatron-core splits the actor's heads over TP, its layers over PP (and the virtual stages), its experts over
+    EP; a split that does not divide stops the workers at start (wizard/core/memory/megatron.py layout_problems)."""
+    facts = ctx.models.get("actor")
+    if facts is None or ctx.get("actor_rollout_ref.actor.strategy") != "megatron" or not ctx.n_gpus:
+        return
+    section = "actor_rollout_ref.actor.megatron"
+    values = {f"{section}.{k}": ctx.get(f"{section}.{k}") for k in _LAYOUT_KEYS}
+    layout = read_megatron(values, ctx.n_gpus)
+    for key, why in layout_problems(facts, layout):
+        yield finding(
+            Severity.ERROR, [f"{section}.{key}", PATH_KEYS["actor"]],
+            f"{facts.name}: {why}; Megatron's workers stop at start",
+            f"Choose {section}.{key} that divides it",
+        )
