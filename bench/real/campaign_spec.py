@@ -149,9 +149,9 @@ MODELS = Path(__file__).resolve().parents[1] / "data" / "verl_real"
 MODEL_JSON = {"0.5b": "launch-smoke-0.5b-fsdp1-u0.4", "1.5b": "grpo-1.5b-fsdp2-u0.5", "3b": "grpo-3b-fsdp2-u0.75-eager"}
 
 
-def estimate(args: list[str], size: str) -> tuple[int, int, int]:
-    """(GPU peak bytes, rollout KV bytes, host bytes) of the estimate for these overrides on one H200 (what
-    bench_memory_real.py compares with), without flash-attn."""
+def _report(args: list[str], size: str):
+    """The estimate's report for these overrides on one H200 without flash-attn (what bench_memory_real.py compares
+    with), for the recorded model of this size."""
     sys.path.insert(0, str(Path(__file__).resolve().parents[2]))
     from tests.helpers.real_memory import h200
     from wizard.adapters.files.resources import load_moves, load_schema
@@ -166,6 +166,12 @@ def estimate(args: list[str], size: str) -> tuple[int, int, int]:
     cluster = h200(143771)
     mp = check_overrides(load_schema(), args, moves=load_moves(), models=models, cluster=cluster).memory
     report, _ = estimate_memory({**mp.values, FLASH_ATTN: False}, models, cluster)
+    return report
+
+
+def estimate(args: list[str], size: str) -> tuple[int, int, int]:
+    """(GPU peak bytes, rollout KV bytes, host bytes) of the estimate for these overrides on one H200."""
+    report = _report(args, size)
     return report.groups[0].peak.total, report.kv["rollout"].kv_bytes, sum(h.total for h in report.host)
 
 
@@ -388,20 +394,7 @@ def sglang_args(size: str, util: float, eager: bool, kwargs: dict) -> list[str]:
 
 def predicted_phases(args: list[str], size: str) -> tuple[dict[str, float], dict[str, float]]:
     """The estimate's per-phase GPU peaks (GiB, one H200, no flash-attn) and its generation-phase SGLang terms."""
-    sys.path.insert(0, str(Path(__file__).resolve().parents[2]))
-    from tests.helpers.real_memory import h200
-    from wizard.adapters.files.resources import load_moves, load_schema
-    from wizard.core.check.verdict import check_overrides
-    from wizard.core.memory.config import FLASH_ATTN
-    from wizard.core.memory.estimate import estimate_memory
-    from wizard.core.models.facts import facts_from_hf_config
-
-    facts = facts_from_hf_config(json.loads((MODELS / MODEL_JSON[size] / "model.json").read_text()), name=size,
-                                 source="config")
-    models = {"actor": facts, "ref": facts, "critic": facts}
-    cluster = h200(143771)
-    mp = check_overrides(load_schema(), args, moves=load_moves(), models=models, cluster=cluster).memory
-    report, _ = estimate_memory({**mp.values, FLASH_ATTN: False}, models, cluster)
+    report = _report(args, size)
     group = report.groups[0]
     phases = {p.name: round(p.total / 2**30, 2) for p in group.phases}
     gen = next((p for p in group.phases if p.name == "generation"), group.peak)
