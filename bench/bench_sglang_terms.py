@@ -23,9 +23,8 @@ from types import SimpleNamespace
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-from wizard.core.memory.terms import (  # noqa: E402
-    CONSTANTS as C, GIB, SglangArgs, sglang_gpu_defaults, sglang_memory,
-)
+from wizard.core.memory.sglang import SglangArgs, sglang_gpu_defaults, sglang_memory  # noqa: E402
+from wizard.core.memory.terms import CONSTANTS as C, GIB  # noqa: E402
 from tests.helpers.hf_configs import QWEN25_05B, QWEN25_7B  # noqa: E402
 from wizard.core.models.facts import ModelFacts, facts_from_hf_config  # noqa: E402
 
@@ -108,6 +107,10 @@ def main() -> int:
     ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     ap.add_argument("srt", type=Path, help="python/sglang/srt of an unpacked sglang 0.5.12 wheel")
     args = ap.parse_args()
+    if not (args.srt / "server_args.py").is_file():
+        print(f"{args.srt}: no server_args.py there; give python/sglang/srt of an unpacked sglang 0.5.12 wheel "
+              "(see this script's docstring)", file=sys.stderr)
+        return 2
     bad = 0
     print("GPU        TP  sglang (chunk, max_bs, #graphs@256, #graphs@48, #piecewise)   estimate")
     for gpu, mib in GPUS.items():

@@ -19,10 +19,10 @@ from wizard.adapters.files.resources import load_moves, load_schema
 from wizard.core.check.verdict import check_overrides
 from wizard.core.memory.board import OK, OOM, fit_verdict, headline
 from wizard.core.memory.terms import CONSTANTS as C
-from wizard.core.memory.terms import (
-    GIB, SglangArgs, sglang_gpu_defaults, sglang_graph_batch_sizes, sglang_memory, sglang_piecewise_tokens,
-    vllm_activation,
+from wizard.core.memory.sglang import (
+    SglangArgs, sglang_gpu_defaults, sglang_graph_batch_sizes, sglang_memory, sglang_piecewise_tokens,
 )
+from wizard.core.memory.terms import GIB, vllm_activation
 from wizard.core.memory.verdict import DOES_NOT_FIT, FITS, memory_verdict
 
 MIB = 1 << 20

@@ -13,6 +13,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 
 from wizard.core.memory import terms as mt
+from wizard.core.memory.sglang import SglangArgs
 from wizard.core.verl.resolved import UNRESOLVABLE, default_values
 from wizard.core.verl.schema import SchemaVariant
 from wizard.core.models.facts import ModelFacts
@@ -132,7 +133,7 @@ class EngineConfig:
     # engine_kwargs that size the engine's memory and that the estimate does not read ("key=value"), said in a note
     unread_kwargs: tuple[str, ...] = ()
     # SGLang: engine_kwargs.sglang that size its memory beyond the rollout keys (None for other engines)
-    sglang: mt.SglangArgs | None = None
+    sglang: SglangArgs | None = None
 
 
 # engine_kwargs the estimate reads: the engine's argument -> the rollout field it replaces (verl passes them last)
@@ -150,7 +151,7 @@ _UNREAD_KWARGS = {
     "sglang": ("kv_cache_dtype", "cpu_offload_gb", "quantization", "cuda_graph_bs", "context_length",
                "enable_dp_attention", "speculative_algorithm"),
 }
-# engine_kwargs.sglang the estimate reads into mt.SglangArgs (server_args.py of sglang 0.5.12 names them)
+# engine_kwargs.sglang the estimate reads into SglangArgs (server_args.py of sglang 0.5.12 names them)
 _SGLANG_ARGS = ("chunked_prefill_size", "max_prefill_tokens", "cuda_graph_max_bs", "max_total_tokens")
 
 
@@ -229,7 +230,7 @@ def _engine(values: Mapping, prefix: str, fallback_name: str | None = None) -> E
         sglang=_sglang_args(values, kwargs) if name == "sglang" else None)
 
 
-def _sglang_args(values: Mapping, kwargs: Mapping) -> mt.SglangArgs:
+def _sglang_args(values: Mapping, kwargs: Mapping) -> SglangArgs:
     """engine_kwargs.sglang that size SGLang's memory; LoRA is served as an adapter unless model.lora.merge (verl
     sglang_rollout/utils.py:77-90: its sleep then keeps the base weights)."""
     read = {}
@@ -239,7 +240,7 @@ def _sglang_args(values: Mapping, kwargs: Mapping) -> mt.SglangArgs:
             read[key] = v
     lora = values.get(f"{M}.lora")
     merge = isinstance(lora, Mapping) and bool(lora.get("merge"))
-    return mt.SglangArgs(**read, disable_piecewise_cuda_graph=kwargs.get("disable_piecewise_cuda_graph") is True,
+    return SglangArgs(**read, disable_piecewise_cuda_graph=kwargs.get("disable_piecewise_cuda_graph") is True,
                          lora_adapter=lora_rank(values) > 0 and not merge)
 
 

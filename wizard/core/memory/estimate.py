@@ -22,6 +22,7 @@ from wizard.core.memory.host import host_estimates
 from wizard.core.memory.megatron import MegatronTrainer, megatron_phases, worst_stage
 from wizard.core.memory.phases import PhaseName as P, phase_of
 from wizard.core.memory.scope import unmodelled
+from wizard.core.memory.sglang import SglangMemory, sglang_memory
 from wizard.core.memory.terms import CONSTANTS, GIB, HostEstimate, KvCache, MemoryConstants, Term
 from wizard.core.memory.trainer import Trainer, slack, sync_buffers, sync_copies, term
 from wizard.core.models.facts import ModelFacts
@@ -120,8 +121,8 @@ def _engine_terms(role: str, e: dict, awake: bool, c: MemoryConstants) -> list[T
     return [term(f"engine_{role}_asleep", f"{role} engine asleep: context, NCCL and CUDA graphs stay", e["asleep"])]
 
 
-def _sglang_terms(role: str, s: mt.SglangMemory, util: float) -> list[Term]:
-    """An awake SGLang rank, term by term (:func:`wizard.core.memory.terms.sglang_memory` gives each source)."""
+def _sglang_terms(role: str, s: SglangMemory, util: float) -> list[Term]:
+    """An awake SGLang rank, term by term (:func:`wizard.core.memory.sglang.sglang_memory` gives each source)."""
     graphs = (f"decode batch sizes up to {max(s.graph_batch_sizes)}" if s.graph_batch_sizes else "decode graphs off")
     return [
         term(f"engine_{role}", f"{role} engine: sglang weights {mt.fmt_gib(s.weights_bytes)} + KV pool "
@@ -157,9 +158,9 @@ def _engine(cfg: MemoryConfig, which: str, capacity: int, free_at_start: int, c:
             "graphs": graphs, "asleep": c.vllm_asleep + graphs + nccl, "pinned": pinned}
 
 
-def _sglang(eng, facts: ModelFacts, capacity: int, free: int, c: MemoryConstants) -> mt.SglangMemory:
+def _sglang(eng, facts: ModelFacts, capacity: int, free: int, c: MemoryConstants) -> SglangMemory:
     """One SGLang rank started with ``free`` bytes free on its GPU (the trainer's load state already there)."""
-    return mt.sglang_memory(facts, capacity=capacity, free=free, util=eng.util, tp=eng.tp, dp=eng.dp, pp=eng.pp,
+    return sglang_memory(facts, capacity=capacity, free=free, util=eng.util, tp=eng.tp, dp=eng.dp, pp=eng.pp,
                             max_num_seqs=eng.max_num_seqs, disable_cuda_graph=eng.enforce_eager, args=eng.sglang, c=c)
 
 

@@ -2,7 +2,7 @@
 
 Modelled and measured (bench/bench_memory_real.py): FSDP and FSDP2 trainers, vLLM as rollout engine, dense and
 MoE text models. Modelled from code, not measured: SGLang 0.5.12 as rollout engine (its own memory arithmetic, term
-by term, :func:`wizard.core.memory.terms.sglang_memory`) and Megatron, from megatron-core's formulas
+by term, :func:`wizard.core.memory.sglang.sglang_memory`) and Megatron, from megatron-core's formulas
 (:mod:`wizard.core.memory.megatron`; its critic and LoRA get no verdict). Vision-language models get the numbers,
 labelled a rough guess, and no verdict.
 """
