@@ -18,7 +18,7 @@ from wizard.core.memory import terms as mt
 from wizard.core.memory.config import read_config
 from wizard.core.memory.estimate import MemoryReport
 from wizard.core.memory.lora_sync import BUCKET_KEY, base_sync_blocked
-from wizard.core.memory.megatron import layout_problems, read_megatron, tp_fits_heads
+from wizard.core.memory.megatron_layout import layout_problems, read_megatron, tp_fits_heads
 from wizard.core.models.facts import ModelFacts
 from wizard.core.verl.keys import CF, REF, A, AF, M, R
 from wizard.core.verl.roles import need_critic

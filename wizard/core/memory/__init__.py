@@ -1,7 +1,8 @@
 """GPU and host memory of a verl run, per GPU and per phase, and the verdict.
 
 ``terms`` has every term of the estimate and the constants it uses, each with its source (measured in real verl
-runs where it says "verl H200"); ``megatron`` the Megatron engine's terms, from megatron-core's formulas; ``config``
+runs where it says "verl H200"); ``megatron`` the Megatron engine's terms, from megatron-core's formulas (``megatron_layout`` its
+layout as verl reads it); ``sglang`` an SGLang engine's, from its code; ``config``
 reads the keys the estimate needs; ``estimate`` adds the terms per GPU and phase; ``scope`` says what it does not model
 (vision-language: no verdict); ``host`` sizes host RAM per
 node; ``verdict`` judges a report in the words every output uses (fits / tight / fits while short / does not fit,

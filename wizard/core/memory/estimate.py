@@ -22,7 +22,7 @@ from wizard.core.memory.host import host_estimates
 from wizard.core.memory.megatron import MegatronTrainer, megatron_phases, worst_stage
 from wizard.core.memory.phases import PhaseName as P, phase_of
 from wizard.core.memory.scope import unmodelled
-from wizard.core.memory.sglang import SglangMemory, sglang_memory
+from wizard.core.memory.sglang import SglangMemory, sglang_kv_cache, sglang_memory
 from wizard.core.memory.terms import CONSTANTS, GIB, HostEstimate, KvCache, MemoryConstants, Term
 from wizard.core.memory.trainer import Trainer, slack, sync_buffers, sync_copies, term
 from wizard.core.models.facts import ModelFacts
@@ -313,11 +313,14 @@ def _kv(cfg: MemoryConfig, role: str, facts: ModelFacts, capacity: int, free: in
     replicas = max(1, len(placement.replicas_of(role)))
     in_flight = mt.ceil_div(cfg.train_batch_size * cfg.rollout_n, replicas)
     max_len = eng.max_model_len or facts.max_position_embeddings
-    return mt.kv_cache(facts, engine=eng.name, capacity=capacity, free_at_start=free, util=eng.util, tp=eng.tp,
+    if eng.name == "sglang":
+        return sglang_kv_cache(facts, _sglang(eng, facts, capacity, free, c), tp=eng.tp, dp=eng.dp, pp=eng.pp,
+                               seq_tokens=cfg.seq_tokens, max_model_len=max_len, max_num_seqs=eng.max_num_seqs,
+                               in_flight=in_flight)
+    return mt.kv_cache(facts, engine=eng.name, capacity=capacity, util=eng.util, tp=eng.tp,
                        dp=eng.dp, pp=eng.pp, batched_tokens=eng.max_num_batched_tokens, max_num_seqs=eng.max_num_seqs,
                        seq_tokens=cfg.seq_tokens, max_model_len=max_len, in_flight=in_flight,
-                       graph_pool=mt.graphs(eng.enforce_eager, eng.capture_sizes, c), pinned=eng.kv_cache_bytes,
-                       sglang=_sglang(eng, facts, capacity, free, c) if eng.name == "sglang" else None, c=c)
+                       graph_pool=mt.graphs(eng.enforce_eager, eng.capture_sizes, c), pinned=eng.kv_cache_bytes, c=c)
 
 
 def gib(n: int | float | None) -> float | None:

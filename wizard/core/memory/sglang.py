@@ -7,7 +7,7 @@ from __future__ import annotations
 
 from pydantic import BaseModel, ConfigDict
 
-from wizard.core.memory.terms import CONSTANTS, MemoryConstants, engine_weights, vllm_activation
+from wizard.core.memory.terms import CONSTANTS, KvCache, MemoryConstants, engine_weights, vllm_activation
 from wizard.core.models.facts import ModelFacts
 
 # SGLang 0.5.12 (verl 0.9.1's sglang extra pins it). "sglang" below is python/sglang/srt/ of its wheel; "verl" is
@@ -175,3 +175,16 @@ def sglang_memory(facts: ModelFacts, *, capacity: int, free: int, util: float, t
                         piecewise_bytes=int(piecewise), max_running_requests=running, req_to_token_bytes=req_table,
                         workspace_bytes=workspace, activation_bytes=int(act), context_bytes=int(context),
                         asleep_bytes=int(asleep), capped=capped, keeps_weights=a.lora_adapter)
+
+
+def sglang_kv_cache(facts: ModelFacts, s: SglangMemory, *, tp: int, dp: int, pp: int, seq_tokens: int,
+                    max_model_len: int | None, max_num_seqs: int, in_flight: int) -> KvCache:
+    """An SGLang rank's KV cache as the estimate reports every engine's: its pool (mem_fraction_static x the memory
+    free before it loads - weights, :func:`sglang_memory`), times the data-parallel replicas."""
+    per_token = max(1, facts.kv_bytes_per_token(tp) // max(1, pp))
+    tokens = s.kv_tokens * dp
+    return KvCache(engine="sglang", budget_bytes=int(s.static_bytes), weights_bytes=int(s.weights_bytes),
+                   activation_bytes=int(s.activation_bytes),
+                   other_bytes=int(s.dynamic_bytes - s.activation_bytes + s.context_bytes), kv_bytes=int(s.kv_bytes),
+                   bytes_per_token=int(per_token), tokens=tokens, seq_tokens=seq_tokens, max_model_len=max_model_len,
+                   sequences=tokens // max(1, seq_tokens), wanted=min(max_num_seqs * dp, in_flight), pinned=False)

@@ -13,14 +13,10 @@ before that measurement (``bench/bench_memory.py`` prints the error of both).
 from __future__ import annotations
 
 import math
-from typing import TYPE_CHECKING
 
 from pydantic import BaseModel, ConfigDict
 
 from wizard.core.models.facts import ModelFacts
-
-if TYPE_CHECKING:
-    from wizard.core.memory.sglang import SglangMemory
 
 GIB = 1024**3
 DTYPE_BYTES = {"fp32": 4, "float32": 4, "bf16": 2, "bfloat16": 2, "fp16": 2, "float16": 2, "half": 2, "float": 4}
@@ -291,13 +287,12 @@ class KvCache(BaseModel):
     pinned: bool = False
 
 
-def kv_cache(facts: ModelFacts, *, engine: str, capacity: int, free_at_start: int, util: float, tp: int, dp: int,
+def kv_cache(facts: ModelFacts, *, engine: str, capacity: int, util: float, tp: int, dp: int,
              pp: int, batched_tokens: int, max_num_seqs: int, seq_tokens: int, max_model_len: int | None,
-             in_flight: int, graph_pool: int = 0, pinned: int | None = None, sglang: SglangMemory | None = None,
+             in_flight: int, graph_pool: int = 0, pinned: int | None = None,
              c: MemoryConstants = CONSTANTS) -> KvCache:
     """KV sizing of vLLM (util x CUDA's total - weights - activation peak - non-torch - CUDA graph pool; ref §2.9,
-    vLLM 0.24 as measured) or SGLang (mem_fraction_static x the memory free before it loads - weights, see
-    :func:`wizard.core.memory.sglang.sglang_memory`; ``sglang``: that rank's memory, engine_kwargs.sglang read).
+    vLLM 0.24 as measured). SGLang sizes its own: :func:`wizard.core.memory.sglang.sglang_kv_cache`.
 
     ``pinned`` (engine_kwargs.vllm.kv_cache_memory_bytes): vLLM's Worker.determine_available_memory returns it after
     a profile run without measuring anything, "This does not respect the gpu_memory_utilization config"; the KV
@@ -307,14 +302,7 @@ def kv_cache(facts: ModelFacts, *, engine: str, capacity: int, free_at_start: in
     weights = engine_weights(facts, tp, pp)
     act = vllm_activation(facts, batched_tokens, max_num_seqs, tp, c)
     other = non_torch(tp, c) + graph_pool
-    if engine == "sglang":
-        if sglang is None:
-            raise ValueError("an SGLang engine's KV cache needs its memory (wizard.core.memory.sglang.sglang_memory)")
-        s = sglang
-        budget, weights, kv, act = s.static_bytes, s.weights_bytes, s.kv_bytes, s.activation_bytes
-        other = s.dynamic_bytes - act + s.context_bytes
-        pinned = None
-    elif pinned:
+    if pinned:
         kv = pinned
         budget = pinned_budget(facts, pinned, tp=tp, pp=pp, batched_tokens=batched_tokens, max_num_seqs=max_num_seqs,
                                graph_pool=graph_pool, c=c)
@@ -322,7 +310,7 @@ def kv_cache(facts: ModelFacts, *, engine: str, capacity: int, free_at_start: in
         budget = util * (capacity - c.driver_reserved)
         kv = budget - weights - act - other
     per_token = max(1, facts.kv_bytes_per_token(tp) // max(1, pp))
-    tokens = (s.kv_tokens if engine == "sglang" else max(0, int(kv // per_token))) * dp
+    tokens = max(0, int(kv // per_token)) * dp
     return KvCache(engine=engine, budget_bytes=int(budget), weights_bytes=int(weights), activation_bytes=int(act),
                    other_bytes=int(other), kv_bytes=int(kv), bytes_per_token=int(per_token), tokens=tokens,
                    seq_tokens=seq_tokens, max_model_len=max_model_len,

@@ -15,7 +15,7 @@ from __future__ import annotations
 from collections.abc import Iterator
 
 from wizard.core.findings import Severity, Stage
-from wizard.core.memory.megatron import layout_problems, read_megatron
+from wizard.core.memory.megatron_layout import layout_problems, read_megatron
 from wizard.core.memory.lora_sync import BUCKET_KEY, KEYS as SYNC_KEYS, LOAD_FORMAT_KEY, base_sync_blocked
 from wizard.core.models.facts import ModelFacts
 from wizard.core.check.rules import rule
