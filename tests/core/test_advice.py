@@ -13,13 +13,12 @@ from wizard.core.check.verdict import check_overrides
 from wizard.core.hardware.cluster import parse_cluster_spec
 from wizard.core.memory.estimate import estimate_memory
 from tests.core.test_memory_rules import Q7
-from wizard.core.models.facts import ModelFacts
+from tests.helpers.hf_configs import QWEN25_15B
+from wizard.core.models.facts import facts_from_hf_config
 from wizard.core.steptime import predict_step
 
 A, AF, R = "actor_rollout_ref.actor", "actor_rollout_ref.actor.fsdp_config", "actor_rollout_ref.rollout"
-Q15 = ModelFacts(source="catalogue", name="Qwen/Qwen2.5-1.5B-Instruct", model_type="qwen2", hidden_size=1536,
-                 intermediate_size=8960, num_layers=28, num_attention_heads=12, num_kv_heads=2, head_dim=128,
-                 vocab_size=151936, tie_word_embeddings=True, max_position_embeddings=32768, attention_bias=True)
+Q15 = facts_from_hf_config(QWEN25_15B, name="Qwen/Qwen2.5-1.5B-Instruct", source="catalogue")
 ONE_GPU = ["algorithm.adv_estimator=grpo", f"{R}.name=vllm", f"{R}.n=4", "data.train_batch_size=16",
            "data.max_prompt_length=512", "data.max_response_length=512", f"{A}.ppo_mini_batch_size=8",
            f"{A}.ppo_micro_batch_size_per_gpu=8", f"{R}.log_prob_micro_batch_size_per_gpu=16", f"{A}.use_kl_loss=True",
