@@ -92,10 +92,10 @@ def test_the_autosave_survives_being_killed_while_it_saves(tmp_path):
     """A process saving its session in a loop is killed at random moments: its whole autosave is always there, and
     the next window's start removes the temporary files the kills left."""
     import json
-    import signal
     import subprocess
     import sys
-    import time
+
+    from tests.helpers.procs import killed_while_writing
 
     env = dict(os.environ, XDG_STATE_HOME=str(tmp_path))
     saver = ("from wizard.adapters.files.session_store import save_session\n"
@@ -104,15 +104,8 @@ def test_the_autosave_survives_being_killed_while_it_saves(tmp_path):
              "    i += 1\n"
              "    save_session({'n': i, 'pad': 'x' * 200000})\n")
     state = tmp_path / "verl-wizard" / "sessions"
-    for n in range(15):
-        proc = subprocess.Popen([sys.executable, "-c", saver], env=env)
-        mine = state / f"session-{proc.pid}.json"
-        deadline = time.monotonic() + 60
-        while not mine.exists() and time.monotonic() < deadline:
-            time.sleep(0.01)
-        time.sleep(0.05 * (n % 5))
-        proc.send_signal(signal.SIGKILL)
-        proc.wait()
+    for mine in killed_while_writing(saver, [], env, lambda proc: state / f"session-{proc.pid}.json", times=15,
+                                     spread=5):
         assert json.loads(mine.read_text())["n"] >= 1
     subprocess.run([sys.executable, "-c", "from wizard.adapters.files.session_store import load_session; "
                     "load_session()"], env=env, check=True)

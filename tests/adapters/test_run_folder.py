@@ -177,12 +177,9 @@ def test_the_report_has_everything_and_no_secret(run_dir, monkeypatch):
 
 
 def test_run_json_killed_while_written_is_whole_and_its_temp_files_are_removed_by_the_next_write(tmp_path):
-    import signal
-    import subprocess
-    import sys
-    import time
 
     from tests.helpers.cli import process_env
+    from tests.helpers.procs import killed_while_writing
     from wizard.adapters.files.run_folder import write_meta
 
     writer = ("import sys\n"
@@ -193,15 +190,8 @@ def test_run_json_killed_while_written_is_whole_and_its_temp_files_are_removed_b
               "    i += 1\n"
               "    write_meta(sys.argv[1], RunMeta(plan_overrides=['x=' + 'y' * 200000], steps=i))\n")
     meta = tmp_path / "run.json"
-    for n in range(6):
-        proc = subprocess.Popen([sys.executable, "-c", writer, str(tmp_path)], env=process_env())
-        deadline = time.monotonic() + 60
-        while not meta.exists() and time.monotonic() < deadline:
-            time.sleep(0.01)
-        time.sleep(0.05 * (n % 3))
-        proc.send_signal(signal.SIGKILL)
-        proc.wait()
-        assert json.loads(meta.read_text())["steps"] >= 1
+    for path in killed_while_writing(writer, [str(tmp_path)], process_env(), lambda proc: meta, times=6, spread=3):
+        assert json.loads(path.read_text())["steps"] >= 1
     write_meta(tmp_path, RunMeta(plan_overrides=[], steps=99))
     assert json.loads(meta.read_text())["steps"] == 99
     assert sorted(p.name for p in tmp_path.iterdir()) == ["run.json"]

@@ -22,3 +22,23 @@ def default_hangup() -> None:
     import signal
 
     signal.signal(signal.SIGHUP, signal.SIG_DFL)
+
+
+def killed_while_writing(code: str, args: list[str], env: dict, written, times: int, spread: int):
+    """Start ``python -c code *args`` ``times`` times and SIGKILL each once the file ``written(proc)`` exists, at
+    0.05 s steps after that (``n % spread`` of them, so the kill lands at different points of a write); yields that
+    file after each kill, for the test to read."""
+    import signal
+    import sys
+    from pathlib import Path
+
+    for n in range(times):
+        proc = subprocess.Popen([sys.executable, "-c", code, *args], env=env)
+        path: Path = written(proc)
+        deadline = time.monotonic() + 60
+        while not path.exists() and time.monotonic() < deadline:
+            time.sleep(0.01)
+        time.sleep(0.05 * (n % spread))
+        proc.send_signal(signal.SIGKILL)
+        proc.wait()
+        yield path
