@@ -52,7 +52,7 @@ def test_work_whose_dialog_closed_meanwhile_lets_go_on_the_gui_thread(qtbot):
     release.set()
     qtbot.waitUntil(lambda: bool(Witness.died_on), timeout=10_000)
     assert Witness.died_on == [GUI]
-    qtbot.waitUntil(lambda: not workers._keeper()._held, timeout=10_000)  # and nothing is kept for ever
+    qtbot.waitUntil(lambda: not workers._mailbox()._held, timeout=10_000)  # and nothing is kept for ever
 
 
 def test_a_cancelled_work_still_lets_go_on_the_gui_thread(qtbot):
@@ -157,3 +157,58 @@ def test_failures_are_one_line_for_the_adapters_reasons_and_a_trace_otherwise(qt
     with qtbot.waitSignal(runner.failed, timeout=10_000) as failed:
         runner.start("reading", {}.__getitem__, "key")
     assert failed.args[0].startswith("KeyError: 'key'\nTraceback")
+
+
+def qt_calls_off_the_gui_thread(run) -> list[str]:
+    """The Qt functions called on any thread but the GUI's while ``run()`` goes (a profile hook on new threads)."""
+    calls: list[str] = []
+
+    def hook(frame, event, arg):
+        if event == "c_call" and threading.current_thread().name != GUI:
+            owner = getattr(arg, "__self__", None)
+            module = getattr(type(owner), "__module__", "") or getattr(arg, "__module__", "") or ""
+            if module.startswith(("PySide6", "shiboken6")):
+                calls.append(f"{type(owner).__name__}.{arg.__name__}")
+
+    threading.setprofile(hook)
+    try:
+        run()
+    finally:
+        threading.setprofile(None)
+    return calls
+
+
+def test_a_work_thread_never_calls_qt_so_it_cannot_deadlock_with_the_gui_thread(qtbot):
+    """A Qt signal emitted from a Python thread holds the GIL inside Qt's locks; CI once hung an hour on it."""
+    def count(job, n):
+        for i in range(n):
+            job.progress(i)
+        if n > 2:
+            raise ValueError("refused")
+        return "counted"
+
+    runner = Worker()
+
+    def run():
+        with qtbot.waitSignal(runner.finished, timeout=10_000):
+            runner.start_job("counting", count, 2)
+        with qtbot.waitSignal(runner.failed, timeout=10_000):
+            runner.start_job("counting", count, 3)
+        runner.wait(5)
+
+    assert qt_calls_off_the_gui_thread(run) == []
+
+
+def test_a_flood_of_progress_all_arrives_in_order(qtbot):
+    """More reports than the wake-up socket's buffer holds bytes: none is lost, none waits for the next one."""
+    def count(job, n):
+        for i in range(n):
+            job.progress(i)
+        return n
+
+    runner = Worker()
+    seen = []
+    runner.progress.connect(seen.append)
+    with qtbot.waitSignal(runner.finished, timeout=30_000) as answer:
+        runner.start_job("flooding", count, 300_000)
+    assert answer.args == [300_000] and seen == list(range(300_000))

@@ -7,22 +7,31 @@ on the GUI thread: ``progress(value)`` as often as the function reports, then ``
 ``stop()`` asks the function to end and still takes its answer. The adapters called this way bound their
 own work (subprocess timeouts, killed process groups), so abandoned work ends by itself.
 
-Two rules keep Qt safe. A worker thread that dropped the last reference to a closed dialog once destroyed
-its widgets off the GUI thread and deadlocked Qt (CI hung; tests/gui/test_workers.py):
+Three rules keep Qt safe:
+- a work thread never calls Qt. It leaves each report in a Python queue and wakes the GUI thread with one byte
+  on a socket pair, which a QSocketNotifier of the GUI thread watches (the self-pipe wake-up asyncio's
+  ``call_soon_threadsafe`` uses). A Qt signal emitted from a Python thread holds the GIL inside Qt while it
+  takes Qt's locks, and the GUI thread can hold one of those locks while it waits for the GIL: CI hung for
+  an hour that way, with no Python-level timeout able to fire;
 - the work is given data: a function and plain values, never a Qt object or a function bound to or
-  closing over one (``start`` refuses them), and it answers with data;
-- what a work thread was given, and the Qt object it reports through, are held here until the thread has
-  ended and let go of on the GUI thread, whether or not the Worker that started it still exists.
+  closing over one (``start`` refuses them), and it answers with data. A worker thread that dropped the last
+  reference to a closed dialog once destroyed its widgets off the GUI thread and deadlocked Qt;
+- what a work thread was given is held here until the thread has ended and let go of on the GUI thread,
+  whether or not the Worker that started it still exists (tests/gui/test_workers.py).
 """
 
 from __future__ import annotations
 
 import functools
+import queue
+import socket
 import threading
 import traceback
+import weakref
 from collections.abc import Callable
 
-from PySide6.QtCore import QObject, Signal, Slot
+import shiboken6
+from PySide6.QtCore import QObject, QSocketNotifier, Signal
 
 
 class Job:
@@ -42,60 +51,87 @@ class Job:
         self._report(value)
 
 
-class _Relay(QObject):
-    """The Qt object one work thread reports through. A child of the keeper: never destroyed by the thread."""
+class _Work:
+    """One running work: its thread, what it was given, and the Worker to answer (weakly: it may go first)."""
 
-    progressed = Signal(object)
-    ended = Signal()
-
-    def __init__(self, parent: QObject) -> None:
-        super().__init__(parent)
-        self.result: object = None
-        self.error = ""
+    def __init__(self, worker: Worker, call: tuple) -> None:
+        self.worker = weakref.ref(worker)
+        self.call: tuple | None = call
+        self.thread: threading.Thread | None = None
 
 
-class _Keeper(QObject):
-    """Holds each running work's thread, function, arguments and relay until its end has reached the GUI thread,
-    then lets go of them here."""
+_PROGRESS, _DONE, _ERROR = range(3)
+
+
+class _Mailbox(QObject):
+    """Where work threads leave their reports, without touching Qt, for the GUI thread to hand on in order;
+    it holds each work's thread and call until the work's end has reached the GUI thread."""
 
     def __init__(self) -> None:
         super().__init__()
-        self._held: dict[_Relay, tuple[threading.Thread, tuple]] = {}
+        self._held: dict[_Work, threading.Thread] = {}
+        self._queue: queue.SimpleQueue[tuple[_Work, int, object]] = queue.SimpleQueue()
+        self._wake_in, self._wake_out = socket.socketpair()
+        for end in (self._wake_in, self._wake_out):
+            end.setblocking(False)
+        self._notifier = QSocketNotifier(self._wake_in.fileno(), QSocketNotifier.Type.Read, self)
+        self._notifier.activated.connect(self._deliver)
 
-    def start(self, relay: _Relay, name: str, call: tuple) -> threading.Thread:
-        thread = threading.Thread(target=_work, args=(relay, *call), name=name, daemon=True)
-        self._held[relay] = (thread, call)
-        relay.ended.connect(self._ended)  # after the Worker's own connection: the Worker hears first
+    def start(self, work: _Work, name: str) -> threading.Thread:
+        thread = threading.Thread(target=_run, args=(self, work, *work.call), name=name, daemon=True)
+        self._held[work] = work.thread = thread
         thread.start()
         return thread
 
-    @Slot()
-    def _ended(self) -> None:
-        relay = self.sender()
-        thread, _call = self._held.pop(relay)
-        thread.join()  # a moment at most: it has reported and is returning; then it holds nothing
-        relay.deleteLater()
+    def post(self, work: _Work, kind: int, value: object) -> None:
+        """Any thread: queue a report and wake the GUI thread (a full socket buffer means a wake-up is due)."""
+        self._queue.put((work, kind, value))
+        try:
+            self._wake_out.send(b"\0")
+        except OSError:  # BlockingIOError: bytes are waiting to be read, so the GUI thread will look
+            pass
+
+    def _deliver(self) -> None:
+        """The GUI thread: read the wake-ups first, then every report queued (one posted meanwhile sends its
+        own byte, so none is left waiting)."""
+        try:
+            while self._wake_in.recv(4096):
+                pass
+        except OSError:
+            pass
+        while True:
+            try:
+                work, kind, value = self._queue.get_nowait()
+            except queue.Empty:
+                return
+            if kind != _PROGRESS:
+                self._held.pop(work).join()  # a moment at most: it has reported and is returning
+                work.call = None  # what it was given is let go of here, on the GUI thread
+            worker = work.worker()
+            if worker is not None and shiboken6.isValid(worker):  # a Worker whose parent Qt deleted hears nothing
+                worker._report(work, kind, value)
 
 
-_KEEPER: _Keeper | None = None
+_MAILBOX: _Mailbox | None = None
 
 
-def _keeper() -> _Keeper:
-    global _KEEPER
-    if _KEEPER is None:
-        _KEEPER = _Keeper()  # on the GUI thread: Workers are started there
-    return _KEEPER
+def _mailbox() -> _Mailbox:
+    global _MAILBOX
+    if _MAILBOX is None:
+        _MAILBOX = _Mailbox()  # on the GUI thread: Workers are started there
+    return _MAILBOX
 
 
-def _work(relay: _Relay, fn: Callable[..., object], args: tuple, kwargs: dict) -> None:
-    """The work thread: run, keep the answer on the relay, say so."""
+def _run(mailbox: _Mailbox, work: _Work, fn: Callable[..., object], args: tuple, kwargs: dict) -> None:
+    """The work thread: run, then post the answer. Nothing here calls Qt."""
     try:
-        relay.result = fn(*args, **kwargs)
+        kind, value = _DONE, fn(*args, **kwargs)
     except (ValueError, RuntimeError, OSError) as exc:  # the adapters' one-line reasons
-        relay.error = str(exc) or type(exc).__name__
+        kind, value = _ERROR, str(exc) or type(exc).__name__
     except BaseException as exc:  # noqa: BLE001 - never let a worker crash the window, or stay unanswered
-        relay.error = f"{type(exc).__name__}: {exc}\n{traceback.format_exc(limit=3)}"
-    relay.ended.emit()
+        kind, value = _ERROR, f"{type(exc).__name__}: {exc}\n{traceback.format_exc(limit=3)}"
+    del fn, args, kwargs  # the call is let go of by the mailbox, on the GUI thread
+    mailbox.post(work, kind, value)
 
 
 def _qt_objects(fn: Callable[..., object], args: tuple, kwargs: dict) -> list[object]:
@@ -130,14 +166,14 @@ class Worker(QObject):
 
     def __init__(self, parent: QObject | None = None) -> None:
         super().__init__(parent)
-        self._relay: _Relay | None = None
-        self._thread: threading.Thread | None = None
+        self._work: _Work | None = None  # the work whose answer is awaited
+        self._thread: threading.Thread | None = None  # the last work's thread
         self._job: Job | None = None
 
     @property
     def running(self) -> bool:
         """An answer is awaited (from start until finished, failed or cancelled)."""
-        return self._relay is not None
+        return self._work is not None
 
     @property
     def ended(self) -> bool:
@@ -158,14 +194,13 @@ class Worker(QObject):
             raise TypeError(f"work is given data, never a Qt object (it would be released off the GUI thread): "
                             f"{label!r} holds {type(held[0]).__name__}")
         self._let_go()
-        keeper = _keeper()
-        relay = _Relay(keeper)
-        relay.progressed.connect(self._progressed)
-        relay.ended.connect(self._ended)
-        job = Job(relay.progressed.emit)
-        self._relay, self._job = relay, job
+        mailbox = _mailbox()
+        work = _Work(self, ())
+        job = Job(functools.partial(mailbox.post, work, _PROGRESS))
+        work.call = (fn, (job, *args) if with_job else args, kwargs)
+        self._work, self._job = work, job
         self.started.emit(label)
-        self._thread = keeper.start(relay, f"verl-wizard: {label}", (fn, (job, *args) if with_job else args, kwargs))
+        self._thread = mailbox.start(work, f"verl-wizard: {label}")
 
     def stop(self) -> None:
         """Ask the work to end (``Job.stop``); its answer still comes."""
@@ -174,7 +209,7 @@ class Worker(QObject):
 
     def cancel(self) -> None:
         """Give up on the work: ``cancelled`` now, its answer (if it ever comes) dropped."""
-        if self._relay is not None:
+        if self._work is not None:
             self._let_go()
             self.cancelled.emit()
 
@@ -188,23 +223,20 @@ class Worker(QObject):
     def _let_go(self) -> None:
         if self._job is not None:
             self._job.stop.set()
-        self._relay = self._job = None
+        self._work = self._job = None
 
-    @Slot(object)
-    def _progressed(self, value: object) -> None:
-        if self.sender() is self._relay and self._relay is not None:
+    def _report(self, work: _Work, kind: int, value: object) -> None:
+        """From the mailbox, on the GUI thread: hand on a report of the awaited work; drop one let go of."""
+        if work is not self._work:
+            return
+        if kind == _PROGRESS:
             self.progress.emit(value)
-
-    @Slot()
-    def _ended(self) -> None:
-        relay = self.sender()
-        if relay is not self._relay or relay is None:
-            return  # let go of: nobody waits for it
-        self._relay = self._job = None
-        if relay.error:
-            self.failed.emit(relay.error)
+            return
+        self._work = self._job = None
+        if kind == _ERROR:
+            self.failed.emit(value)
         else:
-            self.finished.emit(relay.result)
+            self.finished.emit(value)
 
 
 __all__ = ["Job", "Worker"]
