@@ -1,4 +1,7 @@
-"""The main window as a fixture: shown, no recovery offer, closing without asking to save."""
+"""The main window as a fixture: shown, no recovery offer, closing without asking to save. Every GUI test also
+checks that no thread but the GUI's called Qt while it ran."""
+
+import threading
 
 import pytest
 
@@ -26,3 +29,23 @@ def window(qtbot):
     qtbot.addWidget(w)
     w.show()
     return w
+
+
+@pytest.fixture(autouse=True)
+def qt_off_the_gui_thread():
+    """The Qt functions called on threads started during the test. A Qt call from a work thread can deadlock
+    with the GUI thread over the GIL (CI hung 90 minutes that way; wizard/gui/workers.py): any fails the test."""
+    calls: list[str] = []
+    gui = threading.main_thread()
+
+    def hook(frame, event, arg):
+        if event == "c_call" and threading.current_thread() is not gui:
+            owner = getattr(arg, "__self__", None)
+            module = getattr(type(owner), "__module__", None) or getattr(arg, "__module__", None) or ""
+            if module.startswith(("PySide6", "shiboken6")):
+                calls.append(f"{threading.current_thread().name}: {type(owner).__name__}.{arg.__name__}")
+
+    threading.setprofile(hook)
+    yield calls
+    threading.setprofile(None)
+    assert not calls, f"Qt was called off the GUI thread: {sorted(set(calls))[:5]}"

@@ -159,26 +159,7 @@ def test_failures_are_one_line_for_the_adapters_reasons_and_a_trace_otherwise(qt
     assert failed.args[0].startswith("KeyError: 'key'\nTraceback")
 
 
-def qt_calls_off_the_gui_thread(run) -> list[str]:
-    """The Qt functions called on any thread but the GUI's while ``run()`` goes (a profile hook on new threads)."""
-    calls: list[str] = []
-
-    def hook(frame, event, arg):
-        if event == "c_call" and threading.current_thread().name != GUI:
-            owner = getattr(arg, "__self__", None)
-            module = getattr(type(owner), "__module__", "") or getattr(arg, "__module__", "") or ""
-            if module.startswith(("PySide6", "shiboken6")):
-                calls.append(f"{type(owner).__name__}.{arg.__name__}")
-
-    threading.setprofile(hook)
-    try:
-        run()
-    finally:
-        threading.setprofile(None)
-    return calls
-
-
-def test_a_work_thread_never_calls_qt_so_it_cannot_deadlock_with_the_gui_thread(qtbot):
+def test_a_work_thread_never_calls_qt_so_it_cannot_deadlock_with_the_gui_thread(qtbot, qt_off_the_gui_thread):
     """A Qt signal emitted from a Python thread holds the GIL inside Qt's locks; CI once hung an hour on it."""
     def count(job, n):
         for i in range(n):
@@ -188,15 +169,12 @@ def test_a_work_thread_never_calls_qt_so_it_cannot_deadlock_with_the_gui_thread(
         return "counted"
 
     runner = Worker()
-
-    def run():
-        with qtbot.waitSignal(runner.finished, timeout=10_000):
-            runner.start_job("counting", count, 2)
-        with qtbot.waitSignal(runner.failed, timeout=10_000):
-            runner.start_job("counting", count, 3)
-        runner.wait(5)
-
-    assert qt_calls_off_the_gui_thread(run) == []
+    with qtbot.waitSignal(runner.finished, timeout=10_000):
+        runner.start_job("counting", count, 2)
+    with qtbot.waitSignal(runner.failed, timeout=10_000):
+        runner.start_job("counting", count, 3)
+    runner.wait(5)
+    assert qt_off_the_gui_thread == []  # (every GUI test checks this as it ends, tests/gui/conftest.py)
 
 
 def test_a_flood_of_progress_all_arrives_in_order(qtbot):
