@@ -63,6 +63,10 @@ def test_gpu_memory_picks_the_prefill_chunk_and_the_graphs_batch_size():
     assert sglang_gpu_defaults(40_960 * MIB, 1) == (4096, 32)
     assert sglang_gpu_defaults(24_564 * MIB, 1) == (2048, 24)
     assert sglang_gpu_defaults(183_359 * MIB, 8) == (16384, 512)
+    # verl hands SGLang tp_size = TP x DP (async_sglang_server.py:313-323): TP 2 with DP 2 reads as SGLang's TP 4
+    dp2 = sglang_memory(Q7, capacity=H200, free=100 * GIB, util=0.5, tp=2, dp=2, max_num_seqs=1024,
+                        disable_cuda_graph=False)
+    assert dp2.cuda_graph_max_bs == 512 and seven_b().cuda_graph_max_bs == 256
 
 
 def test_cuda_graphs_are_captured_up_to_the_smaller_of_cuda_graph_max_bs_and_the_requests():

@@ -132,7 +132,8 @@ def sglang_memory(facts: ModelFacts, *, capacity: int, free: int, util: float, t
     it). The graphs' sizes are SGLang's own reserve heuristic (server_args.py:1541-1571); the activations use the
     per-token arithmetic of vLLM's profile run (:func:`vllm_activation`, measured on the H200 with vLLM) [E]."""
     a = args or SglangArgs()
-    chunk_default, bs_default = sglang_gpu_defaults(capacity, tp)
+    # verl starts SGLang with tp_size = TP x DP (async_sglang_server.py:313-323); its defaults read that tp_size
+    chunk_default, bs_default = sglang_gpu_defaults(capacity, tp * max(1, dp))
     chunk = a.chunked_prefill_size if a.chunked_prefill_size is not None else chunk_default
     max_bs = a.cuda_graph_max_bs or bs_default
     context = c.sglang_context + (c.nccl_buffers if tp > 1 else 0)
