@@ -170,6 +170,13 @@ def test_plan_says_plainly_when_nothing_on_this_gpu_fits_and_prints_no_negative_
     assert "Qwen/Qwen2.5-3B-Instruct" in proc.stdout  # a smaller model of the family, as a change of method
     assert not re.search(r"-\d+(\.\d+)? GiB", proc.stdout), proc.stdout
     assert "KV cache (rollout, vllm): no room" in proc.stdout and "nothing free" in proc.stdout
+    # the alternatives are printed once: the three memory findings point at them instead of repeating them
+    assert proc.stdout.count("Nothing on this 24 GiB GPU fits") == 1
+    memory = [line for line in proc.stdout.splitlines() if line.lstrip().startswith("error   memory.")]
+    assert len(memory) == 3 and proc.stdout.count("fix: 'fastest that fits' above") == 3
+    check = run_cli("check", "--preset", "grpo-1gpu-smoke", "--gpus", "1xRTX-4090-24GB", "--set", SEVEN_B)
+    assert check.stdout.count("Nothing on this 24 GiB GPU fits") == 1
+    assert check.stdout.count("fix: the same as memory.engine_start's above") == 2
 
 
 def test_check_fix_applies_the_config_that_fits_and_exits_1_while_an_error_remains():

@@ -81,9 +81,10 @@ def redacted_output():
 # Findings as text
 
 
-def print_findings(findings, header: str, out=None) -> None:
+def print_findings(findings, header: str, out=None, shown: dict[str, str] | None = None) -> None:
     """Findings by stage (or by a script's line); a message quoting a file or a model (a data_source, a path) has
-    its control characters shown, never written raw."""
+    its control characters shown, never written raw. A fix already printed (above, or by ``shown``: its text ->
+    where it stands) is named, not printed again: the memory findings all offer the advisor's same alternatives."""
     from wizard.core.findings import STAGE_ORDER, STAGE_TITLES, Severity, sort_findings
     from wizard.core.visible import visible
 
@@ -96,12 +97,16 @@ def print_findings(findings, header: str, out=None) -> None:
     by_line = [f for f in findings if f.line is not None]
     rest = [f for f in findings if f.line is None]
     stages = sorted({f.stage for f in rest}, key=STAGE_ORDER.__getitem__)
+    seen = dict(shown or {})
     for stage in stages:
         print(f" {STAGE_TITLES[stage]}", file=out)
         for f in sort_findings([f for f in rest if f.stage is stage]):
             print(f"  {icon[f.severity]:7} {f.rule}: {visible(f.message, newline=None)}", file=out)
-            if f.fix:
+            if f.fix and len(f.fix) > 80 and f.fix in seen:
+                print(f"          fix: {seen[f.fix]}", file=out)
+            elif f.fix:
                 print(f"          fix: {visible(f.fix, newline=None)}", file=out)
+                seen.setdefault(f.fix, f"the same as {f.rule}'s above")
     if by_line:
         _print_by_line(by_line, icon, out)
 
@@ -120,11 +125,11 @@ def _print_by_line(findings, icon, out) -> None:
                 print(f"            fix: {visible(f.fix, newline=None)}", file=out)
 
 
-def findings_text(findings, header: str) -> str:
+def findings_text(findings, header: str, shown: dict[str, str] | None = None) -> str:
     import io
 
     buf = io.StringIO()
-    print_findings(findings, header=header, out=buf)
+    print_findings(findings, header=header, out=buf, shown=shown)
     return buf.getvalue().rstrip()
 
 

@@ -248,7 +248,12 @@ def render_plan(plan, findings: list[Finding], label: str, models, step=None, ad
         lines += _speed_lines(step, advice)
     if run is not None:
         lines.append(f"forecast: {run}" if isinstance(run, str) else f"forecast: {run.line()}")
-    return "\n".join(lines) + "\n" + findings_text(findings, label)
+    shown = {}
+    if step is not None and advice is not None and (advice.alternatives or advice.statement):
+        from wizard.core.check.rules.memory import advice_text
+
+        shown[advice_text(advice)] = "'fastest that fits' above" if not advice.fits_now else "the alternatives above"
+    return "\n".join(lines) + "\n" + findings_text(findings, label, shown)
 
 
 def _host_lines(hosts) -> list[str]:

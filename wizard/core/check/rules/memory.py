@@ -107,13 +107,17 @@ def advice_fix(ctx: RuleContext) -> tuple[str, list[str]]:
     if not ctx.advise:
         return ADVISOR_ELSEWHERE, []
     advice = memory_advice(ctx)
-    best = advice.best
+    return advice_text(advice), advice.best.overrides if advice.best is not None else []
+
+
+def advice_text(advice: Advice) -> str:
+    """The words of the memory findings' fix: the advisor's alternatives (the best first), or why none fits."""
     alts = advice.lines(3)
-    if best is not None:
-        return "Fastest that fits: " + "; ".join(alts), best.overrides
+    if advice.best is not None:
+        return "Fastest that fits: " + "; ".join(alts)
     if alts:
-        return "; ".join(alts), []
-    return "Use GPUs with more memory, or a smaller model", []
+        return "; ".join(alts)
+    return "Use GPUs with more memory, or a smaller model"
 
 
 def _fix_finding(ctx: RuleContext, rule_id: str, severity: Severity, group: GpuEstimate, message: str) -> Finding:
