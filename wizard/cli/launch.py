@@ -60,6 +60,7 @@ def _python(path: str | None) -> str:
 def prepare(args):
     """Everything a launch or a dry run needs (``wizard.usecases.launching.SmokeRun``). Raises UsageError."""
     from wizard.usecases.launching import prepare_smoke
+    from wizard.usecases.runs import RUNS
 
     if args.steps < 1:
         raise UsageError(f"--steps must be 1 or more, not {args.steps}")
@@ -67,7 +68,7 @@ def prepare(args):
     env = environment_facts(python)
     cluster, gpus, _ = hardware(args)
     base = load_plan_arg(args.source, args.preset, gpus, args.sets)[0]
-    run_dir = Path(args.out or Path("runs") / time.strftime("launch-%Y%m%d-%H%M%S")).absolute()
+    run_dir = Path(args.out or Path(RUNS) / time.strftime("launch-%Y%m%d-%H%M%S")).absolute()
     try:
         return prepare_smoke(base, python=python, run_dir=run_dir, steps=args.steps, validation=args.val,
                              environment=env, gpus=gpus, cluster=cluster)

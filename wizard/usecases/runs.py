@@ -13,6 +13,8 @@ from wizard.adapters.files.disk import write_atomic
 from wizard.adapters.files.run_folder import REPORT, read_run_folder, secret_values
 from wizard.core.run import Forecast, InspectedStep, RunRecord, TimingSummary, digest
 
+RUNS = "runs"  # where smoke runs go by default (launch and the Run step), relative to the working folder
+
 
 @dataclass
 class RunDigest:

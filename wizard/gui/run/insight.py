@@ -36,7 +36,7 @@ from wizard.gui.run.log_view import Entry, log_entry
 from wizard.gui.run.samples_view import SamplesView
 from wizard.gui.run.timing_view import TimingView
 from wizard.gui.workers import Worker
-from wizard.usecases.runs import digest_run, write_run_report
+from wizard.usecases.runs import RUNS, digest_run, write_run_report
 
 REDRAW_MS = 500
 LOG_SHOWN = 200_000  # lines of an opened folder's log put in the log view (its cap)
@@ -142,7 +142,7 @@ class RunInsight(QObject):
 
     # -- a folder ---------------------------------------------------------------------------------------------
     def _browse(self) -> None:
-        path = QFileDialog.getExistingDirectory(self.parent(), "A run folder", self.run_dir or str(Path("runs")))
+        path = QFileDialog.getExistingDirectory(self.parent(), "A run folder", self.run_dir or str(Path(RUNS)))
         if path:
             self.open_folder(path)
 

@@ -42,6 +42,7 @@ from wizard.adapters.processes.run_dir import LaunchError, prepare_run_dir, writ
 from wizard.core.findings import Severity
 from wizard.core.run import VALIDATION, dump_dirs
 from wizard.usecases.launching import SmokeRun, prepare_smoke
+from wizard.usecases.runs import RUNS
 from wizard.gui.document import PlanDocument
 from wizard.gui.run.gpu_monitor import GpuMonitor
 from wizard.gui.run.insight import RunInsight, start_recorder
@@ -202,7 +203,7 @@ class RunPanel(QWidget):
             return f"Target Python {python}: no such file"
         if not os.access(p, os.X_OK):
             return f"Target Python {python}: not executable"
-        folder = self.folder.text().strip() or str(Path("runs") / time.strftime("launch-%Y%m%d-%H%M%S"))
+        folder = self.folder.text().strip() or str(Path(RUNS) / time.strftime("launch-%Y%m%d-%H%M%S"))
         run_dir = Path(os.path.expanduser(folder)).absolute()
         try:
             return prepare_smoke(self.doc.plan, python=python, run_dir=run_dir, steps=self.steps.value(),

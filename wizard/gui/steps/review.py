@@ -28,8 +28,7 @@ from wizard.gui.steps import texts
 from wizard.gui.widgets.highlight import ConfigHighlighter
 from wizard.gui.widgets.page import Page
 from wizard.gui.workers import Worker
-
-RUNS = "runs"  # where smoke runs go by default (launch and the Run step), relative to the working folder
+from wizard.usecases.runs import RUNS
 
 
 def code_view(name: str) -> QPlainTextEdit:
