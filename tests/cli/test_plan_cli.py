@@ -241,6 +241,20 @@ def test_plan_takes_the_mean_response_from_a_smoke_run():
                           "--response-tokens-from")
 
 
+def test_the_alternatives_step_times_assume_the_stated_response_length_too():
+    """7B on one H100: the advisor's alternatives are timed at the mean response the user states, as the plan is."""
+    short = json.loads(run("--preset", "grpo-1gpu-smoke", "--gpus", "1xH100-80GB", "--set", SEVEN_B,
+                           "--response-tokens", "128", "--format", "json").stdout)
+    worst = json.loads(run("--preset", "grpo-1gpu-smoke", "--gpus", "1xH100-80GB", "--set", SEVEN_B,
+                           "--format", "json").stdout)
+    assert [a["overrides"] for a in short["advice"]][:1] == [a["overrides"] for a in worst["advice"]][:1]
+    best_short, best_worst = short["advice"][0], worst["advice"][0]
+    assert best_short["step_seconds"] < best_worst["step_seconds"]
+    # the memory findings' fix names the same step times as the alternatives printed
+    fix = next(f["fix"] for f in short["findings"] if f["rule"].startswith("memory."))
+    assert f"about {best_short['step_seconds']:.0f} s per step" in fix
+
+
 SMALL = ["algorithm.adv_estimator=grpo", f"{R}.name=vllm", f"{R}.n=4", "data.train_batch_size=8",
          "actor_rollout_ref.actor.ppo_mini_batch_size=8", "actor_rollout_ref.actor.ppo_micro_batch_size_per_gpu=2",
          f"{R}.log_prob_micro_batch_size_per_gpu=2", "actor_rollout_ref.ref.log_prob_micro_batch_size_per_gpu=2",

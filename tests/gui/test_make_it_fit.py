@@ -72,3 +72,42 @@ def test_the_findings_dock_offers_make_it_fit_on_a_memory_finding(qtbot):
     assert view.fix_button.text().replace("&", "") == "Make it fit…" and view.fix_button.isEnabled()
     with qtbot.waitSignal(view.advice_requested, timeout=2000):
         qtbot.mouseClick(view.fix_button, Qt.LeftButton)
+
+
+def step_seconds(board) -> int:
+    import re
+
+    return int(re.search(r"a step about (\d+) s", board.headline.text()).group(1))
+
+
+def test_the_step_time_assumes_the_mean_response_the_user_types_as_one_undo_step(board, qtbot):
+    doc = board.doc
+    worst = step_seconds(board)
+    assert board.responses.text() == "the maximum" and "worst case" in board.headline.toolTip()
+    board.responses.selectAll()
+    qtbot.keyClicks(board.responses, "128")
+    qtbot.keyClick(board.responses, Qt.Key_Return)
+    assert doc.response_tokens == 128 and "responses of 128 tokens" in board.headline.text()
+    assert step_seconds(board) < worst and "responses average 128 tokens (as given)" in board.headline.toolTip()
+    # Make it fit times its alternatives at the same assumption (the memory values carry it)
+    assert doc.assessment.memory.values["wizard.response_tokens"] == 128
+    assert doc.undo_stack.undoText() == "Responses average 128 tokens"
+    doc.undo_stack.undo()
+    assert doc.response_tokens is None and board.responses.text() == "the maximum" and step_seconds(board) == worst
+
+
+def test_the_mean_response_is_taken_from_a_finished_run(board, qtbot, tmp_path):
+    from pathlib import Path
+
+    run = Path(__file__).resolve().parents[1] / "data" / "verl-run-h200"  # its last step averaged 326.7 tokens
+    worst = step_seconds(board)
+    with qtbot.waitSignal(board._run_reader.finished, timeout=30_000):
+        board.read_response_length(str(run))
+    assert board.doc.response_tokens == 327 and board.responses.value() == 327
+    assert board.status.text() == f"Responses average 327 tokens: step 3 of {run}"
+    assert step_seconds(board) < worst
+    with qtbot.waitSignal(board._run_reader.failed, timeout=30_000):
+        board.read_response_length(str(tmp_path))
+    assert board.status.text().startswith("Could not take the response length: ") and "\n" not in \
+        board.status.text()
+    assert board.doc.response_tokens == 327  # a folder that is no run changes nothing

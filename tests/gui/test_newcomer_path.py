@@ -98,8 +98,9 @@ CHILD = textwrap.dedent("""
     plan.data.train_batch_size = 48
     plan.trainer.experiment_name = "before the crash"
     w.doc.set_plan(plan, text="edits")
+    w.doc.set_response_tokens(300)
     deadline = time.time() + 20
-    while time.time() < deadline and (load_session() or {}).get("plan", {}).get("data", {}).get("train_batch_size") != 48:
+    while time.time() < deadline and (load_session() or {}).get("response_tokens") != 300:
         app.processEvents()
         time.sleep(0.05)
     print("saved", flush=True)
@@ -120,5 +121,6 @@ def test_killed_after_edits_the_next_start_offers_them_back(qtbot, tmp_path):
     qtbot.addWidget(w)
     assert w.doc.plan.data.train_batch_size == 48
     assert w.doc.plan.trainer.experiment_name == "before the crash"
+    assert w.doc.response_tokens == 300  # the step time's assumption comes back with the plan
     assert w.windowTitle().endswith("*")  # recovered edits are not saved anywhere yet
     QApplication.processEvents()

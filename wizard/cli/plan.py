@@ -48,7 +48,11 @@ def run_plan(args, tail: list[str] | None = None) -> int:
 
     # the same check as `check` (models from local folders or the catalogue), with the cluster's memory: one
     # composition gives the findings and the memory plan
-    assessment = assess(overrides, config_name=config_name, gpus=gpus, cluster=cluster)
+    from wizard.core.steptime import RESPONSE_TOKENS
+
+    response_tokens = _response_tokens(args)  # the step times of the plan and of every alternative assume it
+    assessment = assess(overrides, config_name=config_name, gpus=gpus, cluster=cluster,
+                        assumptions={RESPONSE_TOKENS: response_tokens} if response_tokens else None)
     models, plan = assessment.models, assessment.memory
     findings = sort_findings(assessment.findings + src_findings + hw_findings)
     if sized.note:
@@ -64,7 +68,7 @@ def run_plan(args, tail: list[str] | None = None) -> int:
     from wizard.usecases.advising import plan_advice, step_time
 
     data, data_why = _train_data(plan, assessment, args)
-    step = step_time(plan, data, _response_tokens(args))
+    step = step_time(plan, data)
     advice = plan_advice(plan, searched=assessment.result.advice) if plan.judged is not None else None
     run = _forecast(step, overrides, config_name, data)
     if args.format == "json":

@@ -1,7 +1,8 @@
 """The GUI's one piece of state: the Plan being edited, the dataflow graph as drawn, and the verdict.
 
 Widgets never hold edit state; they ask this object and listen to ``changed``. Every edit is one undo command
-that swaps the document's whole state (plan, GPUs, machines, import findings, graph) for another, so undo works
+that swaps the document's whole state (plan, GPUs, machines, import findings, graph, the response length the step
+times assume) for another, so undo works
 the same whether or not the widget that made the edit still exists; an edit that changes nothing pushes nothing.
 All checking is the core's (the same call the CLI makes).
 """
@@ -52,6 +53,9 @@ class PlanDocument(QObject):
         self.graph: Graph = graph_for_plan(self.plan)
         self.gpus: GpuSpec | None = None
         self.cluster: Cluster | None = None  # detected or planned machines, when the user chose some
+        # The mean response length the step times assume (None: every response runs to max_response_length, the
+        # worst case); the user states it or takes it from a smoke run. No verl key holds it.
+        self.response_tokens: int | None = None
         self.context_findings: dict[str, list[Finding]] = {}  # e.g. "environment": doctor's verdict
         self.environment: dict | None = None  # the Environment step's probe, summarised (run records, reports)
         self._model_cache: dict = {}  # model folders read once per session (config.json, tokenizer, headers)
@@ -96,6 +100,12 @@ class PlanDocument(QObject):
         plan = plan_with_gpus(self.plan, gpus) if gpus is not None else self.plan
         return self._push(self._state_with(plan, gpus=gpus, cluster=cluster), f"Use {gpus or 'the planned GPUs'}")
 
+    def set_response_tokens(self, tokens: int | None, text: str | None = None) -> bool:
+        """The mean response length the step times (the plan's and the advisor's) assume; None: the maximum."""
+        tokens = tokens if tokens and tokens > 0 else None
+        words = text or (f"Responses average {tokens:,} tokens" if tokens else "Responses as long as allowed")
+        return self._push(self._state_with(self.plan, response_tokens=tokens), words)
+
     def set_context_findings(self, name: str, findings: list[Finding]) -> None:
         """Findings about the surroundings (the environment), not an edit: not undoable."""
         self.context_findings[name] = list(findings)
@@ -109,16 +119,17 @@ class PlanDocument(QObject):
         return self._push(self._state_with(apply_overrides(self.plan, overrides)), f"Fix {finding.rule}")
 
     def _state(self) -> tuple:
-        return (self.plan, self.gpus, self.cluster, self.source_findings, self.graph)
+        return (self.plan, self.gpus, self.cluster, self.source_findings, self.graph, self.response_tokens)
 
     def _state_with(self, plan: Plan, source_findings: list[Finding] | None = None, graph: Graph | None = None,
-                    gpus=_KEEP, cluster=_KEEP) -> tuple:
+                    gpus=_KEEP, cluster=_KEEP, response_tokens=_KEEP) -> tuple:
         """The document's state with ``plan``; the graph drawn for it, unless given, is the one on screen while it
         still says what ``plan`` says (it may hold a cut link), else the plan's own."""
         return (plan, self.gpus if gpus is _KEEP else gpus,
                 self.cluster if cluster is _KEEP else cluster,
                 self.source_findings if source_findings is None else source_findings,
-                graph_for_plan(plan, self.graph) if graph is None else graph)
+                graph_for_plan(plan, self.graph) if graph is None else graph,
+                self.response_tokens if response_tokens is _KEEP else response_tokens)
 
     def _push(self, new: tuple, text: str) -> bool:
         """One undo step to ``new``; nothing is pushed when it is the state the document is in."""
@@ -129,10 +140,16 @@ class PlanDocument(QObject):
         return True
 
     def _restore(self, state: tuple) -> None:
-        self.plan, self.gpus, self.cluster, self.source_findings, self.graph = state
+        self.plan, self.gpus, self.cluster, self.source_findings, self.graph, self.response_tokens = state
         self._recheck()
         if self.autosave:
             self._autosave_timer.start()
+
+    def assumptions(self) -> dict | None:
+        """What the user states that no verl key holds, for the assessment (the step times read it)."""
+        from wizard.core.steptime import RESPONSE_TOKENS
+
+        return {RESPONSE_TOKENS: self.response_tokens} if self.response_tokens else None
 
     @property
     def result(self) -> CheckResult | None:
@@ -147,7 +164,8 @@ class PlanDocument(QObject):
         return machines_for(self.gpus) if self.gpus is not None and self.gpus.model else None
 
     def save_now(self) -> None:
-        save_session({"plan": self.plan.model_dump(mode="json"), "gpus": str(self.gpus) if self.gpus else None})
+        save_session({"plan": self.plan.model_dump(mode="json"), "gpus": str(self.gpus) if self.gpus else None,
+                      "response_tokens": self.response_tokens})
 
     def _recheck(self) -> None:
         self.files, self.overrides, self.notes = {}, [], []  # never the previous plan's files under this one's name
@@ -155,7 +173,8 @@ class PlanDocument(QObject):
             self.machine = board_machine(self.plan, self.effective_cluster(), self.machine)
             # the advisor's search runs on a worker thread when asked (Make it fit), never on an edit
             self.assessment = assess_plan(self.plan, gpus=self.gpus, cluster=self.machine,
-                                          model_cache=self._model_cache, local_files=True, advise=False)
+                                          model_cache=self._model_cache, local_files=True, advise=False,
+                                          assumptions=self.assumptions())
             self.files, self.overrides, self.notes = (self.assessment.files, self.assessment.overrides,
                                                       self.assessment.notes)  # the overrides run.sh holds
             self.check_error = None

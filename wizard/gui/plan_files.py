@@ -103,6 +103,9 @@ class PlanFiles:
                 if "gpus" in chosen and self.doc.gpus is not None:
                     plan = plan_with_gpus(plan, self.doc.gpus)  # the recovered plan, on the GPUs typed since
                 self.doc.set_plan(plan, [], "Recovered session")
+                tokens = previous.get("response_tokens")
+                if isinstance(tokens, int) and not isinstance(tokens, bool) and tokens > 0:
+                    self.doc.set_response_tokens(tokens, "Recovered session")
         finally:
             stack.endMacro()
 

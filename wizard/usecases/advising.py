@@ -9,16 +9,15 @@ from wizard.core.memory import MemoryPlan
 from wizard.core.steptime import StepTime, predict_step
 
 
-def step_time(memory: MemoryPlan, data=None, response_tokens: int | None = None) -> StepTime:
+def step_time(memory: MemoryPlan, data=None) -> StepTime:
     """The plan's predicted steady step, per phase (``reason`` where it is not modelled), at the train file's mean
-    prompt (``data``, a DataFit) and the mean response the user expects, where given."""
-    from wizard.core.steptime import PROMPT_TOKENS, RESPONSE_TOKENS
+    prompt (``data``, a DataFit) and the mean response the user expects where the assessment was told one (its
+    ``assumptions``, which the memory values carry)."""
+    from wizard.core.steptime import PROMPT_TOKENS
 
     values = dict(memory.values)
     if data is not None:
         values[PROMPT_TOKENS] = data.prompt_tokens_mean
-    if response_tokens:
-        values[RESPONSE_TOKENS] = response_tokens
     return predict_step(values, memory.models, memory.cluster, memory.report)
 
 

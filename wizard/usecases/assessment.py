@@ -64,8 +64,10 @@ class Assessment:
 def assess(overrides: list[str], *, config_name: str = "ppo_trainer", gpus: GpuSpec | None = None,
            cluster: Cluster | None = None, case_id: str | None = None, model_cache: dict | None = None,
            local_files: bool = False, deep_data: bool = False,
-           environment: EnvironmentFacts | None = None, advise: bool = True) -> Assessment:
-    """Judge ``overrides`` once. ``local_files``: also say which data files the config names are not on this machine
+           environment: EnvironmentFacts | None = None, advise: bool = True,
+           assumptions: dict | None = None) -> Assessment:
+    """Judge ``overrides`` once (``assumptions``: what the user states that no verl key holds, such as the mean
+    response length the step times assume: ``wizard.core.steptime.RESPONSE_TOKENS``). ``local_files``: also say which data files the config names are not on this machine
     and whether resume_mode=auto would continue a checkpoint here (a few stat calls); ``environment``: what the run's
     Python can do (flash-attn), for the rules that depend on it; ``deep_data``: read those files too (verl's row
     format, rows vs batch, prompt lengths)."""
@@ -88,7 +90,7 @@ def assess(overrides: list[str], *, config_name: str = "ppo_trainer", gpus: GpuS
 
     result = check_overrides(load_schema(), overrides, config_name=config_name, moves=load_moves(), gpus=gpus,
                              cluster=cluster, case_id=case_id, models=models_for, environment=environment,
-                             advise=advise, family=family)
+                             advise=advise, family=family, assumptions=assumptions)
     result.findings = sort_findings(result.findings + lookup_findings(lookups))
     if local_files or deep_data:
         from wizard.adapters.files.local_facts import file_findings
@@ -99,10 +101,12 @@ def assess(overrides: list[str], *, config_name: str = "ppo_trainer", gpus: GpuS
 
 def assess_plan(plan: Plan, *, gpus: GpuSpec | None = None, cluster: Cluster | None = None,
                 model_cache: dict | None = None, local_files: bool = False,
-                environment: EnvironmentFacts | None = None, advise: bool = True) -> Assessment:
+                environment: EnvironmentFacts | None = None, advise: bool = True,
+                assumptions: dict | None = None) -> Assessment:
     """A plan judged once, with the files it writes (run.sh, config.yaml, plan.json) and their notes."""
     files, overrides, notes = render_files(plan)
     assessment = assess(overrides, config_name=plan.config_name, gpus=gpus, cluster=cluster,
-                        model_cache=model_cache, local_files=local_files, environment=environment, advise=advise)
+                        model_cache=model_cache, local_files=local_files, environment=environment, advise=advise,
+                        assumptions=assumptions)
     assessment.plan, assessment.files, assessment.notes = plan, files, notes
     return assessment

@@ -81,6 +81,7 @@ def check_overrides(
     environment: EnvironmentFacts | None = None,
     advise: bool = True,
     family: Callable[[], Sequence[ModelFacts]] | None = None,
+    assumptions: Mapping[str, object] | None = None,
 ) -> CheckResult:
     """Compose ``overrides`` as verl would and run every rule.
 
@@ -90,13 +91,14 @@ def check_overrides(
     paths the config names), so the adapters can look the models up within this one composition. ``advise``:
     the memory findings carry the advisor's best config that fits as their fix (a search of a few hundred
     estimates); without it they point at the advisor instead (the window asks it on a worker thread). ``family``:
-    the smaller models of the actor's family the advisor may offer (asked only when it searches).
+    the smaller models of the actor's family the advisor may offer (asked only when it searches). ``assumptions``:
+    what the user states that no verl key holds (``wizard.response_tokens``), carried with the memory values.
     """
     with composed_view(schema, overrides, config_name=config_name, moves=moves) as composed:
         findings = list(composed.findings)
         ctx = RuleContext(cfg=composed.cfg, variant=schema.variant(composed.engine), set_keys=composed.set_keys, gpus=gpus,
                       cluster=cluster, touched=composed.touched, plain_values=composed.plain_values,
-                      environment=environment, advise=advise, family=family)
+                      environment=environment, advise=advise, family=family, assumptions=dict(assumptions or {}))
         facts = {key: ctx.get(key) for key in FACT_KEYS}
         ctx.models = (models(facts) if callable(models) else models) or {}
         findings.extend(run_rules(ctx))

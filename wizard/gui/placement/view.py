@@ -14,11 +14,14 @@ from PySide6.QtCore import QPoint, Qt, QTimer, Signal
 from PySide6.QtGui import QAction, QColor, QKeySequence
 from PySide6.QtWidgets import (
     QDialog,
+    QFileDialog,
     QGraphicsView,
     QHBoxLayout,
     QLabel,
     QListWidget,
     QListWidgetItem,
+    QPushButton,
+    QSpinBox,
     QToolBar,
     QVBoxLayout,
     QWidget,
@@ -43,6 +46,9 @@ from wizard.gui.wording import window_text
 HOW_TO = ("Drag a role chip onto another pool (or a dashed \"new pool\" slot); green targets can take it, grey ones "
           "say why not. Ctrl+wheel zooms. Ctrl+M moves a role by keyboard.")
 PREVIEW_MS = 60  # estimate a hovered target this long after the mouse settles on it
+RESPONSES_TIP = ("The mean response length the predicted step time (and Make it fit's) assumes. \"The maximum\": "
+                 "every response runs to data.max_response_length, the worst case, which is what untrained or "
+                 "random-weight models do. A smoke run's samples say what yours average: From a run….")
 
 
 class PlacementView(FitView):
@@ -115,6 +121,22 @@ class PlacementBoard(QWidget):
         self.findings.setAccessibleName("Placement and memory findings")
         self.findings.setWordWrap(True)
         self.findings.setSpacing(3)
+        self.responses = QSpinBox()
+        self.responses.setObjectName("responseTokens")
+        self.responses.setAccessibleName("Mean response length the step time assumes")
+        self.responses.setRange(0, 1 << 18)
+        self.responses.setSingleStep(64)
+        self.responses.setSpecialValueText("the maximum")
+        self.responses.setKeyboardTracking(False)  # typed digits count once: Enter, the arrows or leaving the box
+        self.responses.setToolTip(RESPONSES_TIP)
+        self.responses.valueChanged.connect(self._responses_typed)
+        self.from_run = QPushButton("From a &run…")
+        self.from_run.setToolTip("Take the mean response length of a finished run's last step (its folder under runs/)")
+        self.from_run.clicked.connect(self.choose_run_folder)
+        self._reading = ""  # the run folder whose response length is being read
+        self._run_reader = Worker(self)  # reads a run folder's metrics off the GUI thread
+        self._run_reader.finished.connect(self._run_read)
+        self._run_reader.failed.connect(lambda reason: self._say(f"Could not take the response length: {reason}"))
         self._build()
         self.scene.propose_all = self.propose_all
         self.scene.on_hint = self._say
@@ -149,7 +171,20 @@ class PlacementBoard(QWidget):
         bar.addSeparator()
         bar.addAction(self.doc.undo_stack.createUndoAction(self, "Undo"))
         bar.addAction(self.doc.undo_stack.createRedoAction(self, "Redo"))
-        split = canvas_split(self.view, self.headline, "&Findings for this placement:", self.findings, (1000, 270))
+        top = QWidget()
+        top_layout = QVBoxLayout(top)
+        top_layout.setContentsMargins(0, 0, 0, 0)
+        top_layout.addWidget(self.headline)
+        label = QLabel("Mean &response length (tokens) the step time assumes:")
+        label.setWordWrap(True)
+        label.setBuddy(self.responses)
+        label.setToolTip(RESPONSES_TIP)
+        top_layout.addWidget(label)
+        responses = QHBoxLayout()
+        responses.addWidget(self.responses, 1)
+        responses.addWidget(self.from_run)
+        top_layout.addLayout(responses)
+        split = canvas_split(self.view, top, "&Findings for this placement:", self.findings, (1000, 270))
         self.legend = legend = QLabel(legend_html())
         legend.setAccessibleName("Board legend")
         legend.setToolTip("The phases of a training step, in the bars' order: "
@@ -175,6 +210,10 @@ class PlacementBoard(QWidget):
         self.machine = self.doc.machine
         self.state = board_of(self.doc.assessment)
         self._step = self._step_words()  # once per assessment, not per preview or restyle
+        if self.responses.value() != (self.doc.response_tokens or 0):
+            self.responses.blockSignals(True)
+            self.responses.setValue(self.doc.response_tokens or 0)
+            self.responses.blockSignals(False)
         self._cache.clear()
         self._worker.cancel()
         self._evaluating = None
@@ -205,13 +244,47 @@ class PlacementBoard(QWidget):
         self.findings_changed.emit(list(state.findings))
 
     def _step_words(self) -> str:
-        """" · step about 31 s" beside the verdict (a prediction of a few terms: cheap enough for every redraw)."""
+        """" · a step about 31 s" beside the verdict, its phases and assumptions in the headline's tooltip (a
+        prediction of a few terms: cheap enough for every assessment)."""
         if self.doc.assessment is None:
             return ""
         from wizard.usecases.advising import step_time
 
         step = step_time(self.doc.assessment.memory)
-        return "" if step.seconds is None else f" · a step about {step.seconds:.0f} s (predicted)"
+        self.headline.setToolTip("" if step.seconds is None else
+                                 f"{step.line()}\nAssuming " + ";\n".join(step.assumptions))
+        if step.seconds is None:
+            return ""
+        given = f", responses of {self.doc.response_tokens:,} tokens" if self.doc.response_tokens else ""
+        return f" · a step about {step.seconds:.0f} s (predicted{given})"
+
+    # -- the response length the step time assumes ----------------------------------------------------------
+    def _responses_typed(self, value: int) -> None:
+        self.doc.set_response_tokens(value or None)
+
+    def choose_run_folder(self) -> None:
+        from pathlib import Path
+
+        from wizard.usecases.runs import RUNS
+
+        start = Path(RUNS).absolute()
+        folder = QFileDialog.getExistingDirectory(self, "A finished run's folder", str(start if start.is_dir() else
+                                                                                       Path.cwd()))
+        if folder:
+            self.read_response_length(folder)
+
+    def read_response_length(self, folder: str) -> None:
+        """Take the mean response length of ``folder``'s last step (read on a worker; one undo step)."""
+        from wizard.usecases.runs import mean_response_tokens
+
+        self._reading = folder
+        self._say(f"Reading {folder}…")
+        self._run_reader.start(f"read the responses of {folder}", mean_response_tokens, folder)
+
+    def _run_read(self, answer: tuple[int, int]) -> None:
+        tokens, step = answer
+        self.doc.set_response_tokens(tokens, f"Responses as in {self._reading}")
+        self._say(f"Responses average {tokens:,} tokens: step {step} of {self._reading}")
 
     def open_advice(self) -> None:
         """Make it fit (or Faster): the advisor's alternatives, searched on a worker; Apply is one undo step."""

@@ -39,6 +39,9 @@ class RuleContext(ResolvedConfig):
     # smaller models of the actor's family it may offer (a function: looked up only when it searches).
     advise: bool = True
     family: Callable[[], Sequence[ModelFacts]] | None = None
+    # What the user states about the run that no verl key holds (``wizard.response_tokens``: the mean response
+    # length the step time assumes): read with the memory values by the step time and the advisor's ranking.
+    assumptions: Mapping[str, object] = field(default_factory=dict)
 
 
 # The rule ``run_rules`` is running (its ``@rule`` declaration): what ``finding`` takes the id and stage from.

@@ -37,7 +37,8 @@ PHASE_KEYS = {
 def memory_values(ctx: RuleContext) -> dict:
     """The resolved values the estimate reads, verl's default where one cannot be used (``complete_values``)."""
     if "memory.values" not in ctx._memo:
-        ctx._memo["memory.values"] = complete_values({k: ctx.get(k) for k in MEMORY_KEYS}, ctx.variant)
+        ctx._memo["memory.values"] = {**complete_values({k: ctx.get(k) for k in MEMORY_KEYS}, ctx.variant),
+                                      **ctx.assumptions}
     return ctx._memo["memory.values"]
 
 
