@@ -170,3 +170,30 @@ def test_the_data_step_opens_the_reward_bench_and_the_converter(window, qtbot):
     dialogs = [w for w in page.findChildren(ConvertDialog) if w.isVisible()]
     assert dialogs
     dialogs[0].close()
+
+
+def test_checking_the_training_file_judges_the_plan_on_its_prompts(window, qtbot, tmp_path):
+    """What `plan` prints as "on your data": after the check, the verdict at the file's own prompt lengths."""
+    from tests.helpers.tiny_data import write_gsm8k_like
+    from tests.helpers.tiny_model import write_tiny_model
+    from wizard.core.hardware import parse_gpu_spec
+
+    model = write_tiny_model(tmp_path / "model")
+    data = write_gsm8k_like(tmp_path / "train.parquet", 300)
+    plan = window.doc.plan.model_copy(deep=True)
+    plan.data.train_files = str(data)
+    plan.models.actor_path = str(model)
+    window.doc.set_plan(plan)
+    page = window.page("data")
+    window.go_to(page)
+    qtbot.mouseClick(page.check_button, Qt.LeftButton)
+    qtbot.waitUntil(lambda: "On this data" in page.status.text(), timeout=60_000)
+    # no GPUs chosen: no memory estimate to judge with, and where to choose them
+    assert "not judged" in page.status.text() and "Hardware step" in page.status.text()
+    window.doc.set_gpus(parse_gpu_spec("1xH100-80GB"))
+    qtbot.mouseClick(page.check_button, Qt.LeftButton)
+    qtbot.waitUntil(lambda: "On this data</b> (300 rows" in page.status.text(), timeout=60_000)
+    text = page.status.text()
+    assert "300 rows, checked in" in text  # the check's own lines stay above
+    assert "prompts tokenized with" in text and "your prompts average " in text
+    assert "At these prompts it fits with actor micro-batch up to " in text

@@ -28,7 +28,8 @@ class FormPage(Page):
             self.body_layout.addWidget(box)
         layout = QVBoxLayout(self)
         layout.setContentsMargins(0, 0, 0, 0)
-        layout.addWidget(scrolled(self.body))
+        self.scroll = scrolled(self.body)
+        layout.addWidget(self.scroll)
 
     def finish(self) -> None:
         self.body_layout.addStretch(1)

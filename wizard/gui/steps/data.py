@@ -1,5 +1,6 @@
-"""The Data step: files and batch sizes; previews and checks of the training file off the GUI thread; the
-convert dialog and the reward bench (``wizard.gui.tools``)."""
+"""The Data step: files and batch sizes; previews and checks of the training file off the GUI thread, the check
+followed by the plan judged on the file's prompt lengths (what ``plan`` prints as "on your data"); the convert
+dialog and the reward bench (``wizard.gui.tools``)."""
 
 from __future__ import annotations
 
@@ -7,7 +8,7 @@ import os
 from collections.abc import Callable, Mapping
 from html import escape
 
-from PySide6.QtCore import Qt
+from PySide6.QtCore import Qt, QTimer
 from PySide6.QtWidgets import QHBoxLayout, QPushButton, QTableWidget, QTableWidgetItem
 
 from wizard.core.findings import Severity
@@ -18,6 +19,27 @@ from wizard.gui.widgets.page import Page, note
 from wizard.gui.widgets.task_bar import TaskBar
 from wizard.gui.workers import Worker
 from wizard.gui.wording import window_finding
+
+
+def fit_on_data(memory, path: str, model_dir: str | None) -> tuple[str, object, str | None]:
+    """Work for the Data step: ("data_fit", the plan judged on ``path``'s prompts or None, why not)."""
+    from wizard.usecases.advising import train_data_fit
+
+    fit, why = train_data_fit(memory, path, model_dir)
+    return "data_fit", fit, why
+
+
+def fit_words(fit, why: str | None) -> str:
+    """The data verdict in the window's words (HTML)."""
+    if fit is None:
+        return f"<b>On this data:</b> not judged ({escape(why or 'no prompts read', quote=False)})"
+    sizes = [f"actor micro-batch up to {fit.largest_micro_batch}" if fit.largest_micro_batch else "",
+             f"prompts per step (data.train_batch_size) up to {fit.largest_train_batch}"
+             if fit.largest_train_batch else ""]
+    text = f"<b>On this data</b> ({fit.rows:,} rows, prompts {escape(fit.how, quote=False)}): " + escape(fit.verdict)
+    if any(sizes):
+        text += "<br>At these prompts it fits with " + ", ".join(x for x in sizes if x) + "."
+    return text
 
 
 class DataPage(FormPage):
@@ -70,6 +92,12 @@ class DataPage(FormPage):
         self.body_layout.addWidget(self.table)
         self.runner.finished.connect(self._show)
         self.runner.failed.connect(lambda msg: self.status.setText(f"<span style='color:#c62828'>{msg}</span>"))
+        self._checked: tuple[str, str | None] | None = None  # the file checked and the model folder, to judge on
+        self._follow_status = False  # a verdict came: keep the page scrolled to it until the user scrolls
+        bar = self.scroll.verticalScrollBar()
+        bar.rangeChanged.connect(lambda *_: QTimer.singleShot(0, self._show_status))
+        bar.actionTriggered.connect(self._stop_following)
+        self._report_html = ""
         self.finish()
 
     def wire(self, pages: Mapping[str, Page]) -> None:
@@ -113,6 +141,7 @@ class DataPage(FormPage):
 
         plan = self.doc.plan
         model = plan.models.actor_path if plan.models.actor_path and os.path.isdir(plan.models.actor_path) else None
+        self._checked, self._follow_status = (path, model), False
         self.runner.start(
             f"Checking {path}", check_file, path, batch_size=plan.data.train_batch_size, model_dir=model,
             max_prompt_length=plan.data.max_prompt_length, filter_overlong=bool(plan.data.filter_overlong_prompts),
@@ -140,4 +169,36 @@ class DataPage(FormPage):
             lines += [f"• {f.severity.value}: {f.message}" + (f" — fix: {f.fix}" if f.fix else "") for f in worst]
             if not worst:
                 lines.append("The rows have the columns verl expects.")
-            self.status.setText("<br>".join(escape(x, quote=False) for x in lines))
+            self._report_html = "<br>".join(escape(x, quote=False) for x in lines)
+            self.status.setText(self._report_html)
+            self._judge_on_data()
+        elif isinstance(result, tuple) and result[:1] == ("data_fit",):
+            self.status.setText(self._report_html + "<br>" + fit_words(result[1], result[2]))
+            # a scroll area lays its page out by size hints, which take a wrapped label's lines too few: its height
+            # for the width it has, then the page scrolled to it
+            self.status.setMinimumHeight(self.status.heightForWidth(max(1, self.status.width())))
+            self._follow_status = True
+            QTimer.singleShot(0, self._show_status)
+
+    def _stop_following(self, *_) -> None:
+        self._follow_status = False
+
+    def _show_status(self) -> None:
+        """Scroll the page down to the whole status (again when the scroll area takes the page's new height)."""
+        if not self._follow_status:
+            return
+        geo = self.status.geometry()  # (ensureWidgetVisible stops at a selectable label's first line)
+        self.scroll.ensureVisible(geo.left(), geo.bottom(), 0, 6)
+
+    def _judge_on_data(self) -> None:
+        """After a check: the plan judged on the file's prompt lengths (a few estimates, on the worker)."""
+        assessment = self.doc.assessment
+        if self._checked is None or assessment is None:
+            return
+        if assessment.memory.judged is None:
+            why = assessment.memory.why or "no memory estimate for this plan"
+            self.status.setText(self._report_html + "<br>" + fit_words(None, f"{why}; choose GPUs on the Hardware step"
+                                                                      if self.doc.gpus is None else why))
+            return
+        path, model = self._checked
+        self.runner.start(f"Judging the plan on the prompts of {path}", fit_on_data, assessment.memory, path, model)
