@@ -8,7 +8,10 @@ config.json, one H200 from the GPU catalogue), told the run's own mean prompt an
 compared (what a user states, or a smoke run's samples give). Measured is verl's ``timing_s/*`` of the run's last
 step (the steady one: the first also warms up). Runs measured alone on the GPU are the calibration's; runs measured
 side by side (``"concurrent"`` in their record: several runs shared the GPU and slowed each other) are printed for
-reference and never fitted. With ``--loo`` each alone run is also predicted by constants fitted without it.
+reference and never fitted. A run whose spec carries ``predicted_step_s`` was left out of the calibration: it is
+printed on its own line, with the step time ``plan`` predicted before it ran. (The calibration's constants,
+``wizard.core.steptime.predict.Calibration``, were set from the alone runs by hand, term by term: there is no fit to
+leave a run out of, so the runs left out are those measured after the constants were set.)
 """
 
 from __future__ import annotations
