@@ -51,8 +51,9 @@ def test_make_it_fit_applies_an_alternative_that_fits_as_one_undo_step(board, qt
     qtbot.mouseClick(dialog.apply_button, Qt.LeftButton)
     assert doc.assessment.memory.verdict.fits is True and not memory_errors(doc)
     assert doc.undo_stack.count() == 1 and doc.undo_stack.undoText().startswith("Make it fit: ")
+    assert board.advice_action.text() == "F&aster…"  # a plan that fits is offered faster ones
     doc.undo_stack.undo()
-    assert doc.assessment.memory.verdict.fits is False
+    assert doc.assessment.memory.verdict.fits is False and board.advice_action.text() == "Make it f&it…"
 
 
 def test_the_findings_dock_offers_make_it_fit_on_a_memory_finding(qtbot):

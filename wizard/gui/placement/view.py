@@ -210,6 +210,8 @@ class PlacementBoard(QWidget):
         self.machine = self.doc.machine
         self.state = board_of(self.doc.assessment)
         self._step = self._step_words()  # once per assessment, not per preview or restyle
+        fits = self.doc.assessment.memory.verdict.fits is True
+        self.advice_action.setText("F&aster…" if fits else "Make it f&it…")  # the dialog's title follows suit
         if self.responses.value() != (self.doc.response_tokens or 0):
             self.responses.blockSignals(True)
             self.responses.setValue(self.doc.response_tokens or 0)
