@@ -190,3 +190,29 @@ def test_a_flood_of_progress_all_arrives_in_order(qtbot):
     with qtbot.waitSignal(runner.finished, timeout=30_000) as answer:
         runner.start_job("flooding", count, 300_000)
     assert answer.args == [300_000] and seen == list(range(300_000))
+
+
+@pytest.mark.parametrize("call", ["a method of a project subclass", "a static function", "a signal emit"])
+def test_the_guard_sees_each_kind_of_qt_call_off_the_gui_thread(qtbot, qt_off_the_gui_thread, call):
+    """The check every GUI test ends with (tests/gui/conftest.py) catches what a work thread could touch."""
+    from PySide6.QtCore import QCoreApplication, QObject
+
+    class Owned(QObject):
+        pass
+
+    owned = Owned()
+
+    def touch():
+        if call.startswith("a method"):
+            owned.blockSignals(False)
+        elif call.startswith("a static"):
+            QCoreApplication.instance()
+        else:
+            owned.destroyed.emit()
+
+    thread = threading.Thread(target=touch, name="toucher")
+    thread.start()
+    thread.join()
+    seen = list(qt_off_the_gui_thread)
+    qt_off_the_gui_thread.clear()  # caught here: the test itself must not fail for it
+    assert seen and all(s.startswith("toucher: ") for s in seen)
