@@ -74,13 +74,19 @@ class _Mailbox(QObject):
         self._wake_in, self._wake_out = socket.socketpair()
         for end in (self._wake_in, self._wake_out):
             end.setblocking(False)
+            if end.family in (socket.AF_INET, socket.AF_INET6):  # Windows: a loopback TCP pair; no Nagle delay
+                end.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
         self._notifier = QSocketNotifier(self._wake_in.fileno(), QSocketNotifier.Type.Read, self)
         self._notifier.activated.connect(self._deliver)
 
     def start(self, work: _Work, name: str) -> threading.Thread:
         thread = threading.Thread(target=_run, args=(self, work, *work.call), name=name, daemon=True)
         self._held[work] = work.thread = thread
-        thread.start()
+        try:
+            thread.start()
+        except RuntimeError:  # no thread to be had: nothing is held for it
+            del self._held[work]
+            raise
         return thread
 
     def post(self, work: _Work, kind: int, value: object) -> None:
@@ -92,14 +98,15 @@ class _Mailbox(QObject):
             pass
 
     def _deliver(self) -> None:
-        """The GUI thread: read the wake-ups first, then every report queued (one posted meanwhile sends its
-        own byte, so none is left waiting)."""
+        """The GUI thread: read the wake-ups first, then the reports queued by then (one posted meanwhile sends its
+        own byte, so none is left waiting, and a work that reports faster than its slots run cannot hold the GUI
+        thread here: the next batch comes with the next turn of the event loop)."""
         try:
             while self._wake_in.recv(4096):
                 pass
         except OSError:
             pass
-        while True:
+        for _ in range(self._queue.qsize()):
             try:
                 work, kind, value = self._queue.get_nowait()
             except queue.Empty:
@@ -200,7 +207,11 @@ class Worker(QObject):
         work.call = (fn, (job, *args) if with_job else args, kwargs)
         self._work, self._job = work, job
         self.started.emit(label)
-        self._thread = mailbox.start(work, f"verl-wizard: {label}")
+        try:
+            self._thread = mailbox.start(work, f"verl-wizard: {label}")
+        except RuntimeError as exc:  # the system gave no thread: say so as a failure, never wait for ever
+            self._work = self._job = None
+            self.failed.emit(f"could not start {label}: {exc}")
 
     def stop(self) -> None:
         """Ask the work to end (``Job.stop``); its answer still comes."""
