@@ -30,11 +30,24 @@ _KEEP = object()  # PlanDocument._state_with: keep the document's own value
 
 
 class _SetState(QUndoCommand):
-    """One edit of the document: undo puts the previous state back (plans and graphs are immutable values)."""
+    """One edit of the document: undo puts the previous state back (plans and graphs are immutable values). Edits
+    of one ``merge`` kind in a row (the response length stepped with the arrows) are one undo step."""
 
-    def __init__(self, doc: PlanDocument, old: tuple, new: tuple, text: str) -> None:
+    MERGING = 1
+
+    def __init__(self, doc: PlanDocument, old: tuple, new: tuple, text: str, merge: str | None = None) -> None:
         super().__init__(text)
-        self.doc, self.old, self.new = doc, old, new
+        self.doc, self.old, self.new, self.merge = doc, old, new, merge
+
+    def id(self) -> int:  # noqa: A003 - Qt's name
+        return self.MERGING if self.merge else -1
+
+    def mergeWith(self, other: QUndoCommand) -> bool:  # noqa: N802 - Qt's name
+        if not isinstance(other, _SetState) or other.merge != self.merge:
+            return False
+        self.new = other.new
+        self.setText(other.text())
+        return True
 
     def redo(self) -> None:
         self.doc._restore(self.new)
@@ -78,10 +91,15 @@ class PlanDocument(QObject):
 
     # -- edits: every one is an undoable command, and returns whether it changed anything -------------------------
     def load_preset(self, name: str) -> bool:
-        return self._push(self._state_with(preset_plan(name, self.gpus), []), f"Preset {name}")
+        """Another run: the response length stated for the last one does not carry over."""
+        return self._push(self._state_with(preset_plan(name, self.gpus), [], response_tokens=None), f"Preset {name}")
 
-    def set_plan(self, plan: Plan, source_findings: list[Finding] | None = None, text: str = "Edit plan") -> bool:
-        return self._push(self._state_with(plan, source_findings), text)
+    def set_plan(self, plan: Plan, source_findings: list[Finding] | None = None, text: str = "Edit plan",
+                 another_run: bool = False) -> bool:
+        """``plan`` in place of the document's (one undo step); ``another_run`` (an opened or imported file): the
+        response length stated for the last plan does not carry over."""
+        keep = None if another_run else _KEEP
+        return self._push(self._state_with(plan, source_findings, response_tokens=keep), text)
 
     def set_graph(self, graph: Graph, text: str) -> bool:
         """Draw ``graph`` and set the plan's keys to what it means, as one undo step."""
@@ -104,7 +122,7 @@ class PlanDocument(QObject):
         """The mean response length the step times (the plan's and the advisor's) assume; None: the maximum."""
         tokens = tokens if tokens and tokens > 0 else None
         words = text or (f"Responses average {tokens:,} tokens" if tokens else "Responses as long as allowed")
-        return self._push(self._state_with(self.plan, response_tokens=tokens), words)
+        return self._push(self._state_with(self.plan, response_tokens=tokens), words, merge="responses")
 
     def set_context_findings(self, name: str, findings: list[Finding]) -> None:
         """Findings about the surroundings (the environment), not an edit: not undoable."""
@@ -131,12 +149,12 @@ class PlanDocument(QObject):
                 graph_for_plan(plan, self.graph) if graph is None else graph,
                 self.response_tokens if response_tokens is _KEEP else response_tokens)
 
-    def _push(self, new: tuple, text: str) -> bool:
+    def _push(self, new: tuple, text: str, merge: str | None = None) -> bool:
         """One undo step to ``new``; nothing is pushed when it is the state the document is in."""
         old = self._state()
         if new == old:
             return False
-        self.undo_stack.push(_SetState(self, old, new, text))
+        self.undo_stack.push(_SetState(self, old, new, text, merge))
         return True
 
     def _restore(self, state: tuple) -> None:

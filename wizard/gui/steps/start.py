@@ -210,7 +210,7 @@ class StartPage(Page):
         self.presets.setCurrentRow(-1)
         self.presets.blockSignals(False)
         plan = source.to_plan(name=Path(path).stem)
-        self.doc.set_plan(plan, source.findings, f"Import {Path(path).name}")
+        self.doc.set_plan(plan, source.findings, f"Import {Path(path).name}", another_run=True)
         self.doc.path = path if source.plan is not None else None  # Save writes back only to plan files
         self.opened.emit(path)
         kept = len(plan.passthrough)
