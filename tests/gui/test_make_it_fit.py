@@ -112,3 +112,24 @@ def test_the_mean_response_is_taken_from_a_finished_run(board, qtbot, tmp_path):
     assert board.status.text().startswith("Could not take the response length: ") and "\n" not in \
         board.status.text()
     assert board.doc.response_tokens == 327  # a folder that is no run changes nothing
+
+
+def test_stepping_the_response_length_is_one_undo_step_and_a_new_preset_drops_it(board, qtbot):
+    doc = board.doc
+    before = doc.undo_stack.count()
+    board.responses.setFocus()
+    for _ in range(3):
+        qtbot.keyClick(board.responses, Qt.Key_Up)  # 64 a step
+    qtbot.waitUntil(lambda: doc.response_tokens == 192, timeout=5_000)  # judged once the arrows rest
+    assert doc.undo_stack.count() == before + 1
+    board.responses.selectAll()
+    qtbot.keyClicks(board.responses, "100000")
+    qtbot.keyClick(board.responses, Qt.Key_Return)
+    assert doc.response_tokens == 100_000 and doc.undo_stack.count() == before + 1  # still the one step
+    # the prediction takes no response past data.max_response_length, and the verdict says the length it took
+    assert "responses of 512 tokens" in board.headline.text()
+    doc.undo_stack.undo()
+    assert doc.response_tokens is None and board.responses.text() == "the maximum"
+    doc.undo_stack.redo()
+    doc.load_preset("grpo-1gpu-smoke")  # another run: what was stated for this one does not carry over
+    assert doc.response_tokens is None and board.responses.text() == "the maximum"

@@ -86,6 +86,20 @@ def legend_html() -> str:
             "details.")
 
 
+class QuietSpinBox(QSpinBox):
+    """A spin box the mouse wheel turns only once it has the focus: scrolling the panel past it changes nothing."""
+
+    def __init__(self, parent: QWidget | None = None) -> None:
+        super().__init__(parent)
+        self.setFocusPolicy(Qt.StrongFocus)
+
+    def wheelEvent(self, event) -> None:  # noqa: N802 - Qt's name
+        if self.hasFocus():
+            super().wheelEvent(event)
+        else:
+            event.ignore()
+
+
 class PlacementBoard(QWidget):
     """Where each role of a verl 0.9.1 run sits on the GPUs, with memory per phase; drag roles between pools."""
 
@@ -121,7 +135,7 @@ class PlacementBoard(QWidget):
         self.findings.setAccessibleName("Placement and memory findings")
         self.findings.setWordWrap(True)
         self.findings.setSpacing(3)
-        self.responses = QSpinBox()
+        self.responses = QuietSpinBox()
         self.responses.setObjectName("responseTokens")
         self.responses.setAccessibleName("Mean response length the step time assumes")
         self.responses.setRange(0, 1 << 18)
@@ -129,7 +143,13 @@ class PlacementBoard(QWidget):
         self.responses.setSpecialValueText("the maximum")
         self.responses.setKeyboardTracking(False)  # typed digits count once: Enter, the arrows or leaving the box
         self.responses.setToolTip(RESPONSES_TIP)
-        self.responses.valueChanged.connect(self._responses_typed)
+        # the arrows step it often: the plan is judged again once they rest (and at once on Enter or leaving the box)
+        self._responses_timer = QTimer(self)
+        self._responses_timer.setSingleShot(True)
+        self._responses_timer.setInterval(400)
+        self._responses_timer.timeout.connect(self._responses_set)
+        self.responses.valueChanged.connect(self._responses_timer.start)
+        self.responses.editingFinished.connect(self._responses_set)
         self.from_run = QPushButton("From a &run…")
         self.from_run.setToolTip("Take the mean response length of a finished run's last step (its folder under runs/)")
         self.from_run.clicked.connect(self.choose_run_folder)
@@ -205,6 +225,10 @@ class PlacementBoard(QWidget):
 
     def refresh(self) -> None:
         """Lay the board out for the document's assessment (on every document change, never during a drag)."""
+        if self.responses.value() != (self.doc.response_tokens or 0) and not self._responses_timer.isActive():
+            self.responses.blockSignals(True)  # the document's (an undo): not an edit
+            self.responses.setValue(self.doc.response_tokens or 0)
+            self.responses.blockSignals(False)
         if self.doc.assessment is None:
             return  # the check itself failed: the findings dock says so; the board keeps its last picture
         self.machine = self.doc.machine
@@ -212,10 +236,6 @@ class PlacementBoard(QWidget):
         self._step = self._step_words()  # once per assessment, not per preview or restyle
         fits = self.doc.assessment.memory.verdict.fits is True
         self.advice_action.setText("F&aster…" if fits else "Make it f&it…")  # the dialog's title follows suit
-        if self.responses.value() != (self.doc.response_tokens or 0):
-            self.responses.blockSignals(True)
-            self.responses.setValue(self.doc.response_tokens or 0)
-            self.responses.blockSignals(False)
         self._cache.clear()
         self._worker.cancel()
         self._evaluating = None
@@ -257,12 +277,17 @@ class PlacementBoard(QWidget):
                                  f"{step.line()}\nAssuming " + ";\n".join(step.assumptions))
         if step.seconds is None:
             return ""
-        given = f", responses of {self.doc.response_tokens:,} tokens" if self.doc.response_tokens else ""
+        longest = self.doc.assessment.memory.values.get("data.max_response_length")
+        tokens = self.doc.response_tokens
+        if tokens and isinstance(longest, int) and not isinstance(longest, bool) and longest > 0:
+            tokens = min(tokens, longest)  # what the prediction takes (no response runs past the limit)
+        given = f", responses of {tokens:,} tokens" if tokens else ""
         return f" · a step about {step.seconds:.0f} s (predicted{given})"
 
     # -- the response length the step time assumes ----------------------------------------------------------
-    def _responses_typed(self, value: int) -> None:
-        self.doc.set_response_tokens(value or None)
+    def _responses_set(self) -> None:
+        self._responses_timer.stop()
+        self.doc.set_response_tokens(self.responses.value() or None)
 
     def choose_run_folder(self) -> None:
         from pathlib import Path
