@@ -91,9 +91,10 @@ class DataPage(FormPage):
         self.table.hide()
         self.body_layout.addWidget(self.table)
         self.runner.finished.connect(self._show)
-        self.runner.failed.connect(lambda msg: self.status.setText(f"<span style='color:#c62828'>{msg}</span>"))
+        self.runner.failed.connect(self._failed)
         self._checked: tuple[str, str | None] | None = None  # the file checked and the model folder, to judge on
         self._follow_status = False  # a verdict came: keep the page scrolled to it until the user scrolls
+        self._judging = False  # the runner's work is the judgement on the data (after a check)
         bar = self.scroll.verticalScrollBar()
         bar.rangeChanged.connect(lambda *_: QTimer.singleShot(0, self._show_status))
         bar.actionTriggered.connect(self._stop_following)
@@ -126,7 +127,15 @@ class DataPage(FormPage):
             return None
         return os.path.expandvars(os.path.expanduser(str(first)))
 
+    def _failed(self, message: str) -> None:
+        if self._judging:  # the check's report stays; the judgement says why it is missing
+            self._judging = False
+            self.status.setText(self._report_html + "<br>" + fit_words(None, message.splitlines()[0]))
+            return
+        self.status.setText(f"<span style='color:#c62828'>{escape(message, quote=False)}</span>")
+
     def preview(self) -> None:
+        self._follow_status = self._judging = False
         path = self._train_file()
         if path:
             from wizard.adapters.files.dataset import preview
@@ -141,7 +150,7 @@ class DataPage(FormPage):
 
         plan = self.doc.plan
         model = plan.models.actor_path if plan.models.actor_path and os.path.isdir(plan.models.actor_path) else None
-        self._checked, self._follow_status = (path, model), False
+        self._checked, self._follow_status, self._judging = (path, model), False, False
         self.runner.start(
             f"Checking {path}", check_file, path, batch_size=plan.data.train_batch_size, model_dir=model,
             max_prompt_length=plan.data.max_prompt_length, filter_overlong=bool(plan.data.filter_overlong_prompts),
@@ -173,10 +182,8 @@ class DataPage(FormPage):
             self.status.setText(self._report_html)
             self._judge_on_data()
         elif isinstance(result, tuple) and result[:1] == ("data_fit",):
+            self._judging = False
             self.status.setText(self._report_html + "<br>" + fit_words(result[1], result[2]))
-            # a scroll area lays its page out by size hints, which take a wrapped label's lines too few: its height
-            # for the width it has, then the page scrolled to it
-            self.status.setMinimumHeight(self.status.heightForWidth(max(1, self.status.width())))
             self._follow_status = True
             QTimer.singleShot(0, self._show_status)
 
@@ -201,4 +208,5 @@ class DataPage(FormPage):
                                                                       if self.doc.gpus is None else why))
             return
         path, model = self._checked
+        self._judging = True
         self.runner.start(f"Judging the plan on the prompts of {path}", fit_on_data, assessment.memory, path, model)
