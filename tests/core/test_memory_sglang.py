@@ -67,6 +67,10 @@ def test_gpu_memory_picks_the_prefill_chunk_and_the_graphs_batch_size():
     dp2 = sglang_memory(Q7, capacity=H200, free=100 * GIB, util=0.5, tp=2, dp=2, max_num_seqs=1024,
                         disable_cuda_graph=False)
     assert dp2.cuda_graph_max_bs == 512 and seven_b().cuda_graph_max_bs == 256
+    # ... and its TP group of TP x DP ranks has NCCL's buffers even at TP 1
+    dp_only = sglang_memory(Q7, capacity=H200, free=100 * GIB, util=0.5, tp=1, dp=2, max_num_seqs=1024,
+                            disable_cuda_graph=False)
+    assert dp_only.context_bytes == C.sglang_context + C.nccl_buffers and seven_b().context_bytes == C.sglang_context
 
 
 def test_cuda_graphs_are_captured_up_to_the_smaller_of_cuda_graph_max_bs_and_the_requests():

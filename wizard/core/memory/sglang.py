@@ -136,7 +136,7 @@ def sglang_memory(facts: ModelFacts, *, capacity: int, free: int, util: float, t
     chunk_default, bs_default = sglang_gpu_defaults(capacity, tp * max(1, dp))
     chunk = a.chunked_prefill_size if a.chunked_prefill_size is not None else chunk_default
     max_bs = a.cuda_graph_max_bs or bs_default
-    context = c.sglang_context + (c.nccl_buffers if tp > 1 else 0)
+    context = c.sglang_context + (c.nccl_buffers if tp * max(1, dp) > 1 else 0)  # SGLang's TP group: TP x DP
     pre = free - context
     weights = engine_weights(facts, tp, pp)
     static = util * pre
