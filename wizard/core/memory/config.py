@@ -191,6 +191,7 @@ class MemoryConfig:
     seq_tokens: int
     dataloader_workers: int
     engines: dict[str, EngineConfig] = field(default_factory=dict)
+    prompt_tokens: int = 512  # data.max_prompt_length: what a vision tower's image tokens are bounded by
     flash_attn: bool = True  # verl's log-probs through flash-attn's cross-entropy (else logprobs_from_logits_v2)
     layered_summon: bool = False  # LoRA weight sync gathers one layer at a time (rollout.layered_summon)
     critic_fsdp1: bool = False  # critic.strategy=fsdp
@@ -420,7 +421,8 @@ def _actor(values: Mapping, world: int) -> dict:
 def read_config(values: Mapping) -> MemoryConfig:
     per, nodes = _int(values, "trainer.n_gpus_per_node", 1), _int(values, "trainer.nnodes", 1)
     world = per * nodes
-    seq = (_int(values, "data.max_prompt_length", 1) or 512) + (_int(values, "data.max_response_length", 1) or 512)
+    prompt = _int(values, "data.max_prompt_length", 1) or 512
+    seq = prompt + (_int(values, "data.max_response_length", 1) or 512)
     notes: list[str] = []
     if trainer_mode(values) != "sync":
         notes.append(f"trainer mode {trainer_mode(values)}: phases may overlap more than in sync mode")
@@ -431,5 +433,5 @@ def read_config(values: Mapping) -> MemoryConfig:
         update_entropy=_float(values, f"{A}.entropy_coeff") != 0 or _flag(values, f"{A}.calculate_entropy"),
         ref_separate=need_ref(values) and not ref_in_actor(values), **_critic(values, world, seq),
         train_batch_size=_int(values, "data.train_batch_size", 1) or 1, rollout_n=_int(values, f"{R}.n", 1) or 1,
-        seq_tokens=seq, dataloader_workers=_int(values, "data.dataloader_num_workers", 0) or 0,
+        seq_tokens=seq, prompt_tokens=prompt, dataloader_workers=_int(values, "data.dataloader_num_workers", 0) or 0,
         engines=engines, flash_attn=_flash_attn(values), notes=tuple(notes))

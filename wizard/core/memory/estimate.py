@@ -22,6 +22,7 @@ from wizard.core.memory.host import host_estimates
 from wizard.core.memory.megatron import MegatronTrainer, megatron_phases, worst_stage
 from wizard.core.memory.phases import PhaseName as P, phase_of
 from wizard.core.memory.scope import unmodelled
+from wizard.core.memory.vision import has_tower
 from wizard.core.memory.sglang import SglangMemory, sglang_kv_cache, sglang_memory
 from wizard.core.memory.terms import CONSTANTS, GIB, HostEstimate, KvCache, MemoryConstants, Term
 from wizard.core.memory.trainer import Trainer, slack, sync_buffers, sync_copies, term
@@ -233,7 +234,10 @@ def estimate_memory(values: Mapping, models: Mapping[str, ModelFacts], cluster: 
     if actor.vision_params:
         notes.append(f"vision tower: {actor.vision_params / 1e9:.2f}B of the model's {actor.param_count / 1e9:.2f}B "
                      "parameters (from its config.json's vision_config, as transformers builds the tower), inside every "
-                     "weight, gradient and optimizer term; the image tokens of a batch are not counted")
+                     "weight, gradient and optimizer term" + (
+                         "; its activations over the images, at worst every prompt token an image token, and vLLM's "
+                         "profile of it (the largest image the processor allows) are counted from the code, not "
+                         "measured" if has_tower(actor) else "; the image tokens of a batch are not counted"))
     if cfg.need_critic and critic is None:
         notes.append("the critic's model is unknown: the critic is left out of the training GPUs' estimate")
     tr = Trainer(cfg, actor, critic, constants)

@@ -3,21 +3,26 @@
 Modelled and measured (bench/bench_memory_real.py): FSDP and FSDP2 trainers, vLLM as rollout engine, dense and
 MoE text models. Modelled from code, not measured: SGLang 0.5.12 as rollout engine (its own memory arithmetic, term
 by term, :func:`wizard.core.memory.sglang.sglang_memory`) and Megatron, from megatron-core's formulas
-(:mod:`wizard.core.memory.megatron`; its critic and LoRA get no verdict). Vision-language models get the numbers,
-labelled a rough guess, and no verdict.
+(:mod:`wizard.core.memory.megatron`; its critic and LoRA get no verdict), and the vision towers of Qwen2-VL and
+Qwen2.5-VL (:mod:`wizard.core.memory.vision`). Other vision-language models get the numbers, labelled a rough
+guess, and no verdict.
 """
 
 from __future__ import annotations
 
 from wizard.core.memory.config import MemoryConfig
+from wizard.core.memory.vision import has_tower
 from wizard.core.models.facts import ModelFacts
 
 VISION_TYPES = ("vl", "vision", "llava", "idefics", "paligemma", "pixtral", "mllama", "internvl", "minicpmv")
 
 
 def unmodelled(cfg: MemoryConfig, actor: ModelFacts) -> str | None:
-    """What the estimate counts but does not model well enough for a verdict (said, not guessed)."""
+    """What the estimate counts but does not model well enough for a verdict (said, not guessed). A vision tower
+    whose shape is read (Qwen2-VL, Qwen2.5-VL) is modelled: :mod:`wizard.core.memory.vision`."""
     arch, kind = (actor.architecture or ""), (actor.model_type or "").lower()
+    if has_tower(actor):
+        return None
     if arch.endswith("ForConditionalGeneration") or any(v in kind for v in VISION_TYPES):
         tower = (f"the vision tower's {actor.vision_params / 1e9:.2f}B parameters are counted with the model's, but "
                  "its activations and the image tokens of a batch are not" if actor.vision_params else

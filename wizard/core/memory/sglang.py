@@ -164,7 +164,7 @@ def sglang_memory(facts: ModelFacts, *, capacity: int, free: int, util: float, t
     qwen = (facts.architecture or "") in SGLANG_QWEN_WORKSPACE or (
         not facts.architecture and (facts.model_type or "") in ("qwen2", "qwen3", "mimo", "qwen3_vl", "qwen3_vl_moe"))
     workspace = (512 if qwen else 384) << 20
-    act = vllm_activation(facts, prefill, running, tp, c)
+    act = vllm_activation(facts, prefill, running, tp, c, encoder=False)
     # verl's sleep releases the "kv_cache" and "weights" regions (torch_memory_saver; async_sglang_server.py:
     # 505-525; the base weights stay when LoRA is served as an adapter) and flushes the cache, which empties torch's
     # allocator (scheduler_update_weights_mixin.py:127-158, scheduler.py:3442-3457): the context, the workspace and

@@ -16,6 +16,7 @@ import math
 
 from pydantic import BaseModel, ConfigDict
 
+from wizard.core.memory import vision
 from wizard.core.models.facts import ModelFacts
 
 GIB = 1024**3
@@ -248,12 +249,18 @@ def entropy(facts: ModelFacts, tokens: float, mode: str, update: bool, c: Memory
 
 
 def vllm_activation(facts: ModelFacts, batched_tokens: int, max_num_seqs: int, tp: int,
-                    c: MemoryConstants = CONSTANTS) -> float:
-    """vLLM's profiled activation peak: a dummy forward of max_num_batched_tokens and the sampler's fp32 logits."""
+                    c: MemoryConstants = CONSTANTS, encoder: bool = True) -> float:
+    """vLLM's profiled activation peak: a dummy forward of max_num_batched_tokens and the sampler's fp32 logits; with
+    a vision tower (``encoder``: vLLM profiles it), the larger of that and the encoder's run, plus the encoder
+    outputs the language model's run keeps (:func:`wizard.core.memory.vision.vllm_encoder_profile`)."""
     inter = facts.intermediate_size if not facts.num_experts else (facts.moe_intermediate_size or facts.intermediate_size) * (
         facts.num_experts_per_tok or 1)
-    return batched_tokens * (c.vllm_act_i * inter / tp + c.vllm_act_h * facts.hidden_size) + \
+    lm = batched_tokens * (c.vllm_act_i * inter / tp + c.vllm_act_h * facts.hidden_size) + \
         max_num_seqs * facts.vocab_size * 4
+    if not (encoder and vision.has_tower(facts)):
+        return lm
+    tower, kept = vision.vllm_encoder_profile(facts, batched_tokens, tp, c)
+    return max(lm, tower) + kept
 
 
 def engine_weights(facts: ModelFacts, tp: int, pp: int = 1) -> float:

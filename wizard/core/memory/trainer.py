@@ -5,6 +5,7 @@ themselves, with the engines beside the trainer, are put together in :mod:`wizar
 from __future__ import annotations
 
 from wizard.core.memory import terms as mt
+from wizard.core.memory import vision
 from wizard.core.memory.config import MemoryConfig
 from wizard.core.memory.terms import MemoryConstants, Term
 from wizard.core.models.facts import ModelFacts
@@ -13,6 +14,8 @@ ADAM_KEYS = ("actor_adam", "critic_adam")
 # what FSDP1 on one GPU keeps on it from the load until the first step's passes (Trainer.first_step_extra)
 FIRST_STEP_KEYS = ("ref_params", "critic_params")
 
+
+VISION_WORST = "at worst: every prompt token an image token (data.max_prompt_length bounds them)"
 
 def first_step_terms(terms: list[Term], extra: list[Term]) -> list[Term]:
     """A phase's terms as in the first step: no AdamW moments yet (PyTorch creates them at the first optimizer step),
@@ -131,8 +134,17 @@ class Trainer:
             logits.append(term("entropy", f"entropy temporaries ({entropy_mode})", ent))
         layer = term("layer_activations", f"one layer's activations ({tok(tokens)}, freed as it goes)",
                      c.forward_layer_fraction * mt.layer_activation(f, tokens, c))
+        if vision.has_tower(f):  # the tower runs first, over the pass's image tokens: a block at a time too
+            tower = vision.forward_peak(f, self.image_tokens(tokens), c)
+            if tower > layer.bytes:
+                layer = term("vision_activations", f"one vision block's activations ({tok(self.image_tokens(tokens))} "
+                             "of images, freed as it goes)", tower, VISION_WORST)
         # no_grad frees each layer's intermediates before the next: the peak is the logits or one layer, not both
         return out + (logits if sum(t.bytes for t in logits) >= layer.bytes else [layer])
+
+    def image_tokens(self, tokens: float) -> float:
+        """The image tokens among ``tokens`` of a micro-batch, at worst: every prompt token (vision.py)."""
+        return tokens * self.cfg.prompt_tokens / max(1, self.cfg.seq_tokens)
 
     def update_parts(self) -> tuple[list[Term], list[Term], list[Term], list[Term]]:
         """(states, backward of one micro-batch, optimizer step, the rest) of update_actor: params, grads and AdamW
@@ -156,6 +168,10 @@ class Trainer:
                  ", and a bf16 log-softmax per row for the backward (no flash-attn: logprobs_from_logits_v2)"),
                  mt.logits(f, T, cfg.fused_kernels, c, flash_attn=cfg.flash_attn)),
         ]
+        if vision.has_tower(f):
+            acts_v, how_v = vision.train_activations(f, self.image_tokens(T), cfg.actor_gc, c)
+            backward.append(term("vision_activations", f"vision tower activations ({tok(self.image_tokens(T))} of "
+                                 "images)", acts_v, f"{how_v}; {VISION_WORST}"))
         if cfg.update_entropy:
             backward.append(term("entropy", f"entropy with gradient ({cfg.entropy_mode})",
                                  mt.entropy(f, T, cfg.entropy_mode, update=True, c=c)))

@@ -96,6 +96,12 @@ class ModelFacts(BaseModel):
     # The vision tower's parameters, from vision_config where its layout is known (Qwen2-VL, Qwen2.5-VL); None where
     # a multimodal model's tower is not counted. Included in computed_param_count (verl trains and vLLM loads it).
     vision_params: int | None = None
+    # The tower's shape where vision_params is known: what its activations and vLLM's encoder profile are sized by.
+    vision_hidden_size: int | None = None
+    vision_depth: int | None = None
+    vision_intermediate_size: int | None = None  # the MLP's width (Qwen2-VL: mlp_ratio x hidden)
+    vision_merge_size: int = 2  # spatial_merge_size: merge x merge patches make one language-model token
+    vision_patch_size: int = 14
     has_chat_template: bool | None = None
     has_weights: bool | None = None
     gated: bool | None = None  # hub repo needs an accepted licence and a token (catalogue only)
@@ -249,8 +255,25 @@ def facts_from_hf_config(
         rope_scaling_type=scaling[0], rope_scaling_factor=scaling[1], original_max_position_embeddings=scaling[2],
         auto_map=auto_map is not None,
         remote_code=_remote_code(auto_map, top_type, native_model_types),
-        multimodal=multimodal, vision_params=vision_params(config),
+        multimodal=multimodal, vision_params=vision_params(config), **vision_shape(config),
     )
+
+
+def vision_shape(config: Mapping) -> dict:
+    """The vision tower's hidden size, depth, MLP width, merge and patch sizes, where :func:`vision_params` counts the
+    tower (Qwen2-VL, Qwen2.5-VL); {} otherwise."""
+    if vision_params(config) is None:
+        return {}
+    v, kind = config["vision_config"], _str(config.get("model_type"))
+    h = _optional(v, "hidden_size" if kind == "qwen2_5_vl" else "embed_dim") or _optional(v, "embed_dim", "hidden_size")
+    if kind == "qwen2_5_vl":
+        inter = _optional(v, "intermediate_size") or 4 * h
+    else:
+        ratio = v.get("mlp_ratio", 4)
+        inter = int(h * ratio) if isinstance(ratio, (int, float)) and not isinstance(ratio, bool) else 4 * h
+    return {"vision_hidden_size": h, "vision_depth": _optional(v, "depth"), "vision_intermediate_size": inter,
+            "vision_merge_size": _optional(v, "spatial_merge_size") or 2,
+            "vision_patch_size": _optional(v, "patch_size", "spatial_patch_size") or 14}
 
 
 def vision_params(config: Mapping) -> int | None:

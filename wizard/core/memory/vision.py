@@ -1,0 +1,76 @@
+"""A vision-language model's vision tower at work: its activations in the trainer and vLLM's encoder profile. Pure.
+
+Modelled for the towers whose shape :func:`wizard.core.models.facts.vision_shape` reads (Qwen2-VL, Qwen2.5-VL), from
+the code, not measured: no vision-language run has been made on the lent GPU.
+
+- **How many image tokens.** verl's dataset expands each image into its placeholder tokens inside the prompt
+  (``data.max_prompt_length`` bounds them: verl drops or cuts longer prompts), so the language model's terms already
+  count them as tokens. What is new is the tower's work on them: ``merge x merge`` patches per language-model token
+  (Qwen2.5-VL's merger joins 2 x 2 patches of 14 x 14 pixels). The estimate takes the worst case, every prompt token
+  an image token, because the share of images in the prompts is the data's and not in the config.
+- **The trainer** (verl's FSDP engine trains the tower: ``actor.freeze_vision_tower`` is false by default, and
+  transformers checkpoints its blocks when gradient checkpointing is on): the tower's blocks keep activations for
+  the backward at the same per-token rates as a decoder layer (full attention: q = k = v = hidden), over the patches
+  of a micro-batch; a log-prob pass holds one block's at a time.
+- **vLLM** profiles the encoder before it sizes the KV cache (gpu_model_runner.py:6239-6297 of vLLM 0.24): one dummy
+  batch of the largest image the processor allows (``max_pixels`` 12,845,056 = 16,384 tokens for Qwen2-VL and
+  Qwen2.5-VL: qwen2_vl.py:965-1027), at least ``max_num_batched_tokens`` tokens of them
+  (encoder_cache_manager.py:309-316), run through the tower, its outputs kept in the encoder cache while the language
+  model's dummy run goes. The profile's peak is the larger of the two runs, plus those outputs.
+"""
+
+from __future__ import annotations
+
+from wizard.core.models.facts import ModelFacts
+
+# preprocessor_config.json of Qwen2-VL and Qwen2.5-VL: max_pixels (the processor's size["longest_edge"])
+QWEN_VL_MAX_PIXELS = 12_845_056
+PIXEL_VALUES_PER_PATCH = 3 * 2 * 14 * 14  # channels x temporal_patch_size x patch x patch (bf16 in vLLM)
+
+
+def has_tower(f: ModelFacts | None) -> bool:
+    """The model's vision tower has a shape the estimate sizes."""
+    return f is not None and bool(f.vision_depth and f.vision_hidden_size and f.vision_intermediate_size)
+
+
+def patches(f: ModelFacts, image_tokens: float) -> float:
+    """Patches the tower runs for ``image_tokens`` language-model tokens of images."""
+    return image_tokens * f.vision_merge_size ** 2
+
+
+def block_activation(f: ModelFacts, n_patches: float, c) -> float:
+    """Bytes one tower block saves for its backward over ``n_patches`` (a decoder layer's rates, c.act_*)."""
+    h, inter = f.vision_hidden_size, f.vision_intermediate_size
+    return n_patches * (c.act_h * h + c.act_q * h + c.act_kv * h + c.act_i * inter)
+
+
+def train_activations(f: ModelFacts, image_tokens: float, gc: bool, c) -> tuple[float, str]:
+    """The tower's activations kept for the backward of a micro-batch with ``image_tokens`` image tokens."""
+    n = patches(f, image_tokens)
+    one = block_activation(f, n, c)
+    if gc:
+        return (c.gc_store * f.vision_depth * n * 2 * f.vision_hidden_size + c.gc_recompute * one,
+                f"{n:,.0f} patches: checkpointed, {f.vision_depth} block inputs + one block recomputed")
+    return f.vision_depth * one, f"{n:,.0f} patches: no checkpointing, all {f.vision_depth} blocks' activations"
+
+
+def forward_peak(f: ModelFacts, image_tokens: float, c) -> float:
+    """A log-prob pass: one tower block's activations at a time (freed as it goes, as a decoder layer's)."""
+    return c.forward_layer_fraction * block_activation(f, patches(f, image_tokens), c)
+
+
+def max_image_tokens(f: ModelFacts) -> int:
+    """The language-model tokens of the largest image the processor allows (max_pixels / (patch x merge)^2)."""
+    unit = f.vision_patch_size * f.vision_merge_size
+    return QWEN_VL_MAX_PIXELS // (unit * unit)
+
+
+def vllm_encoder_profile(f: ModelFacts, batched_tokens: int, tp: int, c) -> tuple[float, float]:
+    """(the tower's peak in vLLM's profile run, the encoder outputs kept through the language model's dummy run):
+    a budget of max(max_num_batched_tokens, the largest image's tokens) through one block at a time (its MLP split
+    over TP, as vLLM's tower is), the pixel values beside it."""
+    tokens = max(batched_tokens, max_image_tokens(f))
+    n = patches(f, tokens)
+    h, inter = f.vision_hidden_size, f.vision_intermediate_size
+    peak = n * (c.vllm_act_i * inter / max(1, tp) + c.vllm_act_h * h) + n * PIXEL_VALUES_PER_PATCH * 2
+    return peak, tokens * f.hidden_size * 2
