@@ -63,3 +63,8 @@ def test_a_vision_language_model_of_unknown_tower_still_gets_no_verdict():
     assert gemma["fits"] is None and "vision tower" in gemma["fits_reason"]
     qwen = plan("Qwen/Qwen2.5-VL-3B-Instruct", "8xH100-80GB")
     assert qwen["fits"] is not None and qwen["verdict"] in ("fits", "tight", "fits_while_short", "does_not_fit")
+
+
+def test_sglang_with_a_vision_tower_gets_no_verdict_and_says_why():
+    rep, _ = estimate_memory(full({**BASE, "actor_rollout_ref.rollout.name": "sglang"}), {"actor": F}, cluster())
+    assert rep is not None and "SGLang's vision encoder is not modelled" in rep.unmodelled

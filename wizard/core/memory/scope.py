@@ -22,6 +22,10 @@ def unmodelled(cfg: MemoryConfig, actor: ModelFacts) -> str | None:
     whose shape is read (Qwen2-VL, Qwen2.5-VL) is modelled: :mod:`wizard.core.memory.vision`."""
     arch, kind = (actor.architecture or ""), (actor.model_type or "").lower()
     if has_tower(actor):
+        rollout = cfg.engines.get("rollout")
+        if rollout is not None and rollout.name == "sglang":
+            return ("SGLang's vision encoder is not modelled (its prefill runs the tower inside the memory left after "
+                    "the KV pool); the numbers count the tower as vLLM would")
         return None
     if arch.endswith("ForConditionalGeneration") or any(v in kind for v in VISION_TYPES):
         tower = (f"the vision tower's {actor.vision_params / 1e9:.2f}B parameters are counted with the model's, but "
