@@ -217,3 +217,15 @@ def test_prompt_lengths_read_a_parquet_only_as_far_as_the_limit_and_count_its_ro
     text = tmp_path / "train.jsonl"
     write_jsonl(text, verl_rows(30))
     assert prompt_lengths(text, limit=10)[1] == 30  # a text format is counted through
+
+
+def test_prompt_lengths_say_the_images_of_a_vision_dataset_are_left_out(tmp_path):
+    from wizard.adapters.files.dataset import prompt_lengths
+
+    rows = [{**r, "images": [{"bytes": b"\x89PNG fake"}]} for r in verl_rows(5)]
+    for r in rows:
+        r["prompt"] = [{"role": "user", "content": "<image> " + r["prompt"][0]["content"]}]
+    path = write_parquet(tmp_path / "geo.parquet", rows)
+    _, _, how = prompt_lengths(path)
+    assert "the images of the rows are not counted" in how
+    assert "not counted" not in prompt_lengths(write_parquet(tmp_path / "text.parquet", verl_rows(5)))[2]

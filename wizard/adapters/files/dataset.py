@@ -342,8 +342,9 @@ def prompt_lengths(path: str | os.PathLike, model_dir: str | None = None, prompt
     """(prompt token counts of the first ``limit`` rows, rows in the file, how they were counted): with the model's
     own tokenizer and chat template where ``model_dir`` is a local folder that has one, else approximated as
     characters / 4 of the messages' text (stated). A parquet file is read only as far as ``limit`` rows (its footer
-    gives the row count); a text format is read through once, a batch at a time, to count its rows. DatasetError
-    for a file that cannot be read."""
+    gives the row count); a text format is read through once, a batch at a time, to count its rows. A file with an
+    ``images`` or ``videos`` column says their tokens are left out (verl expands each into its placeholder tokens in
+    the prompt; the images themselves are not decoded here). DatasetError for a file that cannot be read."""
     ds = DatasetFile(path)
     tokenizer = None
     how = "approximated as characters / 4 (no local tokenizer: the model is not a local folder)"
@@ -371,4 +372,8 @@ def prompt_lengths(path: str | os.PathLike, model_dir: str | None = None, prompt
         else:
             lengths += [max(1, sum(len(str(m.get("content", ""))) for m in p if isinstance(m, dict)) // 4)
                         for p in prompts]
+    media = [c for c in ("images", "videos") if c in ds.columns()]
+    if media:
+        how += (f"; the {' and '.join(media)} of the rows are not counted (each adds its own tokens to the prompt, "
+                "up to 16,384 for a Qwen2.5-VL image)")
     return lengths, known if known is not None else rows, how
