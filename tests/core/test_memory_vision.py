@@ -63,6 +63,8 @@ def test_a_vision_language_model_of_unknown_tower_still_gets_no_verdict():
     assert gemma["fits"] is None and "vision tower" in gemma["fits_reason"]
     qwen = plan("Qwen/Qwen2.5-VL-3B-Instruct", "8xH100-80GB")
     assert qwen["fits"] is not None and qwen["verdict"] in ("fits", "tight", "fits_while_short", "does_not_fit")
+    # the step time says what it leaves out
+    assert any("vision tower's work on the images is not timed" in a for a in qwen["step_assumptions"])
 
 
 def test_sglang_with_a_vision_tower_gets_no_verdict_and_says_why():

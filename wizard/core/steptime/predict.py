@@ -180,6 +180,8 @@ def predict_step(values: Mapping, models: Mapping[str, ModelFacts], cluster: Clu
     if gpu.name != "H200-141GB":
         assumptions.append(f"scaled from the H200 to the {gpu.name} by BF16 FLOP/s ({gpu.tflops:g} TFLOP/s) and "
                            f"memory bandwidth ({gpu.bandwidth_gbs:g} GB/s)")
+    if actor.vision_params:
+        assumptions.append("the vision tower's work on the images is not timed (the language model's passes are)")
     if not cfg.flash_attn:
         assumptions.append("attention through SDPA (no flash-attn), as in the runs it was calibrated on")
     else:
