@@ -192,6 +192,13 @@ class MemoryConfig:
     dataloader_workers: int
     engines: dict[str, EngineConfig] = field(default_factory=dict)
     prompt_tokens: int = 512  # data.max_prompt_length: what a vision tower's image tokens are bounded by
+    # The image tokens a GPU's vision tower runs per micro-batch of update_actor, the old log-prob and the reference
+    # pass, at worst (every prompt token an image token): micro-batch x max_prompt_length, never more than the
+    # micro-batch's tokens; with Ulysses every rank of the group runs the whole micro-batch's images (verl's
+    # qwen2_vl forward embeds, then slices), so these are the group's, not the rank's share
+    actor_images: int = 0
+    logprob_images: int = 0
+    ref_images: int = 0
     flash_attn: bool = True  # verl's log-probs through flash-attn's cross-entropy (else logprobs_from_logits_v2)
     layered_summon: bool = False  # LoRA weight sync gathers one layer at a time (rollout.layered_summon)
     critic_fsdp1: bool = False  # critic.strategy=fsdp
@@ -349,23 +356,36 @@ def _actor_tokens(values: Mapping, world: int, seq: int, notes: list[str]) -> di
             return None
         return _legacy_micro(values, f"{section}.{name}", f"{section}.{name}_per_gpu", dp, notes)
 
-    return {
+    prompt = _int(values, "data.max_prompt_length", 1) or 512
+
+    def images(tokens: int, group: int, dynamic: str, micro: str, samples: int, legacy_micro: int | None) -> int:
+        """At worst every prompt token an image token, over the whole micro-batch a Ulysses group embeds."""
+        m = samples if _flag(values, dynamic) else min(_int(values, micro, 1) or legacy_micro or 1, samples)
+        return min(tokens * group, m * prompt)
+
+    leg_a = legacy(A, "ppo_micro_batch_size", world // sp, f"{A}.use_dynamic_bsz")
+    leg_r = legacy(R, "log_prob_micro_batch_size", world // sp, f"{R}.log_prob_use_dynamic_bsz")
+    leg_ref = legacy(REF, "log_prob_micro_batch_size", world // ref_sp, f"{REF}.log_prob_use_dynamic_bsz")
+    out = {
         "actor_tokens": _tokens(values, dynamic=f"{A}.use_dynamic_bsz", budget=f"{A}.ppo_max_token_len_per_gpu",
                                 micro=f"{A}.ppo_micro_batch_size_per_gpu", seq=seq, sp=sp, per_gpu_samples=samples,
-                                legacy_micro=legacy(A, "ppo_micro_batch_size", world // sp, f"{A}.use_dynamic_bsz")),
+                                legacy_micro=leg_a),
         "logprob_tokens": _tokens(values, dynamic=f"{R}.log_prob_use_dynamic_bsz",
                                   budget=f"{R}.log_prob_max_token_len_per_gpu",
                                   micro=f"{R}.log_prob_micro_batch_size_per_gpu", seq=seq, sp=sp,
-                                  per_gpu_samples=all_samples,
-                                  legacy_micro=legacy(R, "log_prob_micro_batch_size", world // sp,
-                                                      f"{R}.log_prob_use_dynamic_bsz")),
+                                  per_gpu_samples=all_samples, legacy_micro=leg_r),
         "ref_tokens": _tokens(values, dynamic=f"{REF}.log_prob_use_dynamic_bsz",
                               budget=f"{REF}.log_prob_max_token_len_per_gpu",
                               micro=f"{REF}.log_prob_micro_batch_size_per_gpu", seq=seq, sp=ref_sp,
-                              per_gpu_samples=all_samples,
-                              legacy_micro=legacy(REF, "log_prob_micro_batch_size", world // ref_sp,
-                                                  f"{REF}.log_prob_use_dynamic_bsz")),
+                              per_gpu_samples=all_samples, legacy_micro=leg_ref),
     }
+    out["actor_images"] = images(out["actor_tokens"], sp, f"{A}.use_dynamic_bsz", f"{A}.ppo_micro_batch_size_per_gpu",
+                                 samples, leg_a)
+    out["logprob_images"] = images(out["logprob_tokens"], sp, f"{R}.log_prob_use_dynamic_bsz",
+                                   f"{R}.log_prob_micro_batch_size_per_gpu", all_samples, leg_r)
+    out["ref_images"] = images(out["ref_tokens"], ref_sp, f"{REF}.log_prob_use_dynamic_bsz",
+                               f"{REF}.log_prob_micro_batch_size_per_gpu", all_samples, leg_ref)
+    return out
 
 
 def _critic(values: Mapping, world: int, seq: int) -> dict:

@@ -150,7 +150,8 @@ def _engine(cfg: MemoryConfig, which: str, capacity: int, free_at_start: int, c:
     pinned = eng.kv_cache_bytes if eng.name == "vllm" and facts is not None else None
     if pinned:
         budget = mt.pinned_budget(facts, pinned, tp=eng.tp, pp=eng.pp, batched_tokens=eng.max_num_batched_tokens,
-                                  max_num_seqs=eng.max_num_seqs, graph_pool=graphs, c=c)
+                                  max_num_seqs=eng.max_num_seqs, graph_pool=graphs, c=c,
+                                  max_model_len=eng.max_model_len or facts.max_position_embeddings)
     if eng.name == "sglang" and facts is not None:
         sg = _sglang(eng, facts, capacity, free_at_start, c)
         return {"name": eng.name, "util": eng.util, "budget": sg.static_bytes, "free_cache_engine": eng.free_cache_engine,
@@ -192,10 +193,12 @@ def _training_phases(cfg: MemoryConfig, tr: Trainer, roles: list[str], capacity:
             + [t for r, e in engines.items() if r != "rollout" for t in _engine_terms(r, e, False, c)])))
     forward_slack = c.allocator_slack_forward_fsdp2 if cfg.strategy == "fsdp2" else None
     phases.append(Phase(name=P.OLD_LOG_PROB, terms=tr.first_step(slack(
-        tr.forward(cfg.logprob_tokens, cfg.entropy_mode, cfg.actor_param_offload), f, c, forward_slack) + asleep)))
+        tr.forward(cfg.logprob_tokens, cfg.entropy_mode, cfg.actor_param_offload, images=cfg.logprob_images), f, c,
+        forward_slack) + asleep)))
     if cfg.ref_separate:
         phases.append(Phase(name=P.REF_LOG_PROB, terms=tr.first_step(slack(
-            tr.forward(cfg.ref_tokens, "none", False, put_away=True, ref=True), f, c, forward_slack) + asleep)))
+            tr.forward(cfg.ref_tokens, "none", False, put_away=True, ref=True, images=cfg.ref_images), f, c,
+            forward_slack) + asleep)))
     phases.append(Phase(name=P.ACTOR_UPDATE, terms=slack(tr.update(), f, c) + asleep))
     if tr.critic is not None:
         phases.append(Phase(name=P.CRITIC_UPDATE, terms=slack(tr.critic_update(), tr.critic, c) + asleep))

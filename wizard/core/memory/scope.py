@@ -23,9 +23,12 @@ def unmodelled(cfg: MemoryConfig, actor: ModelFacts) -> str | None:
     arch, kind = (actor.architecture or ""), (actor.model_type or "").lower()
     if has_tower(actor):
         rollout = cfg.engines.get("rollout")
+        if cfg.strategy == "megatron":
+            return ("the vision tower under Megatron is not modelled (its parameters are counted with the model's, its "
+                    "activations over the images are not)")
         if rollout is not None and rollout.name == "sglang":
             return ("SGLang's vision encoder is not modelled (its prefill runs the tower inside the memory left after "
-                    "the KV pool); the numbers count the tower as vLLM would")
+                    "the KV pool): the SGLang numbers leave the tower's work out")
         return None
     if arch.endswith("ForConditionalGeneration") or any(v in kind for v in VISION_TYPES):
         tower = (f"the vision tower's {actor.vision_params / 1e9:.2f}B parameters are counted with the model's, but "

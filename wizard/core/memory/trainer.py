@@ -15,7 +15,8 @@ ADAM_KEYS = ("actor_adam", "critic_adam")
 FIRST_STEP_KEYS = ("ref_params", "critic_params")
 
 
-VISION_WORST = "at worst: every prompt token an image token (data.max_prompt_length bounds them)"
+VISION_WORST = ("at worst: every prompt token an image token (micro-batch x data.max_prompt_length; with Ulysses every "
+                "rank of a group runs the whole micro-batch's images)")
 
 def first_step_terms(terms: list[Term], extra: list[Term]) -> list[Term]:
     """A phase's terms as in the first step: no AdamW moments yet (PyTorch creates them at the first optimizer step),
@@ -111,8 +112,9 @@ class Trainer:
         return first if sum(t.bytes for t in first) > sum(t.bytes for t in terms) else terms
 
     def forward(self, tokens: float, entropy_mode: str, load_params: bool, put_away: bool = False,
-                ref: bool = False) -> list[Term]:
-        """A forward-only pass of the actor (old log-prob) or the reference model (``ref``: params from CPU)."""
+                ref: bool = False, images: int = 0) -> list[Term]:
+        """A forward-only pass of the actor (old log-prob) or the reference model (``ref``: params from CPU);
+        ``images``: the image tokens a vision tower runs per micro-batch (MemoryConfig.logprob_images)."""
         f, c = self.f, self.c
         out = self.resident(params_loaded=load_params, put_away=put_away)
         if load_params and self.offload_stays:
@@ -134,17 +136,13 @@ class Trainer:
             logits.append(term("entropy", f"entropy temporaries ({entropy_mode})", ent))
         layer = term("layer_activations", f"one layer's activations ({tok(tokens)}, freed as it goes)",
                      c.forward_layer_fraction * mt.layer_activation(f, tokens, c))
-        if vision.has_tower(f):  # the tower runs first, over the pass's image tokens: a block at a time too
-            tower = vision.forward_peak(f, self.image_tokens(tokens), c)
+        if vision.has_tower(f) and images:  # the tower runs first, over the pass's images: a block at a time too
+            tower = vision.forward_peak(f, images, c)
             if tower > layer.bytes:
-                layer = term("vision_activations", f"one vision block's activations ({tok(self.image_tokens(tokens))} "
-                             "of images, freed as it goes)", tower, VISION_WORST)
+                layer = term("vision_activations", f"one vision block's activations ({tok(images)} of images, freed "
+                             "as it goes)", tower, VISION_WORST)
         # no_grad frees each layer's intermediates before the next: the peak is the logits or one layer, not both
         return out + (logits if sum(t.bytes for t in logits) >= layer.bytes else [layer])
-
-    def image_tokens(self, tokens: float) -> float:
-        """The image tokens among ``tokens`` of a micro-batch, at worst: every prompt token (vision.py)."""
-        return tokens * self.cfg.prompt_tokens / max(1, self.cfg.seq_tokens)
 
     def update_parts(self) -> tuple[list[Term], list[Term], list[Term], list[Term]]:
         """(states, backward of one micro-batch, optimizer step, the rest) of update_actor: params, grads and AdamW
@@ -169,8 +167,8 @@ class Trainer:
                  mt.logits(f, T, cfg.fused_kernels, c, flash_attn=cfg.flash_attn)),
         ]
         if vision.has_tower(f):
-            acts_v, how_v = vision.train_activations(f, self.image_tokens(T), cfg.actor_gc, c)
-            backward.append(term("vision_activations", f"vision tower activations ({tok(self.image_tokens(T))} of "
+            acts_v, how_v = vision.train_activations(f, cfg.actor_images, cfg.actor_gc, c)
+            backward.append(term("vision_activations", f"vision tower activations ({tok(cfg.actor_images)} of "
                                  "images)", acts_v, f"{how_v}; {VISION_WORST}"))
         if cfg.update_entropy:
             backward.append(term("entropy", f"entropy with gradient ({cfg.entropy_mode})",

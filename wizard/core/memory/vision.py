@@ -8,15 +8,21 @@ the code, not measured: no vision-language run has been made on the lent GPU.
   count them as tokens. What is new is the tower's work on them: ``merge x merge`` patches per language-model token
   (Qwen2.5-VL's merger joins 2 x 2 patches of 14 x 14 pixels). The estimate takes the worst case, every prompt token
   an image token, because the share of images in the prompts is the data's and not in the config.
-- **The trainer** (verl's FSDP engine trains the tower: ``actor.freeze_vision_tower`` is false by default, and
-  transformers checkpoints its blocks when gradient checkpointing is on): the tower's blocks keep activations for
-  the backward at the same per-token rates as a decoder layer (full attention: q = k = v = hidden), over the patches
-  of a micro-batch; a log-prob pass holds one block's at a time.
-- **vLLM** profiles the encoder before it sizes the KV cache (gpu_model_runner.py:6239-6297 of vLLM 0.24): one dummy
-  batch of the largest image the processor allows (``max_pixels`` 12,845,056 = 16,384 tokens for Qwen2-VL and
-  Qwen2.5-VL: qwen2_vl.py:965-1027), at least ``max_num_batched_tokens`` tokens of them
-  (encoder_cache_manager.py:309-316), run through the tower, its outputs kept in the encoder cache while the language
-  model's dummy run goes. The profile's peak is the larger of the two runs, plus those outputs.
+- **The trainer** (verl's FSDP engine trains the tower: nothing in verl 0.9.1 reads ``actor.freeze_vision_tower``;
+  transformers checkpoints its blocks, ``GradientCheckpointingLayer``s, when gradient checkpointing is on): the
+  tower's blocks keep activations for the backward at the same per-token rates as a decoder layer (full attention:
+  q = k = v = hidden), over the patches of a micro-batch's images (MemoryConfig.actor_images: micro-batch x
+  max_prompt_length at worst; every Ulysses rank embeds the whole micro-batch, verl's qwen2_vl forward slicing only
+  after); a log-prob pass holds one block's at a time.
+- **vLLM** profiles the encoder before it sizes the KV cache (gpu_model_runner.py:6239-6297 of vLLM 0.24): a dummy
+  batch of the modality whose item has the most tokens, as many items as ``max(max_num_batched_tokens, that item)``
+  holds (encoder_budget.py:140-179, encoder_cache_manager.py:309-316), run through the tower, its outputs kept in
+  the encoder cache while the language model's dummy run goes. The profile's peak is the larger of the two runs,
+  plus those outputs. For Qwen2-VL and Qwen2.5-VL the largest image is ``max_pixels`` 12,845,056 = 16,384 tokens
+  (qwen2_vl.py:965-1027), and a video (allowed unless ``limit_mm_per_prompt`` says otherwise; verl's
+  ``limit_images`` limits images only) is up to 14 frames of that size, two frames to a 16,384-token slice, as many
+  slices as ``max_model_len`` holds (qwen2_vl.py:871-878 and 1029-1081): with verl's default ``max_model_len`` (the
+  model's ``max_position_embeddings``, 128,000) that is 7 slices, 114,688 tokens.
 """
 
 from __future__ import annotations
@@ -25,6 +31,7 @@ from wizard.core.models.facts import ModelFacts
 
 # preprocessor_config.json of Qwen2-VL and Qwen2.5-VL: max_pixels (the processor's size["longest_edge"])
 QWEN_VL_MAX_PIXELS = 12_845_056
+MAX_FRAMES_PER_VIDEO = 14  # qwen2_vl.py:117; frames are padded to pairs (temporal_patch_size 2)
 PIXEL_VALUES_PER_PATCH = 3 * 2 * 14 * 14  # channels x temporal_patch_size x patch x patch (bf16 in vLLM)
 
 
@@ -65,11 +72,27 @@ def max_image_tokens(f: ModelFacts) -> int:
     return QWEN_VL_MAX_PIXELS // (unit * unit)
 
 
-def vllm_encoder_profile(f: ModelFacts, batched_tokens: int, tp: int, c) -> tuple[float, float]:
-    """(the tower's peak in vLLM's profile run, the encoder outputs kept through the language model's dummy run):
-    a budget of max(max_num_batched_tokens, the largest image's tokens) through one block at a time (its MLP split
-    over TP, as vLLM's tower is), the pixel values beside it."""
-    tokens = max(batched_tokens, max_image_tokens(f))
+def max_video_tokens(f: ModelFacts, max_model_len: int | None) -> int:
+    """The language-model tokens of the largest video vLLM profiles: slices of two frames at the largest image size,
+    as many as ``max_model_len`` holds, at least one and at most 14 frames' worth."""
+    per_slice = max_image_tokens(f)
+    slices = min(MAX_FRAMES_PER_VIDEO // 2, max(1, (max_model_len or per_slice) // per_slice))
+    return slices * per_slice
+
+
+def profiled_tokens(f: ModelFacts, batched_tokens: int, max_model_len: int | None) -> int:
+    """The tokens of the dummy items vLLM runs through the tower: whole items of the largest kind (a video where it
+    has more tokens than an image), as many as max(max_num_batched_tokens, one item) holds."""
+    per_item = max(max_image_tokens(f), max_video_tokens(f, max_model_len))
+    return max(1, max(batched_tokens, per_item) // per_item) * per_item
+
+
+def vllm_encoder_profile(f: ModelFacts, batched_tokens: int, tp: int, c,
+                         max_model_len: int | None = None) -> tuple[float, float]:
+    """(the tower's peak in vLLM's profile run, the encoder outputs kept through the language model's dummy run): the
+    profiled items (:func:`profiled_tokens`) through one block at a time (its MLP split over TP, as vLLM's tower is),
+    the pixel values beside it."""
+    tokens = profiled_tokens(f, batched_tokens, max_model_len)
     n = patches(f, tokens)
     h, inter = f.vision_hidden_size, f.vision_intermediate_size
     peak = n * (c.vllm_act_i * inter / max(1, tp) + c.vllm_act_h * h) + n * PIXEL_VALUES_PER_PATCH * 2
