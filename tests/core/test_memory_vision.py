@@ -113,3 +113,26 @@ def test_a_vision_language_model_of_unknown_tower_still_gets_no_verdict():
 def test_sglang_with_a_vision_tower_gets_no_verdict_and_says_why():
     rep, _ = estimate_memory(full({**BASE, "actor_rollout_ref.rollout.name": "sglang"}), {"actor": F}, cluster())
     assert rep is not None and "SGLang's vision encoder is not modelled" in rep.unmodelled
+
+
+def test_what_verl_hands_vllm_about_images_shapes_its_profile():
+    from wizard.core.check.verdict import check_overrides
+    from wizard.adapters.files.resources import load_moves, load_schema
+
+    def kv(*sets):
+        base = ["actor_rollout_ref.model.path=Qwen/Qwen2.5-VL-3B-Instruct", f"{R}.tensor_model_parallel_size=1",
+                "trainer.n_gpus_per_node=1", "data.train_batch_size=16", f"{A}.ppo_mini_batch_size=16",
+                f"{A}.ppo_micro_batch_size_per_gpu=4", f"{R}.log_prob_micro_batch_size_per_gpu=4",
+                "actor_rollout_ref.ref.log_prob_micro_batch_size_per_gpu=4"]
+        mp = check_overrides(load_schema(), base + list(sets), moves=load_moves(), models={"actor": F, "ref": F},
+                             cluster=cluster(per_node=1)).memory
+        return mp.report.kv["rollout"].activation_bytes
+
+    video = kv()  # verl's defaults: max_model_len = 128,000, videos allowed: a 114,688-token video is profiled
+    image_only = kv(f"+{R}.engine_kwargs.vllm.limit_mm_per_prompt={{video: 0}}")
+    limit_images = kv(f"{R}.limit_images=2")  # verl sets limit_mm_per_prompt to {image: 2}: videos stay allowed
+    small = kv(f"+{R}.engine_kwargs.vllm.limit_mm_per_prompt={{video: 0}}",
+               f"+{R}.engine_kwargs.vllm.mm_processor_kwargs={{max_pixels: 1003520}}")  # 1,280 tokens an image
+    skipped = kv(f"+{R}.engine_kwargs.vllm.skip_mm_profiling=true")
+    assert video > image_only > small > skipped and limit_images == video
+    assert skipped == int(vllm_activation(F, 8192, 256, 1, encoder=False))  # the language model's run alone

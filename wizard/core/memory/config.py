@@ -13,6 +13,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 
 from wizard.core.memory import terms as mt
+from wizard.core.memory.vision import NO_SETTINGS, MmProfile
 from wizard.core.memory.sglang import SglangArgs
 from wizard.core.verl.resolved import UNRESOLVABLE, default_values
 from wizard.core.verl.schema import SchemaVariant
@@ -38,7 +39,7 @@ ESTIMATE_KEYS: tuple[str, ...] = (
     f"{M}.use_fused_kernels", f"{M}.lora_rank", f"{M}.lora_adapter_path", f"{R}.name", f"{R}.n",
     f"{R}.gpu_memory_utilization", f"{R}.tensor_model_parallel_size", f"{R}.data_parallel_size",
     f"{R}.pipeline_model_parallel_size", f"{R}.max_num_seqs", f"{R}.max_num_batched_tokens", f"{R}.max_model_len",
-    f"{R}.enforce_eager", f"{R}.free_cache_engine", f"{R}.cudagraph_capture_sizes",
+    f"{R}.enforce_eager", f"{R}.free_cache_engine", f"{R}.cudagraph_capture_sizes", f"{R}.limit_images",
     f"{R}.log_prob_micro_batch_size_per_gpu", f"{R}.log_prob_use_dynamic_bsz", f"{R}.log_prob_max_token_len_per_gpu",
     f"{REF}.log_prob_micro_batch_size_per_gpu", f"{REF}.log_prob_use_dynamic_bsz",
     f"{REF}.log_prob_max_token_len_per_gpu", f"{REF}.ulysses_sequence_parallel_size",
@@ -134,6 +135,8 @@ class EngineConfig:
     unread_kwargs: tuple[str, ...] = ()
     # SGLang: engine_kwargs.sglang that size its memory beyond the rollout keys (None for other engines)
     sglang: SglangArgs | None = None
+    # vLLM: what shapes its profile of a vision tower (skip_mm_profiling, limit_mm_per_prompt, max_pixels)
+    mm: MmProfile = NO_SETTINGS
 
 
 # engine_kwargs the estimate reads: the engine's argument -> the rollout field it replaces (verl passes them last)
@@ -231,11 +234,32 @@ def _engine(values: Mapping, prefix: str, fallback_name: str | None = None) -> E
         unread += (f"{prefix}.engine_kwargs.vllm.kv_cache_memory_bytes={kwargs['kv_cache_memory_bytes']!r} "
                    "(not a whole number of bytes)",)
     return EngineConfig(
-        name=name, tp=tp, dp=dp, pp=pp, **fields,
+        name=name, tp=tp, dp=dp, pp=pp, **fields, mm=_mm_profile(values, prefix, kwargs) if name == "vllm" else NO_SETTINGS,
         free_cache_engine=_flag(values, f"{prefix}.free_cache_engine"),
         capture_sizes=values.get(f"{prefix}.cudagraph_capture_sizes"),
         kv_cache_bytes=pinned if pinned and pinned > 0 else None, unread_kwargs=unread,
         sglang=_sglang_args(values, kwargs) if name == "sglang" else None)
+
+
+def _mm_profile(values: Mapping, prefix: str, kwargs: Mapping) -> MmProfile:
+    """engine_kwargs.vllm that shape vLLM's profile of a vision tower; verl's ``limit_images`` replaces
+    ``limit_mm_per_prompt`` with ``{"image": N}`` (vllm_async_server.py:289-290)."""
+    limits = kwargs.get("limit_mm_per_prompt")
+    images = _int(values, f"{prefix}.limit_images", 1)
+    if images:
+        limits = {"image": images}
+    limits = limits if isinstance(limits, Mapping) else {}
+
+    def allowed(kind: str) -> bool:
+        n = limits.get(kind)
+        n = n.get("count") if isinstance(n, Mapping) else n  # {"image": {"count": 1, ...}} in newer vLLM
+        return not (isinstance(n, int) and not isinstance(n, bool) and n == 0)
+
+    proc = kwargs.get("mm_processor_kwargs")
+    pixels = proc.get("max_pixels") if isinstance(proc, Mapping) else None
+    return MmProfile(skip=kwargs.get("skip_mm_profiling") is True, images=allowed("image"), videos=allowed("video"),
+                     max_pixels=pixels if isinstance(pixels, int) and not isinstance(pixels, bool) and pixels > 0
+                     else None)
 
 
 def _sglang_args(values: Mapping, kwargs: Mapping) -> SglangArgs:

@@ -151,7 +151,7 @@ def _engine(cfg: MemoryConfig, which: str, capacity: int, free_at_start: int, c:
     if pinned:
         budget = mt.pinned_budget(facts, pinned, tp=eng.tp, pp=eng.pp, batched_tokens=eng.max_num_batched_tokens,
                                   max_num_seqs=eng.max_num_seqs, graph_pool=graphs, c=c,
-                                  max_model_len=eng.max_model_len or facts.max_position_embeddings)
+                                  max_model_len=eng.max_model_len or facts.max_position_embeddings, mm=eng.mm)
     if eng.name == "sglang" and facts is not None:
         sg = _sglang(eng, facts, capacity, free_at_start, c)
         return {"name": eng.name, "util": eng.util, "budget": sg.static_bytes, "free_cache_engine": eng.free_cache_engine,
@@ -327,7 +327,8 @@ def _kv(cfg: MemoryConfig, role: str, facts: ModelFacts, capacity: int, free: in
     return mt.kv_cache(facts, engine=eng.name, capacity=capacity, util=eng.util, tp=eng.tp,
                        dp=eng.dp, pp=eng.pp, batched_tokens=eng.max_num_batched_tokens, max_num_seqs=eng.max_num_seqs,
                        seq_tokens=cfg.seq_tokens, max_model_len=max_len, in_flight=in_flight,
-                       graph_pool=mt.graphs(eng.enforce_eager, eng.capture_sizes, c), pinned=eng.kv_cache_bytes, c=c)
+                       graph_pool=mt.graphs(eng.enforce_eager, eng.capture_sizes, c), pinned=eng.kv_cache_bytes, c=c,
+                       mm=eng.mm)
 
 
 def gib(n: int | float | None) -> float | None:

@@ -249,7 +249,8 @@ def entropy(facts: ModelFacts, tokens: float, mode: str, update: bool, c: Memory
 
 
 def vllm_activation(facts: ModelFacts, batched_tokens: int, max_num_seqs: int, tp: int,
-                    c: MemoryConstants = CONSTANTS, encoder: bool = True, max_model_len: int | None = None) -> float:
+                    c: MemoryConstants = CONSTANTS, encoder: bool = True, max_model_len: int | None = None,
+                    mm: vision.MmProfile = vision.NO_SETTINGS) -> float:
     """vLLM's profiled activation peak: a dummy forward of max_num_batched_tokens and the sampler's fp32 logits; with
     a vision tower (``encoder``: vLLM profiles it), the larger of that and the encoder's run, plus the encoder
     outputs the language model's run keeps (:func:`wizard.core.memory.vision.vllm_encoder_profile`)."""
@@ -260,7 +261,7 @@ def vllm_activation(facts: ModelFacts, batched_tokens: int, max_num_seqs: int, t
     if not (encoder and vision.has_tower(facts)):
         return lm
     tower, kept = vision.vllm_encoder_profile(facts, batched_tokens, tp, c,
-                                              max_model_len or facts.max_position_embeddings)
+                                              max_model_len or facts.max_position_embeddings, mm)
     return max(lm, tower) + kept
 
 
@@ -298,7 +299,7 @@ class KvCache(BaseModel):
 def kv_cache(facts: ModelFacts, *, engine: str, capacity: int, util: float, tp: int, dp: int,
              pp: int, batched_tokens: int, max_num_seqs: int, seq_tokens: int, max_model_len: int | None,
              in_flight: int, graph_pool: int = 0, pinned: int | None = None,
-             c: MemoryConstants = CONSTANTS) -> KvCache:
+             c: MemoryConstants = CONSTANTS, mm: vision.MmProfile = vision.NO_SETTINGS) -> KvCache:
     """KV sizing of vLLM (util x CUDA's total - weights - activation peak - non-torch - CUDA graph pool; ref §2.9,
     vLLM 0.24 as measured). SGLang sizes its own: :func:`wizard.core.memory.sglang.sglang_kv_cache`.
 
@@ -308,12 +309,12 @@ def kv_cache(facts: ModelFacts, *, engine: str, capacity: int, util: float, tp: 
     come on top of it. gpu_memory_utilization still gates the start (init_device / request_memory: free memory
     >= util x CUDA's total, whatever the KV cache)."""
     weights = engine_weights(facts, tp, pp)
-    act = vllm_activation(facts, batched_tokens, max_num_seqs, tp, c, max_model_len=max_model_len)
+    act = vllm_activation(facts, batched_tokens, max_num_seqs, tp, c, max_model_len=max_model_len, mm=mm)
     other = non_torch(tp, c) + graph_pool
     if pinned:
         kv = pinned
         budget = pinned_budget(facts, pinned, tp=tp, pp=pp, batched_tokens=batched_tokens, max_num_seqs=max_num_seqs,
-                               graph_pool=graph_pool, c=c, max_model_len=max_model_len)
+                               graph_pool=graph_pool, c=c, max_model_len=max_model_len, mm=mm)
     else:
         budget = util * (capacity - c.driver_reserved)
         kv = budget - weights - act - other
@@ -327,12 +328,13 @@ def kv_cache(facts: ModelFacts, *, engine: str, capacity: int, util: float, tp: 
 
 
 def pinned_budget(facts: ModelFacts, kv_bytes: int, *, tp: int, pp: int, batched_tokens: int, max_num_seqs: int,
-                  graph_pool: int, c: MemoryConstants = CONSTANTS, max_model_len: int | None = None) -> float:
+                  graph_pool: int, c: MemoryConstants = CONSTANTS, max_model_len: int | None = None,
+                  mm: vision.MmProfile = vision.NO_SETTINGS) -> float:
     """What an awake vLLM worker holds inside its budget when engine_kwargs.vllm.kv_cache_memory_bytes pins the KV
     cache (see :func:`kv_cache`): weights + the profile run's activation peak + non-torch memory + the CUDA graph
     pool + exactly ``kv_bytes``."""
     return (engine_weights(facts, tp, pp)
-            + vllm_activation(facts, batched_tokens, max_num_seqs, tp, c, max_model_len=max_model_len)
+            + vllm_activation(facts, batched_tokens, max_num_seqs, tp, c, max_model_len=max_model_len, mm=mm)
             + non_torch(tp, c) + graph_pool + kv_bytes)
 
 

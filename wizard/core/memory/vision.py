@@ -27,6 +27,8 @@ the code, not measured: no vision-language run has been made on the lent GPU.
 
 from __future__ import annotations
 
+from dataclasses import dataclass
+
 from wizard.core.models.facts import ModelFacts
 
 # preprocessor_config.json of Qwen2-VL and Qwen2.5-VL: max_pixels (the processor's size["longest_edge"])
@@ -66,33 +68,54 @@ def forward_peak(f: ModelFacts, image_tokens: float, c) -> float:
     return c.forward_layer_fraction * block_activation(f, patches(f, image_tokens), c)
 
 
-def max_image_tokens(f: ModelFacts) -> int:
+@dataclass(frozen=True)
+class MmProfile:
+    """What verl hands vLLM that shapes the encoder's profile: ``engine_kwargs.vllm.skip_mm_profiling``,
+    ``limit_mm_per_prompt`` (a modality at 0 is not profiled; verl's ``rollout.limit_images`` replaces the whole
+    dict with ``{"image": N}``, vllm_async_server.py:289-290) and ``mm_processor_kwargs.max_pixels``."""
+
+    skip: bool = False
+    images: bool = True
+    videos: bool = True
+    max_pixels: int | None = None
+
+
+NO_SETTINGS = MmProfile()
+
+
+def max_image_tokens(f: ModelFacts, mm: MmProfile = NO_SETTINGS) -> int:
     """The language-model tokens of the largest image the processor allows (max_pixels / (patch x merge)^2)."""
     unit = f.vision_patch_size * f.vision_merge_size
-    return QWEN_VL_MAX_PIXELS // (unit * unit)
+    return max(1, (mm.max_pixels or QWEN_VL_MAX_PIXELS) // (unit * unit))
 
 
-def max_video_tokens(f: ModelFacts, max_model_len: int | None) -> int:
+def max_video_tokens(f: ModelFacts, max_model_len: int | None, mm: MmProfile = NO_SETTINGS) -> int:
     """The language-model tokens of the largest video vLLM profiles: slices of two frames at the largest image size,
     as many as ``max_model_len`` holds, at least one and at most 14 frames' worth."""
-    per_slice = max_image_tokens(f)
+    per_slice = max_image_tokens(f, mm)
     slices = min(MAX_FRAMES_PER_VIDEO // 2, max(1, (max_model_len or per_slice) // per_slice))
     return slices * per_slice
 
 
-def profiled_tokens(f: ModelFacts, batched_tokens: int, max_model_len: int | None) -> int:
+def profiled_tokens(f: ModelFacts, batched_tokens: int, max_model_len: int | None,
+                    mm: MmProfile = NO_SETTINGS) -> int:
     """The tokens of the dummy items vLLM runs through the tower: whole items of the largest kind (a video where it
-    has more tokens than an image), as many as max(max_num_batched_tokens, one item) holds."""
-    per_item = max(max_image_tokens(f), max_video_tokens(f, max_model_len))
+    has more tokens than an image), as many as max(max_num_batched_tokens, one item) holds; 0 when the profile is
+    skipped or both kinds are limited to none."""
+    kinds = ([max_image_tokens(f, mm)] if mm.images else []) + (
+        [max_video_tokens(f, max_model_len, mm)] if mm.videos else [])
+    if mm.skip or not kinds:
+        return 0
+    per_item = max(kinds)
     return max(1, max(batched_tokens, per_item) // per_item) * per_item
 
 
 def vllm_encoder_profile(f: ModelFacts, batched_tokens: int, tp: int, c,
-                         max_model_len: int | None = None) -> tuple[float, float]:
+                         max_model_len: int | None = None, mm: MmProfile = NO_SETTINGS) -> tuple[float, float]:
     """(the tower's peak in vLLM's profile run, the encoder outputs kept through the language model's dummy run): the
     profiled items (:func:`profiled_tokens`) through one block at a time (its MLP split over TP, as vLLM's tower is),
     the pixel values beside it."""
-    tokens = profiled_tokens(f, batched_tokens, max_model_len)
+    tokens = profiled_tokens(f, batched_tokens, max_model_len, mm)
     n = patches(f, tokens)
     h, inter = f.vision_hidden_size, f.vision_intermediate_size
     peak = n * (c.vllm_act_i * inter / max(1, tp) + c.vllm_act_h * h) + n * PIXEL_VALUES_PER_PATCH * 2
