@@ -43,6 +43,7 @@ def test_make_it_fit_applies_an_alternative_that_fits_as_one_undo_step(board, qt
     dialog = board.advice_dialog
     assert dialog.windowTitle() == "Make it fit"
     qtbot.waitUntil(lambda: dialog.table.rowCount() > 0, timeout=60_000)
+    assert "Step times assume every response at max_response_length, the worst case" in dialog.intro.text()
     # side by side: what changes, its kind, the peak per GPU, the step time, the verdict; the keys in the tooltip
     first = [dialog.table.item(0, c).text() for c in range(dialog.table.columnCount())]
     assert first[1] == "tuning" and "of 79.6 GiB" in first[2] and first[3].endswith(" s") and first[4] == "fits"
@@ -92,6 +93,10 @@ def test_the_step_time_assumes_the_mean_response_the_user_types_as_one_undo_step
     assert step_seconds(board) < worst and "responses average 128 tokens (as given)" in board.headline.toolTip()
     # Make it fit times its alternatives at the same assumption (the memory values carry it)
     assert doc.assessment.memory.values["wizard.response_tokens"] == 128
+    board.advice_action.trigger()
+    qtbot.waitUntil(lambda: board.advice_dialog.table.rowCount() > 0, timeout=60_000)
+    assert "Step times assume responses averaging 128 tokens" in board.advice_dialog.intro.text()
+    board.advice_dialog.close()
     assert doc.undo_stack.undoText() == "Responses average 128 tokens"
     doc.undo_stack.undo()
     assert doc.response_tokens is None and board.responses.text() == "the maximum" and step_seconds(board) == worst

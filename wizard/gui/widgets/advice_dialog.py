@@ -88,7 +88,11 @@ class AdviceDialog(QDialog):
 
     def _found(self, result) -> None:
         self.advice, step = result
-        now = f"As planned: {step.line()}."
+        tokens = self.doc.response_tokens
+        assumed = (f"responses averaging {tokens:,} tokens (as set on the Placement step)" if tokens else
+                   "every response at max_response_length, the worst case (a mean can be set on the Placement step)")
+        now = f"As planned: {step.line()}. Step times assume {assumed}."
+        self.intro.setToolTip("Assuming " + ";\n".join(step.assumptions) if step.assumptions else "")
         if self.advice.statement:  # nothing fits without a change of method: the advisor's words, the list below
             head = self.advice.statement.split("; on these:")[0] + "."
             if self.alternatives:
