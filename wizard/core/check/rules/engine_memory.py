@@ -10,7 +10,7 @@ kv_cache_memory_bytes, gpu_memory_utilization / mem_fraction_static, the sequenc
 from __future__ import annotations
 
 from wizard.core.findings import Severity, Stage
-from wizard.core.memory.config import read_engines
+from wizard.core.memory.engines import read_engines
 from wizard.core.check.rules import rule
 from wizard.core.check.rules.context import RuleContext, finding
 from wizard.core.check.rules.memory import memory_values
