@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import os
 from collections.abc import Callable, Mapping
+from typing import NamedTuple
 from html import escape
 
 from PySide6.QtCore import Qt, QTimer
@@ -21,12 +22,18 @@ from wizard.gui.workers import Worker
 from wizard.gui.wording import window_finding
 
 
-def fit_on_data(memory, path: str, model_dir: str | None) -> tuple[str, object, str | None]:
-    """Work for the Data step: ("data_fit", the plan judged on ``path``'s prompts or None, why not)."""
+class Judged(NamedTuple):
+    """The answer of :func:`fit_on_data`: the plan judged on the file's prompts (a DataFit), or None and why not."""
+
+    fit: object
+    why: str | None
+
+
+def fit_on_data(memory, path: str, model_dir: str | None) -> Judged:
+    """Work for the Data step, after a check: the plan judged on ``path``'s prompts."""
     from wizard.usecases.advising import train_data_fit
 
-    fit, why = train_data_fit(memory, path, model_dir)
-    return "data_fit", fit, why
+    return Judged(*train_data_fit(memory, path, model_dir))
 
 
 def fit_words(fit, why: str | None) -> str:
@@ -181,9 +188,9 @@ class DataPage(FormPage):
             self._report_html = "<br>".join(escape(x, quote=False) for x in lines)
             self.status.setText(self._report_html)
             self._judge_on_data()
-        elif isinstance(result, tuple) and result[:1] == ("data_fit",):
+        elif isinstance(result, Judged):
             self._judging = False
-            self.status.setText(self._report_html + "<br>" + fit_words(result[1], result[2]))
+            self.status.setText(self._report_html + "<br>" + fit_words(result.fit, result.why))
             self._follow_status = True
             QTimer.singleShot(0, self._show_status)
 
