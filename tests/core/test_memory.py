@@ -275,3 +275,43 @@ def test_the_critic_is_batched_as_verl_091_batches_it():
     assert tokens(critic__ppo_micro_batch_size_per_gpu=64) == 32768  # ignored by the V1 engine
     assert tokens(critic__fsdp__use_dynamic_bsz=False, critic__fsdp__micro_batch_size_per_gpu=2) == 2 * 1024
     assert tokens(trainer__use_v1=False, critic__ppo_micro_batch_size_per_gpu=4) == 4 * 1024
+
+
+def test_gradient_accumulation_without_sync_holds_the_whole_unsharded_gradient():
+    # verl 0.9.1's FSDP engine (fsdp/transformer_impl.py:692-720): use_no_sync_for_gradient_accumulation skips the
+    # reduce-scatter on all but a mini-batch's last micro-batch. FSDP2 keeps torch's unsharded_accumulated_grad in the
+    # reduce dtype (fp32 by verl's default mixed precision; bf16 when it equals the param dtype), FSDP1 the unsharded
+    # bf16 flat gradient. BASE: 256 x 5 / 8 = 160 samples per GPU in micro-batches of 4 = 40 micro-batches.
+    on = {f"{AF}.use_no_sync_for_gradient_accumulation": True}
+
+    def held(**more):
+        return term(phase(report({**on, **more}), "actor_update"), "actor_unsharded_grads")
+
+    assert term(phase(report(), "actor_update"), "actor_unsharded_grads") == 0  # verl's default: off
+    assert held(**{f"{A}.strategy": "fsdp2"}) == int(4 * P7 * 7 / 8)  # 24.8 GiB more per GPU for a 7B
+    assert held(**{f"{A}.strategy": "fsdp"}) == int(2 * P7 * 7 / 8)
+    assert held(**{f"{A}.strategy": "fsdp2", f"{AF}.mixed_precision": {"reduce_dtype": "bf16"}}) == int(2 * P7 * 7 / 8)
+    assert held(**{f"{A}.ppo_micro_batch_size_per_gpu": 160}) == 0  # one micro-batch: nothing is deferred
+    assert held(**{f"{AF}.fsdp_size": 1}) == 0  # one shard: nothing to reduce-scatter
+    # dynamic batching: 160 samples of 1,536 tokens at worst over a 24,576-token budget = 10 micro-batches
+    assert held(**{f"{A}.strategy": "fsdp2", f"{A}.use_dynamic_bsz": True, f"{A}.ppo_max_token_len_per_gpu": 24576}) \
+        == int(4 * P7 * 7 / 8)
+    assert held(**{f"{A}.use_dynamic_bsz": True, f"{A}.ppo_max_token_len_per_gpu": 160 * 1536}) == 0
+    # the update's peak is its backward: the whole gradient is gone by the optimizer step
+    upd = phase(report({**on, f"{A}.strategy": "fsdp2"}), "actor_update")
+    assert sum(t.bytes for t in upd.terms) - sum(t.bytes for t in phase(report({f"{A}.strategy": "fsdp2"}),
+                                                                           "actor_update").terms) >= 4 * P7 * 7 / 8 - 1
+
+
+def test_the_critic_accumulates_without_sync_too():
+    critic = {"algorithm.adv_estimator": "gae", "critic.enable": True, "critic.strategy": "fsdp2",
+              "critic.fsdp.use_dynamic_bsz": False, "critic.fsdp.micro_batch_size_per_gpu": 4,
+              "critic.fsdp.use_no_sync_for_gradient_accumulation": True}
+    rep = report(critic, models={"actor": Q7, "critic": Q7})
+    held = term(phase(rep, "critic_update"), "critic_unsharded_grads")
+    # the critic's params: the model without its lm_head, with a value head (7.07B for the 7B)
+    from wizard.core.memory.terms import critic_params
+
+    assert held == int(4 * critic_params(Q7) * 7 / 8)
+    rep = report({**critic, "critic.fsdp.use_no_sync_for_gradient_accumulation": False}, models={"actor": Q7, "critic": Q7})
+    assert term(phase(rep, "critic_update"), "critic_unsharded_grads") == 0

@@ -86,6 +86,11 @@ def moves_for(values: Mapping, models: Mapping[str, ModelFacts], cluster: Cluste
         out.append(Move("gradient checkpointing off (faster, more memory)", ((f"{M}.enable_gradient_checkpointing", False),)))
     if cfg.need_critic and not cfg.critic_gc:
         out.append(Move("critic gradient checkpointing on", (("critic.model.enable_gradient_checkpointing", True),)))
+    for who, held, key in (("actor", cfg.actor_unsharded_grad_bytes, NO_SYNC),
+                           ("critic", cfg.critic_unsharded_grad_bytes, CRITIC_NO_SYNC)):
+        if held:
+            out.append(Move(f"{who} gradients synced every micro-batch (no whole unsharded copy held)",
+                            ((key, False),)))
     if cfg.strategy == "fsdp":
         changes = [(f"{A}.strategy", "fsdp2"), (f"{REF}.strategy", "fsdp2")]
         if cfg.need_critic:
@@ -127,6 +132,8 @@ def _micro_moves(values: Mapping, seq: int) -> list[Move]:
 
 
 AM = f"{A}.megatron"
+NO_SYNC = f"{AF}.use_no_sync_for_gradient_accumulation"
+CRITIC_NO_SYNC = f"{CF}.use_no_sync_for_gradient_accumulation"
 RECOMPUTE = f"{AM}.override_transformer_config"
 FULL_RECOMPUTE = ((f"{RECOMPUTE}.recompute_granularity", "full"), (f"{RECOMPUTE}.recompute_method", "uniform"),
                   (f"{RECOMPUTE}.recompute_num_layers", 1))
@@ -284,7 +291,7 @@ def all_savings(values: Mapping, offload: bool = True) -> dict:
                f"{REF}.megatron.param_offload": offload, **dict(FULL_RECOMPUTE)}
     else:
         out = {f"{AF}.param_offload": offload, f"{AF}.optimizer_offload": offload, f"{AF}.offload_policy": offload,
-               f"{M}.enable_gradient_checkpointing": True,
+               f"{M}.enable_gradient_checkpointing": True, NO_SYNC: False, CRITIC_NO_SYNC: False,
                f"{A}.strategy": "fsdp2", f"{REF}.strategy": "fsdp2"}
     for micro in (f"{A}.ppo_micro_batch_size_per_gpu", f"{R}.log_prob_micro_batch_size_per_gpu",
                   f"{REF}.log_prob_micro_batch_size_per_gpu"):
@@ -299,6 +306,8 @@ def all_savings(values: Mapping, offload: bool = True) -> dict:
 _NAMES = {f"{AF}.param_offload": "param offload", f"{AF}.optimizer_offload": "optimizer offload",
           f"{AF}.offload_policy": "FSDP2's CPU offload policy (optimizer on the CPU)",
           f"{M}.enable_gradient_checkpointing": "gradient checkpointing", f"{A}.strategy": "actor strategy",
+          NO_SYNC: "gradient accumulation without a sync per micro-batch",
+          CRITIC_NO_SYNC: "critic gradient accumulation without a sync per micro-batch",
           f"{REF}.strategy": "ref strategy", f"{A}.ppo_micro_batch_size_per_gpu": "actor micro-batch",
           f"{R}.log_prob_micro_batch_size_per_gpu": "log-prob micro-batch",
           f"{REF}.log_prob_micro_batch_size_per_gpu": "ref micro-batch",

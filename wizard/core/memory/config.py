@@ -48,7 +48,11 @@ ESTIMATE_KEYS: tuple[str, ...] = (
     # how verl 0.9.1 batches the critic (verl #7462): the V1 trainer's engine, or the legacy trainer's keys
     "trainer.use_v1", f"{CF}.use_dynamic_bsz", f"{CF}.micro_batch_size_per_gpu", "critic.use_dynamic_bsz",
     "critic.ppo_max_token_len_per_gpu", "critic.ppo_micro_batch_size_per_gpu",
-    "critic.model.enable_gradient_checkpointing", f"{RM}.rollout.name", f"{RM}.rollout.gpu_memory_utilization",
+    "critic.model.enable_gradient_checkpointing",
+    # gradient accumulation without FSDP's per-micro-batch sync keeps whole unsharded gradients (verl 0.9.1's engine,
+    # fsdp/transformer_impl.py:692-720) in the reduce dtype (mixed_precision)
+    f"{AF}.use_no_sync_for_gradient_accumulation", f"{CF}.use_no_sync_for_gradient_accumulation",
+    f"{AF}.mixed_precision", f"{CF}.mixed_precision", f"{RM}.rollout.name", f"{RM}.rollout.gpu_memory_utilization",
     f"{RM}.rollout.enforce_eager", f"{RM}.rollout.free_cache_engine", f"{RM}.rollout.max_num_seqs",
     f"{RM}.rollout.max_num_batched_tokens", f"{RM}.rollout.max_model_len", f"{RM}.rollout.cudagraph_capture_sizes",
     # '+' keys: verl passes engine_kwargs.<engine> to the engine after its own arguments, so they win
@@ -144,6 +148,10 @@ class MemoryConfig:
     layered_summon: bool = False  # LoRA weight sync gathers one layer at a time (rollout.layered_summon)
     critic_fsdp1: bool = False  # critic.strategy=fsdp
     sync_bucket_bytes: int = 2048 << 20  # the weight sync's send buffer (checkpoint_engine.update_weights_bucket_megabytes)
+    # use_no_sync_for_gradient_accumulation with more than one micro-batch per mini-batch on a GPU: the bytes per
+    # trainable param of the whole unsharded gradient held until the mini-batch's last micro-batch (0: not held)
+    actor_unsharded_grad_bytes: int = 0
+    critic_unsharded_grad_bytes: int = 0
     notes: tuple[str, ...] = ()
 
     def trainable_params(self, facts: ModelFacts) -> int:
@@ -204,13 +212,9 @@ def _flash_attn(values: Mapping) -> bool:
 
 def _actor_tokens(values: Mapping, world: int, seq: int, notes: list[str]) -> dict[str, int]:
     """Tokens per GPU per micro-batch of update_actor, the old log-prob pass and the reference pass."""
-    # (the Megatron engine has neither key: 1)
-    sp = max(_int(values, f"{A}.ulysses_sequence_parallel_size", 1) or 1,
-             _int(values, f"{AF}.ulysses_sequence_parallel_size", 1) or 1)
+    samples, sp = _actor_samples(values, world)  # per GPU in one mini-batch of update_actor
     ref_sp = _int(values, f"{REF}.ulysses_sequence_parallel_size", 1) or 1
     n = _int(values, f"{R}.n", 1) or 1
-    mini = _int(values, f"{A}.ppo_mini_batch_size", 1) or 256
-    samples = max(1, mini * n // max(1, world // sp))  # per GPU in one mini-batch of update_actor
     batch = _int(values, "data.train_batch_size", 1) or 1024
     all_samples = max(1, -(-batch * n // max(1, world)))  # per GPU in a log-prob pass over the whole batch
 
@@ -253,10 +257,8 @@ def _actor_tokens(values: Mapping, world: int, seq: int, notes: list[str]) -> di
 
 def _critic(values: Mapping, world: int, seq: int) -> dict:
     critic_dtype = str(values.get(f"{CF}.model_dtype") or "fp32")
-    c_sp = _int(values, f"{CF}.ulysses_sequence_parallel_size", 1) or 1
     c_shards = _int(values, f"{CF}.fsdp_size") or -1
-    n = _int(values, f"{R}.n", 1) or 1
-    c_mini = _int(values, "critic.ppo_mini_batch_size", 1) or _int(values, f"{A}.ppo_mini_batch_size", 1) or 256
+    samples, c_sp = _critic_samples(values, world)
     return dict(
         need_critic=need_critic(values), critic_shards=c_shards if c_shards > 0 else world,
         critic_dtype=critic_dtype, critic_dtype_bytes=mt.dtype_bytes(critic_dtype),
@@ -265,23 +267,55 @@ def _critic(values: Mapping, world: int, seq: int) -> dict:
         critic_offload_policy=str(values.get("critic.strategy")) == "fsdp2" and _flag(values, f"{CF}.offload_policy"),
         critic_fsdp1=str(values.get("critic.strategy") or values.get(f"{A}.strategy") or "fsdp") == "fsdp",
         critic_gc=_flag(values, "critic.model.enable_gradient_checkpointing"),
-        critic_tokens=_critic_tokens(values, seq, c_sp, max(1, c_mini * n // max(1, world // c_sp))))
+        critic_tokens=_critic_tokens(values, seq, c_sp, samples))
+
+
+def _critic_batching(values: Mapping) -> tuple[str | None, str, str | None]:
+    """(dynamic-batching flag, token budget, micro-batch) keys the critic's update is batched by in verl 0.9.1
+    (verl #7462): the V1 trainer's engine packs by ``critic.ppo_infer_max_token_len_per_gpu`` for training too
+    (trainer_base.py:266-268; no flag: always) unless ``critic.fsdp.use_dynamic_bsz=false``, then
+    ``critic.fsdp.micro_batch_size_per_gpu`` samples (engine_workers.py:352-357); the legacy trainer
+    (trainer.use_v1=false) reads critic.use_dynamic_bsz with critic.ppo_max_token_len_per_gpu, else
+    critic.ppo_micro_batch_size_per_gpu (ray_trainer.py:810-811)."""
+    if values.get("trainer.use_v1") is False:
+        return "critic.use_dynamic_bsz", "critic.ppo_max_token_len_per_gpu", "critic.ppo_micro_batch_size_per_gpu"
+    if values.get(f"{CF}.use_dynamic_bsz") is False and _int(values, f"{CF}.micro_batch_size_per_gpu", 1):
+        return f"{CF}.use_dynamic_bsz", "critic.ppo_infer_max_token_len_per_gpu", f"{CF}.micro_batch_size_per_gpu"
+    return None, "critic.ppo_infer_max_token_len_per_gpu", None
 
 
 def _critic_tokens(values: Mapping, seq: int, sp: int, samples: int) -> int:
-    """Tokens per GPU in one micro-batch of the critic's update, as verl 0.9.1 batches it (verl #7462): the V1
-    trainer's engine packs by ``critic.ppo_infer_max_token_len_per_gpu`` for training too (trainer_base.py:266-268)
-    unless ``critic.fsdp.use_dynamic_bsz=false``, then ``critic.fsdp.micro_batch_size_per_gpu`` samples
-    (engine_workers.py:352-357); the legacy trainer (trainer.use_v1=false) reads critic.use_dynamic_bsz with
-    critic.ppo_max_token_len_per_gpu, else critic.ppo_micro_batch_size_per_gpu (ray_trainer.py:810-811)."""
-    if values.get("trainer.use_v1") is False:
-        return _tokens(values, dynamic="critic.use_dynamic_bsz", budget="critic.ppo_max_token_len_per_gpu",
-                       micro="critic.ppo_micro_batch_size_per_gpu", seq=seq, sp=sp, per_gpu_samples=samples)
-    if values.get(f"{CF}.use_dynamic_bsz") is False and _int(values, f"{CF}.micro_batch_size_per_gpu", 1):
-        return _tokens(values, dynamic=f"{CF}.use_dynamic_bsz", budget="critic.ppo_infer_max_token_len_per_gpu",
-                       micro=f"{CF}.micro_batch_size_per_gpu", seq=seq, sp=sp, per_gpu_samples=samples)
-    return _tokens(values, dynamic=None, budget="critic.ppo_infer_max_token_len_per_gpu", micro=None, seq=seq, sp=sp,
-                   per_gpu_samples=samples)
+    """Tokens per GPU in one micro-batch of the critic's update, as verl 0.9.1 batches it (:func:`_critic_batching`)."""
+    dynamic, budget, micro = _critic_batching(values)
+    return _tokens(values, dynamic=dynamic, budget=budget, micro=micro, seq=seq, sp=sp, per_gpu_samples=samples)
+
+
+def _critic_samples(values: Mapping, world: int) -> tuple[int, int]:
+    """(samples per GPU in one mini-batch of the critic's update, its Ulysses group)."""
+    c_sp = _int(values, f"{CF}.ulysses_sequence_parallel_size", 1) or 1
+    n = _int(values, f"{R}.n", 1) or 1
+    c_mini = _int(values, "critic.ppo_mini_batch_size", 1) or _int(values, f"{A}.ppo_mini_batch_size", 1) or 256
+    return max(1, c_mini * n // max(1, world // c_sp)), c_sp
+
+
+def _critic_micro_batches(values: Mapping, world: int, seq: int) -> int:
+    dynamic, budget, micro = _critic_batching(values)
+    samples, sp = _critic_samples(values, world)
+    return _micro_batches(values, dynamic=dynamic, budget=budget, micro=micro, samples=samples, seq=seq, sp=sp)
+
+
+def _actor_samples(values: Mapping, world: int) -> tuple[int, int]:
+    """(samples per GPU in one mini-batch of update_actor, its Ulysses group; the Megatron engine has neither key)."""
+    sp = max(_int(values, f"{A}.ulysses_sequence_parallel_size", 1) or 1,
+             _int(values, f"{AF}.ulysses_sequence_parallel_size", 1) or 1)
+    n = _int(values, f"{R}.n", 1) or 1
+    return max(1, (_int(values, f"{A}.ppo_mini_batch_size", 1) or 256) * n // max(1, world // sp)), sp
+
+
+def _actor_micro_batches(values: Mapping, world: int, seq: int) -> int:
+    samples, sp = _actor_samples(values, world)
+    return _micro_batches(values, dynamic=f"{A}.use_dynamic_bsz", budget=f"{A}.ppo_max_token_len_per_gpu",
+                          micro=f"{A}.ppo_micro_batch_size_per_gpu", samples=samples, seq=seq, sp=sp)
 
 
 def _actor(values: Mapping, world: int) -> dict:
@@ -301,6 +335,31 @@ def _actor(values: Mapping, world: int) -> dict:
         sync_bucket_bytes=(_int(values, f"{R}.checkpoint_engine.update_weights_bucket_megabytes", low=1) or 2048) << 20)
 
 
+def _micro_batches(values: Mapping, *, dynamic: str | None, budget: str, micro: str | None, samples: int, seq: int,
+                   sp: int) -> int:
+    """Micro-batches of one mini-batch on one GPU, at worst (every sample at its longest with dynamic batching;
+    ``dynamic`` None: always dynamic)."""
+    if dynamic is None or _flag(values, dynamic):
+        return -(-samples * -(-seq // sp) // max(1, _int(values, budget, 1) or 16384))
+    return -(-samples // max(1, _int(values, micro, 1) or 1))
+
+
+def _unsharded_grad_bytes(values: Mapping, fsdp: str, strategy: str, shards: int, micro_batches: int) -> int:
+    """Bytes per trainable param of the whole unsharded gradient that ``{fsdp}.use_no_sync_for_gradient_accumulation``
+    keeps until a mini-batch's last micro-batch (verl 0.9.1, fsdp/transformer_impl.py:692-720), beyond the sharded
+    one the estimate counts: FSDP2 accumulates it in the reduce dtype (torch _fsdp_param.py: unsharded_accumulated_grad
+    ``.to(reduce_dtype)``; verl's default mixed precision reduces in fp32), FSDP1 keeps the unsharded bf16 grad of its
+    flat parameter (_runtime_utils.py: the post-backward hook returns before the cast). One micro-batch, or one
+    shard (nothing to reduce-scatter), holds nothing more."""
+    if not _flag(values, f"{fsdp}.use_no_sync_for_gradient_accumulation") or micro_batches < 2 or shards < 2:
+        return 0
+    if strategy == "fsdp":
+        return 2
+    mp = values.get(f"{fsdp}.mixed_precision")
+    reduce = str(mp.get("reduce_dtype", "fp32")) if isinstance(mp, Mapping) else "fp32"
+    return mt.dtype_bytes(reduce)
+
+
 def read_config(values: Mapping) -> MemoryConfig:
     per, nodes = _int(values, "trainer.n_gpus_per_node", 1), _int(values, "trainer.nnodes", 1)
     world = per * nodes
@@ -311,10 +370,15 @@ def read_config(values: Mapping) -> MemoryConfig:
         notes.append(f"trainer mode {trainer_mode(values)}: phases may overlap more than in sync mode")
     tokens = _actor_tokens(values, world, seq, notes)
     engines = all_engines(values)  # engine_kwargs it does not read: the memory.engine_kwargs_unread finding
+    actor, critic = _actor(values, world), _critic(values, world, seq)
     return MemoryConfig(
-        world=world, **_actor(values, world), **tokens, entropy_mode=_entropy_mode(values),
+        world=world, **actor, **tokens, entropy_mode=_entropy_mode(values),
         update_entropy=_float(values, f"{A}.entropy_coeff") != 0 or _flag(values, f"{A}.calculate_entropy"),
-        ref_separate=need_ref(values) and not ref_in_actor(values), **_critic(values, world, seq),
+        ref_separate=need_ref(values) and not ref_in_actor(values), **critic,
+        actor_unsharded_grad_bytes=_unsharded_grad_bytes(values, AF, actor["strategy"], actor["shards"],
+                                                         _actor_micro_batches(values, world, seq)),
+        critic_unsharded_grad_bytes=_unsharded_grad_bytes(values, CF, "fsdp" if critic["critic_fsdp1"] else "fsdp2",
+                                                          critic["critic_shards"], _critic_micro_batches(values, world, seq)),
         train_batch_size=_int(values, "data.train_batch_size", 1) or 1, rollout_n=_int(values, f"{R}.n", 1) or 1,
         seq_tokens=seq, prompt_tokens=prompt, dataloader_workers=_int(values, "data.dataloader_num_workers", 0) or 0,
         engines=engines, flash_attn=_flash_attn(values), notes=tuple(notes))

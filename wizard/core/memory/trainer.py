@@ -173,6 +173,7 @@ class Trainer:
         if cfg.update_entropy:
             backward.append(term("entropy", f"entropy with gradient ({cfg.entropy_mode})",
                                  mt.entropy(f, T, cfg.entropy_mode, update=True, c=c)))
+        backward += unsharded_grads("actor", cfg.actor_unsharded_grad_bytes, self.Pt, self.N, cfg.strategy)
         step = [term("optimizer_step", "AdamW step temporaries (foreach)", c.optimizer_step_temp * self.grads)]
         rest = [t for t in self.resident(adam=True) if not t.key.startswith("actor_")]
         return states, backward, step, rest
@@ -229,12 +230,26 @@ class Trainer:
         out += [term("fsdp_gather", "FSDP working set (critic)",
                      c.layer_copies_update * 2 * f.layer_params + c.vocab_copies_update * mt.vocab_matrix(f) / 2),
                 term("activations", f"critic activations ({tok(T)}, dynamic batch)", acts, how)]
+        out += unsharded_grads("critic", cfg.critic_unsharded_grad_bytes, Pc, Nc, "fsdp" if cfg.critic_fsdp1 else "fsdp2")
         rest = [t for t in self.resident(adam=True) if not t.key.startswith("critic_")]
         if cache := self.update_cache():
             # the previous step's actor update left its blocks cached in the same process (verl H200, PPO on one
             # GPU: +2.6-4.2 GiB over the critic's own working set for Qwen2.5-0.5B)
             rest.append(term("allocator", "allocator: the actor update's blocks still cached (same process)", cache))
         return out + rest
+
+
+def unsharded_grads(role: str, per_param: int, trainable: int, shards: int, strategy: str) -> list[Term]:
+    """The whole unsharded gradient ``use_no_sync_for_gradient_accumulation`` holds through a mini-batch's micro-
+    batches (MemoryConfig.actor_unsharded_grad_bytes), beyond the 1/shards the sharded gradient term counts: by the
+    last micro-batch's backward every layer has its unsharded gradient and none has been reduce-scattered yet."""
+    if not per_param:
+        return []
+    fsdp = "FSDP1 keeps its bf16 flat gradient" if strategy == "fsdp" else \
+        f"FSDP2 accumulates in the reduce dtype, {per_param} bytes a param"
+    return [term(f"{role}_unsharded_grads", f"{role} gradients, whole and unsharded until the mini-batch's last "
+                 f"micro-batch (use_no_sync_for_gradient_accumulation)", per_param * trainable * (1 - 1 / shards),
+                 f"{fsdp}; off (verl's default), gradients are reduce-scattered after every micro-batch")]
 
 
 def slack(terms: list[Term], f: ModelFacts, c: MemoryConstants, factor: float | None = None) -> list[Term]:
