@@ -315,3 +315,27 @@ def test_the_critic_accumulates_without_sync_too():
     assert held == int(4 * critic_params(Q7) * 7 / 8)
     rep = report({**critic, "critic.fsdp.use_no_sync_for_gradient_accumulation": False}, models={"actor": Q7, "critic": Q7})
     assert term(phase(rep, "critic_update"), "critic_unsharded_grads") == 0
+
+
+def test_reshard_after_forward_off_keeps_the_whole_model_gathered_through_a_pass():
+    # verl 0.9.1 hands fsdp_config.reshard_after_forward to fully_shard (FSDP2) or maps it to SHARD_GRAD_OP (FSDP1);
+    # torch then keeps each layer's bf16 params after its forward: a forward-only pass ends with the whole model
+    # gathered (2 bytes a param: 14.2 GiB for the 7B, where the working set is 2 layers and the lm_head, 1.9 GiB),
+    # and an update holds it from the forward to the backward beside the layer in flight and the lm_head's gradient
+    from wizard.core.memory.terms import vocab_matrix
+
+    def gather(ph):
+        return term(ph, "fsdp_gather")
+
+    base, off = report(), report({f"{AF}.reshard_after_forward": False})
+    working_fwd, working_upd = gather(phase(base, "old_log_prob")), gather(phase(base, "actor_update"))
+    assert working_fwd < 2 * GIB
+    assert gather(phase(off, "old_log_prob")) == 2 * P7
+    assert gather(phase(off, "actor_update")) == int(2 * P7 + working_upd - vocab_matrix(Q7))
+    assert gather(phase(off, "ref_log_prob")) == working_fwd  # the reference has its own key
+    ref_off = report({"actor_rollout_ref.ref.fsdp_config.reshard_after_forward": False})
+    assert gather(phase(ref_off, "ref_log_prob")) == 2 * P7 and gather(phase(ref_off, "old_log_prob")) == working_fwd
+    # FSDP1 on one shard is NO_SHARD whatever the key says; FSDP2 keeps its bf16 copies even there
+    one = {f"{AF}.reshard_after_forward": False, f"{AF}.fsdp_size": 1}
+    assert gather(phase(report(one), "old_log_prob")) == working_fwd
+    assert gather(phase(report({**one, f"{A}.strategy": "fsdp2"}), "old_log_prob")) == 2 * P7

@@ -91,6 +91,11 @@ def moves_for(values: Mapping, models: Mapping[str, ModelFacts], cluster: Cluste
         if held:
             out.append(Move(f"{who} gradients synced every micro-batch (no whole unsharded copy held)",
                             ((key, False),)))
+    for who, whole, key in (("actor", cfg.actor_keeps_gathered, RESHARD), ("reference", cfg.ref_keeps_gathered,
+                            f"{REF}.fsdp_config.reshard_after_forward"),
+                            ("critic", cfg.critic_keeps_gathered, f"{CF}.reshard_after_forward")):
+        if whole:
+            out.append(Move(f"{who} params resharded after each forward (not kept gathered whole)", ((key, True),)))
     if cfg.strategy == "fsdp":
         changes = [(f"{A}.strategy", "fsdp2"), (f"{REF}.strategy", "fsdp2")]
         if cfg.need_critic:
@@ -133,6 +138,7 @@ def _micro_moves(values: Mapping, seq: int) -> list[Move]:
 
 AM = f"{A}.megatron"
 NO_SYNC = f"{AF}.use_no_sync_for_gradient_accumulation"
+RESHARD = f"{AF}.reshard_after_forward"
 CRITIC_NO_SYNC = f"{CF}.use_no_sync_for_gradient_accumulation"
 RECOMPUTE = f"{AM}.override_transformer_config"
 FULL_RECOMPUTE = ((f"{RECOMPUTE}.recompute_granularity", "full"), (f"{RECOMPUTE}.recompute_method", "uniform"),
@@ -291,7 +297,7 @@ def all_savings(values: Mapping, offload: bool = True) -> dict:
                f"{REF}.megatron.param_offload": offload, **dict(FULL_RECOMPUTE)}
     else:
         out = {f"{AF}.param_offload": offload, f"{AF}.optimizer_offload": offload, f"{AF}.offload_policy": offload,
-               f"{M}.enable_gradient_checkpointing": True, NO_SYNC: False, CRITIC_NO_SYNC: False,
+               f"{M}.enable_gradient_checkpointing": True, NO_SYNC: False, CRITIC_NO_SYNC: False, RESHARD: True,
                f"{A}.strategy": "fsdp2", f"{REF}.strategy": "fsdp2"}
     for micro in (f"{A}.ppo_micro_batch_size_per_gpu", f"{R}.log_prob_micro_batch_size_per_gpu",
                   f"{REF}.log_prob_micro_batch_size_per_gpu"):
@@ -306,8 +312,9 @@ def all_savings(values: Mapping, offload: bool = True) -> dict:
 _NAMES = {f"{AF}.param_offload": "param offload", f"{AF}.optimizer_offload": "optimizer offload",
           f"{AF}.offload_policy": "FSDP2's CPU offload policy (optimizer on the CPU)",
           f"{M}.enable_gradient_checkpointing": "gradient checkpointing", f"{A}.strategy": "actor strategy",
-          NO_SYNC: "gradient accumulation without a sync per micro-batch",
-          CRITIC_NO_SYNC: "critic gradient accumulation without a sync per micro-batch",
+          NO_SYNC: "unsharded actor gradient held across micro-batches",
+          CRITIC_NO_SYNC: "unsharded critic gradient held across micro-batches",
+          RESHARD: "actor params resharded after each forward",
           f"{REF}.strategy": "ref strategy", f"{A}.ppo_micro_batch_size_per_gpu": "actor micro-batch",
           f"{R}.log_prob_micro_batch_size_per_gpu": "log-prob micro-batch",
           f"{REF}.log_prob_micro_batch_size_per_gpu": "ref micro-batch",

@@ -52,7 +52,11 @@ ESTIMATE_KEYS: tuple[str, ...] = (
     # gradient accumulation without FSDP's per-micro-batch sync keeps whole unsharded gradients (verl 0.9.1's engine,
     # fsdp/transformer_impl.py:692-720) in the reduce dtype (mixed_precision)
     f"{AF}.use_no_sync_for_gradient_accumulation", f"{CF}.use_no_sync_for_gradient_accumulation",
-    f"{AF}.mixed_precision", f"{CF}.mixed_precision", f"{RM}.rollout.name", f"{RM}.rollout.gpu_memory_utilization",
+    f"{AF}.mixed_precision", f"{CF}.mixed_precision",
+    # reshard_after_forward=false keeps every layer's bf16 params gathered after its forward (FSDP2; FSDP1's
+    # SHARD_GRAD_OP over 2+ GPUs), until the backward, or for a forward-only pass until verl's eval context ends
+    f"{AF}.reshard_after_forward", f"{REF}.fsdp_config.reshard_after_forward", f"{CF}.reshard_after_forward",
+    f"{RM}.rollout.name", f"{RM}.rollout.gpu_memory_utilization",
     f"{RM}.rollout.enforce_eager", f"{RM}.rollout.free_cache_engine", f"{RM}.rollout.max_num_seqs",
     f"{RM}.rollout.max_num_batched_tokens", f"{RM}.rollout.max_model_len", f"{RM}.rollout.cudagraph_capture_sizes",
     # '+' keys: verl passes engine_kwargs.<engine> to the engine after its own arguments, so they win
@@ -152,6 +156,10 @@ class MemoryConfig:
     # trainable param of the whole unsharded gradient held until the mini-batch's last micro-batch (0: not held)
     actor_unsharded_grad_bytes: int = 0
     critic_unsharded_grad_bytes: int = 0
+    # reshard_after_forward=false: the whole model stays gathered in bf16 through a pass (see _keeps_gathered)
+    actor_keeps_gathered: bool = False
+    ref_keeps_gathered: bool = False
+    critic_keeps_gathered: bool = False
     notes: tuple[str, ...] = ()
 
     def trainable_params(self, facts: ModelFacts) -> int:
@@ -360,6 +368,17 @@ def _unsharded_grad_bytes(values: Mapping, fsdp: str, strategy: str, shards: int
     return mt.dtype_bytes(reduce)
 
 
+def _keeps_gathered(values: Mapping, key: str, strategy: str, shards: int) -> bool:
+    """``reshard_after_forward=false``: FSDP2 leaves each layer's bf16 params unsharded after its forward (torch
+    _fsdp_param_group.py ``reshard``: returns at once in FORWARD), so by the end of a forward every layer is gathered
+    and stays so until its backward, or for a forward-only pass until verl's eval context reshards the root
+    (fsdp/transformer_impl.py:1113-1119), on one GPU too (its bf16 copies of the fp32 params); FSDP1 maps it to
+    SHARD_GRAD_OP (fsdp/utils.py:72-77), which torch runs as NO_SHARD on one GPU."""
+    if values.get(key) is not False:
+        return False
+    return strategy == "fsdp2" or shards > 1
+
+
 def read_config(values: Mapping) -> MemoryConfig:
     per, nodes = _int(values, "trainer.n_gpus_per_node", 1), _int(values, "trainer.nnodes", 1)
     world = per * nodes
@@ -379,6 +398,11 @@ def read_config(values: Mapping) -> MemoryConfig:
                                                          _actor_micro_batches(values, world, seq)),
         critic_unsharded_grad_bytes=_unsharded_grad_bytes(values, CF, "fsdp" if critic["critic_fsdp1"] else "fsdp2",
                                                           critic["critic_shards"], _critic_micro_batches(values, world, seq)),
+        actor_keeps_gathered=_keeps_gathered(values, f"{AF}.reshard_after_forward", actor["strategy"], actor["shards"]),
+        ref_keeps_gathered=_keeps_gathered(values, f"{REF}.fsdp_config.reshard_after_forward",
+                                           str(values.get(f"{REF}.strategy") or actor["strategy"]), world),
+        critic_keeps_gathered=_keeps_gathered(values, f"{CF}.reshard_after_forward",
+                                              "fsdp" if critic["critic_fsdp1"] else "fsdp2", critic["critic_shards"]),
         train_batch_size=_int(values, "data.train_batch_size", 1) or 1, rollout_n=_int(values, f"{R}.n", 1) or 1,
         seq_tokens=seq, prompt_tokens=prompt, dataloader_workers=_int(values, "data.dataloader_num_workers", 0) or 0,
         engines=engines, flash_attn=_flash_attn(values), notes=tuple(notes))

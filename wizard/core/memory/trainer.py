@@ -127,8 +127,13 @@ class Trainer:
             out.append(term("fsdp_gather", "reference model's bf16 copy, whole (FSDP1 on one GPU: NO_SHARD with the "
                                          "reference's CPU offload)", 2 * f.param_count))
         else:
-            out.append(term("fsdp_gather", "FSDP working set: gathered bf16 layers + lm_head",
-                            c.layer_copies_forward * 2 * f.layer_params + c.vocab_copies_forward * mt.vocab_matrix(f)))
+            working = c.layer_copies_forward * 2 * f.layer_params + c.vocab_copies_forward * mt.vocab_matrix(f)
+            if self.cfg.ref_keeps_gathered if ref else self.cfg.actor_keeps_gathered:
+                out.append(term("fsdp_gather", f"{'reference' if ref else 'actor'} model gathered whole in bf16 "
+                                f"({'ref.fsdp_config' if ref else 'fsdp_config'}.reshard_after_forward=false keeps "
+                                "every layer after its forward)", max(working, 2 * f.param_count)))
+            else:
+                out.append(term("fsdp_gather", "FSDP working set: gathered bf16 layers + lm_head", working))
         logits = [term("logits", f"logits ({tok(tokens)} x vocab {f.vocab_size})",
                        mt.logits(f, tokens, self.cfg.fused_kernels, c, update=False))]
         ent = mt.entropy(f, tokens, entropy_mode, update=False, c=c)
@@ -159,8 +164,8 @@ class Trainer:
         acts, how = mt.train_activations(f, T, cfg.actor_gc, cfg.activation_offload, c)
         vocab = c.vocab_copies_update if cfg.lora_rank == 0 else c.vocab_copies_forward
         backward = [
-            term("fsdp_gather", "FSDP working set: gathered layers, lm_head and its fp32 gradient",
-                 c.layer_copies_update * 2 * f.layer_params + vocab * mt.vocab_matrix(f)),
+            gathered("actor", c.layer_copies_update * 2 * f.layer_params + vocab * mt.vocab_matrix(f), f.param_count,
+                     mt.vocab_matrix(f), cfg.actor_keeps_gathered),
             term("activations", f"activations of a micro-batch of {tok(T)}", acts, how),
             term("logits", f"logits ({tok(T)} x vocab {f.vocab_size})" + ("" if cfg.flash_attn else
                  ", and a bf16 log-softmax per row for the backward (no flash-attn: logprobs_from_logits_v2)"),
@@ -227,8 +232,8 @@ class Trainer:
             term("critic_params", f"critic params ({cfg.critic_dtype} x {Pc / 1e9:.2f}B / {Nc} shards)", bc * Pc / Nc),
             term("critic_grads", "critic gradients", bc * Pc / Nc), term("critic_adam", "critic AdamW moments", 2 * bc * Pc / Nc)]
         acts, how = mt.train_activations(f, T, cfg.critic_gc, False, c)
-        out += [term("fsdp_gather", "FSDP working set (critic)",
-                     c.layer_copies_update * 2 * f.layer_params + c.vocab_copies_update * mt.vocab_matrix(f) / 2),
+        out += [gathered("critic", c.layer_copies_update * 2 * f.layer_params + c.vocab_copies_update *
+                         mt.vocab_matrix(f) / 2, Pc, 0, cfg.critic_keeps_gathered),
                 term("activations", f"critic activations ({tok(T)}, dynamic batch)", acts, how)]
         out += unsharded_grads("critic", cfg.critic_unsharded_grad_bytes, Pc, Nc, "fsdp" if cfg.critic_fsdp1 else "fsdp2")
         rest = [t for t in self.resident(adam=True) if not t.key.startswith("critic_")]
@@ -237,6 +242,17 @@ class Trainer:
             # GPU: +2.6-4.2 GiB over the critic's own working set for Qwen2.5-0.5B)
             rest.append(term("allocator", "allocator: the actor update's blocks still cached (same process)", cache))
         return out + rest
+
+
+def gathered(role: str, working: float, params: int, in_both: float, whole: bool) -> Term:
+    """An update's FSDP working set: the layer in flight and the lm_head with its fp32 gradient; with
+    reshard_after_forward=false (MemoryConfig.actor_keeps_gathered) every layer's bf16 params as well, gathered in
+    the forward and kept until its backward (``in_both``: what both already count, the lm_head's bf16 weight)."""
+    if not whole:
+        return term("fsdp_gather", "FSDP working set: gathered layers, lm_head and its fp32 gradient"
+                    if role == "actor" else "FSDP working set (critic)", working)
+    return term("fsdp_gather", f"{role} model gathered whole in bf16 from the forward to the backward, and the "
+                "layer in flight (reshard_after_forward=false)", 2 * params + working - in_both)
 
 
 def unsharded_grads(role: str, per_param: int, trainable: int, shards: int, strategy: str) -> list[Term]:
