@@ -371,9 +371,11 @@ def _unsharded_grad_bytes(values: Mapping, fsdp: str, strategy: str, shards: int
 def _keeps_gathered(values: Mapping, key: str, strategy: str, shards: int) -> bool:
     """``reshard_after_forward=false``: FSDP2 leaves each layer's bf16 params unsharded after its forward (torch
     _fsdp_param_group.py ``reshard``: returns at once in FORWARD), so by the end of a forward every layer is gathered
-    and stays so until its backward, or for a forward-only pass until verl's eval context reshards the root
-    (fsdp/transformer_impl.py:1113-1119), on one GPU too (its bf16 copies of the fp32 params); FSDP1 maps it to
-    SHARD_GRAD_OP (fsdp/utils.py:72-77), which torch runs as NO_SHARD on one GPU."""
+    and stays so until its backward, on one GPU too (its bf16 copies of the fp32 params); FSDP1 maps it to
+    SHARD_GRAD_OP (fsdp/utils.py:72-77), which torch runs as NO_SHARD on one GPU. Counted in the pass itself: after a
+    forward-only pass verl's eval context reshards the root only with an explicit fsdp_size > 1
+    (fsdp/transformer_impl.py:1113-1119), so with the default the copy may outlive the pass; the phases after it
+    do not count that."""
     if values.get(key) is not False:
         return False
     return strategy == "fsdp2" or shards > 1
