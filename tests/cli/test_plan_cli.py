@@ -41,7 +41,8 @@ def test_every_preset_fits_the_gpus_it_was_written_for(preset):
     proc = run("--preset", preset, "--gpus", PRESET_GPUS[preset], "--format", "json")
     doc = json.loads(proc.stdout)
     assert set(doc) == {"fits", "verdict", "fits_up_to_avg_tokens", "fits_reason", "gpus", "host", "findings",
-                        "step_seconds", "step_reason", "phases_seconds", "step_assumptions", "advice", "advice_statement",
+                        "step_seconds", "step_reason", "phases_seconds", "phases_terms", "step_assumptions", "advice",
+                        "advice_statement",
                         "data", "data_reason", "forecast", "forecast_reason"}
     assert doc["fits"] is True and doc["verdict"] in ("fits", "tight") and doc["fits_reason"] is None
     assert len(doc["gpus"]) == GPU_COUNT[preset]
@@ -150,6 +151,14 @@ def test_plan_json_gives_the_step_time_and_the_advisors_alternatives():
     doc = json.loads(proc.stdout)
     assert doc["verdict"] == "does_not_fit" and doc["step_seconds"] > 0 and doc["step_reason"] is None
     assert {"gen", "old_log_prob", "update_actor", "update_weights"} <= set(doc["phases_seconds"])
+    # each phase's seconds are its terms', each with the arithmetic that gave it
+    for name, seconds in doc["phases_seconds"].items():
+        terms = doc["phases_terms"][name]
+        assert all(set(t) == {"label", "seconds", "note"} for t in terms)
+        assert sum(t["seconds"] for t in terms) == pytest.approx(seconds, abs=0.01)
+    assert any(t["label"] == "FLOPs" and "TFLOP/s" in t["note"] for t in doc["phases_terms"]["update_actor"])
+    assert "the longest phase: actor update" in run("--preset", "grpo-1gpu-smoke", "--gpus", "1xH100-80GB", "--set",
+                                                    SEVEN_B).stdout
     assert doc["advice"], doc
     for alt in doc["advice"]:
         assert set(alt) == {"overrides", "fits", "verdict", "peak_gib", "step_seconds", "changes", "kind"}

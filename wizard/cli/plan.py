@@ -195,11 +195,13 @@ def plan_json(plan, findings: list[Finding]) -> dict:
 
 
 def speed_json(step, advice) -> dict:
-    """``{"step_seconds", "step_reason", "phases_seconds", "step_assumptions", "advice": [{"overrides", "fits",
+    """``{"step_seconds", "step_reason", "phases_seconds", "phases_terms" (per phase, its terms: label, seconds,
+    note), "step_assumptions", "advice": [{"overrides", "fits",
     "verdict", "peak_gib", "step_seconds", "changes", "kind"}], "advice_statement"}``: the predicted steady step
     (null with its reason where not modelled) and the advisor's alternatives, best first."""
     return {"step_seconds": None if step.seconds is None else round(step.seconds, 1), "step_reason": step.reason,
-            "phases_seconds": step.by_name(), "step_assumptions": list(step.assumptions),
+            "phases_seconds": step.by_name(), "phases_terms": step.terms_json(),
+            "step_assumptions": list(step.assumptions),
             "advice": [a.to_json() for a in advice.alternatives] if advice else [],
             "advice_statement": advice.statement if advice else None}
 
@@ -208,6 +210,8 @@ def _speed_lines(step, advice) -> list[str]:
     out = [step.line()]
     if step.reason is None and step.assumptions:
         out.append("  assuming " + "; ".join(step.assumptions))
+    if (longest := step.longest()) is not None:
+        out += [f"  the longest phase: {line}" if i == 0 else f"  {line}" for i, line in enumerate(longest.lines())]
     if advice is not None and (advice.alternatives or advice.statement):
         out.append("fastest that fits:" if not advice.fits_now else "faster, still fitting:")
         out += [f"  {line}" for line in advice.lines(4)]

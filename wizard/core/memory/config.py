@@ -156,6 +156,8 @@ class MemoryConfig:
     # trainable param of the whole unsharded gradient held until the mini-batch's last micro-batch (0: not held)
     actor_unsharded_grad_bytes: int = 0
     critic_unsharded_grad_bytes: int = 0
+    actor_reduce_bytes: int = 4  # the gradients' reduce-scatter dtype (mixed_precision.reduce_dtype; fp32 by default)
+    critic_reduce_bytes: int = 4
     # reshard_after_forward=false: the whole model stays gathered in bf16 through a pass (see _keeps_gathered)
     actor_keeps_gathered: bool = False
     ref_keeps_gathered: bool = False
@@ -306,7 +308,8 @@ def _critic_samples(values: Mapping, world: int) -> tuple[int, int]:
     return max(1, c_mini * n // max(1, world // c_sp)), c_sp
 
 
-def _critic_micro_batches(values: Mapping, world: int, seq: int) -> int:
+def critic_micro_batches(values: Mapping, world: int, seq: int) -> int:
+    """Micro-batches of one mini-batch of the critic's update on one GPU (at worst with dynamic batching)."""
     dynamic, budget, micro = _critic_batching(values)
     samples, sp = _critic_samples(values, world)
     return _micro_batches(values, dynamic=dynamic, budget=budget, micro=micro, samples=samples, seq=seq, sp=sp)
@@ -320,10 +323,22 @@ def _actor_samples(values: Mapping, world: int) -> tuple[int, int]:
     return max(1, (_int(values, f"{A}.ppo_mini_batch_size", 1) or 256) * n // max(1, world // sp)), sp
 
 
-def _actor_micro_batches(values: Mapping, world: int, seq: int) -> int:
+def actor_micro_batches(values: Mapping, world: int, seq: int) -> int:
+    """Micro-batches of one mini-batch of update_actor on one GPU (at worst with dynamic batching)."""
     samples, sp = _actor_samples(values, world)
     return _micro_batches(values, dynamic=f"{A}.use_dynamic_bsz", budget=f"{A}.ppo_max_token_len_per_gpu",
                           micro=f"{A}.ppo_micro_batch_size_per_gpu", samples=samples, seq=seq, sp=sp)
+
+
+def logprob_micro_batches(values: Mapping, world: int, seq: int, *, ref: bool = False) -> int:
+    """Micro-batches of the old log-prob pass (``ref``: the reference's) over the whole batch on one GPU."""
+    section = REF if ref else R
+    sp = (_int(values, f"{REF}.ulysses_sequence_parallel_size", 1) or 1) if ref else _actor_samples(values, world)[1]
+    n = _int(values, f"{R}.n", 1) or 1
+    samples = max(1, -(-(_int(values, "data.train_batch_size", 1) or 1024) * n // max(1, world)))
+    return _micro_batches(values, dynamic=f"{section}.log_prob_use_dynamic_bsz",
+                          budget=f"{section}.log_prob_max_token_len_per_gpu",
+                          micro=f"{section}.log_prob_micro_batch_size_per_gpu", samples=samples, seq=seq, sp=sp)
 
 
 def _actor(values: Mapping, world: int) -> dict:
@@ -361,11 +376,14 @@ def _unsharded_grad_bytes(values: Mapping, fsdp: str, strategy: str, shards: int
     shard (nothing to reduce-scatter), holds nothing more."""
     if not _flag(values, f"{fsdp}.use_no_sync_for_gradient_accumulation") or micro_batches < 2 or shards < 2:
         return 0
-    if strategy == "fsdp":
-        return 2
+    return 2 if strategy == "fsdp" else _reduce_bytes(values, fsdp)
+
+
+def _reduce_bytes(values: Mapping, fsdp: str) -> int:
+    """Bytes a gradient element is reduced in: ``{fsdp}.mixed_precision.reduce_dtype``, fp32 by verl's default
+    (fsdp/transformer_impl.py:391-398)."""
     mp = values.get(f"{fsdp}.mixed_precision")
-    reduce = str(mp.get("reduce_dtype", "fp32")) if isinstance(mp, Mapping) else "fp32"
-    return mt.dtype_bytes(reduce)
+    return mt.dtype_bytes(str(mp.get("reduce_dtype", "fp32")) if isinstance(mp, Mapping) else "fp32")
 
 
 def _keeps_gathered(values: Mapping, key: str, strategy: str, shards: int) -> bool:
@@ -397,9 +415,10 @@ def read_config(values: Mapping) -> MemoryConfig:
         update_entropy=_float(values, f"{A}.entropy_coeff") != 0 or _flag(values, f"{A}.calculate_entropy"),
         ref_separate=need_ref(values) and not ref_in_actor(values), **critic,
         actor_unsharded_grad_bytes=_unsharded_grad_bytes(values, AF, actor["strategy"], actor["shards"],
-                                                         _actor_micro_batches(values, world, seq)),
+                                                         actor_micro_batches(values, world, seq)),
         critic_unsharded_grad_bytes=_unsharded_grad_bytes(values, CF, "fsdp" if critic["critic_fsdp1"] else "fsdp2",
-                                                          critic["critic_shards"], _critic_micro_batches(values, world, seq)),
+                                                          critic["critic_shards"], critic_micro_batches(values, world, seq)),
+        actor_reduce_bytes=_reduce_bytes(values, AF), critic_reduce_bytes=_reduce_bytes(values, CF),
         actor_keeps_gathered=_keeps_gathered(values, f"{AF}.reshard_after_forward", actor["strategy"], actor["shards"]),
         ref_keeps_gathered=_keeps_gathered(values, f"{REF}.fsdp_config.reshard_after_forward",
                                            str(values.get(f"{REF}.strategy") or actor["strategy"]), world),

@@ -28,9 +28,10 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 
 from wizard.core.hardware.cluster import Cluster
-from wizard.core.memory.config import read_config
+from wizard.core.memory.config import actor_micro_batches, critic_micro_batches, logprob_micro_batches, read_config
 from wizard.core.memory.estimate import MemoryReport
 from wizard.core.memory.terms import lora_params
+from wizard.core.steptime import comm
 from wizard.core.models.facts import ModelFacts
 
 # Not verl keys: what the run's data and responses are expected to hold (means, tokens). Unset: the maximum.
@@ -80,6 +81,12 @@ class PhaseTime:
     def seconds(self) -> float:
         return sum(t.seconds for t in self.terms)
 
+    def lines(self) -> list[str]:
+        """``the actor update, 73.4 s:`` and one line per term, its seconds and arithmetic, largest first."""
+        return [f"{self.title}, {self.seconds:.1f} s:"] + [
+            f"  {t.seconds:7.2f} s  {t.label}" + (f" ({t.note})" if t.note else "")
+            for t in sorted(self.terms, key=lambda t: -t.seconds)]
+
 
 @dataclass(frozen=True)
 class StepTime:
@@ -94,6 +101,13 @@ class StepTime:
 
     def by_name(self) -> dict[str, float]:
         return {p.name: round(p.seconds, 2) for p in self.phases}
+
+    def longest(self) -> PhaseTime | None:
+        return max(self.phases, key=lambda p: p.seconds, default=None) if self.reason is None else None
+
+    def terms_json(self) -> dict[str, list[dict]]:
+        return {p.name: [{"label": t.label, "seconds": round(t.seconds, 3), "note": t.note} for t in p.terms]
+                for p in self.phases}
 
     def line(self) -> str:
         if self.reason:
@@ -152,31 +166,54 @@ def predict_step(values: Mapping, models: Mapping[str, ModelFacts], cluster: Clu
     tokens = seqs * (lp + lr)
     per_gpu = tokens / world
     flops_scale = gpu.tflops * 1e12
+    mean_seq = lp + lr
+    links = {n: comm.ring_link(cluster, n, c.host_link_gbs) for n in {cfg.shards, cfg.critic_shards, world}}
+    P = actor.param_count
     phases = [_generation(cfg, actor, report, seqs, lp, lr, gpu, c)]
-    phases.append(_forward("old_log_prob", "old log-prob", actor.param_count, per_gpu, flops_scale, c,
-                           offload=cfg.actor_param_offload, param_bytes=2 * actor.param_count / cfg.shards))
+    phases.append(_collectives(_forward("old_log_prob", "old log-prob", P, per_gpu, flops_scale, c,
+                                        offload=cfg.actor_param_offload, param_bytes=2 * P / cfg.shards),
+                               comm.forward_bytes(P, cfg.shards, logprob_micro_batches(values, world, mean_seq),
+                                                  cfg.actor_keeps_gathered), links[cfg.shards]))
     if _uses_ref(values):  # a separate reference, or the actor with its LoRA adapters off
-        phases.append(_forward("ref", "ref log-prob", actor.param_count, per_gpu, flops_scale, c,
-                               offload=cfg.ref_separate, param_bytes=2 * actor.param_count / cfg.shards))
+        ref_shards = world if cfg.ref_separate else cfg.shards
+        phases.append(_collectives(_forward("ref", "ref log-prob", P, per_gpu, flops_scale, c,
+                                            offload=cfg.ref_separate, param_bytes=2 * P / cfg.shards),
+                                   comm.forward_bytes(P, ref_shards, logprob_micro_batches(values, world, mean_seq,
+                                                                                           ref=cfg.ref_separate),
+                                                      cfg.ref_keeps_gathered if cfg.ref_separate
+                                                      else cfg.actor_keeps_gathered), links[ref_shards]))
     critic = models.get("critic")
     if cfg.need_critic and critic is not None:
-        cp = critic.param_count
-        phases.append(_forward("values", "critic values", cp, per_gpu, flops_scale, c, offload=cfg.critic_param_offload,
-                               param_bytes=cfg.critic_dtype_bytes * cp / cfg.critic_shards))
-        phases.append(_update("update_critic", "critic update", cp, cp, cfg.critic_gc, per_gpu, seqs / world,
-                              _optimizer_steps(values, "critic.ppo_mini_batch_size", cfg), cfg.critic_shards,
-                              cfg.critic_param_offload, cfg.critic_optimizer_offload, cfg.critic_offload_policy,
-                              gpu, c))
-    trainable = lora_params(actor, cfg.lora_rank) if cfg.lora_rank else actor.param_count
-    phases.append(_update("update_actor", "actor update", actor.param_count, trainable, cfg.actor_gc, per_gpu,
-                          seqs / world, _optimizer_steps(values, "actor_rollout_ref.actor.ppo_mini_batch_size", cfg),
-                          cfg.shards, cfg.actor_param_offload, cfg.actor_optimizer_offload, cfg.actor_offload_policy,
-                          gpu, c, lora=bool(cfg.lora_rank)))
-    sync_bytes = 2 * (trainable if cfg.lora_rank else actor.param_count)
-    phases.append(PhaseTime("update_weights", "weight sync", (
+        cp, cn = critic.param_count, cfg.critic_shards
+        steps = _optimizer_steps(values, "critic.ppo_mini_batch_size", cfg)
+        micro = critic_micro_batches(values, world, mean_seq)
+        phases.append(_collectives(_forward("values", "critic values", cp, per_gpu, flops_scale, c,
+                                            offload=cfg.critic_param_offload,
+                                            param_bytes=cfg.critic_dtype_bytes * cp / cn),
+                                   comm.forward_bytes(cp, cn, micro * steps, cfg.critic_keeps_gathered), links[cn]))
+        phases.append(_collectives(
+            _update("update_critic", "critic update", cp, cp, cfg.critic_gc, per_gpu, seqs / world, steps, cn,
+                    cfg.critic_param_offload, cfg.critic_optimizer_offload, cfg.critic_offload_policy, gpu, c),
+            comm.update_bytes(cp, cp, cn, micro, steps, cfg.critic_keeps_gathered, cfg.critic_reduce_bytes,
+                              1 if cfg.critic_unsharded_grad_bytes else micro), links[cn]))
+    trainable = lora_params(actor, cfg.lora_rank) if cfg.lora_rank else P
+    steps = _optimizer_steps(values, "actor_rollout_ref.actor.ppo_mini_batch_size", cfg)
+    micro = actor_micro_batches(values, world, mean_seq)
+    phases.append(_collectives(
+        _update("update_actor", "actor update", P, trainable, cfg.actor_gc, per_gpu, seqs / world, steps, cfg.shards,
+                cfg.actor_param_offload, cfg.actor_optimizer_offload, cfg.actor_offload_policy, gpu, c,
+                lora=bool(cfg.lora_rank)),
+        comm.update_bytes(P, trainable, cfg.shards, micro, steps, cfg.actor_keeps_gathered, cfg.actor_reduce_bytes,
+                          1 if cfg.actor_unsharded_grad_bytes else micro), links[cfg.shards]))
+    sync_bytes = 2 * (trainable if cfg.lora_rank else P)
+    phases.append(_collectives(PhaseTime("update_weights", "weight sync", (
         TimeTerm("fixed", c.sync_fixed_s, "measured"),
         TimeTerm("weights into the engine", sync_bytes / (c.sync_gbs * 1e9),
-                 f"{sync_bytes / 1e9:.1f} GB at {c.sync_gbs:g} GB/s"))))
+                 f"{sync_bytes / 1e9:.1f} GB at {c.sync_gbs:g} GB/s"))),
+        comm.ring_bytes(sync_bytes, cfg.shards), links[cfg.shards], label="FSDP gathers the weights to send"))
+    if any(link is not None for link in links.values()):
+        assumptions.append("FSDP's collectives timed from the links' bandwidth, overlapping the compute: not measured "
+                           "(every calibration run used one GPU)")
     if gpu.name != "H200-141GB":
         assumptions.append(f"scaled from the H200 to the {gpu.name} by BF16 FLOP/s ({gpu.tflops:g} TFLOP/s) and "
                            f"memory bandwidth ({gpu.bandwidth_gbs:g} GB/s)")
@@ -187,6 +224,20 @@ def predict_step(values: Mapping, models: Mapping[str, ModelFacts], cluster: Clu
     else:
         assumptions.append("calibrated on runs without flash-attn (SDPA): with flash-attn the passes may be faster")
     return StepTime(phases=tuple(phases), assumptions=tuple(assumptions), tokens=int(tokens))
+
+
+def _collectives(phase: PhaseTime, nbytes: float, link: comm.Link | None, label: str = "") -> PhaseTime:
+    """``phase`` with the time its FSDP collectives take beyond its compute (FSDP overlaps them with it; a phase
+    without FLOPs, the weight sync, waits for all of it)."""
+    if link is None or nbytes <= 0:
+        return phase
+    seconds = nbytes / (link.gbs * 1e9)
+    compute = sum(t.seconds for t in phase.terms if t.label == "FLOPs")
+    beyond = max(0.0, seconds - compute)
+    note = f"{nbytes / 1e9:,.1f} GB per GPU over {link.how} at {link.gbs:.0f} GB/s = {seconds:.1f} s"
+    note += f", overlapping {compute:.1f} s of compute" if compute else ""
+    return PhaseTime(phase.name, phase.title, (*phase.terms, TimeTerm(
+        label or "FSDP collectives beyond the compute", beyond, note + " (from link bandwidth, not measured)")))
 
 
 def _int(values: Mapping, key: str, default: int) -> int:

@@ -273,8 +273,10 @@ class PlacementBoard(QWidget):
         from wizard.usecases.advising import step_time
 
         step = step_time(self.doc.assessment.memory)
-        self.headline.setToolTip("" if step.seconds is None else
-                                 f"{step.line()}\nAssuming " + ";\n".join(step.assumptions))
+        longest = step.longest()
+        self.headline.setToolTip("" if step.seconds is None or longest is None else
+                                 f"{step.line()}\n\nThe longest phase: " + "\n".join(longest.lines())
+                                 + "\n\nAssuming " + ";\n".join(step.assumptions))
         if step.seconds is None:
             return ""
         longest = self.doc.assessment.memory.values.get("data.max_response_length")

@@ -1,0 +1,62 @@
+"""FSDP's collectives in the step time over several GPUs: what a user on PCIe GPUs sees that one on NVLink does not.
+Formulas only (every calibration run used one GPU): the tests hold the arithmetic and its effect on the advice."""
+
+import pytest
+
+from tests.core.test_advice import A, Q15, plan
+from wizard.core.advice import advise
+from wizard.core.steptime import comm
+from wizard.usecases.advising import step_time
+
+P = Q15.param_count
+EIGHT = ["trainer.n_gpus_per_node=8", f"{A}.strategy=fsdp2", "actor_rollout_ref.ref.strategy=fsdp2",
+         "data.train_batch_size=64", f"{A}.ppo_mini_batch_size=16", f"{A}.ppo_micro_batch_size_per_gpu=1"]
+
+
+def collectives(st, phase="update_actor"):
+    terms = [t for p in st.phases if p.name == phase for t in p.terms if t.label.startswith("FSDP")]
+    return terms[0] if terms else None
+
+
+def test_an_update_gathers_twice_and_reduce_scatters_once_per_micro_batch():
+    # 64 prompts x 4 samples over 8 GPUs, mini-batches of 16 x 4 / 8 = 8 samples: 4 steps of 8 micro-batches of 1;
+    # each: the bf16 params gathered in the forward and again in the backward, the fp32 gradients reduce-scattered,
+    # 7/8 of each through every GPU's link
+    per_micro = (2 + 2 + 4) * P * 7 / 8
+    assert comm.update_bytes(P, P, 8, 8, 4, False, 4, 8) == pytest.approx(4 * 8 * per_micro)
+    # use_no_sync_for_gradient_accumulation: one reduce-scatter per step; reshard_after_forward=false: one gather
+    assert comm.update_bytes(P, P, 8, 8, 4, False, 4, 1) == pytest.approx(4 * (8 * 4 * P + 4 * P) * 7 / 8)
+    assert comm.update_bytes(P, P, 8, 8, 4, True, 4, 8) == pytest.approx(4 * 8 * 6 * P * 7 / 8)
+    assert comm.forward_bytes(P, 8, 8, False) == pytest.approx(8 * 2 * P * 7 / 8)
+    assert comm.update_bytes(P, P, 1, 8, 4, False, 4, 8) == 0  # one shard sends nothing
+
+
+def test_pcie_gpus_wait_for_fsdp_where_nvlink_hides_it_behind_the_compute():
+    pcie, nvlink = step_time(plan(EIGHT, "8xL40S-48GB", Q15)), step_time(plan(EIGHT, "8xH100-80GB", Q15))
+    on_pcie, on_nvlink = collectives(pcie), collectives(nvlink)
+    assert "PCIe" in on_pcie.note and on_pcie.seconds > 5  # 346 GB per GPU at 20 GB/s, beyond 7 s of compute
+    assert "NVLink x18" in on_nvlink.note and on_nvlink.seconds == 0
+    assert f"{4 * 8 * 7 * P / 1e9:,.1f} GB per GPU" in on_pcie.note  # 4 steps x 8 micro-batches x 7/8 x 8P bytes
+    assert any("not measured" in a for a in pcie.assumptions)
+    # bigger micro-batches gather the params fewer times: on PCIe that is most of the difference
+    bigger = step_time(plan([*EIGHT, f"{A}.ppo_micro_batch_size_per_gpu=4"], "8xL40S-48GB", Q15))
+    assert collectives(bigger).seconds < on_pcie.seconds / 2 and bigger.seconds < pcie.seconds
+
+
+def test_one_gpu_has_no_collectives_and_a_second_node_is_slower_than_nvlink():
+    one = step_time(plan(["data.train_batch_size=16"], "1xH100-80GB", Q15))
+    assert collectives(one) is None and not any("collectives" in a for a in one.assumptions)
+    two_nodes = step_time(plan([*EIGHT, "trainer.nnodes=2"], "2x8xH100-80GB", Q15))
+    assert "between nodes (assumed)" in collectives(two_nodes).note
+    assert f"at {comm.NETWORK_GBS * comm.RING_EFFICIENCY:.0f} GB/s" in collectives(two_nodes).note
+
+
+def test_on_pcie_the_advisor_offers_a_larger_micro_batch_as_faster():
+    mp = plan(EIGHT, "8xL40S-48GB", Q15)
+    advice = advise(mp.values, mp.models, mp.cluster)
+    assert advice.fits_now
+    larger = [a for a in advice.alternatives if int(a.changes.get(f"{A}.ppo_micro_batch_size_per_gpu", 1)) > 1]
+    assert larger and all(a.fits and a.step_seconds < step_time(mp).seconds for a in larger)
+    on_nvlink = plan(EIGHT, "8xH100-80GB", Q15)  # where the collectives hide, micro-batches gain no time
+    assert not [a for a in advise(on_nvlink.values, on_nvlink.models, on_nvlink.cluster).alternatives
+                if f"{A}.ppo_micro_batch_size_per_gpu" in a.changes and len(a.changes) == 1]

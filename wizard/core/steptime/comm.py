@@ -1,0 +1,77 @@
+"""FSDP's collectives in a step over several GPUs, from the links between them: formulas, not measured (every run
+the step time is calibrated on used one GPU, where FSDP sends nothing).
+
+What FSDP moves per GPU, verl 0.9.1's engine as torch runs it (ring collectives: each GPU sends and receives
+(N - 1) / N of the tensor, N the shard count):
+- each micro-batch's forward all-gathers the bf16 params (2 bytes a param); an update's backward gathers them again
+  (``reshard_after_forward``, verl's default, freed them after the forward); with ``reshard_after_forward=false`` a
+  pass gathers them once and keeps them;
+- each micro-batch's backward reduce-scatters the gradients in the reduce dtype (fp32 by verl's default mixed
+  precision); ``use_no_sync_for_gradient_accumulation`` does it once per mini-batch.
+
+FSDP prefetches the next layer's gather and reduces the last layer's gradients while it computes, so a phase takes
+about the longer of its compute and its collectives: only what the collectives take beyond the compute is added.
+The link's rate: NVLink at 25 GB/s per link and direction (``nvidia-smi topo -m``'s NV#, or the GPU catalogue's link
+count), else PCIe at the measured host-link rate; between nodes an assumed 25 GB/s per GPU (a 200 Gb/s network
+per GPU; the cluster does not say); a ring goes at its slowest link, at ``RING_EFFICIENCY`` of it. Pure.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from wizard.core.hardware.cluster import Cluster, LinkKind
+
+NVLINK_GBS = 25.0  # one NVLink (NVLink 2-4: 50 GB/s both directions), one direction
+NETWORK_GBS = 25.0  # between nodes, per GPU, assumed (a 200 Gb/s NIC per GPU)
+RING_EFFICIENCY = 0.8  # NCCL's ring bus bandwidth / the link's (nccl-tests on 8 x H100 SXM: ~360 of 450 GB/s)
+
+
+@dataclass(frozen=True)
+class Link:
+    gbs: float  # achieved GB/s per GPU and direction for a ring over the shards
+    how: str
+
+
+def ring_link(cluster: Cluster | None, shards: int, host_link_gbs: float) -> Link | None:
+    """The rate a ring of ``shards`` GPUs (the plan's first, node by node) gets; None for one shard or no cluster."""
+    if cluster is None or shards < 2 or not cluster.nodes:
+        return None
+    node = cluster.nodes[0]
+    per_node = max(1, node.gpu_count or len(node.gpus))
+    used = [g.index for g in node.gpus][:min(shards, per_node)]
+    rates, kinds = [], set()
+    for i, a in enumerate(used):
+        for b in used[i + 1:]:
+            link = node.link(a, b)
+            if link is not None and link.kind is LinkKind.NV and link.nvlinks:
+                rates.append(link.nvlinks * NVLINK_GBS)
+                kinds.add(f"NVLink x{link.nvlinks}")
+            else:
+                rates.append(host_link_gbs)
+                kinds.add("PCIe")
+    if not rates:  # GPUs the cluster could not describe: PCIe
+        rates, kinds = [host_link_gbs], {"PCIe"}
+    gbs, how = min(rates), " and ".join(sorted(kinds))
+    if shards > per_node:
+        gbs, how = min(gbs, NETWORK_GBS), f"{how} within a node, {NETWORK_GBS:g} GB/s per GPU between nodes (assumed)"
+    return Link(gbs * RING_EFFICIENCY, how)
+
+
+def ring_bytes(tensor_bytes: float, shards: int) -> float:
+    """What one GPU sends (and receives) in a ring all-gather or reduce-scatter of a tensor of ``tensor_bytes``."""
+    return tensor_bytes * (shards - 1) / shards if shards > 1 else 0.0
+
+
+def forward_bytes(params: int, shards: int, micro_batches: int, keeps_gathered: bool) -> float:
+    """A forward-only pass: the bf16 params gathered per micro-batch (once, when the pass keeps them gathered)."""
+    return ring_bytes(2 * params, shards) * (1 if keeps_gathered else micro_batches)
+
+
+def update_bytes(params: int, trainable: int, shards: int, micro_batches: int, steps: int, keeps_gathered: bool,
+                 reduce_bytes: int, syncs_per_step: int) -> float:
+    """An update: per micro-batch the forward's gather and the backward's (none when the forward kept them), and the
+    gradients' reduce-scatter ``syncs_per_step`` times per optimizer step (1 with no_sync, else every micro-batch)."""
+    gathers = ring_bytes(2 * params, shards) * micro_batches * (1 if keeps_gathered else 2)
+    reduces = ring_bytes(reduce_bytes * trainable, shards) * syncs_per_step
+    return steps * (gathers + reduces)
