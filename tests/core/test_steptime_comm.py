@@ -60,3 +60,19 @@ def test_on_pcie_the_advisor_offers_a_larger_micro_batch_as_faster():
     on_nvlink = plan(EIGHT, "8xH100-80GB", Q15)  # where the collectives hide, micro-batches gain no time
     assert not [a for a in advise(on_nvlink.values, on_nvlink.models, on_nvlink.cluster).alternatives
                 if f"{A}.ppo_micro_batch_size_per_gpu" in a.changes and len(a.changes) == 1]
+
+
+def test_rollout_tp_adds_two_all_reduces_per_layer_to_each_decode_step():
+    # 28 layers x 2 all-reduces of 256 sequences x 1,536 hidden in bf16 over TP 2: latency + 2 x 1/2 of 786 KB
+    link = comm.Link(gbs=20.0, how="PCIe")
+    one = comm.ALLREDUCE_LATENCY_S + 2 * 1 / 2 * (2 * 256 * 1536) / 20e9
+    assert comm.tp_decode_seconds(28, 256, 1536, 2, link) == pytest.approx(2 * 28 * one)
+    assert comm.tp_decode_seconds(28, 256, 1536, 1, link) == 0
+
+    def decode(gpus, tp):
+        st = step_time(plan([*EIGHT, f"actor_rollout_ref.rollout.tensor_model_parallel_size={tp}"], gpus, Q15))
+        return next(t for t in st.phases[0].terms if t.label == "decode").note
+
+    assert "all-reduces" not in decode("8xL40S-48GB", 1)
+    assert "TP 2 all-reduces over PCIe" in decode("8xL40S-48GB", 2)
+    assert "TP 2 all-reduces over NVLink x18" in decode("8xH100-80GB", 2)

@@ -25,6 +25,7 @@ from wizard.core.hardware.cluster import Cluster, LinkKind
 NVLINK_GBS = 25.0  # one NVLink (NVLink 2-4: 50 GB/s both directions), one direction
 NETWORK_GBS = 25.0  # between nodes, per GPU, assumed (a 200 Gb/s NIC per GPU)
 RING_EFFICIENCY = 0.8  # NCCL's ring bus bandwidth / the link's (nccl-tests on 8 x H100 SXM: ~360 of 450 GB/s)
+ALLREDUCE_LATENCY_S = 10e-6  # one small all-reduce inside a decode step (vLLM's custom all-reduce), assumed
 
 
 @dataclass(frozen=True)
@@ -75,3 +76,13 @@ def update_bytes(params: int, trainable: int, shards: int, micro_batches: int, s
     gathers = ring_bytes(2 * params, shards) * micro_batches * (1 if keeps_gathered else 2)
     reduces = ring_bytes(reduce_bytes * trainable, shards) * syncs_per_step
     return steps * (gathers + reduces)
+
+
+def tp_decode_seconds(layers: int, sequences: int, hidden: int, tp: int, link: Link | None) -> float:
+    """What the rollout's tensor parallelism adds to one decode step: two all-reduces per layer (after attention and
+    after the MLP) of the step's bf16 activations (sequences x hidden), each a latency plus 2 (TP - 1) / TP of it
+    over the link."""
+    if tp < 2 or link is None:
+        return 0.0
+    size = 2 * sequences * hidden
+    return 2 * layers * (ALLREDUCE_LATENCY_S + 2 * (tp - 1) / tp * size / (link.gbs * 1e9))

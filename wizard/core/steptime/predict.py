@@ -169,7 +169,9 @@ def predict_step(values: Mapping, models: Mapping[str, ModelFacts], cluster: Clu
     mean_seq = lp + lr
     links = {n: comm.ring_link(cluster, n, c.host_link_gbs) for n in {cfg.shards, cfg.critic_shards, world}}
     P = actor.param_count
-    phases = [_generation(cfg, actor, report, seqs, lp, lr, gpu, c)]
+    tp = cfg.engines["rollout"].tp
+    phases = [_generation(cfg, actor, report, seqs, lp, lr, gpu, c,
+                          comm.ring_link(cluster, tp, c.host_link_gbs) if tp > 1 else None)]
     phases.append(_collectives(_forward("old_log_prob", "old log-prob", P, per_gpu, flops_scale, c,
                                         offload=cfg.actor_param_offload, param_bytes=2 * P / cfg.shards),
                                comm.forward_bytes(P, cfg.shards, logprob_micro_batches(values, world, mean_seq),
@@ -258,7 +260,7 @@ def _optimizer_steps(values: Mapping, mini_key: str, cfg) -> int:
 
 
 def _generation(cfg, actor: ModelFacts, report: MemoryReport | None, seqs: int, lp: int, lr: int, gpu: _Gpu,
-                c: Calibration) -> PhaseTime:
+                c: Calibration, tp_link: comm.Link | None = None) -> PhaseTime:
     eng = cfg.engines["rollout"]
     replicas = max(1, cfg.world // max(1, eng.tp * eng.pp))
     per_replica = math.ceil(seqs / replicas)
@@ -271,6 +273,8 @@ def _generation(cfg, actor: ModelFacts, report: MemoryReport | None, seqs: int, 
     overhead = (actor.num_layers * c.decode_overhead_eager_layer_s + c.decode_overhead_graphs_s if eng.enforce_eager
                 else c.decode_overhead_graphs_s)
     step = (weights + kv_read) / bw + overhead
+    allreduce = comm.tp_decode_seconds(actor.num_layers, concurrent, actor.hidden_size, eng.tp, tp_link)
+    step += allreduce
     if cfg.lora_rank:
         step *= c.lora_decode_factor
     decode = rounds * lr * step
@@ -279,7 +283,9 @@ def _generation(cfg, actor: ModelFacts, report: MemoryReport | None, seqs: int, 
     terms = [TimeTerm("decode", decode, f"{rounds} round(s) x {lr:,} steps x {step * 1e3:.1f} ms (weights "
                                         f"{weights / 1e9:.1f} GB + KV {kv_read / 1e9:.2f} GB at "
                                         f"{bw / 1e9:.0f} GB/s, + {overhead * 1e3:.1f} ms "
-                                        f"{'eager' if eng.enforce_eager else 'with CUDA graphs'})"
+                                        f"{'eager' if eng.enforce_eager else 'with CUDA graphs'}"
+                                        + (f", + {allreduce * 1e3:.1f} ms of TP {eng.tp} all-reduces over "
+                                           f"{tp_link.how}, from link bandwidth" if allreduce else "") + ")"
                                         + (f" x {c.lora_decode_factor:g} with a LoRA adapter" if cfg.lora_rank else "")),
              TimeTerm("prefill", prefill, f"{per_replica} prompts of {lp:,} tokens per replica"),
              TimeTerm("until verl's next poll", seen - decode - prefill, "the replay buffer polls every 2 s")]
