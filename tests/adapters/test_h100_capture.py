@@ -34,9 +34,10 @@ def test_nvml_answers_give_what_detect_printed_on_that_machine(catalogue):
     found = nvml_to_discovery(raw("h100-idle.raw-nvml.json"), None, catalogue)
     printed = json.loads(DETECTED.read_text())
     assert found.ok and printed["ok"] and found.findings == []
-    # the catalogue's speed figures (bf16_tflops, memory_bandwidth_gbs) joined each GPU after the capture
+    # the catalogue's speed figures (bf16_tflops, memory_bandwidth_gbs, nvlink_gbs_per_link) joined each GPU after
+    # the capture
     assert found.cluster.model_dump(mode="json", exclude={"nodes": {"__all__": {"gpus": {
-        "__all__": {"bf16_tflops", "memory_bandwidth_gbs"}}}}}) == printed["cluster"]
+        "__all__": {"bf16_tflops", "memory_bandwidth_gbs", "nvlink_gbs_per_link"}}}}}) == printed["cluster"]
     (gpu,) = found.cluster.nodes[0].gpus
     assert (gpu.name, gpu.catalogue_id, gpu.compute_capability) == ("NVIDIA H100 80GB HBM3", "H100-80GB", (9, 0))
     assert gpu.memory_total_bytes == 81559 * MIB  # 79.6 GiB, not the datasheet's 80

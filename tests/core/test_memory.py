@@ -290,6 +290,8 @@ def test_gradient_accumulation_without_sync_holds_the_whole_unsharded_gradient()
     assert term(phase(report(), "actor_update"), "actor_unsharded_grads") == 0  # verl's default: off
     assert held(**{f"{A}.strategy": "fsdp2"}) == int(4 * P7 * 7 / 8)  # 24.8 GiB more per GPU for a 7B
     assert held(**{f"{A}.strategy": "fsdp"}) == int(2 * P7 * 7 / 8)
+    # FSDP1 keeps the flat gradient in the param dtype: fp32 compute holds 4 bytes a param
+    assert held(**{f"{A}.strategy": "fsdp", f"{AF}.mixed_precision": {"param_dtype": "fp32"}}) == int(4 * P7 * 7 / 8)
     assert held(**{f"{A}.strategy": "fsdp2", f"{AF}.mixed_precision": {"reduce_dtype": "bf16"}}) == int(2 * P7 * 7 / 8)
     assert held(**{f"{A}.ppo_micro_batch_size_per_gpu": 160}) == 0  # one micro-batch: nothing is deferred
     assert held(**{f"{AF}.fsdp_size": 1}) == 0  # one shard: nothing to reduce-scatter
@@ -333,8 +335,16 @@ def test_reshard_after_forward_off_keeps_the_whole_model_gathered_through_a_pass
     assert gather(phase(off, "old_log_prob")) == 2 * P7
     assert gather(phase(off, "actor_update")) == int(2 * P7 + working_upd - vocab_matrix(Q7))
     assert gather(phase(off, "ref_log_prob")) == working_fwd  # the reference has its own key
+    # verl reshards only the root module after an eval pass (torch's reshard is not recursive): the actor's copy from
+    # its old log-prob pass is still there in the reference pass, until its update's backward frees it
+    assert term(phase(off, "ref_log_prob"), "actor_gathered") == 2 * P7
+    assert term(phase(off, "generation"), "actor_gathered") == 0
     ref_off = report({"actor_rollout_ref.ref.fsdp_config.reshard_after_forward": False})
     assert gather(phase(ref_off, "ref_log_prob")) == 2 * P7 and gather(phase(ref_off, "old_log_prob")) == working_fwd
+    # the reference never runs a backward: its copy stays in every phase of the steady step, beside vLLM too
+    for name in ("weight_sync", "generation", "old_log_prob", "actor_update"):
+        assert term(phase(ref_off, name), "ref_gathered") == 2 * P7, name
+    assert term(phase(ref_off, "load"), "ref_gathered") == 0 and term(phase(ref_off, "ref_log_prob"), "ref_gathered") == 0
     # FSDP1 on one shard is NO_SHARD whatever the key says; FSDP2 keeps its bf16 copies even there
     one = {f"{AF}.reshard_after_forward": False, f"{AF}.fsdp_size": 1}
     assert gather(phase(report(one), "old_log_prob")) == working_fwd

@@ -58,8 +58,9 @@ def test_on_pcie_the_advisor_offers_a_larger_micro_batch_as_faster():
     larger = [a for a in advice.alternatives if int(a.changes.get(f"{A}.ppo_micro_batch_size_per_gpu", 1)) > 1]
     assert larger and all(a.fits and a.step_seconds < step_time(mp).seconds for a in larger)
     on_nvlink = plan(EIGHT, "8xH100-80GB", Q15)  # where the collectives hide, micro-batches gain no time
-    assert not [a for a in advise(on_nvlink.values, on_nvlink.models, on_nvlink.cluster).alternatives
-                if f"{A}.ppo_micro_batch_size_per_gpu" in a.changes and len(a.changes) == 1]
+    offered = advise(on_nvlink.values, on_nvlink.models, on_nvlink.cluster).alternatives
+    assert offered and not [a for a in offered
+                            if f"{A}.ppo_micro_batch_size_per_gpu" in a.changes and len(a.changes) == 1]
 
 
 def test_rollout_tp_adds_two_all_reduces_per_layer_to_each_decode_step():
@@ -76,3 +77,31 @@ def test_rollout_tp_adds_two_all_reduces_per_layer_to_each_decode_step():
     assert "all-reduces" not in decode("8xL40S-48GB", 1)
     assert "TP 2 all-reduces over PCIe" in decode("8xL40S-48GB", 2)
     assert "TP 2 all-reduces over NVLink x18" in decode("8xH100-80GB", 2)
+
+
+def test_the_counts_and_rates_the_collectives_are_timed_with():
+    from tests.helpers.memory_values import full
+    from wizard.adapters.files.gpu_catalogue import load_gpu_catalogue
+    from wizard.core.hardware.cluster import parse_cluster_spec
+    from wizard.core.memory.config import logprob_micro_batches
+
+    # a Ulysses group of 2 shares its samples: 64 x 4 over 4 groups = 64 micro-batches of 1, not 32
+    values = full({"data.train_batch_size": 64, "actor_rollout_ref.rollout.n": 4, "trainer.n_gpus_per_node": 8,
+                   "actor_rollout_ref.rollout.log_prob_micro_batch_size_per_gpu": 1})
+    assert logprob_micro_batches(values, 8, 1024) == 32
+    assert logprob_micro_batches({**values, f"{A}.ulysses_sequence_parallel_size": 2}, 8, 1024) == 64
+    # NVLink 5 (B200) runs 50 GB/s a link and direction, NVLink 4 (H100) 25: 18 links, 80 % of it
+    catalogue = load_gpu_catalogue()
+    assert comm.ring_link(parse_cluster_spec("8xB200-180GB", catalogue), 8, 25).gbs == pytest.approx(18 * 50 * 0.8)
+    assert comm.ring_link(parse_cluster_spec("8xH100-80GB", catalogue), 8, 25).gbs == pytest.approx(18 * 25 * 0.8)
+    # FSDP1's SHARD_GRAD_OP under no_sync frees nothing in the backward: one gather of the params per step
+    assert comm.update_bytes(P, P, 8, 8, 4, True, 4, 1, gather_once=True) == pytest.approx(4 * (2 * P + 4 * P) * 7 / 8)
+
+
+def test_the_weight_sync_gathers_the_fp32_shards_and_epochs_repeat_the_update():
+    st = step_time(plan(EIGHT, "8xL40S-48GB", Q15))
+    sync = collectives(st, "update_weights")
+    assert sync.label == "FSDP gathers the weights to send" and f"{4 * P * 7 / 8 / 1e9:,.1f} GB per GPU" in sync.note
+    twice = step_time(plan([*EIGHT, f"{A}.ppo_epochs=2"], "8xL40S-48GB", Q15))
+    update = {p.name: p.seconds for p in st.phases}["update_actor"]
+    assert {p.name: p.seconds for p in twice.phases}["update_actor"] == pytest.approx(2 * update, rel=0.01)

@@ -92,8 +92,7 @@ def moves_for(values: Mapping, models: Mapping[str, ModelFacts], cluster: Cluste
             out.append(Move(f"{who} gradients synced every micro-batch (no whole unsharded copy held)",
                             ((key, False),)))
     for who, whole, key in (("actor", cfg.actor_keeps_gathered, RESHARD), ("reference", cfg.ref_keeps_gathered,
-                            f"{REF}.fsdp_config.reshard_after_forward"),
-                            ("critic", cfg.critic_keeps_gathered, f"{CF}.reshard_after_forward")):
+                            REF_RESHARD), ("critic", cfg.critic_keeps_gathered, CRITIC_RESHARD)):
         if whole:
             out.append(Move(f"{who} params resharded after each forward (not kept gathered whole)", ((key, True),)))
     if cfg.strategy == "fsdp":
@@ -139,6 +138,8 @@ def _micro_moves(values: Mapping, seq: int) -> list[Move]:
 AM = f"{A}.megatron"
 NO_SYNC = f"{AF}.use_no_sync_for_gradient_accumulation"
 RESHARD = f"{AF}.reshard_after_forward"
+REF_RESHARD = f"{REF}.fsdp_config.reshard_after_forward"
+CRITIC_RESHARD = f"{CF}.reshard_after_forward"
 CRITIC_NO_SYNC = f"{CF}.use_no_sync_for_gradient_accumulation"
 RECOMPUTE = f"{AM}.override_transformer_config"
 FULL_RECOMPUTE = ((f"{RECOMPUTE}.recompute_granularity", "full"), (f"{RECOMPUTE}.recompute_method", "uniform"),
@@ -298,6 +299,7 @@ def all_savings(values: Mapping, offload: bool = True) -> dict:
     else:
         out = {f"{AF}.param_offload": offload, f"{AF}.optimizer_offload": offload, f"{AF}.offload_policy": offload,
                f"{M}.enable_gradient_checkpointing": True, NO_SYNC: False, CRITIC_NO_SYNC: False, RESHARD: True,
+               REF_RESHARD: True, CRITIC_RESHARD: True,
                f"{A}.strategy": "fsdp2", f"{REF}.strategy": "fsdp2"}
     for micro in (f"{A}.ppo_micro_batch_size_per_gpu", f"{R}.log_prob_micro_batch_size_per_gpu",
                   f"{REF}.log_prob_micro_batch_size_per_gpu"):
@@ -315,6 +317,8 @@ _NAMES = {f"{AF}.param_offload": "param offload", f"{AF}.optimizer_offload": "op
           NO_SYNC: "unsharded actor gradient held across micro-batches",
           CRITIC_NO_SYNC: "unsharded critic gradient held across micro-batches",
           RESHARD: "actor params resharded after each forward",
+          REF_RESHARD: "reference params resharded after each forward",
+          CRITIC_RESHARD: "critic params resharded after each forward",
           f"{REF}.strategy": "ref strategy", f"{A}.ppo_micro_batch_size_per_gpu": "actor micro-batch",
           f"{R}.log_prob_micro_batch_size_per_gpu": "log-prob micro-batch",
           f"{REF}.log_prob_micro_batch_size_per_gpu": "ref micro-batch",

@@ -94,6 +94,7 @@ class GPU(_Model):
     # from that catalogue entry: the step-time prediction's scale (dense BF16 tensor TFLOP/s; GB/s)
     bf16_tflops: float | None = None
     memory_bandwidth_gbs: float | None = None
+    nvlink_gbs_per_link: float | None = None  # one NVLink, one direction (NVLink 2-4: 25 GB/s, NVLink 5: 50)
 
     @property
     def memory_total_gib(self) -> float | None:
@@ -225,6 +226,11 @@ class GpuModel(_Model):
     @property
     def memory_bytes(self) -> int:
         return self.nvml_memory_mib * MIB if self.nvml_memory_mib else int(self.memory_gb * GIB)
+
+    @property
+    def nvlink_gbs_per_link(self) -> float | None:
+        """One NVLink's rate in one direction: the total over both directions and all links, shared out."""
+        return self.nvlink_gbs / 2 / self.nvlinks if self.nvlink_gbs and self.nvlinks else None
 
 
 class GpuCatalogue(_Model):
@@ -384,7 +390,8 @@ def _spec_cluster(spec: ClusterSpec, catalogue: GpuCatalogue) -> Cluster:
                     compute_capability=model.compute_capability if model else None,
                     catalogue_id=model.id if model else None,
                     bf16_tflops=model.bf16_tflops if model else None,
-                    memory_bandwidth_gbs=model.memory_bandwidth_gbs if model else None)
+                    memory_bandwidth_gbs=model.memory_bandwidth_gbs if model else None,
+                    nvlink_gbs_per_link=model.nvlink_gbs_per_link if model else None)
                 for j in range(group.gpus)
             ]
             links = [

@@ -209,6 +209,7 @@ def _gpu(cuda_index: int, phys: int, d: dict, catalogue: GpuCatalogue | None) ->
         catalogue_id=entry.id if entry else None,
         bf16_tflops=entry.bf16_tflops if entry else None,
         memory_bandwidth_gbs=entry.memory_bandwidth_gbs if entry else None,
+        nvlink_gbs_per_link=entry.nvlink_gbs_per_link if entry else None,
     )
 
 

@@ -30,7 +30,7 @@ ESTIMATE_KEYS: tuple[str, ...] = (
     f"{A}.ppo_micro_batch_size_per_gpu", f"{A}.ppo_micro_batch_size", f"{R}.log_prob_micro_batch_size",
     f"{REF}.log_prob_micro_batch_size", ATTN_KEY, f"{R}.layered_summon",
     f"{R}.checkpoint_engine.update_weights_bucket_megabytes", f"{A}.use_dynamic_bsz",
-    f"{A}.ppo_max_token_len_per_gpu", f"{A}.entropy_coeff", f"{A}.calculate_entropy",
+    f"{A}.ppo_max_token_len_per_gpu", f"{A}.ppo_epochs", "critic.ppo_epochs", f"{A}.entropy_coeff", f"{A}.calculate_entropy",
     f"{A}.ulysses_sequence_parallel_size", f"{AF}.param_offload", f"{AF}.optimizer_offload", f"{AF}.offload_policy",
     f"{AF}.fsdp_size", f"{AF}.model_dtype", f"{AF}.ulysses_sequence_parallel_size",
     f"{AF}.entropy_from_logits_with_chunking", f"{AF}.entropy_checkpointing", f"{AF}.use_torch_compile",
@@ -54,7 +54,7 @@ ESTIMATE_KEYS: tuple[str, ...] = (
     f"{AF}.use_no_sync_for_gradient_accumulation", f"{CF}.use_no_sync_for_gradient_accumulation",
     f"{AF}.mixed_precision", f"{CF}.mixed_precision",
     # reshard_after_forward=false keeps every layer's bf16 params gathered after its forward (FSDP2; FSDP1's
-    # SHARD_GRAD_OP over 2+ GPUs), until the backward, or for a forward-only pass until verl's eval context ends
+    # SHARD_GRAD_OP over 2+ GPUs) until a backward frees them (see _keeps_gathered)
     f"{AF}.reshard_after_forward", f"{REF}.fsdp_config.reshard_after_forward", f"{CF}.reshard_after_forward",
     f"{RM}.rollout.name", f"{RM}.rollout.gpu_memory_utilization",
     f"{RM}.rollout.enforce_eager", f"{RM}.rollout.free_cache_engine", f"{RM}.rollout.max_num_seqs",
@@ -334,11 +334,24 @@ def logprob_micro_batches(values: Mapping, world: int, seq: int, *, ref: bool = 
     """Micro-batches of the old log-prob pass (``ref``: the reference's) over the whole batch on one GPU."""
     section = REF if ref else R
     sp = (_int(values, f"{REF}.ulysses_sequence_parallel_size", 1) or 1) if ref else _actor_samples(values, world)[1]
-    n = _int(values, f"{R}.n", 1) or 1
-    samples = max(1, -(-(_int(values, "data.train_batch_size", 1) or 1024) * n // max(1, world)))
+    samples = _pass_samples(values, world, sp)
     return _micro_batches(values, dynamic=f"{section}.log_prob_use_dynamic_bsz",
                           budget=f"{section}.log_prob_max_token_len_per_gpu",
                           micro=f"{section}.log_prob_micro_batch_size_per_gpu", samples=samples, seq=seq, sp=sp)
+
+
+def critic_values_micro_batches(values: Mapping, world: int, seq: int) -> int:
+    """Micro-batches of the critic's values pass over the whole batch on one GPU: verl's V1 engine packs it by
+    ``critic.ppo_infer_max_token_len_per_gpu`` (trainer_base.py:266-268)."""
+    sp = _critic_samples(values, world)[1]
+    return _micro_batches(values, dynamic=None, budget="critic.ppo_infer_max_token_len_per_gpu", micro=None,
+                          samples=_pass_samples(values, world, sp), seq=seq, sp=sp)
+
+
+def _pass_samples(values: Mapping, world: int, sp: int) -> int:
+    """Samples one GPU's group computes in a pass over the whole batch (a Ulysses group of ``sp`` shares them)."""
+    n = _int(values, f"{R}.n", 1) or 1
+    return max(1, -(-(_int(values, "data.train_batch_size", 1) or 1024) * n // max(1, world // sp)))
 
 
 def _actor(values: Mapping, world: int) -> dict:
@@ -376,7 +389,10 @@ def _unsharded_grad_bytes(values: Mapping, fsdp: str, strategy: str, shards: int
     shard (nothing to reduce-scatter), holds nothing more."""
     if not _flag(values, f"{fsdp}.use_no_sync_for_gradient_accumulation") or micro_batches < 2 or shards < 2:
         return 0
-    return 2 if strategy == "fsdp" else _reduce_bytes(values, fsdp)
+    if strategy == "fsdp":  # FSDP1 keeps the flat gradient in the param dtype (mixed_precision.param_dtype, bf16)
+        mp = values.get(f"{fsdp}.mixed_precision")
+        return mt.dtype_bytes(str(mp.get("param_dtype", "bf16")) if isinstance(mp, Mapping) else "bf16")
+    return _reduce_bytes(values, fsdp)
 
 
 def _reduce_bytes(values: Mapping, fsdp: str) -> int:
@@ -390,10 +406,10 @@ def _keeps_gathered(values: Mapping, key: str, strategy: str, shards: int) -> bo
     """``reshard_after_forward=false``: FSDP2 leaves each layer's bf16 params unsharded after its forward (torch
     _fsdp_param_group.py ``reshard``: returns at once in FORWARD), so by the end of a forward every layer is gathered
     and stays so until its backward, on one GPU too (its bf16 copies of the fp32 params); FSDP1 maps it to
-    SHARD_GRAD_OP (fsdp/utils.py:72-77), which torch runs as NO_SHARD on one GPU. Counted in the pass itself: after a
-    forward-only pass verl's eval context reshards the root only with an explicit fsdp_size > 1
-    (fsdp/transformer_impl.py:1113-1119), so with the default the copy may outlive the pass; the phases after it
-    do not count that."""
+    SHARD_GRAD_OP (fsdp/utils.py:72-77), which torch runs as NO_SHARD on one GPU. After a forward-only pass verl's
+    eval context reshards the root module alone (fsdp/transformer_impl.py:1113-1119; torch's ``reshard`` is not
+    recursive), so the layers stay gathered: the actor's from its old log-prob pass until its update's backward, the
+    reference's (which never runs a backward) in every phase after its first pass."""
     if values.get(key) is not False:
         return False
     return strategy == "fsdp2" or shards > 1

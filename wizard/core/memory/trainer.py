@@ -58,8 +58,11 @@ class Trainer:
         else:
             self.c_params = self.c_adam = 0.0
 
-    def resident(self, *, params_loaded: bool = False, adam: bool = True, put_away: bool = False) -> list[Term]:
-        """What stays on the GPU between calls (after the first step created AdamW's moments)."""
+    def resident(self, *, params_loaded: bool = False, adam: bool = True, put_away: bool = False,
+                 ref_gathered: bool = True) -> list[Term]:
+        """What stays on the GPU between calls (after the first step created AdamW's moments); ``ref_gathered``:
+        with the reference's reshard_after_forward=false, its whole bf16 copy from its last pass (never a backward
+        to free it; verl's reshard after an eval pass is the root module's only, not recursive)."""
         cfg, out = self.cfg, []
         shard = f"{cfg.actor_dtype} x {self.P / 1e9:.2f}B params / {self.N} shards"
         stays = self.offload_stays and not put_away  # old_log_prob's offload at its end does put them away
@@ -78,13 +81,23 @@ class Trainer:
                 out.append(term("critic_adam", "critic AdamW moments", self.c_adam))
         out.append(term("trainer_context", "trainer process: CUDA context, NCCL and library workspaces",
                         self.c.trainer_context + (self.c.nccl_buffers if cfg.world > 1 else 0)))
+        if cfg.ref_keeps_gathered and ref_gathered:
+            out.append(term("ref_gathered", "reference model still gathered whole in bf16 from its last pass "
+                            "(ref.fsdp_config.reshard_after_forward=false)", 2 * self.P))
         return out
+
+    def actor_still_gathered(self) -> list[Term]:
+        """With the actor's reshard_after_forward=false, the old log-prob pass's whole bf16 copy until the update's
+        backward frees it: held through the passes and the critic's update between them."""
+        return [term("actor_gathered", "actor model still gathered whole in bf16 from the old log-prob pass, until "
+                     "its update's backward (reshard_after_forward=false)", 2 * self.P)] \
+            if self.cfg.actor_keeps_gathered else []
 
     def at_load(self) -> list[Term]:
         """When the engine starts: the params (no AdamW yet), the allocator's cache from building FSDP, and on one
         GPU with FSDP1 the reference model too (NO_SHARD keeps it on the GPU until its first pass)."""
         f, c = self.f, self.c
-        out = self.resident(adam=False)
+        out = self.resident(adam=False, ref_gathered=False)
         out.append(term("allocator", "allocator cache left by building the FSDP modules",
                         c.allocator_slack_vocab * mt.vocab_matrix(f)))
         return out + self.first_step_extra()
@@ -116,7 +129,9 @@ class Trainer:
         """A forward-only pass of the actor (old log-prob) or the reference model (``ref``: params from CPU);
         ``images``: the image tokens a vision tower runs per micro-batch (MemoryConfig.logprob_images)."""
         f, c = self.f, self.c
-        out = self.resident(params_loaded=load_params, put_away=put_away)
+        out = self.resident(params_loaded=load_params, put_away=put_away, ref_gathered=not ref)
+        if ref:
+            out += self.actor_still_gathered()
         if load_params and self.offload_stays:
             out.append(term("actor_params_copy", "actor params loaded again beside the copy the sync left (FSDP1 on one "
                                                 "GPU with param_offload)", self.params))
@@ -236,7 +251,7 @@ class Trainer:
                          mt.vocab_matrix(f) / 2, Pc, 0, cfg.critic_keeps_gathered),
                 term("activations", f"critic activations ({tok(T)}, dynamic batch)", acts, how)]
         out += unsharded_grads("critic", cfg.critic_unsharded_grad_bytes, Pc, Nc, "fsdp" if cfg.critic_fsdp1 else "fsdp2")
-        rest = [t for t in self.resident(adam=True) if not t.key.startswith("critic_")]
+        rest = [t for t in self.resident(adam=True) if not t.key.startswith("critic_")] + self.actor_still_gathered()
         if cache := self.update_cache():
             # the previous step's actor update left its blocks cached in the same process (verl H200, PPO on one
             # GPU: +2.6-4.2 GiB over the critic's own working set for Qwen2.5-0.5B)

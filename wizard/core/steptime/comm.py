@@ -11,8 +11,8 @@ What FSDP moves per GPU, verl 0.9.1's engine as torch runs it (ring collectives:
 
 FSDP prefetches the next layer's gather and reduces the last layer's gradients while it computes, so a phase takes
 about the longer of its compute and its collectives: only what the collectives take beyond the compute is added.
-The link's rate: NVLink at 25 GB/s per link and direction (``nvidia-smi topo -m``'s NV#, or the GPU catalogue's link
-count), else PCIe at the measured host-link rate; between nodes an assumed 25 GB/s per GPU (a 200 Gb/s network
+The link's rate: NVLink at the catalogue's rate per link and direction (25 GB/s for NVLink 2-4, 50 for NVLink 5) times
+``nvidia-smi topo -m``'s NV# (or the catalogue's link count), else PCIe at the measured host-link rate; between nodes an assumed 25 GB/s per GPU (a 200 Gb/s network
 per GPU; the cluster does not say); a ring goes at its slowest link, at ``RING_EFFICIENCY`` of it. Pure.
 """
 
@@ -35,24 +35,28 @@ class Link:
 
 
 def ring_link(cluster: Cluster | None, shards: int, host_link_gbs: float) -> Link | None:
-    """The rate a ring of ``shards`` GPUs (the plan's first, node by node) gets; None for one shard or no cluster."""
-    if cluster is None or shards < 2 or not cluster.nodes:
+    """The rate a ring of ``shards`` GPUs (the first node's with GPUs, in index order, then node by node) gets: its
+    slowest hop between neighbours, as NCCL's ring goes; None for one shard or no cluster."""
+    if cluster is None or shards < 2:
         return None
-    node = cluster.nodes[0]
+    node = next((n for n in cluster.nodes if n.alive and (n.gpu_count or n.gpus)), None)
+    if node is None:
+        return None
     per_node = max(1, node.gpu_count or len(node.gpus))
-    used = [g.index for g in node.gpus][:min(shards, per_node)]
+    used = sorted(g.index for g in node.gpus)[:min(shards, per_node)]
+    per_link = {g.index: g.nvlink_gbs_per_link or NVLINK_GBS for g in node.gpus}
+    links = {(x.a, x.b): x for x in node.links}
     rates, kinds = [], set()
-    for i, a in enumerate(used):
-        for b in used[i + 1:]:
-            link = node.link(a, b)
-            if link is not None and link.kind is LinkKind.NV and link.nvlinks:
-                rates.append(link.nvlinks * NVLINK_GBS)
-                kinds.add(f"NVLink x{link.nvlinks}")
-            else:
-                rates.append(host_link_gbs)
-                kinds.add("PCIe")
-    if not rates:  # GPUs the cluster could not describe: PCIe
-        rates, kinds = [host_link_gbs], {"PCIe"}
+    for a, b in zip(used, used[1:] + used[:1]) if len(used) > 1 else ():
+        link = links.get((min(a, b), max(a, b)))
+        if link is not None and link.kind is LinkKind.NV and link.nvlinks:
+            rates.append(link.nvlinks * per_link[a])
+            kinds.add(f"NVLink x{link.nvlinks}")
+        else:
+            rates.append(host_link_gbs)
+            kinds.add("PCIe")
+    if not rates:  # GPUs the cluster could not describe
+        rates, kinds = [host_link_gbs], {"PCIe (assumed: the links are unknown)"}
     gbs, how = min(rates), " and ".join(sorted(kinds))
     if shards > per_node:
         gbs, how = min(gbs, NETWORK_GBS), f"{how} within a node, {NETWORK_GBS:g} GB/s per GPU between nodes (assumed)"
@@ -70,10 +74,12 @@ def forward_bytes(params: int, shards: int, micro_batches: int, keeps_gathered: 
 
 
 def update_bytes(params: int, trainable: int, shards: int, micro_batches: int, steps: int, keeps_gathered: bool,
-                 reduce_bytes: int, syncs_per_step: int) -> float:
+                 reduce_bytes: int, syncs_per_step: int, gather_once: bool = False) -> float:
     """An update: per micro-batch the forward's gather and the backward's (none when the forward kept them), and the
-    gradients' reduce-scatter ``syncs_per_step`` times per optimizer step (1 with no_sync, else every micro-batch)."""
-    gathers = ring_bytes(2 * params, shards) * micro_batches * (1 if keeps_gathered else 2)
+    gradients' reduce-scatter ``syncs_per_step`` times per optimizer step (1 with no_sync, else every micro-batch).
+    ``gather_once``: FSDP1's SHARD_GRAD_OP under no_sync frees nothing in the backward (torch _runtime_utils.py
+    ``_should_free_in_backward``), so a step gathers its params once."""
+    gathers = ring_bytes(2 * params, shards) * (1 if gather_once else micro_batches * (1 if keeps_gathered else 2))
     reduces = ring_bytes(reduce_bytes * trainable, shards) * syncs_per_step
     return steps * (gathers + reduces)
 

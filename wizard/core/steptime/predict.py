@@ -28,7 +28,9 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 
 from wizard.core.hardware.cluster import Cluster
-from wizard.core.memory.config import actor_micro_batches, critic_micro_batches, logprob_micro_batches, read_config
+from wizard.core.memory.config import (
+    actor_micro_batches, critic_micro_batches, critic_values_micro_batches, logprob_micro_batches, read_config,
+)
 from wizard.core.memory.estimate import MemoryReport
 from wizard.core.memory.terms import lora_params
 from wizard.core.steptime import comm
@@ -187,35 +189,47 @@ def predict_step(values: Mapping, models: Mapping[str, ModelFacts], cluster: Clu
     critic = models.get("critic")
     if cfg.need_critic and critic is not None:
         cp, cn = critic.param_count, cfg.critic_shards
-        steps = _optimizer_steps(values, "critic.ppo_mini_batch_size", cfg)
+        steps, epochs = _optimizer_steps(values, "critic.ppo_mini_batch_size", cfg, critic=True), _epochs(values, True)
         micro = critic_micro_batches(values, world, mean_seq)
         phases.append(_collectives(_forward("values", "critic values", cp, per_gpu, flops_scale, c,
                                             offload=cfg.critic_param_offload,
                                             param_bytes=cfg.critic_dtype_bytes * cp / cn),
-                                   comm.forward_bytes(cp, cn, micro * steps, cfg.critic_keeps_gathered), links[cn]))
+                                   comm.forward_bytes(cp, cn, critic_values_micro_batches(values, world, mean_seq),
+                                                      cfg.critic_keeps_gathered), links[cn]))
+        no_sync = bool(cfg.critic_unsharded_grad_bytes)
         phases.append(_collectives(
-            _update("update_critic", "critic update", cp, cp, cfg.critic_gc, per_gpu, seqs / world, steps, cn,
+            _update("update_critic", "critic update", cp, cp, cfg.critic_gc, epochs * per_gpu, epochs * seqs / world,
+                    steps, cn,
                     cfg.critic_param_offload, cfg.critic_optimizer_offload, cfg.critic_offload_policy, gpu, c),
             comm.update_bytes(cp, cp, cn, micro, steps, cfg.critic_keeps_gathered, cfg.critic_reduce_bytes,
-                              1 if cfg.critic_unsharded_grad_bytes else micro), links[cn]))
+                              1 if no_sync else micro, gather_once=no_sync and cfg.critic_fsdp1 and
+                              cfg.critic_keeps_gathered), links[cn]))
     trainable = lora_params(actor, cfg.lora_rank) if cfg.lora_rank else P
-    steps = _optimizer_steps(values, "actor_rollout_ref.actor.ppo_mini_batch_size", cfg)
+    steps, epochs = _optimizer_steps(values, "actor_rollout_ref.actor.ppo_mini_batch_size", cfg), _epochs(values)
     micro = actor_micro_batches(values, world, mean_seq)
     phases.append(_collectives(
-        _update("update_actor", "actor update", P, trainable, cfg.actor_gc, per_gpu, seqs / world, steps, cfg.shards,
+        _update("update_actor", "actor update", P, trainable, cfg.actor_gc, epochs * per_gpu, epochs * seqs / world,
+                steps, cfg.shards,
                 cfg.actor_param_offload, cfg.actor_optimizer_offload, cfg.actor_offload_policy, gpu, c,
                 lora=bool(cfg.lora_rank)),
         comm.update_bytes(P, trainable, cfg.shards, micro, steps, cfg.actor_keeps_gathered, cfg.actor_reduce_bytes,
-                          1 if cfg.actor_unsharded_grad_bytes else micro), links[cfg.shards]))
+                          1 if cfg.actor_unsharded_grad_bytes else micro,
+                          gather_once=bool(cfg.actor_unsharded_grad_bytes) and cfg.strategy == "fsdp"
+                          and cfg.actor_keeps_gathered), links[cfg.shards]))
     sync_bytes = 2 * (trainable if cfg.lora_rank else P)
+    # verl gathers each sharded param whole for the sync (full_tensor(), fsdp/transformer_impl.py:1032): fp32 shards
+    gathered = cfg.actor_dtype_bytes * (trainable if cfg.lora_rank else P)
     phases.append(_collectives(PhaseTime("update_weights", "weight sync", (
         TimeTerm("fixed", c.sync_fixed_s, "measured"),
         TimeTerm("weights into the engine", sync_bytes / (c.sync_gbs * 1e9),
                  f"{sync_bytes / 1e9:.1f} GB at {c.sync_gbs:g} GB/s"))),
-        comm.ring_bytes(sync_bytes, cfg.shards), links[cfg.shards], label="FSDP gathers the weights to send"))
+        comm.ring_bytes(gathered, cfg.shards), links[cfg.shards], label="FSDP gathers the weights to send"))
     if any(link is not None for link in links.values()):
         assumptions.append("FSDP's collectives timed from the links' bandwidth, overlapping the compute: not measured "
                            "(every calibration run used one GPU)")
+    if cfg.shards < world:
+        assumptions.append(f"FSDP over {cfg.shards} of the {world} GPUs (fsdp_size): the all-reduce of the gradients "
+                           "between its replicas is not timed")
     if gpu.name != "H200-141GB":
         assumptions.append(f"scaled from the H200 to the {gpu.name} by BF16 FLOP/s ({gpu.tflops:g} TFLOP/s) and "
                            f"memory bandwidth ({gpu.bandwidth_gbs:g} GB/s)")
@@ -239,7 +253,7 @@ def _collectives(phase: PhaseTime, nbytes: float, link: comm.Link | None, label:
     note = f"{nbytes / 1e9:,.1f} GB per GPU over {link.how} at {link.gbs:.0f} GB/s = {seconds:.1f} s"
     note += f", overlapping {compute:.1f} s of compute" if compute else ""
     return PhaseTime(phase.name, phase.title, (*phase.terms, TimeTerm(
-        label or "FSDP collectives beyond the compute", beyond, note + " (from link bandwidth, not measured)")))
+        label or "FSDP collectives beyond the compute", beyond, note + "; from link bandwidth, not measured")))
 
 
 def _int(values: Mapping, key: str, default: int) -> int:
@@ -253,10 +267,15 @@ def _uses_ref(values: Mapping) -> bool:
     return need_ref(values)
 
 
-def _optimizer_steps(values: Mapping, mini_key: str, cfg) -> int:
+def _epochs(values: Mapping, critic: bool = False) -> int:
+    """Passes of an update over the batch (critic.ppo_epochs follows the actor's unless set)."""
+    actor = _int(values, "actor_rollout_ref.actor.ppo_epochs", 1)
+    return _int(values, "critic.ppo_epochs", actor) if critic else actor
+
+
+def _optimizer_steps(values: Mapping, mini_key: str, cfg, critic: bool = False) -> int:
     mini = _int(values, mini_key, _int(values, "actor_rollout_ref.actor.ppo_mini_batch_size", 256))
-    epochs = _int(values, "actor_rollout_ref.actor.ppo_epochs", 1)
-    return max(1, cfg.train_batch_size // max(1, mini)) * epochs
+    return max(1, cfg.train_batch_size // max(1, mini)) * _epochs(values, critic)
 
 
 def _generation(cfg, actor: ModelFacts, report: MemoryReport | None, seqs: int, lp: int, lr: int, gpu: _Gpu,

@@ -273,9 +273,9 @@ class PlacementBoard(QWidget):
         from wizard.usecases.advising import step_time
 
         step = step_time(self.doc.assessment.memory)
-        longest = step.longest()
-        self.headline.setToolTip("" if step.seconds is None or longest is None else
-                                 f"{step.line()}\n\nThe longest phase: " + "\n".join(longest.lines())
+        slowest = step.longest()
+        self.headline.setToolTip("" if step.seconds is None or slowest is None else
+                                 f"{step.line()}\n\nThe longest phase: " + "\n".join(slowest.lines())
                                  + "\n\nAssuming " + ";\n".join(step.assumptions))
         if step.seconds is None:
             return ""
