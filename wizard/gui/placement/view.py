@@ -273,10 +273,15 @@ class PlacementBoard(QWidget):
         from wizard.usecases.advising import step_time
 
         step = step_time(self.doc.assessment.memory)
+        import html
+
         slowest = step.longest()
-        self.headline.setToolTip("" if step.seconds is None or slowest is None else
-                                 f"{step.line()}\n\nThe longest phase: " + "\n".join(slowest.lines())
-                                 + "\n\nAssuming " + ";\n".join(step.assumptions))
+        paragraphs = [] if step.seconds is None or slowest is None else [
+            [step.line()], ["The longest phase: " + slowest.lines()[0], *slowest.lines()[1:]],
+            ["Assuming " + step.assumptions[0] if step.assumptions else "", *step.assumptions[1:]]]
+        # rich text, so that Qt wraps the long lines of arithmetic at a tooltip's width
+        self.headline.setToolTip("".join("<p>" + "<br>".join(html.escape(line.strip()) for line in lines) + "</p>"
+                                         for lines in paragraphs))
         if step.seconds is None:
             return ""
         longest = self.doc.assessment.memory.values.get("data.max_response_length")
