@@ -95,6 +95,12 @@ def moves_for(values: Mapping, models: Mapping[str, ModelFacts], cluster: Cluste
                             REF_RESHARD), ("critic", cfg.critic_keeps_gathered, CRITIC_RESHARD)):
         if whole:
             out.append(Move(f"{who} params resharded after each forward (not kept gathered whole)", ((key, True),)))
+    per_node = _int(values, "trainer.n_gpus_per_node") or 1
+    if not megatron and cfg.world > per_node > 1 and cfg.shards == cfg.world:
+        # HSDP: each node's GPUs shard the model, the gradients are all-reduced between nodes once a sync (verl's
+        # 2-D mesh, fsdp/utils.py create_device_mesh); the params are gathered over NVLink, not the network
+        out.append(turn("FSDP group", f"{cfg.world} GPUs", f"each node's {per_node} (HSDP)",
+                        ((f"{AF}.fsdp_size", per_node),)))
     if cfg.strategy == "fsdp":
         changes = [(f"{A}.strategy", "fsdp2"), (f"{REF}.strategy", "fsdp2")]
         if cfg.need_critic:

@@ -68,6 +68,11 @@ def ring_bytes(tensor_bytes: float, shards: int) -> float:
     return tensor_bytes * (shards - 1) / shards if shards > 1 else 0.0
 
 
+def allreduce_bytes(tensor_bytes: float, ranks: int) -> float:
+    """What one GPU sends in a ring all-reduce: a reduce-scatter and an all-gather, 2 (R - 1) / R of the tensor."""
+    return 2 * tensor_bytes * (ranks - 1) / ranks if ranks > 1 else 0.0
+
+
 def forward_bytes(params: int, shards: int, micro_batches: int, keeps_gathered: bool) -> float:
     """A forward-only pass: the bf16 params gathered per micro-batch (once, when the pass keeps them gathered)."""
     return ring_bytes(2 * params, shards) * (1 if keeps_gathered else micro_batches)

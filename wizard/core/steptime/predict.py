@@ -203,7 +203,8 @@ def predict_step(values: Mapping, models: Mapping[str, ModelFacts], cluster: Clu
                     cfg.critic_param_offload, cfg.critic_optimizer_offload, cfg.critic_offload_policy, gpu, c),
             comm.update_bytes(cp, cp, cn, micro, steps, cfg.critic_keeps_gathered, cfg.critic_reduce_bytes,
                               1 if no_sync else micro, gather_once=no_sync and cfg.critic_fsdp1 and
-                              cfg.critic_keeps_gathered), links[cn]))
+                              cfg.critic_keeps_gathered), links[cn],
+            replicas=_replicas(cluster, world, cn, cfg.critic_reduce_bytes * cp, steps * (1 if no_sync else micro), c)))
     trainable = lora_params(actor, cfg.lora_rank) if cfg.lora_rank else P
     steps, epochs = _optimizer_steps(values, "actor_rollout_ref.actor.ppo_mini_batch_size", cfg), _epochs(values)
     micro = actor_micro_batches(values, world, mean_seq)
@@ -215,7 +216,9 @@ def predict_step(values: Mapping, models: Mapping[str, ModelFacts], cluster: Clu
         comm.update_bytes(P, trainable, cfg.shards, micro, steps, cfg.actor_keeps_gathered, cfg.actor_reduce_bytes,
                           1 if cfg.actor_unsharded_grad_bytes else micro,
                           gather_once=bool(cfg.actor_unsharded_grad_bytes) and cfg.strategy == "fsdp"
-                          and cfg.actor_keeps_gathered), links[cfg.shards]))
+                          and cfg.actor_keeps_gathered), links[cfg.shards],
+        replicas=_replicas(cluster, world, cfg.shards, cfg.actor_reduce_bytes * trainable,
+                           steps * (1 if cfg.actor_unsharded_grad_bytes else micro), c)))
     sync_bytes = 2 * (trainable if cfg.lora_rank else P)
     # verl gathers each sharded param whole for the sync (full_tensor(), fsdp/transformer_impl.py:1032): fp32 shards
     gathered = cfg.actor_dtype_bytes * (trainable if cfg.lora_rank else P)
@@ -224,12 +227,9 @@ def predict_step(values: Mapping, models: Mapping[str, ModelFacts], cluster: Clu
         TimeTerm("weights into the engine", sync_bytes / (c.sync_gbs * 1e9),
                  f"{sync_bytes / 1e9:.1f} GB at {c.sync_gbs:g} GB/s"))),
         comm.ring_bytes(gathered, cfg.shards), links[cfg.shards], label="FSDP gathers the weights to send"))
-    if any(link is not None for link in links.values()):
+    if any(link is not None for link in links.values()) or cfg.shards < world:
         assumptions.append("FSDP's collectives timed from the links' bandwidth, overlapping the compute: not measured "
                            "(every calibration run used one GPU)")
-    if cfg.shards < world:
-        assumptions.append(f"FSDP over {cfg.shards} of the {world} GPUs (fsdp_size): the all-reduce of the gradients "
-                           "between its replicas is not timed")
     if gpu.name != "H200-141GB":
         assumptions.append(f"scaled from the H200 to the {gpu.name} by BF16 FLOP/s ({gpu.tflops:g} TFLOP/s) and "
                            f"memory bandwidth ({gpu.bandwidth_gbs:g} GB/s)")
@@ -242,18 +242,33 @@ def predict_step(values: Mapping, models: Mapping[str, ModelFacts], cluster: Clu
     return StepTime(phases=tuple(phases), assumptions=tuple(assumptions), tokens=int(tokens))
 
 
-def _collectives(phase: PhaseTime, nbytes: float, link: comm.Link | None, label: str = "") -> PhaseTime:
+def _collectives(phase: PhaseTime, nbytes: float, link: comm.Link | None, label: str = "",
+                 replicas: tuple[float, comm.Link | None, int] | None = None) -> PhaseTime:
     """``phase`` with the time its FSDP collectives take beyond its compute (FSDP overlaps them with it; a phase
-    without FLOPs, the weight sync, waits for all of it)."""
-    if link is None or nbytes <= 0:
+    without FLOPs, the weight sync, waits for all of it); ``replicas``: (bytes, link, count) of the gradients'
+    all-reduce between FSDP groups (fsdp_size below the GPU count: verl's 2-D mesh, HSDP)."""
+    parts = [(nbytes, link, "")] if link is not None and nbytes > 0 else []
+    if replicas is not None and replicas[1] is not None and replicas[0] > 0:
+        parts.append((replicas[0], replicas[1], f" all-reduced between the {replicas[2]} FSDP groups"))
+    if not parts:
         return phase
-    seconds = nbytes / (link.gbs * 1e9)
+    seconds = sum(b / (ln.gbs * 1e9) for b, ln, _ in parts)
     compute = sum(t.seconds for t in phase.terms if t.label == "FLOPs")
     beyond = max(0.0, seconds - compute)
-    note = f"{nbytes / 1e9:,.1f} GB per GPU over {link.how} at {link.gbs:.0f} GB/s = {seconds:.1f} s"
-    note += f", overlapping {compute:.1f} s of compute" if compute else ""
+    note = " + ".join(f"{b / 1e9:,.1f} GB per GPU{what} over {ln.how} at {ln.gbs:.0f} GB/s" for b, ln, what in parts)
+    note += f" = {seconds:.1f} s" + (f", overlapping {compute:.1f} s of compute" if compute else "")
     return PhaseTime(phase.name, phase.title, (*phase.terms, TimeTerm(
         label or "FSDP collectives beyond the compute", beyond, note + "; from link bandwidth, not measured")))
+
+
+def _replicas(cluster: Cluster | None, world: int, shards: int, grad_bytes: float, syncs: int,
+              c: Calibration) -> tuple[float, comm.Link | None, int] | None:
+    """The gradients' all-reduce between the world / shards FSDP groups: each sync, every GPU's shard of them."""
+    groups = world // max(1, shards)
+    if groups < 2:
+        return None
+    return comm.allreduce_bytes(grad_bytes / max(1, shards), groups) * syncs, \
+        comm.ring_link(cluster, world, c.host_link_gbs), groups
 
 
 def _int(values: Mapping, key: str, default: int) -> int:
