@@ -276,8 +276,8 @@ def unsharded_grads(role: str, per_param: int, trainable: int, shards: int, stra
     last micro-batch's backward every layer has its unsharded gradient and none has been reduce-scattered yet."""
     if not per_param:
         return []
-    fsdp = "FSDP1 keeps its bf16 flat gradient" if strategy == "fsdp" else \
-        f"FSDP2 accumulates in the reduce dtype, {per_param} bytes a param"
+    fsdp = (f"FSDP1 keeps its flat gradient in the param dtype, {per_param} bytes a param" if strategy == "fsdp" else
+            f"FSDP2 accumulates in the reduce dtype, {per_param} bytes a param")
     return [term(f"{role}_unsharded_grads", f"{role} gradients, whole and unsharded until the mini-batch's last "
                  f"micro-batch (use_no_sync_for_gradient_accumulation)", per_param * trainable * (1 - 1 / shards),
                  f"{fsdp}; off (verl's default), gradients are reduce-scattered after every micro-batch")]
