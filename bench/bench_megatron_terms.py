@@ -31,7 +31,7 @@ from types import SimpleNamespace
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-from wizard.core.memory.megatron import activations, stage, states  # noqa: E402
+from wizard.core.memory.megatron_formulas import activations, stage, states  # noqa: E402
 from wizard.core.memory.megatron_layout import MegatronConfig  # noqa: E402
 from wizard.core.models.facts import ModelFacts  # noqa: E402
 

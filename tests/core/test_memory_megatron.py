@@ -16,9 +16,8 @@ from wizard.adapters.files.resources import load_moves, load_schema
 from wizard.adapters.files.sources import load_source
 from wizard.core.check.verdict import check_overrides
 from wizard.core.memory.board import board_state, headline
-from wizard.core.memory.megatron import (
-    LOGIT_BYTES_UPDATE, activations, in_flight, layer_activation, stage, states,
-)
+from wizard.core.memory.megatron import LOGIT_BYTES_UPDATE
+from wizard.core.memory.megatron_formulas import activations, in_flight, layer_activation, stage, states
 from wizard.core.memory.megatron_layout import MegatronConfig
 from wizard.core.models.facts import ModelFacts
 from wizard.core.plan.emit import emit_overrides
