@@ -4,7 +4,7 @@ phase and per step, and the error on runs left out of the calibration.
     .venv/bin/python bench/bench_step_time.py [--data bench/data/verl_real] [--json]
 
 Each run is planned as ``verl-wizard plan`` plans it (verl's composed config, the run's overrides and its model's
-config.json, one H200 from the GPU catalogue), told the run's own mean prompt and response lengths of the step
+config.json, the run's GPU from the GPU catalogue: an H200 unless its spec names another), told the run's own mean prompt and response lengths of the step
 compared (what a user states, or a smoke run's samples give). Measured is verl's ``timing_s/*`` of the run's last
 step (the steady one: the first also warms up). Runs measured alone on the GPU are the calibration's; runs measured
 side by side (``"concurrent"`` in their record: several runs shared the GPU and slowed each other) are printed for
@@ -36,8 +36,9 @@ from wizard.core.steptime import CALIBRATION, PROMPT_TOKENS, RESPONSE_TOKENS, pr
 PHASES = ("gen", "old_log_prob", "ref", "values", "update_critic", "update_actor", "update_weights")
 
 
-def h200() -> Cluster:
-    e = load_gpu_catalogue().find("H200-141GB")
+def lent(gpu_id: str = "H200-141GB") -> Cluster:
+    """The one card a run had, from the GPU catalogue (its spec's ``gpu``; the H200 where it names none)."""
+    e = load_gpu_catalogue().find(gpu_id)
     gpu = GPU(index=0, name=e.name, memory_total_bytes=e.memory_bytes, catalogue_id=e.id, bf16_tflops=e.bf16_tflops,
               memory_bandwidth_gbs=e.memory_bandwidth_gbs)
     return Cluster(source="spec", nodes=[ClusterNode(name="node0", gpu_count=1, gpus=[gpu])])
@@ -61,7 +62,7 @@ def cases(root: Path) -> list[dict]:
         last = steps[-1]
         facts = facts_from_hf_config(run.model, name=run.name, source="config")
         models = {"actor": facts, "ref": facts, "critic": facts}
-        cluster = h200()
+        cluster = lent(run.spec.get("gpu", "H200-141GB"))
         mp = check_overrides(load_schema(), run.overrides(), moves=load_moves(), models=models, cluster=cluster).memory
         values = {**mp.values, FLASH_ATTN: False, PROMPT_TOKENS: round(last["prompt_length/mean"]),
                   RESPONSE_TOKENS: round(last["response_length/mean"])}

@@ -2,7 +2,7 @@
 
     python3 bench/real/campaign_spec.py OUT.json [--side-by-side | --timing | --advised | --sglang [--sglang-kwargs K=V,...]]
         [--skip-recorded] [--margin F]
-        [--first NAME,NAME,...] [--steps N] [--expect S] [--preflight PYTHON]
+        [--first NAME,NAME,...] [--steps N] [--expect S] [--preflight PYTHON] [--gpu H100-80GB]
 
 Writes campaign.py's input. ``--preflight`` first runs verl's own pre-flight (Hydra compose + validate_config,
 ``wizard/adapters/verl_env/probes/verl_preflight_probe.py``) on every verl run with PYTHON, where verl 0.9.1 is installed:
@@ -24,6 +24,8 @@ ROOT = "/tmp/real"
 A, R, AF, M = ("actor_rollout_ref.actor", "actor_rollout_ref.rollout", "actor_rollout_ref.actor.fsdp_config",
                "actor_rollout_ref.model")
 STEPS = 2
+GPU = "H200-141GB"  # --gpu: the GPU catalogue id of the lent card the predictions are made for (H100-80GB when only
+# an H100 is lent; each run's spec says which, and bench/ predicts it on that card)
 
 
 def base(size: str, util: float, *, strategy: str = "fsdp2", eager: bool = False) -> list[str]:
@@ -69,7 +71,19 @@ def drop(words: list[str], *keys: str) -> list[str]:
 def verl(name: str, args: list[str], expect_s: int = 200, timeout_s: int = 420) -> dict:
     model = next(w.split("=", 1)[1] for w in args if w.startswith(f"{M}.path="))
     return {"name": name, "kind": "verl", "args": args, "steps": STEPS, "expect_s": expect_s, "timeout_s": timeout_s,
-            "needs": f"{model}/DONE"}
+            "needs": f"{model}/DONE", "gpu": GPU}
+
+
+def _cluster():
+    """One lent card: the H200 as bench_memory_real.py sees it (nvidia-smi's 143,771 MiB), or another catalogue GPU."""
+    if GPU == "H200-141GB":
+        from tests.helpers.real_memory import h200
+
+        return h200(143771)
+    from wizard.adapters.files.gpu_catalogue import load_gpu_catalogue
+    from wizard.core.hardware.cluster import parse_cluster_spec
+
+    return parse_cluster_spec(f"1x{GPU}", load_gpu_catalogue())
 
 
 def runs() -> list[dict]:
@@ -153,7 +167,6 @@ def _report(args: list[str], size: str):
     """The estimate's report for these overrides on one H200 without flash-attn (what bench_memory_real.py compares
     with), for the recorded model of this size."""
     sys.path.insert(0, str(Path(__file__).resolve().parents[2]))
-    from tests.helpers.real_memory import h200
     from wizard.adapters.files.resources import load_moves, load_schema
     from wizard.core.memory.config import FLASH_ATTN
     from wizard.core.memory.estimate import estimate_memory
@@ -163,7 +176,7 @@ def _report(args: list[str], size: str):
     facts = facts_from_hf_config(json.loads((MODELS / MODEL_JSON[size] / "model.json").read_text()), name=size,
                                  source="config")
     models = {"actor": facts, "ref": facts, "critic": facts}
-    cluster = h200(143771)
+    cluster = _cluster()
     mp = check_overrides(load_schema(), args, moves=load_moves(), models=models, cluster=cluster).memory
     report, _ = estimate_memory({**mp.values, FLASH_ATTN: False}, models, cluster)
     return report
@@ -311,7 +324,7 @@ def advised_runs() -> list[dict]:
     from wizard.core.hardware.cluster import parse_cluster_spec
     from wizard.core.memory.config import FLASH_ATTN
 
-    cluster = parse_cluster_spec("1xH200-141GB", load_gpu_catalogue())
+    cluster = parse_cluster_spec(f"1x{GPU}", load_gpu_catalogue())
     cluster.nodes[0].memory_bytes = 125 * 2**30  # the device's host RAM (free -g there): it bounds CPU offload
     out = []
     for name, question, size, extra in ADVISED:
@@ -356,7 +369,7 @@ def predicted_step(args: list[str], size: str) -> tuple[float | None, dict]:
     facts = facts_from_hf_config(json.loads((MODELS / MODEL_JSON[size] / "model.json").read_text()), name=size,
                                  source="config")
     models = {"actor": facts, "ref": facts, "critic": facts}
-    cluster = parse_cluster_spec("1xH200-141GB", load_gpu_catalogue())
+    cluster = parse_cluster_spec(f"1x{GPU}", load_gpu_catalogue())
     mp = check_overrides(load_schema(), args, moves=load_moves(), models=models, cluster=cluster).memory
     st = predict_step({**mp.values, FLASH_ATTN: False, PROMPT_TOKENS: 440}, models, cluster, mp.report)
     return (None if st.seconds is None else round(st.seconds, 1)), st.by_name()
@@ -425,7 +438,9 @@ def _kwargs(argv: list[str]) -> dict:
 
 
 def main(argv: list[str]) -> int:
-    global MARGIN
+    global MARGIN, GPU
+    if "--gpu" in argv:
+        GPU = argv[argv.index("--gpu") + 1]
     if "--margin" in argv:  # the estimate was within a few % of every run so far: a smaller margin packs more runs
         MARGIN = float(argv[argv.index("--margin") + 1])
     spec = (side_runs() if "--side-by-side" in argv else timing_runs() if "--timing" in argv else
