@@ -69,6 +69,15 @@ def sglang_piecewise_tokens(max_tokens: int) -> list[int]:
     return [s for s in sizes if s <= max_tokens]
 
 
+def sglang_max_running(facts: ModelFacts, kv_tokens: int, max_num_seqs: int, dp: int = 1) -> int:
+    """The requests one SGLang rank runs at once (max_running_requests): verl's max_num_seqs per data-parallel rank,
+    at most SGLang's own cap from its KV pool, ``max(min(tokens / context_len x 512, 4096), 2048)``
+    (model_runner_kv_cache_mixin.py:817-835)."""
+    context_len = facts.max_position_embeddings or 32768
+    estimated = max(min(int(max(0, kv_tokens) / context_len * 512), 4096), 2048)
+    return max(1, min(max_num_seqs // max(1, dp), estimated))
+
+
 class SglangMemory(BaseModel):
     """One SGLang rank's memory, term by term (bytes), and its KV pool."""
 
@@ -148,8 +157,7 @@ def sglang_memory(facts: ModelFacts, *, capacity: int, free: int, util: float, t
         static = weights + tokens * cell
     kv = static - weights
     context_len = facts.max_position_embeddings or 32768
-    estimated = max(min(int(max(0, tokens) / context_len * 512), 4096), 2048)
-    running = max(1, min(max_num_seqs // max(1, dp), estimated))
+    running = sglang_max_running(facts, tokens, max_num_seqs, dp)
     req_table = (running + 1) * (context_len + 4) * 4  # +4: model_runner_kv_cache_mixin.py:243-321
     sizes = [] if disable_cuda_graph else sglang_graph_batch_sizes(max_bs, running)
     graph = c.sglang_graph_per_bs * max(sizes) if sizes else 0

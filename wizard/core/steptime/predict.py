@@ -32,6 +32,7 @@ from wizard.core.memory.config import (
     actor_micro_batches, critic_micro_batches, critic_values_micro_batches, logprob_micro_batches, read_config,
 )
 from wizard.core.memory.estimate import MemoryReport
+from wizard.core.memory.sglang import sglang_gpu_defaults, sglang_max_running
 from wizard.core.memory.terms import lora_params
 from wizard.core.steptime import comm
 from wizard.core.models.facts import ModelFacts
@@ -123,6 +124,7 @@ class _Gpu:
     tflops: float
     bandwidth_gbs: float
     name: str
+    memory_bytes: int = 0
 
 
 def _trainer_gpu(cluster: Cluster | None, c: Calibration) -> tuple[_Gpu | None, str | None]:
@@ -133,7 +135,7 @@ def _trainer_gpu(cluster: Cluster | None, c: Calibration) -> tuple[_Gpu | None, 
         return None, "the GPU model is unknown"
     g = gpus[0]
     if g.bf16_tflops and g.memory_bandwidth_gbs:
-        return _Gpu(g.bf16_tflops, g.memory_bandwidth_gbs, g.catalogue_id or g.name), None
+        return _Gpu(g.bf16_tflops, g.memory_bandwidth_gbs, g.catalogue_id or g.name, g.memory_total_bytes or 0), None
     if g.memory_bandwidth_gbs:
         return None, (f"the GPU catalogue has no BF16 tensor-core figure for {g.catalogue_id or g.name} (V100 and T4 "
                       "have no BF16 tensor cores)")
@@ -150,7 +152,7 @@ def predict_step(values: Mapping, models: Mapping[str, ModelFacts], cluster: Clu
     if gpu is None:
         return StepTime(reason=why)
     cfg = read_config(values)
-    if cfg.engines["rollout"].name != "vllm":
+    if cfg.engines["rollout"].name not in ("vllm", "sglang"):
         return StepTime(reason=f"the {cfg.engines['rollout'].name} engine's speed is not modelled")
     if cfg.strategy not in ("fsdp", "fsdp2"):
         return StepTime(reason=f"the {cfg.strategy} training engine's speed is not modelled")
@@ -233,6 +235,9 @@ def predict_step(values: Mapping, models: Mapping[str, ModelFacts], cluster: Clu
     if gpu.name != "H200-141GB":
         assumptions.append(f"scaled from the H200 to the {gpu.name} by BF16 FLOP/s ({gpu.tflops:g} TFLOP/s) and "
                            f"memory bandwidth ({gpu.bandwidth_gbs:g} GB/s)")
+    if cfg.engines["rollout"].name == "sglang":
+        assumptions.append("SGLang generates at the rates measured for vLLM (the weights and KV read per decode step, "
+                           "the engine's overhead per step, the weight sync): SGLang's own not measured")
     if actor.vision_params:
         assumptions.append("the vision tower's work on the images is not timed (the language model's passes are)")
     if not cfg.flash_attn:
@@ -304,7 +309,18 @@ def _generation(cfg, actor: ModelFacts, report: MemoryReport | None, seqs: int, 
     bw = gpu.bandwidth_gbs * 1e9 * c.bandwidth_efficiency
     weights = 2 * actor.param_count / eng.tp
     kv_read = concurrent * (lp + lr / 2) * actor.kv_bytes_per_token(tp=eng.tp)
-    overhead = (actor.num_layers * c.decode_overhead_eager_layer_s + c.decode_overhead_graphs_s if eng.enforce_eager
+    graphs, why_eager = not eng.enforce_eager, "eager"
+    if eng.name == "sglang":
+        # SGLang runs at most max_running_requests at once, and a decode batch above cuda_graph_max_bs without its
+        # CUDA graphs (cuda_graph_runner.py: can_run); verl's enforce_eager sets disable_cuda_graph
+        per_rank = (kv.tokens if kv is not None else 0) // max(1, eng.dp)
+        concurrent = min(concurrent, sglang_max_running(actor, per_rank, eng.max_num_seqs, eng.dp))
+        rounds = math.ceil(per_replica / max(1, concurrent))
+        max_bs = (eng.sglang.cuda_graph_max_bs if eng.sglang else None) or \
+            sglang_gpu_defaults(gpu.memory_bytes, eng.tp * max(1, eng.dp))[1]
+        if graphs and concurrent > max_bs:
+            graphs, why_eager = False, f"without CUDA graphs: {concurrent} requests at once > cuda_graph_max_bs {max_bs}"
+    overhead = (actor.num_layers * c.decode_overhead_eager_layer_s + c.decode_overhead_graphs_s if not graphs
                 else c.decode_overhead_graphs_s)
     step = (weights + kv_read) / bw + overhead
     allreduce = comm.tp_decode_seconds(actor.num_layers, concurrent, actor.hidden_size, eng.tp, tp_link)
@@ -317,7 +333,7 @@ def _generation(cfg, actor: ModelFacts, report: MemoryReport | None, seqs: int, 
     terms = [TimeTerm("decode", decode, f"{rounds} round(s) x {lr:,} steps x {step * 1e3:.1f} ms (weights "
                                         f"{weights / 1e9:.1f} GB + KV {kv_read / 1e9:.2f} GB at "
                                         f"{bw / 1e9:.0f} GB/s, + {overhead * 1e3:.1f} ms "
-                                        f"{'eager' if eng.enforce_eager else 'with CUDA graphs'}"
+                                        f"{why_eager if not graphs else 'with CUDA graphs'}"
                                         + (f", + {allreduce * 1e3:.1f} ms of TP {eng.tp} all-reduces over "
                                            f"{tp_link.how}, from link bandwidth" if allreduce else "") + ")"
                                         + (f" x {c.lora_decode_factor:g} with a LoRA adapter" if cfg.lora_rank else "")),

@@ -1,0 +1,54 @@
+"""SGLang as the rollout engine gets a step time (and so a ranked advice) like vLLM: the trainer's phases are the same
+FSDP ones; its generation runs at the rates measured for vLLM, under SGLang's own limits (max_running_requests,
+decode CUDA graphs only up to cuda_graph_max_bs), and the plan says that SGLang's rates were not measured."""
+
+from tests.core.test_advice import Q15, R, plan
+from wizard.core.memory.sglang import sglang_gpu_defaults
+from wizard.usecases.advising import step_time
+
+SGL = [f"{R}.name=sglang", "data.max_response_length=512", "data.max_prompt_length=512"]
+
+
+def gen(st):
+    return next(p for p in st.phases if p.name == "gen")
+
+
+def decode(st):
+    return next(t for t in gen(st).terms if t.label == "decode")
+
+
+def test_an_sglang_plan_has_a_step_time_with_its_assumption_said():
+    st = step_time(plan([*SGL, "data.train_batch_size=16"], "1xH100-80GB", Q15))
+    assert st.reason is None and st.seconds > 0
+    assert {p.name for p in st.phases} >= {"gen", "old_log_prob", "update_actor", "update_weights"}
+    assert any("SGLang" in a and "not measured" in a for a in st.assumptions)
+    vllm = step_time(plan(["data.max_response_length=512", "data.max_prompt_length=512", "data.train_batch_size=16"],
+                          "1xH100-80GB", Q15))
+    assert not any("SGLang" in a for a in vllm.assumptions)
+    # the trainer's phases do not depend on the engine
+    assert st.by_name()["update_actor"] == vllm.by_name()["update_actor"]
+
+
+def test_above_cuda_graph_max_bs_sglang_decodes_without_graphs():
+    # 256 prompts x 4 = 1,024 requests on one H100, all at once (max_num_seqs 1024, a KV pool of 1.5k sequences):
+    # above SGLang's default cuda_graph_max_bs (256 on an 80 GB GPU)
+    assert sglang_gpu_defaults(80 * 2**30, 1) == (8192, 256)
+    big = [*SGL, "data.train_batch_size=256", "actor_rollout_ref.actor.ppo_mini_batch_size=64",
+           f"{R}.gpu_memory_utilization=0.7", f"{R}.max_num_seqs=1024"]
+    st = step_time(plan(big, "1xH100-80GB", Q15))
+    assert "> cuda_graph_max_bs 256" in decode(st).note
+    # raising it (engine_kwargs.sglang.cuda_graph_max_bs) keeps the graphs and is faster per decode step
+    raised = step_time(plan([*big, f"+{R}.engine_kwargs.sglang.cuda_graph_max_bs=1024"], "1xH100-80GB", Q15))
+    assert "with CUDA graphs" in decode(raised).note
+    assert decode(raised).seconds < decode(st).seconds
+    # verl's enforce_eager turns SGLang's graphs off whatever the batch
+    small = step_time(plan([*SGL, "data.train_batch_size=16", f"{R}.enforce_eager=true"], "1xH100-80GB", Q15))
+    assert "with CUDA graphs" not in decode(small).note
+
+
+def test_max_num_seqs_caps_sglang_requests_at_once():
+    # max_num_seqs is SGLang's max_running_requests: 16 at once out of 64 requests makes four rounds of decoding
+    st = step_time(plan([*SGL, "data.train_batch_size=16", f"{R}.max_num_seqs=16"], "1xH100-80GB", Q15))
+    assert decode(st).note.startswith("4 round(s)")
+    free = step_time(plan([*SGL, "data.train_batch_size=16"], "1xH100-80GB", Q15))
+    assert decode(free).note.startswith("1 round(s)") and gen(st).seconds > gen(free).seconds
