@@ -304,12 +304,22 @@ def _generation(cfg, actor: ModelFacts, report: MemoryReport | None, seqs: int, 
     replicas = max(1, cfg.world // max(1, eng.tp * eng.pp))
     per_replica = math.ceil(seqs / replicas)
     kv = report.kv.get("rollout") if report is not None else None
-    concurrent = min(per_replica, eng.max_num_seqs, max(1, kv.sequences) if kv is not None else per_replica)
+    held = max(1, kv.sequences) if kv is not None else per_replica
+    concurrent = min(per_replica, eng.max_num_seqs, held)
     rounds = math.ceil(per_replica / max(1, concurrent))
     bw = gpu.bandwidth_gbs * 1e9 * c.bandwidth_efficiency
     weights = 2 * actor.param_count / eng.tp
     kv_read = concurrent * (lp + lr / 2) * actor.kv_bytes_per_token(tp=eng.tp)
     graphs, why_eager = not eng.enforce_eager, "eager"
+    if eng.name == "vllm" and graphs:
+        # vLLM captures decode graphs up to min(2 x max_num_seqs, 512, max_num_batched_tokens) unless
+        # cudagraph_capture_sizes lists them (config/vllm.py: _set_cudagraph_sizes); a larger batch runs without
+        # (cudagraph_dispatcher: CUDAGraphMode.NONE above the largest size)
+        sizes = [n for n in eng.capture_sizes if isinstance(n, int)] if isinstance(eng.capture_sizes, list) else []
+        largest = max(sizes) if sizes else min(2 * eng.max_num_seqs, 512, eng.max_num_batched_tokens)
+        if concurrent > largest:
+            graphs, why_eager = False, f"without CUDA graphs: {concurrent} sequences at once > vLLM's largest " \
+                                       f"captured batch {largest}"
     if eng.name == "sglang":
         # SGLang runs at most max_running_requests at once, and a decode batch above cuda_graph_max_bs without its
         # CUDA graphs (cuda_graph_runner.py: can_run); verl's enforce_eager sets disable_cuda_graph
@@ -340,8 +350,10 @@ def _generation(cfg, actor: ModelFacts, report: MemoryReport | None, seqs: int, 
              TimeTerm("prefill", prefill, f"{per_replica} prompts of {lp:,} tokens per replica"),
              TimeTerm("until verl's next poll", seen - decode - prefill, "the replay buffer polls every 2 s")]
     if rounds > 1:
-        terms[0] = TimeTerm(terms[0].label, terms[0].seconds, terms[0].note + f"; the KV cache holds {concurrent} "
-                            f"of the {per_replica} sequences a replica gets")
+        limit = "the KV cache holds" if concurrent == held else (
+            "max_running_requests lets" if eng.name == "sglang" else "max_num_seqs lets")
+        terms[0] = TimeTerm(terms[0].label, terms[0].seconds, terms[0].note + f"; {limit} {concurrent} of the "
+                            f"{per_replica} sequences a replica gets" + ("" if concurrent == held else " run at once"))
     return PhaseTime("gen", "generation", tuple(terms))
 
 

@@ -1,4 +1,4 @@
-"""SGLang as the rollout engine gets a step time (and so a ranked advice) like vLLM: the trainer's phases are the same
+"""The rollout engine's limits in the step time. SGLang as the rollout engine gets a step time (and so a ranked advice) like vLLM: the trainer's phases are the same
 FSDP ones; its generation runs at the rates measured for vLLM, under SGLang's own limits (max_running_requests,
 decode CUDA graphs only up to cuda_graph_max_bs), and the plan says that SGLang's rates were not measured."""
 
@@ -52,3 +52,20 @@ def test_max_num_seqs_caps_sglang_requests_at_once():
     assert decode(st).note.startswith("4 round(s)")
     free = step_time(plan([*SGL, "data.train_batch_size=16"], "1xH100-80GB", Q15))
     assert decode(free).note.startswith("1 round(s)") and gen(st).seconds > gen(free).seconds
+
+
+VLLM_BIG = ["data.train_batch_size=256", "actor_rollout_ref.actor.ppo_mini_batch_size=64",
+            f"{R}.gpu_memory_utilization=0.7"]
+
+
+def test_vllm_decodes_without_graphs_above_its_largest_captured_batch():
+    # verl's max_num_seqs 256: 256 of the 1,024 requests at once, four rounds, within vLLM's graphs (up to 512)
+    st = step_time(plan(VLLM_BIG, "1xH100-80GB", Q15))
+    assert "with CUDA graphs" in decode(st).note and "max_num_seqs lets 256 of the 1024" in decode(st).note
+    # max_num_seqs 1024: one round, but 1,024 at once is above min(2 x 1024, 512) = 512: no graphs for that batch
+    wide = step_time(plan([*VLLM_BIG, f"{R}.max_num_seqs=1024"], "1xH100-80GB", Q15))
+    assert "1024 sequences at once > vLLM's largest captured batch 512" in decode(wide).note
+    # capture sizes that reach the batch keep the graphs: the same round, a shorter decode step
+    listed = step_time(plan([*VLLM_BIG, f"{R}.max_num_seqs=1024", f"{R}.cudagraph_capture_sizes=[1,2,4,8,1024]"],
+                            "1xH100-80GB", Q15))
+    assert "with CUDA graphs" in decode(listed).note and decode(listed).seconds < decode(wide).seconds
