@@ -69,3 +69,22 @@ def test_vllm_decodes_without_graphs_above_its_largest_captured_batch():
     listed = step_time(plan([*VLLM_BIG, f"{R}.max_num_seqs=1024", f"{R}.cudagraph_capture_sizes=[1,2,4,8,1024]"],
                             "1xH100-80GB", Q15))
     assert "with CUDA graphs" in decode(listed).note and decode(listed).seconds < decode(wide).seconds
+
+
+def test_an_moe_model_is_timed_by_the_experts_a_token_passes_through():
+    from wizard.adapters.files.model_facts import load_catalogue
+
+    moe = load_catalogue().facts("Qwen/Qwen3-30B-A3B")  # 30.5B params, 3.3B active (8 of 128 experts)
+    assert moe.param_count > 8 * moe.active_param_count
+    eight = ["trainer.n_gpus_per_node=8", f"{R}.tensor_model_parallel_size=2", "data.train_batch_size=64",
+             f"{R}.gpu_memory_utilization=0.8",
+             "actor_rollout_ref.actor.ppo_mini_batch_size=16", "actor_rollout_ref.actor.strategy=fsdp2",
+             "actor_rollout_ref.ref.strategy=fsdp2"]
+    st = step_time(plan(eight, "8xH100-80GB", moe))
+    flops = next(t for p in st.phases if p.name == "update_actor" for t in p.terms if t.label == "FLOPs")
+    assert f"{moe.active_param_count / 1e9:.2f}B active params" in flops.note
+    # a decode step reads the routed experts its batch picks: nearly all of them at 256 sequences, few at one
+    one = step_time(plan([*eight, "data.train_batch_size=1", f"{R}.n=1", "actor_rollout_ref.actor.ppo_mini_batch_size=1"],
+                         "8xH100-80GB", moe))
+    weights = [float(decode(x).note.split("weights ")[1].split(" GB")[0]) for x in (one, st)]
+    assert weights[0] < weights[1] / 3 and weights[1] >= 2 * moe.param_count / 2 / 1e9 * 0.95

@@ -172,17 +172,17 @@ def predict_step(values: Mapping, models: Mapping[str, ModelFacts], cluster: Clu
     flops_scale = gpu.tflops * 1e12
     mean_seq = lp + lr
     links = {n: comm.ring_link(cluster, n, c.host_link_gbs) for n in {cfg.shards, cfg.critic_shards, world}}
-    P = actor.param_count
+    P, F = actor.param_count, _flops_params(actor)  # F: what a token passes through (MoE: its top-k experts)
     tp = cfg.engines["rollout"].tp
     phases = [_generation(cfg, actor, report, seqs, lp, lr, gpu, c,
                           comm.ring_link(cluster, tp, c.host_link_gbs) if tp > 1 else None)]
-    phases.append(_collectives(_forward("old_log_prob", "old log-prob", P, per_gpu, flops_scale, c,
+    phases.append(_collectives(_forward("old_log_prob", "old log-prob", F, per_gpu, flops_scale, c,
                                         offload=cfg.actor_param_offload, param_bytes=2 * P / cfg.shards),
                                comm.forward_bytes(P, cfg.shards, logprob_micro_batches(values, world, mean_seq),
                                                   cfg.actor_keeps_gathered), links[cfg.shards]))
     if _uses_ref(values):  # a separate reference, or the actor with its LoRA adapters off
         ref_shards = world if cfg.ref_separate else cfg.shards
-        phases.append(_collectives(_forward("ref", "ref log-prob", P, per_gpu, flops_scale, c,
+        phases.append(_collectives(_forward("ref", "ref log-prob", F, per_gpu, flops_scale, c,
                                             offload=cfg.ref_separate, param_bytes=2 * P / cfg.shards),
                                    comm.forward_bytes(P, ref_shards, logprob_micro_batches(values, world, mean_seq,
                                                                                            ref=cfg.ref_separate),
@@ -193,7 +193,7 @@ def predict_step(values: Mapping, models: Mapping[str, ModelFacts], cluster: Clu
         cp, cn = critic.param_count, cfg.critic_shards
         steps, epochs = _optimizer_steps(values, "critic.ppo_mini_batch_size", cfg, critic=True), _epochs(values, True)
         micro = critic_micro_batches(values, world, mean_seq)
-        phases.append(_collectives(_forward("values", "critic values", cp, per_gpu, flops_scale, c,
+        phases.append(_collectives(_forward("values", "critic values", _flops_params(critic), per_gpu, flops_scale, c,
                                             offload=cfg.critic_param_offload,
                                             param_bytes=cfg.critic_dtype_bytes * cp / cn),
                                    comm.forward_bytes(cp, cn, critic_values_micro_batches(values, world, mean_seq),
@@ -202,7 +202,8 @@ def predict_step(values: Mapping, models: Mapping[str, ModelFacts], cluster: Clu
         phases.append(_collectives(
             _update("update_critic", "critic update", cp, cp, cfg.critic_gc, epochs * per_gpu, epochs * seqs / world,
                     steps, cn,
-                    cfg.critic_param_offload, cfg.critic_optimizer_offload, cfg.critic_offload_policy, gpu, c),
+                    cfg.critic_param_offload, cfg.critic_optimizer_offload, cfg.critic_offload_policy, gpu, c,
+                    active=_flops_params(critic)),
             comm.update_bytes(cp, cp, cn, micro, steps, cfg.critic_keeps_gathered, cfg.critic_reduce_bytes,
                               1 if no_sync else micro, gather_once=no_sync and cfg.critic_fsdp1 and
                               cfg.critic_keeps_gathered), links[cn],
@@ -214,7 +215,7 @@ def predict_step(values: Mapping, models: Mapping[str, ModelFacts], cluster: Clu
         _update("update_actor", "actor update", P, trainable, cfg.actor_gc, epochs * per_gpu, epochs * seqs / world,
                 steps, cfg.shards,
                 cfg.actor_param_offload, cfg.actor_optimizer_offload, cfg.actor_offload_policy, gpu, c,
-                lora=bool(cfg.lora_rank)),
+                lora=bool(cfg.lora_rank), active=F),
         comm.update_bytes(P, trainable, cfg.shards, micro, steps, cfg.actor_keeps_gathered, cfg.actor_reduce_bytes,
                           1 if cfg.actor_unsharded_grad_bytes else micro,
                           gather_once=bool(cfg.actor_unsharded_grad_bytes) and cfg.strategy == "fsdp"
@@ -308,8 +309,6 @@ def _generation(cfg, actor: ModelFacts, report: MemoryReport | None, seqs: int, 
     concurrent = min(per_replica, eng.max_num_seqs, held)
     rounds = math.ceil(per_replica / max(1, concurrent))
     bw = gpu.bandwidth_gbs * 1e9 * c.bandwidth_efficiency
-    weights = 2 * actor.param_count / eng.tp
-    kv_read = concurrent * (lp + lr / 2) * actor.kv_bytes_per_token(tp=eng.tp)
     graphs, why_eager = not eng.enforce_eager, "eager"
     if eng.name == "vllm" and graphs:
         # vLLM captures decode graphs up to min(2 x max_num_seqs, 512, max_num_batched_tokens) unless
@@ -330,6 +329,8 @@ def _generation(cfg, actor: ModelFacts, report: MemoryReport | None, seqs: int, 
             sglang_gpu_defaults(gpu.memory_bytes, eng.tp * max(1, eng.dp))[1]
         if graphs and concurrent > max_bs:
             graphs, why_eager = False, f"without CUDA graphs: {concurrent} requests at once > cuda_graph_max_bs {max_bs}"
+    kv_read = concurrent * (lp + lr / 2) * actor.kv_bytes_per_token(tp=eng.tp)
+    weights = _decode_weight_bytes(actor, concurrent) / eng.tp
     overhead = (actor.num_layers * c.decode_overhead_eager_layer_s + c.decode_overhead_graphs_s if not graphs
                 else c.decode_overhead_graphs_s)
     step = (weights + kv_read) / bw + overhead
@@ -338,7 +339,7 @@ def _generation(cfg, actor: ModelFacts, report: MemoryReport | None, seqs: int, 
     if cfg.lora_rank:
         step *= c.lora_decode_factor
     decode = rounds * lr * step
-    prefill = 2 * actor.param_count * per_replica * lp / (gpu.tflops * 1e12 * eng.tp * c.fwd_efficiency)
+    prefill = 2 * _flops_params(actor) * per_replica * lp / (gpu.tflops * 1e12 * eng.tp * c.fwd_efficiency)
     seen = math.ceil((decode + prefill) / c.poll_s) * c.poll_s
     terms = [TimeTerm("decode", decode, f"{rounds} round(s) x {lr:,} steps x {step * 1e3:.1f} ms (weights "
                                         f"{weights / 1e9:.1f} GB + KV {kv_read / 1e9:.2f} GB at "
@@ -357,6 +358,22 @@ def _generation(cfg, actor: ModelFacts, report: MemoryReport | None, seqs: int, 
     return PhaseTime("gen", "generation", tuple(terms))
 
 
+def _flops_params(f: ModelFacts) -> int:
+    """The parameters a token passes through, for its FLOPs: an MoE model's active ones (its top-k experts)."""
+    return f.active_param_count if f.num_experts and f.num_experts_per_tok else f.param_count
+
+
+def _decode_weight_bytes(f: ModelFacts, batch: int) -> float:
+    """bf16 weights one decode step reads: all of a dense model's; of an MoE model's routed experts, those its
+    ``batch`` tokens pick (each token top-k of E, chosen as if uniformly: 1 - (1 - k/E)^batch of them)."""
+    if not (f.num_experts and f.num_experts_per_tok):
+        return 2 * f.param_count
+    experts = 2 * f.num_experts * 3 * f.hidden_size * (f.moe_intermediate_size or f.intermediate_size) * (
+        f.num_layers - f.num_dense_layers)
+    hit = 1 - (1 - f.num_experts_per_tok / f.num_experts) ** max(1, batch)
+    return 2 * f.param_count - experts * (1 - hit)
+
+
 def _forward(name: str, title: str, params: int, tokens: float, flops: float, c: Calibration, *, offload: bool,
              param_bytes: float) -> PhaseTime:
     terms = [TimeTerm("FLOPs", 2 * params * tokens / (flops * c.fwd_efficiency),
@@ -371,11 +388,13 @@ def _forward(name: str, title: str, params: int, tokens: float, flops: float, c:
 
 def _update(name: str, title: str, params: int, trainable: int, gc: bool, tokens: float, seqs: float, steps: int,
             shards: int, param_offload: bool, optimizer_offload: bool, policy: bool, gpu: _Gpu, c: Calibration,
-            lora: bool = False) -> PhaseTime:
+            lora: bool = False, active: int | None = None) -> PhaseTime:
+    """``params``: the model's; ``active``: those a token passes through (an MoE model's top-k experts)."""
     k = (4 if lora else 6) + (2 if gc else 0)
     flops = gpu.tflops * 1e12
-    terms = [TimeTerm("FLOPs", k * params * tokens / (flops * c.train_efficiency),
-                      f"{k} x {params / 1e9:.2f}B params x {tokens:,.0f} tokens per GPU at {c.train_efficiency:.0%} "
+    a = active or params
+    terms = [TimeTerm("FLOPs", k * a * tokens / (flops * c.train_efficiency),
+                      f"{k} x {a / 1e9:.2f}B {'active ' if a != params else ''}params x {tokens:,.0f} tokens per GPU at {c.train_efficiency:.0%} "
                       f"of {flops / 1e12:g} TFLOP/s" + (" (gradient checkpointing recomputes the forward)" if gc else "")),
              TimeTerm("per token", tokens * c.train_s_per_token, f"{tokens:,.0f} x {c.train_s_per_token * 1e6:.0f} us"),
              TimeTerm("per sequence", seqs * c.train_s_per_sequence, f"{seqs:,.0f} x {c.train_s_per_sequence * 1e3:.0f} ms")]
