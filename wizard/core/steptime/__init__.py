@@ -4,12 +4,12 @@
 from wizard.core.face import face
 
 __getattr__, __all__ = face(__name__, {
-    "CALIBRATION": "predict",
-    "Calibration": "predict",
-    "PROMPT_TOKENS": "predict",
-    "RESPONSE_TOKENS": "predict",
-    "PhaseTime": "predict",
-    "StepTime": "predict",
-    "TimeTerm": "predict",
+    "CALIBRATION": "terms",
+    "Calibration": "terms",
+    "PROMPT_TOKENS": "terms",
+    "RESPONSE_TOKENS": "terms",
+    "PhaseTime": "terms",
+    "StepTime": "terms",
+    "TimeTerm": "terms",
     "predict_step": "predict",
 })

@@ -23,123 +23,21 @@ the GPU catalogue. Pure.
 
 from __future__ import annotations
 
-import math
 from collections.abc import Mapping
-from dataclasses import dataclass
 
 from wizard.core.hardware.cluster import Cluster
 from wizard.core.memory.config import (
     actor_micro_batches, critic_micro_batches, critic_values_micro_batches, logprob_micro_batches, read_config,
 )
 from wizard.core.memory.estimate import MemoryReport
-from wizard.core.memory.sglang import sglang_gpu_defaults, sglang_max_running
 from wizard.core.memory.terms import lora_params
-from wizard.core.steptime import comm
 from wizard.core.models.facts import ModelFacts
-
-# Not verl keys: what the run's data and responses are expected to hold (means, tokens). Unset: the maximum.
-PROMPT_TOKENS = "wizard.prompt_tokens"
-RESPONSE_TOKENS = "wizard.response_tokens"
-
-
-@dataclass(frozen=True)
-class Calibration:
-    """The measured constants, at the reference GPU (H200 SXM: 989 dense BF16 TFLOP/s, 4,800 GB/s)."""
-
-    ref_tflops: float = 989.0
-    ref_bandwidth_gbs: float = 4800.0
-    fwd_efficiency: float = 0.20  # achieved / peak FLOP/s of a log-prob pass (SDPA attention, padding removed)
-    train_efficiency: float = 0.16  # the same in update_actor / update_critic
-    fwd_s_per_token: float = 72e-6  # per token of a log-prob pass beyond its FLOPs (moving the batch, the log-probs)
-    train_s_per_token: float = 115e-6  # per token of an update beyond its FLOPs
-    train_s_per_sequence: float = 0.061  # per sequence of an update (per-sample work of the loss and the batch)
-    decode_overhead_graphs_s: float = 0.005  # one decode step's engine overhead with CUDA graphs
-    decode_overhead_eager_layer_s: float = 0.00035  # per layer and decode step without graphs (kernel launches)
-    bandwidth_efficiency: float = 0.7  # achieved / datasheet memory bandwidth, reading weights and KV
-    lora_decode_factor: float = 2.7  # vLLM decoding with a LoRA adapter, x the same without (side-by-side pairs)
-    poll_s: float = 2.0  # verl's replay buffer polls for finished generations every 2 s
-    sync_fixed_s: float = 0.22  # a weight sync's fixed cost
-    sync_gbs: float = 30.0  # the weight sync's rate (GB/s of bf16 weights into the engine)
-    host_link_gbs: float = 25.0  # achieved host <-> GPU copy rate (PCIe Gen5 x16 is 64 GB/s on paper)
-    cpu_adam_s_per_param: float = 1.5e-9  # torch's CPU AdamW (FSDP2 CPUOffloadPolicy), per parameter and step
-
-
-CALIBRATION = Calibration()
-
-
-@dataclass(frozen=True)
-class TimeTerm:
-    label: str
-    seconds: float
-    note: str = ""
-
-
-@dataclass(frozen=True)
-class PhaseTime:
-    name: str  # verl's timing_s/<name>: gen, old_log_prob, ref, values, update_critic, update_actor, update_weights
-    title: str
-    terms: tuple[TimeTerm, ...]
-
-    @property
-    def seconds(self) -> float:
-        return sum(t.seconds for t in self.terms)
-
-    def lines(self) -> list[str]:
-        """``the actor update, 73.4 s:`` and one line per term, its seconds and arithmetic, largest first."""
-        return [f"{self.title}, {self.seconds:.1f} s:"] + [
-            f"  {t.seconds:7.2f} s  {t.label}" + (f" ({t.note})" if t.note else "")
-            for t in sorted(self.terms, key=lambda t: -t.seconds)]
-
-
-@dataclass(frozen=True)
-class StepTime:
-    phases: tuple[PhaseTime, ...] = ()
-    reason: str | None = None  # why there is no prediction
-    assumptions: tuple[str, ...] = ()
-    tokens: int = 0  # prompt + response tokens of one step (the batch x n)
-
-    @property
-    def seconds(self) -> float | None:
-        return None if self.reason else sum(p.seconds for p in self.phases)
-
-    def by_name(self) -> dict[str, float]:
-        return {p.name: round(p.seconds, 2) for p in self.phases}
-
-    def longest(self) -> PhaseTime | None:
-        return max(self.phases, key=lambda p: p.seconds, default=None) if self.reason is None else None
-
-    def terms_json(self) -> dict[str, list[dict]]:
-        return {p.name: [{"label": t.label, "seconds": round(t.seconds, 3), "note": t.note} for t in p.terms]
-                for p in self.phases}
-
-    def line(self) -> str:
-        if self.reason:
-            return f"step time: not predicted ({self.reason})"
-        parts = ", ".join(f"{p.title} {p.seconds:.1f}" for p in self.phases if p.seconds >= 0.05)
-        return f"step time: about {self.seconds:.0f} s ({parts} s)"
-
-
-@dataclass(frozen=True)
-class _Gpu:
-    tflops: float
-    bandwidth_gbs: float
-    name: str
-    memory_bytes: int = 0
-
-
-def _trainer_gpu(cluster: Cluster | None, c: Calibration) -> tuple[_Gpu | None, str | None]:
-    if cluster is None:
-        return None, "no GPUs given"
-    gpus = [g for n in cluster.nodes for g in n.gpus]
-    if not gpus:
-        return None, "the GPU model is unknown"
-    g = gpus[0]
-    if g.bf16_tflops and g.memory_bandwidth_gbs:
-        return _Gpu(g.bf16_tflops, g.memory_bandwidth_gbs, g.catalogue_id or g.name, g.memory_total_bytes or 0), None
-    if g.memory_bandwidth_gbs:
-        return None, (f"the GPU catalogue has no BF16 tensor-core figure for {g.catalogue_id or g.name} (V100 and T4 "
-                      "have no BF16 tensor cores)")
-    return None, f"the speed of {g.name} is unknown (not in the GPU catalogue)"
+from wizard.core.steptime import comm
+from wizard.core.steptime.generation import generation
+from wizard.core.steptime.terms import (  # noqa: F401 (PROMPT_TOKENS, RESPONSE_TOKENS, TimeTerm: the package's face)
+    CALIBRATION, PROMPT_TOKENS, RESPONSE_TOKENS, Calibration, Gpu, PhaseTime, StepTime, TimeTerm, flops_params,
+    int_value, trainer_gpu,
+)
 
 
 def predict_step(values: Mapping, models: Mapping[str, ModelFacts], cluster: Cluster | None,
@@ -148,7 +46,7 @@ def predict_step(values: Mapping, models: Mapping[str, ModelFacts], cluster: Clu
     actor = models.get("actor")
     if actor is None:
         return StepTime(reason="the actor's model is unknown")
-    gpu, why = _trainer_gpu(cluster, c)
+    gpu, why = trainer_gpu(cluster, c)
     if gpu is None:
         return StepTime(reason=why)
     cfg = read_config(values)
@@ -156,10 +54,10 @@ def predict_step(values: Mapping, models: Mapping[str, ModelFacts], cluster: Clu
         return StepTime(reason=f"the {cfg.engines['rollout'].name} engine's speed is not modelled")
     if cfg.strategy not in ("fsdp", "fsdp2"):
         return StepTime(reason=f"the {cfg.strategy} training engine's speed is not modelled")
-    prompt_max = cfg.seq_tokens - _int(values, "data.max_response_length", 512)
-    response_max = _int(values, "data.max_response_length", 512)
-    lp = min(prompt_max, _int(values, PROMPT_TOKENS, prompt_max))
-    lr = min(response_max, _int(values, RESPONSE_TOKENS, response_max))
+    prompt_max = cfg.seq_tokens - int_value(values, "data.max_response_length", 512)
+    response_max = int_value(values, "data.max_response_length", 512)
+    lp = min(prompt_max, int_value(values, PROMPT_TOKENS, prompt_max))
+    lr = min(response_max, int_value(values, RESPONSE_TOKENS, response_max))
     assumptions = [f"prompts average {lp:,} tokens" + (" (the train file's)" if PROMPT_TOKENS in values else
                                                         " (data.max_prompt_length: the train file was not read)"),
                    f"responses average {lr:,} tokens" + (" (as given)" if RESPONSE_TOKENS in values else
@@ -172,9 +70,9 @@ def predict_step(values: Mapping, models: Mapping[str, ModelFacts], cluster: Clu
     flops_scale = gpu.tflops * 1e12
     mean_seq = lp + lr
     links = {n: comm.ring_link(cluster, n, c.host_link_gbs) for n in {cfg.shards, cfg.critic_shards, world}}
-    P, F = actor.param_count, _flops_params(actor)  # F: what a token passes through (MoE: its top-k experts)
+    P, F = actor.param_count, flops_params(actor)  # F: what a token passes through (MoE: its top-k experts)
     tp = cfg.engines["rollout"].tp
-    phases = [_generation(cfg, actor, report, seqs, lp, lr, gpu, c,
+    phases = [generation(cfg, actor, report, seqs, lp, lr, gpu, c,
                           comm.ring_link(cluster, tp, c.host_link_gbs) if tp > 1 else None)]
     phases.append(_collectives(_forward("old_log_prob", "old log-prob", F, per_gpu, flops_scale, c,
                                         offload=cfg.actor_param_offload, param_bytes=2 * P / cfg.shards),
@@ -193,7 +91,7 @@ def predict_step(values: Mapping, models: Mapping[str, ModelFacts], cluster: Clu
         cp, cn = critic.param_count, cfg.critic_shards
         steps, epochs = _optimizer_steps(values, "critic.ppo_mini_batch_size", cfg, critic=True), _epochs(values, True)
         micro = critic_micro_batches(values, world, mean_seq)
-        phases.append(_collectives(_forward("values", "critic values", _flops_params(critic), per_gpu, flops_scale, c,
+        phases.append(_collectives(_forward("values", "critic values", flops_params(critic), per_gpu, flops_scale, c,
                                             offload=cfg.critic_param_offload,
                                             param_bytes=cfg.critic_dtype_bytes * cp / cn),
                                    comm.forward_bytes(cp, cn, critic_values_micro_batches(values, world, mean_seq),
@@ -203,7 +101,7 @@ def predict_step(values: Mapping, models: Mapping[str, ModelFacts], cluster: Clu
             _update("update_critic", "critic update", cp, cp, cfg.critic_gc, epochs * per_gpu, epochs * seqs / world,
                     steps, cn,
                     cfg.critic_param_offload, cfg.critic_optimizer_offload, cfg.critic_offload_policy, gpu, c,
-                    active=_flops_params(critic)),
+                    active=flops_params(critic)),
             comm.update_bytes(cp, cp, cn, micro, steps, cfg.critic_keeps_gathered, cfg.critic_reduce_bytes,
                               1 if no_sync else micro, gather_once=no_sync and cfg.critic_fsdp1 and
                               cfg.critic_keeps_gathered), links[cn],
@@ -277,11 +175,6 @@ def _replicas(cluster: Cluster | None, world: int, shards: int, grad_bytes: floa
         comm.ring_link(cluster, world, c.host_link_gbs), groups
 
 
-def _int(values: Mapping, key: str, default: int) -> int:
-    v = values.get(key)
-    return v if isinstance(v, int) and not isinstance(v, bool) and v > 0 else default
-
-
 def _uses_ref(values: Mapping) -> bool:
     from wizard.core.verl.roles import need_ref
 
@@ -290,88 +183,13 @@ def _uses_ref(values: Mapping) -> bool:
 
 def _epochs(values: Mapping, critic: bool = False) -> int:
     """Passes of an update over the batch (critic.ppo_epochs follows the actor's unless set)."""
-    actor = _int(values, "actor_rollout_ref.actor.ppo_epochs", 1)
-    return _int(values, "critic.ppo_epochs", actor) if critic else actor
+    actor = int_value(values, "actor_rollout_ref.actor.ppo_epochs", 1)
+    return int_value(values, "critic.ppo_epochs", actor) if critic else actor
 
 
 def _optimizer_steps(values: Mapping, mini_key: str, cfg, critic: bool = False) -> int:
-    mini = _int(values, mini_key, _int(values, "actor_rollout_ref.actor.ppo_mini_batch_size", 256))
+    mini = int_value(values, mini_key, int_value(values, "actor_rollout_ref.actor.ppo_mini_batch_size", 256))
     return max(1, cfg.train_batch_size // max(1, mini)) * _epochs(values, critic)
-
-
-def _generation(cfg, actor: ModelFacts, report: MemoryReport | None, seqs: int, lp: int, lr: int, gpu: _Gpu,
-                c: Calibration, tp_link: comm.Link | None = None) -> PhaseTime:
-    eng = cfg.engines["rollout"]
-    replicas = max(1, cfg.world // max(1, eng.tp * eng.pp))
-    per_replica = math.ceil(seqs / replicas)
-    kv = report.kv.get("rollout") if report is not None else None
-    held = max(1, kv.sequences) if kv is not None else per_replica
-    concurrent = min(per_replica, eng.max_num_seqs, held)
-    rounds = math.ceil(per_replica / max(1, concurrent))
-    bw = gpu.bandwidth_gbs * 1e9 * c.bandwidth_efficiency
-    graphs, why_eager = not eng.enforce_eager, "eager"
-    if eng.name == "vllm" and graphs:
-        # vLLM captures decode graphs up to min(2 x max_num_seqs, 512, max_num_batched_tokens) unless
-        # cudagraph_capture_sizes lists them (config/vllm.py: _set_cudagraph_sizes); a larger batch runs without
-        # (cudagraph_dispatcher: CUDAGraphMode.NONE above the largest size)
-        sizes = [n for n in eng.capture_sizes if isinstance(n, int)] if isinstance(eng.capture_sizes, list) else []
-        largest = max(sizes) if sizes else min(2 * eng.max_num_seqs, 512, eng.max_num_batched_tokens)
-        if concurrent > largest:
-            graphs, why_eager = False, f"without CUDA graphs: {concurrent} sequences at once > vLLM's largest " \
-                                       f"captured batch {largest}"
-    if eng.name == "sglang":
-        # SGLang runs at most max_running_requests at once, and a decode batch above cuda_graph_max_bs without its
-        # CUDA graphs (cuda_graph_runner.py: can_run); verl's enforce_eager sets disable_cuda_graph
-        per_rank = (kv.tokens if kv is not None else 0) // max(1, eng.dp)
-        concurrent = min(concurrent, sglang_max_running(actor, per_rank, eng.max_num_seqs, eng.dp))
-        rounds = math.ceil(per_replica / max(1, concurrent))
-        max_bs = (eng.sglang.cuda_graph_max_bs if eng.sglang else None) or \
-            sglang_gpu_defaults(gpu.memory_bytes, eng.tp * max(1, eng.dp))[1]
-        if graphs and concurrent > max_bs:
-            graphs, why_eager = False, f"without CUDA graphs: {concurrent} requests at once > cuda_graph_max_bs {max_bs}"
-    kv_read = concurrent * (lp + lr / 2) * actor.kv_bytes_per_token(tp=eng.tp)
-    weights = _decode_weight_bytes(actor, concurrent) / eng.tp
-    overhead = (actor.num_layers * c.decode_overhead_eager_layer_s + c.decode_overhead_graphs_s if not graphs
-                else c.decode_overhead_graphs_s)
-    step = (weights + kv_read) / bw + overhead
-    allreduce = comm.tp_decode_seconds(actor.num_layers, concurrent, actor.hidden_size, eng.tp, tp_link)
-    step += allreduce
-    if cfg.lora_rank:
-        step *= c.lora_decode_factor
-    decode = rounds * lr * step
-    prefill = 2 * _flops_params(actor) * per_replica * lp / (gpu.tflops * 1e12 * eng.tp * c.fwd_efficiency)
-    seen = math.ceil((decode + prefill) / c.poll_s) * c.poll_s
-    terms = [TimeTerm("decode", decode, f"{rounds} round(s) x {lr:,} steps x {step * 1e3:.1f} ms (weights "
-                                        f"{weights / 1e9:.1f} GB + KV {kv_read / 1e9:.2f} GB at "
-                                        f"{bw / 1e9:.0f} GB/s, + {overhead * 1e3:.1f} ms "
-                                        f"{why_eager if not graphs else 'with CUDA graphs'}"
-                                        + (f", + {allreduce * 1e3:.1f} ms of TP {eng.tp} all-reduces over "
-                                           f"{tp_link.how}, from link bandwidth" if allreduce else "") + ")"
-                                        + (f" x {c.lora_decode_factor:g} with a LoRA adapter" if cfg.lora_rank else "")),
-             TimeTerm("prefill", prefill, f"{per_replica} prompts of {lp:,} tokens per replica"),
-             TimeTerm("until verl's next poll", seen - decode - prefill, "the replay buffer polls every 2 s")]
-    if rounds > 1:
-        limit = "the KV cache holds" if concurrent == held else (
-            "max_running_requests lets" if eng.name == "sglang" else "max_num_seqs lets")
-        terms[0] = TimeTerm(terms[0].label, terms[0].seconds, terms[0].note + f"; {limit} {concurrent} of the "
-                            f"{per_replica} sequences a replica gets" + ("" if concurrent == held else " run at once"))
-    return PhaseTime("gen", "generation", tuple(terms))
-
-
-def _flops_params(f: ModelFacts) -> int:
-    """The parameters a token passes through, for its FLOPs: an MoE model's active ones (its top-k experts)."""
-    return f.active_param_count if f.num_experts and f.num_experts_per_tok else f.param_count
-
-
-def _decode_weight_bytes(f: ModelFacts, batch: int) -> float:
-    """bf16 weights one decode step reads: all of a dense model's; of an MoE model's routed experts, those its
-    ``batch`` tokens pick (each token top-k of E, chosen as if uniformly: 1 - (1 - k/E)^batch of them)."""
-    if not (f.num_experts and f.num_experts_per_tok):
-        return 2 * f.param_count
-    experts = 2 * f.num_experts * 3 * f.hidden_size * (f.moe_intermediate_size or f.intermediate_size) * (
-        f.num_layers - f.num_dense_layers)
-    hit = 1 - (1 - f.num_experts_per_tok / f.num_experts) ** max(1, batch)
-    return 2 * f.param_count - experts * (1 - hit)
 
 
 def _forward(name: str, title: str, params: int, tokens: float, flops: float, c: Calibration, *, offload: bool,
@@ -387,7 +205,7 @@ def _forward(name: str, title: str, params: int, tokens: float, flops: float, c:
 
 
 def _update(name: str, title: str, params: int, trainable: int, gc: bool, tokens: float, seqs: float, steps: int,
-            shards: int, param_offload: bool, optimizer_offload: bool, policy: bool, gpu: _Gpu, c: Calibration,
+            shards: int, param_offload: bool, optimizer_offload: bool, policy: bool, gpu: Gpu, c: Calibration,
             lora: bool = False, active: int | None = None) -> PhaseTime:
     """``params``: the model's; ``active``: those a token passes through (an MoE model's top-k experts)."""
     k = (4 if lora else 6) + (2 if gc else 0)

@@ -1,0 +1,82 @@
+"""The generation phase of a step: the rollout engine's decode steps and prefill (vLLM, calibrated on real runs;
+SGLang at vLLM's rates under its own limits). Split from :mod:`wizard.core.steptime.predict`. Pure.
+"""
+
+from __future__ import annotations
+
+import math
+
+from wizard.core.memory.estimate import MemoryReport
+from wizard.core.memory.sglang import sglang_gpu_defaults, sglang_max_running
+from wizard.core.models.facts import ModelFacts
+from wizard.core.steptime import comm
+from wizard.core.steptime.terms import Calibration, Gpu, PhaseTime, TimeTerm, flops_params
+
+def generation(cfg, actor: ModelFacts, report: MemoryReport | None, seqs: int, lp: int, lr: int, gpu: Gpu,
+                c: Calibration, tp_link: comm.Link | None = None) -> PhaseTime:
+    eng = cfg.engines["rollout"]
+    replicas = max(1, cfg.world // max(1, eng.tp * eng.pp))
+    per_replica = math.ceil(seqs / replicas)
+    kv = report.kv.get("rollout") if report is not None else None
+    held = max(1, kv.sequences) if kv is not None else per_replica
+    concurrent = min(per_replica, eng.max_num_seqs, held)
+    rounds = math.ceil(per_replica / max(1, concurrent))
+    bw = gpu.bandwidth_gbs * 1e9 * c.bandwidth_efficiency
+    graphs, why_eager = not eng.enforce_eager, "eager"
+    if eng.name == "vllm" and graphs:
+        # vLLM captures decode graphs up to min(2 x max_num_seqs, 512, max_num_batched_tokens) unless
+        # cudagraph_capture_sizes lists them (config/vllm.py: _set_cudagraph_sizes); a larger batch runs without
+        # (cudagraph_dispatcher: CUDAGraphMode.NONE above the largest size)
+        sizes = [n for n in eng.capture_sizes if isinstance(n, int)] if isinstance(eng.capture_sizes, list) else []
+        largest = max(sizes) if sizes else min(2 * eng.max_num_seqs, 512, eng.max_num_batched_tokens)
+        if concurrent > largest:
+            graphs, why_eager = False, f"without CUDA graphs: {concurrent} sequences at once > vLLM's largest " \
+                                       f"captured batch {largest}"
+    if eng.name == "sglang":
+        # SGLang runs at most max_running_requests at once, and a decode batch above cuda_graph_max_bs without its
+        # CUDA graphs (cuda_graph_runner.py: can_run); verl's enforce_eager sets disable_cuda_graph
+        per_rank = (kv.tokens if kv is not None else 0) // max(1, eng.dp)
+        concurrent = min(concurrent, sglang_max_running(actor, per_rank, eng.max_num_seqs, eng.dp))
+        rounds = math.ceil(per_replica / max(1, concurrent))
+        max_bs = (eng.sglang.cuda_graph_max_bs if eng.sglang else None) or \
+            sglang_gpu_defaults(gpu.memory_bytes, eng.tp * max(1, eng.dp))[1]
+        if graphs and concurrent > max_bs:
+            graphs, why_eager = False, f"without CUDA graphs: {concurrent} requests at once > cuda_graph_max_bs {max_bs}"
+    kv_read = concurrent * (lp + lr / 2) * actor.kv_bytes_per_token(tp=eng.tp)
+    weights = decode_weight_bytes(actor, concurrent) / eng.tp
+    overhead = (actor.num_layers * c.decode_overhead_eager_layer_s + c.decode_overhead_graphs_s if not graphs
+                else c.decode_overhead_graphs_s)
+    step = (weights + kv_read) / bw + overhead
+    allreduce = comm.tp_decode_seconds(actor.num_layers, concurrent, actor.hidden_size, eng.tp, tp_link)
+    step += allreduce
+    if cfg.lora_rank:
+        step *= c.lora_decode_factor
+    decode = rounds * lr * step
+    prefill = 2 * flops_params(actor) * per_replica * lp / (gpu.tflops * 1e12 * eng.tp * c.fwd_efficiency)
+    seen = math.ceil((decode + prefill) / c.poll_s) * c.poll_s
+    terms = [TimeTerm("decode", decode, f"{rounds} round(s) x {lr:,} steps x {step * 1e3:.1f} ms (weights "
+                                        f"{weights / 1e9:.1f} GB + KV {kv_read / 1e9:.2f} GB at "
+                                        f"{bw / 1e9:.0f} GB/s, + {overhead * 1e3:.1f} ms "
+                                        f"{why_eager if not graphs else 'with CUDA graphs'}"
+                                        + (f", + {allreduce * 1e3:.1f} ms of TP {eng.tp} all-reduces over "
+                                           f"{tp_link.how}, from link bandwidth" if allreduce else "") + ")"
+                                        + (f" x {c.lora_decode_factor:g} with a LoRA adapter" if cfg.lora_rank else "")),
+             TimeTerm("prefill", prefill, f"{per_replica} prompts of {lp:,} tokens per replica"),
+             TimeTerm("until verl's next poll", seen - decode - prefill, "the replay buffer polls every 2 s")]
+    if rounds > 1:
+        limit = "the KV cache holds" if concurrent == held else (
+            "max_running_requests lets" if eng.name == "sglang" else "max_num_seqs lets")
+        terms[0] = TimeTerm(terms[0].label, terms[0].seconds, terms[0].note + f"; {limit} {concurrent} of the "
+                            f"{per_replica} sequences a replica gets" + ("" if concurrent == held else " run at once"))
+    return PhaseTime("gen", "generation", tuple(terms))
+
+
+def decode_weight_bytes(f: ModelFacts, batch: int) -> float:
+    """bf16 weights one decode step reads: all of a dense model's; of an MoE model's routed experts, those its
+    ``batch`` tokens pick (each token top-k of E, chosen as if uniformly: 1 - (1 - k/E)^batch of them)."""
+    if not (f.num_experts and f.num_experts_per_tok):
+        return 2 * f.param_count
+    experts = 2 * f.num_experts * 3 * f.hidden_size * (f.moe_intermediate_size or f.intermediate_size) * (
+        f.num_layers - f.num_dense_layers)
+    hit = 1 - (1 - f.num_experts_per_tok / f.num_experts) ** max(1, batch)
+    return 2 * f.param_count - experts * (1 - hit)

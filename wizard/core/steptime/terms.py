@@ -1,0 +1,126 @@
+"""The pieces of a step-time prediction: the measured constants (:class:`Calibration`), a phase's terms and the step's
+phases (:class:`TimeTerm`, :class:`PhaseTime`, :class:`StepTime`), the GPU they are scaled to, and what a token's
+FLOPs count. Split from :mod:`wizard.core.steptime.predict`, whose docstring says how the terms are made. Pure.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass
+
+from wizard.core.hardware.cluster import Cluster
+from wizard.core.models.facts import ModelFacts
+
+# Not verl keys: what the run's data and responses are expected to hold (means, tokens). Unset: the maximum.
+PROMPT_TOKENS = "wizard.prompt_tokens"
+RESPONSE_TOKENS = "wizard.response_tokens"
+
+
+@dataclass(frozen=True)
+class Calibration:
+    """The measured constants, at the reference GPU (H200 SXM: 989 dense BF16 TFLOP/s, 4,800 GB/s)."""
+
+    ref_tflops: float = 989.0
+    ref_bandwidth_gbs: float = 4800.0
+    fwd_efficiency: float = 0.20  # achieved / peak FLOP/s of a log-prob pass (SDPA attention, padding removed)
+    train_efficiency: float = 0.16  # the same in update_actor / update_critic
+    fwd_s_per_token: float = 72e-6  # per token of a log-prob pass beyond its FLOPs (moving the batch, the log-probs)
+    train_s_per_token: float = 115e-6  # per token of an update beyond its FLOPs
+    train_s_per_sequence: float = 0.061  # per sequence of an update (per-sample work of the loss and the batch)
+    decode_overhead_graphs_s: float = 0.005  # one decode step's engine overhead with CUDA graphs
+    decode_overhead_eager_layer_s: float = 0.00035  # per layer and decode step without graphs (kernel launches)
+    bandwidth_efficiency: float = 0.7  # achieved / datasheet memory bandwidth, reading weights and KV
+    lora_decode_factor: float = 2.7  # vLLM decoding with a LoRA adapter, x the same without (side-by-side pairs)
+    poll_s: float = 2.0  # verl's replay buffer polls for finished generations every 2 s
+    sync_fixed_s: float = 0.22  # a weight sync's fixed cost
+    sync_gbs: float = 30.0  # the weight sync's rate (GB/s of bf16 weights into the engine)
+    host_link_gbs: float = 25.0  # achieved host <-> GPU copy rate (PCIe Gen5 x16 is 64 GB/s on paper)
+    cpu_adam_s_per_param: float = 1.5e-9  # torch's CPU AdamW (FSDP2 CPUOffloadPolicy), per parameter and step
+
+
+CALIBRATION = Calibration()
+
+
+@dataclass(frozen=True)
+class TimeTerm:
+    label: str
+    seconds: float
+    note: str = ""
+
+
+@dataclass(frozen=True)
+class PhaseTime:
+    name: str  # verl's timing_s/<name>: gen, old_log_prob, ref, values, update_critic, update_actor, update_weights
+    title: str
+    terms: tuple[TimeTerm, ...]
+
+    @property
+    def seconds(self) -> float:
+        return sum(t.seconds for t in self.terms)
+
+    def lines(self) -> list[str]:
+        """``the actor update, 73.4 s:`` and one line per term, its seconds and arithmetic, largest first."""
+        return [f"{self.title}, {self.seconds:.1f} s:"] + [
+            f"  {t.seconds:7.2f} s  {t.label}" + (f" ({t.note})" if t.note else "")
+            for t in sorted(self.terms, key=lambda t: -t.seconds)]
+
+
+@dataclass(frozen=True)
+class StepTime:
+    phases: tuple[PhaseTime, ...] = ()
+    reason: str | None = None  # why there is no prediction
+    assumptions: tuple[str, ...] = ()
+    tokens: int = 0  # prompt + response tokens of one step (the batch x n)
+
+    @property
+    def seconds(self) -> float | None:
+        return None if self.reason else sum(p.seconds for p in self.phases)
+
+    def by_name(self) -> dict[str, float]:
+        return {p.name: round(p.seconds, 2) for p in self.phases}
+
+    def longest(self) -> PhaseTime | None:
+        return max(self.phases, key=lambda p: p.seconds, default=None) if self.reason is None else None
+
+    def terms_json(self) -> dict[str, list[dict]]:
+        return {p.name: [{"label": t.label, "seconds": round(t.seconds, 3), "note": t.note} for t in p.terms]
+                for p in self.phases}
+
+    def line(self) -> str:
+        if self.reason:
+            return f"step time: not predicted ({self.reason})"
+        parts = ", ".join(f"{p.title} {p.seconds:.1f}" for p in self.phases if p.seconds >= 0.05)
+        return f"step time: about {self.seconds:.0f} s ({parts} s)"
+
+
+@dataclass(frozen=True)
+class Gpu:
+    tflops: float
+    bandwidth_gbs: float
+    name: str
+    memory_bytes: int = 0
+
+
+def trainer_gpu(cluster: Cluster | None, c: Calibration) -> tuple[Gpu | None, str | None]:
+    if cluster is None:
+        return None, "no GPUs given"
+    gpus = [g for n in cluster.nodes for g in n.gpus]
+    if not gpus:
+        return None, "the GPU model is unknown"
+    g = gpus[0]
+    if g.bf16_tflops and g.memory_bandwidth_gbs:
+        return Gpu(g.bf16_tflops, g.memory_bandwidth_gbs, g.catalogue_id or g.name, g.memory_total_bytes or 0), None
+    if g.memory_bandwidth_gbs:
+        return None, (f"the GPU catalogue has no BF16 tensor-core figure for {g.catalogue_id or g.name} (V100 and T4 "
+                      "have no BF16 tensor cores)")
+    return None, f"the speed of {g.name} is unknown (not in the GPU catalogue)"
+
+
+def int_value(values: Mapping, key: str, default: int) -> int:
+    v = values.get(key)
+    return v if isinstance(v, int) and not isinstance(v, bool) and v > 0 else default
+
+
+def flops_params(f: ModelFacts) -> int:
+    """The parameters a token passes through, for its FLOPs: an MoE model's active ones (its top-k experts)."""
+    return f.active_param_count if f.num_experts and f.num_experts_per_tok else f.param_count
