@@ -126,6 +126,9 @@ class Advice:
 
 
 def _text(v) -> str:
+    """An override's value as Hydra reads it back: null for None (Hydra takes ``None`` for the string "None")."""
+    if v is None:
+        return "null"
     if isinstance(v, bool):
         return "True" if v else "False"
     return str(v)

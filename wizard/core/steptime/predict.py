@@ -34,6 +34,7 @@ from wizard.core.memory.terms import lora_params
 from wizard.core.models.facts import ModelFacts
 from wizard.core.steptime import comm
 from wizard.core.steptime.generation import generation
+from wizard.core.steptime.megatron import ASSUMPTION, MegatronStep
 from wizard.core.steptime.terms import (  # noqa: F401 (PROMPT_TOKENS, RESPONSE_TOKENS, TimeTerm: the package's face)
     CALIBRATION, PROMPT_TOKENS, RESPONSE_TOKENS, Calibration, Gpu, PhaseTime, StepTime, TimeTerm, flops_params,
     int_value, trainer_gpu,
@@ -52,7 +53,7 @@ def predict_step(values: Mapping, models: Mapping[str, ModelFacts], cluster: Clu
     cfg = read_config(values)
     if cfg.engines["rollout"].name not in ("vllm", "sglang"):
         return StepTime(reason=f"the {cfg.engines['rollout'].name} engine's speed is not modelled")
-    if cfg.strategy not in ("fsdp", "fsdp2"):
+    if cfg.strategy not in ("fsdp", "fsdp2", "megatron"):
         return StepTime(reason=f"the {cfg.strategy} training engine's speed is not modelled")
     prompt_max = cfg.seq_tokens - int_value(values, "data.max_response_length", 512)
     response_max = int_value(values, "data.max_response_length", 512)
@@ -74,6 +75,8 @@ def predict_step(values: Mapping, models: Mapping[str, ModelFacts], cluster: Clu
     tp = cfg.engines["rollout"].tp
     phases = [generation(cfg, actor, report, seqs, lp, lr, gpu, c,
                           comm.ring_link(cluster, tp, c.host_link_gbs) if tp > 1 else None)]
+    if cfg.strategy == "megatron":
+        return _megatron(values, cfg, actor, cluster, gpu, c, phases[0], seqs, mean_seq, assumptions)
     phases.append(_collectives(_forward("old_log_prob", "old log-prob", F, per_gpu, flops_scale, c,
                                         offload=cfg.actor_param_offload, param_bytes=2 * P / cfg.shards),
                                comm.forward_bytes(P, cfg.shards, logprob_micro_batches(values, world, mean_seq),
@@ -131,6 +134,13 @@ def predict_step(values: Mapping, models: Mapping[str, ModelFacts], cluster: Clu
     if any(link is not None for link in links.values()) or cfg.shards < world:
         assumptions.append("FSDP's collectives timed from the links' bandwidth, overlapping the compute: not measured "
                            "(every calibration run used one GPU)")
+    return StepTime(phases=tuple(phases), assumptions=tuple(assumptions + _assumptions(cfg, actor, gpu)),
+                    tokens=int(tokens))
+
+
+def _assumptions(cfg, actor: ModelFacts, gpu: Gpu) -> list[str]:
+    """What every prediction assumes beyond the lengths: the GPU's scaling, the engine, the attention."""
+    assumptions = []
     if gpu.name != "H200-141GB":
         assumptions.append(f"scaled from the H200 to the {gpu.name} by BF16 FLOP/s ({gpu.tflops:g} TFLOP/s) and "
                            f"memory bandwidth ({gpu.bandwidth_gbs:g} GB/s)")
@@ -143,7 +153,22 @@ def predict_step(values: Mapping, models: Mapping[str, ModelFacts], cluster: Clu
         assumptions.append("attention through SDPA (no flash-attn), as in the runs it was calibrated on")
     else:
         assumptions.append("calibrated on runs without flash-attn (SDPA): with flash-attn the passes may be faster")
-    return StepTime(phases=tuple(phases), assumptions=tuple(assumptions), tokens=int(tokens))
+    return assumptions
+
+
+def _megatron(values: Mapping, cfg, actor: ModelFacts, cluster: Cluster | None, gpu: Gpu, c: Calibration,
+              gen: PhaseTime, seqs: int, mean_seq: int, assumptions: list[str]) -> StepTime:
+    """The step of a plan whose trainer is Megatron: the rollout's generation, then the Megatron engine's passes."""
+    ms = MegatronStep(values, cfg, actor, cluster, gpu, c, seqs=seqs, mean_seq=mean_seq)
+    if ms.unmodelled:
+        return StepTime(reason=ms.unmodelled)
+    phases = [gen, ms.forward("old_log_prob", "old log-prob", ms.t.logprob_tokens, ms.m.param_offload)]
+    if _uses_ref(values):
+        phases.append(ms.forward("ref", "ref log-prob", ms.t.ref_tokens, ms.m.ref_param_offload))
+    phases += [ms.update(_optimizer_steps(values, "actor_rollout_ref.actor.ppo_mini_batch_size", cfg), _epochs(values)),
+               ms.weight_sync()]
+    return StepTime(phases=tuple(phases), assumptions=tuple(assumptions + [ASSUMPTION] + _assumptions(cfg, actor, gpu)),
+                    tokens=int(seqs * mean_seq))
 
 
 def _collectives(phase: PhaseTime, nbytes: float, link: comm.Link | None, label: str = "",

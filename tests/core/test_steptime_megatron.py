@@ -1,0 +1,100 @@
+"""The Megatron engine's step time: formulas (megatron-core's schedules and collectives), not measured. The tests hold
+its terms to their arithmetic and to what a user would see change: the pipeline bubble with more micro-batches or
+virtual stages, TP's collectives, EP's all-to-all, the advice ranked by it."""
+
+import json
+
+import pytest
+
+from tests.core.test_memory_megatron import AM, DENSE, MOE, plan_of
+from tests.helpers.cli import run_cli
+from wizard.core.advice.search import advise
+from wizard.core.memory.config import read_config
+from wizard.core.memory.megatron import MegatronTrainer
+from wizard.core.memory.terms import CONSTANTS
+from wizard.core.steptime.megatron import ASSUMPTION
+from wizard.usecases.advising import step_time
+
+
+def terms(st, phase="update_actor"):
+    return {t.label: t for p in st.phases if p.name == phase for t in p.terms}
+
+
+def test_the_dense_plan_has_a_step_time_with_the_megatron_terms_and_its_assumption():
+    _, result = plan_of(DENSE)
+    st = step_time(result.memory)
+    assert st.reason is None and st.seconds > 0 and ASSUMPTION in st.assumptions
+    assert [p.name for p in st.phases] == ["gen", "old_log_prob", "ref", "update_actor", "update_weights"]
+    update = terms(st)
+    assert {"FLOPs", "pipeline bubble", "TP collectives", "gradient sync", "optimizer step"} <= set(update)
+    # the bubble: PP 2 idles (PP - 1) / micro-batches of the update's compute
+    micro = int(update["pipeline bubble"].note.split("(")[2].split(" micro")[0])
+    assert update["pipeline bubble"].seconds == pytest.approx(update["FLOPs"].seconds / micro)
+    sync = terms(st, "update_weights")
+    assert {"gathered over TP", "sent to every stage"} <= set(sync)
+
+
+def test_virtual_stages_shrink_the_bubble_and_a_longer_pipeline_grows_it():
+    _, base = plan_of(DENSE)
+    _, vpp = plan_of(DENSE, f"{AM}.virtual_pipeline_model_parallel_size=2")
+    bubble, interleaved = terms(step_time(base.memory))["pipeline bubble"], terms(step_time(vpp.memory))["pipeline bubble"]
+    assert interleaved.seconds == pytest.approx(bubble.seconds / 2)
+    # TP 2 x PP 4 on the same 16 GPUs: three stages' worth of idling, and half the TP collectives' bytes per GPU
+    _, pp4 = plan_of(DENSE, f"{AM}.tensor_model_parallel_size=2", f"{AM}.pipeline_model_parallel_size=4")
+    longer = terms(step_time(pp4.memory))
+    assert longer["pipeline bubble"].seconds > 2 * bubble.seconds
+    assert longer["TP collectives"].seconds < terms(step_time(base.memory))["TP collectives"].seconds
+
+
+def test_tp_collectives_follow_the_activations_arithmetic():
+    _, result = plan_of(DENSE)
+    st = step_time(result.memory)
+    tp = terms(st)["TP collectives"]
+    # layers of a stage x micro-batches x 2 collectives per layer x passes: each 2 (TP - 1) / TP of the activations
+    layers, micro, passes = (int(x) for x in
+                             tp.note.split("(")[1].replace(" layers x ", ",").replace(" micro-batches x 2 per layer x ",
+                                                                                      ",").split(" pass")[0].split(","))
+    values = result.memory.values  # a micro-batch's tokens on a GPU: the memory side's arithmetic
+    t = MegatronTrainer(values, read_config(values), result.memory.models["actor"], CONSTANTS)
+    h = result.memory.models["actor"].hidden_size
+    expected = passes * micro * layers * 2 * 2 * (4 - 1) / 4 * 2 * t.update_tokens * h
+    assert f"{expected / 1e9:,.1f} GB per GPU" in tp.note
+    assert layers == 32 and passes == 3  # 64 layers over PP 2; full recompute runs the forward again
+
+
+def test_the_moe_plan_sends_its_tokens_to_their_experts():
+    _, result = plan_of(MOE)
+    st = step_time(result.memory)
+    a2a = terms(st)["EP all-to-all"]
+    assert a2a.seconds > 0 and "top-8 copies" in a2a.note
+    assert "3.35B params" in terms(st)["FLOPs"].note  # FLOPs from the active parameters, not the 30.5B
+
+
+def test_the_advice_on_a_megatron_plan_is_ranked_by_step_time_and_says_null_not_none():
+    _, result = plan_of(DENSE)
+    mp = result.memory
+    advice = advise(mp.values, mp.models, mp.cluster)
+    now = step_time(mp).seconds
+    assert advice.alternatives and all(a.step_seconds is not None for a in advice.alternatives)
+    faster = [a for a in advice.alternatives if a.fits]
+    assert faster and all(a.step_seconds < now for a in faster)
+    assert [a.step_seconds for a in faster] == sorted(a.step_seconds for a in faster)
+    # "no recompute" sets recompute_granularity to null, which Hydra reads as None (it reads "None" as a string,
+    # which megatron-core refuses at start)
+    words = [o for a in advice.alternatives for o in a.overrides if "recompute_granularity" in o]
+    assert words and all(o.endswith("=null") for o in words)
+
+
+def test_what_the_megatron_step_does_not_model_says_why():
+    _, result = plan_of(DENSE, "algorithm.adv_estimator=gae", "critic.model.path=Qwen/Qwen2.5-32B-Instruct",
+                        critic=True)
+    st = step_time(result.memory)
+    assert st.seconds is None and "Megatron critic is not modelled" in st.reason
+
+
+@pytest.mark.parametrize("script", [DENSE, MOE], ids=["dense-tp4-pp2", "moe-ep8"])
+def test_plan_json_gives_the_megatron_step_seconds(script):
+    proc = run_cli("plan", str(script), "--gpus", "2x8xH100-80GB", "--no-data", "--format", "json")
+    doc = json.loads(proc.stdout)
+    assert doc["step_seconds"] > 0 and doc["step_reason"] is None
+    assert "pipeline bubble" in {t["label"] for t in doc["phases_terms"]["update_actor"]}

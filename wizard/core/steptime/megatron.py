@@ -1,0 +1,186 @@
+"""The Megatron training engine's phases of a step (verl 0.9.1, ``actor.strategy=megatron``): formulas, not measured
+(megatron-core could not be carried to the lent H200: bench/real/megatron-carry.md).
+
+Per GPU, on the busiest pipeline stage (the one :mod:`wizard.core.memory.megatron` sizes):
+
+- **compute**: the FLOPs of the FSDP model (2 x active params a token in a log-prob pass, 6 in an update, 8 with full
+  recompute) at the efficiencies calibrated on FSDP runs, over all the GPUs (TP and PP split the params, DP and CP
+  the tokens), plus FSDP's measured per-token and per-sequence handling spread the same way;
+- **the pipeline bubble**: a stage idles while the pipeline fills and drains, PP - 1 micro-batch times per pass
+  (megatron/core/pipeline_parallel/schedules.py: ``forward_backward_pipelining_without_interleaving``), divided by
+  VPP with the interleaved schedule: compute x (PP - 1) / (VPP x micro-batches) (arXiv 2104.04473 §2.2);
+- **TP's collectives**: per layer and micro-batch, the activations (tokens x hidden x 2 bytes) all-reduced twice in the
+  forward (after attention, after the MLP; with sequence parallelism an all-gather and a reduce-scatter each, the
+  same bytes) and twice in the backward, 2 (TP - 1) / TP of them through each GPU's link; not overlapped
+  (verl sets no ``tp_comm_overlap``);
+- **EP's all-to-all**: per MoE layer and micro-batch the tokens' top-k copies sent to their experts and back,
+  (EP - 1) / EP of them leaving the GPU, in the forward and again in the backward;
+- **the gradient sync**: once per optimizer step (megatron's DDP accumulates the micro-batches' gradients in its
+  buffer; ``overlap_grad_reduce`` is off by megatron-bridge's default), the fp32 gradients reduce-scattered over
+  the DP x CP ranks (routed experts' over the expert-data-parallel ranks) and the bf16 params all-gathered after the
+  step (the distributed optimizer), or all-reduced without it;
+- **the optimizer step**: the GPU's states read and written at memory bandwidth; the offloads over the host link;
+- **the weight sync**: megatron-bridge exports each weight gathered over TP and sent to every pipeline stage
+  (``get_per_tensor_param``, transformer_impl.py:1033-1063), then the engine takes them at the measured rate.
+Pure.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Mapping
+
+from wizard.core.hardware.cluster import Cluster
+from wizard.core.memory.megatron import MegatronTrainer
+from wizard.core.memory.megatron_layout import MegatronConfig
+from wizard.core.memory.terms import CONSTANTS
+from wizard.core.models.facts import ModelFacts
+from wizard.core.steptime import comm
+from wizard.core.steptime.terms import Calibration, Gpu, PhaseTime, TimeTerm, flops_params
+
+ASSUMPTION = ("the Megatron engine's phases from megatron-core's schedules and collectives (the pipeline bubble, TP's "
+              "and EP's collectives, the distributed optimizer's gradient sync) at FSDP's calibrated efficiencies: "
+              "not measured (megatron-core could not be carried to the lent H200); TP and EP collectives taken as "
+              "not overlapped, CP's K/V exchange as hidden behind attention")
+
+
+def _links(cluster: Cluster | None, m: MegatronConfig, c: Calibration) -> dict[str, comm.Link | None]:
+    """Each group's ring: megatron-core orders ranks tp-cp-ep-dp-pp, so a TP group is TP consecutive GPUs, an EP
+    group spans TP x CP x EP of them, a data-parallel group TP x CP x DP (one stage), and the pipeline all of them."""
+    return {"tp": comm.ring_link(cluster, m.tp, c.host_link_gbs),
+            "ep": comm.ring_link(cluster, m.tp * m.cp * m.ep, c.host_link_gbs) if m.ep > 1 else None,
+            "dp": comm.ring_link(cluster, m.world // m.pp, c.host_link_gbs) if m.dp_cp > 1 else None,
+            "pp": comm.ring_link(cluster, m.world, c.host_link_gbs) if m.pp > 1 else None}
+
+
+def _over(nbytes: float, link: comm.Link | None) -> float:
+    return nbytes / (link.gbs * 1e9) if link is not None and nbytes > 0 else 0.0
+
+
+class MegatronStep:
+    """The trainer's phases of one step under Megatron on the busiest stage's GPUs."""
+
+    def __init__(self, values: Mapping, cfg, actor: ModelFacts, cluster: Cluster | None, gpu: Gpu, c: Calibration,
+                 *, seqs: int, mean_seq: int):
+        self.t = MegatronTrainer(values, cfg, actor, CONSTANTS)
+        self.m, self.f, self.cfg, self.gpu, self.c = self.t.m, actor, cfg, gpu, c
+        self.seqs, self.mean_seq = seqs, mean_seq
+        self.tokens = seqs * mean_seq
+        self.per_gpu = self.tokens / max(1, self.m.world)
+        self.links = _links(cluster, self.m, c)
+        self.s = self.t.s
+
+    @property
+    def unmodelled(self) -> str | None:
+        return self.t.unmodelled
+
+    # -- pieces shared by the passes ----------------------------------------------------------
+
+    def _micro_batches(self, tokens_per_micro: int) -> int:
+        """Micro-batches one data-parallel rank runs in a pass over the whole batch."""
+        per_rank = self.tokens / max(1, self.m.dp) / max(1, self.m.cp)
+        return max(1, math.ceil(per_rank / max(1, tokens_per_micro)))
+
+    def _bubble(self, compute: float, micro: int) -> TimeTerm:
+        m = self.m
+        v = m.vpp or 1
+        idle = compute * (m.pp - 1) / (v * micro) if m.pp > 1 else 0.0
+        return TimeTerm("pipeline bubble", idle, f"PP {m.pp}" + (f" x VPP {v}" if v > 1 else "") + f": (PP - 1) / "
+                        f"({'VPP x ' if v > 1 else ''}{micro} micro-batches) of the compute" if m.pp > 1 else "PP 1")
+
+    def _activation_collectives(self, tokens_per_micro: int, micro: int, passes: int) -> list[TimeTerm]:
+        """TP's (and EP's) collectives of ``micro`` micro-batches, ``passes`` times (1 forward, 2 with its backward,
+        3 with full recompute)."""
+        m, f, out = self.m, self.f, []
+        size = 2 * tokens_per_micro * f.hidden_size  # one micro-batch's bf16 activations on a GPU of a CP group
+        if m.tp > 1:
+            nbytes = passes * micro * self.s.layers * 2 * comm.allreduce_bytes(size, m.tp)
+            out.append(TimeTerm("TP collectives", _over(nbytes, self.links["tp"]),
+                                f"{nbytes / 1e9:,.1f} GB per GPU over {self.links['tp'].how} at "
+                                f"{self.links['tp'].gbs:.0f} GB/s ({self.s.layers} layers x {micro} micro-batches x 2 "
+                                f"per layer x {passes} pass(es)); from link bandwidth, not measured"))
+        if m.ep > 1 and self.s.moe_layers and f.num_experts_per_tok:
+            sent = size * f.num_experts_per_tok * (m.ep - 1) / m.ep
+            nbytes = passes * micro * self.s.moe_layers * 2 * sent  # dispatch and combine
+            link = self.links["ep"]
+            out.append(TimeTerm("EP all-to-all", _over(nbytes, link),
+                                f"{nbytes / 1e9:,.1f} GB per GPU over {link.how} at {link.gbs:.0f} GB/s (top-"
+                                f"{f.num_experts_per_tok} copies of each token to its experts and back); from link "
+                                "bandwidth, not measured"))
+        return out
+
+    # -- the phases ---------------------------------------------------------------------------
+
+    def forward(self, name: str, title: str, tokens_per_micro: int, offload: bool) -> PhaseTime:
+        c, flops = self.c, self.gpu.tflops * 1e12
+        micro = self._micro_batches(tokens_per_micro)
+        compute = 2 * flops_params(self.f) * self.per_gpu / (flops * c.fwd_efficiency)
+        terms = [TimeTerm("FLOPs", compute, f"2 x {flops_params(self.f) / 1e9:.2f}B params x {self.per_gpu:,.0f} "
+                                            f"tokens per GPU at {c.fwd_efficiency:.0%} of {flops / 1e12:g} TFLOP/s"),
+                 TimeTerm("per token", self.per_gpu * c.fwd_s_per_token,
+                          f"{self.per_gpu:,.0f} tokens x {c.fwd_s_per_token * 1e6:.0f} us (as measured with FSDP)"),
+                 self._bubble(compute, micro), *self._activation_collectives(tokens_per_micro, micro, 1)]
+        if offload:
+            terms.append(TimeTerm("params from the host", self.t.st.params / (c.host_link_gbs * 1e9),
+                                  f"{self.t.st.params / 1e9:.1f} GB at {c.host_link_gbs:g} GB/s"))
+        return PhaseTime(name, title, tuple(terms))
+
+    def update(self, steps: int, epochs: int) -> PhaseTime:
+        m, c, flops, st, s = self.m, self.c, self.gpu.tflops * 1e12, self.t.st, self.s
+        full = m.recompute == "full"
+        k = 6 + (2 if full else 0)
+        tokens = epochs * self.per_gpu
+        compute = k * flops_params(self.f) * tokens / (flops * c.train_efficiency)
+        micro = self.t.micro_batches  # per mini-batch and data-parallel rank
+        terms = [TimeTerm("FLOPs", compute, f"{k} x {flops_params(self.f) / 1e9:.2f}B params x {tokens:,.0f} tokens "
+                          f"per GPU at {c.train_efficiency:.0%} of {flops / 1e12:g} TFLOP/s"
+                          + (" (full recompute runs the forward again)" if full else "")),
+                 TimeTerm("per token", tokens * c.train_s_per_token,
+                          f"{tokens:,.0f} x {c.train_s_per_token * 1e6:.0f} us (as measured with FSDP)"),
+                 TimeTerm("per sequence", epochs * self.seqs / m.world * c.train_s_per_sequence,
+                          f"{epochs * self.seqs / m.world:,.0f} x {c.train_s_per_sequence * 1e3:.0f} ms (as measured "
+                          "with FSDP)"),
+                 self._bubble(compute, micro),
+                 *self._activation_collectives(self.t.update_tokens, micro * steps, 3 if full else 2)]
+        # the gradient sync, once per optimizer step: reduce-scatter (+ the params' all-gather) or all-reduce
+        grad = 4 if m.grads_fp32 else 2
+        dense, expert = s.dense * grad, s.expert * grad
+        if m.dist_opt:
+            sync = comm.ring_bytes(dense, m.dp_cp) + comm.ring_bytes(expert, m.expert_dp) + comm.ring_bytes(
+                2 * s.dense, m.dp_cp) + comm.ring_bytes(2 * s.expert, m.expert_dp)
+        else:
+            sync = comm.allreduce_bytes(dense, m.dp_cp) + comm.allreduce_bytes(expert, m.expert_dp)
+        if sync > 0 and self.links["dp"] is not None:
+            link = self.links["dp"]
+            terms.append(TimeTerm("gradient sync", steps * _over(sync, link),
+                                  f"{steps} step(s) x {sync / 1e9:,.1f} GB per GPU over {link.how} at {link.gbs:.0f} "
+                                  f"GB/s ({'reduce-scatter + the params all-gathered' if m.dist_opt else 'all-reduce'}"
+                                  f" over {m.dp_cp} DP x CP ranks); from link bandwidth, not measured"))
+        states = st.params + st.grads + st.main + st.adam
+        terms.append(TimeTerm("optimizer step", steps * 2 * states / (self.gpu.bandwidth_gbs * 1e9 *
+                                                                       c.bandwidth_efficiency),
+                              f"{steps} step(s) x {states / 1e9:.1f} GB of params, gradients and states read and "
+                              "written"))
+        if m.param_offload:
+            terms.append(TimeTerm("params over the host link", 2 * (st.params + st.grads) / (c.host_link_gbs * 1e9),
+                                  "in and out once per update (param_offload frees the gradient buffer too)"))
+        if m.optimizer_offload:
+            terms.append(TimeTerm("optimizer states over the host link", 2 * (st.main + st.adam) /
+                                  (c.host_link_gbs * 1e9), "in and out once per update"))
+        return PhaseTime("update_actor", "actor update", tuple(terms))
+
+    def weight_sync(self) -> PhaseTime:
+        m, c, f = self.m, self.c, self.f
+        whole = 2 * f.param_count
+        terms = [TimeTerm("fixed", c.sync_fixed_s, "measured with FSDP"),
+                 TimeTerm("weights into the engine", whole / (c.sync_gbs * 1e9),
+                          f"{whole / 1e9:.1f} GB at {c.sync_gbs:g} GB/s")]
+        if m.tp > 1 and self.links["tp"] is not None:
+            nbytes = comm.ring_bytes(whole / m.pp, m.tp)
+            terms.append(TimeTerm("gathered over TP", _over(nbytes, self.links["tp"]),
+                                  f"{nbytes / 1e9:.1f} GB per GPU over {self.links['tp'].how}; from link bandwidth"))
+        if m.pp > 1 and self.links["pp"] is not None:
+            nbytes = whole * (m.pp - 1) / m.pp
+            terms.append(TimeTerm("sent to every stage", _over(nbytes, self.links["pp"]),
+                                  f"{nbytes / 1e9:.1f} GB per GPU over {self.links['pp'].how}; from link bandwidth"))
+        return PhaseTime("update_weights", "weight sync", tuple(terms))
