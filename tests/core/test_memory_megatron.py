@@ -315,3 +315,10 @@ def test_a_megatron_tp_of_0_is_an_error_of_its_own_not_a_failed_rule():
     _, result = plan_of(DENSE, f"{AM}.tensor_model_parallel_size=0")
     rules = [f.rule for f in result.findings]
     assert "batch.megatron_parallel" in rules and "internal.rule_failed" not in rules
+
+
+def test_recompute_granularity_none_is_refused_by_megatron_core_at_start():
+    _, result = plan_of(DENSE, f"{AM}.override_transformer_config.recompute_granularity=None")
+    [f] = [f for f in result.findings if f.rule == "types.none_string"]
+    assert f.severity.value == "error" and f.stage.value == "startup" and '"full" or "selective"' in f.message
+    assert f.fix_overrides == [f"{AM}.override_transformer_config.recompute_granularity=null"]

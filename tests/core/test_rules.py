@@ -63,6 +63,14 @@ def test_not_a_number(check):
     assert f.stage is Stage.PREFLIGHT and "'abc'" in f.message and "int" in f.message
 
 
+def test_none_on_the_command_line_is_a_string_to_hydra(check):
+    f = one(check(GOOD + ["actor_rollout_ref.model.lora.target_modules=None"]), "types.none_string")
+    assert f.severity is Severity.WARNING and "the string 'None'" in f.message
+    assert f.fix_overrides == ["actor_rollout_ref.model.lora.target_modules=null"]
+    assert not [x for x in check(GOOD + ["actor_rollout_ref.model.lora.target_modules=null"]).findings
+                if x.rule == "types.none_string"]
+
+
 def test_unset_rollout_engine_fails_at_startup(check):
     f = one(check([g for g in GOOD if "rollout.name" not in g]), "rollout.name")
     assert f.stage is Stage.STARTUP and f.fix_overrides == ["actor_rollout_ref.rollout.name=vllm"]

@@ -85,3 +85,33 @@ def value_types(ctx: RuleContext):
             + (" in its pre-flight arithmetic" if strict else ""),
             f"Give a plain {kind}, e.g. {key}={example}" + (" (no quotes)" if isinstance(value, str) else ""), stage=_stage(ctx, key),
         )
+
+
+# megatron-core's TransformerConfig.__post_init__ refuses any other word for these (transformer_config.py: "When
+# using recompute_granularity: ... must be \"full\" or \"selective\"", "recompute_method ... must be \"block\" or
+# \"uniform\""), when verl's Megatron worker builds the model
+_MEGATRON_WORDS = {"recompute_granularity": ("full", "selective"), "recompute_method": ("uniform", "block")}
+
+
+@rule("types.none_string", None)
+def none_strings(ctx: RuleContext):
+    """``key=None`` on the command line: Hydra's override grammar reads it as the string "None", not null."""
+    for key in sorted(ctx.set_keys):
+        value = ctx.get(key)
+        if not isinstance(value, str) or value.strip() not in ("None", "none"):
+            continue
+        info = ctx.variant.keys.get(key)
+        if info is not None and expected_type(info) in ("int", "float", "bool"):
+            continue  # types.value says it is not a number or flag
+        leaf = key.rsplit(".", 1)[-1]
+        if ".megatron.override_transformer_config." in key and leaf in _MEGATRON_WORDS:
+            words = " or ".join(f'"{w}"' for w in _MEGATRON_WORDS[leaf])
+            yield finding(Severity.ERROR, [key],
+                          f"{key}={value} is the string {value!r} to Hydra, not null: megatron-core refuses it when "
+                          f"verl's Megatron worker builds the model ({leaf} must be {words}, or null for none)",
+                          f"Write {key}=null", [f"{key}=null"], stage=Stage.STARTUP)
+        else:
+            yield finding(Severity.WARNING, [key],
+                          f"{key}={value} is the string {value!r} to Hydra, not null (unset): verl and what it hands "
+                          "the value to see a name",
+                          f"Write {key}=null if you meant unset", [f"{key}=null"], stage=Stage.ADVICE)
