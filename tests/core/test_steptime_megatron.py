@@ -67,6 +67,11 @@ def test_the_moe_plan_sends_its_tokens_to_their_experts():
     st = step_time(result.memory)
     a2a = terms(st)["EP all-to-all"]
     assert a2a.seconds > 0 and "top-8 copies" in a2a.note
+    # ETP 1: EP 8 is eight neighbouring GPUs, one node's NVLink; EP 16 sends half its copies over the network
+    assert "between nodes" not in a2a.note and "NVLink" in a2a.note
+    _, ep16 = plan_of(MOE, f"{AM}.expert_model_parallel_size=16")
+    wide = terms(step_time(ep16.memory))["EP all-to-all"]
+    assert "between nodes" in wide.note and wide.seconds > 5 * a2a.seconds
     assert "3.35B params" in terms(st)["FLOPs"].note  # FLOPs from the active parameters, not the 30.5B
 
 

@@ -63,6 +63,17 @@ def ring_link(cluster: Cluster | None, shards: int, host_link_gbs: float) -> Lin
     return Link(gbs * RING_EFFICIENCY, how)
 
 
+def node_gpus(cluster: Cluster | None) -> int:
+    """GPUs per node (the first alive node's with GPUs); 0 where the cluster does not say."""
+    node = next((n for n in cluster.nodes if n.alive and (n.gpu_count or n.gpus)), None) if cluster else None
+    return (node.gpu_count or len(node.gpus)) if node is not None else 0
+
+
+def network_link() -> Link:
+    """Between nodes: the assumed rate per GPU, at the ring's efficiency."""
+    return Link(NETWORK_GBS * RING_EFFICIENCY, f"{NETWORK_GBS:g} GB/s per GPU between nodes (assumed)")
+
+
 def ring_bytes(tensor_bytes: float, shards: int) -> float:
     """What one GPU sends (and receives) in a ring all-gather or reduce-scatter of a tensor of ``tensor_bytes``."""
     return tensor_bytes * (shards - 1) / shards if shards > 1 else 0.0

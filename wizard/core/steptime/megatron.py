@@ -45,10 +45,11 @@ ASSUMPTION = ("the Megatron engine's phases from megatron-core's schedules and c
 
 
 def _links(cluster: Cluster | None, m: MegatronConfig, c: Calibration) -> dict[str, comm.Link | None]:
-    """Each group's ring: megatron-core orders ranks tp-cp-ep-dp-pp, so a TP group is TP consecutive GPUs, an EP
-    group spans TP x CP x EP of them, a data-parallel group TP x CP x DP (one stage), and the pipeline all of them."""
+    """Each group's ring: megatron-core orders ranks tp-cp-ep-dp-pp, so a TP group is TP consecutive GPUs, a
+    data-parallel group spans TP x CP x DP of them (one stage) and the pipeline all of them; the MoE layers' ranks are
+    generated again with ETP for TP (parallel_state.py: expert_decoder_rank_generator), so an EP group spans ETP x EP."""
     return {"tp": comm.ring_link(cluster, m.tp, c.host_link_gbs),
-            "ep": comm.ring_link(cluster, m.tp * m.cp * m.ep, c.host_link_gbs) if m.ep > 1 else None,
+            "ep": comm.ring_link(cluster, m.etp * m.ep, c.host_link_gbs) if m.ep > 1 else None,
             "dp": comm.ring_link(cluster, m.world // m.pp, c.host_link_gbs) if m.dp_cp > 1 else None,
             "pp": comm.ring_link(cluster, m.world, c.host_link_gbs) if m.pp > 1 else None}
 
@@ -67,7 +68,7 @@ class MegatronStep:
         self.seqs, self.mean_seq = seqs, mean_seq
         self.tokens = seqs * mean_seq
         self.per_gpu = self.tokens / max(1, self.m.world)
-        self.links = _links(cluster, self.m, c)
+        self.links, self.cluster, self.node_gpus = _links(cluster, self.m, c), cluster, comm.node_gpus(cluster)
         self.s = self.t.s
 
     @property
@@ -100,14 +101,26 @@ class MegatronStep:
                                 f"{self.links['tp'].gbs:.0f} GB/s ({self.s.layers} layers x {micro} micro-batches x 2 "
                                 f"per layer x {passes} pass(es)); from link bandwidth, not measured"))
         if m.ep > 1 and self.s.moe_layers and f.num_experts_per_tok:
-            sent = size * f.num_experts_per_tok * (m.ep - 1) / m.ep
-            nbytes = passes * micro * self.s.moe_layers * 2 * sent  # dispatch and combine
-            link = self.links["ep"]
-            out.append(TimeTerm("EP all-to-all", _over(nbytes, link),
-                                f"{nbytes / 1e9:,.1f} GB per GPU over {link.how} at {link.gbs:.0f} GB/s (top-"
-                                f"{f.num_experts_per_tok} copies of each token to its experts and back); from link "
-                                "bandwidth, not measured"))
+            # with sequence parallelism each GPU of a TP group dispatches its 1/TP of the micro-batch's tokens
+            mine = size / m.tp if m.sp and m.tp > 1 else size
+            out.append(self._all_to_all(passes * micro * self.s.moe_layers * 2 * mine * f.num_experts_per_tok))
         return out
+
+    def _all_to_all(self, copies: float) -> TimeTerm:
+        """EP's dispatch and combine: of a GPU's ``copies`` bytes (each token's top-k copies, there and back), those for
+        the EP ranks on its node go over its node's links, those for ranks on other nodes over the network, at the same
+        time (an all-to-all sends to each peer directly, not round a ring). EP ranks are ETP GPUs apart."""
+        m, link = self.m, self.links["ep"]
+        per_node = self.node_gpus or m.world
+        near = max(1, min(m.ep, per_node // max(1, m.etp)))  # EP ranks on a GPU's own node, itself included
+        local, remote = copies * (near - 1) / m.ep, copies * (m.ep - near) / m.ep
+        intra = comm.ring_link(self.cluster, min(per_node, m.etp * near), self.c.host_link_gbs) or link
+        parts = [(local, intra)] + ([(remote, comm.network_link())] if remote > 0 else [])
+        seconds = max(_over(b, ln) for b, ln in parts)
+        note = " and ".join(f"{b / 1e9:,.1f} GB per GPU over {ln.how.split(' within')[0]} at {ln.gbs:.0f} GB/s"
+                            for b, ln in parts if b > 0)
+        return TimeTerm("EP all-to-all", seconds, f"{note}, at once (top-{self.f.num_experts_per_tok} copies of each "
+                                                  "token to its experts and back); from link bandwidth, not measured")
 
     # -- the phases ---------------------------------------------------------------------------
 
