@@ -322,3 +322,9 @@ def test_recompute_granularity_none_is_refused_by_megatron_core_at_start():
     [f] = [f for f in result.findings if f.rule == "types.none_string"]
     assert f.severity.value == "error" and f.stage.value == "startup" and '"full" or "selective"' in f.message
     assert f.fix_overrides == [f"{AM}.override_transformer_config.recompute_granularity=null"]
+    # recompute_method is read only with a granularity: under full recompute "None" is refused, without it ignored
+    _, full = plan_of(DENSE, f"{AM}.override_transformer_config.recompute_method=None")
+    assert [f.severity.value for f in full.findings if f.rule == "types.none_string"] == ["error"]
+    _, off = plan_of(DENSE, f"{AM}.override_transformer_config.recompute_granularity=null",
+                     f"{AM}.override_transformer_config.recompute_method=None")
+    assert [f.severity.value for f in off.findings if f.rule == "types.none_string"] == ["warning"]

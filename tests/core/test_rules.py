@@ -67,8 +67,9 @@ def test_none_on_the_command_line_is_a_string_to_hydra(check):
     f = one(check(GOOD + ["actor_rollout_ref.model.lora.target_modules=None"]), "types.none_string")
     assert f.severity is Severity.WARNING and "the string 'None'" in f.message
     assert f.fix_overrides == ["actor_rollout_ref.model.lora.target_modules=null"]
-    assert not [x for x in check(GOOD + ["actor_rollout_ref.model.lora.target_modules=null"]).findings
-                if x.rule == "types.none_string"]
+    quiet = GOOD + ["actor_rollout_ref.model.lora.target_modules=null",
+                    "global_profiler.global_tool_config.nsys.worker_nsight_options.kill=none"]  # a word it takes
+    assert not [x for x in check(quiet).findings if x.rule == "types.none_string"]
 
 
 def test_unset_rollout_engine_fails_at_startup(check):

@@ -12,6 +12,7 @@ from wizard.core.advice.search import advise
 from wizard.core.memory.config import read_config
 from wizard.core.memory.megatron import MegatronTrainer
 from wizard.core.memory.terms import CONSTANTS
+from wizard.core.steptime import RESPONSE_TOKENS, predict_step
 from wizard.core.steptime.megatron import ASSUMPTION
 from wizard.usecases.advising import step_time
 
@@ -48,18 +49,33 @@ def test_virtual_stages_shrink_the_bubble_and_a_longer_pipeline_grows_it():
 
 def test_tp_collectives_follow_the_activations_arithmetic():
     _, result = plan_of(DENSE)
+    values, actor = result.memory.values, result.memory.models["actor"]
     st = step_time(result.memory)
     tp = terms(st)["TP collectives"]
-    # layers of a stage x micro-batches x 2 collectives per layer x passes: each 2 (TP - 1) / TP of the activations
-    layers, micro, passes = (int(x) for x in
-                             tp.note.split("(")[1].replace(" layers x ", ",").replace(" micro-batches x 2 per layer x ",
-                                                                                      ",").split(" pass")[0].split(","))
-    values = result.memory.values  # a micro-batch's tokens on a GPU: the memory side's arithmetic
-    t = MegatronTrainer(values, read_config(values), result.memory.models["actor"], CONSTANTS)
-    h = result.memory.models["actor"].hidden_size
-    expected = passes * micro * layers * 2 * 2 * (4 - 1) / 4 * 2 * t.update_tokens * h
+    # a stage's 32 layers (64 over PP 2) x 2 collectives each (after attention, after the MLP); the update passes the
+    # forward, the backward (1.5: sequence parallelism gathers each input again) and full recompute's second forward
+    assert "(64 collectives of a stage's 32 layers x " in tp.note and "x 3.5 pass(es)" in tp.note
+    micro = int(tp.note.split("32 layers x ")[1].split(" micro")[0])
+    t = MegatronTrainer(values, read_config(values), actor, CONSTANTS)  # a micro-batch's tokens on a GPU
+    expected = 3.5 * micro * 64 * 2 * (4 - 1) / 4 * 2 * t.update_tokens * actor.hidden_size
     assert f"{expected / 1e9:,.1f} GB per GPU" in tp.note
-    assert layers == 32 and passes == 3  # 64 layers over PP 2; full recompute runs the forward again
+    # the micro-batches follow the step's mean length: shorter responses, fewer micro-batches, fewer collectives
+    mp = result.memory
+    short = predict_step({**values, RESPONSE_TOKENS: 256}, mp.models, mp.cluster, mp.report)
+    assert terms(short)["TP collectives"].seconds < tp.seconds / 2
+
+
+def test_the_gradient_sync_runs_once_per_optimizer_step():
+    _, result = plan_of(DENSE)
+    sync = terms(step_time(result.memory))["gradient sync"]
+    # DP 2 over 16 GPUs at TP 4 x PP 2: the stage's params' fp32 gradients reduce-scattered, bf16 params gathered
+    t = MegatronTrainer(result.memory.values, read_config(result.memory.values), result.memory.models["actor"],
+                        CONSTANTS)
+    per_step = (4 + 2) * t.s.dense / 2
+    assert sync.note.startswith("4 step(s) x ") and f"{per_step / 1e9:,.1f} GB per GPU" in sync.note
+    # 256 prompts in mini-batches of 64: 4 optimizer steps; of 16: 16 steps, four times the syncs
+    _, more = plan_of(DENSE, "actor_rollout_ref.actor.ppo_mini_batch_size=16")
+    assert terms(step_time(more.memory))["gradient sync"].seconds == pytest.approx(4 * sync.seconds)
 
 
 def test_the_moe_plan_sends_its_tokens_to_their_experts():
@@ -72,6 +88,14 @@ def test_the_moe_plan_sends_its_tokens_to_their_experts():
     _, ep16 = plan_of(MOE, f"{AM}.expert_model_parallel_size=16")
     wide = terms(step_time(ep16.memory))["EP all-to-all"]
     assert "between nodes" in wide.note and wide.seconds > 5 * a2a.seconds
+    # routed experts' gradients sync over the expert-data-parallel ranks even where DP x CP is 1 (TP 8, EP 4, ETP 1)
+    _, tp8 = plan_of(MOE, f"{AM}.tensor_model_parallel_size=8", f"{AM}.expert_model_parallel_size=4",
+                     "trainer.nnodes=1")
+    assert "gradient sync (routed experts)" in terms(step_time(tp8.memory))
+    # ETP 2: EP ranks two GPUs apart (EP 8 spans both nodes), and the routed copies gathered over ETP
+    _, etp2 = plan_of(MOE, f"{AM}.expert_tensor_parallel_size=2")
+    spread = terms(step_time(etp2.memory))
+    assert "between nodes" in spread["EP all-to-all"].note and spread["ETP collectives"].seconds > 0
     assert "3.35B params" in terms(st)["FLOPs"].note  # FLOPs from the active parameters, not the 30.5B
 
 

@@ -10,7 +10,7 @@ from wizard.core.memory.estimate import MemoryReport
 from wizard.core.memory.sglang import sglang_gpu_defaults, sglang_max_running
 from wizard.core.models.facts import ModelFacts
 from wizard.core.steptime import comm
-from wizard.core.steptime.terms import Calibration, Gpu, PhaseTime, TimeTerm, flops_params
+from wizard.core.steptime.terms import Calibration, Gpu, PhaseTime, TimeTerm, flops_params, routed_expert_params
 
 def generation(cfg, actor: ModelFacts, report: MemoryReport | None, seqs: int, lp: int, lr: int, gpu: Gpu,
                 c: Calibration, tp_link: comm.Link | None = None) -> PhaseTime:
@@ -27,8 +27,7 @@ def generation(cfg, actor: ModelFacts, report: MemoryReport | None, seqs: int, l
         # vLLM captures decode graphs up to min(2 x max_num_seqs, 512, max_num_batched_tokens) unless
         # cudagraph_capture_sizes lists them (config/vllm.py: _set_cudagraph_sizes); a larger batch runs without
         # (cudagraph_dispatcher: CUDAGraphMode.NONE above the largest size)
-        sizes = [n for n in eng.capture_sizes if isinstance(n, int)] if isinstance(eng.capture_sizes, list) else []
-        largest = max(sizes) if sizes else min(2 * eng.max_num_seqs, 512, eng.max_num_batched_tokens)
+        largest = vllm_largest_graph(eng.capture_sizes, eng.max_num_seqs, eng.max_num_batched_tokens)
         if concurrent > largest:
             graphs, why_eager = False, f"without CUDA graphs: {concurrent} sequences at once > vLLM's largest " \
                                        f"captured batch {largest}"
@@ -76,7 +75,20 @@ def decode_weight_bytes(f: ModelFacts, batch: int) -> float:
     ``batch`` tokens pick (each token top-k of E, chosen as if uniformly: 1 - (1 - k/E)^batch of them)."""
     if not (f.num_experts and f.num_experts_per_tok):
         return 2 * f.param_count
-    experts = 2 * f.num_experts * 3 * f.hidden_size * (f.moe_intermediate_size or f.intermediate_size) * (
-        f.num_layers - f.num_dense_layers)
+    experts = 2 * routed_expert_params(f)
     hit = 1 - (1 - f.num_experts_per_tok / f.num_experts) ** max(1, batch)
     return 2 * f.param_count - experts * (1 - hit)
+
+
+def vllm_largest_graph(capture_sizes: object, max_num_seqs: int, max_num_batched_tokens: int) -> int:
+    """The largest decode batch vLLM captures a CUDA graph for (config/vllm.py: _set_cudagraph_sizes): the listed
+    cudagraph_capture_sizes up to max_num_batched_tokens, else its own list (1, 2, 4, multiples of 8 to 256, then of
+    16) up to min(2 x max_num_seqs, 512, max_num_batched_tokens)."""
+    limit = max(1, max_num_batched_tokens)
+    listed = [n for n in capture_sizes if isinstance(n, int) and not isinstance(n, bool) and 0 < n <= limit] \
+        if isinstance(capture_sizes, list) else []
+    if listed:
+        return max(listed)
+    top = min(2 * max_num_seqs, 512, limit)
+    sizes = [n for n in [1, 2, 4, *range(8, 256, 8), *range(256, top + 1, 16)] if n <= top]
+    return max(sizes) if sizes else 1

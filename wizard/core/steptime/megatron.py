@@ -9,19 +9,26 @@ Per GPU, on the busiest pipeline stage (the one :mod:`wizard.core.memory.megatro
 - **the pipeline bubble**: a stage idles while the pipeline fills and drains, PP - 1 micro-batch times per pass
   (megatron/core/pipeline_parallel/schedules.py: ``forward_backward_pipelining_without_interleaving``), divided by
   VPP with the interleaved schedule: compute x (PP - 1) / (VPP x micro-batches) (arXiv 2104.04473 §2.2);
-- **TP's collectives**: per layer and micro-batch, the activations (tokens x hidden x 2 bytes) all-reduced twice in the
-  forward (after attention, after the MLP; with sequence parallelism an all-gather and a reduce-scatter each, the
-  same bytes) and twice in the backward, 2 (TP - 1) / TP of them through each GPU's link; not overlapped
-  (verl sets no ``tp_comm_overlap``);
-- **EP's all-to-all**: per MoE layer and micro-batch the tokens' top-k copies sent to their experts and back,
-  (EP - 1) / EP of them leaving the GPU, in the forward and again in the backward;
+- **TP's collectives**: per layer and micro-batch, the activations (tokens x hidden x 2 bytes) all-reduced in the
+  forward after attention and after a dense MLP (with sequence parallelism an all-gather and a reduce-scatter each,
+  the same bytes), 2 (TP - 1) / TP of them through each GPU's link; the backward moves as much again, 1.5 times
+  with sequence parallelism (each linear layer all-gathers its input again for its weight gradient:
+  tensor_parallel/layers.py, ``LinearWithGradAccumulationAndAsyncCommunication.backward``); not overlapped (verl
+  sets no ``tp_comm_overlap``);
+- **an MoE layer**: no TP collective after its routed experts; the all-to-all dispatcher sends each GPU's share of the
+  tokens (1/TP with sequence parallelism) as top-k copies to their experts and back over EP, (EP - 1) / EP of them
+  leaving the GPU (those for ranks on other nodes over the network), then all-gathers them over ETP and
+  reduce-scatters them back (transformer/moe/token_dispatcher.py: ``MoEAlltoAllTokenDispatcher``);
 - **the gradient sync**: once per optimizer step (megatron's DDP accumulates the micro-batches' gradients in its
-  buffer; ``overlap_grad_reduce`` is off by megatron-bridge's default), the fp32 gradients reduce-scattered over
-  the DP x CP ranks (routed experts' over the expert-data-parallel ranks) and the bf16 params all-gathered after the
-  step (the distributed optimizer), or all-reduced without it;
-- **the optimizer step**: the GPU's states read and written at memory bandwidth; the offloads over the host link;
-- **the weight sync**: megatron-bridge exports each weight gathered over TP and sent to every pipeline stage
-  (``get_per_tensor_param``, transformer_impl.py:1033-1063), then the engine takes them at the measured rate.
+  buffer; ``overlap_grad_reduce`` is off, megatron-core's default, which verl keeps), the fp32 gradients
+  reduce-scattered over the DP x CP ranks (routed experts' over the expert-data-parallel ranks) and the bf16 params
+  all-gathered in the optimizer's step (the distributed optimizer), or all-reduced without it;
+- **the optimizer step**: the GPU's states read and written at memory bandwidth; the offloads over the host link
+  (param_offload copies the bf16 params out and back and frees the gradient buffer, which is not copied:
+  verl/utils/megatron_utils.py ``offload_megatron_model_to_cpu``);
+- **the weight sync**: megatron-bridge exports each weight gathered over TP (routed experts over ETP, then over EP)
+  and sent to every pipeline stage (``get_per_tensor_param``, transformer_impl.py:1033-1063), then the engine takes
+  them at the measured rate.
 Pure.
 """
 
@@ -36,7 +43,7 @@ from wizard.core.memory.megatron_layout import MegatronConfig
 from wizard.core.memory.terms import CONSTANTS
 from wizard.core.models.facts import ModelFacts
 from wizard.core.steptime import comm
-from wizard.core.steptime.terms import Calibration, Gpu, PhaseTime, TimeTerm, flops_params
+from wizard.core.steptime.terms import Calibration, Gpu, PhaseTime, TimeTerm, flops_params, routed_expert_params
 
 ASSUMPTION = ("the Megatron engine's phases from megatron-core's schedules and collectives (the pipeline bubble, TP's "
               "and EP's collectives, the distributed optimizer's gradient sync) at FSDP's calibrated efficiencies: "
@@ -51,11 +58,18 @@ def _links(cluster: Cluster | None, m: MegatronConfig, c: Calibration) -> dict[s
     return {"tp": comm.ring_link(cluster, m.tp, c.host_link_gbs),
             "ep": comm.ring_link(cluster, m.etp * m.ep, c.host_link_gbs) if m.ep > 1 else None,
             "dp": comm.ring_link(cluster, m.world // m.pp, c.host_link_gbs) if m.dp_cp > 1 else None,
+            # the expert-data-parallel ranks: ETP x EP apart within a stage
+            "edp": comm.ring_link(cluster, m.world // m.pp, c.host_link_gbs) if m.expert_dp > 1 else None,
+            "etp": comm.ring_link(cluster, m.etp, c.host_link_gbs) if m.etp > 1 else None,
             "pp": comm.ring_link(cluster, m.world, c.host_link_gbs) if m.pp > 1 else None}
 
 
 def _over(nbytes: float, link: comm.Link | None) -> float:
     return nbytes / (link.gbs * 1e9) if link is not None and nbytes > 0 else 0.0
+
+
+def _how(link: comm.Link | None) -> str:
+    return f"{link.how} at {link.gbs:.0f} GB/s" if link is not None else "links unknown (not timed)"
 
 
 class MegatronStep:
@@ -89,21 +103,31 @@ class MegatronStep:
         return TimeTerm("pipeline bubble", idle, f"PP {m.pp}" + (f" x VPP {v}" if v > 1 else "") + f": (PP - 1) / "
                         f"({'VPP x ' if v > 1 else ''}{micro} micro-batches) of the compute" if m.pp > 1 else "PP 1")
 
-    def _activation_collectives(self, tokens_per_micro: int, micro: int, passes: int) -> list[TimeTerm]:
-        """TP's (and EP's) collectives of ``micro`` micro-batches, ``passes`` times (1 forward, 2 with its backward,
-        3 with full recompute)."""
-        m, f, out = self.m, self.f, []
+    def _activation_collectives(self, tokens_per_micro: int, micro: int, passes: float) -> list[TimeTerm]:
+        """TP's (and an MoE layer's EP and ETP) collectives of ``micro`` micro-batches over ``passes`` forwards' worth
+        (1 for a forward-only pass; an update's backward adds 1, 1.5 with sequence parallelism; full recompute 1)."""
+        m, f, s, out = self.m, self.f, self.s, []
         size = 2 * tokens_per_micro * f.hidden_size  # one micro-batch's bf16 activations on a GPU of a CP group
-        if m.tp > 1:
-            nbytes = passes * micro * self.s.layers * 2 * comm.allreduce_bytes(size, m.tp)
+        moe = s.moe_layers if f.num_experts_per_tok else 0
+        shared = bool(f.shared_expert_intermediate_size or f.num_shared_experts)
+        per_layer = 2 * (s.layers - moe) + (2 if shared else 1) * moe  # after attention, after a dense/shared MLP
+        if m.tp > 1 and per_layer:
+            nbytes = passes * micro * per_layer * comm.allreduce_bytes(size, m.tp)
             out.append(TimeTerm("TP collectives", _over(nbytes, self.links["tp"]),
-                                f"{nbytes / 1e9:,.1f} GB per GPU over {self.links['tp'].how} at "
-                                f"{self.links['tp'].gbs:.0f} GB/s ({self.s.layers} layers x {micro} micro-batches x 2 "
-                                f"per layer x {passes} pass(es)); from link bandwidth, not measured"))
-        if m.ep > 1 and self.s.moe_layers and f.num_experts_per_tok:
+                                f"{nbytes / 1e9:,.1f} GB per GPU over {_how(self.links['tp'])} ({per_layer} "
+                                f"collectives of a stage's {s.layers} layers x {micro} micro-batches x {passes:g} "
+                                "pass(es)); from link bandwidth, not measured"))
+        if moe and (m.ep > 1 or m.etp > 1):
             # with sequence parallelism each GPU of a TP group dispatches its 1/TP of the micro-batch's tokens
-            mine = size / m.tp if m.sp and m.tp > 1 else size
-            out.append(self._all_to_all(passes * micro * self.s.moe_layers * 2 * mine * f.num_experts_per_tok))
+            copies = passes * micro * moe * 2 * f.num_experts_per_tok * (size / m.tp if m.sp and m.tp > 1 else size)
+            if m.ep > 1:
+                out.append(self._all_to_all(copies))
+            if m.etp > 1:  # the routed copies all-gathered over ETP there and reduce-scattered back
+                nbytes = copies * (m.etp - 1)
+                out.append(TimeTerm("ETP collectives", _over(nbytes, self.links["etp"]),
+                                    f"{nbytes / 1e9:,.1f} GB per GPU over {_how(self.links['etp'])} (the routed "
+                                    f"copies gathered over ETP {m.etp} and scattered back); from link bandwidth, not "
+                                    "measured"))
         return out
 
     def _all_to_all(self, copies: float) -> TimeTerm:
@@ -117,12 +141,16 @@ class MegatronStep:
         intra = comm.ring_link(self.cluster, min(per_node, m.etp * near), self.c.host_link_gbs) or link
         parts = [(local, intra)] + ([(remote, comm.network_link())] if remote > 0 else [])
         seconds = max(_over(b, ln) for b, ln in parts)
-        note = " and ".join(f"{b / 1e9:,.1f} GB per GPU over {ln.how.split(' within')[0]} at {ln.gbs:.0f} GB/s"
-                            for b, ln in parts if b > 0)
+        note = " and ".join(f"{b / 1e9:,.1f} GB per GPU over {_how(ln).replace(' within a node', '')}"
+                            for b, ln in parts if b > 0) or "nothing leaves the GPU"
         return TimeTerm("EP all-to-all", seconds, f"{note}, at once (top-{self.f.num_experts_per_tok} copies of each "
                                                   "token to its experts and back); from link bandwidth, not measured")
 
     # -- the phases ---------------------------------------------------------------------------
+
+    def _offload(self, what: str, nbytes: float, why: str) -> TimeTerm:
+        return TimeTerm(what, nbytes / (self.c.host_link_gbs * 1e9),
+                        f"{nbytes / 1e9:.1f} GB at {self.c.host_link_gbs:g} GB/s, {why}")
 
     def forward(self, name: str, title: str, tokens_per_micro: int, offload: bool) -> PhaseTime:
         c, flops = self.c, self.gpu.tflops * 1e12
@@ -133,18 +161,21 @@ class MegatronStep:
                  TimeTerm("per token", self.per_gpu * c.fwd_s_per_token,
                           f"{self.per_gpu:,.0f} tokens x {c.fwd_s_per_token * 1e6:.0f} us (as measured with FSDP)"),
                  self._bubble(compute, micro), *self._activation_collectives(tokens_per_micro, micro, 1)]
-        if offload:
-            terms.append(TimeTerm("params from the host", self.t.st.params / (c.host_link_gbs * 1e9),
-                                  f"{self.t.st.params / 1e9:.1f} GB at {c.host_link_gbs:g} GB/s"))
+        if offload:  # loaded for the call, copied back to the host after it
+            terms.append(self._offload("params from and back to the host", 2 * self.t.st.params, "in and out"))
         return PhaseTime(name, title, tuple(terms))
 
     def update(self, steps: int, epochs: int) -> PhaseTime:
-        m, c, flops, st, s = self.m, self.c, self.gpu.tflops * 1e12, self.t.st, self.s
+        """``steps``: optimizer steps over the update (mini-batches x epochs)."""
+        m, c, flops, st = self.m, self.c, self.gpu.tflops * 1e12, self.t.st
         full = m.recompute == "full"
         k = 6 + (2 if full else 0)
         tokens = epochs * self.per_gpu
         compute = k * flops_params(self.f) * tokens / (flops * c.train_efficiency)
-        micro = self.t.micro_batches  # per mini-batch and data-parallel rank
+        # micro-batches of one mini-batch on a data-parallel rank, at the step's mean length
+        micro = max(1, math.ceil(self.tokens * epochs / steps / m.dp / m.cp / max(1, self.t.update_tokens)))
+        # the backward moves as much as the forward, 1.5 times with sequence parallelism; full recompute a forward more
+        passes = 1 + (1.5 if m.sp and m.tp > 1 else 1) + (1 if full else 0)
         terms = [TimeTerm("FLOPs", compute, f"{k} x {flops_params(self.f) / 1e9:.2f}B params x {tokens:,.0f} tokens "
                           f"per GPU at {c.train_efficiency:.0%} of {flops / 1e12:g} TFLOP/s"
                           + (" (full recompute runs the forward again)" if full else "")),
@@ -154,46 +185,52 @@ class MegatronStep:
                           f"{epochs * self.seqs / m.world:,.0f} x {c.train_s_per_sequence * 1e3:.0f} ms (as measured "
                           "with FSDP)"),
                  self._bubble(compute, micro),
-                 *self._activation_collectives(self.t.update_tokens, micro * steps, 3 if full else 2)]
-        # the gradient sync, once per optimizer step: reduce-scatter (+ the params' all-gather) or all-reduce
-        grad = 4 if m.grads_fp32 else 2
-        dense, expert = s.dense * grad, s.expert * grad
-        if m.dist_opt:
-            sync = comm.ring_bytes(dense, m.dp_cp) + comm.ring_bytes(expert, m.expert_dp) + comm.ring_bytes(
-                2 * s.dense, m.dp_cp) + comm.ring_bytes(2 * s.expert, m.expert_dp)
-        else:
-            sync = comm.allreduce_bytes(dense, m.dp_cp) + comm.allreduce_bytes(expert, m.expert_dp)
-        if sync > 0 and self.links["dp"] is not None:
-            link = self.links["dp"]
-            terms.append(TimeTerm("gradient sync", steps * _over(sync, link),
-                                  f"{steps} step(s) x {sync / 1e9:,.1f} GB per GPU over {link.how} at {link.gbs:.0f} "
-                                  f"GB/s ({'reduce-scatter + the params all-gathered' if m.dist_opt else 'all-reduce'}"
-                                  f" over {m.dp_cp} DP x CP ranks); from link bandwidth, not measured"))
+                 *self._activation_collectives(self.t.update_tokens, micro * steps, passes),
+                 *self._gradient_sync(steps)]
         states = st.params + st.grads + st.main + st.adam
         terms.append(TimeTerm("optimizer step", steps * 2 * states / (self.gpu.bandwidth_gbs * 1e9 *
                                                                        c.bandwidth_efficiency),
                               f"{steps} step(s) x {states / 1e9:.1f} GB of params, gradients and states read and "
                               "written"))
-        if m.param_offload:
-            terms.append(TimeTerm("params over the host link", 2 * (st.params + st.grads) / (c.host_link_gbs * 1e9),
-                                  "in and out once per update (param_offload frees the gradient buffer too)"))
+        if m.param_offload:  # the gradient buffer is freed and re-made, not copied
+            terms.append(self._offload("params over the host link", 2 * st.params, "in and out once per update"))
         if m.optimizer_offload:
-            terms.append(TimeTerm("optimizer states over the host link", 2 * (st.main + st.adam) /
-                                  (c.host_link_gbs * 1e9), "in and out once per update"))
+            terms.append(self._offload("optimizer states over the host link", 2 * (st.main + st.adam),
+                                       "in and out once per update"))
         return PhaseTime("update_actor", "actor update", tuple(terms))
+
+    def _gradient_sync(self, steps: int) -> list[TimeTerm]:
+        """Once per optimizer step: the gradients reduce-scattered and the params all-gathered (the distributed
+        optimizer) or the gradients all-reduced; dense params over DP x CP, routed experts over expert-DP."""
+        m, s = self.m, self.s
+        grad = 4 if m.grads_fp32 else 2
+        out = []
+        for what, params, ranks, link in (("", s.dense, m.dp_cp, self.links["dp"]),
+                                          (" (routed experts)", s.expert, m.expert_dp, self.links["edp"])):
+            if ranks < 2 or params <= 0:
+                continue
+            nbytes = (comm.ring_bytes(grad * params, ranks) + comm.ring_bytes(m.param_bytes * params, ranks)
+                      if m.dist_opt else comm.allreduce_bytes(grad * params, ranks))
+            group = "DP x CP" if not what else "expert-DP"
+            out.append(TimeTerm("gradient sync" + what, steps * _over(nbytes, link),
+                                f"{steps} step(s) x {nbytes / 1e9:,.1f} GB per GPU over {_how(link)} ("
+                                + ("reduce-scatter + the params all-gathered" if m.dist_opt else "all-reduce")
+                                + f" over {ranks} {group} ranks); from link bandwidth, not measured"))
+        return out
 
     def weight_sync(self) -> PhaseTime:
         m, c, f = self.m, self.c, self.f
         whole = 2 * f.param_count
+        experts = 2 * routed_expert_params(f)
         terms = [TimeTerm("fixed", c.sync_fixed_s, "measured with FSDP"),
                  TimeTerm("weights into the engine", whole / (c.sync_gbs * 1e9),
                           f"{whole / 1e9:.1f} GB at {c.sync_gbs:g} GB/s")]
-        if m.tp > 1 and self.links["tp"] is not None:
-            nbytes = comm.ring_bytes(whole / m.pp, m.tp)
-            terms.append(TimeTerm("gathered over TP", _over(nbytes, self.links["tp"]),
-                                  f"{nbytes / 1e9:.1f} GB per GPU over {self.links['tp'].how}; from link bandwidth"))
-        if m.pp > 1 and self.links["pp"] is not None:
-            nbytes = whole * (m.pp - 1) / m.pp
-            terms.append(TimeTerm("sent to every stage", _over(nbytes, self.links["pp"]),
-                                  f"{nbytes / 1e9:.1f} GB per GPU over {self.links['pp'].how}; from link bandwidth"))
+        gathers = (("gathered over TP", comm.ring_bytes((whole - experts) / m.pp, m.tp), self.links["tp"]),
+                   ("experts gathered over ETP", comm.ring_bytes(experts / m.pp / m.ep, m.etp), self.links["etp"]),
+                   ("experts gathered over EP", comm.ring_bytes(experts / m.pp, m.ep), self.links["ep"]),
+                   ("sent to every stage", whole * (m.pp - 1) / m.pp, self.links["pp"]))
+        for label, nbytes, link in gathers:
+            if nbytes > 0:
+                terms.append(TimeTerm(label, _over(nbytes, link), f"{nbytes / 1e9:.1f} GB per GPU over {_how(link)}; "
+                                                                  "from link bandwidth"))
         return PhaseTime("update_weights", "weight sync", tuple(terms))

@@ -122,5 +122,14 @@ def int_value(values: Mapping, key: str, default: int) -> int:
 
 
 def flops_params(f: ModelFacts) -> int:
-    """The parameters a token passes through, for its FLOPs: an MoE model's active ones (its top-k experts)."""
-    return f.active_param_count if f.num_experts and f.num_experts_per_tok else f.param_count
+    """The parameters a token of text passes through, for its FLOPs: an MoE model's active ones (its top-k experts);
+    a vision tower's are left out (its work on the images is not timed, and said so)."""
+    return f.active_param_count if f.num_experts and f.num_experts_per_tok else f.param_count - (f.vision_params or 0)
+
+
+def routed_expert_params(f: ModelFacts) -> int:
+    """An MoE model's routed experts' parameters (all of them, every MoE layer); 0 for a dense model."""
+    if not (f.num_experts and f.num_experts_per_tok):
+        return 0
+    return f.num_experts * 3 * f.hidden_size * (f.moe_intermediate_size or f.intermediate_size) * (
+        f.num_layers - f.num_dense_layers)

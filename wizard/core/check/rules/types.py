@@ -93,18 +93,25 @@ def value_types(ctx: RuleContext):
 _MEGATRON_WORDS = {"recompute_granularity": ("full", "selective"), "recompute_method": ("uniform", "block")}
 
 
+def _recomputes(ctx: RuleContext, key: str) -> bool:
+    """megatron-core reads recompute_method only when recompute_granularity is set (transformer_config.py)."""
+    gran = ctx.get(key.rsplit(".", 1)[0] + ".recompute_granularity")
+    return gran in ("full", "selective")
+
+
 @rule("types.none_string", None)
 def none_strings(ctx: RuleContext):
     """``key=None`` on the command line: Hydra's override grammar reads it as the string "None", not null."""
     for key in sorted(ctx.set_keys):
         value = ctx.get(key)
-        if not isinstance(value, str) or value.strip() not in ("None", "none"):
+        if not isinstance(value, str) or value.strip() != "None":  # "none" is a word some keys take
             continue
         info = ctx.variant.keys.get(key)
         if info is not None and expected_type(info) in ("int", "float", "bool"):
             continue  # types.value says it is not a number or flag
         leaf = key.rsplit(".", 1)[-1]
-        if ".megatron.override_transformer_config." in key and leaf in _MEGATRON_WORDS:
+        if ".megatron.override_transformer_config." in key and leaf in _MEGATRON_WORDS and (
+                leaf == "recompute_granularity" or _recomputes(ctx, key)):
             words = " or ".join(f'"{w}"' for w in _MEGATRON_WORDS[leaf])
             yield finding(Severity.ERROR, [key],
                           f"{key}={value} is the string {value!r} to Hydra, not null: megatron-core refuses it when "
