@@ -127,3 +127,13 @@ def test_plan_json_gives_the_megatron_step_seconds(script):
     doc = json.loads(proc.stdout)
     assert doc["step_seconds"] > 0 and doc["step_reason"] is None
     assert "pipeline bubble" in {t["label"] for t in doc["phases_terms"]["update_actor"]}
+
+
+def test_a_cluster_whose_links_are_unknown_still_gets_a_step_time():
+    _, result = plan_of(MOE)
+    mp = result.memory
+    dead = mp.cluster.model_copy(deep=True)
+    for node in dead.nodes:
+        node.alive = False  # a Ray cluster whose nodes went away: no link can be read
+    st = predict_step(mp.values, mp.models, dead, mp.report)
+    assert st.seconds > 0 and "links unknown (not timed)" in terms(st)["TP collectives"].note
