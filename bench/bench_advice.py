@@ -15,7 +15,8 @@ import sys
 import time
 from pathlib import Path
 
-sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+ROOT = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(ROOT))
 
 QUESTIONS = [  # (question, preset, GPUs, --set words)
     ("7B GRPO on one 80 GB GPU", "grpo-1gpu-smoke", "1xH100-80GB", ["actor_rollout_ref.model.path=Qwen/Qwen2.5-7B-Instruct"]),
@@ -24,6 +25,10 @@ QUESTIONS = [  # (question, preset, GPUs, --set words)
     ("the 8-GPU preset on 8 x 24 GB", "grpo-8gpu", "8xRTX-4090-24GB", []),
     ("the 8-GPU preset on 8 x H100 (fits: faster?)", "grpo-8gpu", "8xH100-80GB", []),
     ("14B on one H200", "grpo-1gpu-smoke", "1xH200-141GB", ["actor_rollout_ref.model.path=Qwen/Qwen2.5-14B-Instruct"]),
+    ("the 8-GPU preset with SGLang on 8 x H100", "grpo-8gpu", "8xH100-80GB", ["actor_rollout_ref.rollout.name=sglang"]),
+    # a script (tests/data/megatron): Megatron's knobs, timed by its formulas
+    ("32B Megatron TP 4 PP 2 on 2 x 8 H100", "tests/data/megatron/grpo_qwen2.5-32b_tp4_pp2.sh", "2x8xH100-80GB", []),
+    ("Qwen3-30B-A3B Megatron EP 8 on 2 x 8 H100", "tests/data/megatron/grpo_qwen3-30b-a3b_ep8.sh", "2x8xH100-80GB", []),
 ]
 
 
@@ -34,13 +39,14 @@ def main(argv=None) -> int:
     from wizard.usecases.advising import plan_advice
     from wizard.usecases.assessment import assess_plan
     from wizard.usecases.hardware import machines_for, read_gpu_spec
-    from wizard.usecases.plans import preset_plan
+    from wizard.usecases.plans import open_plan, preset_plan
     import wizard.core.memory.estimate as est
 
     for question, preset, spec, sets in QUESTIONS:
         gpus = read_gpu_spec(spec)
-        memory = assess_plan(preset_plan(preset, gpus, sets), gpus=gpus, cluster=machines_for(gpus),
-                             advise=False).memory
+        plan = (open_plan(str(ROOT / preset), gpus=gpus)[0] if preset.endswith(".sh") else
+                preset_plan(preset, gpus, sets))
+        memory = assess_plan(plan, gpus=gpus, cluster=machines_for(gpus), advise=False).memory
         calls = 0
         original = est.estimate_memory
 
