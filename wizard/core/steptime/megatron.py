@@ -18,7 +18,8 @@ Per GPU, on the busiest pipeline stage (the one :mod:`wizard.core.memory.megatro
 - **an MoE layer**: no TP collective after its routed experts; the all-to-all dispatcher sends each GPU's share of the
   tokens (1/TP with sequence parallelism) as top-k copies to their experts and back over EP, (EP - 1) / EP of them
   leaving the GPU (those for ranks on other nodes over the network), then all-gathers them over ETP and
-  reduce-scatters them back (transformer/moe/token_dispatcher.py: ``MoEAlltoAllTokenDispatcher``);
+  reduce-scatters them back (transformer/moe/token_dispatcher.py: ``MoEAlltoAllTokenDispatcher``, which verl
+  selects: ``moe_token_dispatcher_type: alltoall``, workers/engine/megatron/transformer_impl.py:368);
 - **the gradient sync**: once per optimizer step (megatron's DDP accumulates the micro-batches' gradients in its
   buffer; ``overlap_grad_reduce`` is off, megatron-core's default, which verl keeps), the fp32 gradients
   reduce-scattered over the DP x CP ranks (routed experts' over the expert-data-parallel ranks) and the bf16 params
