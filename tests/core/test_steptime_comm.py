@@ -133,3 +133,17 @@ def test_over_two_nodes_fsdp_within_each_node_is_offered_and_faster():
         return {f.rule for f in result.findings if f.severity.value == "error"}
 
     assert errors(best.overrides) <= errors([])
+
+
+def test_an_offloaded_actor_brings_its_params_from_the_host_for_the_weight_sync():
+    def sync(*extra):
+        st = step_time(plan(["data.train_batch_size=16", *extra], "1xH100-80GB", Q15))
+        return {t.label: t for p in st.phases if p.name == "update_weights" for t in p.terms}
+
+    AFC = f"{A}.fsdp_config"
+    assert "params from the host" not in sync(f"{A}.strategy=fsdp2")
+    # FSDP2 moves each fp32 shard to the GPU as it sends it; FSDP1 loads the whole model and offloads it after
+    fsdp2 = sync(f"{A}.strategy=fsdp2", f"{AFC}.param_offload=True")["params from the host"]
+    assert f"{4 * P / 1e9:.1f} GB at 25 GB/s" in fsdp2.note
+    fsdp1 = sync(f"{A}.strategy=fsdp", f"{AFC}.param_offload=True")["params from the host"]
+    assert "in and out" in fsdp1.note and fsdp1.seconds == pytest.approx(2 * fsdp2.seconds)

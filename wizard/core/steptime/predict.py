@@ -129,7 +129,7 @@ def predict_step(values: Mapping, models: Mapping[str, ModelFacts], cluster: Clu
     phases.append(_collectives(PhaseTime("update_weights", "weight sync", (
         TimeTerm("fixed", c.sync_fixed_s, "measured"),
         TimeTerm("weights into the engine", sync_bytes / (c.sync_gbs * 1e9),
-                 f"{sync_bytes / 1e9:.1f} GB at {c.sync_gbs:g} GB/s"))),
+                 f"{sync_bytes / 1e9:.1f} GB at {c.sync_gbs:g} GB/s"), *_offloaded_sync(cfg, P, c))),
         comm.ring_bytes(gathered, cfg.shards), links[cfg.shards], label="FSDP gathers the weights to send"))
     if any(link is not None for link in links.values()) or cfg.shards < world:
         assumptions.append("FSDP's collectives timed from the links' bandwidth, overlapping the compute: not measured "
@@ -169,6 +169,18 @@ def _megatron(values: Mapping, cfg, actor: ModelFacts, cluster: Cluster | None, 
                ms.weight_sync()]
     return StepTime(phases=tuple(phases), assumptions=tuple(assumptions + [ASSUMPTION] + _assumptions(cfg, actor, gpu)),
                     tokens=int(seqs * mean_seq))
+
+
+def _offloaded_sync(cfg, params: int, c: Calibration) -> tuple[TimeTerm, ...]:
+    """Offloaded params reach the GPU for the sync (verl fsdp/transformer_impl.py:977-1040, get_per_tensor_param):
+    FSDP2 moves each shard as it sends it (``.to(device)``); FSDP1 and LoRA load the whole shard and offload it
+    after (load_fsdp_model_to_gpu / offload_fsdp_model_to_cpu)."""
+    if not (cfg.actor_param_offload or cfg.actor_offload_policy):
+        return ()
+    staged = (cfg.strategy == "fsdp" or bool(cfg.lora_rank)) and not cfg.actor_offload_policy
+    nbytes = (2 if staged else 1) * cfg.actor_dtype_bytes * params / cfg.shards
+    return (TimeTerm("params from the host", nbytes / (c.host_link_gbs * 1e9),
+                     f"{nbytes / 1e9:.1f} GB at {c.host_link_gbs:g} GB/s" + (", in and out" if staged else "")),)
 
 
 def _collectives(phase: PhaseTime, nbytes: float, link: comm.Link | None, label: str = "",
