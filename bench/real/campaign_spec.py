@@ -445,6 +445,9 @@ def main(argv: list[str]) -> int:
         MARGIN = float(argv[argv.index("--margin") + 1])
     spec = (side_runs() if "--side-by-side" in argv else timing_runs() if "--timing" in argv else
             advised_runs() if "--advised" in argv else sglang_runs(_kwargs(argv)) if "--sglang" in argv else runs())
+    if GPU != "H200-141GB":  # a run on another card is another record (time-...-h100), kept beside the H200's
+        tag = "-" + GPU.split("-")[0].lower()
+        spec = [{**run, "name": run["name"] + tag} for run in spec]
     if "--skip-recorded" in argv:  # a later campaign measures only what bench/data/verl_real does not hold yet
         spec = [run for run in spec if not (MODELS / run["name"]).is_dir()]
     if "--first" in argv:  # these names first, in this order (the rest keep theirs)
