@@ -86,7 +86,7 @@ def vllm_largest_graph(capture_sizes: object, max_num_seqs: int, max_num_batched
     16) up to min(2 x max_num_seqs, 512, max_num_batched_tokens)."""
     limit = max(1, max_num_batched_tokens)
     listed = [n for n in capture_sizes if isinstance(n, int) and not isinstance(n, bool) and 0 < n <= limit] \
-        if isinstance(capture_sizes, list) else []
+        if isinstance(capture_sizes, (list, tuple)) else []
     if listed:
         return max(listed)
     top = min(2 * max_num_seqs, 512, limit)
