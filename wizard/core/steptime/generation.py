@@ -12,8 +12,11 @@ from wizard.core.models.facts import ModelFacts
 from wizard.core.steptime import comm
 from wizard.core.steptime.terms import Calibration, Gpu, PhaseTime, TimeTerm, flops_params, routed_expert_params
 
+
 def generation(cfg, actor: ModelFacts, report: MemoryReport | None, seqs: int, lp: int, lr: int, gpu: Gpu,
                 c: Calibration, tp_link: comm.Link | None = None) -> PhaseTime:
+    """The rollout of ``seqs`` sequences of ``lp`` prompt and ``lr`` response tokens: rounds of decode steps while the
+    engine holds fewer sequences than a replica gets, the prompts' prefill, and verl's poll that sees them done."""
     eng = cfg.engines["rollout"]
     replicas = max(1, cfg.world // max(1, eng.tp * eng.pp))
     per_replica = math.ceil(seqs / replicas)
