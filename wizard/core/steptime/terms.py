@@ -95,6 +95,8 @@ class StepTime:
 
 @dataclass(frozen=True)
 class Gpu:
+    """What a prediction scales by: the card's dense BF16 TFLOP/s and memory bandwidth (the catalogue's)."""
+
     tflops: float
     bandwidth_gbs: float
     name: str
@@ -102,6 +104,7 @@ class Gpu:
 
 
 def trainer_gpu(cluster: Cluster | None, c: Calibration) -> tuple[Gpu | None, str | None]:
+    """The first GPU of the cluster as a :class:`Gpu`, or None with why no step time can be scaled to it."""
     if cluster is None:
         return None, "no GPUs given"
     gpus = [g for n in cluster.nodes for g in n.gpus]
@@ -117,6 +120,7 @@ def trainer_gpu(cluster: Cluster | None, c: Calibration) -> tuple[Gpu | None, st
 
 
 def int_value(values: Mapping, key: str, default: int) -> int:
+    """The key's value where it is a positive int, else ``default``."""
     v = values.get(key)
     return v if isinstance(v, int) and not isinstance(v, bool) and v > 0 else default
 
