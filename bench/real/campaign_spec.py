@@ -424,8 +424,11 @@ def sglang_runs(extra: dict | None = None) -> list[dict]:
         # the first run JIT-compiles flashinfer's kernels (nvcc, minutes); later runs find them in ~/.cache/flashinfer
         run = verl(name, args, expect_s=420 if not out else 300, timeout_s=590 if not out else 480)
         phases, terms = predicted_phases(args, size)
+        # the step time too: SGLang at vLLM's measured rates (the plan says so), checked by bench_step_time.py
+        step, by_phase = predicted_step(args, size)
         run.update(predicted_peak_gib=max(phases.values()), predicted_phases_gib=phases,
-                   predicted_sglang_terms_gib=terms, look_for=SGLANG_LINES)
+                   predicted_sglang_terms_gib=terms, look_for=SGLANG_LINES, predicted_step_s=step,
+                   predicted_phases_s=by_phase)
         out.append(run)
     return out
 
