@@ -37,9 +37,7 @@ class Link:
 def ring_link(cluster: Cluster | None, shards: int, host_link_gbs: float) -> Link | None:
     """The rate a ring of ``shards`` GPUs (the first node's with GPUs, in index order, then node by node) gets: its
     slowest hop between neighbours, as NCCL's ring goes; None for one shard or no cluster."""
-    if cluster is None or shards < 2:
-        return None
-    node = next((n for n in cluster.nodes if n.alive and (n.gpu_count or n.gpus)), None)
+    node = _first_node(cluster) if shards >= 2 else None
     if node is None:
         return None
     per_node = max(1, node.gpu_count or len(node.gpus))
@@ -63,9 +61,14 @@ def ring_link(cluster: Cluster | None, shards: int, host_link_gbs: float) -> Lin
     return Link(gbs * RING_EFFICIENCY, how)
 
 
+def _first_node(cluster: Cluster | None):
+    """The first alive node with GPUs (the one the rings are timed on), or None."""
+    return next((n for n in cluster.nodes if n.alive and (n.gpu_count or n.gpus)), None) if cluster else None
+
+
 def node_gpus(cluster: Cluster | None) -> int:
     """GPUs per node (the first alive node's with GPUs); 0 where the cluster does not say."""
-    node = next((n for n in cluster.nodes if n.alive and (n.gpu_count or n.gpus)), None) if cluster else None
+    node = _first_node(cluster)
     return (node.gpu_count or len(node.gpus)) if node is not None else 0
 
 
