@@ -44,7 +44,9 @@ from wizard.core.memory.megatron_layout import MegatronConfig
 from wizard.core.memory.terms import CONSTANTS
 from wizard.core.models.facts import ModelFacts
 from wizard.core.steptime import comm
-from wizard.core.steptime.terms import Calibration, Gpu, PhaseTime, TimeTerm, flops_params, routed_expert_params
+from wizard.core.steptime.terms import (
+    Calibration, Gpu, PhaseTime, TimeTerm, flops_params, host_term, routed_expert_params,
+)
 
 ASSUMPTION = ("the Megatron engine's phases from megatron-core's schedules and collectives (the pipeline bubble, TP's "
               "and EP's collectives, the distributed optimizer's gradient sync) at FSDP's calibrated efficiencies: "
@@ -149,10 +151,6 @@ class MegatronStep:
 
     # -- the phases ---------------------------------------------------------------------------
 
-    def _offload(self, what: str, nbytes: float, why: str) -> TimeTerm:
-        return TimeTerm(what, nbytes / (self.c.host_link_gbs * 1e9),
-                        f"{nbytes / 1e9:.1f} GB at {self.c.host_link_gbs:g} GB/s, {why}")
-
     def forward(self, name: str, title: str, tokens_per_micro: int, offload: bool) -> PhaseTime:
         c, flops = self.c, self.gpu.tflops * 1e12
         micro = self._micro_batches(tokens_per_micro)
@@ -163,7 +161,7 @@ class MegatronStep:
                           f"{self.per_gpu:,.0f} tokens x {c.fwd_s_per_token * 1e6:.0f} us (as measured with FSDP)"),
                  self._bubble(compute, micro), *self._activation_collectives(tokens_per_micro, micro, 1)]
         if offload:  # loaded for the call, copied back to the host after it
-            terms.append(self._offload("params from and back to the host", 2 * self.t.st.params, "in and out"))
+            terms.append(host_term("params from and back to the host", 2 * self.t.st.params, c, "in and out"))
         return PhaseTime(name, title, tuple(terms))
 
     def update(self, steps: int, epochs: int) -> PhaseTime:
@@ -194,10 +192,10 @@ class MegatronStep:
                               f"{steps} step(s) x {states / 1e9:.1f} GB of params, gradients and states read and "
                               "written"))
         if m.param_offload:  # the gradient buffer is freed and re-made, not copied
-            terms.append(self._offload("params over the host link", 2 * st.params, "in and out once per update"))
+            terms.append(host_term("params over the host link", 2 * st.params, c, "in and out once per update"))
         if m.optimizer_offload:
-            terms.append(self._offload("optimizer states over the host link", 2 * (st.main + st.adam),
-                                       "in and out once per update"))
+            terms.append(host_term("optimizer states over the host link", 2 * (st.main + st.adam), c,
+                                   "in and out once per update"))
         return PhaseTime("update_actor", "actor update", tuple(terms))
 
     def _gradient_sync(self, steps: int) -> list[TimeTerm]:

@@ -37,7 +37,7 @@ from wizard.core.steptime.generation import generation
 from wizard.core.steptime.megatron import ASSUMPTION, MegatronStep
 from wizard.core.steptime.terms import (  # noqa: F401 (PROMPT_TOKENS, RESPONSE_TOKENS, TimeTerm: the package's face)
     CALIBRATION, PROMPT_TOKENS, RESPONSE_TOKENS, Calibration, Gpu, PhaseTime, StepTime, TimeTerm, flops_params,
-    int_value, trainer_gpu,
+    host_term, int_value, trainer_gpu,
 )
 
 
@@ -179,8 +179,7 @@ def _offloaded_sync(cfg, params: int, c: Calibration) -> tuple[TimeTerm, ...]:
         return ()
     staged = (cfg.strategy == "fsdp" or bool(cfg.lora_rank)) and not cfg.actor_offload_policy
     nbytes = (2 if staged else 1) * cfg.actor_dtype_bytes * params / cfg.shards
-    return (TimeTerm("params from the host", nbytes / (c.host_link_gbs * 1e9),
-                     f"{nbytes / 1e9:.1f} GB at {c.host_link_gbs:g} GB/s" + (", in and out" if staged else "")),)
+    return (host_term("params from the host", nbytes, c, "in and out" if staged else ""),)
 
 
 def _collectives(phase: PhaseTime, nbytes: float, link: comm.Link | None, label: str = "",
@@ -236,8 +235,7 @@ def _forward(name: str, title: str, params: int, tokens: float, flops: float, c:
                       f"{flops / 1e12:g} TFLOP/s"),
              TimeTerm("per token", tokens * c.fwd_s_per_token, f"{tokens:,.0f} tokens x {c.fwd_s_per_token * 1e6:.0f} us")]
     if offload:
-        terms.append(TimeTerm("params from the host", param_bytes / (c.host_link_gbs * 1e9),
-                              f"{param_bytes / 1e9:.1f} GB at {c.host_link_gbs:g} GB/s"))
+        terms.append(host_term("params from the host", param_bytes, c))
     return PhaseTime(name, title, tuple(terms))
 
 

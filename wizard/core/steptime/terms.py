@@ -119,6 +119,12 @@ def trainer_gpu(cluster: Cluster | None, c: Calibration) -> tuple[Gpu | None, st
     return None, f"the speed of {g.name} is unknown (not in the GPU catalogue)"
 
 
+def host_term(label: str, nbytes: float, c: Calibration, why: str = "") -> TimeTerm:
+    """Bytes moved between the host and the GPU at the measured host-link rate."""
+    return TimeTerm(label, nbytes / (c.host_link_gbs * 1e9),
+                    f"{nbytes / 1e9:.1f} GB at {c.host_link_gbs:g} GB/s" + (f", {why}" if why else ""))
+
+
 def int_value(values: Mapping, key: str, default: int) -> int:
     """The key's value where it is a positive int, else ``default``."""
     v = values.get(key)
