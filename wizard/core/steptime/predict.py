@@ -70,13 +70,14 @@ def predict_step(values: Mapping, models: Mapping[str, ModelFacts], cluster: Clu
     per_gpu = tokens / world
     flops_scale = gpu.tflops * 1e12
     mean_seq = lp + lr
-    links = {n: comm.ring_link(cluster, n, c.host_link_gbs) for n in {cfg.shards, cfg.critic_shards, world}}
-    P, F = actor.param_count, flops_params(actor)  # F: what a token passes through (MoE: its top-k experts)
     tp = cfg.engines["rollout"].tp
     phases = [generation(cfg, actor, report, seqs, lp, lr, gpu, c,
                           comm.ring_link(cluster, tp, c.host_link_gbs) if tp > 1 else None)]
     if cfg.strategy == "megatron":
         return _megatron(values, cfg, actor, cluster, gpu, c, phases[0], seqs, mean_seq, assumptions)
+    # the FSDP trainer's passes
+    links = {n: comm.ring_link(cluster, n, c.host_link_gbs) for n in {cfg.shards, cfg.critic_shards, world}}
+    P, F = actor.param_count, flops_params(actor)  # F: what a token passes through (MoE: its top-k experts)
     phases.append(_collectives(_forward("old_log_prob", "old log-prob", F, per_gpu, flops_scale, c,
                                         offload=cfg.actor_param_offload, param_bytes=2 * P / cfg.shards),
                                comm.forward_bytes(P, cfg.shards, logprob_micro_batches(values, world, mean_seq),
