@@ -28,7 +28,7 @@ from tests.helpers.real_records import load_runs  # noqa: E402
 from wizard.adapters.files.gpu_catalogue import load_gpu_catalogue  # noqa: E402
 from wizard.adapters.files.resources import load_moves, load_schema  # noqa: E402
 from wizard.core.check.verdict import check_overrides  # noqa: E402
-from wizard.core.hardware.cluster import GPU, Cluster, ClusterNode  # noqa: E402
+from wizard.core.hardware.cluster import Cluster, parse_cluster_spec  # noqa: E402
 from wizard.core.memory.config import FLASH_ATTN  # noqa: E402
 from wizard.core.models.facts import facts_from_hf_config  # noqa: E402
 from wizard.core.steptime import CALIBRATION, PROMPT_TOKENS, RESPONSE_TOKENS, predict_step  # noqa: E402
@@ -38,10 +38,7 @@ PHASES = ("gen", "old_log_prob", "ref", "values", "update_critic", "update_actor
 
 def lent(gpu_id: str = "H200-141GB") -> Cluster:
     """The one card a run had, from the GPU catalogue (its spec's ``gpu``; the H200 where it names none)."""
-    e = load_gpu_catalogue().find(gpu_id)
-    gpu = GPU(index=0, name=e.name, memory_total_bytes=e.memory_bytes, catalogue_id=e.id, bf16_tflops=e.bf16_tflops,
-              memory_bandwidth_gbs=e.memory_bandwidth_gbs)
-    return Cluster(source="spec", nodes=[ClusterNode(name="node0", gpu_count=1, gpus=[gpu])])
+    return parse_cluster_spec(f"1x{gpu_id}", load_gpu_catalogue())
 
 
 def metrics(run) -> list[dict]:
