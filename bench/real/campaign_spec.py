@@ -388,7 +388,8 @@ SGLANG_PLAN = [  # (name, size, util, eager, engine_kwargs.sglang); 1.5B and 3B 
     ("sgl-grpo-1.5b-fsdp2-u0.6-eager", "1.5b", 0.6, True, {}),
     ("sgl-grpo-1.5b-fsdp2-u0.4-maxtok64k-chunk2k", "1.5b", 0.4, False,
      {"max_total_tokens": 65536, "chunked_prefill_size": 2048}),
-    ("sgl-grpo-3b-fsdp2-u0.7-graphs", "3b", 0.7, False, {}),
+    ("sgl-grpo-3b-fsdp2-u{util}-graphs", "3b", {"H200-141GB": 0.7, "H100-80GB": 0.55}, False, {}),  # 0.7: 83.8 GiB
+    # of an H100's 79.2
     # a fifth where time is left: no piecewise graphs, decode graphs up to 64 requests
     ("sgl-grpo-1.5b-fsdp2-u0.5-nopiecewise-bs64", "1.5b", 0.5, False,
      {"disable_piecewise_cuda_graph": True, "cuda_graph_max_bs": 64}),
@@ -420,8 +421,14 @@ def sglang_runs(extra: dict | None = None) -> list[dict]:
     sampling_backend=pytorch where flashinfer's JIT compilation takes too long on the device."""
     out = []
     for name, size, util, eager, kwargs in SGLANG_PLAN:
+        if isinstance(util, dict):  # a larger model's fraction, per card
+            util = util[GPU]
+            name = name.format(util=util)
         args = sglang_args(size, util, eager, {**kwargs, **(extra or {})})
         # the first run JIT-compiles flashinfer's kernels (nvcc, minutes); later runs find them in ~/.cache/flashinfer
+        # a run on another attention backend is another record (sgl-...-triton), kept beside verl's flashinfer one
+        backend = (extra or {}).get("attention_backend")
+        name = f"{name}-{backend}" if backend and backend != "flashinfer" else name
         run = verl(name, args, expect_s=420 if not out else 300, timeout_s=590 if not out else 480)
         phases, terms = predicted_phases(args, size)
         # the step time too: SGLang at vLLM's measured rates (the plan says so), checked by bench_step_time.py

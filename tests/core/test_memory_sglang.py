@@ -106,6 +106,21 @@ def test_the_rest_holds_the_request_table_the_workspace_and_a_prefill_chunk():
     assert s.awake_bytes == s.context_bytes + s.static_bytes + s.dynamic_bytes
 
 
+def test_triton_attention_has_no_flashinfer_workspace_but_its_own_decode_buffers():
+    # attention_backend=triton (engine_kwargs.sglang): triton_backend.py:497-560 allocates, for the largest captured
+    # decode batch (256 on an H200), fp32 partial outputs and log-sum-exp per head and KV split (8, server_args.py:
+    # 748), and int64 KV indices where flashinfer's are int32: 4 more bytes per request and context token
+    t = seven_b(attention_backend="triton")
+    assert t.workspace_bytes == 256 * 28 * 8 * (128 + 1) * 4 + 256 * 32768 * 4  # Qwen2.5-7B: 28 heads of 128
+    assert seven_b().awake_bytes - t.awake_bytes == 512 * MIB - t.workspace_bytes
+    assert seven_b(attention_backend="triton", triton_kv_splits=16).workspace_bytes > t.workspace_bytes
+    assert seven_b(attention_backend="triton", eager=True).workspace_bytes == 0  # no graphs, no graph state
+    rep, _ = judged({**SG, f"{R}.gpu_memory_utilization": 0.5, KW: {"sglang": {"attention_backend": "triton"}}},
+                    h200())
+    runtime = next(t for t in phase(rep, "generation").terms if t.key == "engine_rollout_runtime")
+    assert "triton attention's decode buffers" in runtime.label and "flashinfer" not in runtime.label
+
+
 def test_a_fraction_below_the_weights_leaves_no_pool():
     s = seven_b(free_gib=20, util=0.5)  # 10 GiB for 14.2 GiB of weights
     assert s.kv_bytes < 0 and s.kv_tokens == 0

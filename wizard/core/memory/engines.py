@@ -119,8 +119,13 @@ def _sglang_args(values: Mapping, kwargs: Mapping) -> SglangArgs:
             read[key] = v
     lora = values.get(f"{M}.lora")
     merge = isinstance(lora, Mapping) and bool(lora.get("merge"))
+    backend = kwargs.get("attention_backend")
+    splits = kwargs.get("triton_attention_num_kv_splits")
+    if isinstance(splits, int) and not isinstance(splits, bool) and splits > 0:
+        read["triton_kv_splits"] = splits
     return SglangArgs(**read, disable_piecewise_cuda_graph=kwargs.get("disable_piecewise_cuda_graph") is True,
-                         lora_adapter=lora_rank(values) > 0 and not merge)
+                      lora_adapter=lora_rank(values) > 0 and not merge,
+                      **({"attention_backend": backend} if isinstance(backend, str) and backend else {}))
 
 
 def _engine_kwargs(values: Mapping, prefix: str, name: str) -> Mapping:

@@ -118,8 +118,16 @@ def _engine_terms(role: str, e: dict, awake: bool, c: MemoryConstants) -> list[T
     if e.get("sglang") is not None:  # verl releases the weights and kv_cache regions (async_sglang_server.py:504-525)
         kept = "base weights (LoRA adapter), " if e["sglang"].keeps_weights else ""
         return [term(f"engine_{role}_asleep", f"{role} engine asleep (weights and KV pool released): {kept}context, "
-                                              "flashinfer workspace and CUDA graphs stay", e["asleep"])]
+                                              "attention buffers and CUDA graphs stay", e["asleep"])]
     return [term(f"engine_{role}_asleep", f"{role} engine asleep: context, NCCL and CUDA graphs stay", e["asleep"])]
+
+
+def _attention_buffers(s: SglangMemory) -> str:
+    if s.attention_backend == "triton":
+        return f"triton attention's decode buffers {mt.fmt_gib(s.workspace_bytes)}"
+    if s.attention_backend == "flashinfer":
+        return "flashinfer workspace"
+    return f"{s.attention_backend} attention sized as flashinfer's workspace (not read from its code)"
 
 
 def _sglang_terms(role: str, s: SglangMemory, util: float) -> list[Term]:
@@ -134,7 +142,8 @@ def _sglang_terms(role: str, s: SglangMemory, util: float) -> list[Term]:
                                   f"{mt.fmt_gib(s.piecewise_bytes)})", s.graph_bytes + s.piecewise_bytes)]
           if s.graph_bytes + s.piecewise_bytes else []),
         term(f"engine_{role}_runtime", f"{role} engine: activations of a {s.chunked_prefill_size:,}-token prefill, "
-                                       f"request table ({s.max_running_requests} requests), flashinfer workspace",
+                                       f"request table ({s.max_running_requests} requests), "
+                                       f"{_attention_buffers(s)}",
              s.activation_bytes + s.req_to_token_bytes + s.workspace_bytes),
         term(f"engine_{role}_context", f"{role} engine: scheduler process's CUDA context and NCCL", s.context_bytes)]
 

@@ -32,6 +32,8 @@ class SglangArgs(BaseModel):
     max_total_tokens: int | None = None
     disable_piecewise_cuda_graph: bool = False
     lora_adapter: bool = False  # LoRA served as an adapter: verl's sleep keeps the base weights (sleep_level 1)
+    attention_backend: str = "flashinfer"  # verl's choice (async_sglang_server.py:286-341); "triton" sizes its own
+    triton_kv_splits: int = 8  # triton_attention_num_kv_splits (server_args.py:748)
 
 
 def sglang_gpu_defaults(capacity: int, tp: int) -> tuple[int, int]:
@@ -96,7 +98,8 @@ class SglangMemory(BaseModel):
     piecewise_bytes: int  # piecewise (prefill) CUDA graphs
     max_running_requests: int
     req_to_token_bytes: int  # the request -> token table, in the kv_cache region
-    workspace_bytes: int  # flashinfer's workspace buffer
+    workspace_bytes: int  # flashinfer's workspace buffer, or the triton backend's decode buffers
+    attention_backend: str = "flashinfer"
     activation_bytes: int  # a prefill forward of chunked_prefill_size tokens
     context_bytes: int  # the scheduler process: CUDA context and NCCL
     asleep_bytes: int  # what stays while verl has released weights and kv_cache
@@ -172,6 +175,14 @@ def sglang_memory(facts: ModelFacts, *, capacity: int, free: int, util: float, t
     qwen = (facts.architecture or "") in SGLANG_QWEN_WORKSPACE or (
         not facts.architecture and (facts.model_type or "") in ("qwen2", "qwen3", "mimo", "qwen3_vl", "qwen3_vl_moe"))
     workspace = (512 if qwen else 384) << 20
+    if a.attention_backend == "triton":
+        # no flashinfer workspace; the triton backend's CUDA-graph state instead (triton_backend.py:497-560): the
+        # split-KV partial outputs and their log-sum-exp in fp32 per captured request, and KV indices in int64 where
+        # flashinfer keeps int32 (an extra 4 bytes x context_len per request)
+        bs = max(sizes) if sizes else 0
+        heads = max(1, facts.num_attention_heads // max(1, tp))
+        v_dim = facts.v_head_dim or facts.head_dim
+        workspace = bs * heads * a.triton_kv_splits * (v_dim + 1) * 4 + bs * (context_len * 4)
     act = vllm_activation(facts, prefill, running, tp, c, encoder=False)
     # verl's sleep releases the "kv_cache" and "weights" regions (torch_memory_saver; async_sglang_server.py:
     # 505-525; the base weights stay when LoRA is served as an adapter) and flushes the cache, which empties torch's
@@ -182,7 +193,8 @@ def sglang_memory(facts: ModelFacts, *, capacity: int, free: int, util: float, t
                         kv_tokens=max(0, tokens), cell_size=int(cell), chunked_prefill_size=chunk,
                         cuda_graph_max_bs=max_bs, graph_batch_sizes=sizes, graph_bytes=int(graph),
                         piecewise_bytes=int(piecewise), max_running_requests=running, req_to_token_bytes=req_table,
-                        workspace_bytes=workspace, activation_bytes=int(act), context_bytes=int(context),
+                        workspace_bytes=int(workspace), attention_backend=a.attention_backend,
+                        activation_bytes=int(act), context_bytes=int(context),
                         asleep_bytes=int(asleep), capped=capped, keeps_weights=a.lora_adapter)
 
 
