@@ -1,6 +1,7 @@
 """The configurations measured on the H200 (bench/data/verl_real/), in the order the campaign runs them.
 
-    python3 bench/real/campaign_spec.py OUT.json [--side-by-side | --timing | --advised | --sglang [--sglang-kwargs K=V,...]]
+    python3 bench/real/campaign_spec.py OUT.json [--side-by-side | --timing | --advised |
+        --sglang [--sglang-kwargs K=V,... | --triton-first]]
         [--skip-recorded] [--margin F]
         [--first NAME,NAME,...] [--steps N] [--expect S] [--preflight PYTHON] [--gpu H100-80GB]
 
@@ -455,6 +456,11 @@ def main(argv: list[str]) -> int:
         MARGIN = float(argv[argv.index("--margin") + 1])
     spec = (side_runs() if "--side-by-side" in argv else timing_runs() if "--timing" in argv else
             advised_runs() if "--advised" in argv else sglang_runs(_kwargs(argv)) if "--sglang" in argv else runs())
+    if "--sglang" in argv and "--triton-first" in argv:  # flashinfer's JIT (nvcc, minutes) only after four runs that
+        # need none: the four on triton attention and torch sampling, then verl's default (flashinfer) once, then
+        # the fifth on triton
+        triton = sglang_runs({"attention_backend": "triton", "sampling_backend": "pytorch"})
+        spec = [*triton[:4], spec[0], *triton[4:]]
     if GPU != "H200-141GB":  # a run on another card is another record (time-...-h100), kept beside the H200's
         tag = "-" + GPU.split("-")[0].lower()
         spec = [{**run, "name": run["name"] + tag} for run in spec]
