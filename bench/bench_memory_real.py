@@ -25,7 +25,7 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-from tests.helpers.real_memory import rows_for  # noqa: E402
+from tests.helpers.real_memory import rows_for, sglang_rows  # noqa: E402
 from tests.helpers.real_records import load_runs  # noqa: E402
 
 
@@ -58,6 +58,13 @@ def main(argv=None) -> int:
         pred = "" if r["predicted_gib"] is None else f"{r['predicted_gib']:9.2f}"
         print(f"{r['run'][:40]:40} {r['phase']:18} {r['step']:>4} {r['measured_gib']:9.2f} {pred:>9} {err:>7}")
     print()
+    sgl = [r for run in load_runs(Path(args.data)) if run.name.startswith("sgl-") for r in sglang_rows(run)]
+    if sgl:  # SGLang's own memory lines (its log) against the estimate's terms
+        print(f"{'SGLang run':40} {'term (its own log line)':22} {'logged':>11} {'predicted':>11} {'error':>7}")
+        for r in sgl:
+            print(f"{r['run'][:40]:40} {r['term']:22} {r['logged']:11,.2f} {r['predicted']:11,.2f} "
+                  f"{100 * r['error']:+6.1f}%")
+        print()
     for v in verdicts:
         mark = {True: "right", False: "WRONG", None: "-"}[v["right"]]
         print(f"{v['run'][:40]:40} ran: {v['outcome']:6} verdict: {v['verdict']}  [{mark}]")

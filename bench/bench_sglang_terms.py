@@ -124,7 +124,7 @@ def main() -> int:
                 m = sglang_memory(Q7, capacity=mib * MIB, free=100 * GIB, util=0.5, tp=tp, max_num_seqs=running,
                                   disable_cuda_graph=False)
                 ours.append(len(m.graph_batch_sizes))
-            mine = (chunk, max_bs, *ours, round(m.piecewise_bytes / C.sglang_piecewise_per_size))
+            mine = (chunk, max_bs, *ours, m.piecewise_sizes)
             bad += theirs != mine
             print(f"{gpu:10s} {tp:2d}  {str(theirs):55s} {mine}{'' if theirs == mine else '  MISMATCH'}")
     print("\nmodel       TP  free GiB  util  sglang (cell, tokens, max_running)   estimate")

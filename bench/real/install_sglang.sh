@@ -26,6 +26,11 @@ if [ ! -d "$SITE/sglang" ]; then
   echo "installed $(ls "$UNPACK"/sgl/*.whl | wc -l) wheels into $SITE in $(( $(date +%s) - t0 )) s"
 fi
 rm -rf "$SITE/transformers" "$SITE"/transformers-*.dist-info  # never the set's, but keep verl's 5.9.0 whatever
+# Hugging Face's `kernels`, which sglang requires, breaks the kit's transformers 5.9.0: its integrations/hub_kernels.py
+# builds kernels' LayerRepository without a revision, which the carried kernels refuses at import ("ValueError: Either
+# a revision or a version must be specified.", seen on the device 2026-12-05, `import sglang` -> transformers'
+# modeling_llama). Without it transformers skips hub kernels, and sglang's engine and verl's server import and run.
+rm -rf "$SITE/kernels" "$SITE"/kernels-*.dist-info
 # vLLM hidden (SGL_KEEP_VLLM=1 keeps it): verl's _load_sglang (workers/rollout/replica.py) imports vllm and mocks it
 # only on ImportError, and sglang tries vllm's kernels where it finds them; the kit's vLLM 0.24 would then be imported
 # beside sglang's older pins. An SGLang run then sees what a `verl[sglang]` install gives: no vLLM.

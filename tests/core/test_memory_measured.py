@@ -382,3 +382,19 @@ def test_an_fsdp1_plan_that_does_not_fit_one_gpu_is_offered_fsdp2_with_its_peak(
     alt = next(a for a in advice.alternatives if "FSDP1 -> FSDP2" in a.text)
     assert alt.fits and fsdp2.items() <= alt.changes.items() and not any("offload" in k for k in alt.changes)
     assert alt.peak_bytes < report2.groups[0].peak.total
+
+
+def test_sglang_s_own_log_lines_match_the_estimate_s_terms():
+    # SGLang 0.5.12 on an H100 (bench/data/verl_real/sgl-*): what it logged it found free before loading, the KV pool
+    # it made (tokens) and its CUDA graphs, against the estimate's terms for the same plan
+    from tests.helpers.real_memory import sglang_rows
+    from tests.helpers.real_records import load_runs
+
+    rows = [r for run in load_runs(DATA) if run.name.startswith("sgl-") for r in sglang_rows(run)]
+    by_term = {}
+    for r in rows:
+        by_term.setdefault(r["term"], []).append(r)
+    assert len(by_term["KV pool (tokens)"]) >= 3
+    tolerance = {"KV pool (tokens)": 0.02, "free at start (GiB)": 0.03, "weights (GiB)": 0.10, "graphs (GiB)": 0.15}
+    off = [(r["run"], r["term"], r["logged"], r["predicted"]) for r in rows if abs(r["error"]) > tolerance[r["term"]]]
+    assert off == []

@@ -12,7 +12,9 @@ pool_configurator.py:182-187).
 from __future__ import annotations
 
 from tests.core.test_memory import BASE, P7, Q05, Q7, R, cluster, phase, report, term
+from tests.helpers.hf_configs import QWEN25_15B
 from tests.helpers.memory_values import full
+from wizard.core.models.facts import facts_from_hf_config
 from wizard.core.memory.estimate import estimate_memory
 from wizard.core.hardware.cluster import GPU, Cluster, ClusterNode
 from wizard.adapters.files.resources import load_moves, load_schema
@@ -22,10 +24,11 @@ from wizard.core.memory.terms import CONSTANTS as C
 from wizard.core.memory.sglang import (
     SglangArgs, sglang_gpu_defaults, sglang_graph_batch_sizes, sglang_memory, sglang_piecewise_tokens,
 )
-from wizard.core.memory.terms import GIB, vllm_activation
+from wizard.core.memory.terms import GIB, engine_activation, vllm_activation
 from wizard.core.memory.verdict import DOES_NOT_FIT, FITS, memory_verdict
 
 MIB = 1 << 20
+Q15 = facts_from_hf_config(QWEN25_15B, name="Qwen/Qwen2.5-1.5B-Instruct", source="config")
 H200 = 143_771 * MIB  # nvidia-smi memory.total of an H200, what SGLang reads (utils/common.py:1647-1677)
 SG = {f"{R}.name": "sglang"}
 KW = f"{R}.engine_kwargs"
@@ -87,11 +90,24 @@ def test_enforce_eager_drops_the_decode_graphs_but_not_the_piecewise_prefill_gra
     assert len(sglang_piecewise_tokens(8192)) == 58  # 4..32, 48..256, 288..512, 576..1024, 1280..4096, 4608..8192
     eager = seven_b(eager=True)
     assert eager.graph_bytes == 0 and eager.graph_batch_sizes == []
-    assert eager.piecewise_bytes == 58 * 8 * MIB  # len(piecewise_cuda_graph_tokens) x 8 MB (server_args.py:1566-1568)
+    # the graph pool holds the activations of the largest capture (8,192 tokens) and a fixed part
+    assert eager.piecewise_sizes == 58  # len(piecewise_cuda_graph_tokens)
+    assert eager.piecewise_bytes == int(C.sglang_piecewise_base + engine_activation(Q7, 8192, 1))
     assert seven_b(disable_piecewise_cuda_graph=True).piecewise_bytes == 0
     assert seven_b(lora_adapter=True).piecewise_bytes == 0  # LoRA turns them off (server_args.py:1330-1331)
     assert seven_b(chunked_prefill_size=-1).piecewise_bytes == 0  # no capture sizes without chunked prefill
-    assert seven_b(max_total_tokens=1024).piecewise_bytes == 38 * 8 * MIB  # the 38 sizes up to 1,024 tokens
+    capped = seven_b(max_total_tokens=1024)  # the 38 sizes up to 1,024 tokens
+    assert capped.piecewise_sizes == 38
+    assert capped.piecewise_bytes == int(C.sglang_piecewise_base + engine_activation(Q7, 1024, 1))
+
+
+def test_piecewise_graphs_match_what_sglang_logged_on_an_h100():
+    # SGLang's own "Capture piecewise CUDA graph end ... mem usage" on an H100, Qwen2.5-1.5B (bench/data/verl_real/
+    # sgl-grpo-1.5b-*-h100/run.log.gz): 0.74 and 0.75 GiB up to 8,192 tokens, 0.32 GiB up to 2,048
+    for chunk, logged in ((8192, 0.745), (2048, 0.32)):
+        s = sglang_memory(Q15, capacity=81_559 * MIB, free=70 * GIB, util=0.5, tp=1, max_num_seqs=256,
+                          disable_cuda_graph=False, args=SglangArgs(chunked_prefill_size=chunk))
+        assert abs(s.piecewise_bytes / GIB - logged) <= 0.1 * logged
 
 
 def test_the_rest_holds_the_request_table_the_workspace_and_a_prefill_chunk():
@@ -119,6 +135,25 @@ def test_triton_attention_has_no_flashinfer_workspace_but_its_own_decode_buffers
                     h200())
     runtime = next(t for t in phase(rep, "generation").terms if t.key == "engine_rollout_runtime")
     assert "triton attention's decode buffers" in runtime.label and "flashinfer" not in runtime.label
+
+
+def test_the_weight_sync_to_sglang_holds_two_buckets_of_whole_tensors_not_a_send_buffer():
+    # SGLangRollout.update_weights (verl sglang_rollout.py:377-385) keeps the bucket it sent until the next is whole:
+    # two buckets of fp32 tensors (the trainer's dtype) and the one that overflows the second, at most the model
+    rep, _ = judged({**SG, f"{R}.gpu_memory_utilization": 0.5}, h200())
+    sync = phase(rep, "weight_sync")
+    largest = 4 * 152064 * 3584  # Qwen2.5-7B's fp32 embedding
+    assert term(sync, "sync_bucket") == 2 * 2048 * MIB + largest
+    assert "two buckets" in next(t.label for t in sync.terms if t.key == "sync_bucket")
+    small, _ = judged({**SG, f"{R}.gpu_memory_utilization": 0.5,
+                       f"{R}.checkpoint_engine.update_weights_bucket_megabytes": 512}, h200())
+    assert term(phase(small, "weight_sync"), "sync_bucket") == 2 * 512 * MIB + largest
+    # a bucket larger than the model: the whole model, once
+    big, _ = judged({**SG, f"{R}.gpu_memory_utilization": 0.5,
+                     f"{R}.checkpoint_engine.update_weights_bucket_megabytes": 65536}, h200())
+    assert term(phase(big, "weight_sync"), "sync_bucket") == 4 * P7
+    vllm, _ = judged({f"{R}.gpu_memory_utilization": 0.5}, h200())  # vLLM's sender: one preallocated buffer
+    assert term(phase(vllm, "weight_sync"), "sync_bucket") == 2048 * MIB
 
 
 def test_a_fraction_below_the_weights_leaves_no_pool():

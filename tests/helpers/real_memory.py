@@ -6,6 +6,9 @@ tolerance.
 
 from __future__ import annotations
 
+import gzip
+import re
+
 from tests.helpers.real_records import MIB, Run, overall_peak_mib, with_adam
 from wizard.adapters.files.resources import load_moves, load_schema
 from wizard.core.hardware.cluster import GPU, Cluster, ClusterNode
@@ -99,3 +102,50 @@ def rows_for(run: Run) -> tuple[list[dict], dict]:
     right = (verdict.word == DOES_NOT_FIT) == (run.outcome == "oom") if verdict.word and run.outcome in ("ok", "oom") else None
     return rows, {"run": run.name, "outcome": run.outcome, "verdict": verdict.text(), "cause": verdict.cause,
                   "right": right}
+
+
+# SGLang's own memory lines (sglang 0.5.12, model_runner.py; "GB" there is free bytes / 2**30): what it weighed, the
+# KV pool it made and what each kind of CUDA graph took
+_SGLANG_LINES = {
+    "weights_gib": re.compile(r"Load weight end\..*?avail mem=[\d.]+ GB, mem usage=([\d.]+) GB"),
+    "free_after_weights_gib": re.compile(r"Load weight end\..*?avail mem=([\d.]+) GB"),
+    "kv_tokens": re.compile(r"KV Cache is allocated\. #tokens: (\d+)"),
+    "decode_graphs_gib": re.compile(r"Capture cuda graph end\..*?mem usage=([\d.]+) GB"),
+    "piecewise_graphs_gib": re.compile(r"Capture piecewise CUDA graph end\..*?mem usage=([\d.]+) GB"),
+}
+
+
+def sglang_logged(run: Run) -> dict[str, float]:
+    """The first of each of SGLang's memory lines in the run's log (a value it did not log is absent)."""
+    log = run.folder / "run.log.gz"
+    found: dict[str, float] = {}
+    if not log.exists():
+        return found
+    with gzip.open(log, "rt", errors="replace") as f:
+        for line in f:
+            for key, pattern in _SGLANG_LINES.items():
+                if key not in found and (m := pattern.search(line)):
+                    found[key] = float(m.group(1))
+    return found
+
+
+def sglang_rows(run: Run) -> list[dict]:
+    """SGLang's logged terms against the estimate's: weights, the memory it found free before loading, its KV pool in
+    tokens, and its CUDA graphs (decode + piecewise) beside the estimate's graphs term."""
+    logged = sglang_logged(run)
+    report, _, _ = predict(run)
+    if report is None or "kv_tokens" not in logged:
+        return []
+    kv = report.kv["rollout"]
+    gen = next(p for p in report.groups[0].phases if p.name == "generation")
+    graphs = sum(t.bytes for t in gen.terms if t.key == "graphs_rollout") / GIB
+    util = next(float(a.split("=", 1)[1]) for a in run.overrides() if a.split("=", 1)[0].endswith("rollout.gpu_memory_utilization"))
+    rows = [("weights (GiB)", logged.get("weights_gib"), kv.weights_bytes / GIB),
+            ("KV pool (tokens)", logged["kv_tokens"], kv.tokens),
+            ("graphs (GiB)", logged.get("decode_graphs_gib", 0.0) + logged.get("piecewise_graphs_gib", 0.0), graphs)]
+    if kv.budget_bytes > kv.weights_bytes + kv.kv_bytes - 1 and "max_total_tokens" not in " ".join(run.overrides()):
+        # free before loading = what it found after + what it loaded; the estimate's weights + pool = util x that
+        free = logged["free_after_weights_gib"] + logged["weights_gib"]
+        rows.insert(1, ("free at start (GiB)", free, kv.budget_bytes / util / GIB))
+    return [{"run": run.name, "term": name, "logged": mine, "predicted": round(pred, 3),
+             "error": None if not mine else round((pred - mine) / mine, 4)} for name, mine, pred in rows]

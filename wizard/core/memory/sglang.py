@@ -7,7 +7,8 @@ from __future__ import annotations
 
 from pydantic import BaseModel, ConfigDict
 
-from wizard.core.memory.terms import CONSTANTS, KvCache, MemoryConstants, engine_weights, vllm_activation
+from wizard.core.memory.terms import (CONSTANTS, KvCache, MemoryConstants, engine_weights, engine_activation,
+                                      vllm_activation)
 from wizard.core.models.facts import ModelFacts
 
 # SGLang 0.5.12 (verl 0.9.1's sglang extra pins it). "sglang" below is python/sglang/srt/ of its wheel; "verl" is
@@ -96,6 +97,7 @@ class SglangMemory(BaseModel):
     graph_batch_sizes: list[int]
     graph_bytes: int  # decode CUDA graphs (0 with disable_cuda_graph)
     piecewise_bytes: int  # piecewise (prefill) CUDA graphs
+    piecewise_sizes: int  # how many token counts they are captured for
     max_running_requests: int
     req_to_token_bytes: int  # the request -> token table, in the kv_cache region
     workspace_bytes: int  # flashinfer's workspace buffer, or the triton backend's decode buffers
@@ -141,8 +143,10 @@ def sglang_memory(facts: ModelFacts, *, capacity: int, free: int, util: float, t
     163-173), the decode CUDA graphs (batch sizes up to cuda_graph_max_bs, default by GPU memory), the piecewise
     prefill graphs (on by default, also under verl's enforce_eager, which only sets disable_cuda_graph) and the
     activations of a prefill batch of chunked_prefill_size tokens (schedule_policy.py:556-602 keeps a batch within
-    it). The graphs' sizes are SGLang's own reserve heuristic (server_args.py:1541-1571); the activations use the
-    per-token arithmetic of vLLM's profile run (:func:`vllm_activation`, measured on the H200 with vLLM) [E]."""
+    it). The decode graphs' size is SGLang's own reserve heuristic (server_args.py:1541-1571); the piecewise graphs
+    hold the activations of their largest capture plus a fixed part, fitted to SGLang's own log lines on an H100
+    (``sglang_piecewise_base``); the activations use the per-token arithmetic of vLLM's profile run
+    (:func:`engine_activation`, measured on the H200 with vLLM) [E]."""
     a = args or SglangArgs()
     # verl starts SGLang with tp_size = TP x DP (async_sglang_server.py:313-323); its defaults read that tp_size
     chunk_default, bs_default = sglang_gpu_defaults(capacity, tp * max(1, dp))
@@ -171,7 +175,10 @@ def sglang_memory(facts: ModelFacts, *, capacity: int, free: int, util: float, t
     # (server_args.py:1301-1368: _handle_piecewise_cuda_graph)
     pw_tokens = sglang_piecewise_tokens(min(chunk, a.max_total_tokens or chunk))
     if pw_tokens and not (a.disable_piecewise_cuda_graph or a.lora_adapter or facts.vision_params or pp > 1):
-        piecewise = c.sglang_piecewise_mla if facts.kv_lora_rank else c.sglang_piecewise_per_size * len(pw_tokens)
+        piecewise = c.sglang_piecewise_mla if facts.kv_lora_rank else (
+            c.sglang_piecewise_base + engine_activation(facts, pw_tokens[-1], tp, c))
+    else:
+        pw_tokens = []
     qwen = (facts.architecture or "") in SGLANG_QWEN_WORKSPACE or (
         not facts.architecture and (facts.model_type or "") in ("qwen2", "qwen3", "mimo", "qwen3_vl", "qwen3_vl_moe"))
     workspace = (512 if qwen else 384) << 20
@@ -192,7 +199,8 @@ def sglang_memory(facts: ModelFacts, *, capacity: int, free: int, util: float, t
     return SglangMemory(free_at_start=int(pre), static_bytes=int(static), weights_bytes=int(weights), kv_bytes=int(kv),
                         kv_tokens=max(0, tokens), cell_size=int(cell), chunked_prefill_size=chunk,
                         cuda_graph_max_bs=max_bs, graph_batch_sizes=sizes, graph_bytes=int(graph),
-                        piecewise_bytes=int(piecewise), max_running_requests=running, req_to_token_bytes=req_table,
+                        piecewise_bytes=int(piecewise), piecewise_sizes=len(pw_tokens), max_running_requests=running,
+                        req_to_token_bytes=req_table,
                         workspace_bytes=int(workspace), attention_backend=a.attention_backend,
                         activation_bytes=int(act), context_bytes=int(context),
                         asleep_bytes=int(asleep), capped=capped, keeps_weights=a.lora_adapter)

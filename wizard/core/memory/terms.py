@@ -116,11 +116,15 @@ class MemoryConstants(BaseModel):
     # (model_runner.py:1186-1299: init_torch_distributed) [E, as cuda_context + cuBLAS/NCCL]
     sglang_context: int = int(0.5 * GIB)
     # What SGLang itself reserves, in its own words, for what it does not profile (server_args.py:1541-1571, MB):
-    # "reserved_mem += self.cuda_graph_max_bs * 2" for the decode CUDA graphs, "len(self.piecewise_cuda_graph_tokens)
-    # * 8" for the piecewise graphs' non-torch memory, 1.5 GiB of piecewise graphs with an MLA backend
+    # "reserved_mem += self.cuda_graph_max_bs * 2" for the decode CUDA graphs (its log measured 0.39-0.41 GiB for 256
+    # sizes on an H100, 1.5B: the 2 MB a size over-counts by 0.1 GiB), 1.5 GiB of piecewise graphs with an MLA backend
     sglang_graph_per_bs: int = 2 << 20
-    sglang_piecewise_per_size: int = 8 << 20
     sglang_piecewise_mla: int = int(1.5 * GIB)
+    # The piecewise prefill graphs hold the activations of their largest capture (the graph pool is shared; the
+    # per-token arithmetic of vllm_activation) and a fixed part: SGLang's "Capture piecewise CUDA graph end ... mem
+    # usage" was 0.74-0.75 GiB up to 8,192 tokens (58 sizes) and 0.32 GiB up to 2,048 (42 sizes), H100, Qwen2.5-1.5B
+    # (bench/data/verl_real/sgl-*); its own reserve, 8 MB a size, says 0.45 and 0.33 [E]
+    sglang_piecewise_base: int = int(0.16 * GIB)
     # A GPU is "tight" when less than max(tight_fraction of its memory, tight_min) stays free at the peak: the
     # estimator's error after calibration (bench/bench_memory.py) plus fragmentation without expandable segments.
     tight_fraction: float = 0.08
@@ -248,16 +252,21 @@ def entropy(facts: ModelFacts, tokens: float, mode: str, update: bool, c: Memory
 # Rollout engines
 
 
+def engine_activation(facts: ModelFacts, tokens: int, tp: int, c: MemoryConstants = CONSTANTS) -> float:
+    """A rollout engine's decoder forward: its activation peak over ``tokens`` tokens on one TP rank (measured with vLLM's profile run;
+    an MoE layer at its routed experts' width)."""
+    inter = facts.intermediate_size if not facts.num_experts else (facts.moe_intermediate_size or facts.intermediate_size) * (
+        facts.num_experts_per_tok or 1)
+    return tokens * (c.vllm_act_i * inter / tp + c.vllm_act_h * facts.hidden_size)
+
+
 def vllm_activation(facts: ModelFacts, batched_tokens: int, max_num_seqs: int, tp: int,
                     c: MemoryConstants = CONSTANTS, encoder: bool = True, max_model_len: int | None = None,
                     mm: vision.MmProfile = vision.NO_SETTINGS) -> float:
     """vLLM's profiled activation peak: a dummy forward of max_num_batched_tokens and the sampler's fp32 logits; with
     a vision tower (``encoder``: vLLM profiles it), the larger of that and the encoder's run, plus the encoder
     outputs the language model's run keeps (:func:`wizard.core.memory.vision.vllm_encoder_profile`)."""
-    inter = facts.intermediate_size if not facts.num_experts else (facts.moe_intermediate_size or facts.intermediate_size) * (
-        facts.num_experts_per_tok or 1)
-    lm = batched_tokens * (c.vllm_act_i * inter / tp + c.vllm_act_h * facts.hidden_size) + \
-        max_num_seqs * facts.vocab_size * 4
+    lm = engine_activation(facts, batched_tokens, tp, c) + max_num_seqs * facts.vocab_size * 4
     if not (encoder and vision.has_tower(facts)):
         return lm
     tower, kept = vision.vllm_encoder_profile(facts, batched_tokens, tp, c,

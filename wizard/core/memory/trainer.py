@@ -301,12 +301,32 @@ def sync_buffers(cfg: MemoryConfig, tr: Trainer) -> list[Term]:
     whole: the largest one, the embedding, is there with the bucket. Measured on the H200 with torch's own peak
     counter (the sync lasts 0.1-0.2 s): 2.00 GiB over the resident state for FSDP2 on one GPU at 0.5B, 1.5B and 3B;
     2.00 GiB + the fp32 embedding (0.51 / 0.87 / 1.16 GiB) with offload or LoRA."""
+    eng = cfg.engines.get("rollout")
+    if eng is not None and eng.sglang is not None:
+        return [sglang_sync_buckets(cfg, tr)]
     terms = [term("sync_bucket", f"weight-sync send buffer (update_weights_bucket_megabytes = {cfg.sync_bucket_bytes >> 20})",
                   cfg.sync_bucket_bytes)]
     if cfg.strategy == "fsdp" or tr.N > 1 or cfg.actor_param_offload or tr.on_cpu or cfg.lora_rank:
         terms.append(term("sync_tensor", "largest weight made whole for the sync (the embedding)",
                           mt.largest_weight(tr.f, cfg.actor_dtype_bytes)))
     return terms
+
+
+def sglang_sync_buckets(cfg: MemoryConfig, tr: Trainer) -> Term:
+    """What the trainer holds while it sends its weights to SGLang. verl 0.9.1's SGLangRollout.update_weights
+    (sglang_rollout/sglang_rollout.py:305-385) groups whole tensors (DTensor.full_tensor(): new copies at the
+    trainer's dtype, not cast) into lists of update_weights_bucket_megabytes with get_named_tensor_buckets
+    (sglang_rollout/utils.py:166-240) and hands each list to SGLang as CUDA IPC handles; the list just sent stays
+    referenced (the loop's variable) until the next one is complete, so two buckets and the tensor that overflows
+    the second are alive at once, at most the whole model. There is no preallocated buffer, unlike vLLM's sender.
+    Measured on an H100 (Qwen2.5-1.5B, fp32 trainer, 2,048 MiB buckets): torch's peak rose 4.63 GiB over the
+    resident state during update_weights (bounded here at 2 x 2 + 0.87 = 4.87 GiB)."""
+    whole = cfg.actor_dtype_bytes * tr.P
+    largest = mt.largest_weight(tr.f, cfg.actor_dtype_bytes)
+    held = min(whole, 2 * cfg.sync_bucket_bytes + largest)
+    return term("sync_bucket", f"weight sync to SGLang: two buckets of update_weights_bucket_megabytes = "
+                               f"{cfg.sync_bucket_bytes >> 20} alive at once, and the weight that overflows the second "
+                               f"(whole tensors at the trainer's dtype)", held)
 
 
 def sync_copies(cfg: MemoryConfig, tr: Trainer) -> list[Term]:

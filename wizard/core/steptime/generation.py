@@ -1,5 +1,6 @@
 """The generation phase of a step: the rollout engine's decode steps and prefill (vLLM, calibrated on real runs;
-SGLang at vLLM's rates under its own limits). Split from :mod:`wizard.core.steptime.predict`. Pure.
+SGLang at vLLM's rates under its own limits, plus its sleep, measured). Split from :mod:`wizard.core.steptime.predict`.
+Pure.
 """
 
 from __future__ import annotations
@@ -65,6 +66,9 @@ def generation(cfg, actor: ModelFacts, report: MemoryReport | None, seqs: int, l
                                         + (f" x {c.lora_decode_factor:g} with a LoRA adapter" if cfg.lora_rank else "")),
              TimeTerm("prefill", prefill, f"{per_replica} prompts of {lp:,} tokens per replica"),
              TimeTerm("until verl's next poll", seen - decode - prefill, "the replay buffer polls every 2 s")]
+    if eng.name == "sglang" and eng.free_cache_engine:
+        terms.append(TimeTerm("engine sleep", c.sglang_sleep_s, "SGLang releases its weights and KV cache before the "
+                                                                 "trainer's phases (measured on an H100)"))
     if rounds > 1:
         limit = "the KV cache holds" if concurrent == held else (
             "max_running_requests lets" if eng.name == "sglang" else "max_num_seqs lets")

@@ -147,7 +147,9 @@ def _assumptions(cfg, actor: ModelFacts, gpu: Gpu) -> list[str]:
                            f"memory bandwidth ({gpu.bandwidth_gbs:g} GB/s)")
     if cfg.engines["rollout"].name == "sglang":
         assumptions.append("SGLang generates at the rates measured for vLLM (the weights and KV read per decode step, "
-                           "the engine's overhead per step, the weight sync): SGLang's own not measured")
+                           "the engine's overhead per step, the weight sync), plus its sleep, measured: on an H100 "
+                           "(Qwen2.5-1.5B, triton attention) its generation phase was within 3 % of this, and its "
+                           "decode steps themselves faster; its default flashinfer attention is not measured")
     if actor.vision_params:
         assumptions.append("the vision tower's work on the images is not timed (the language model's passes are)")
     if not cfg.flash_attn:
