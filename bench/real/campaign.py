@@ -58,10 +58,19 @@ def command(run: dict, out: Path) -> list[str]:
     raise ValueError(run["kind"])
 
 
+def uses_sglang(run: dict) -> bool:
+    return any(str(a).split("=", 1)[0].lstrip("+") == "actor_rollout_ref.rollout.name" and str(a).endswith("=sglang")
+               for a in (run.get("args") or []) if isinstance(a, str))
+
+
 def _prepare(run: dict, out: Path, env: dict, **extra: str) -> dict:
-    """The run's folder and spec, and the environment it runs with."""
+    """The run's folder and spec, and the environment it runs with: an SGLang run takes SGLang's Python path
+    (go.sh with SGL=1 exports it as SGL_PYTHONPATH: SGLang's own folder first, vLLM hidden), any other the kit's, so
+    that one campaign holds both kinds."""
     out.mkdir(parents=True, exist_ok=True)
     (out / "spec.json").write_text(json.dumps(run, indent=1))
+    if uses_sglang(run) and os.environ.get("SGL_PYTHONPATH"):
+        extra = {**extra, "PYTHONPATH": os.environ["SGL_PYTHONPATH"]}
     return {**os.environ, **env, **extra, "VERL_PHASE_LOG": str(out / "phases.jsonl"),
             "VERL_FILE_LOGGER_PATH": str(out / "metrics.jsonl")}
 

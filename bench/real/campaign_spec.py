@@ -3,7 +3,7 @@
     python3 bench/real/campaign_spec.py OUT.json [--side-by-side | --timing | --advised |
         --sglang [--sglang-kwargs K=V,... | --triton-first]]
         [--skip-recorded] [--margin F]
-        [--first NAME,NAME,...] [--steps N] [--expect S] [--preflight PYTHON] [--gpu H100-80GB]
+        [--first NAME,NAME,...] [--steps N] [--expect S] [--preflight PYTHON] [--gpu H100-80GB] [--then OTHER.json]
 
 Writes campaign.py's input. ``--preflight`` first runs verl's own pre-flight (Hydra compose + validate_config,
 ``wizard/adapters/verl_env/probes/verl_preflight_probe.py``) on every verl run with PYTHON, where verl 0.9.1 is installed:
@@ -464,6 +464,9 @@ def main(argv: list[str]) -> int:
     if GPU != "H200-141GB":  # a run on another card is another record (time-...-h100), kept beside the H200's
         tag = "-" + GPU.split("-")[0].lower()
         spec = [{**run, "name": run["name"] + tag} for run in spec]
+    if "--then" in argv:  # another campaign's runs after these (go.sh with SGL=1 runs SGLang and vLLM runs alike)
+        more = json.loads(Path(argv[argv.index("--then") + 1]).read_text())["runs"]
+        spec += [run for run in more if run["name"] not in {r["name"] for r in spec}]
     if "--skip-recorded" in argv:  # a later campaign measures only what bench/data/verl_real does not hold yet
         spec = [run for run in spec if not (MODELS / run["name"]).is_dir()]
     if "--first" in argv:  # these names first, in this order (the rest keep theirs)

@@ -12,6 +12,8 @@ if [ "${SGL:-0}" = 1 ]; then
   bash $D/real/install_sglang.sh || exit 1
   export PYTHONPATH=$D/wt
   . /tmp/sgl-env.sh  # PYTHONPATH=/tmp/site-sgl:/tmp/site:$D/wt, LD_LIBRARY_PATH where libnuma travelled
+  # campaign.py gives SGLang runs this path and every other run the kit's: one campaign can hold both kinds
+  export SGL_PYTHONPATH=$PYTHONPATH PYTHONPATH=/tmp/site:$D/wt
 fi
 python3 $D/real/patch_verl.py /tmp/site
 # FIRST: made on the GPU before any run starts (with the data); MORE: on the CPU beside the first runs (by default

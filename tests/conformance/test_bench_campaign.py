@@ -42,3 +42,15 @@ def test_a_run_that_ends_by_itself_gives_its_exit_code(tmp_path):
     proc = subprocess.Popen([sys.executable, "-c", "print('step:1'); raise SystemExit(3)"], stdout=log.open("wb"),
                             preexec_fn=default_hangup)
     assert c._wait(proc, log, timeout_s=600) == (3, None)
+
+
+def test_an_sglang_run_gets_sglangs_python_path_and_a_vllm_run_the_kits(tmp_path, monkeypatch):
+    # go.sh with SGL=1 exports SGLang's path (its folder first, vLLM hidden) beside the kit's: one campaign runs both
+    c = campaign()
+    monkeypatch.setenv("PYTHONPATH", "/tmp/site:/tmp/dev/wt")
+    monkeypatch.setenv("SGL_PYTHONPATH", "/tmp/site-sgl:/tmp/site:/tmp/dev/wt")
+    sgl = {"name": "s", "kind": "verl", "args": ["actor_rollout_ref.rollout.name=sglang", "trainer.nnodes=1"]}
+    vllm = {"name": "v", "kind": "verl", "args": ["actor_rollout_ref.rollout.name=vllm"]}
+    assert c._prepare(sgl, tmp_path / "s", {})["PYTHONPATH"] == "/tmp/site-sgl:/tmp/site:/tmp/dev/wt"
+    assert c._prepare(vllm, tmp_path / "v", {})["PYTHONPATH"] == "/tmp/site:/tmp/dev/wt"
+    assert (tmp_path / "s" / "spec.json").exists()

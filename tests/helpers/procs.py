@@ -17,11 +17,14 @@ def left(marker: str, wait: float = 60.0) -> list[str]:
 
 
 def default_hangup() -> None:
-    """``preexec_fn`` for a child that must die of SIGHUP as in a terminal: a test run under ``nohup`` (CI in the
-    background) hands its children SIGHUP ignored, and an ignored SIGHUP stays ignored through exec."""
+    """``preexec_fn`` for a child that must die of SIGHUP, or take Ctrl-C's SIGINT, as in a terminal: a test run under
+    ``nohup`` (CI in the background) hands its children SIGHUP ignored, a shell's background job (``cmd &``) hands
+    them SIGINT ignored, and an ignored signal stays ignored through exec (Python then installs no KeyboardInterrupt
+    handler)."""
     import signal
 
     signal.signal(signal.SIGHUP, signal.SIG_DFL)
+    signal.signal(signal.SIGINT, signal.SIG_DFL)
 
 
 def killed_while_writing(code: str, args: list[str], env: dict, written, times: int, spread: int):
