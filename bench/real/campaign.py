@@ -59,8 +59,10 @@ def command(run: dict, out: Path) -> list[str]:
 
 
 def uses_sglang(run: dict) -> bool:
-    return any(str(a).split("=", 1)[0].lstrip("+") == "actor_rollout_ref.rollout.name" and str(a).endswith("=sglang")
-               for a in (run.get("args") or []) if isinstance(a, str))
+    """The run's rollout engine is SGLang (the last rollout.name= wins, as in Hydra; quotes around it dropped)."""
+    names = [a.split("=", 1)[1].strip("'\"") for a in (run.get("args") or [])
+             if isinstance(a, str) and "=" in a and a.split("=", 1)[0].lstrip("+") == "actor_rollout_ref.rollout.name"]
+    return bool(names) and names[-1] == "sglang"
 
 
 def _prepare(run: dict, out: Path, env: dict, **extra: str) -> dict:

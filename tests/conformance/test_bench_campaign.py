@@ -54,3 +54,8 @@ def test_an_sglang_run_gets_sglangs_python_path_and_a_vllm_run_the_kits(tmp_path
     assert c._prepare(sgl, tmp_path / "s", {})["PYTHONPATH"] == "/tmp/site-sgl:/tmp/site:/tmp/dev/wt"
     assert c._prepare(vllm, tmp_path / "v", {})["PYTHONPATH"] == "/tmp/site:/tmp/dev/wt"
     assert (tmp_path / "s" / "spec.json").exists()
+    # Hydra's last assignment wins; quotes around the value are the shell's
+    later = {"name": "w", "kind": "verl", "args": ["+actor_rollout_ref.rollout.name='sglang'"]}
+    assert c._prepare(later, tmp_path / "w", {})["PYTHONPATH"] == "/tmp/site-sgl:/tmp/site:/tmp/dev/wt"
+    back = {"name": "b", "kind": "verl", "args": [*sgl["args"], "actor_rollout_ref.rollout.name=vllm"]}
+    assert c._prepare(back, tmp_path / "b", {})["PYTHONPATH"] == "/tmp/site:/tmp/dev/wt"

@@ -11,7 +11,7 @@ pool_configurator.py:182-187).
 
 from __future__ import annotations
 
-from tests.core.test_memory import BASE, P7, Q05, Q7, R, cluster, phase, report, term
+from tests.core.test_memory import A, BASE, P7, Q05, Q7, R, cluster, phase, report, term
 from tests.helpers.hf_configs import QWEN25_15B
 from tests.helpers.memory_values import full
 from wizard.core.models.facts import facts_from_hf_config
@@ -154,6 +154,36 @@ def test_the_weight_sync_to_sglang_holds_two_buckets_of_whole_tensors_not_a_send
     assert term(phase(big, "weight_sync"), "sync_bucket") == 4 * P7
     vllm, _ = judged({f"{R}.gpu_memory_utilization": 0.5}, h200())  # vLLM's sender: one preallocated buffer
     assert term(phase(vllm, "weight_sync"), "sync_bucket") == 2048 * MIB
+    # over 8 GPUs each weight is gathered (one more alive before its bucket's copy)
+    assert term(sync, "sync_tensor") == largest
+
+
+def one_gpu_sync(values, facts=Q05):
+    rep, why = estimate_memory(full({**BASE, **SG, "trainer.n_gpus_per_node": 1, f"{R}.tensor_model_parallel_size": 1,
+                                     f"{R}.gpu_memory_utilization": 0.5, **values}), {"actor": facts}, h200(1))
+    assert rep is not None, why
+    return phase(rep, "weight_sync")
+
+
+def test_the_sglang_sync_of_a_small_tied_model_holds_its_whole_state_dict_and_no_more():
+    # Qwen2.5-0.5B ties its embedding: state_dict() lists it twice (embed_tokens, lm_head), so the fp32 tensors sent in
+    # two buckets come to 4 x (0.49B + 151,936 x 896) = 2.35 GiB, less than two buckets of 2,048 MiB
+    vh = 151936 * 896
+    sync = one_gpu_sync({f"{A}.strategy": "fsdp2", "actor_rollout_ref.ref.strategy": "fsdp2"})
+    assert term(sync, "sync_bucket") == 4 * (Q05.param_count + vh)
+    assert term(sync, "sync_tensor") == 0  # FSDP2 on one GPU: the bucket's copy is the only one
+    # param offload: the shard is copied to the GPU before its bucket's copy is made
+    off = one_gpu_sync({f"{A}.strategy": "fsdp2", "actor_rollout_ref.ref.strategy": "fsdp2",
+                        f"{A}.fsdp_config.param_offload": True})
+    assert term(off, "sync_tensor") == 4 * vh
+    # FSDP1 on one GPU: the buckets point into its state_dict copy (sync_copy), nothing more
+    fsdp1 = one_gpu_sync({f"{A}.strategy": "fsdp", "actor_rollout_ref.ref.strategy": "fsdp"})
+    assert term(fsdp1, "sync_bucket") == 0 and term(fsdp1, "sync_copy") > 0
+    # LoRA served as an adapter: base weights from the CPU, one bucket on the GPU at a time
+    lora = one_gpu_sync({f"{A}.strategy": "fsdp2", "actor_rollout_ref.ref.strategy": "fsdp2",
+                         "actor_rollout_ref.model.lora_rank": 32,
+                         f"{R}.checkpoint_engine.update_weights_bucket_megabytes": 1024})
+    assert term(lora, "sync_bucket") == 1024 * MIB
 
 
 def test_a_fraction_below_the_weights_leaves_no_pool():

@@ -303,7 +303,7 @@ def sync_buffers(cfg: MemoryConfig, tr: Trainer) -> list[Term]:
     2.00 GiB + the fp32 embedding (0.51 / 0.87 / 1.16 GiB) with offload or LoRA."""
     eng = cfg.engines.get("rollout")
     if eng is not None and eng.sglang is not None:
-        return [sglang_sync_buckets(cfg, tr)]
+        return sglang_sync_buckets(cfg, tr)
     terms = [term("sync_bucket", f"weight-sync send buffer (update_weights_bucket_megabytes = {cfg.sync_bucket_bytes >> 20})",
                   cfg.sync_bucket_bytes)]
     if cfg.strategy == "fsdp" or tr.N > 1 or cfg.actor_param_offload or tr.on_cpu or cfg.lora_rank:
@@ -312,21 +312,39 @@ def sync_buffers(cfg: MemoryConfig, tr: Trainer) -> list[Term]:
     return terms
 
 
-def sglang_sync_buckets(cfg: MemoryConfig, tr: Trainer) -> Term:
+def sglang_sync_buckets(cfg: MemoryConfig, tr: Trainer) -> list[Term]:
     """What the trainer holds while it sends its weights to SGLang. verl 0.9.1's SGLangRollout.update_weights
-    (sglang_rollout/sglang_rollout.py:305-385) groups whole tensors (DTensor.full_tensor(): new copies at the
-    trainer's dtype, not cast) into lists of update_weights_bucket_megabytes with get_named_tensor_buckets
-    (sglang_rollout/utils.py:166-240) and hands each list to SGLang as CUDA IPC handles; the list just sent stays
-    referenced (the loop's variable) until the next one is complete, so two buckets and the tensor that overflows
-    the second are alive at once, at most the whole model. There is no preallocated buffer, unlike vLLM's sender.
-    Measured on an H100 (Qwen2.5-1.5B, fp32 trainer, 2,048 MiB buckets): torch's peak rose 4.63 GiB over the
-    resident state during update_weights (bounded here at 2 x 2 + 0.87 = 4.87 GiB)."""
-    whole = cfg.actor_dtype_bytes * tr.P
-    largest = mt.largest_weight(tr.f, cfg.actor_dtype_bytes)
-    held = min(whole, 2 * cfg.sync_bucket_bytes + largest)
-    return term("sync_bucket", f"weight sync to SGLang: two buckets of update_weights_bucket_megabytes = "
-                               f"{cfg.sync_bucket_bytes >> 20} alive at once, and the weight that overflows the second "
-                               f"(whole tensors at the trainer's dtype)", held)
+    (sglang_rollout/sglang_rollout.py:305-385) groups whole tensors into lists of update_weights_bucket_megabytes
+    with get_named_tensor_buckets (sglang_rollout/utils.py:166-240), which keeps a copy of each (``_compact_for_bucket``
+    clones the views DTensor.full_tensor() gives, at the trainer's dtype), and hands each list to SGLang as CUDA IPC
+    handles; the list just sent stays referenced (the loop's variable) until the next one is complete, so two buckets
+    and the tensor that overflows the second are alive at once, at most the whole state_dict (a tied embedding
+    listed twice, as embed_tokens and lm_head). There is no preallocated buffer, unlike vLLM's sender. Measured on an
+    H100 (Qwen2.5-1.5B, fp32 trainer, 2,048 MiB buckets): torch's peak rose 4.63 GiB over the resident state during
+    update_weights (bounded here at 2 x 2 + 0.87 = 4.87 GiB). From the code, not measured: a shard copied to the GPU
+    first (param offload, the CPU offload policy) or gathered over several GPUs is one more weight alive before its
+    clone; FSDP1 on one GPU hands whole copies (its state_dict, :func:`sync_copies`) that the buckets only point
+    into; LoRA served as an adapter first sends base weights from the CPU, one bucket on the GPU at a time; merged
+    LoRA yields bf16."""
+    merged = bool(cfg.lora_rank) and not cfg.engines["rollout"].sglang.lora_adapter
+    dtype = 2 if merged else cfg.actor_dtype_bytes
+    largest = mt.largest_weight(tr.f, dtype)
+    whole = dtype * tr.P + (largest if tr.f.tie_word_embeddings else 0)
+    bucket = cfg.sync_bucket_bytes
+    if cfg.strategy == "fsdp" and tr.N == 1 and not cfg.lora_rank:
+        return []
+    if cfg.lora_rank and not merged:
+        return [term("sync_bucket", f"weight sync to SGLang (LoRA adapter): the base weights from the CPU, one bucket of "
+                                    f"update_weights_bucket_megabytes = {bucket >> 20} on the GPU at a time",
+                     min(whole, max(bucket, largest)))]
+    held = min(whole, 2 * bucket + largest)
+    terms = [term("sync_bucket", f"weight sync to SGLang: two buckets of update_weights_bucket_megabytes = "
+                                 f"{bucket >> 20} alive at once, and the weight that overflows the second (whole "
+                                 f"tensors at the trainer's dtype)", held)]
+    if cfg.actor_param_offload or tr.N > 1 or tr.on_cpu:
+        terms.append(term("sync_tensor", "a weight copied to the GPU or gathered before its bucket's copy",
+                          largest))
+    return terms
 
 
 def sync_copies(cfg: MemoryConfig, tr: Trainer) -> list[Term]:

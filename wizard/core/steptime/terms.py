@@ -33,8 +33,9 @@ class Calibration:
     lora_decode_factor: float = 2.7  # vLLM decoding with a LoRA adapter, x the same without (side-by-side pairs)
     poll_s: float = 2.0  # verl's replay buffer polls for finished generations every 2 s
     # SGLang's sleep (release_memory_occupation of its weights and KV cache), inside verl's gen timer
-    # (trainer_colocate_async.py: on_sample_end -> sleep_replicas): 1.3-1.6 s after the poll that saw the last
-    # sequence, on an H100 with Qwen2.5-1.5B (3 runs, KV pools of 1.8-40 GB); vLLM's sleep takes 0.06-0.1 s there
+    # (trainer_base.py:565-575: on_sample_end -> sleep_replicas in trainer_sync.py, the default trainer_mode, and in
+    # trainer_colocate_async.py; async_sglang_server.py:505 skips it without free_cache_engine): 1.3-1.6 s after the
+    # poll that saw the last sequence, on an H100 with Qwen2.5-1.5B (3 runs, KV pools of 1.8-40 GB); vLLM's sleep takes 0.06-0.1 s there
     sglang_sleep_s: float = 1.4
     sync_fixed_s: float = 0.22  # a weight sync's fixed cost
     sync_gbs: float = 30.0  # the weight sync's rate (GB/s of bf16 weights into the engine)
