@@ -328,3 +328,17 @@ def test_recompute_granularity_none_is_refused_by_megatron_core_at_start():
     _, off = plan_of(DENSE, f"{AM}.override_transformer_config.recompute_granularity=null",
                      f"{AM}.override_transformer_config.recompute_method=None")
     assert [f.severity.value for f in off.findings if f.rule == "types.none_string"] == ["warning"]
+
+
+def test_a_megatron_sync_to_sglang_holds_two_buckets_not_vllms_send_buffer():
+    # verl's SGLang path keeps the bucket it sent until the next is complete, whatever the training engine
+    def sync_bucket(*sets):
+        _, result = plan_of(DENSE, *sets)
+        sync = next(p for p in result.memory.report.groups[0].phases if p.name == "weight_sync")
+        return next(t for t in sync.terms if t.key == "sync_bucket")
+
+    vllm = sync_bucket()
+    sgl = sync_bucket("actor_rollout_ref.rollout.name=sglang")
+    assert vllm.bytes == 2048 << 20
+    assert sgl.bytes == 2 * (2048 << 20) + 2 * 152064 * 5120  # Qwen2.5-32B's bf16 embedding overflows the second
+    assert "two buckets" in sgl.label

@@ -197,9 +197,19 @@ class MegatronTrainer:
         """The weight sync's trainer side: params loaded without their gradients (get_per_tensor_param), one weight
         gathered whole over TP at a time, and verl's send buffer."""
         f, cfg = self.f, self.cfg
+        bucket = term("sync_bucket", f"weight-sync send buffer (update_weights_bucket_megabytes = "
+                                     f"{cfg.sync_bucket_bytes >> 20})", cfg.sync_bucket_bytes)
+        if cfg.engines["rollout"].sglang is not None:
+            # SGLang's path keeps the bucket it sent until the next is complete (trainer.sglang_sync_buckets): two
+            # buckets of exported weights and the one that overflows the second, at most this stage's weights; from
+            # verl's code, not measured with Megatron
+            largest = mt.largest_weight(f, self.m.param_bytes)
+            stage = self.m.param_bytes * f.param_count / max(1, self.m.pp) + largest
+            bucket = term("sync_bucket", f"weight sync to SGLang: two buckets of update_weights_bucket_megabytes = "
+                                         f"{cfg.sync_bucket_bytes >> 20} alive at once, and the weight that overflows "
+                                         "the second", min(stage, 2 * cfg.sync_bucket_bytes + largest))
         return self.resident(loaded=True) + [
-            term("sync_bucket", f"weight-sync send buffer (update_weights_bucket_megabytes = "
-                                f"{cfg.sync_bucket_bytes >> 20})", cfg.sync_bucket_bytes),
+            bucket,
             term("sync_tensor", f"largest weight gathered whole over TP for the export ({SYNC_GATHER_COPIES} copies: "
                                 "the shards and their concatenation)",
                  SYNC_GATHER_COPIES * mt.largest_weight(f, self.m.param_bytes))]
