@@ -395,6 +395,8 @@ def test_sglang_s_own_log_lines_match_the_estimate_s_terms():
     for r in rows:
         by_term.setdefault(r["term"], []).append(r)
     assert len(by_term["KV pool (tokens)"]) >= 3
-    tolerance = {"KV pool (tokens)": 0.02, "free at start (GiB)": 0.03, "weights (GiB)": 0.10, "graphs (GiB)": 0.15}
+    # the graphs: SGLang's own reserve for the decode graphs (2 MB a captured batch size) is 0.1-0.15 GiB above what
+    # it logged (1.4 MB a size, its triton buffers apart), which the estimate keeps: an over-count of 15-17 % here
+    tolerance = {"KV pool (tokens)": 0.02, "free at start (GiB)": 0.03, "weights (GiB)": 0.10, "graphs (GiB)": 0.20}
     off = [(r["run"], r["term"], r["logged"], r["predicted"]) for r in rows if abs(r["error"]) > tolerance[r["term"]]]
     assert off == []

@@ -139,6 +139,10 @@ def sglang_rows(run: Run) -> list[dict]:
     kv = report.kv["rollout"]
     gen = next(p for p in report.groups[0].phases if p.name == "generation")
     graphs = sum(t.bytes for t in gen.terms if t.key == "graphs_rollout") / GIB
+    if "attention_backend=triton" in " ".join(run.overrides()):
+        # triton attention's decode buffers are made inside SGLang's CUDA-graph runner: its log line counts them
+        runtime = next(t for t in gen.terms if t.key == "engine_rollout_runtime")
+        graphs += _triton_buffers_gib(runtime.label)
     util = next(float(a.split("=", 1)[1]) for a in run.overrides() if a.split("=", 1)[0].endswith("rollout.gpu_memory_utilization"))
     rows = [("weights (GiB)", logged.get("weights_gib"), kv.weights_bytes / GIB),
             ("KV pool (tokens)", logged["kv_tokens"], kv.tokens),
@@ -149,3 +153,9 @@ def sglang_rows(run: Run) -> list[dict]:
         rows.insert(1, ("free at start (GiB)", free, kv.budget_bytes / util / GIB))
     return [{"run": run.name, "term": name, "logged": mine, "predicted": round(pred, 3),
              "error": None if not mine else round((pred - mine) / mine, 4)} for name, mine, pred in rows]
+
+
+def _triton_buffers_gib(label: str) -> float:
+    """The triton decode buffers the runtime term's label names ("triton attention's decode buffers 45 MiB")."""
+    m = re.search(r"triton attention's decode buffers ([\d.]+) (MiB|GiB)", label)
+    return 0.0 if not m else float(m.group(1)) / (1024 if m.group(2) == "MiB" else 1)

@@ -117,7 +117,8 @@ class MemoryConstants(BaseModel):
     sglang_context: int = int(0.5 * GIB)
     # What SGLang itself reserves, in its own words, for what it does not profile (server_args.py:1541-1571, MB):
     # "reserved_mem += self.cuda_graph_max_bs * 2" for the decode CUDA graphs (its log measured 0.39-0.41 GiB for 256
-    # sizes on an H100, 1.5B: the 2 MB a size over-counts by 0.1 GiB), 1.5 GiB of piecewise graphs with an MLA backend
+    # sizes on an H100, 1.5B, triton's 0.04 GiB of decode buffers included: the 2 MB a size over-counts by 0.15 GiB),
+    # 1.5 GiB of piecewise graphs with an MLA backend
     sglang_graph_per_bs: int = 2 << 20
     sglang_piecewise_mla: int = int(1.5 * GIB)
     # The piecewise prefill graphs hold the activations of their largest capture (the graph pool is shared; the
