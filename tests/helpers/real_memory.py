@@ -20,6 +20,7 @@ from wizard.core.memory.verdict import DOES_NOT_FIT, memory_verdict
 from wizard.core.models.facts import facts_from_hf_config
 
 GIB = 1024**3
+ROLLOUT = "actor_rollout_ref.rollout"
 
 
 def h200(total_mib: int) -> Cluster:
@@ -27,15 +28,20 @@ def h200(total_mib: int) -> Cluster:
     return Cluster(source="spec", nodes=[ClusterNode(name="node0", gpu_count=1, gpus=[gpu])])
 
 
-def predict(run: Run):
-    """(report, verdict, why) for the run's config as plan would give them, without flash-attn."""
+def _planned(run: Run):
+    """(the plan's values, its models, the run's card, its memory plan), as plan would resolve the run's config."""
     facts = facts_from_hf_config(run.model, name=run.spec.get("name", run.name), source="config")
     cluster = h200(run.record.get("total_mib") or 143771)
     models = {"actor": facts, "ref": facts, "critic": facts}
+    mp = check_overrides(load_schema(), run.overrides(), moves=load_moves(), models=models, cluster=cluster).memory
+    return {**mp.values, FLASH_ATTN: False}, models, cluster, mp
+
+
+def predict(run: Run):
+    """(report, verdict, why) for the run's config as plan would give them, without flash-attn."""
     if run.spec.get("kind") == "vllm":
         return None, None, "vLLM alone: compared per engine term"
-    mp = check_overrides(load_schema(), run.overrides(), moves=load_moves(), models=models, cluster=cluster).memory
-    values = {**mp.values, FLASH_ATTN: False}
+    values, models, cluster, mp = _planned(run)
     report, why = estimate_memory(values, models, cluster)
     return report, memory_verdict(report, values, models, cluster, why or mp.why), why
 
@@ -133,21 +139,25 @@ def sglang_rows(run: Run) -> list[dict]:
     """SGLang's logged terms against the estimate's: weights, the memory it found free before loading, its KV pool in
     tokens, and its CUDA graphs (decode + piecewise) beside the estimate's graphs term."""
     logged = sglang_logged(run)
-    report, _, _ = predict(run)
-    if report is None or "kv_tokens" not in logged:
+    if run.spec.get("kind") == "vllm" or "kv_tokens" not in logged:
         return []
+    values, models, cluster, _ = _planned(run)
+    report, _ = estimate_memory(values, models, cluster)
+    if report is None:
+        return []
+    kwargs = (values.get(f"{ROLLOUT}.engine_kwargs") or {}).get("sglang") or {}
     kv = report.kv["rollout"]
     gen = next(p for p in report.groups[0].phases if p.name == "generation")
     graphs = sum(t.bytes for t in gen.terms if t.key == "graphs_rollout") / GIB
-    if "attention_backend=triton" in " ".join(run.overrides()):
+    if kwargs.get("attention_backend") == "triton":
         # triton attention's decode buffers are made inside SGLang's CUDA-graph runner: its log line counts them
         runtime = next(t for t in gen.terms if t.key == "engine_rollout_runtime")
         graphs += _triton_buffers_gib(runtime.label)
-    util = next(float(a.split("=", 1)[1]) for a in run.overrides() if a.split("=", 1)[0].endswith("rollout.gpu_memory_utilization"))
     rows = [("weights (GiB)", logged.get("weights_gib"), kv.weights_bytes / GIB),
             ("KV pool (tokens)", logged["kv_tokens"], kv.tokens),
             ("graphs (GiB)", logged.get("decode_graphs_gib", 0.0) + logged.get("piecewise_graphs_gib", 0.0), graphs)]
-    if kv.budget_bytes > kv.weights_bytes + kv.kv_bytes - 1 and "max_total_tokens" not in " ".join(run.overrides()):
+    if not kwargs.get("max_total_tokens"):  # a capped pool is not util x the free memory
+        util = values[f"{ROLLOUT}.gpu_memory_utilization"]
         # free before loading = what it found after + what it loaded; the estimate's weights + pool = util x that
         free = logged["free_after_weights_gib"] + logged["weights_gib"]
         rows.insert(1, ("free at start (GiB)", free, kv.budget_bytes / util / GIB))
