@@ -48,7 +48,7 @@ from wizard.core.memory.megatron_formulas import activations, layer_activation, 
 from wizard.core.memory.megatron_layout import AM, MegatronConfig, positive_int, read_megatron
 from wizard.core.memory.phases import PhaseName as P
 from wizard.core.memory.terms import MemoryConstants, Term
-from wizard.core.memory.trainer import term, tok
+from wizard.core.memory.trainer import term, tok, two_sync_buckets
 from wizard.core.models.facts import ModelFacts
 from wizard.core.placement.pools import truthy
 from wizard.core.verl.keys import A, REF, R
@@ -199,15 +199,10 @@ class MegatronTrainer:
         f, cfg = self.f, self.cfg
         bucket = term("sync_bucket", f"weight-sync send buffer (update_weights_bucket_megabytes = "
                                      f"{cfg.sync_bucket_bytes >> 20})", cfg.sync_bucket_bytes)
-        if cfg.engines["rollout"].sglang is not None:
-            # SGLang's path keeps the bucket it sent until the next is complete (trainer.sglang_sync_buckets): two
-            # buckets of exported weights and the one that overflows the second, at most this stage's weights; from
-            # verl's code, not measured with Megatron
+        if cfg.engines["rollout"].sglang is not None:  # from verl's code, not measured with Megatron
             largest = mt.largest_weight(f, self.m.param_bytes)
             stage = self.m.param_bytes * f.param_count / max(1, self.m.pp) + largest
-            bucket = term("sync_bucket", f"weight sync to SGLang: two buckets of update_weights_bucket_megabytes = "
-                                         f"{cfg.sync_bucket_bytes >> 20} alive at once, and the weight that overflows "
-                                         "the second", min(stage, 2 * cfg.sync_bucket_bytes + largest))
+            bucket = two_sync_buckets(cfg.sync_bucket_bytes, largest, stage, "exported weights, at most this stage's")
         return self.resident(loaded=True) + [
             bucket,
             term("sync_tensor", f"largest weight gathered whole over TP for the export ({SYNC_GATHER_COPIES} copies: "

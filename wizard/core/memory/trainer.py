@@ -312,6 +312,14 @@ def sync_buffers(cfg: MemoryConfig, tr: Trainer) -> list[Term]:
     return terms
 
 
+def two_sync_buckets(bucket: int, largest: float, whole: float, what: str) -> Term:
+    """verl's SGLang sync path (any training engine): the bucket it sent stays alive until the next is complete, so
+    two buckets and the weight that overflows the second, at most ``whole`` (everything the rank exports)."""
+    return term("sync_bucket", f"weight sync to SGLang: two buckets of update_weights_bucket_megabytes = "
+                               f"{bucket >> 20} alive at once, and the weight that overflows the second ({what})",
+                min(whole, 2 * bucket + largest))
+
+
 def sglang_sync_buckets(cfg: MemoryConfig, tr: Trainer) -> list[Term]:
     """What the trainer holds while it sends its weights to SGLang. verl 0.9.1's SGLangRollout.update_weights
     (sglang_rollout/sglang_rollout.py:305-385) groups whole tensors into lists of update_weights_bucket_megabytes
@@ -337,10 +345,7 @@ def sglang_sync_buckets(cfg: MemoryConfig, tr: Trainer) -> list[Term]:
         return [term("sync_bucket", f"weight sync to SGLang (LoRA adapter): the base weights from the CPU, one bucket of "
                                     f"update_weights_bucket_megabytes = {bucket >> 20} on the GPU at a time",
                      min(whole, max(bucket, largest)))]
-    held = min(whole, 2 * bucket + largest)
-    terms = [term("sync_bucket", f"weight sync to SGLang: two buckets of update_weights_bucket_megabytes = "
-                                 f"{bucket >> 20} alive at once, and the weight that overflows the second (whole "
-                                 f"tensors at the trainer's dtype)", held)]
+    terms = [two_sync_buckets(bucket, largest, whole, "whole tensors at the trainer's dtype")]
     if cfg.actor_param_offload or tr.N > 1 or tr.on_cpu:
         terms.append(term("sync_tensor", "a weight copied to the GPU or gathered before its bucket's copy",
                           largest))
