@@ -10,8 +10,10 @@ step (the steady one: the first also warms up). Runs measured alone on the GPU a
 side by side (``"concurrent"`` in their record: several runs shared the GPU and slowed each other) are printed for
 reference and never fitted. A run whose spec carries ``predicted_step_s`` was left out of the calibration: it is
 printed on its own line, with the step time ``plan`` predicted before it ran. (The calibration's constants,
-``wizard.core.steptime.predict.Calibration``, were set from the alone runs by hand, term by term: there is no fit to
-leave a run out of, so the runs left out are those measured after the constants were set.)
+``wizard.core.steptime.terms.Calibration``, were set from the alone runs by hand, term by term: there is no fit to
+leave a run out of, so the runs left out are those measured after the constants were set. The generation phase's
+constants were set again on 2026-12-05 from every alone run, the left-out ones included: for generation only the
+step time predicted before each run, ``STEP (before)``, is a left-out test.)
 """
 
 from __future__ import annotations
@@ -84,6 +86,7 @@ def main(argv=None) -> int:
     args = p.parse_args(argv)
     rows = cases(Path(args.data))
     errs = {"fit": [], "left_out": [], "side": [], "before": []}
+    gen = []  # the generation phase of the alone runs: (measured, predicted)
     print(f"{'run':44} {'alone':5} {'phase':14} {'measured':>9} {'predicted':>9} {'error':>7}")
     for case in rows:
         pred, step = predicted(case)
@@ -92,6 +95,8 @@ def main(argv=None) -> int:
             err = "" if got is None or not m else f"{100 * (got - m) / m:+6.0f}%"
             print(f"{case['run'][:44]:44} {'yes' if case['alone'] else 'no':5} {phase:14} {m:9.1f} "
                   f"{'' if got is None else f'{got:9.1f}':>9} {err:>7}")
+        if case["alone"] and "gen" in case["measured"] and pred.get("gen") is not None:
+            gen.append((case["measured"]["gen"], pred["gen"]))
         serr = None if step is None else (step - case["step"]) / case["step"]
         print(f"{case['run'][:44]:44} {'yes' if case['alone'] else 'no':5} {'STEP':14} {case['step']:9.1f} "
               f"{'' if step is None else f'{step:9.1f}':>9} {'' if serr is None else f'{100 * serr:+6.0f}%':>7}")
@@ -107,13 +112,19 @@ def main(argv=None) -> int:
                               "predicted": pred, "step_measured": case["step"], "step_predicted": step}))
     print()
     names = {"fit": "alone on the GPU, in the fit (calibration)",
-             "left_out": "alone on the GPU, LEFT OUT of the fit (re-planned with the run's own lengths)",
+             "left_out": "alone on the GPU, LEFT OUT of the fit (re-planned with the run's own lengths; generation's "
+                         "constants were refit on these runs too)",
              "before": "alone, left out: the step time predicted before the run (spec.json predicted_step_s)",
              "side": "side by side (not fitted; slowed by neighbours)"}
     for group, e in errs.items():
         if e:
             print(f"{names[group]}: {len(e)} runs, step error mean {100 * statistics.mean(e):+.0f} %, mean |error| "
                   f"{100 * statistics.mean(abs(x) for x in e):.0f} %, worst {100 * max(e, key=abs):+.0f} %")
+    if gen:
+        off = [g - m for m, g in gen]
+        print(f"generation, alone runs: {len(gen)} runs, predicted - measured mean {statistics.mean(off):+.2f} s, "
+              f"worst {max(off, key=abs):+.2f} s (verl sees it end at its 2-s poll), within one poll "
+              f"{sum(abs(x) < 2 for x in off)} of {len(off)}")
     return 0
 
 

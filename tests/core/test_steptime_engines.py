@@ -1,6 +1,7 @@
-"""The rollout engine's limits in the step time. SGLang as the rollout engine gets a step time (and so a ranked advice) like vLLM: the trainer's phases are the same
-FSDP ones; its generation runs at the rates measured for vLLM, under SGLang's own limits (max_running_requests,
-decode CUDA graphs only up to cuda_graph_max_bs), and the plan says that SGLang's rates were not measured."""
+"""The rollout engine's limits in the step time. SGLang as the rollout engine gets a step time (and so a ranked advice)
+like vLLM: the trainer's phases are the same FSDP ones; its generation runs at its own measured decode rate, under
+its own limits (max_running_requests, decode CUDA graphs only up to cuda_graph_max_bs), and the plan says what of it
+was not measured (flashinfer attention)."""
 
 from tests.core.test_advice import Q15, R, plan
 from wizard.core.memory.sglang import sglang_gpu_defaults

@@ -1,6 +1,6 @@
-"""The generation phase of a step: the rollout engine's decode steps and prefill (vLLM, calibrated on real runs;
-SGLang at vLLM's rates under its own limits, plus its sleep, measured). Split from :mod:`wizard.core.steptime.predict`.
-Pure.
+"""The generation phase of a step: the rollout engine's decode steps and prefill, the agent loop's work on each
+sample, and verl's poll that sees them done (vLLM and SGLang, each calibrated on its real runs; SGLang's sleep
+measured). Split from :mod:`wizard.core.steptime.predict`. Pure.
 """
 
 from __future__ import annotations
@@ -15,9 +15,11 @@ from wizard.core.steptime.terms import Calibration, Gpu, PhaseTime, TimeTerm, fl
 
 
 def generation(cfg, actor: ModelFacts, report: MemoryReport | None, seqs: int, lp: int, lr: int, gpu: Gpu,
-                c: Calibration, tp_link: comm.Link | None = None) -> PhaseTime:
+                c: Calibration, tp_link: comm.Link | None = None, agent_workers: int = 8) -> PhaseTime:
     """The rollout of ``seqs`` sequences of ``lp`` prompt and ``lr`` response tokens: rounds of decode steps while the
-    engine holds fewer sequences than a replica gets, the prompts' prefill, and verl's poll that sees them done."""
+    engine holds fewer sequences than a replica gets, the prompts' prefill (each prompt once: its n samples share the
+    cached prefix), the agent loop's work on each sample (``agent_workers`` at a time), and verl's poll that sees
+    them done."""
     eng = cfg.engines["rollout"]
     replicas = max(1, cfg.world // max(1, eng.tp * eng.pp))
     per_replica = math.ceil(seqs / replicas)
@@ -47,16 +49,20 @@ def generation(cfg, actor: ModelFacts, report: MemoryReport | None, seqs: int, l
             graphs, why_eager = False, f"without CUDA graphs: {concurrent} requests at once > cuda_graph_max_bs {max_bs}"
     kv_read = concurrent * (lp + lr / 2) * actor.kv_bytes_per_token(tp=eng.tp)
     weights = decode_weight_bytes(actor, concurrent) / eng.tp
-    overhead = (actor.num_layers * c.decode_overhead_eager_layer_s + c.decode_overhead_graphs_s if not graphs
-                else c.decode_overhead_graphs_s)
+    base = c.sglang_decode_overhead_s if eng.name == "sglang" else c.decode_overhead_graphs_s
+    overhead = actor.num_layers * c.decode_overhead_eager_layer_s + base if not graphs else base
     step = (weights + kv_read) / bw + overhead
     allreduce = comm.tp_decode_seconds(actor.num_layers, concurrent, actor.hidden_size, eng.tp, tp_link)
     step += allreduce
     if cfg.lora_rank:
         step *= c.lora_decode_factor
     decode = rounds * lr * step
-    prefill = 2 * flops_params(actor) * per_replica * lp / (gpu.tflops * 1e12 * eng.tp * c.fwd_efficiency)
-    seen = math.ceil((decode + prefill) / c.poll_s) * c.poll_s
+    # vLLM and SGLang cache a prompt's prefix, so its n samples prefill it once (SGLang logs the cached tokens)
+    prompts = math.ceil(per_replica / max(1, cfg.rollout_n))
+    prefill = 2 * flops_params(actor) * prompts * lp / (gpu.tflops * 1e12 * eng.tp * c.fwd_efficiency)
+    workers = max(1, agent_workers)
+    samples = math.ceil(seqs / workers) * c.sample_s_per_worker
+    seen = math.ceil((decode + prefill + samples) / c.poll_s) * c.poll_s
     terms = [TimeTerm("decode", decode, f"{rounds} round(s) x {lr:,} steps x {step * 1e3:.1f} ms (weights "
                                         f"{weights / 1e9:.1f} GB + KV {kv_read / 1e9:.2f} GB at "
                                         f"{bw / 1e9:.0f} GB/s, + {overhead * 1e3:.1f} ms "
@@ -64,8 +70,14 @@ def generation(cfg, actor: ModelFacts, report: MemoryReport | None, seqs: int, l
                                         + (f", + {allreduce * 1e3:.1f} ms of TP {eng.tp} all-reduces over "
                                            f"{tp_link.how}, from link bandwidth" if allreduce else "") + ")"
                                         + (f" x {c.lora_decode_factor:g} with a LoRA adapter" if cfg.lora_rank else "")),
-             TimeTerm("prefill", prefill, f"{per_replica} prompts of {lp:,} tokens per replica"),
-             TimeTerm("until verl's next poll", seen - decode - prefill, "the replay buffer polls every 2 s")]
+             TimeTerm("prefill", prefill, f"{prompts} prompts of {lp:,} tokens per replica, each prefilled once for "
+                                          f"its {cfg.rollout_n} sample(s)"),
+             TimeTerm("samples' scoring and hand-off", samples,
+                      f"{math.ceil(seqs / workers):,} samples per agent-loop worker ({workers} workers: "
+                      f"actor_rollout_ref.rollout.agent.num_workers) x {c.sample_s_per_worker * 1e3:.0f} ms: the "
+                      "reward and the put into TransferQueue, one sample at a time in each worker (measured with "
+                      "2 workers)"),
+             TimeTerm("until verl's next poll", seen - decode - prefill - samples, "the replay buffer polls every 2 s")]
     if eng.name == "sglang" and eng.free_cache_engine:
         terms.append(TimeTerm("engine sleep", c.sglang_sleep_s, "SGLang releases its weights and KV cache before the "
                                                                  "trainer's phases (measured on an H100)"))

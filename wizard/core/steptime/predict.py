@@ -2,10 +2,11 @@
 
 Each phase is a sum of :class:`TimeTerm` (seconds, with the arithmetic that gave them):
 
-- **generation**: decode steps x the time of one decode step (the weights read from memory once per step at the
-  GPU's bandwidth, plus the engine's per-step overhead, larger without CUDA graphs), once per round when the KV
-  cache holds fewer sequences than the batch puts on a replica; the prompts' prefill as FLOPs; and verl's trainer
-  sees it finish only at its replay buffer's next poll, every 2 s (``verl/trainer/ppo/v1/replay_buffer.py:144,409``).
+- **generation**: decode steps x the time of one decode step (the weights and KV cache read from memory once per
+  step at the GPU's bandwidth, plus the engine's per-step overhead, larger without CUDA graphs), once per round when
+  the KV cache holds fewer sequences than the batch puts on a replica; the prompts' prefill as FLOPs; the agent
+  loop's work on each finished sample (its reward, its put into TransferQueue); and verl's trainer sees it finish
+  only at its replay buffer's next poll, every 2 s (``verl/trainer/ppo/v1/replay_buffer.py:144,409``).
 - **log-prob passes** (old log-prob, reference, critic values): tokens x FLOPs per token / achieved FLOP/s, plus the
   per-token handling measured around them (moving the batch in and out of the workers, the log-probs over the
   vocabulary), plus loading offloaded parameters over the host link.
@@ -72,7 +73,8 @@ def predict_step(values: Mapping, models: Mapping[str, ModelFacts], cluster: Clu
     mean_seq = lp + lr
     tp = cfg.engines["rollout"].tp
     phases = [generation(cfg, actor, report, seqs, lp, lr, gpu, c,
-                          comm.ring_link(cluster, tp, c.host_link_gbs) if tp > 1 else None)]
+                          comm.ring_link(cluster, tp, c.host_link_gbs) if tp > 1 else None,
+                          agent_workers=int_value(values, "actor_rollout_ref.rollout.agent.num_workers", 8))]
     if cfg.strategy == "megatron":
         return _megatron(values, cfg, actor, cluster, gpu, c, phases[0], seqs, mean_seq, assumptions)
     # the FSDP trainer's passes
@@ -146,10 +148,10 @@ def _assumptions(cfg, actor: ModelFacts, gpu: Gpu) -> list[str]:
         assumptions.append(f"scaled from the H200 to the {gpu.name} by BF16 FLOP/s ({gpu.tflops:g} TFLOP/s) and "
                            f"memory bandwidth ({gpu.bandwidth_gbs:g} GB/s)")
     if cfg.engines["rollout"].name == "sglang":
-        assumptions.append("SGLang generates at the rates measured for vLLM (the weights and KV read per decode step, "
-                           "the engine's overhead per step, the weight sync), plus its sleep, measured: on an H100 "
-                           "(Qwen2.5-1.5B, triton attention) its generation phase was within 3 % of this, and its "
-                           "decode steps themselves faster; its default flashinfer attention is not measured")
+        assumptions.append("SGLang decodes at its own measured rate: the weights and KV read per step + 1.25 ms, "
+                           "from the throughput it logged on an H100 (Qwen2.5-1.5B and 3B, attention_backend=triton; "
+                           "+0.45 ms per layer eager), and its sleep is measured; its weight sync runs at vLLM's "
+                           "rate, and its default flashinfer attention is not measured")
     if actor.vision_params:
         assumptions.append("the vision tower's work on the images is not timed (the language model's passes are)")
     if not cfg.flash_attn:

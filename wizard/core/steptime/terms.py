@@ -27,9 +27,22 @@ class Calibration:
     fwd_s_per_token: float = 72e-6  # per token of a log-prob pass beyond its FLOPs (moving the batch, the log-probs)
     train_s_per_token: float = 115e-6  # per token of an update beyond its FLOPs
     train_s_per_sequence: float = 0.061  # per sequence of an update (per-sample work of the loss and the batch)
-    decode_overhead_graphs_s: float = 0.005  # one decode step's engine overhead with CUDA graphs
-    decode_overhead_eager_layer_s: float = 0.00035  # per layer and decode step without graphs (kernel launches)
+    # One decode step: the weights and the KV cache read at bandwidth_efficiency x the datasheet bandwidth, plus the
+    # engine's own overhead. vLLM with CUDA graphs adds nothing measurable: a 1.5B run decoded 64 x 1,024 tokens,
+    # prefill and per-sample work included, inside one 4-s poll on an H100 (time-grpo-1.5b-fsdp2-u0.5-resp1024-h100),
+    # which bounds its step at <= 2.1 ms, the bytes' time at 0.7. SGLang (attention_backend=triton) logs its decode
+    # throughput: 20,000 tokens/s at 64 sequences for 1.5B and 14,000 for 3B on an H100, the bytes' time + 1.25 ms
+    # at both sizes; eager, 4,000 tokens/s at 1.5B: + 0.45 ms per layer (kernel launches).
+    decode_overhead_graphs_s: float = 0.0
+    sglang_decode_overhead_s: float = 0.00125
+    decode_overhead_eager_layer_s: float = 0.00045
     bandwidth_efficiency: float = 0.7  # achieved / datasheet memory bandwidth, reading weights and KV
+    # Per sample, after its decode: the agent loop scores it (the reward loop's workers) and puts it into
+    # TransferQueue (verl/trainer/ppo/v1/agent_loop_tq.py:150-226), one sample at a time in each agent-loop worker's
+    # event loop. 55 ms per sample and worker (27.5 ms per sample with the 2 workers every run had): the value that
+    # puts every alone run's generation inside the 2-s poll it was seen at (bench/bench_step_time.py); without it a
+    # 1.5B n=8 run (128 samples) could not take its > 4 s while 64 x 1,024 tokens took < 4 s.
+    sample_s_per_worker: float = 0.055
     lora_decode_factor: float = 2.7  # vLLM decoding with a LoRA adapter, x the same without (side-by-side pairs)
     poll_s: float = 2.0  # verl's replay buffer polls for finished generations every 2 s
     # SGLang's sleep (release_memory_occupation of its weights and KV cache), inside verl's gen timer

@@ -1,0 +1,90 @@
+"""The generation phase against the real runs: verl times it to the replay buffer's 2-s poll that sees the last
+sample done, so each alone run pins the phase to one poll; SGLang also logs its decode throughput, which pins its
+decode step. A 1,024-token run on an H100 (64 samples, all within one 4-s poll) is what showed the old per-step
+overhead (5 ms) twice too slow."""
+
+import gzip
+import importlib.util
+import re
+from pathlib import Path
+
+import pytest
+
+from tests.core.test_advice import Q15, R, plan
+from wizard.usecases.advising import step_time
+
+ROOT = Path(__file__).resolve().parents[2]
+DATA = ROOT / "bench" / "data" / "verl_real"
+
+
+def bench():
+    spec = importlib.util.spec_from_file_location("bench_step_time", ROOT / "bench" / "bench_step_time.py")
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
+
+
+def gen(st):
+    return next(p for p in st.phases if p.name == "gen")
+
+
+def term(st, label):
+    return next(t for t in gen(st).terms if t.label == label)
+
+
+def test_every_alone_run_s_generation_ends_at_the_poll_it_was_seen_at():
+    b = bench()
+    alone = [c for c in b.cases(DATA) if c["alone"] and "gen" in c["measured"]]
+    assert len(alone) >= 12
+    names = {c["run"] for c in alone}
+    assert "time-grpo-1.5b-fsdp2-u0.5-resp1024-h100" in names and "time-grpo-1.5b-fsdp2-u0.5-n8-h100" in names
+    for case in alone:
+        phases, _ = b.predicted(case)
+        # within half a poll: the poll it ended at, give or take SGLang's sleep after it
+        assert abs(phases["gen"] - case["measured"]["gen"]) < 1.0, (case["run"], phases["gen"], case["measured"])
+
+
+def sglang_decode_ms(run: str) -> float:
+    """ms per decode step SGLang logged in the run's last step: the requests running / its gen throughput."""
+    with gzip.open(DATA / run / "run.log.gz", "rt", errors="replace") as f:
+        text = f.read()
+    last = text[text.rfind("step:1 "):]
+    logged = re.findall(r"Decode batch, #running-req: (\d+),.*?gen throughput \(token/s\): ([\d.]+)", last)
+    assert len(logged) >= 5, run
+    steps = [int(n) / float(rate) * 1e3 for n, rate in logged[1:]]  # the first window spans the prefill
+    return sum(steps) / len(steps)
+
+
+@pytest.mark.parametrize("run", ["sgl-grpo-1.5b-fsdp2-u0.5-graphs-triton-h100",
+                                 "sgl-grpo-3b-fsdp2-u0.55-graphs-triton-h100",
+                                 "sgl-grpo-1.5b-fsdp2-u0.6-eager-triton-h100"])
+def test_sglang_s_decode_step_is_the_one_it_logged(run):
+    b = bench()
+    case = next(c for c in b.cases(DATA) if c["run"] == run)
+    from wizard.core.steptime import predict_step
+    st = predict_step(case["values"], case["models"], case["cluster"], case["report"])
+    decode = term(st, "decode")
+    steps = int(re.search(r"x ([\d,]+) steps", decode.note).group(1).replace(",", ""))
+    assert decode.seconds / steps * 1e3 == pytest.approx(sglang_decode_ms(run), rel=0.10), decode.note
+
+
+BATCH = ["data.max_response_length=512", "data.max_prompt_length=512", "data.train_batch_size=256"]
+
+
+def test_each_agent_loop_worker_handles_its_share_of_the_samples():
+    # 256 prompts x 4 samples: 1,024 samples; verl's 8 workers by default, each scoring and handing its samples on
+    default = step_time(plan(BATCH, "1xH100-80GB", Q15))
+    two = step_time(plan([*BATCH, f"{R}.agent.num_workers=2"], "1xH100-80GB", Q15))
+    per = term(default, "samples' scoring and hand-off")
+    assert "128 samples per agent-loop worker (8 workers" in per.note
+    assert term(two, "samples' scoring and hand-off").seconds == pytest.approx(4 * per.seconds)
+    assert gen(two).seconds > gen(default).seconds
+
+
+def test_a_prompt_s_samples_share_its_prefill():
+    four = step_time(plan(BATCH, "1xH100-80GB", Q15))
+    eight = step_time(plan([*BATCH, "data.train_batch_size=128", f"{R}.n=8"], "1xH100-80GB", Q15))
+    # the same 1,024 samples from half the prompts: half the prefill, the same decode
+    assert term(eight, "prefill").seconds == pytest.approx(term(four, "prefill").seconds / 2, rel=0.02)
+    assert "each prefilled once for its 8 sample(s)" in term(eight, "prefill").note
+    assert term(eight, "decode").seconds == pytest.approx(term(four, "decode").seconds)
