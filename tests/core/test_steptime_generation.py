@@ -86,5 +86,10 @@ def test_a_prompt_s_samples_share_its_prefill():
     eight = step_time(plan([*BATCH, "data.train_batch_size=128", f"{R}.n=8"], "1xH100-80GB", Q15))
     # the same 1,024 samples from half the prompts: half the prefill, the same decode
     assert term(eight, "prefill").seconds == pytest.approx(term(four, "prefill").seconds / 2, rel=0.02)
-    assert "each prefilled once for its 8 sample(s)" in term(eight, "prefill").note
+    assert "each prefilled once for its 8 samples" in term(eight, "prefill").note
     assert term(eight, "decode").seconds == pytest.approx(term(four, "decode").seconds)
+    # without vLLM's prefix cache every sample prefills its prompt
+    uncached = step_time(plan([*BATCH, "data.train_batch_size=128", f"{R}.n=8", f"{R}.enable_prefix_caching=False"],
+                              "1xH100-80GB", Q15))
+    assert term(uncached, "prefill").seconds == pytest.approx(8 * term(eight, "prefill").seconds, rel=0.02)
+    assert "each prefilled once" not in term(uncached, "prefill").note

@@ -38,7 +38,7 @@ ESTIMATE_KEYS: tuple[str, ...] = (
     f"{M}.use_fused_kernels", f"{M}.lora_rank", f"{M}.lora_adapter_path", f"{R}.name", f"{R}.n",
     f"{R}.gpu_memory_utilization", f"{R}.tensor_model_parallel_size", f"{R}.data_parallel_size",
     f"{R}.pipeline_model_parallel_size", f"{R}.max_num_seqs", f"{R}.max_num_batched_tokens", f"{R}.max_model_len",
-    f"{R}.enforce_eager", f"{R}.free_cache_engine", f"{R}.agent.num_workers", f"{R}.cudagraph_capture_sizes", f"{R}.limit_images",
+    f"{R}.enforce_eager", f"{R}.free_cache_engine", f"{R}.agent.num_workers", f"{R}.enable_prefix_caching", f"{R}.cudagraph_capture_sizes", f"{R}.limit_images",
     f"{R}.log_prob_micro_batch_size_per_gpu", f"{R}.log_prob_use_dynamic_bsz", f"{R}.log_prob_max_token_len_per_gpu",
     f"{REF}.log_prob_micro_batch_size_per_gpu", f"{REF}.log_prob_use_dynamic_bsz",
     f"{REF}.log_prob_max_token_len_per_gpu", f"{REF}.ulysses_sequence_parallel_size",

@@ -15,11 +15,12 @@ from wizard.core.steptime.terms import Calibration, Gpu, PhaseTime, TimeTerm, fl
 
 
 def generation(cfg, actor: ModelFacts, report: MemoryReport | None, seqs: int, lp: int, lr: int, gpu: Gpu,
-                c: Calibration, tp_link: comm.Link | None = None, agent_workers: int = 8) -> PhaseTime:
+                c: Calibration, tp_link: comm.Link | None = None, agent_workers: int = 8,
+                prefix_cache: bool = True) -> PhaseTime:
     """The rollout of ``seqs`` sequences of ``lp`` prompt and ``lr`` response tokens: rounds of decode steps while the
     engine holds fewer sequences than a replica gets, the prompts' prefill (each prompt once: its n samples share the
-    cached prefix), the agent loop's work on each sample (``agent_workers`` at a time), and verl's poll that sees
-    them done."""
+    cached prefix, unless vLLM's ``enable_prefix_caching`` is off; SGLang's radix cache is always on in verl), the
+    agent loop's work on each sample (``agent_workers`` at a time), and verl's poll that sees them done."""
     eng = cfg.engines["rollout"]
     replicas = max(1, cfg.world // max(1, eng.tp * eng.pp))
     per_replica = math.ceil(seqs / replicas)
@@ -57,21 +58,24 @@ def generation(cfg, actor: ModelFacts, report: MemoryReport | None, seqs: int, l
     if cfg.lora_rank:
         step *= c.lora_decode_factor
     decode = rounds * lr * step
-    # vLLM and SGLang cache a prompt's prefix, so its n samples prefill it once (SGLang logs the cached tokens)
-    prompts = math.ceil(per_replica / max(1, cfg.rollout_n))
+    # vLLM (enable_prefix_caching, on by default) and SGLang (its radix cache) cache a prompt's prefix, so its n
+    # samples prefill it once (SGLang logs the cached tokens)
+    shared = cfg.rollout_n if prefix_cache or eng.name == "sglang" else 1
+    prompts = math.ceil(per_replica / max(1, shared))
     prefill = 2 * flops_params(actor) * prompts * lp / (gpu.tflops * 1e12 * eng.tp * c.fwd_efficiency)
     workers = max(1, agent_workers)
     samples = math.ceil(seqs / workers) * c.sample_s_per_worker
     seen = math.ceil((decode + prefill + samples) / c.poll_s) * c.poll_s
     terms = [TimeTerm("decode", decode, f"{rounds} round(s) x {lr:,} steps x {step * 1e3:.1f} ms (weights "
                                         f"{weights / 1e9:.1f} GB + KV {kv_read / 1e9:.2f} GB at "
-                                        f"{bw / 1e9:.0f} GB/s, + {overhead * 1e3:.1f} ms "
-                                        f"{why_eager if not graphs else 'with CUDA graphs'}"
+                                        f"{bw / 1e9:.0f} GB/s"
+                                        + (f", + {overhead * 1e3:.2f} ms" if overhead else "")
+                                        + f" {why_eager if not graphs else 'with CUDA graphs'}"
                                         + (f", + {allreduce * 1e3:.1f} ms of TP {eng.tp} all-reduces over "
                                            f"{tp_link.how}, from link bandwidth" if allreduce else "") + ")"
                                         + (f" x {c.lora_decode_factor:g} with a LoRA adapter" if cfg.lora_rank else "")),
-             TimeTerm("prefill", prefill, f"{prompts} prompts of {lp:,} tokens per replica, each prefilled once for "
-                                          f"its {cfg.rollout_n} sample(s)"),
+             TimeTerm("prefill", prefill, f"{prompts} prompts of {lp:,} tokens per replica" + (
+                 f", each prefilled once for its {shared} samples (the cached prefix)" if shared > 1 else "")),
              TimeTerm("samples' scoring and hand-off", samples,
                       f"{math.ceil(seqs / workers):,} samples per agent-loop worker ({workers} workers: "
                       f"actor_rollout_ref.rollout.agent.num_workers) x {c.sample_s_per_worker * 1e3:.0f} ms: the "
