@@ -450,6 +450,9 @@ def _kwargs(argv: list[str]) -> dict:
 
 def main(argv: list[str]) -> int:
     global MARGIN, GPU
+    if len(argv) < 2 or argv[1].startswith("-"):  # the output file comes first: never write one named "--help"
+        print("\n\n".join(__doc__.strip().split("\n\n")[:2]))
+        return 0 if argv[1:2] in (["-h"], ["--help"]) else 2
     if "--gpu" in argv:
         GPU = argv[argv.index("--gpu") + 1]
     if "--margin" in argv:  # the estimate was within a few % of every run so far: a smaller margin packs more runs

@@ -59,3 +59,14 @@ def test_an_sglang_run_gets_sglangs_python_path_and_a_vllm_run_the_kits(tmp_path
     assert c._prepare(later, tmp_path / "w", {})["PYTHONPATH"] == "/tmp/site-sgl:/tmp/site:/tmp/dev/wt"
     back = {"name": "b", "kind": "verl", "args": [*sgl["args"], "actor_rollout_ref.rollout.name=vllm"]}
     assert c._prepare(back, tmp_path / "b", {})["PYTHONPATH"] == "/tmp/site:/tmp/dev/wt"
+
+
+def test_campaign_spec_without_an_output_file_says_how_to_call_it_and_writes_nothing(tmp_path):
+    # its first argument is the file it writes: "--help" or a flag there once made a file named after it
+    script = ROOT / "bench" / "real" / "campaign_spec.py"
+    for args, code in ((["--help"], 0), (["--timing"], 2), ([], 2)):
+        done = subprocess.run([sys.executable, str(script), *args], cwd=tmp_path, capture_output=True, text=True,
+                              timeout=120)
+        assert done.returncode == code, (args, done.stderr)
+        assert "campaign_spec.py OUT.json" in done.stdout
+    assert list(tmp_path.iterdir()) == []
