@@ -182,7 +182,9 @@ def test_critic_states_in_generation_and_its_own_update():
 def test_sglang_takes_its_fraction_of_the_free_memory():
     rep = report({f"{R}.name": "sglang"})
     load = phase(rep, "load")
-    trainer_init = sum(t.bytes for t in load.terms if not t.key.startswith(("engine", "graphs", "driver")))
+    # the trainer's load state, less the allocator cache verl's init_model empties before the engines start
+    trainer_init = sum(t.bytes for t in load.terms if not t.key.startswith(("engine", "graphs", "driver", "allocator")))
+    assert term(load, "allocator") > 0  # the load phase keeps it: fitted to the measured load peaks
     # SGLang measures the free memory once its own process (CUDA context, NCCL at TP 2) is up
     free = 80 * GIB - C.driver_reserved - trainer_init - term(load, "engine_rollout_context")
     assert term(load, "engine_rollout_context") == C.sglang_context + C.nccl_buffers

@@ -397,8 +397,8 @@ def test_sglang_s_own_log_lines_match_the_estimate_s_terms():
     assert len(by_term["KV pool (tokens)"]) >= 3
     # the graphs: SGLang's own reserve for the decode graphs (2 MB a captured batch size) is 0.1-0.15 GiB above what
     # it logged (1.4 MB a size, its triton buffers apart), which the estimate keeps: an over-count of 15-17 % here
-    # the KV pool is a fraction of what was free at start, so it carries that term's error: -1.2 % at 1.5B, -2.2 % at
-    # 3B (the estimate holds 0.9 and 1.5 GiB more resident than SGLang found free; not understood)
-    tolerance = {"KV pool (tokens)": 0.03, "free at start (GiB)": 0.03, "weights (GiB)": 0.10, "graphs (GiB)": 0.20}
+    # what was free at start: the trainer's load state without the allocator cache verl empties before the engines
+    # start (with it, -1.2 % at 1.5B and -2.2 % at 3B); the KV pool is a fraction of it
+    tolerance = {"KV pool (tokens)": 0.02, "free at start (GiB)": 0.01, "weights (GiB)": 0.10, "graphs (GiB)": 0.20}
     off = [(r["run"], r["term"], r["logged"], r["predicted"]) for r in rows if abs(r["error"]) > tolerance[r["term"]]]
     assert off == []

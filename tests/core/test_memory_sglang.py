@@ -211,7 +211,8 @@ def test_a_plan_that_fits_gets_the_verdict_words_and_the_kv_pool_sglang_computes
     values = {**SG, f"{R}.gpu_memory_utilization": 0.5}
     rep, v = judged(values, h200())
     load = phase(rep, "load")
-    trainer = sum(t.bytes for t in load.terms if not t.key.startswith(("engine", "graphs", "driver")))
+    # the trainer's load state less the allocator cache verl empties before the engines start
+    trainer = sum(t.bytes for t in load.terms if not t.key.startswith(("engine", "graphs", "driver", "allocator")))
     free = H200 - C.driver_reserved - trainer - (C.sglang_context + C.nccl_buffers)  # TP 2
     kv = rep.kv["rollout"]
     assert kv.engine == "sglang" and kv.budget_bytes == int(0.5 * free)

@@ -179,7 +179,11 @@ def _training_phases(cfg: MemoryConfig, tr: Trainer, roles: list[str], capacity:
                      c: MemoryConstants, models: Mapping[str, ModelFacts]) -> tuple[list[Phase], int]:
     f = tr.f
     init = tr.at_load()
-    free = capacity - c.driver_reserved - sum(t.bytes for t in init)
+    # what SGLang finds free when it starts: the trainer's load state without the allocator's cache, which verl's
+    # init_model empties first "so colocated vLLM processes can see it via cudaMemGetInfo"
+    # (workers/engine_workers.py:690-691); SGLang logged 71.35 / 65.81 GiB free at 1.5B / 3B on an H100, this gives
+    # 71.55 / 65.80 (the trainer's process held its params + 1.2-1.4 GiB then, by NVML)
+    free = capacity - c.driver_reserved - sum(t.bytes for t in init if t.key != "allocator")
     engines = {r: _engine(cfg, r, capacity, free, c, models.get(r)) for r in ("rollout", "reward") if r in roles}
     asleep = [t for r, e in engines.items() for t in _engine_terms(r, e, False, c)]
     phases = []
