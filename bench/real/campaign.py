@@ -65,14 +65,28 @@ def uses_sglang(run: dict) -> bool:
     return bool(names) and names[-1] == "sglang"
 
 
+def uses_megatron(run: dict) -> bool:
+    """The run trains with verl's Megatron engine: Hydra's model_engine=megatron (the last wins) or
+    --config-name=ppo_megatron_trainer."""
+    args = [a for a in (run.get("args") or []) if isinstance(a, str)]
+    engines = [a.split("=", 1)[1].strip("'\"") for a in args if a.split("=", 1)[0].lstrip("+") == "model_engine"]
+    names = [a.split("=", 1)[1] for a in args if a.startswith("--config-name=")] + [
+        b for a, b in zip(args, args[1:]) if a in ("--config-name", "-cn")]
+    return (bool(engines) and engines[-1] == "megatron") or any(
+        n.removesuffix(".yaml") == "ppo_megatron_trainer" for n in names)
+
+
 def _prepare(run: dict, out: Path, env: dict, **extra: str) -> dict:
     """The run's folder and spec, and the environment it runs with: an SGLang run takes SGLang's Python path
-    (go.sh with SGL=1 exports it as SGL_PYTHONPATH: SGLang's own folder first, vLLM hidden), any other the kit's, so
-    that one campaign holds both kinds."""
+    (go.sh with SGL=1 exports it as SGL_PYTHONPATH: SGLang's own folder first, vLLM hidden), a Megatron run
+    Megatron's (MEG=1: MEG_PYTHONPATH, megatron-core, mbridge and TransformerEngine before the kit), any other the
+    kit's, so that one campaign holds every kind."""
     out.mkdir(parents=True, exist_ok=True)
     (out / "spec.json").write_text(json.dumps(run, indent=1))
     if uses_sglang(run) and os.environ.get("SGL_PYTHONPATH"):
         extra = {**extra, "PYTHONPATH": os.environ["SGL_PYTHONPATH"]}
+    elif uses_megatron(run) and os.environ.get("MEG_PYTHONPATH"):
+        extra = {**extra, "PYTHONPATH": os.environ["MEG_PYTHONPATH"]}
     return {**os.environ, **env, **extra, "VERL_PHASE_LOG": str(out / "phases.jsonl"),
             "VERL_FILE_LOGGER_PATH": str(out / "metrics.jsonl")}
 

@@ -1,6 +1,6 @@
 """The configurations measured on the H200 (bench/data/verl_real/), in the order the campaign runs them.
 
-    python3 bench/real/campaign_spec.py OUT.json [--side-by-side | --timing | --advised |
+    python3 bench/real/campaign_spec.py OUT.json [--side-by-side | --timing | --advised | --megatron |
         --sglang [--sglang-kwargs K=V,... | --triton-first]]
         [--skip-recorded] [--margin F]
         [--first NAME,NAME,...] [--steps N] [--expect S] [--preflight PYTHON] [--gpu H100-80GB] [--then OTHER.json]
@@ -441,6 +441,39 @@ def sglang_runs(extra: dict | None = None) -> list[dict]:
     return out
 
 
+# verl 0.9.1's Megatron engine (--megatron; install_megatron.sh, megatron-carry.md): TP = PP = 1 on one GPU, the
+# vanilla-mbridge path (megatron-bridge 0.5.2, which verl pins for its default path, is not on PyPI), TransformerEngine's
+# fused attention (its flash backend needs the flash_attn package, which the device lacks). Each run alone, 2 steps,
+# its memory phases and step time predicted before it runs (the estimate's Megatron terms have never met a run).
+MEGATRON = ("model_engine=megatron", f"{A}.megatron.vanilla_mbridge=True",
+            f"{A}.megatron.override_transformer_config.attention_backend=fused")
+MEGATRON_PLAN = [  # (name, size, util, changes)
+    ("meg-grpo-0.5b-tp1-u0.4", "0.5b", 0.4, ()),
+    ("meg-grpo-1.5b-tp1-u0.5", "1.5b", 0.5, ()),
+    ("meg-grpo-1.5b-tp1-u0.5-paramoffload", "1.5b", 0.5,
+     (f"{A}.megatron.param_offload=True", f"{A}.megatron.optimizer_offload=True")),
+]
+
+
+def megatron_args(size: str, util: float, *changes: str) -> list[str]:
+    args = drop(base(size, util), f"{A}.strategy", "actor_rollout_ref.ref.strategy")
+    return replace(args, *MEGATRON, *changes)
+
+
+def megatron_runs() -> list[dict]:
+    out = []
+    for name, size, util, changes in MEGATRON_PLAN:
+        args = megatron_args(size, util, *changes)
+        # the first run loads TransformerEngine and megatron-core for the first time: more time
+        run = verl(name, args, expect_s=420 if not out else 330, timeout_s=590 if not out else 540)
+        phases, _ = predicted_phases(args, size)
+        step, by_phase = predicted_step(args, size)
+        run.update(predicted_peak_gib=max(phases.values()), predicted_phases_gib=phases, predicted_step_s=step,
+                   predicted_phases_s=by_phase)
+        out.append(run)
+    return out
+
+
 def _kwargs(argv: list[str]) -> dict:
     if "--sglang-kwargs" not in argv:
         return {}
@@ -458,7 +491,8 @@ def main(argv: list[str]) -> int:
     if "--margin" in argv:  # the estimate was within a few % of every run so far: a smaller margin packs more runs
         MARGIN = float(argv[argv.index("--margin") + 1])
     spec = (side_runs() if "--side-by-side" in argv else timing_runs() if "--timing" in argv else
-            advised_runs() if "--advised" in argv else sglang_runs(_kwargs(argv)) if "--sglang" in argv else runs())
+            advised_runs() if "--advised" in argv else sglang_runs(_kwargs(argv)) if "--sglang" in argv else
+            megatron_runs() if "--megatron" in argv else runs())
     if "--sglang" in argv and "--triton-first" in argv:  # flashinfer's JIT (nvcc, minutes) only after four runs that
         # need none: the four on triton attention and torch sampling, then verl's default (flashinfer) once, then
         # the fifth on triton

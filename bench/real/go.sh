@@ -3,6 +3,7 @@
 # install verl + vLLM + Ray, patch verl's phase marks (patch_verl.py), make the models, run the campaign.
 #   DEADLINE=<epoch s> LANES=<runs side by side> [FIRST="1.5b 3b" MORE=] setsid bash /tmp/dev/real/go.sh > /tmp/go.log 2>&1 &
 # SGL=1: SGLang too (its parts copied to /tmp/sgl-parts; install_sglang.sh), runs with PYTHONPATH=/tmp/site-sgl:/tmp/site
+# MEG=1: Megatron too (its parts copied to /tmp/meg-parts; install_megatron.sh), runs with PYTHONPATH=/tmp/site-meg:/tmp/site
 set -x
 export NCCL_NVLS_ENABLE=0 TORCH_SYMM_MEM_DISABLE_MULTICAST=1 NVSHMEM_DISABLE_NVLS=1
 D=/tmp/dev
@@ -14,6 +15,10 @@ if [ "${SGL:-0}" = 1 ]; then
   . /tmp/sgl-env.sh  # PYTHONPATH=/tmp/site-sgl:/tmp/site:$D/wt, LD_LIBRARY_PATH where libnuma travelled
   # campaign.py gives SGLang runs this path and every other run the kit's: one campaign can hold both kinds
   export SGL_PYTHONPATH=$PYTHONPATH PYTHONPATH=/tmp/site:$D/wt
+fi
+if [ "${MEG:-0}" = 1 ]; then  # Megatron too (its parts copied to /tmp/meg-parts; install_megatron.sh builds TE)
+  bash $D/real/install_megatron.sh || exit 1
+  export MEG_PYTHONPATH=/tmp/site-meg:/tmp/site:$D/wt  # campaign.py gives Megatron runs this path
 fi
 python3 $D/real/patch_verl.py /tmp/site
 # FIRST: made on the GPU before any run starts (with the data); MORE: on the CPU beside the first runs (by default

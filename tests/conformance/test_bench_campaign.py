@@ -61,6 +61,19 @@ def test_an_sglang_run_gets_sglangs_python_path_and_a_vllm_run_the_kits(tmp_path
     assert c._prepare(back, tmp_path / "b", {})["PYTHONPATH"] == "/tmp/site:/tmp/dev/wt"
 
 
+def test_a_megatron_run_gets_megatrons_python_path(tmp_path, monkeypatch):
+    # go.sh with MEG=1 exports Megatron's path (megatron-core, mbridge, TransformerEngine before the kit)
+    c = campaign()
+    monkeypatch.setenv("PYTHONPATH", "/tmp/site:/tmp/dev/wt")
+    monkeypatch.setenv("MEG_PYTHONPATH", "/tmp/site-meg:/tmp/site:/tmp/dev/wt")
+    for args in (["model_engine=megatron", "trainer.nnodes=1"], ["--config-name=ppo_megatron_trainer"],
+                 ["--config-name", "ppo_megatron_trainer"], ["model_engine='megatron'"]):
+        run = {"name": "m", "kind": "verl", "args": args}
+        assert c._prepare(run, tmp_path / "m", {})["PYTHONPATH"] == "/tmp/site-meg:/tmp/site:/tmp/dev/wt", args
+    back = {"name": "d", "kind": "verl", "args": ["model_engine=megatron", "model_engine=dp"]}
+    assert c._prepare(back, tmp_path / "d", {})["PYTHONPATH"] == "/tmp/site:/tmp/dev/wt"
+
+
 def test_campaign_spec_without_an_output_file_says_how_to_call_it_and_writes_nothing(tmp_path):
     # its first argument is the file it writes: "--help" or a flag there once made a file named after it
     script = ROOT / "bench" / "real" / "campaign_spec.py"
