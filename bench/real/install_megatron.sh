@@ -17,14 +17,10 @@ LOG=${LOG:-/tmp/out/install_megatron.log}
 mkdir -p "$(dirname "$LOG")"
 exec > >(tee -a "$LOG") 2>&1
 [ -d "$KIT/verl" ] || { echo "verl's kit is not installed in $KIT: run install.sh first"; exit 1; }
+. "$(dirname "$0")/parts.sh"  # unpack_parts
 if [ ! -d "$SITE/transformer_engine" ] || ! ls "$SITE"/transformer_engine_torch* >/dev/null 2>&1; then
-  if [ -f "$PARTS/SHA256SUMS" ]; then
-    ( cd "$PARTS" && sha256sum -c --quiet SHA256SUMS ) || { echo "Megatron parts differ from SHA256SUMS: carry those again"; exit 1; }
-  else
-    echo "no $PARTS/SHA256SUMS: the parts are not checked"
-  fi
   rm -rf "$UNPACK/meg"
-  cat "$PARTS"/m[0-9][0-9]/part* | tar x -C "$UNPACK" || { echo "Megatron parts missing or incomplete in $PARTS"; exit 1; }
+  unpack_parts "$PARTS" m "$UNPACK" Megatron || exit 1
   W=$UNPACK/meg
   t0=$(date +%s)
   python3 -m pip install -q --no-index --no-deps --no-compile --no-cache-dir --target "$SITE" "$W"/*.whl || exit 1

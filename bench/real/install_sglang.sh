@@ -13,14 +13,10 @@ KIT=${KIT:-/tmp/site}
 ENVSH=${ENVSH:-/tmp/sgl-env.sh}
 UNPACK=${UNPACK:-/tmp}  # the parts unpack into $UNPACK/sgl
 [ -d "$KIT/verl" ] || { echo "verl's kit is not installed in $KIT: run install.sh first"; exit 1; }
+. "$(dirname "$0")/parts.sh"  # unpack_parts
 if [ ! -d "$SITE/sglang" ]; then
-  if [ -f "$PARTS/SHA256SUMS" ]; then
-    ( cd "$PARTS" && sha256sum -c --quiet SHA256SUMS ) || { echo "SGLang parts differ from SHA256SUMS: carry those again"; exit 1; }
-  else
-    echo "no $PARTS/SHA256SUMS: the parts are not checked"
-  fi
   rm -rf "$UNPACK/sgl"
-  cat "$PARTS"/s[0-9][0-9]/part* | tar x -C "$UNPACK" || { echo "SGLang parts missing or incomplete in $PARTS"; exit 1; }
+  unpack_parts "$PARTS" s "$UNPACK" SGLang || exit 1
   t0=$(date +%s)
   python3 -m pip install -q --no-index --no-deps --no-compile --no-cache-dir --target "$SITE" "$UNPACK"/sgl/*.whl || exit 1
   echo "installed $(ls "$UNPACK"/sgl/*.whl | wc -l) wheels into $SITE in $(( $(date +%s) - t0 )) s"

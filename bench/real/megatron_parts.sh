@@ -11,9 +11,7 @@ DEST=${1:?usage: megatron_parts.sh DEST}
 WORK=$(mktemp -d)
 trap 'rm -rf "$WORK"' EXIT
 mkdir -p "$WORK/meg" "$DEST"
-PLAT=(--python-version 3.12 --implementation cp --only-binary=:all: --no-deps)
-for p in manylinux_2_17_x86_64 manylinux2014_x86_64 manylinux_2_24_x86_64 manylinux_2_27_x86_64 manylinux_2_28_x86_64 any; do
-  PLAT+=(--platform "$p"); done
+. "$HERE/parts.sh"  # PLAT, pack_parts
 wheels=() sdists=()
 while read -r tag pin; do
   case "$tag" in ""|\#*) ;; "[sdist]") sdists+=("$pin") ;; *) wheels+=("$tag") ;; esac
@@ -40,9 +38,4 @@ n=$(ls "$WORK/meg"/*.whl "$WORK/meg"/*.tar.gz | wc -l)
 [ "$n" -eq $(( ${#wheels[@]} + ${#sdists[@]} )) ] || { echo "expected $(( ${#wheels[@]} + ${#sdists[@]} )) files, got $n"; exit 1; }
 cp "$HERE/megatron-wheels.txt" "$WORK/meg/"
 echo "files: $n, $(du -sh "$WORK/meg" | cut -f1)"
-tar cf "$WORK/meg.tar" -C "$WORK" meg
-rm -rf "$DEST"/m[0-9][0-9]
-( cd "$WORK" && split -b "${PART_MB:-46}M" -d -a 2 meg.tar part )
-for f in "$WORK"/part*; do n=${f##*part}; mkdir -p "$DEST/m$n"; mv "$f" "$DEST/m$n/"; done
-( cd "$DEST" && sha256sum m[0-9][0-9]/part* > SHA256SUMS )
-ls -d "$DEST"/m[0-9][0-9]
+pack_parts "$WORK" meg "$DEST" m

@@ -13,10 +13,7 @@ DEST=${1:?usage: sglang_parts.sh DEST}
 WORK=$(mktemp -d)
 trap 'rm -rf "$WORK"' EXIT
 mkdir -p "$WORK/sgl" "$DEST"
-PLAT=(--python-version 3.12 --implementation cp --only-binary=:all: --no-deps)
-for p in manylinux_2_17_x86_64 manylinux2014_x86_64 manylinux_2_24_x86_64 manylinux_2_27_x86_64 manylinux_2_28_x86_64 \
-         manylinux_2_31_x86_64 manylinux_2_34_x86_64 manylinux_2_35_x86_64 manylinux1_x86_64 manylinux_2_5_x86_64 any; do
-  PLAT+=(--platform "$p"); done
+. "$HERE/parts.sh"  # PLAT, pack_parts
 pins=()
 while read -r tag pin; do
   [ -z "$tag" ] && continue
@@ -37,9 +34,4 @@ if [ "${SGL_NUMA:-1}" = 1 ]; then
   ( cd "$WORK/sgl/numa" && apt-get download libnuma1 >/dev/null 2>&1 ) || echo "warning: apt-get download libnuma1 failed"
 fi
 echo "wheels: $n, $(du -sh "$WORK/sgl" | cut -f1)"
-tar cf "$WORK/sgl.tar" -C "$WORK" sgl
-rm -rf "$DEST"/s[0-9][0-9]
-( cd "$WORK" && split -b "${PART_MB:-46}M" -d -a 2 sgl.tar part )
-for f in "$WORK"/part*; do n=${f##*part}; mkdir -p "$DEST/s$n"; mv "$f" "$DEST/s$n/"; done
-( cd "$DEST" && sha256sum s[0-9][0-9]/part* > SHA256SUMS )
-ls -d "$DEST"/s[0-9][0-9]
+pack_parts "$WORK" sgl "$DEST" s
