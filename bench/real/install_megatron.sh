@@ -22,12 +22,11 @@ if [ ! -d "$SITE/transformer_engine" ] || ! ls "$SITE"/transformer_engine_torch*
   rm -rf "$UNPACK/meg"
   unpack_parts "$PARTS" m "$UNPACK" Megatron || exit 1
   W=$UNPACK/meg
-  t0=$(date +%s)
-  python3 -m pip install -q --no-index --no-deps --no-compile --no-cache-dir --target "$SITE" "$W"/*.whl || exit 1
-  echo "installed $(ls "$W"/*.whl | wc -l) wheels into $SITE in $(( $(date +%s) - t0 )) s"
-  # the PyTorch extension: its setup.py would first fetch a prebuilt wheel from GitHub (NVTE_PYTORCH_FORCE_BUILD),
-  # would tag a local version the loader then refuses beside the other two TE packages (NVTE_NO_LOCAL_VERSION), and
-  # includes only $CUDA_HOME/include, while it needs cudnn.h and nccl.h: those come with torch's nvidia wheels
+  # the PyTorch extension first, so that one pip call puts all six wheels into $SITE (two of them share the
+  # transformer_engine package folder, which a second --target call would not merge into). Its setup.py would
+  # first fetch a prebuilt wheel from GitHub (NVTE_PYTORCH_FORCE_BUILD), would tag a local version the loader then
+  # refuses beside the other two TE packages (NVTE_NO_LOCAL_VERSION), and includes only $CUDA_HOME/include, while
+  # it needs cudnn.h and nccl.h: those come with torch's nvidia wheels
   INC=$(python3 -c 'import nvidia.cudnn as c, nvidia.nccl as n; print(c.__path__[0] + "/include:" + n.__path__[0] + "/include")') \
     || { echo "torch's nvidia-cudnn / nvidia-nccl wheels not found: cudnn.h and nccl.h are needed for the build"; exit 1; }
   export PATH="$(dirname "$(command -v python3)"):/opt/torch/.venv/bin:$PATH"  # ninja: parallel compiles
@@ -37,7 +36,10 @@ if [ ! -d "$SITE/transformer_engine" ] || ! ls "$SITE"/transformer_engine_torch*
   python3 -m pip wheel -v --no-build-isolation --no-index --no-deps -w "$W/built" "$W"/transformer_engine_torch-*.tar.gz \
     || { echo "transformer_engine_torch did not build ($(( $(date +%s) - t0 )) s)"; exit 1; }
   echo "transformer_engine_torch built in $(( $(date +%s) - t0 )) s: $(ls "$W"/built)"
-  python3 -m pip install -q --no-index --no-deps --no-compile --no-cache-dir --target "$SITE" "$W"/built/*.whl || exit 1
+  t0=$(date +%s)
+  python3 -m pip install -q --no-index --no-deps --no-compile --no-cache-dir --target "$SITE" "$W"/*.whl "$W"/built/*.whl \
+    || exit 1
+  echo "installed $(ls "$W"/*.whl "$W"/built/*.whl | wc -l) wheels into $SITE in $(( $(date +%s) - t0 )) s"
 fi
 echo "export PYTHONPATH=$SITE:$KIT\${PYTHONPATH:+:\$PYTHONPATH}" > "$ENVSH"
 # what TransformerEngine imports at run time beyond itself (einops, onnx, onnxscript, pydantic, triton), the engine
