@@ -164,6 +164,17 @@ MODELS = Path(__file__).resolve().parents[1] / "data" / "verl_real"
 MODEL_JSON = {"0.5b": "launch-smoke-0.5b-fsdp1-u0.4", "1.5b": "grpo-1.5b-fsdp2-u0.5", "3b": "grpo-3b-fsdp2-u0.75-eager"}
 
 
+def model_config(size: str) -> dict:
+    """The config.json of the model of this size: a recorded run's, or, for a shape no run has used yet (the MoE),
+    the one make_models.py writes."""
+    if size in MODEL_JSON:
+        return json.loads((MODELS / MODEL_JSON[size] / "model.json").read_text())
+    sys.path.insert(0, str(Path(__file__).resolve().parent))
+    from make_models import config
+
+    return config(size).to_dict()
+
+
 def _report(args: list[str], size: str):
     """The estimate's report for these overrides on one H200 without flash-attn (what bench_memory_real.py compares
     with), for the recorded model of this size."""
@@ -174,8 +185,7 @@ def _report(args: list[str], size: str):
     from wizard.core.check.verdict import check_overrides
     from wizard.core.models.facts import facts_from_hf_config
 
-    facts = facts_from_hf_config(json.loads((MODELS / MODEL_JSON[size] / "model.json").read_text()), name=size,
-                                 source="config")
+    facts = facts_from_hf_config(model_config(size), name=size, source="config")
     models = {"actor": facts, "ref": facts, "critic": facts}
     cluster = _cluster()
     mp = check_overrides(load_schema(), args, moves=load_moves(), models=models, cluster=cluster).memory
@@ -367,8 +377,7 @@ def predicted_step(args: list[str], size: str) -> tuple[float | None, dict]:
     from wizard.core.models.facts import facts_from_hf_config
     from wizard.core.steptime import PROMPT_TOKENS, predict_step
 
-    facts = facts_from_hf_config(json.loads((MODELS / MODEL_JSON[size] / "model.json").read_text()), name=size,
-                                 source="config")
+    facts = facts_from_hf_config(model_config(size), name=size, source="config")
     models = {"actor": facts, "ref": facts, "critic": facts}
     cluster = parse_cluster_spec(f"1x{GPU}", load_gpu_catalogue())
     mp = check_overrides(load_schema(), args, moves=load_moves(), models=models, cluster=cluster).memory
@@ -452,6 +461,8 @@ MEGATRON_PLAN = [  # (name, size, util, changes)
     ("meg-grpo-1.5b-tp1-u0.5", "1.5b", 0.5, ()),
     ("meg-grpo-1.5b-tp1-u0.5-paramoffload", "1.5b", 0.5,
      (f"{A}.megatron.param_offload=True", f"{A}.megatron.optimizer_offload=True")),
+    # a small Qwen3-MoE (make_models.py's moe1b: 32 experts, 4 a token; 1.2B params, 0.4B active), EP = 1
+    ("meg-grpo-moe1b-ep1-u0.5", "moe1b", 0.5, ()),
 ]
 
 

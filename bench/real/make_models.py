@@ -24,7 +24,8 @@ import pandas as pd
 import torch
 from safetensors.torch import save_file
 from tokenizers import Tokenizer, decoders, models, pre_tokenizers, trainers
-from transformers import AutoTokenizer, PreTrainedTokenizerFast, Qwen2Config, Qwen2ForCausalLM
+from transformers import (AutoTokenizer, PreTrainedTokenizerFast, Qwen2Config, Qwen2ForCausalLM, Qwen3MoeConfig,
+                          Qwen3MoeForCausalLM)
 
 SHAPES = {  # config.json of the Qwen2.5 base models (../shared/reference/gpu-memory.md section 4.3)
     "0.5b": dict(hidden_size=896, intermediate_size=4864, num_hidden_layers=24, num_attention_heads=14,
@@ -39,6 +40,18 @@ SHAPES = {  # config.json of the Qwen2.5 base models (../shared/reference/gpu-me
                 num_key_value_heads=8, vocab_size=152064, tie_word_embeddings=False),
     "tiny": dict(hidden_size=64, intermediate_size=128, num_hidden_layers=2, num_attention_heads=4,
                  num_key_value_heads=2, vocab_size=2048, tie_word_embeddings=True),
+}
+# Qwen3-MoE shapes (model_type qwen3_moe): a small one for one GPU (1.2B params, 0.4B active: 32 experts, 4 per
+# token) and a tiny one for tests. Their checkpoints name each expert's weights as Qwen3-MoE's Hugging Face
+# checkpoints do (mlp.experts.E.gate_proj / up_proj / down_proj), which vLLM, mbridge and transformers' loader read;
+# transformers 5's module holds them fused (experts.gate_up_proj), so they are written here, not from its state_dict.
+MOE_SHAPES = {
+    "moe1b": dict(hidden_size=1024, intermediate_size=3072, moe_intermediate_size=512, num_hidden_layers=16,
+                  num_attention_heads=16, num_key_value_heads=4, head_dim=64, num_experts=32, num_experts_per_tok=4,
+                  vocab_size=151936, tie_word_embeddings=False),
+    "moetiny": dict(hidden_size=64, intermediate_size=128, moe_intermediate_size=32, num_hidden_layers=2,
+                    num_attention_heads=4, num_key_value_heads=2, head_dim=16, num_experts=4, num_experts_per_tok=2,
+                    vocab_size=2048, tie_word_embeddings=False),
 }
 SPECIALS = ["<|endoftext|>", "<|im_start|>", "<|im_end|>"]
 PROMPT_TOKENS = 440
@@ -75,6 +88,8 @@ def tokenizer(vocab_size: int) -> PreTrainedTokenizerFast:
 def weights(model: torch.nn.Module, device: str) -> dict[str, torch.Tensor]:
     out, gen = {}, torch.Generator(device=device).manual_seed(0)
     for name, p in model.named_parameters():  # tied weights appear once
+        if ".mlp.experts." in name:  # transformers 5's fused routed experts: expert_weights writes them per expert
+            continue
         if name.endswith("norm.weight"):
             t = torch.ones(p.shape, dtype=torch.bfloat16)
         elif name.endswith(".bias"):
@@ -85,19 +100,38 @@ def weights(model: torch.nn.Module, device: str) -> dict[str, torch.Tensor]:
     return out
 
 
+def config(shape: str, eos: int | None = None, pad: int | None = None):
+    """The shape's transformers config (Qwen2 or Qwen3-MoE), as config.json holds it."""
+    moe = shape in MOE_SHAPES
+    s = MOE_SHAPES[shape] if moe else SHAPES[shape]
+    kind, arch = (Qwen3MoeConfig, "Qwen3MoeForCausalLM") if moe else (Qwen2Config, "Qwen2ForCausalLM")
+    extra = dict(decoder_sparse_step=1, mlp_only_layers=[], norm_topk_prob=True) if moe else {}
+    return kind(**s, **extra, max_position_embeddings=32768, rms_norm_eps=1e-6, rope_theta=1000000.0,
+                bos_token_id=None, eos_token_id=eos, pad_token_id=pad, torch_dtype="bfloat16", architectures=[arch])
+
+
+def expert_weights(cfg, device: str) -> dict[str, torch.Tensor]:
+    """Each routed expert's weights under Qwen3-MoE's checkpoint names."""
+    out, gen = {}, torch.Generator(device=device).manual_seed(1)
+    h, m = cfg.hidden_size, cfg.moe_intermediate_size
+    for layer in range(cfg.num_hidden_layers):
+        for e in range(cfg.num_experts):
+            for name, shape in (("gate_proj", (m, h)), ("up_proj", (m, h)), ("down_proj", (h, m))):
+                t = torch.randn(shape, generator=gen, device=device) * 0.02
+                out[f"model.layers.{layer}.mlp.experts.{e}.{name}.weight"] = t.to(torch.bfloat16).cpu().contiguous()
+    return out
+
+
 def make_model(out: Path, shape: str, device: str) -> None:
-    s = SHAPES[shape]
-    fast = tokenizer(s["vocab_size"])
+    vocab = (MOE_SHAPES.get(shape) or SHAPES[shape])["vocab_size"]
+    fast = tokenizer(vocab)
     out.mkdir(parents=True, exist_ok=True)
     fast.save_pretrained(out)
-    cfg = Qwen2Config(**s, max_position_embeddings=32768, rms_norm_eps=1e-6, rope_theta=1000000.0,
-                      bos_token_id=None, eos_token_id=fast.convert_tokens_to_ids("<|im_end|>"),
-                      pad_token_id=fast.convert_tokens_to_ids("<|endoftext|>"), torch_dtype="bfloat16",
-                      architectures=["Qwen2ForCausalLM"])
+    cfg = config(shape, fast.convert_tokens_to_ids("<|im_end|>"), fast.convert_tokens_to_ids("<|endoftext|>"))
     cfg.save_pretrained(out)
     with torch.device("meta"):
-        model = Qwen2ForCausalLM(cfg)
-    sd = weights(model, device)
+        model = (Qwen3MoeForCausalLM if shape in MOE_SHAPES else Qwen2ForCausalLM)(cfg)
+    sd = weights(model, device) | (expert_weights(cfg, device) if shape in MOE_SHAPES else {})
     save_file(sd, str(out / "model.safetensors"), metadata={"format": "pt"})
     (out / "DONE").write_text("ok\n")
     print(shape, "params", sum(t.numel() for t in sd.values()), flush=True)
