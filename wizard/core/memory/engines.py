@@ -37,6 +37,10 @@ class EngineConfig:
     sglang: SglangArgs | None = None
     # vLLM: what shapes its profile of a vision tower (skip_mm_profiling, limit_mm_per_prompt, max_pixels)
     mm: MmProfile = NO_SETTINGS
+    # vLLM's enable_prefix_caching (on by default): a prompt's n samples share its prefill
+    prefix_caching: bool = True
+    # the agent-loop workers that score and hand on the samples (rollout.agent.num_workers, verl's default 8)
+    agent_workers: int = 8
 
 
 # engine_kwargs the estimate reads: the engine's argument -> the rollout field it replaces (verl passes them last)
@@ -79,8 +83,11 @@ def _engine(values: Mapping, prefix: str, fallback_name: str | None = None) -> E
     if name == "vllm" and "kv_cache_memory_bytes" in kwargs and not (pinned and pinned > 0):
         unread += (f"{prefix}.engine_kwargs.vllm.kv_cache_memory_bytes={kwargs['kv_cache_memory_bytes']!r} "
                    "(not a whole number of bytes)",)
+    workers = _int(values, f"{prefix}.agent.num_workers")
     return EngineConfig(
         name=name, tp=tp, dp=dp, pp=pp, **fields,
+        prefix_caching=values.get(f"{prefix}.enable_prefix_caching") is not False,
+        agent_workers=workers if workers and workers > 0 else 8,
         mm=_mm_profile(values, prefix, kwargs) if name == "vllm" else NO_SETTINGS,
         free_cache_engine=_flag(values, f"{prefix}.free_cache_engine"),
         capture_sizes=values.get(f"{prefix}.cudagraph_capture_sizes"),

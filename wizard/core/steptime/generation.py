@@ -15,12 +15,12 @@ from wizard.core.steptime.terms import Calibration, Gpu, PhaseTime, TimeTerm, fl
 
 
 def generation(cfg, actor: ModelFacts, report: MemoryReport | None, seqs: int, lp: int, lr: int, gpu: Gpu,
-                c: Calibration, tp_link: comm.Link | None = None, agent_workers: int = 8,
-                prefix_cache: bool = True) -> PhaseTime:
+                c: Calibration, tp_link: comm.Link | None = None) -> PhaseTime:
     """The rollout of ``seqs`` sequences of ``lp`` prompt and ``lr`` response tokens: rounds of decode steps while the
     engine holds fewer sequences than a replica gets, the prompts' prefill (each prompt once: its n samples share the
     cached prefix, unless vLLM's ``enable_prefix_caching`` is off; SGLang's radix cache is always on in verl), the
-    agent loop's work on each sample (``agent_workers`` at a time), and verl's poll that sees them done."""
+    agent loop's work on each sample (``rollout.agent.num_workers`` at a time), and verl's poll that sees them
+    done."""
     eng = cfg.engines["rollout"]
     replicas = max(1, cfg.world // max(1, eng.tp * eng.pp))
     per_replica = math.ceil(seqs / replicas)
@@ -60,11 +60,11 @@ def generation(cfg, actor: ModelFacts, report: MemoryReport | None, seqs: int, l
     decode = rounds * lr * step
     # vLLM (enable_prefix_caching, on by default) and SGLang (its radix cache) cache a prompt's prefix, so its n
     # samples prefill it once (SGLang logs the cached tokens)
-    shared = cfg.rollout_n if prefix_cache or eng.name == "sglang" else 1
+    shared = cfg.rollout_n if eng.prefix_caching or eng.name == "sglang" else 1
     prompts = math.ceil(per_replica / max(1, shared))
     prefill = 2 * flops_params(actor) * prompts * lp / (gpu.tflops * 1e12 * eng.tp * c.fwd_efficiency)
-    workers = max(1, agent_workers)
-    samples = math.ceil(seqs / workers) * c.sample_s_per_worker
+    per_worker = math.ceil(seqs / eng.agent_workers)
+    samples = per_worker * c.sample_s_per_worker
     seen = math.ceil((decode + prefill + samples) / c.poll_s) * c.poll_s
     terms = [TimeTerm("decode", decode, f"{rounds} round(s) x {lr:,} steps x {step * 1e3:.1f} ms (weights "
                                         f"{weights / 1e9:.1f} GB + KV {kv_read / 1e9:.2f} GB at "
@@ -77,7 +77,7 @@ def generation(cfg, actor: ModelFacts, report: MemoryReport | None, seqs: int, l
              TimeTerm("prefill", prefill, f"{prompts} prompts of {lp:,} tokens per replica" + (
                  f", each prefilled once for its {shared} samples (the cached prefix)" if shared > 1 else "")),
              TimeTerm("samples' scoring and hand-off", samples,
-                      f"{math.ceil(seqs / workers):,} samples per agent-loop worker ({workers} workers: "
+                      f"{per_worker:,} samples per agent-loop worker ({eng.agent_workers} workers: "
                       f"actor_rollout_ref.rollout.agent.num_workers) x {c.sample_s_per_worker * 1e3:.0f} ms: the "
                       "reward and the put into TransferQueue, one sample at a time in each worker (measured with "
                       "2 workers)"),

@@ -73,9 +73,7 @@ def predict_step(values: Mapping, models: Mapping[str, ModelFacts], cluster: Clu
     mean_seq = lp + lr
     tp = cfg.engines["rollout"].tp
     phases = [generation(cfg, actor, report, seqs, lp, lr, gpu, c,
-                          comm.ring_link(cluster, tp, c.host_link_gbs) if tp > 1 else None,
-                          agent_workers=int_value(values, "actor_rollout_ref.rollout.agent.num_workers", 8),
-                          prefix_cache=values.get("actor_rollout_ref.rollout.enable_prefix_caching") is not False)]
+                          comm.ring_link(cluster, tp, c.host_link_gbs) if tp > 1 else None)]
     if cfg.strategy == "megatron":
         return _megatron(values, cfg, actor, cluster, gpu, c, phases[0], seqs, mean_seq, assumptions)
     # the FSDP trainer's passes
