@@ -58,21 +58,25 @@ def command(run: dict, out: Path) -> list[str]:
     raise ValueError(run["kind"])
 
 
+def _last(run: dict, key: str) -> str | None:
+    """The value the run's arguments give ``key`` (Hydra: the last assignment wins; a leading + and the shell's quotes
+    dropped)."""
+    values = [a.split("=", 1)[1].strip("'\"") for a in (run.get("args") or [])
+              if isinstance(a, str) and "=" in a and a.split("=", 1)[0].lstrip("+") == key]
+    return values[-1] if values else None
+
+
 def uses_sglang(run: dict) -> bool:
-    """The run's rollout engine is SGLang (the last rollout.name= wins, as in Hydra; quotes around it dropped)."""
-    names = [a.split("=", 1)[1].strip("'\"") for a in (run.get("args") or [])
-             if isinstance(a, str) and "=" in a and a.split("=", 1)[0].lstrip("+") == "actor_rollout_ref.rollout.name"]
-    return bool(names) and names[-1] == "sglang"
+    """The run's rollout engine is SGLang."""
+    return _last(run, "actor_rollout_ref.rollout.name") == "sglang"
 
 
 def uses_megatron(run: dict) -> bool:
-    """The run trains with verl's Megatron engine: Hydra's model_engine=megatron (the last wins) or
-    --config-name=ppo_megatron_trainer."""
+    """The run trains with verl's Megatron engine: model_engine=megatron or --config-name=ppo_megatron_trainer."""
     args = [a for a in (run.get("args") or []) if isinstance(a, str)]
-    engines = [a.split("=", 1)[1].strip("'\"") for a in args if a.split("=", 1)[0].lstrip("+") == "model_engine"]
-    names = [a.split("=", 1)[1] for a in args if a.startswith("--config-name=")] + [
-        b for a, b in zip(args, args[1:]) if a in ("--config-name", "-cn")]
-    return (bool(engines) and engines[-1] == "megatron") or any(
+    names = [b for a, b in zip(args, args[1:]) if a in ("--config-name", "-cn")]
+    names.append(_last(run, "--config-name") or "")
+    return _last(run, "model_engine") == "megatron" or any(
         n.removesuffix(".yaml") == "ppo_megatron_trainer" for n in names)
 
 

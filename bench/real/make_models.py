@@ -24,8 +24,7 @@ import pandas as pd
 import torch
 from safetensors.torch import save_file
 from tokenizers import Tokenizer, decoders, models, pre_tokenizers, trainers
-from transformers import (AutoTokenizer, PreTrainedTokenizerFast, Qwen2Config, Qwen2ForCausalLM, Qwen3MoeConfig,
-                          Qwen3MoeForCausalLM)
+from transformers import AutoModelForCausalLM, AutoTokenizer, PreTrainedTokenizerFast, Qwen2Config, Qwen3MoeConfig
 
 SHAPES = {  # config.json of the Qwen2.5 base models (../shared/reference/gpu-memory.md section 4.3)
     "0.5b": dict(hidden_size=896, intermediate_size=4864, num_hidden_layers=24, num_attention_heads=14,
@@ -100,14 +99,15 @@ def weights(model: torch.nn.Module, device: str) -> dict[str, torch.Tensor]:
     return out
 
 
-def config(shape: str, eos: int | None = None, pad: int | None = None):
-    """The shape's transformers config (Qwen2 or Qwen3-MoE), as config.json holds it."""
+def config(shape: str):
+    """The shape's transformers config (Qwen2 or Qwen3-MoE), as config.json holds it (make_model sets the
+    tokenizer's end and padding ids)."""
     moe = shape in MOE_SHAPES
-    s = MOE_SHAPES[shape] if moe else SHAPES[shape]
     kind, arch = (Qwen3MoeConfig, "Qwen3MoeForCausalLM") if moe else (Qwen2Config, "Qwen2ForCausalLM")
     extra = dict(decoder_sparse_step=1, mlp_only_layers=[], norm_topk_prob=True) if moe else {}
-    return kind(**s, **extra, max_position_embeddings=32768, rms_norm_eps=1e-6, rope_theta=1000000.0,
-                bos_token_id=None, eos_token_id=eos, pad_token_id=pad, torch_dtype="bfloat16", architectures=[arch])
+    return kind(**(MOE_SHAPES[shape] if moe else SHAPES[shape]), **extra, max_position_embeddings=32768,
+                rms_norm_eps=1e-6, rope_theta=1000000.0, bos_token_id=None, torch_dtype="bfloat16",
+                architectures=[arch])
 
 
 def expert_weights(cfg, device: str) -> dict[str, torch.Tensor]:
@@ -123,14 +123,14 @@ def expert_weights(cfg, device: str) -> dict[str, torch.Tensor]:
 
 
 def make_model(out: Path, shape: str, device: str) -> None:
-    vocab = (MOE_SHAPES.get(shape) or SHAPES[shape])["vocab_size"]
-    fast = tokenizer(vocab)
+    cfg = config(shape)
+    fast = tokenizer(cfg.vocab_size)
     out.mkdir(parents=True, exist_ok=True)
     fast.save_pretrained(out)
-    cfg = config(shape, fast.convert_tokens_to_ids("<|im_end|>"), fast.convert_tokens_to_ids("<|endoftext|>"))
+    cfg.eos_token_id, cfg.pad_token_id = fast.convert_tokens_to_ids("<|im_end|>"), fast.convert_tokens_to_ids("<|endoftext|>")
     cfg.save_pretrained(out)
     with torch.device("meta"):
-        model = (Qwen3MoeForCausalLM if shape in MOE_SHAPES else Qwen2ForCausalLM)(cfg)
+        model = AutoModelForCausalLM.from_config(cfg)
     sd = weights(model, device) | (expert_weights(cfg, device) if shape in MOE_SHAPES else {})
     save_file(sd, str(out / "model.safetensors"), metadata={"format": "pt"})
     (out / "DONE").write_text("ok\n")
