@@ -8,10 +8,8 @@
 set -euo pipefail
 HERE=$(cd "$(dirname "$0")" && pwd)
 DEST=${1:?usage: megatron_parts.sh DEST}
-WORK=$(mktemp -d)
-trap 'rm -rf "$WORK"' EXIT
-mkdir -p "$WORK/meg" "$DEST"
-. "$HERE/parts.sh"  # PLAT, pack_parts
+. "$HERE/parts.sh"  # PLAT, work_dir, pack_parts
+work_dir meg "$DEST"
 wheels=() sdists=()
 while read -r tag pin; do
   case "$tag" in ""|\#*) ;; "[sdist]") sdists+=("$pin") ;; *) wheels+=("$tag") ;; esac

@@ -7,6 +7,13 @@ for p in manylinux_2_17_x86_64 manylinux2014_x86_64 manylinux_2_24_x86_64 manyli
          manylinux_2_31_x86_64 manylinux_2_34_x86_64 manylinux_2_35_x86_64 manylinux1_x86_64 manylinux_2_5_x86_64 any; do
   PLAT+=(--platform "$p"); done
 
+# work_dir NAME DEST: WORK, a scratch folder removed when the script exits, with WORK/NAME and DEST made
+work_dir() {
+  WORK=$(mktemp -d)
+  trap 'rm -rf "$WORK"' EXIT
+  mkdir -p "$WORK/$1" "$2"
+}
+
 # pack_parts WORK NAME DEST PREFIX: WORK/NAME as one tar, split into PART_MB (default 46) MiB parts
 # DEST/PREFIX00/part00, DEST/PREFIX01/part01, ... (one per device call: the checkout's ~14 MiB travels too, 64 in all)
 # and their DEST/SHA256SUMS

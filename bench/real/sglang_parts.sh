@@ -10,10 +10,8 @@
 set -euo pipefail
 HERE=$(cd "$(dirname "$0")" && pwd)
 DEST=${1:?usage: sglang_parts.sh DEST}
-WORK=$(mktemp -d)
-trap 'rm -rf "$WORK"' EXIT
-mkdir -p "$WORK/sgl" "$DEST"
-. "$HERE/parts.sh"  # PLAT, pack_parts
+. "$HERE/parts.sh"  # PLAT, work_dir, pack_parts
+work_dir sgl "$DEST"
 pins=()
 while read -r tag pin; do
   [ -z "$tag" ] && continue
