@@ -75,6 +75,21 @@ def verl(name: str, args: list[str], expect_s: int = 200, timeout_s: int = 420) 
             "needs": f"{model}/DONE", "gpu": GPU}
 
 
+# seconds from the campaign's start of a run to verl's first step (Ray, the model load, vLLM's compile and graphs,
+# the first weight sync), read off the recorded runs: 1.5B 240-250 s on the H100, 7B about 300 s (its first sync at
+# 250 s after the model load); a critic adds its own load
+STARTUP_S = {"0.5b": 200, "1.5b": 240, "3b": 260, "7b": 300, "14b": 380}
+
+
+def budget(size: str, step_s: float | None, steps: int, *, critic: bool = False) -> tuple[int, int]:
+    """(expect_s, timeout_s) for a run whose step is predicted at ``step_s``: the campaign skips a run with less
+    device time left than expect_s, and cuts one at timeout_s (a run of 170-s steps is not cut at a fixed 580 s)."""
+    if step_s is None:
+        return 480, 580
+    expect = STARTUP_S.get(size, 300) + (40 if critic else 0) + round(steps * step_s * 1.1)
+    return expect, round(expect * 1.25) + 60
+
+
 def _cluster():
     """One lent card: the H200 as bench_memory_real.py sees it (nvidia-smi's 143,771 MiB), or another catalogue GPU."""
     if GPU == "H200-141GB":
@@ -277,7 +292,7 @@ def side_runs() -> list[dict]:
 
 
 def timing_runs() -> list[dict]:
-    """The step-time campaign (--timing): 12 configurations, each alone on its GPU (never --lanes), 3 steps (two
+    """The step-time campaign (--timing): 13 configurations, each alone on its GPU (never --lanes), 3 steps (two
     steady ones), each with the step time predicted before it runs (``predicted_step_s``, ``predicted_phases_s``:
     the calibration never saw them, so bench/bench_step_time.py's error on them is the error on runs left out)."""
     def g(size, util, strategy="fsdp2", *changes, eager=False):
@@ -302,12 +317,18 @@ def timing_runs() -> list[dict]:
                                               f"{A}.ppo_micro_batch_size_per_gpu=4"), "1.5b"),
         ("time-ppo-1.5b-critic-fsdp2-u0.4", g("1.5b", 0.4, "fsdp2", *critic), "1.5b"),
         ("time-grpo-3b-fsdp1-u0.5", g("3b", 0.5, "fsdp"), "3b"),
+        # the agent-loop workers' per-sample term where it matters: verl's default 8 workers, 256 short samples (the
+        # term was measured with 2 workers only: 55 ms x 32 samples a worker here, x 128 were it not divided)
+        ("time-grpo-1.5b-fsdp2-u0.5-n8-batch32-resp64-workers8",
+         g("1.5b", 0.5, "fsdp2", f"{R}.n=8", "data.train_batch_size=32", "data.max_response_length=64",
+           f"{R}.agent.num_workers=8"), "1.5b"),
     ]
     out = []
     for name, args, size in plan:
-        run = verl(name, args, expect_s=330, timeout_s=540)
+        step, by_phase = predicted_step(args, size)
+        run = verl(name, args, *budget(size, step, 3, critic=any(w.startswith("critic.") for w in args)))
         run["steps"] = 3
-        run["predicted_step_s"], run["predicted_phases_s"] = predicted_step(args, size)
+        run["predicted_step_s"], run["predicted_phases_s"] = step, by_phase
         out.append(run)
     return out
 
@@ -342,6 +363,7 @@ def advised_runs() -> list[dict]:
         facts = load_catalogue().facts(HUB[size])
         models = {"actor": facts, "ref": facts, "critic": facts}
         args = replace(base(size, 0.5), *extra)
+        critic = any(w.startswith("critic.model.path=") for w in args)
         mp = check_overrides(load_schema(), args, moves=load_moves(), models=models, cluster=cluster).memory
         advice = advise({**mp.values, FLASH_ATTN: False}, models, cluster)
         # the first choice: the best change of tuning, else (nothing on this GPU fits) the first change of method
@@ -354,11 +376,11 @@ def advised_runs() -> list[dict]:
 
             values = {**mp.values, FLASH_ATTN: False}
             step = predict_step(values, models, cluster, mp.report).seconds
-            run = verl(name, args, expect_s=480, timeout_s=580)
+            run = verl(name, args, *budget(size, step, STEPS, critic=critic))
             run.update(question=question, advised="as planned (it fits)", predicted_step_s=step and round(step, 1),
                        predicted_peak_gib=round(max(g.peak.total for g in mp.report.groups) / 2**30, 1))
         else:
-            run = verl(name, replace(args, *best.overrides), expect_s=480, timeout_s=580)
+            run = verl(name, replace(args, *best.overrides), *budget(size, best.step_seconds, STEPS, critic=critic))
             run.update(question=question, advised=best.text, predicted_peak_gib=round(best.peak_bytes / 2**30, 1),
                        predicted_step_s=best.step_seconds)
         out.append(run)
