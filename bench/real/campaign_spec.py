@@ -292,7 +292,7 @@ def side_runs() -> list[dict]:
 
 
 def timing_runs() -> list[dict]:
-    """The step-time campaign (--timing): 13 configurations, each alone on its GPU (never --lanes), 3 steps (two
+    """The step-time campaign (--timing): 14 configurations, each alone on its GPU (never --lanes), 3 steps (two
     steady ones), each with the step time predicted before it runs (``predicted_step_s``, ``predicted_phases_s``:
     the calibration never saw them, so bench/bench_step_time.py's error on them is the error on runs left out)."""
     def g(size, util, strategy="fsdp2", *changes, eager=False):
@@ -317,6 +317,9 @@ def timing_runs() -> list[dict]:
                                               f"{A}.ppo_micro_batch_size_per_gpu=4"), "1.5b"),
         ("time-ppo-1.5b-critic-fsdp2-u0.4", g("1.5b", 0.4, "fsdp2", *critic), "1.5b"),
         ("time-grpo-3b-fsdp1-u0.5", g("3b", 0.5, "fsdp"), "3b"),
+        # the trainer's passes at longer packed micro-batches (16 x 2,500 tokens): without flash-attn, transformers'
+        # SDPA path gets the packed sequences as one (T x T) block-causal mask, whose work grows with T squared
+        ("time-grpo-1.5b-fsdp2-u0.5-resp2048", g("1.5b", 0.5, "fsdp2", "data.max_response_length=2048"), "1.5b"),
         # the agent-loop workers' per-sample term where it matters: verl's default 8 workers, 256 short samples (the
         # term was measured with 2 workers only: 55 ms x 32 samples a worker here, x 128 were it not divided)
         ("time-grpo-1.5b-fsdp2-u0.5-n8-batch32-resp64-workers8",
