@@ -3,6 +3,7 @@
 # install verl + vLLM + Ray, patch verl's phase marks (patch_verl.py), make the models, run the campaign.
 #   DEADLINE=<epoch s> LANES=<runs side by side> [FIRST="1.5b 3b" MORE=] setsid bash /tmp/dev/real/go.sh > /tmp/go.log 2>&1 &
 # SGL=1: SGLang too (its parts copied to /tmp/sgl-parts; install_sglang.sh), runs with PYTHONPATH=/tmp/site-sgl:/tmp/site
+# PROBE=1: attn_probe.py before the campaign (its JSON lines in /tmp/out, so in results.tgz)
 # MEG=1: Megatron too (its parts copied to /tmp/meg-parts; install_megatron.sh), runs with PYTHONPATH=/tmp/site-meg:/tmp/site
 set -x
 export NCCL_NVLS_ENABLE=0 TORCH_SYMM_MEM_DISABLE_MULTICAST=1 NVSHMEM_DISABLE_NVLS=1
@@ -30,4 +31,6 @@ if [ -z "${MORE+set}" ]; then
 fi
 python3 $D/real/make_models.py /tmp/real $FIRST || exit 1
 [ -n "${MORE// /}" ] && (python3 $D/real/make_models.py /tmp/real --cpu --no-data $MORE > /tmp/make_more.log 2>&1 &)
+# PROBE=1: time the trainer's attention with and without the packed SDPA mask first (attn_probe.py, alone on the GPU)
+[ "${PROBE:-0}" = 1 ] && mkdir -p /tmp/out && timeout 300 python3 $D/real/attn_probe.py /tmp/out/attn_probe.jsonl > /tmp/out/attn_probe.log 2>&1
 python3 $D/real/campaign.py $D/campaign.json /tmp/out --deadline "${DEADLINE:-$(( $(date +%s) + 1200 ))}" --lanes "${LANES:-1}"
