@@ -32,5 +32,5 @@ fi
 python3 $D/real/make_models.py /tmp/real $FIRST || exit 1
 [ -n "${MORE// /}" ] && (python3 $D/real/make_models.py /tmp/real --cpu --no-data $MORE > /tmp/make_more.log 2>&1 &)
 # PROBE=1: time the trainer's attention with and without the packed SDPA mask first (attn_probe.py, alone on the GPU)
-[ "${PROBE:-0}" = 1 ] && mkdir -p /tmp/out && timeout 300 python3 $D/real/attn_probe.py /tmp/out/attn_probe.jsonl > /tmp/out/attn_probe.log 2>&1
+[ "${PROBE:-0}" = 1 ] && mkdir -p /tmp/out && timeout 200 python3 $D/real/attn_probe.py /tmp/out/attn_probe.jsonl > /tmp/out/attn_probe.log 2>&1
 python3 $D/real/campaign.py $D/campaign.json /tmp/out --deadline "${DEADLINE:-$(( $(date +%s) + 1200 ))}" --lanes "${LANES:-1}"
