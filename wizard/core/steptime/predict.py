@@ -36,6 +36,7 @@ from wizard.core.models.facts import ModelFacts
 from wizard.core.steptime import comm
 from wizard.core.steptime.generation import generation
 from wizard.core.steptime.megatron import ASSUMPTION, MegatronStep
+from wizard.core.verl.keys import CF, REF, A, AF, M
 from wizard.core.steptime.terms import (  # noqa: F401 (PROMPT_TOKENS, RESPONSE_TOKENS, TimeTerm: the package's face)
     CALIBRATION, PROMPT_TOKENS, RESPONSE_TOKENS, Calibration, Gpu, PhaseTime, StepTime, TimeTerm, flops_params,
     host_term, int_value, trainer_gpu,
@@ -79,16 +80,23 @@ def predict_step(values: Mapping, models: Mapping[str, ModelFacts], cluster: Clu
     # the FSDP trainer's passes
     links = {n: comm.ring_link(cluster, n, c.host_link_gbs) for n in {cfg.shards, cfg.critic_shards, world}}
     P, F = actor.param_count, flops_params(actor)  # F: what a token passes through (MoE: its top-k experts)
+    actor_sp = _sp(values, f"{A}.ulysses_sequence_parallel_size", f"{AF}.ulysses_sequence_parallel_size")
+    lp_micro = logprob_micro_batches(values, world, mean_seq)
     phases.append(_collectives(_forward("old_log_prob", "old log-prob", F, per_gpu, flops_scale, c,
-                                        offload=cfg.actor_param_offload, param_bytes=2 * P / cfg.shards),
-                               comm.forward_bytes(P, cfg.shards, logprob_micro_batches(values, world, mean_seq),
-                                                  cfg.actor_keeps_gathered), links[cfg.shards]))
+                                        offload=cfg.actor_param_offload, param_bytes=2 * P / cfg.shards,
+                                        attention=_masked_attention(values, cfg, actor, per_gpu, lp_micro, actor_sp,
+                                                                    1, gpu, c)),
+                               comm.forward_bytes(P, cfg.shards, lp_micro, cfg.actor_keeps_gathered),
+                               links[cfg.shards]))
     if _uses_ref(values):  # a separate reference, or the actor with its LoRA adapters off
         ref_shards = world if cfg.ref_separate else cfg.shards
+        ref_micro = logprob_micro_batches(values, world, mean_seq, ref=cfg.ref_separate)
+        ref_sp = _sp(values, f"{REF}.ulysses_sequence_parallel_size") if cfg.ref_separate else actor_sp
         phases.append(_collectives(_forward("ref", "ref log-prob", F, per_gpu, flops_scale, c,
-                                            offload=cfg.ref_separate, param_bytes=2 * P / cfg.shards),
-                                   comm.forward_bytes(P, ref_shards, logprob_micro_batches(values, world, mean_seq,
-                                                                                           ref=cfg.ref_separate),
+                                            offload=cfg.ref_separate, param_bytes=2 * P / cfg.shards,
+                                            attention=_masked_attention(values, cfg, actor, per_gpu, ref_micro,
+                                                                        ref_sp, 1, gpu, c)),
+                                   comm.forward_bytes(P, ref_shards, ref_micro,
                                                       cfg.ref_keeps_gathered if cfg.ref_separate
                                                       else cfg.actor_keeps_gathered), links[ref_shards]))
     critic = models.get("critic")
@@ -96,17 +104,22 @@ def predict_step(values: Mapping, models: Mapping[str, ModelFacts], cluster: Clu
         cp, cn = critic.param_count, cfg.critic_shards
         steps, epochs = _optimizer_steps(values, "critic.ppo_mini_batch_size", cfg, critic=True), _epochs(values, True)
         micro = critic_micro_batches(values, world, mean_seq)
+        critic_sp = _sp(values, f"{CF}.ulysses_sequence_parallel_size")
+        values_micro = critic_values_micro_batches(values, world, mean_seq)
         phases.append(_collectives(_forward("values", "critic values", flops_params(critic), per_gpu, flops_scale, c,
                                             offload=cfg.critic_param_offload,
-                                            param_bytes=cfg.critic_dtype_bytes * cp / cn),
-                                   comm.forward_bytes(cp, cn, critic_values_micro_batches(values, world, mean_seq),
-                                                      cfg.critic_keeps_gathered), links[cn]))
+                                            param_bytes=cfg.critic_dtype_bytes * cp / cn,
+                                            attention=_masked_attention(values, cfg, critic, per_gpu, values_micro,
+                                                                        critic_sp, 1, gpu, c)),
+                                   comm.forward_bytes(cp, cn, values_micro, cfg.critic_keeps_gathered), links[cn]))
         no_sync = bool(cfg.critic_unsharded_grad_bytes)
         phases.append(_collectives(
             _update("update_critic", "critic update", cp, cp, cfg.critic_gc, epochs * per_gpu, epochs * seqs / world,
                     steps, cn,
                     cfg.critic_param_offload, cfg.critic_optimizer_offload, cfg.critic_offload_policy, gpu, c,
-                    active=flops_params(critic)),
+                    active=flops_params(critic),
+                    attention=_masked_attention(values, cfg, critic, epochs * per_gpu, micro * steps, critic_sp,
+                                                4 if cfg.critic_gc else 3, gpu, c)),
             comm.update_bytes(cp, cp, cn, micro, steps, cfg.critic_keeps_gathered, cfg.critic_reduce_bytes,
                               1 if no_sync else micro, gather_once=no_sync and cfg.critic_fsdp1 and
                               cfg.critic_keeps_gathered), links[cn],
@@ -118,7 +131,9 @@ def predict_step(values: Mapping, models: Mapping[str, ModelFacts], cluster: Clu
         _update("update_actor", "actor update", P, trainable, cfg.actor_gc, epochs * per_gpu, epochs * seqs / world,
                 steps, cfg.shards,
                 cfg.actor_param_offload, cfg.actor_optimizer_offload, cfg.actor_offload_policy, gpu, c,
-                lora=bool(cfg.lora_rank), active=F),
+                lora=bool(cfg.lora_rank), active=F,
+                attention=_masked_attention(values, cfg, actor, epochs * per_gpu, micro * steps, actor_sp,
+                                            4 if cfg.actor_gc else 3, gpu, c)),
         comm.update_bytes(P, trainable, cfg.shards, micro, steps, cfg.actor_keeps_gathered, cfg.actor_reduce_bytes,
                           1 if cfg.actor_unsharded_grad_bytes else micro,
                           gather_once=bool(cfg.actor_unsharded_grad_bytes) and cfg.strategy == "fsdp"
@@ -233,19 +248,19 @@ def _optimizer_steps(values: Mapping, mini_key: str, cfg, critic: bool = False) 
 
 
 def _forward(name: str, title: str, params: int, tokens: float, flops: float, c: Calibration, *, offload: bool,
-             param_bytes: float) -> PhaseTime:
+             param_bytes: float, attention: tuple[TimeTerm, ...] = ()) -> PhaseTime:
     terms = [TimeTerm("FLOPs", 2 * params * tokens / (flops * c.fwd_efficiency),
                       f"2 x {params / 1e9:.2f}B params x {tokens:,.0f} tokens per GPU at {c.fwd_efficiency:.0%} of "
                       f"{flops / 1e12:g} TFLOP/s"),
              TimeTerm("per token", tokens * c.fwd_s_per_token, f"{tokens:,.0f} tokens x {c.fwd_s_per_token * 1e6:.0f} us")]
     if offload:
         terms.append(host_term("params from the host", param_bytes, c))
-    return PhaseTime(name, title, tuple(terms))
+    return PhaseTime(name, title, (*terms, *attention))
 
 
 def _update(name: str, title: str, params: int, trainable: int, gc: bool, tokens: float, seqs: float, steps: int,
             shards: int, param_offload: bool, optimizer_offload: bool, policy: bool, gpu: Gpu, c: Calibration,
-            lora: bool = False, active: int | None = None) -> PhaseTime:
+            lora: bool = False, active: int | None = None, attention: tuple[TimeTerm, ...] = ()) -> PhaseTime:
     """``params``: the model's; ``active``: those a token passes through (an MoE model's top-k experts)."""
     k = (4 if lora else 6) + (2 if gc else 0)
     flops = gpu.tflops * 1e12
@@ -270,4 +285,30 @@ def _update(name: str, title: str, params: int, trainable: int, gc: bool, tokens
     if param_offload and not policy:
         terms.append(TimeTerm("params over the host link", 2 * 4 * params / shards / (c.host_link_gbs * 1e9),
                               "in and out once per update"))
-    return PhaseTime(name, title, tuple(terms))
+    return PhaseTime(name, title, (*terms, *attention))
+
+
+def _masked_attention(values: Mapping, cfg, f: ModelFacts, tokens: float, micro_batches: float, sp: int, passes: int,
+                      gpu: Gpu, c: Calibration) -> tuple[TimeTerm, ...]:
+    """Attention's work without flash-attn: transformers' SDPA path attends over a micro-batch's whole packed
+    (T x T) block-causal mask, every (query, key) pair computed, so a token costs 4 x T x heads x head_dim x layers
+    FLOPs per forward, T the micro-batch's tokens (its Ulysses group's; each GPU computes its share of the heads).
+    Without use_remove_padding each sequence is padded to the longest and attends over that. ``passes``: 1 for a
+    forward, 3 for a forward and backward, 4 with gradient checkpointing's recompute. With flash-attn (varlen,
+    causal, per sequence) the term is left out, as in the runs the rest was calibrated on."""
+    if cfg.flash_attn or tokens <= 0 or not c.attention_tflops:
+        return ()
+    packed = values.get(f"{M}.use_remove_padding") is not False
+    span = tokens * sp / max(1.0, micro_batches) if packed else cfg.seq_tokens
+    width, layers = f.num_attention_heads * f.head_dim, f.num_layers
+    rate = c.attention_tflops * 1e12 * gpu.tflops / c.ref_tflops
+    flops = passes * 4 * span * width * layers * tokens
+    how = "a micro-batch's packed tokens" if packed else "the padded sequence"
+    return (TimeTerm("attention over the SDPA mask", flops / rate,
+                     f"{passes} x 4 x {span:,.0f} ({how}) x {width} x {layers} layers x {tokens:,.0f} tokens per GPU "
+                     f"at {rate / 1e12:.0f} TFLOP/s: no flash-attn, so every pair in the micro-batch is computed; "
+                     "smaller micro-batches or flash-attn make it smaller"),)
+
+
+def _sp(values: Mapping, *keys: str) -> int:
+    return max((int_value(values, k, 1) for k in keys), default=1)

@@ -27,6 +27,11 @@ class Calibration:
     fwd_s_per_token: float = 72e-6  # per token of a log-prob pass beyond its FLOPs (moving the batch, the log-probs)
     train_s_per_token: float = 115e-6  # per token of an update beyond its FLOPs
     train_s_per_sequence: float = 0.061  # per sequence of an update (per-sample work of the loss and the batch)
+    # Attention without flash-attn: verl packs a micro-batch's sequences into one row (use_remove_padding) and
+    # transformers' SDPA path gets them as one (T x T) block-causal boolean mask (masking_utils, packed sequences
+    # found from position_ids), so torch's attention kernel computes every (query, key) pair of the micro-batch:
+    # 4 x T x (heads x head_dim) x layers FLOPs per token of the forward, growing with the micro-batch's tokens T.
+    attention_tflops: float | None = None  # achieved by that masked attention at the reference GPU; None: not counted
     # One decode step: the weights and the KV cache read at bandwidth_efficiency x the datasheet bandwidth, plus the
     # engine's own overhead. vLLM with CUDA graphs adds nothing measurable: a 1.5B run decoded 64 x 1,024 tokens,
     # prefill and per-sample work included, inside one 4-s poll on an H100 (time-grpo-1.5b-fsdp2-u0.5-resp1024-h100),

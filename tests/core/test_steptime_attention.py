@@ -1,0 +1,69 @@
+"""Attention in the trainer's passes without flash-attn: verl hands transformers a micro-batch packed into one row
+(attention_mask None, position_ids restarting per sequence), and transformers' SDPA path turns that into one
+(T x T) block-causal boolean mask, so every (query, key) pair of the micro-batch is computed: a token's attention
+grows with the micro-batch's tokens T, not with its own sequence. A user who halves a log-prob micro-batch without
+flash-attn should see the pass get faster; with flash-attn (varlen, per sequence) not."""
+
+from dataclasses import replace
+
+import pytest
+
+from tests.core.test_advice import Q15, R, plan
+from wizard.core.memory.config import FLASH_ATTN
+from wizard.core.steptime import CALIBRATION, predict_step
+
+M = "actor_rollout_ref.model"
+RATE = 100.0
+CAL = replace(CALIBRATION, attention_tflops=RATE)
+
+
+def phases(extra=(), flash=False, c=CAL, gpus="1xH200-141GB"):
+    mp = plan([*extra, "data.max_response_length=3072", "data.max_prompt_length=1024"], gpus=gpus, model=Q15)
+    st = predict_step({**mp.values, FLASH_ATTN: flash}, mp.models, mp.cluster, mp.report, c)
+    assert st.reason is None, st.reason
+    return {p.name: p for p in st.phases}
+
+
+def attention(phase):
+    return next((t for t in phase.terms if t.label == "attention over the SDPA mask"), None)
+
+
+def test_the_log_prob_pass_costs_more_per_token_with_a_larger_packed_micro_batch_without_flash_attn():
+    small = phases([f"{R}.log_prob_micro_batch_size_per_gpu=4"])["old_log_prob"]
+    large = phases([f"{R}.log_prob_micro_batch_size_per_gpu=16"])["old_log_prob"]
+    # the same tokens, 4 x the tokens per micro-batch: 4 x the attention's work
+    assert attention(large).seconds == pytest.approx(4 * attention(small).seconds, rel=1e-6)
+    assert large.seconds > small.seconds
+
+
+def test_with_flash_attn_the_micro_batch_does_not_change_the_pass():
+    small = phases([f"{R}.log_prob_micro_batch_size_per_gpu=4"], flash=True)["old_log_prob"]
+    large = phases([f"{R}.log_prob_micro_batch_size_per_gpu=16"], flash=True)["old_log_prob"]
+    assert attention(small) is None and attention(large) is None
+    assert small.seconds == pytest.approx(large.seconds)
+
+
+def test_the_term_is_the_mask_s_flops_at_the_stated_rate():
+    """4 x T x heads x head_dim x layers FLOPs per token, T = 16 samples x (1,024 + 3,072) tokens, 64 samples."""
+    term = attention(phases([f"{R}.log_prob_micro_batch_size_per_gpu=16"])["old_log_prob"])
+    tokens = 16 * 4 * (1024 + 3072)
+    T = 16 * (1024 + 3072)
+    flops = 4 * T * (Q15.num_attention_heads * Q15.head_dim) * Q15.num_layers * tokens
+    assert term.seconds == pytest.approx(flops / (RATE * 1e12), rel=1e-3)
+    assert f"{T:,}" in term.note and "flash-attn" in term.note
+
+
+def test_the_update_counts_the_backward_and_the_checkpointing_recompute():
+    with_gc = attention(phases([f"{M}.enable_gradient_checkpointing=True"])["update_actor"])
+    without = attention(phases([f"{M}.enable_gradient_checkpointing=False"])["update_actor"])
+    assert with_gc.seconds == pytest.approx(4 / 3 * without.seconds)
+    assert with_gc.note.startswith("4 x") and without.note.startswith("3 x")
+
+
+def test_without_padding_removed_each_sequence_attends_over_its_padded_length():
+    term = attention(phases([f"{M}.use_remove_padding=False", f"{R}.log_prob_micro_batch_size_per_gpu=16"])["old_log_prob"])
+    assert "4,096 (the padded sequence)" in term.note
+
+
+def test_not_counted_until_calibrated():
+    assert attention(phases(c=replace(CALIBRATION, attention_tflops=None))["old_log_prob"]) is None
