@@ -67,3 +67,15 @@ def test_without_padding_removed_each_sequence_attends_over_its_padded_length():
 
 def test_not_counted_until_calibrated():
     assert attention(phases(c=replace(CALIBRATION, attention_tflops=None))["old_log_prob"]) is None
+
+
+def test_until_then_a_micro_batch_beyond_the_measured_ones_is_named_in_the_assumptions():
+    mp = plan(["data.max_response_length=3072", "data.max_prompt_length=1024",
+               f"{R}.log_prob_micro_batch_size_per_gpu=16"], gpus="1xH200-141GB", model=Q15)
+    st = predict_step({**mp.values, FLASH_ATTN: False}, mp.models, mp.cluster, mp.report)
+    [line] = [a for a in st.assumptions if "packed tokens" in a]
+    assert "65,536 packed tokens" in line and "23,400" in line
+    flash = predict_step({**mp.values, FLASH_ATTN: True}, mp.models, mp.cluster, mp.report)
+    short = plan([f"{R}.log_prob_micro_batch_size_per_gpu=16"], gpus="1xH200-141GB", model=Q15)
+    within = predict_step({**short.values, FLASH_ATTN: False}, short.models, short.cluster, short.report)
+    assert not [a for a in flash.assumptions + within.assumptions if "packed tokens" in a]

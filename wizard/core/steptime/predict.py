@@ -151,8 +151,19 @@ def predict_step(values: Mapping, models: Mapping[str, ModelFacts], cluster: Clu
     if any(link is not None for link in links.values()) or cfg.shards < world:
         assumptions.append("FSDP's collectives timed from the links' bandwidth, overlapping the compute: not measured "
                            "(every calibration run used one GPU)")
+    span = max(per_gpu * actor_sp / max(1, lp_micro), per_gpu * actor_sp / max(1, micro * steps // max(1, epochs)))
+    if not cfg.flash_attn and not c.attention_tflops and span > MEASURED_SPAN and \
+            values.get(f"{M}.use_remove_padding") is not False:
+        assumptions.append(f"without flash-attn a micro-batch of {span:,.0f} packed tokens attends over all of them "
+                           f"(one SDPA mask): the trainer's passes were measured up to {MEASURED_SPAN:,} and may take "
+                           "longer here; smaller micro-batches or flash-attn avoid it")
     return StepTime(phases=tuple(phases), assumptions=tuple(assumptions + _assumptions(cfg, actor, gpu)),
                     tokens=int(tokens))
+
+
+# the largest packed micro-batch (tokens) the trainer passes' constants were measured at: the 1,024-token run's
+# log-prob passes, 16 x 1,462 (time-grpo-1.5b-fsdp2-u0.5-resp1024-h100)
+MEASURED_SPAN = 23_400
 
 
 def _assumptions(cfg, actor: ModelFacts, gpu: Gpu) -> list[str]:
