@@ -87,39 +87,33 @@ def main(argv: list[str]) -> int:
                               num_key_value_heads=kv, num_hidden_layers=layers, max_position_embeddings=65536)
             cfg._attn_implementation = "sdpa"
             model = Qwen2ForCausalLM(cfg).to(dev, torch.bfloat16)
-            for T in fwd_t:
-                row = {"kind": "forward", "model": name, "layers": layers, "hidden": hidden, "heads": heads,
+            def measure(kind: str, T: int, call) -> None:
+                """Time ``call(ids, pos)`` on the packed row and on separate rows of the same T tokens; one line."""
+                row = {"kind": kind, "model": name, "layers": layers, "hidden": hidden, "heads": heads,
                        "head_dim": hidden // heads}
                 try:
                     for packed in (True, False):
-                        ids, pos, n = inputs(T, packed)
-                        with torch.no_grad():
-                            s = timed(lambda: model(input_ids=ids, position_ids=pos, attention_mask=None, use_cache=False))
-                        row["T"] = n
-                        row["packed_s" if packed else "batched_s"] = round(s, 5)
+                        ids, pos, row["T"] = inputs(T, packed)
+                        row["packed_s" if packed else "batched_s"] = round(timed(lambda: call(ids, pos)), 5)
                 except torch.OutOfMemoryError:
                     row["oom"] = True
+                model.zero_grad(set_to_none=True)
                 if dev == "cuda":
                     torch.cuda.empty_cache()
                 emit(row)
+
+            def forward(ids, pos):
+                with torch.no_grad():
+                    model(input_ids=ids, position_ids=pos, attention_mask=None, use_cache=False)
+
+            def forward_backward(ids, pos):
+                model(input_ids=ids, position_ids=pos, attention_mask=None, use_cache=False).logits.float().mean().backward()
+
+            for T in fwd_t:
+                measure("forward", T, forward)
             if name in ("1.5b", "tiny") and layers == 1:
                 for T in bwd_t:
-                    row = {"kind": "backward", "model": name, "layers": layers, "hidden": hidden, "heads": heads,
-                           "head_dim": hidden // heads}
-                    try:
-                        for packed in (True, False):
-                            ids, pos, n = inputs(T, packed)
-
-                            def step():
-                                model(input_ids=ids, position_ids=pos, attention_mask=None, use_cache=False).logits.float().mean().backward()
-                            row["T"] = n
-                            row["packed_s" if packed else "batched_s"] = round(timed(step), 5)
-                    except torch.OutOfMemoryError:
-                        row["oom"] = True
-                    model.zero_grad(set_to_none=True)
-                    if dev == "cuda":
-                        torch.cuda.empty_cache()
-                    emit(row)
+                    measure("backward", T, forward_backward)
                 # which kernels the packed forward runs (the SDPA backend torch chose for the boolean mask)
                 ids, pos, n = inputs(fwd_t[1], True)
                 acts = [torch.profiler.ProfilerActivity.CPU] + ([torch.profiler.ProfilerActivity.CUDA] if dev == "cuda" else [])
