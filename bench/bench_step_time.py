@@ -12,8 +12,10 @@ reference and never fitted. A run whose spec carries ``predicted_step_s`` was le
 printed on its own line, with the step time ``plan`` predicted before it ran. (The calibration's constants,
 ``wizard.core.steptime.terms.Calibration``, were set from the alone runs by hand, term by term: there is no fit to
 leave a run out of, so the runs left out are those measured after the constants were set. The generation phase's
-constants were set again on 2026-12-05 from every alone run, the left-out ones included: for generation only the
-step time predicted before each run, ``STEP (before)``, is a left-out test.)
+constants were set again on 2026-12-05 from every alone run, and later that day the trainer passes' were refitted to
+every alone run (``bench/fit_trainer_passes.py``, with the model's own speed and the packed mask's attention measured
+on the GPU by ``bench/real/attn_probe.py``): re-planned, every alone run is in the fit now, and only the step time
+predicted before each run, ``STEP (before)``, is a left-out test.)
 """
 
 from __future__ import annotations
@@ -111,9 +113,9 @@ def main(argv=None) -> int:
             print(json.dumps({"run": case["run"], "alone": case["alone"], "measured": case["measured"],
                               "predicted": pred, "step_measured": case["step"], "step_predicted": step}))
     print()
-    names = {"fit": "alone on the GPU, in the fit (calibration)",
-             "left_out": "alone on the GPU, LEFT OUT of the fit (re-planned with the run's own lengths; generation's "
-                         "constants were refit on these runs too)",
+    names = {"fit": "alone on the GPU, the first calibration's runs (re-planned)",
+             "left_out": "alone on the GPU, recorded after the first calibration (re-planned with the run's own "
+                         "lengths: NOT left out any more, the constants were refit on every alone run)",
              "before": "alone, left out: the step time predicted before the run (spec.json predicted_step_s)",
              "side": "side by side (not fitted; slowed by neighbours)"}
     for group, e in errs.items():

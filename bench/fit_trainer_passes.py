@@ -29,7 +29,7 @@ from wizard.core.steptime import CALIBRATION, predict_step  # noqa: E402
 FWD = ("old_log_prob", "ref", "values")
 UPD = ("update_actor", "update_critic")
 NAMES = ("1/fwd_efficiency", "fwd_s_per_token", "1/train_efficiency", "train_s_per_token", "train_s_per_sequence",
-         "1/attention_tflops")
+         "1/attention_tflops", "micro_batch_s")
 
 
 def nnls(a: np.ndarray, y: np.ndarray, iters: int = 500) -> np.ndarray:
@@ -58,9 +58,9 @@ def nnls(a: np.ndarray, y: np.ndarray, iters: int = 500) -> np.ndarray:
 def basis(probe_rate: float = 100.0):
     """Per measured phase: (run, phase, measured s, the six bases, the held seconds); the bases are the terms'
     seconds divided by the constant that scales them (so a constant's value times its basis is its term)."""
-    c = replace(CALIBRATION, attention_tflops=probe_rate)
+    c = replace(CALIBRATION, attention_tflops=probe_rate, micro_batch_s=0.01)
     cur = (1 / c.fwd_efficiency, c.fwd_s_per_token, 1 / c.train_efficiency, c.train_s_per_token,
-           c.train_s_per_sequence, 1 / c.attention_tflops)
+           c.train_s_per_sequence, 1 / c.attention_tflops, c.micro_batch_s)
     out = []
     for case in (k for k in bst.cases(Path(bst.__file__).parent / "data" / "verl_real") if k["alone"]):
         st = predict_step(case["values"], case["models"], case["cluster"], case["report"], c)
@@ -68,10 +68,10 @@ def basis(probe_rate: float = 100.0):
             if ph.name not in case["measured"] or ph.name not in FWD + UPD:
                 continue
             fwd = ph.name in FWD
-            row, held = [0.0] * 6, 0.0
+            row, held = [0.0] * 7, 0.0
             for t in ph.terms:
                 i = {"FLOPs": 0 if fwd else 2, "per token": 1 if fwd else 3, "per sequence": 4,
-                     "attention over the SDPA mask": 5}.get(t.label)
+                     "attention over the SDPA mask": 5, "per micro-batch": 6}.get(t.label)
                 if i is None:
                     held += t.seconds
                 else:
@@ -90,6 +90,7 @@ def main(argv=None) -> int:
     ap.add_argument("--fwd-eff", type=float, default=CALIBRATION.fwd_efficiency)
     ap.add_argument("--train-eff", type=float, default=CALIBRATION.train_efficiency)
     ap.add_argument("--free-eff", action="store_true")
+    ap.add_argument("--no-micro", action="store_true", help="no per-micro-batch term")
     ap.add_argument("-v", action="store_true")
     args = ap.parse_args(argv)
     rows = basis()
@@ -100,26 +101,29 @@ def main(argv=None) -> int:
         held[0], held[2] = 1 / args.fwd_eff, 1 / args.train_eff
     if args.attention:
         held[5] = 1 / args.attention
-    free = [i for i in range(6) if i not in held]
+    if args.no_micro:
+        held[6] = 0.0
+    free = [i for i in range(7) if i not in held]
     rhs = y - sum(a[:, i] * v for i, v in held.items())
     q = nnls(a[:, free], rhs)
-    p = np.zeros(6)
+    p = np.zeros(7)
     for i, v in held.items():
         p[i] = v
     p[free] = q
-    before = np.array([1 / CALIBRATION.fwd_efficiency, CALIBRATION.fwd_s_per_token, 1 / CALIBRATION.train_efficiency,
-                       CALIBRATION.train_s_per_token, CALIBRATION.train_s_per_sequence, 0.0])
+    c = CALIBRATION
+    before = np.array([1 / c.fwd_efficiency, c.fwd_s_per_token, 1 / c.train_efficiency, c.train_s_per_token,
+                       c.train_s_per_sequence, 1 / c.attention_tflops if c.attention_tflops else 0.0, c.micro_batch_s])
     e0, e1 = errors(rows, before), errors(rows, p)
 
     def show(v, i):
         if i in (0, 2, 5):
             return "inf" if v == 0 else (f"{1 / v:.3f}" if i != 5 else f"{1 / v:.0f}")
-        return f"{v * 1e6:.1f} us" if i in (1, 3) else f"{v * 1e3:.1f} ms"
+        return f"{v * 1e6:.1f} us" if i in (1, 3) else f"{v * 1e3:.1f} ms"  # per sequence, per micro-batch
 
     print(f"{len(rows)} phases of {len({r[0] for r in rows})} alone runs")
     for i, name in enumerate(NAMES):
         print(f"  {name.lstrip('1/'):22} {show(p[i], i):>10}  {'held' if i in held else 'fitted'}")
-    for tag, e in (("the calibration as it is (no attention term)", e0), ("this fit", e1)):
+    for tag, e in (("the calibration as it is", e0), ("this fit", e1)):
         k = int(np.argmax(np.abs(e)))
         print(f"{tag}: mean |error| {100 * np.mean(np.abs(e)):.1f} %, worst {100 * e[k]:+.1f} % "
               f"({rows[k][0]} {rows[k][1]})")

@@ -58,9 +58,10 @@ def test_on_pcie_the_advisor_offers_a_larger_micro_batch_as_faster():
     larger = [a for a in advice.alternatives if int(a.changes.get(f"{A}.ppo_micro_batch_size_per_gpu", 1)) > 1]
     assert larger and all(a.fits and a.step_seconds < step_time(mp).seconds for a in larger)
     on_nvlink = plan(EIGHT, "8xH100-80GB", Q15)  # where the collectives hide, micro-batches gain no time
+    bigger = step_time(plan([*EIGHT, f"{A}.ppo_micro_batch_size_per_gpu=4"], "8xH100-80GB", Q15))
+    assert bigger.seconds > 0.98 * step_time(on_nvlink).seconds  # not the 2 % the advisor asks of a faster move
     offered = advise(on_nvlink.values, on_nvlink.models, on_nvlink.cluster).alternatives
-    assert offered and not [a for a in offered
-                            if f"{A}.ppo_micro_batch_size_per_gpu" in a.changes and len(a.changes) == 1]
+    assert not [a for a in offered if f"{A}.ppo_micro_batch_size_per_gpu" in a.changes and len(a.changes) == 1]
 
 
 def test_rollout_tp_adds_two_all_reduces_per_layer_to_each_decode_step():

@@ -186,11 +186,12 @@ def _apply(state: State, move: Move) -> State:
     return _state(values, models, cluster, state.moves + (move,))
 
 
-def _better(child: State, parent: State) -> bool:
-    """Keep a move only when it helps: less over memory, or (both fitting) faster."""
+def _better(child: State, parent: State, move=None) -> bool:
+    """Keep a move only when it helps: less over memory, or (both fitting) faster; a move offered for memory only
+    (``Move.memory_only``) never as faster."""
     if not parent.fits:
         return child.deficit < parent.deficit - 0.01 * GIB
-    if not child.fits:
+    if not child.fits or (move is not None and move.memory_only):
         return False
     a, b = child.seconds, parent.seconds
     return a is not None and b is not None and a < b * 0.98
@@ -234,7 +235,7 @@ def _search(frontier: list[State], seen: set, cluster: Cluster | None, smaller: 
                                   parent.report):
                 child = _apply(parent, move)
                 key = _key(child.values, child.models)
-                if key in seen or not _better(child, parent):
+                if key in seen or not _better(child, parent, move):
                     continue
                 seen.add(key)
                 children.append(child)

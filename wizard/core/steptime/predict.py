@@ -84,8 +84,8 @@ def predict_step(values: Mapping, models: Mapping[str, ModelFacts], cluster: Clu
     lp_micro = logprob_micro_batches(values, world, mean_seq)
     phases.append(_collectives(_forward("old_log_prob", "old log-prob", F, per_gpu, flops_scale, c,
                                         offload=cfg.actor_param_offload, param_bytes=2 * P / cfg.shards,
-                                        attention=_masked_attention(values, cfg, actor, per_gpu, lp_micro, actor_sp,
-                                                                    1, gpu, c)),
+                                        attention=(*_masked_attention(values, cfg, actor, per_gpu, lp_micro, actor_sp,
+                                                                      1, gpu, c), *_micro_term(lp_micro, c))),
                                comm.forward_bytes(P, cfg.shards, lp_micro, cfg.actor_keeps_gathered),
                                links[cfg.shards]))
     if _uses_ref(values):  # a separate reference, or the actor with its LoRA adapters off
@@ -94,8 +94,8 @@ def predict_step(values: Mapping, models: Mapping[str, ModelFacts], cluster: Clu
         ref_sp = _sp(values, f"{REF}.ulysses_sequence_parallel_size") if cfg.ref_separate else actor_sp
         phases.append(_collectives(_forward("ref", "ref log-prob", F, per_gpu, flops_scale, c,
                                             offload=cfg.ref_separate, param_bytes=2 * P / cfg.shards,
-                                            attention=_masked_attention(values, cfg, actor, per_gpu, ref_micro,
-                                                                        ref_sp, 1, gpu, c)),
+                                            attention=(*_masked_attention(values, cfg, actor, per_gpu, ref_micro,
+                                                                          ref_sp, 1, gpu, c), *_micro_term(ref_micro, c))),
                                    comm.forward_bytes(P, ref_shards, ref_micro,
                                                       cfg.ref_keeps_gathered if cfg.ref_separate
                                                       else cfg.actor_keeps_gathered), links[ref_shards]))
@@ -109,8 +109,8 @@ def predict_step(values: Mapping, models: Mapping[str, ModelFacts], cluster: Clu
         phases.append(_collectives(_forward("values", "critic values", flops_params(critic), per_gpu, flops_scale, c,
                                             offload=cfg.critic_param_offload,
                                             param_bytes=cfg.critic_dtype_bytes * cp / cn,
-                                            attention=_masked_attention(values, cfg, critic, per_gpu, values_micro,
-                                                                        critic_sp, 1, gpu, c)),
+                                            attention=(*_masked_attention(values, cfg, critic, per_gpu, values_micro,
+                                                                          critic_sp, 1, gpu, c), *_micro_term(values_micro, c))),
                                    comm.forward_bytes(cp, cn, values_micro, cfg.critic_keeps_gathered), links[cn]))
         no_sync = bool(cfg.critic_unsharded_grad_bytes)
         phases.append(_collectives(
@@ -118,8 +118,8 @@ def predict_step(values: Mapping, models: Mapping[str, ModelFacts], cluster: Clu
                     steps, cn,
                     cfg.critic_param_offload, cfg.critic_optimizer_offload, cfg.critic_offload_policy, gpu, c,
                     active=flops_params(critic),
-                    attention=_masked_attention(values, cfg, critic, epochs * per_gpu, micro * steps, critic_sp,
-                                                4 if cfg.critic_gc else 3, gpu, c)),
+                    attention=(*_masked_attention(values, cfg, critic, epochs * per_gpu, micro * steps, critic_sp,
+                                                  4 if cfg.critic_gc else 3, gpu, c), *_micro_term(micro * steps, c))),
             comm.update_bytes(cp, cp, cn, micro, steps, cfg.critic_keeps_gathered, cfg.critic_reduce_bytes,
                               1 if no_sync else micro, gather_once=no_sync and cfg.critic_fsdp1 and
                               cfg.critic_keeps_gathered), links[cn],
@@ -132,8 +132,8 @@ def predict_step(values: Mapping, models: Mapping[str, ModelFacts], cluster: Clu
                 steps, cfg.shards,
                 cfg.actor_param_offload, cfg.actor_optimizer_offload, cfg.actor_offload_policy, gpu, c,
                 lora=bool(cfg.lora_rank), active=F,
-                attention=_masked_attention(values, cfg, actor, epochs * per_gpu, micro * steps, actor_sp,
-                                            4 if cfg.actor_gc else 3, gpu, c)),
+                attention=(*_masked_attention(values, cfg, actor, epochs * per_gpu, micro * steps, actor_sp,
+                                              4 if cfg.actor_gc else 3, gpu, c), *_micro_term(micro * steps, c))),
         comm.update_bytes(P, trainable, cfg.shards, micro, steps, cfg.actor_keeps_gathered, cfg.actor_reduce_bytes,
                           1 if cfg.actor_unsharded_grad_bytes else micro,
                           gather_once=bool(cfg.actor_unsharded_grad_bytes) and cfg.strategy == "fsdp"
@@ -152,18 +152,18 @@ def predict_step(values: Mapping, models: Mapping[str, ModelFacts], cluster: Clu
         assumptions.append("FSDP's collectives timed from the links' bandwidth, overlapping the compute: not measured "
                            "(every calibration run used one GPU)")
     span = max(per_gpu * actor_sp / max(1, lp_micro), per_gpu * actor_sp / max(1, micro * steps // max(1, epochs)))
-    if not cfg.flash_attn and not c.attention_tflops and span > MEASURED_SPAN and \
-            values.get(f"{M}.use_remove_padding") is not False:
+    if not cfg.flash_attn and span > MEASURED_SPAN and values.get(f"{M}.use_remove_padding") is not False:
         assumptions.append(f"without flash-attn a micro-batch of {span:,.0f} packed tokens attends over all of them "
-                           f"(one SDPA mask): the trainer's passes were measured up to {MEASURED_SPAN:,} and may take "
-                           "longer here; smaller micro-batches or flash-attn avoid it")
+                           f"(one SDPA mask): the trainer's passes were measured up to {MEASURED_SPAN:,}, and grew "
+                           "faster than the mask's counted attention there; this step may be longer; smaller "
+                           "micro-batches or flash-attn avoid it")
     return StepTime(phases=tuple(phases), assumptions=tuple(assumptions + _assumptions(cfg, actor, gpu)),
                     tokens=int(tokens))
 
 
-# the largest packed micro-batch (tokens) the trainer passes' constants were measured at: the 1,024-token run's
-# log-prob passes, 16 x 1,462 (time-grpo-1.5b-fsdp2-u0.5-resp1024-h100)
-MEASURED_SPAN = 23_400
+# the largest packed micro-batch (tokens) the trainer passes were measured at: the 2,048-token run's log-prob
+# passes, 16 x 2,486 (time-grpo-1.5b-fsdp2-u0.5-resp2048-h100), 8-9 % slower than predicted with the mask counted
+MEASURED_SPAN = 39_800
 
 
 def _assumptions(cfg, actor: ModelFacts, gpu: Gpu) -> list[str]:
@@ -319,6 +319,15 @@ def _masked_attention(values: Mapping, cfg, f: ModelFacts, tokens: float, micro_
                      f"{passes} x 4 x {span:,.0f} ({how}) x {width} x {layers} layers x {tokens:,.0f} tokens per GPU "
                      f"at {rate / 1e12:.0f} TFLOP/s: no flash-attn, so every pair in the micro-batch is computed; "
                      "smaller micro-batches or flash-attn make it smaller"),)
+
+
+def _micro_term(micro_batches: float, c: Calibration) -> tuple[TimeTerm, ...]:
+    """verl's fixed work per micro-batch of a pass (its slicing, the FSDP hooks of each layer, the loss's
+    bookkeeping), whatever its tokens."""
+    if not c.micro_batch_s or micro_batches <= 0:
+        return ()
+    return (TimeTerm("per micro-batch", micro_batches * c.micro_batch_s,
+                     f"{micro_batches:,.0f} micro-batches x {c.micro_batch_s * 1e3:.0f} ms"),)
 
 
 def _sp(values: Mapping, *keys: str) -> int:

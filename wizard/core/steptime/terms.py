@@ -22,16 +22,32 @@ class Calibration:
 
     ref_tflops: float = 989.0
     ref_bandwidth_gbs: float = 4800.0
-    fwd_efficiency: float = 0.20  # achieved / peak FLOP/s of a log-prob pass (SDPA attention, padding removed)
-    train_efficiency: float = 0.16  # the same in update_actor / update_critic
-    fwd_s_per_token: float = 72e-6  # per token of a log-prob pass beyond its FLOPs (moving the batch, the log-probs)
-    train_s_per_token: float = 115e-6  # per token of an update beyond its FLOPs
-    train_s_per_sequence: float = 0.061  # per sequence of an update (per-sample work of the loss and the batch)
+    # The model's own work, measured on the lent H100 with verl's kit (bench/real/attn_probe.py; bench/data/attn_probe/,
+    # bench/bench_attention_probe.py): Qwen2.5-1.5B's 28 layers and 151,936-token head, its sequences as separate rows
+    # (no mask), ran a forward and the log-probs at 8.8 us a token (35.6 % of 989 TFLOP/s) and a forward + backward
+    # at 26.5 us a token (35 %).
+    fwd_efficiency: float = 0.356  # achieved / peak FLOP/s of a log-prob pass's linear layers and head
+    train_efficiency: float = 0.35  # the same in update_actor / update_critic
     # Attention without flash-attn: verl packs a micro-batch's sequences into one row (use_remove_padding) and
     # transformers' SDPA path gets them as one (T x T) block-causal boolean mask (masking_utils, packed sequences
-    # found from position_ids), so torch's attention kernel computes every (query, key) pair of the micro-batch:
-    # 4 x T x (heads x head_dim) x layers FLOPs per token of the forward, growing with the micro-batch's tokens T.
-    attention_tflops: float | None = None  # achieved by that masked attention at the reference GPU; None: not counted
+    # found from position_ids; tests/conformance/test_sdpa_packed_mask.py), so torch's attention (cuDNN's on an H100)
+    # computes every (query, key) pair of the micro-batch: 4 x T x (heads x head_dim) x layers FLOPs per token of the
+    # forward, growing with the micro-batch's tokens T. The probe measured it, over the same tokens as separate rows,
+    # at 178-279 TFLOP/s in a forward (0.5B-7B shapes, T 15,200-55,100) and 196-206 in a forward + backward: its cost
+    # per token and layer grows with heads x head_dim as the FLOPs say. verl's passes grow about twice as fast with T
+    # as that (1.5B, T 15,200 -> 39,900 on the H100); not understood, and left as the runs' error at long micro-batches.
+    attention_tflops: float | None = 200.0  # achieved by that masked attention at the reference GPU; None: not counted
+    # What verl's passes spend beyond that work (moving the batch, its Python, the log-probs' bookkeeping): 3-8 x
+    # the model's own time at these sizes. Fitted to the 13 runs measured alone (bench/fit_trainer_passes.py
+    # --attention 200 --fwd-eff 0.356 --train-eff 0.35: mean |error| 6.6 % over their 39 passes, against 8.1 % before
+    # the mask was counted and the model's work measured).
+    fwd_s_per_token: float = 63.4e-6  # per token of a log-prob pass beyond its FLOPs
+    train_s_per_token: float = 132.5e-6  # per token of an update beyond its FLOPs
+    train_s_per_sequence: float = 0.0491  # per sequence of an update (per-sample work of the loss and the batch)
+    # per micro-batch of any pass, whatever its tokens: fitted with the rest, and barely pinned (the runs' micro-batches
+    # were 4-16 samples, nearly always in proportion to their tokens), so the advisor offers no micro-batch below 4
+    # as faster (wizard.core.advice.moves.SMALLEST_MEASURED_MICRO)
+    micro_batch_s: float = 0.0111
     # One decode step: the weights and the KV cache read at bandwidth_efficiency x the datasheet bandwidth, plus the
     # engine's own overhead. vLLM with CUDA graphs adds nothing measurable: a 1.5B run decoded 64 x 1,024 tokens,
     # prefill and per-sample work included, inside one 4-s poll on an H100 (time-grpo-1.5b-fsdp2-u0.5-resp1024-h100),
