@@ -76,6 +76,15 @@ def main(argv: list[str]) -> int:
         if rates:
             print(f"{kind}: the mask's attention at T >= 15,000: median {statistics.median(rates):.0f} TFLOP/s "
                   f"(range {min(rates):.0f}-{max(rates):.0f}, {len(rates)} shapes x sizes)")
+    full = [r for r in data if r.get("kind") in ("full_forward", "full_fwd_bwd")]
+    if full:
+        print("\nthe whole model (its 28 layers and 151,936-token head; the log-probs), per token:")
+        for r in full:
+            what = "forward + log-probs" if r["kind"] == "full_forward" else \
+                f"forward + backward{' (checkpointing)' if r.get('gc') else ''}"
+            how = "packed row (one mask)" if r["packed"] else "separate rows"
+            print(f"  {r['full_model']:22} {what:30} T {r['T']:6,} {how:22} "
+                  + ("out of memory" if r.get("oom") else f"{r['us_per_token']:6.2f} us"))
     for k in (r for r in data if r.get("kind") == "kernels"):
         print(f"\nkernels of the packed forward ({k['model']}, T {k['T']:,}):")
         for name, ms in k["top"][:6]:
