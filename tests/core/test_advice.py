@@ -77,6 +77,30 @@ def test_every_offered_alternative_is_what_re_estimating_it_says(question, extra
 
 
 @pytest.mark.parametrize("question,extra,gpus", CASES, ids=[c[0] for c in CASES])
+def test_a_micro_batch_below_the_measured_ones_is_offered_only_where_the_measured_smallest_does_not_fit(
+        question, extra, gpus):
+    """verl's cost per micro-batch was measured at 4-16 samples: an alternative goes below 4 only for memory, and
+    only where 4 would not fit (else its step time would rest on a size never measured)."""
+    from wizard.core.advice.moves import SMALLEST_MEASURED_MICRO
+
+    mp = plan(extra, gpus)
+    micro = [f"{A}.ppo_micro_batch_size_per_gpu", f"{R}.log_prob_micro_batch_size_per_gpu",
+             "actor_rollout_ref.ref.log_prob_micro_batch_size_per_gpu"]
+    for alt in advise(mp.values, mp.models, mp.cluster).alternatives:
+        for key in micro:
+            was, now = mp.values.get(key), alt.changes.get(key)
+            if now is None or now >= SMALLEST_MEASURED_MICRO or not isinstance(was, int) or was <= SMALLEST_MEASURED_MICRO:
+                continue
+            values = {**mp.values, **alt.changes, key: SMALLEST_MEASURED_MICRO}
+            report, _ = estimate_memory(values, alt_models(mp, alt), mp.cluster)
+            assert deficit(report, values)[0] > 0, (question, alt.text, key)
+
+
+def alt_models(mp, alt):
+    return {**mp.models, **{role: facts for m in alt.moves for role, facts in m.models}}
+
+
+@pytest.mark.parametrize("question,extra,gpus", CASES, ids=[c[0] for c in CASES])
 def test_no_offered_alternative_brings_an_error_the_plan_did_not_have(question, extra, gpus):
     """LoRA on a 7B: its first weight sync sends the base model, whose fp32 embedding (2,079 MiB) is over verl's
     2,048 MiB sync buffer; the LoRA alternative raises the buffer with it (models.lora_base_sync_bucket)."""

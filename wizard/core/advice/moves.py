@@ -117,6 +117,8 @@ def moves_for(values: Mapping, models: Mapping[str, ModelFacts], cluster: Cluste
 
 
 SMALLEST_MEASURED_MICRO = 4  # samples: the smallest micro-batch of the runs the step time was fitted on
+MICRO_KEYS = (f"{A}.ppo_micro_batch_size_per_gpu", f"{R}.log_prob_micro_batch_size_per_gpu",
+              f"{REF}.log_prob_micro_batch_size_per_gpu")
 
 
 def _micro_moves(values: Mapping, seq: int) -> list[Move]:

@@ -14,14 +14,14 @@ from __future__ import annotations
 
 import math
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 
 from wizard.core.hardware.cluster import Cluster
 from wizard.core.memory.config import read_config
 from wizard.core.memory.estimate import MemoryReport, estimate_memory
 from wizard.core.memory.terms import GIB
 from wizard.core.memory.verdict import engine_start_shortfall, memory_verdict
-from wizard.core.advice.moves import HARDWARE, METHOD, TUNING, Move, moves_for
+from wizard.core.advice.moves import HARDWARE, METHOD, MICRO_KEYS, SMALLEST_MEASURED_MICRO, TUNING, Move, moves_for
 from wizard.core.models.facts import ModelFacts
 from wizard.core.steptime.predict import StepTime, predict_step
 
@@ -213,6 +213,7 @@ def advise(values: Mapping, models: Mapping[str, ModelFacts], cluster: Cluster |
         seeds = list({_key(x.values, x.models): x for x in seeds if _key(x.values, x.models) not in seen}.values())
         seen |= {_key(x.values, x.models) for x in seeds}
         found += seeds + _search(seeds, seen, cluster, (), depth=3)
+    found = [_within_measured(s, start) if s.fits else s for s in found]
     ranked = sorted(found, key=lambda s: (KIND_ORDER[s.kind] // 2, s.seconds if s.seconds is not None else math.inf,
                                           len(s.moves)))
     out = _distinct(ranked, limit)
@@ -284,6 +285,33 @@ def _pruned(seed: State, start: State) -> State:
         trial = _state(values, start.models, seed.cluster, tuple(keep))
         if trial.fits:
             moves, best = keep, trial
+    return best
+
+
+def _within_measured(state: State, start: State) -> State:
+    """``state`` with each micro-batch a move took below the measured ones (to save memory: a search move
+    ``Move.memory_only``, or a seed's every saving at once) raised back to the smallest measured where it still fits:
+    its step time then stays on what the runs measured, and an alternative is not ranked fastest for a micro-batch
+    size whose cost was never measured."""
+    best = state
+    for i, move in enumerate(state.moves):
+        if move.kind != TUNING:
+            continue
+        for key, value in move.changes:
+            was = start.values.get(key)
+            if key not in MICRO_KEYS or not isinstance(value, int) or value >= SMALLEST_MEASURED_MICRO or \
+                    not isinstance(was, int) or isinstance(was, bool) or was <= SMALLEST_MEASURED_MICRO:
+                continue
+            current = best.moves[i]
+            raised = replace(current, changes=tuple((k, SMALLEST_MEASURED_MICRO if k == key else v)
+                                                    for k, v in current.changes),
+                             after=str(SMALLEST_MEASURED_MICRO) if len(current.changes) == 1 else current.after,
+                             memory_only=False)
+            moves = best.moves[:i] + (raised,) + best.moves[i + 1:]
+            values = {**start.values, **{k: v for m in moves for k, v in m.changes}}
+            trial = _state(values, start.models, best.cluster, moves)
+            if trial.fits:
+                best = trial
     return best
 
 
