@@ -186,7 +186,7 @@ def _apply(state: State, move: Move) -> State:
     return _state(values, models, cluster, state.moves + (move,))
 
 
-def _better(child: State, parent: State, move=None) -> bool:
+def _better(child: State, parent: State, move: Move | None = None) -> bool:
     """Keep a move only when it helps: less over memory, or (both fitting) faster; a move offered for memory only
     (``Move.memory_only``) never as faster."""
     if not parent.fits:

@@ -84,7 +84,7 @@ def predict_step(values: Mapping, models: Mapping[str, ModelFacts], cluster: Clu
     lp_micro = logprob_micro_batches(values, world, mean_seq)
     phases.append(_collectives(_forward("old_log_prob", "old log-prob", F, per_gpu, flops_scale, c,
                                         offload=cfg.actor_param_offload, param_bytes=2 * P / cfg.shards,
-                                        attention=(*_masked_attention(values, cfg, actor, per_gpu, lp_micro, actor_sp,
+                                        extra=(*_masked_attention(values, cfg, actor, per_gpu, lp_micro, actor_sp,
                                                                       1, gpu, c), *_micro_term(lp_micro, c))),
                                comm.forward_bytes(P, cfg.shards, lp_micro, cfg.actor_keeps_gathered),
                                links[cfg.shards]))
@@ -94,7 +94,7 @@ def predict_step(values: Mapping, models: Mapping[str, ModelFacts], cluster: Clu
         ref_sp = _sp(values, f"{REF}.ulysses_sequence_parallel_size") if cfg.ref_separate else actor_sp
         phases.append(_collectives(_forward("ref", "ref log-prob", F, per_gpu, flops_scale, c,
                                             offload=cfg.ref_separate, param_bytes=2 * P / cfg.shards,
-                                            attention=(*_masked_attention(values, cfg, actor, per_gpu, ref_micro,
+                                            extra=(*_masked_attention(values, cfg, actor, per_gpu, ref_micro,
                                                                           ref_sp, 1, gpu, c), *_micro_term(ref_micro, c))),
                                    comm.forward_bytes(P, ref_shards, ref_micro,
                                                       cfg.ref_keeps_gathered if cfg.ref_separate
@@ -109,7 +109,7 @@ def predict_step(values: Mapping, models: Mapping[str, ModelFacts], cluster: Clu
         phases.append(_collectives(_forward("values", "critic values", flops_params(critic), per_gpu, flops_scale, c,
                                             offload=cfg.critic_param_offload,
                                             param_bytes=cfg.critic_dtype_bytes * cp / cn,
-                                            attention=(*_masked_attention(values, cfg, critic, per_gpu, values_micro,
+                                            extra=(*_masked_attention(values, cfg, critic, per_gpu, values_micro,
                                                                           critic_sp, 1, gpu, c), *_micro_term(values_micro, c))),
                                    comm.forward_bytes(cp, cn, values_micro, cfg.critic_keeps_gathered), links[cn]))
         no_sync = bool(cfg.critic_unsharded_grad_bytes)
@@ -118,7 +118,7 @@ def predict_step(values: Mapping, models: Mapping[str, ModelFacts], cluster: Clu
                     steps, cn,
                     cfg.critic_param_offload, cfg.critic_optimizer_offload, cfg.critic_offload_policy, gpu, c,
                     active=flops_params(critic),
-                    attention=(*_masked_attention(values, cfg, critic, epochs * per_gpu, micro * steps, critic_sp,
+                    extra=(*_masked_attention(values, cfg, critic, epochs * per_gpu, micro * steps, critic_sp,
                                                   4 if cfg.critic_gc else 3, gpu, c), *_micro_term(micro * steps, c))),
             comm.update_bytes(cp, cp, cn, micro, steps, cfg.critic_keeps_gathered, cfg.critic_reduce_bytes,
                               1 if no_sync else micro, gather_once=no_sync and cfg.critic_fsdp1 and
@@ -132,7 +132,7 @@ def predict_step(values: Mapping, models: Mapping[str, ModelFacts], cluster: Clu
                 steps, cfg.shards,
                 cfg.actor_param_offload, cfg.actor_optimizer_offload, cfg.actor_offload_policy, gpu, c,
                 lora=bool(cfg.lora_rank), active=F,
-                attention=(*_masked_attention(values, cfg, actor, epochs * per_gpu, micro * steps, actor_sp,
+                extra=(*_masked_attention(values, cfg, actor, epochs * per_gpu, micro * steps, actor_sp,
                                               4 if cfg.actor_gc else 3, gpu, c), *_micro_term(micro * steps, c))),
         comm.update_bytes(P, trainable, cfg.shards, micro, steps, cfg.actor_keeps_gathered, cfg.actor_reduce_bytes,
                           1 if cfg.actor_unsharded_grad_bytes else micro,
@@ -259,20 +259,23 @@ def _optimizer_steps(values: Mapping, mini_key: str, cfg, critic: bool = False) 
 
 
 def _forward(name: str, title: str, params: int, tokens: float, flops: float, c: Calibration, *, offload: bool,
-             param_bytes: float, attention: tuple[TimeTerm, ...] = ()) -> PhaseTime:
+             param_bytes: float, extra: tuple[TimeTerm, ...] = ()) -> PhaseTime:
+    """``extra``: the pass's terms that depend on its micro-batches (the packed mask's attention, the cost per
+    micro-batch)."""
     terms = [TimeTerm("FLOPs", 2 * params * tokens / (flops * c.fwd_efficiency),
                       f"2 x {params / 1e9:.2f}B params x {tokens:,.0f} tokens per GPU at {c.fwd_efficiency:.0%} of "
                       f"{flops / 1e12:g} TFLOP/s"),
              TimeTerm("per token", tokens * c.fwd_s_per_token, f"{tokens:,.0f} tokens x {c.fwd_s_per_token * 1e6:.0f} us")]
     if offload:
         terms.append(host_term("params from the host", param_bytes, c))
-    return PhaseTime(name, title, (*terms, *attention))
+    return PhaseTime(name, title, (*terms, *extra))
 
 
 def _update(name: str, title: str, params: int, trainable: int, gc: bool, tokens: float, seqs: float, steps: int,
             shards: int, param_offload: bool, optimizer_offload: bool, policy: bool, gpu: Gpu, c: Calibration,
-            lora: bool = False, active: int | None = None, attention: tuple[TimeTerm, ...] = ()) -> PhaseTime:
-    """``params``: the model's; ``active``: those a token passes through (an MoE model's top-k experts)."""
+            lora: bool = False, active: int | None = None, extra: tuple[TimeTerm, ...] = ()) -> PhaseTime:
+    """``params``: the model's; ``active``: those a token passes through (an MoE model's top-k experts); ``extra``:
+    the terms that depend on its micro-batches."""
     k = (4 if lora else 6) + (2 if gc else 0)
     flops = gpu.tflops * 1e12
     a = active or params
@@ -296,7 +299,7 @@ def _update(name: str, title: str, params: int, trainable: int, gc: bool, tokens
     if param_offload and not policy:
         terms.append(TimeTerm("params over the host link", 2 * 4 * params / shards / (c.host_link_gbs * 1e9),
                               "in and out once per update"))
-    return PhaseTime(name, title, (*terms, *attention))
+    return PhaseTime(name, title, (*terms, *extra))
 
 
 def _masked_attention(values: Mapping, cfg, f: ModelFacts, tokens: float, micro_batches: float, sp: int, passes: int,
@@ -305,8 +308,8 @@ def _masked_attention(values: Mapping, cfg, f: ModelFacts, tokens: float, micro_
     (T x T) block-causal mask, every (query, key) pair computed, so a token costs 4 x T x heads x head_dim x layers
     FLOPs per forward, T the micro-batch's tokens (its Ulysses group's; each GPU computes its share of the heads).
     Without use_remove_padding each sequence is padded to the longest and attends over that. ``passes``: 1 for a
-    forward, 3 for a forward and backward, 4 with gradient checkpointing's recompute. With flash-attn (varlen,
-    causal, per sequence) the term is left out, as in the runs the rest was calibrated on."""
+    forward, 3 for a forward and backward, 4 with gradient checkpointing's recompute. With flash-attn (varlen) each
+    sequence attends causally to itself only, a few % of the FLOPs at these lengths: left out."""
     if cfg.flash_attn or tokens <= 0 or not c.attention_tflops:
         return ()
     packed = values.get(f"{M}.use_remove_padding") is not False
