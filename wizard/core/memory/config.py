@@ -224,7 +224,7 @@ def _flash_attn(values: Mapping) -> bool:
 def _actor_tokens(values: Mapping, world: int, seq: int, notes: list[str]) -> dict[str, int]:
     """Tokens per GPU per micro-batch of update_actor, the old log-prob pass and the reference pass."""
     samples, sp = _actor_samples(values, world)  # per GPU in one mini-batch of update_actor
-    ref_sp = _int(values, f"{REF}.ulysses_sequence_parallel_size", 1) or 1
+    ref_sp = sequence_parallel(values, "ref")
     n = _int(values, f"{R}.n", 1) or 1
     batch = _int(values, "data.train_batch_size", 1) or 1024
     all_samples = max(1, -(-batch * n // max(1, world)))  # per GPU in a log-prob pass over the whole batch
@@ -303,7 +303,7 @@ def _critic_tokens(values: Mapping, seq: int, sp: int, samples: int) -> int:
 
 def _critic_samples(values: Mapping, world: int) -> tuple[int, int]:
     """(samples per GPU in one mini-batch of the critic's update, its Ulysses group)."""
-    c_sp = _int(values, f"{CF}.ulysses_sequence_parallel_size", 1) or 1
+    c_sp = sequence_parallel(values, "critic")
     n = _int(values, f"{R}.n", 1) or 1
     c_mini = _int(values, "critic.ppo_mini_batch_size", 1) or _int(values, f"{A}.ppo_mini_batch_size", 1) or 256
     return max(1, c_mini * n // max(1, world // c_sp)), c_sp
@@ -316,10 +316,18 @@ def critic_micro_batches(values: Mapping, world: int, seq: int) -> int:
     return _micro_batches(values, dynamic=dynamic, budget=budget, micro=micro, samples=samples, seq=seq, sp=sp)
 
 
+def sequence_parallel(values: Mapping, role: str) -> int:
+    """The Ulysses group of a role's passes ("actor": either of its keys, "ref", "critic"); 1 without one (the
+    Megatron engine has none of these keys)."""
+    keys = {"actor": (f"{A}.ulysses_sequence_parallel_size", f"{AF}.ulysses_sequence_parallel_size"),
+            "ref": (f"{REF}.ulysses_sequence_parallel_size",),
+            "critic": (f"{CF}.ulysses_sequence_parallel_size",)}[role]
+    return max(_int(values, k, 1) or 1 for k in keys)
+
+
 def _actor_samples(values: Mapping, world: int) -> tuple[int, int]:
-    """(samples per GPU in one mini-batch of update_actor, its Ulysses group; the Megatron engine has neither key)."""
-    sp = max(_int(values, f"{A}.ulysses_sequence_parallel_size", 1) or 1,
-             _int(values, f"{AF}.ulysses_sequence_parallel_size", 1) or 1)
+    """(samples per GPU in one mini-batch of update_actor, its Ulysses group)."""
+    sp = sequence_parallel(values, "actor")
     n = _int(values, f"{R}.n", 1) or 1
     return max(1, (_int(values, f"{A}.ppo_mini_batch_size", 1) or 256) * n // max(1, world // sp)), sp
 
@@ -334,7 +342,7 @@ def actor_micro_batches(values: Mapping, world: int, seq: int) -> int:
 def logprob_micro_batches(values: Mapping, world: int, seq: int, *, ref: bool = False) -> int:
     """Micro-batches of the old log-prob pass (``ref``: the reference's) over the whole batch on one GPU."""
     section = REF if ref else R
-    sp = (_int(values, f"{REF}.ulysses_sequence_parallel_size", 1) or 1) if ref else _actor_samples(values, world)[1]
+    sp = sequence_parallel(values, "ref" if ref else "actor")
     samples = _pass_samples(values, world, sp)
     return _micro_batches(values, dynamic=f"{section}.log_prob_use_dynamic_bsz",
                           budget=f"{section}.log_prob_max_token_len_per_gpu",

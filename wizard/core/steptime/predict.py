@@ -29,6 +29,7 @@ from collections.abc import Mapping
 from wizard.core.hardware.cluster import Cluster
 from wizard.core.memory.config import (
     actor_micro_batches, critic_micro_batches, critic_values_micro_batches, logprob_micro_batches, read_config,
+    sequence_parallel,
 )
 from wizard.core.memory.estimate import MemoryReport
 from wizard.core.memory.terms import lora_params
@@ -36,7 +37,7 @@ from wizard.core.models.facts import ModelFacts
 from wizard.core.steptime import comm
 from wizard.core.steptime.generation import generation
 from wizard.core.steptime.megatron import ASSUMPTION, MegatronStep
-from wizard.core.verl.keys import CF, REF, A, AF, M
+from wizard.core.verl.keys import M
 from wizard.core.steptime.terms import (  # noqa: F401 (PROMPT_TOKENS, RESPONSE_TOKENS, TimeTerm: the package's face)
     CALIBRATION, PROMPT_TOKENS, RESPONSE_TOKENS, Calibration, Gpu, PhaseTime, StepTime, TimeTerm, flops_params,
     host_term, int_value, trainer_gpu,
@@ -80,7 +81,7 @@ def predict_step(values: Mapping, models: Mapping[str, ModelFacts], cluster: Clu
     # the FSDP trainer's passes
     links = {n: comm.ring_link(cluster, n, c.host_link_gbs) for n in {cfg.shards, cfg.critic_shards, world}}
     P, F = actor.param_count, flops_params(actor)  # F: what a token passes through (MoE: its top-k experts)
-    actor_sp = _sp(values, f"{A}.ulysses_sequence_parallel_size", f"{AF}.ulysses_sequence_parallel_size")
+    actor_sp = sequence_parallel(values, "actor")
     lp_micro = logprob_micro_batches(values, world, mean_seq)
     phases.append(_collectives(_forward("old_log_prob", "old log-prob", F, per_gpu, flops_scale, c,
                                         offload=cfg.actor_param_offload, param_bytes=2 * P / cfg.shards,
@@ -91,7 +92,7 @@ def predict_step(values: Mapping, models: Mapping[str, ModelFacts], cluster: Clu
     if _uses_ref(values):  # a separate reference, or the actor with its LoRA adapters off
         ref_shards = world if cfg.ref_separate else cfg.shards
         ref_micro = logprob_micro_batches(values, world, mean_seq, ref=cfg.ref_separate)
-        ref_sp = _sp(values, f"{REF}.ulysses_sequence_parallel_size") if cfg.ref_separate else actor_sp
+        ref_sp = sequence_parallel(values, "ref") if cfg.ref_separate else actor_sp
         phases.append(_collectives(_forward("ref", "ref log-prob", F, per_gpu, flops_scale, c,
                                             offload=cfg.ref_separate, param_bytes=2 * P / cfg.shards,
                                             extra=(*_masked_attention(values, cfg, actor, per_gpu, ref_micro,
@@ -104,7 +105,7 @@ def predict_step(values: Mapping, models: Mapping[str, ModelFacts], cluster: Clu
         cp, cn = critic.param_count, cfg.critic_shards
         steps, epochs = _optimizer_steps(values, "critic.ppo_mini_batch_size", cfg, critic=True), _epochs(values, True)
         micro = critic_micro_batches(values, world, mean_seq)
-        critic_sp = _sp(values, f"{CF}.ulysses_sequence_parallel_size")
+        critic_sp = sequence_parallel(values, "critic")
         values_micro = critic_values_micro_batches(values, world, mean_seq)
         phases.append(_collectives(_forward("values", "critic values", flops_params(critic), per_gpu, flops_scale, c,
                                             offload=cfg.critic_param_offload,
@@ -151,7 +152,7 @@ def predict_step(values: Mapping, models: Mapping[str, ModelFacts], cluster: Clu
     if any(link is not None for link in links.values()) or cfg.shards < world:
         assumptions.append("FSDP's collectives timed from the links' bandwidth, overlapping the compute: not measured "
                            "(every calibration run used one GPU)")
-    span = max(per_gpu * actor_sp / max(1, lp_micro), per_gpu * actor_sp / max(1, micro * steps // max(1, epochs)))
+    span = max(_packed(per_gpu, lp_micro, actor_sp), _packed(epochs * per_gpu, micro * steps, actor_sp))
     if not cfg.flash_attn and span > MEASURED_SPAN and values.get(f"{M}.use_remove_padding") is not False:
         assumptions.append(f"without flash-attn a micro-batch of {span:,.0f} packed tokens attends over all of them "
                            f"(one SDPA mask): the trainer's passes were measured up to {MEASURED_SPAN:,}, and grew "
@@ -313,7 +314,7 @@ def _masked_attention(values: Mapping, cfg, f: ModelFacts, tokens: float, micro_
     if cfg.flash_attn or tokens <= 0 or not c.attention_tflops:
         return ()
     packed = values.get(f"{M}.use_remove_padding") is not False
-    span = tokens * sp / max(1.0, micro_batches) if packed else cfg.seq_tokens
+    span = _packed(tokens, micro_batches, sp) if packed else cfg.seq_tokens
     width, layers = f.num_attention_heads * f.head_dim, f.num_layers
     rate = c.attention_tflops * 1e12 * gpu.tflops / c.ref_tflops
     flops = passes * 4 * span * width * layers * tokens
@@ -324,6 +325,12 @@ def _masked_attention(values: Mapping, cfg, f: ModelFacts, tokens: float, micro_
                      "smaller micro-batches or flash-attn make it smaller"),)
 
 
+def _packed(tokens: float, micro_batches: float, sp: int) -> float:
+    """Tokens in one packed micro-batch of a pass: a GPU's ``tokens`` over its micro-batches, times the Ulysses
+    group that shares each micro-batch."""
+    return tokens * sp / max(1.0, micro_batches)
+
+
 def _micro_term(micro_batches: float, c: Calibration) -> tuple[TimeTerm, ...]:
     """verl's fixed work per micro-batch of a pass (its slicing, the FSDP hooks of each layer, the loss's
     bookkeeping), whatever its tokens."""
@@ -332,6 +339,3 @@ def _micro_term(micro_batches: float, c: Calibration) -> tuple[TimeTerm, ...]:
     return (TimeTerm("per micro-batch", micro_batches * c.micro_batch_s,
                      f"{micro_batches:,.0f} micro-batches x {c.micro_batch_s * 1e3:.0f} ms"),)
 
-
-def _sp(values: Mapping, *keys: str) -> int:
-    return max((int_value(values, k, 1) for k in keys), default=1)
