@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import math
 from collections.abc import Callable, Mapping, Sequence
-from dataclasses import dataclass, replace
+from dataclasses import dataclass
 
 from wizard.core.hardware.cluster import Cluster
 from wizard.core.memory import terms as mt
@@ -37,8 +37,6 @@ class Move:
     before: str = ""  # the knob's value before and after, as a person reads them
     after: str = ""
     why: str = ""  # a few words after the change: " (KV cache for one request)"
-    # offered to save memory only, never as faster: its speed is outside what the step time was measured on
-    memory_only: bool = False
 
     @property
     def what(self) -> str:
@@ -116,9 +114,22 @@ def moves_for(values: Mapping, models: Mapping[str, ModelFacts], cluster: Cluste
     return out
 
 
-SMALLEST_MEASURED_MICRO = 4  # samples: the smallest micro-batch of the runs the step time was fitted on
+# samples: the smallest micro-batch of the runs the step time was fitted on. verl's work per micro-batch is barely
+# pinned by them (micro-batches of 4-16 samples), so a smaller one is offered where it saves memory, never as faster
+# (wizard.core.advice.search: _better, _within_measured)
+SMALLEST_MEASURED_MICRO = 4
 MICRO_KEYS = (f"{A}.ppo_micro_batch_size_per_gpu", f"{R}.log_prob_micro_batch_size_per_gpu",
               f"{REF}.log_prob_micro_batch_size_per_gpu")
+
+
+def below_measured_micro(values: Mapping, than: Mapping) -> bool:
+    """``values`` lowers a micro-batch of ``than`` to below the measured ones."""
+    def lowered(k) -> bool:
+        v, was = values.get(k), than.get(k)
+        return isinstance(v, int) and not isinstance(v, bool) and v < SMALLEST_MEASURED_MICRO and (
+            not isinstance(was, int) or v < was)
+
+    return any(lowered(k) for k in MICRO_KEYS)
 
 
 def _micro_moves(values: Mapping, seq: int) -> list[Move]:
@@ -139,10 +150,7 @@ def _micro_moves(values: Mapping, seq: int) -> list[Move]:
         m = _int(values, micro)
         if m and m > 1:
             for smaller in sorted({m // 2, m // 4, 1} - {0}, reverse=True):  # one move to any of them
-                move = turn(name, m, smaller, ((micro, smaller),))
-                # verl's work per micro-batch is not pinned by the runs (micro-batches of 4-16 samples): a smaller
-                # one is offered where it saves memory, not for the attention it saves without flash-attn
-                out.append(replace(move, memory_only=True) if smaller < SMALLEST_MEASURED_MICRO else move)
+                out.append(turn(name, m, smaller, ((micro, smaller),)))
         if m:
             out.append(turn(name, m, 2 * m, ((micro, 2 * m),)))
             # dynamic batching with the same tokens as the micro-batch holds at its longest: packs short samples

@@ -21,7 +21,8 @@ from wizard.core.memory.config import read_config
 from wizard.core.memory.estimate import MemoryReport, estimate_memory
 from wizard.core.memory.terms import GIB
 from wizard.core.memory.verdict import engine_start_shortfall, memory_verdict
-from wizard.core.advice.moves import HARDWARE, METHOD, MICRO_KEYS, SMALLEST_MEASURED_MICRO, TUNING, Move, moves_for
+from wizard.core.advice.moves import (HARDWARE, METHOD, MICRO_KEYS, SMALLEST_MEASURED_MICRO, TUNING, Move,
+                                      below_measured_micro, moves_for)
 from wizard.core.models.facts import ModelFacts
 from wizard.core.steptime.predict import StepTime, predict_step
 
@@ -186,12 +187,12 @@ def _apply(state: State, move: Move) -> State:
     return _state(values, models, cluster, state.moves + (move,))
 
 
-def _better(child: State, parent: State, move: Move | None = None) -> bool:
-    """Keep a move only when it helps: less over memory, or (both fitting) faster; a move offered for memory only
-    (``Move.memory_only``) never as faster."""
+def _better(child: State, parent: State) -> bool:
+    """Keep a move only when it helps: less over memory, or (both fitting) faster; a micro-batch below the measured
+    ones never as faster."""
     if not parent.fits:
         return child.deficit < parent.deficit - 0.01 * GIB
-    if not child.fits or (move is not None and move.memory_only):
+    if not child.fits or below_measured_micro(child.values, parent.values):
         return False
     a, b = child.seconds, parent.seconds
     return a is not None and b is not None and a < b * 0.98
@@ -236,7 +237,7 @@ def _search(frontier: list[State], seen: set, cluster: Cluster | None, smaller: 
                                   parent.report):
                 child = _apply(parent, move)
                 key = _key(child.values, child.models)
-                if key in seen or not _better(child, parent, move):
+                if key in seen or not _better(child, parent):
                     continue
                 seen.add(key)
                 children.append(child)
@@ -289,8 +290,8 @@ def _pruned(seed: State, start: State) -> State:
 
 
 def _within_measured(state: State, start: State) -> State:
-    """``state`` with each micro-batch a move took below the measured ones (to save memory: a search move
-    ``Move.memory_only``, or a seed's every saving at once) raised back to the smallest measured where it still fits:
+    """``state`` with each micro-batch a move took below the measured ones (to save memory: a search move, or a
+    seed's every saving at once) raised back to the smallest measured where it still fits:
     its step time then stays on what the runs measured, and an alternative is not ranked fastest for a micro-batch
     size whose cost was never measured."""
     best = state
@@ -305,8 +306,7 @@ def _within_measured(state: State, start: State) -> State:
             current = best.moves[i]
             raised = replace(current, changes=tuple((k, SMALLEST_MEASURED_MICRO if k == key else v)
                                                     for k, v in current.changes),
-                             after=str(SMALLEST_MEASURED_MICRO) if len(current.changes) == 1 else current.after,
-                             memory_only=False)
+                             after=str(SMALLEST_MEASURED_MICRO) if len(current.changes) == 1 else current.after)
             moves = best.moves[:i] + (raised,) + best.moves[i + 1:]
             values = {**start.values, **{k: v for m in moves for k, v in m.changes}}
             trial = _state(values, start.models, best.cluster, moves)
