@@ -25,6 +25,8 @@ QUESTIONS = [  # (question, preset, GPUs, --set words)
     ("the 8-GPU preset on 8 x 24 GB", "grpo-8gpu", "8xRTX-4090-24GB", []),
     ("the 8-GPU preset on 8 x H100 (fits: faster?)", "grpo-8gpu", "8xH100-80GB", []),
     ("14B on one H200", "grpo-1gpu-smoke", "1xH200-141GB", ["actor_rollout_ref.model.path=Qwen/Qwen2.5-14B-Instruct"]),
+    ("the PPO preset (7B actor and critic) at 4,096 tokens on 8 x H100", "ppo-8gpu", "8xH100-80GB",
+     ["data.max_prompt_length=1024", "data.max_response_length=3072"]),
     ("the 8-GPU preset with SGLang on 8 x H100", "grpo-8gpu", "8xH100-80GB", ["actor_rollout_ref.rollout.name=sglang"]),
     # a script (tests/data/megatron): Megatron's knobs, timed by its formulas
     ("32B Megatron TP 4 PP 2 on 2 x 8 H100", "tests/data/megatron/grpo_qwen2.5-32b_tp4_pp2.sh", "2x8xH100-80GB", []),

@@ -30,8 +30,8 @@ ONE_GPU = ["algorithm.adv_estimator=grpo", f"{R}.name=vllm", f"{R}.n=4", "data.t
 def plan(extra=(), gpus="1xH100-80GB", model=None):
     model = model or (Q15 if any("max_response_length=3072" in e for e in extra) else Q7)
     cluster = parse_cluster_spec(gpus, load_gpu_catalogue())
-    mp = check_overrides(load_schema(), [*ONE_GPU, *extra], moves=load_moves(), models={"actor": model, "ref": model},
-                         cluster=cluster).memory
+    mp = check_overrides(load_schema(), [*ONE_GPU, *extra], moves=load_moves(),
+                         models={"actor": model, "ref": model, "critic": model}, cluster=cluster).memory
     return mp
 
 
@@ -40,6 +40,11 @@ NO_SYNC_ON_EIGHT = ["trainer.n_gpus_per_node=8", f"{A}.strategy=fsdp2", "actor_r
                     f"{AF}.use_no_sync_for_gradient_accumulation=True", "data.train_batch_size=64",
                     f"{A}.ppo_mini_batch_size=32", f"{A}.ppo_micro_batch_size_per_gpu=2",
                     f"{R}.gpu_memory_utilization=0.5"]
+# PPO with a critic at 4,096 tokens: the critic packs 32,768 tokens (critic.ppo_infer_max_token_len_per_gpu, a key
+# verl's YAML lacks) into each micro-batch of its values pass and its update
+PPO_4096 = ["algorithm.adv_estimator=gae", "critic.model.path=Qwen/Qwen2.5-1.5B-Instruct", "critic.strategy=fsdp2",
+            "critic.ppo_micro_batch_size_per_gpu=4", f"{A}.use_kl_loss=False", "data.max_prompt_length=1024",
+            "data.max_response_length=3072", f"{A}.strategy=fsdp2", "actor_rollout_ref.ref.strategy=fsdp2"]
 CASES = [  # (what a user asks, overrides, GPUs)
     ("7B full fine-tuning on one 80 GB GPU", [], "1xH100-80GB"),
     ("7B on two 24 GB GPUs", ["trainer.n_gpus_per_node=2"], "2xRTX-4090-24GB"),
@@ -49,6 +54,8 @@ CASES = [  # (what a user asks, overrides, GPUs)
     ("7B that vLLM cannot start", [f"{R}.gpu_memory_utilization=0.97"], "1xH200-141GB"),
     ("7B on eight 40 GB GPUs with use_no_sync_for_gradient_accumulation on for speed",
      NO_SYNC_ON_EIGHT, "8xA100-40GB"),
+    ("1.5B PPO with a critic at 4,096 tokens on one 80 GB GPU", [*PPO_4096, f"{R}.gpu_memory_utilization=0.55"],
+     "1xH100-80GB"),
 ]
 
 
@@ -206,3 +213,33 @@ def test_a_model_kept_gathered_whole_is_offered_resharding_after_each_forward():
     assert plan([*extra, f"{AF}.reshard_after_forward=True"], "8xA100-40GB").verdict.word == "fits"
     best = advise(mp.values, mp.models, mp.cluster).best
     assert best.fits and best.changes[f"{AF}.reshard_after_forward"] is True
+
+
+def test_the_critics_token_budget_is_tuned_and_written_as_verl_takes_it():
+    """Without flash-attn every micro-batch attends over one mask of all its packed tokens, so the critic's 32,768
+    tokens cost it more than four micro-batches of samples do the actor; the advisor lowers the critic's budget, a
+    key verl's YAML lacks, written with '++' so that it composes whether the plan sets it or not."""
+    from wizard.core.advice.moves import ADDED_KEYS
+    from wizard.core.memory.config import FLASH_ATTN
+
+    variant = load_schema().variant(None)
+    assert all(k in variant.keys and not variant.keys[k].in_yaml for k in ADDED_KEYS)
+    key = "critic.ppo_infer_max_token_len_per_gpu"
+    for already in ([], [f"+{key}=32768"]):
+        mp = plan([*PPO_4096, *already])
+        advice = advise({**mp.values, FLASH_ATTN: False}, mp.models, mp.cluster)
+        best = advice.best
+        assert best is not None and best.changes.get(key, 32768) < 32768, best and best.text
+        assert f"++{key}={best.changes[key]}" in best.overrides and "critic token budget 32,768 ->" in best.text
+
+        def check(extra):
+            return check_overrides(load_schema(), [*ONE_GPU, *PPO_4096, *already, *extra], moves=load_moves(),
+                                   models=mp.models, cluster=mp.cluster, advise=False)
+
+        result = check(best.overrides)
+        errors = {f.rule for f in result.findings if f.severity.value == "error"}
+        assert errors <= {f.rule for f in check([]).findings if f.severity.value == "error"}, best.overrides
+        assert result.memory.values[key] == best.changes[key]
+        # the same change written plainly is what verl refuses (its YAML has no such key)
+        plain = check([f"{key}={best.changes[key]}"])
+        assert ("compose.unknown_key" in {f.rule for f in plain.findings}) == (not already)

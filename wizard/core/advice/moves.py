@@ -15,7 +15,7 @@ from dataclasses import dataclass
 
 from wizard.core.hardware.cluster import Cluster
 from wizard.core.memory import terms as mt
-from wizard.core.memory.config import read_config
+from wizard.core.memory.config import critic_batching, read_config
 from wizard.core.memory.estimate import MemoryReport
 from wizard.core.memory.lora_sync import BUCKET_KEY, base_sync_blocked
 from wizard.core.memory.megatron_layout import layout_problems, read_megatron, tp_fits_heads
@@ -25,6 +25,15 @@ from wizard.core.verl.roles import need_critic
 
 TUNING, HARDWARE, METHOD = "tuning", "hardware", "method"
 LORA_RANK = 32
+# Keys of verl's config classes that its YAML lacks (the V1 critic engine's batching): verl refuses a plain override
+# of one ("not in struct") and a '+' of one the plan already sets, so the advisor writes them with '++' (add or
+# change). tests/core/test_advice.py holds this set to the schema.
+ADDED_KEYS = frozenset({"critic.ppo_infer_max_token_len_per_gpu", f"{CF}.use_dynamic_bsz", f"{CF}.micro_batch_size_per_gpu"})
+
+
+def override(key: str, text: str) -> str:
+    """One of the advisor's changes as a verl override (``text``: the value as Hydra reads it)."""
+    return f"{'++' if key in ADDED_KEYS else ''}{key}={text}"
 
 
 @dataclass(frozen=True)
@@ -66,6 +75,8 @@ def moves_for(values: Mapping, models: Mapping[str, ModelFacts], cluster: Cluste
     seq = cfg.seq_tokens
     out: list[Move] = []
     out += _micro_moves(values, seq)
+    if cfg.need_critic:
+        out += _critic_moves(values, seq)
     megatron = cfg.strategy == "megatron"
     out += _megatron_moves(values, cfg, models.get("actor")) if megatron else _offload_moves(values, cfg)
     out += _engine_moves(values, cfg, cluster)
@@ -119,7 +130,8 @@ def moves_for(values: Mapping, models: Mapping[str, ModelFacts], cluster: Cluste
 # (wizard.core.advice.search: _better, _within_measured)
 SMALLEST_MEASURED_MICRO = 4
 MICRO_KEYS = (f"{A}.ppo_micro_batch_size_per_gpu", f"{R}.log_prob_micro_batch_size_per_gpu",
-              f"{REF}.log_prob_micro_batch_size_per_gpu")
+              f"{REF}.log_prob_micro_batch_size_per_gpu", f"{CF}.micro_batch_size_per_gpu",
+              "critic.ppo_micro_batch_size_per_gpu")
 
 
 def below_measured_micro(values: Mapping, than: Mapping) -> bool:
@@ -140,24 +152,45 @@ def _micro_moves(values: Mapping, seq: int) -> list[Move]:
              f"{R}.log_prob_max_token_len_per_gpu"),
             ("ref micro-batch", f"{REF}.log_prob_micro_batch_size_per_gpu", f"{REF}.log_prob_use_dynamic_bsz",
              f"{REF}.log_prob_max_token_len_per_gpu")):
-        if _flag(values, dyn):
-            b = _int(values, budget)
-            if b and b // 2 >= seq:
-                out.append(turn(f"{name} token budget", f"{b:,}", f"{b // 2:,}", ((budget, b // 2),)))
-            if b:
-                out.append(turn(f"{name} token budget", f"{b:,}", f"{2 * b:,}", ((budget, 2 * b),)))
-            continue
-        m = _int(values, micro)
-        if m and m > 1:
-            for smaller in sorted({m // 2, m // 4, 1} - {0}, reverse=True):  # one move to any of them
-                out.append(turn(name, m, smaller, ((micro, smaller),)))
-        if m:
-            out.append(turn(name, m, 2 * m, ((micro, 2 * m),)))
-            # dynamic batching with the same tokens as the micro-batch holds at its longest: packs short samples
-            out.append(Move(f"{name} -> dynamic batching, {max(seq, m * seq):,} tokens",
+        out += _batching_moves(values, seq, name, micro, budget, dynamic=_flag(values, dyn), dyn=dyn)
+    return out
+
+
+def _critic_moves(values: Mapping, seq: int) -> list[Move]:
+    """The critic's batching, by the keys verl 0.9.1 reads for it (:func:`critic_batching`): the V1 engine packs
+    both its values pass and its update by ``critic.ppo_infer_max_token_len_per_gpu`` tokens, which the plan's
+    other token budgets leave alone."""
+    dyn, budget, micro = critic_batching(values)
+    dynamic = dyn is None or _flag(values, dyn)
+    return _batching_moves(values, seq, "critic", micro, budget, dynamic=dynamic, dyn=dyn)
+
+
+def _batching_moves(values: Mapping, seq: int, name: str, micro: str | None, budget: str, *, dynamic: bool,
+                    dyn: str | None) -> list[Move]:
+    """A pass's micro-batch (smaller, to any of half, a quarter or 1; larger, twice) or, with dynamic batching,
+    its token budget (half, while one sample still fits; twice); a fixed micro-batch may turn to dynamic batching."""
+    out = []
+    if dynamic:
+        b = _int(values, budget)
+        if b and b // 2 >= seq:
+            out.append(turn(f"{name} token budget", f"{b:,}", f"{b // 2:,}", ((budget, b // 2),)))
+        if b:
+            out.append(turn(f"{name} token budget", f"{b:,}", f"{2 * b:,}", ((budget, 2 * b),)))
+        return out
+    m = _int(values, micro) if micro else None
+    if m and m > 1:
+        for smaller in sorted({m // 2, m // 4, 1} - {0}, reverse=True):  # one move to any of them
+            out.append(turn(micro_name(name), m, smaller, ((micro, smaller),)))
+    if m:
+        out.append(turn(micro_name(name), m, 2 * m, ((micro, 2 * m),)))
+        if dyn:  # dynamic batching with the same tokens as the micro-batch holds at its longest: packs short samples
+            out.append(Move(f"{micro_name(name)} -> dynamic batching, {max(seq, m * seq):,} tokens",
                             ((dyn, True), (budget, max(seq, m * seq)))))
     return out
 
+
+def micro_name(name: str) -> str:
+    return name if name.endswith("micro-batch") else f"{name} micro-batch"
 
 AM = f"{A}.megatron"
 NO_SYNC = f"{AF}.use_no_sync_for_gradient_accumulation"

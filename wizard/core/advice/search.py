@@ -22,7 +22,7 @@ from wizard.core.memory.estimate import MemoryReport, estimate_memory
 from wizard.core.memory.terms import GIB
 from wizard.core.memory.verdict import engine_start_shortfall, memory_verdict
 from wizard.core.advice.moves import (HARDWARE, METHOD, MICRO_KEYS, SMALLEST_MEASURED_MICRO, TUNING, Move,
-                                      below_measured_micro, moves_for)
+                                      below_measured_micro, moves_for, override)
 from wizard.core.models.facts import ModelFacts
 from wizard.core.steptime.predict import StepTime, predict_step
 
@@ -78,7 +78,7 @@ class Alternative:
 
     @property
     def overrides(self) -> list[str]:
-        return [f"{k}={_text(v)}" for k, v in self.changes.items()]
+        return [override(k, _text(v)) for k, v in self.changes.items()]
 
     @property
     def text(self) -> str:

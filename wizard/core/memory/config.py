@@ -281,7 +281,7 @@ def _critic(values: Mapping, world: int, seq: int) -> dict:
         critic_tokens=_critic_tokens(values, seq, c_sp, samples))
 
 
-def _critic_batching(values: Mapping) -> tuple[str | None, str, str | None]:
+def critic_batching(values: Mapping) -> tuple[str | None, str, str | None]:
     """(dynamic-batching flag, token budget, micro-batch) keys the critic's update is batched by in verl 0.9.1
     (verl #7462): the V1 trainer's engine packs by ``critic.ppo_infer_max_token_len_per_gpu`` for training too
     (trainer_base.py:266-268; no flag: always) unless ``critic.fsdp.use_dynamic_bsz=false``, then
@@ -296,8 +296,8 @@ def _critic_batching(values: Mapping) -> tuple[str | None, str, str | None]:
 
 
 def _critic_tokens(values: Mapping, seq: int, sp: int, samples: int) -> int:
-    """Tokens per GPU in one micro-batch of the critic's update, as verl 0.9.1 batches it (:func:`_critic_batching`)."""
-    dynamic, budget, micro = _critic_batching(values)
+    """Tokens per GPU in one micro-batch of the critic's update, as verl 0.9.1 batches it (:func:`critic_batching`)."""
+    dynamic, budget, micro = critic_batching(values)
     return _tokens(values, dynamic=dynamic, budget=budget, micro=micro, seq=seq, sp=sp, per_gpu_samples=samples)
 
 
@@ -311,7 +311,7 @@ def _critic_samples(values: Mapping, world: int) -> tuple[int, int]:
 
 def critic_micro_batches(values: Mapping, world: int, seq: int) -> int:
     """Micro-batches of one mini-batch of the critic's update on one GPU (at worst with dynamic batching)."""
-    dynamic, budget, micro = _critic_batching(values)
+    dynamic, budget, micro = critic_batching(values)
     samples, sp = _critic_samples(values, world)
     return _micro_batches(values, dynamic=dynamic, budget=budget, micro=micro, samples=samples, seq=seq, sp=sp)
 
