@@ -144,14 +144,18 @@ def below_measured_micro(values: Mapping, than: Mapping) -> bool:
     return any(lowered(k) for k in MICRO_KEYS)
 
 
-def _micro_moves(values: Mapping, seq: int) -> list[Move]:
-    out = []
-    for name, micro, dyn, budget in (
-            ("actor micro-batch", f"{A}.ppo_micro_batch_size_per_gpu", f"{A}.use_dynamic_bsz", f"{A}.ppo_max_token_len_per_gpu"),
+# the actor's passes: (name, micro-batch key, dynamic batching's flag, its token budget)
+BATCHING = (("actor micro-batch", f"{A}.ppo_micro_batch_size_per_gpu", f"{A}.use_dynamic_bsz",
+             f"{A}.ppo_max_token_len_per_gpu"),
             ("log-prob micro-batch", f"{R}.log_prob_micro_batch_size_per_gpu", f"{R}.log_prob_use_dynamic_bsz",
              f"{R}.log_prob_max_token_len_per_gpu"),
             ("ref micro-batch", f"{REF}.log_prob_micro_batch_size_per_gpu", f"{REF}.log_prob_use_dynamic_bsz",
-             f"{REF}.log_prob_max_token_len_per_gpu")):
+             f"{REF}.log_prob_max_token_len_per_gpu"))
+
+
+def _micro_moves(values: Mapping, seq: int) -> list[Move]:
+    out = []
+    for name, micro, dyn, budget in BATCHING:
         out += _batching_moves(values, seq, name, micro, budget, dynamic=_flag(values, dyn), dyn=dyn)
     return out
 
@@ -358,9 +362,18 @@ def all_savings(values: Mapping, offload: bool = True) -> dict:
                f"{M}.enable_gradient_checkpointing": True, NO_SYNC: False, CRITIC_NO_SYNC: False, RESHARD: True,
                REF_RESHARD: True, CRITIC_RESHARD: True,
                f"{A}.strategy": "fsdp2", f"{REF}.strategy": "fsdp2"}
-    for micro in (f"{A}.ppo_micro_batch_size_per_gpu", f"{R}.log_prob_micro_batch_size_per_gpu",
-                  f"{REF}.log_prob_micro_batch_size_per_gpu"):
-        if _int(values, micro):
+    seq = read_config(values).seq_tokens
+    batching = [(_flag(values, dyn), micro, budget) for _, micro, dyn, budget in BATCHING]
+    if need_critic(values):
+        if values.get(f"{A}.strategy") != "megatron":
+            out.update({f"{CF}.param_offload": offload, f"{CF}.optimizer_offload": offload,
+                        "critic.model.enable_gradient_checkpointing": True})
+        dyn, budget, micro = critic_batching(values)
+        batching.append((dyn is None or _flag(values, dyn), micro, budget))
+    for dynamic, micro, budget in batching:  # one sample a micro-batch
+        if dynamic and _int(values, budget):
+            out[budget] = seq
+        elif not dynamic and micro and _int(values, micro):
             out[micro] = 1
     util = values.get(f"{R}.gpu_memory_utilization")
     if isinstance(util, (int, float)) and util > 0.3:
@@ -379,11 +392,24 @@ _NAMES = {f"{AF}.param_offload": "param offload", f"{AF}.optimizer_offload": "op
           f"{REF}.strategy": "ref strategy", f"{A}.ppo_micro_batch_size_per_gpu": "actor micro-batch",
           f"{R}.log_prob_micro_batch_size_per_gpu": "log-prob micro-batch",
           f"{REF}.log_prob_micro_batch_size_per_gpu": "ref micro-batch",
+          f"{A}.ppo_max_token_len_per_gpu": "actor micro-batch token budget",
+          f"{R}.log_prob_max_token_len_per_gpu": "log-prob micro-batch token budget",
+          f"{REF}.log_prob_max_token_len_per_gpu": "ref micro-batch token budget",
+          "critic.ppo_infer_max_token_len_per_gpu": "critic token budget",
+          "critic.ppo_max_token_len_per_gpu": "critic token budget",
+          f"{CF}.micro_batch_size_per_gpu": "critic micro-batch", "critic.ppo_micro_batch_size_per_gpu": "critic micro-batch",
+          f"{CF}.param_offload": "critic param offload", f"{CF}.optimizer_offload": "critic optimizer offload",
+          "critic.model.enable_gradient_checkpointing": "critic gradient checkpointing",
           f"{R}.gpu_memory_utilization": "gpu_memory_utilization", f"{R}.tensor_model_parallel_size": "rollout TP",
           f"{AM}.param_offload": "Megatron param offload", f"{AM}.optimizer_offload": "Megatron optimizer offload",
           f"{REF}.megatron.param_offload": "reference param offload",
           f"{RECOMPUTE}.recompute_granularity": "recompute granularity",
           f"{RECOMPUTE}.recompute_method": "recompute method", f"{RECOMPUTE}.recompute_num_layers": "recompute layers"}
+
+
+def _shown(v) -> object:
+    """A knob's value as a person reads it: a token budget with its thousands (32,768)."""
+    return f"{v:,}" if isinstance(v, int) and not isinstance(v, bool) else v
 
 
 def saving_moves(values: Mapping, target: Mapping) -> list[Move]:
@@ -397,5 +423,5 @@ def saving_moves(values: Mapping, target: Mapping) -> list[Move]:
         if isinstance(want, bool):
             out.append(Move(name if want else f"no {name}", ((key, want),)))
         else:
-            out.append(turn(name, have, want, ((key, want),)))
+            out.append(turn(name, _shown(have), _shown(want), ((key, want),)))
     return out
