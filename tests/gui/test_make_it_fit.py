@@ -138,3 +138,26 @@ def test_stepping_the_response_length_is_one_undo_step_and_a_new_preset_drops_it
     doc.undo_stack.redo()
     doc.load_preset("grpo-1gpu-smoke")  # another run: what was stated for this one does not carry over
     assert doc.response_tokens is None and board.responses.text() == "the maximum"
+
+
+def test_make_it_fit_on_a_ppo_plan_writes_the_critics_budget_as_verl_takes_it(qtbot):
+    """The PPO preset on eight 40 GB GPUs: the alternative that fits lowers the critic's token budget, a key verl's
+    YAML lacks; applied, the plan fits, composes (no error at all), and run.sh carries it with '++'."""
+    doc = PlanDocument(autosave=False)
+    doc.load_preset("ppo-8gpu")
+    doc.set_gpus(parse_gpu_spec("8xA100-40GB"))
+    doc.undo_stack.clear()
+    board = PlacementBoard(doc)
+    qtbot.addWidget(board)
+    board.resize(1400, 800)
+    board.show()
+    assert doc.assessment.memory.verdict.fits is False
+    board.advice_action.trigger()
+    dialog = board.advice_dialog
+    qtbot.waitUntil(lambda: dialog.table.rowCount() > 0, timeout=60_000)
+    assert "critic token budget 32,768 -> " in dialog.table.item(0, 0).text()
+    assert "++critic.ppo_infer_max_token_len_per_gpu=" in dialog.table.item(0, 0).toolTip()
+    qtbot.mouseClick(dialog.apply_button, Qt.LeftButton)
+    assert doc.assessment.memory.verdict.fits is True
+    assert not [f.rule for f in doc.findings if f.severity.value == "error"]
+    assert "++critic.ppo_infer_max_token_len_per_gpu=" in doc.files["run.sh"]
