@@ -22,6 +22,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import re
 import statistics
 import sys
 from pathlib import Path
@@ -37,6 +38,7 @@ from wizard.core.memory.config import FLASH_ATTN  # noqa: E402
 from wizard.core.models.facts import facts_from_hf_config  # noqa: E402
 from wizard.core.steptime import CALIBRATION, PROMPT_TOKENS, RESPONSE_TOKENS, predict_step  # noqa: E402
 
+ANSI = re.compile(r"\x1b\[[0-9;]*m")
 PHASES = ("gen", "old_log_prob", "ref", "values", "update_critic", "update_actor", "update_weights")
 
 
@@ -122,12 +124,43 @@ def main(argv=None) -> int:
         if e:
             print(f"{names[group]}: {len(e)} runs, step error mean {100 * statistics.mean(e):+.0f} %, mean |error| "
                   f"{100 * statistics.mean(abs(x) for x in e):.0f} %, worst {100 * max(e, key=abs):+.0f} %")
+    advised(Path(args.data))
     if gen:
         off = [g - m for m, g in gen]
         print(f"generation, alone runs: {len(gen)} runs, predicted - measured mean {statistics.mean(off):+.2f} s, "
               f"worst {max(off, key=abs):+.2f} s (verl sees it end at its 2-s poll), within one poll "
               f"{sum(abs(x) < 2 for x in off)} of {len(off)}")
     return 0
+
+
+def advised(root: Path, within: float = 0.10) -> None:
+    """The advisor's first choices run on the device (a spec with ``question``): did it train 2 steps, at the peak
+    and the step time predicted before it ran (+-10 %)? The peak measured is NVML's used memory at its highest, the
+    step verl's ``timing_s/step`` of the last step."""
+    runs = [r for r in load_runs(root) if r.spec.get("question")]
+    if not runs:
+        return
+    print(f"\nthe advisor's first choices, run on the device (within +-{100 * within:.0f} % of what plan predicted "
+          f"before the run):")
+    for run in runs:
+        steps = metrics(run)
+        done, want = run.record.get("steps_done", len(steps)), run.spec.get("steps", 2)
+        head = f"  {run.spec['question']} ({run.name}): {run.spec.get('advised', '')}"
+        if done < want or not steps:
+            last = ANSI.sub("", run.record.get("last_error_line") or "").strip()[:100]
+            print(f"{head}\n    did not train {want} steps: {run.record.get('status')}, {done} done ({last})")
+            continue
+        step, peak = steps[-1]["timing_s/step"], run.record["peak_used_mib"] / 1024
+        p_step, p_peak = run.spec.get("predicted_step_s"), run.spec.get("predicted_peak_gib")
+
+        def judged(pred, got, unit):
+            if pred is None:
+                return f"{got:.1f} {unit} (none predicted)"
+            err = (got - pred) / pred
+            return f"{got:.1f} {unit} measured, {pred:.1f} predicted ({100 * err:+.0f} %: " \
+                   f"{'within' if abs(err) <= within else 'OUTSIDE'})"
+
+        print(f"{head}\n    {done} steps; step {judged(p_step, step, 's')}; peak {judged(p_peak, peak, 'GiB')}")
 
 
 if __name__ == "__main__":
