@@ -133,10 +133,10 @@ def test_no_alternative_is_an_earlier_one_with_more_changes_and_no_faster(questi
     """7B on one 24 GB GPU offered "the 1.5B model, 80 s" and then "the 1.5B model + utilization 0.75, 80 s"."""
     mp = plan(extra, gpus)
     alts = advise(mp.values, mp.models, mp.cluster, smaller=[Q15]).alternatives
-    for i, a in enumerate(alts):
-        for b in alts[i + 1:]:
+    for a in alts:  # in either order: 32B Megatron offered "micro-batch 2 -> 1, 7B: 518 s" above "7B: 519 s"
+        for b in alts:
             dominated = set(a.changes) < set(b.changes) and a.fits >= b.fits and (
-                a.step_seconds is None or b.step_seconds is None or round(b.step_seconds) >= round(a.step_seconds))
+                a.step_seconds is None or b.step_seconds is None or b.step_seconds > 0.99 * a.step_seconds)
             assert not dominated, (question, a.text, b.text)
 
 

@@ -213,7 +213,8 @@ def _speed_lines(step, advice) -> list[str]:
     if (longest := step.longest()) is not None:
         out += [f"  the longest phase: {line}" if i == 0 else f"  {line}" for i, line in enumerate(longest.lines())]
     if advice is not None and (advice.alternatives or advice.statement):
-        out.append("fastest that fits:" if not advice.fits_now else "faster, still fitting:")
+        out.append("faster, still fitting:" if advice.fits_now else
+                   "with room to spare (it fits only tightly now):" if advice.tight_now else "fastest that fits:")
         out += [f"  {line}" for line in advice.lines(4)]
         best = advice.best
         if best is not None:
@@ -260,7 +261,8 @@ def render_plan(plan, findings: list[Finding], label: str, models, step=None, ad
     if step is not None and advice is not None and (advice.alternatives or advice.statement):
         from wizard.core.check.rules.memory import advice_text
 
-        shown[advice_text(advice)] = "'fastest that fits' above" if not advice.fits_now else "the alternatives above"
+        shown[advice_text(advice)] = ("the alternatives above" if advice.fits_now or advice.tight_now else
+                                      "'fastest that fits' above")
     return "\n".join(lines) + "\n" + findings_text(findings, label, shown)
 
 

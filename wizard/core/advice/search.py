@@ -109,8 +109,9 @@ class Alternative:
 
 @dataclass
 class Advice:
-    fits_now: bool
+    fits_now: bool  # with the estimate's margin
     step_seconds: float | None  # the plan as it is
+    tight_now: bool = False  # fits as it is, inside the margin: the alternatives give it room
     alternatives: list[Alternative] = field(default_factory=list)  # best first
     statement: str | None = None  # nothing on this hardware fits: why, and the smallest change
 
@@ -218,7 +219,9 @@ def advise(values: Mapping, models: Mapping[str, ModelFacts], cluster: Cluster |
     ranked = sorted(found, key=lambda s: (KIND_ORDER[s.kind] // 2, s.seconds if s.seconds is not None else math.inf,
                                           len(s.moves)))
     out = _distinct(ranked, limit)
-    advice = Advice(fits_now=start.fits, step_seconds=start.seconds,
+    tight = not start.fits and memory_verdict(start.report, start.values, start.models, start.cluster,
+                                              fitting=lambda g: None).fits is True
+    advice = Advice(fits_now=start.fits, step_seconds=start.seconds, tight_now=tight,
                     alternatives=[_alternative(s) for s in out])
     if not any(a.fits and a.kind != METHOD for a in advice.alternatives) and not start.fits:
         advice.statement = _nothing_fits(start, advice, cluster)
@@ -330,11 +333,25 @@ def _distinct(ranked: list[State], limit: int) -> list[State]:
         if any(k < keys and t.fits >= s.fits and _no_faster(s, t) for k, t in chosen):
             continue
         keys_seen |= {keys, same}
-        chosen.append((keys, s))
-        out.append(s)
+        # an offered one that only adds changes to this and gains under WORTH of a step gives way to it
+        for i, (k, t) in enumerate(chosen):
+            if keys < k and s.fits >= t.fits and not _faster_by(t, s, WORTH):
+                chosen[i], out[out.index(t)] = (keys, s), s
+                break
+        else:
+            chosen.append((keys, s))
+            out.append(s)
         if len(out) >= limit:
             break
     return out
+
+
+WORTH = 0.01  # a change is offered for speed only where it gains at least this share of a step
+
+
+def _faster_by(s: State, than: State, share: float) -> bool:
+    """``s`` is at least ``share`` of a step faster than ``than``."""
+    return s.seconds is not None and than.seconds is not None and s.seconds <= than.seconds * (1 - share)
 
 
 def _no_faster(s: State, than: State) -> bool:
@@ -361,9 +378,14 @@ def _nothing_fits(start: State, advice: Advice, cluster: Cluster | None) -> str:
     gpus = (f"these {cfg.world} x {start.capacity / GIB:.0f} GiB GPUs" if cfg.world != 1 else
             f"this {start.capacity / GIB:.0f} GiB GPU")
     need = _gpus_needed(start, cluster)
-    head = f"Nothing on {gpus} fits {what}"
-    head += (f": it needs >= {need} such GPUs (with memory savings, the rollout over several of them)" if need
-             else ": not even on 512 such GPUs")
+    if advice.tight_now:  # it fits, without the estimate's margin: say so, and what would give it that
+        head = f"It fits on {gpus} only tightly, and nothing there gives {what} the estimate's margin"
+        head += (f": that needs >= {need} such GPUs (with memory savings, the rollout over several of them)"
+                 if need else "")
+    else:
+        head = f"Nothing on {gpus} fits {what}"
+        head += (f": it needs >= {need} such GPUs (with memory savings, the rollout over several of them)" if need
+                 else ": not even on 512 such GPUs")
     methods = [a for a in advice.alternatives if a.fits and a.kind == METHOD]
     if methods:
         head += "; on these: " + ", or ".join(a.text for a in methods[:2])
