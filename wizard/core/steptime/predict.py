@@ -58,8 +58,8 @@ def predict_step(values: Mapping, models: Mapping[str, ModelFacts], cluster: Clu
         return StepTime(reason=f"the {cfg.engines['rollout'].name} engine's speed is not modelled")
     if cfg.strategy not in ("fsdp", "fsdp2", "megatron"):
         return StepTime(reason=f"the {cfg.strategy} training engine's speed is not modelled")
-    prompt_max = cfg.seq_tokens - int_value(values, "data.max_response_length", 512)
-    response_max = int_value(values, "data.max_response_length", 512)
+    prompt_max = cfg.prompt_tokens  # the memory estimate's lengths (data.max_prompt_length, ..._response_length)
+    response_max = cfg.seq_tokens - cfg.prompt_tokens
     lp = min(prompt_max, int_value(values, PROMPT_TOKENS, prompt_max))
     lr = min(response_max, int_value(values, RESPONSE_TOKENS, response_max))
     assumptions = [f"prompts average {lp:,} tokens" + (" (the train file's)" if PROMPT_TOKENS in values else

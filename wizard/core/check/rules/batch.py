@@ -284,6 +284,22 @@ def critic_micro(ctx: RuleContext):
             )
 
 
+@rule("data.lengths", Stage.RUNTIME)
+def data_lengths(ctx: RuleContext):
+    """A prompt or response length below 1 passes every check verl 0.9.1 makes and fails once it runs."""
+    for key, what in (("data.max_response_length", "verl does not check it, and the agent loop pads or cuts every "
+                       "response to this many tokens (agent_loop.py, _pad_token_ids), so no response token is left to "
+                       "train on; it shows only after the engines have started"),
+                      ("data.max_prompt_length", "no prompt is that short, so filter_overlong_prompts drops every "
+                       "prompt and verl stops with 'Train dataloader is empty!' (ray_trainer.py:427); without the "
+                       "filter, truncation=error refuses every prompt")):
+        value = ctx.num(key)
+        if value is not None and value < 1:
+            yield finding(Severity.ERROR, [key], f"{key} = {value:g}: {what}",
+                          f"Set {key} to the longest {key.split('_')[1]} you want, in tokens (at least 1)",
+                          fix_auto=False)
+
+
 @rule("batch.val_temperature", Stage.PREFLIGHT)
 def val_temperature(ctx: RuleContext):
     """validate_config: sampling in validation needs temperature > 0."""

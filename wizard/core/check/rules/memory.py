@@ -132,6 +132,27 @@ def fitting_sample_tokens(ctx: RuleContext, group: GpuEstimate) -> int | None:
     return memory_plan(ctx).fitting_tokens(group)
 
 
+def _stated_sample(ctx: RuleContext) -> tuple[int | None, str]:
+    """(the mean sample the user stated, in tokens, or None; the words saying it): the mean response given to
+    ``plan --response-tokens`` (or a smoke run's) with the mean prompt where the train file was read, else
+    data.max_prompt_length (the longest a prompt can be)."""
+    from wizard.core.steptime import PROMPT_TOKENS, RESPONSE_TOKENS
+
+    values = memory_values(ctx)
+    cfg = read_config(values)
+    response = values.get(RESPONSE_TOKENS)
+    if not isinstance(response, int) or isinstance(response, bool) or response < 1:
+        return None, ""
+    response = min(response, cfg.seq_tokens - cfg.prompt_tokens)  # no response runs past data.max_response_length
+    prompt = values.get(PROMPT_TOKENS)
+    if isinstance(prompt, int) and not isinstance(prompt, bool) and prompt > 0:
+        how = f"prompts averaging {prompt:,}"
+    else:
+        prompt, how = cfg.prompt_tokens, f"prompts up to data.max_prompt_length = {cfg.prompt_tokens:,}"
+    sample = prompt + response
+    return sample, f"{how} and responses averaging {response:,} tokens: samples of {sample:,}"
+
+
 @rule("memory.not_modelled", Stage.ADVICE)
 def not_modelled(ctx: RuleContext):
     """An engine or model the estimate does not model: no verdict, and the reason (instead of a guess)."""
@@ -168,11 +189,17 @@ def gpu_memory(ctx: RuleContext):
                                    f"Does not fit: {head}; CUDA out of memory. Largest: {top_terms(group)} GiB.{also}")
             else:
                 seq = read_config(memory_values(ctx)).seq_tokens
-                yield _fix_finding(ctx, "memory.gpu_oom_long", Severity.WARNING, group,
-                                   f"Fits while samples average <= {longest:,} tokens: {head} when every sample of a "
-                                   f"micro-batch is as long as data.max_prompt_length + data.max_response_length = "
-                                   f"{seq:,} tokens, and runs out of memory on samples that average longer. Largest: "
-                                   f"{top_terms(group)} GiB")
+                stated, said = _stated_sample(ctx)
+                over_stated = stated is not None and stated > longest
+                lead = (f"Does not fit at the lengths you stated ({said}), over the {longest:,} tokens samples can "
+                        f"average here" if over_stated else
+                        f"Fits while samples average <= {longest:,} tokens" + (f" (at the lengths you stated, {said})"
+                                                                               if said else ""))
+                yield _fix_finding(ctx, "memory.gpu_oom_long", Severity.ERROR if over_stated else Severity.WARNING,
+                                   group,
+                                   f"{lead}: {head} when every sample of a micro-batch is as long as "
+                                   f"data.max_prompt_length + data.max_response_length = {seq:,} tokens, and runs out "
+                                   f"of memory on samples that average longer. Largest: {top_terms(group)} GiB")
         elif peak.total > cap - margin:
             yield _fix_finding(ctx, "memory.gpu_tight", Severity.WARNING, group,
                                f"Fits, tight: {head}, {(cap - peak.total) / GIB:.1f} GiB spare (less than the "
