@@ -351,3 +351,57 @@ def test_a_plan_that_fits_only_tightly_is_not_told_that_nothing_fits():
         for b in doc["advice"]:
             if set(a["overrides"]) < set(b["overrides"]) and a["fits"] >= b["fits"]:
                 assert b["step_seconds"] <= 0.99 * a["step_seconds"], (a["changes"], b["changes"])
+
+
+def test_a_response_length_stated_past_what_fits_is_an_error_and_under_it_says_so():
+    """8,192-token responses on 8 x H100: fits while samples average <= 4,611 tokens. Told responses average
+    8,000, plan said FITS WHILE ... and exited 0; those samples (8,512) do not fit."""
+    base = ("--preset", "grpo-8gpu", "--gpus", "8xH100-80GB", "--set", "data.max_response_length=8192")
+    over = run(*base, "--response-tokens", "8000")
+    assert over.returncode == 1, over.stdout
+    line = next(x for x in over.stdout.splitlines() if "memory.gpu_oom_long" in x)
+    assert line.lstrip().startswith("error") and "Does not fit at the lengths you stated" in line
+    assert "responses averaging 8,000 tokens: samples of 8,512" in line
+    under = run(*base, "--response-tokens", "3000")
+    assert under.returncode == 0, under.stdout
+    line = next(x for x in under.stdout.splitlines() if "memory.gpu_oom_long" in x)
+    assert line.lstrip().startswith("warning") and "samples of 3,512" in line
+    # nothing stated: the length-conditional warning as before
+    assert "at the lengths you stated" not in run(*base).stdout
+
+
+@pytest.mark.parametrize("key", ["data.max_response_length", "data.max_prompt_length"])
+@pytest.mark.parametrize("value", ["0", "-1"])
+def test_a_length_below_one_token_is_an_error(key, value):
+    proc = run("--preset", "grpo-1gpu-smoke", "--gpus", "1xH100-80GB", "--set", f"{key}={value}")
+    assert proc.returncode == 1 and "Traceback" not in proc.stdout + proc.stderr
+    assert f"data.lengths: {key} = {value}:" in proc.stdout
+
+
+def test_a_config_asking_for_more_gpus_than_the_cluster_has_gets_no_verdict_step_or_forecast():
+    """Two nodes of eight on one node of eight: plan drew the eight missing GPUs, said FITS and a 16-GPU step time
+    while the error below said verl refuses the run."""
+    proc = run("--preset", "grpo-8gpu", "--gpus", "8xH100-80GB", "--set", "trainer.nnodes=2")
+    assert proc.returncode == 1 and "verdict: FITS" not in proc.stdout
+    assert "step time: not predicted (the config asks for 16 GPUs and the cluster has 8" in proc.stdout
+    doc = json.loads(run("--preset", "grpo-8gpu", "--gpus", "8xH100-80GB", "--set", "trainer.nnodes=2",
+                         "--format", "json").stdout)
+    assert doc["fits"] is None and doc["verdict"] is None and doc["step_seconds"] is None
+    assert doc["forecast"] is None and "gpus.available" in {f["rule"] for f in doc["findings"]}
+
+
+def test_a_change_of_method_is_explained_says_what_it_replaces_and_can_be_applied():
+    """PPO on 8 x H100 fits; the only faster configs swap the model, for the critic too: said, with the keys."""
+    out = run("--preset", "ppo-8gpu", "--gpus", "8xH100-80GB").stdout
+    assert "(1.5B, as actor and critic) [method]" in out
+    assert "[method]: changes what is trained (LoRA adapters, or a smaller model), not only how" in out
+    line = next(x for x in out.splitlines() if "to change the method instead" in x)
+    assert ("--set actor_rollout_ref.model.path=Qwen/Qwen2.5-1.5B-Instruct --set "
+            "critic.model.path=Qwen/Qwen2.5-1.5B-Instruct") in line
+
+
+def test_no_forecast_for_a_plan_that_does_not_fit():
+    out = run("--preset", "grpo-1gpu-smoke", "--gpus", "1xRTX-4090-24GB", "--set",
+              "actor_rollout_ref.model.path=Qwen/Qwen2.5-7B-Instruct").stdout
+    assert "verdict: DOES NOT FIT" in out
+    assert "forecast: none: the plan does not fit these GPUs" in out and " h " not in out.split("forecast:")[1][:80]

@@ -70,7 +70,7 @@ def run_plan(args, tail: list[str] | None = None) -> int:
     data, data_why = _train_data(plan, assessment, args)
     step = step_time(plan, data)
     advice = plan_advice(plan, searched=assessment.result.advice) if plan.judged is not None else None
-    run = _forecast(step, overrides, config_name, data)
+    run = _forecast(step, overrides, config_name, data, plan.verdict)
     if args.format == "json":
         print(json.dumps({**plan_json(plan, findings), **speed_json(step, advice),
                           "data": data.to_json() if data else None, "data_reason": data_why,
@@ -98,10 +98,12 @@ def _response_tokens(args) -> int | None:
     return args.response_tokens
 
 
-def _forecast(step, overrides: list[str], config_name: str, data):
+def _forecast(step, overrides: list[str], config_name: str, data, verdict=None):
     """The full run's time (the schedule's steps x the predicted step), or why there is none."""
     if step.seconds is None:
         return f"no step time ({step.reason})"
+    if verdict is not None and verdict.word == "does_not_fit":
+        return "none: the plan does not fit these GPUs (apply an alternative above, then plan it again)"
     from wizard.core.plan import plan_from_overrides
     from wizard.core.run import predicted_forecast, schedule_of
 
@@ -216,9 +218,14 @@ def _speed_lines(step, advice) -> list[str]:
         out.append("faster, still fitting:" if advice.fits_now else
                    "with room to spare (it fits only tightly now):" if advice.tight_now else "fastest that fits:")
         out += [f"  {line}" for line in advice.lines(4)]
+        if any(a.kind == "method" for a in advice.alternatives[:4]):
+            out.append("  [method]: changes what is trained (LoRA adapters, or a smaller model), not only how")
         best = advice.best
         if best is not None:
             out.append("  apply the first with: " + " ".join(f"--set {o}" for o in best.overrides))
+        elif (method := next((a for a in advice.alternatives if a.fits), None)) is not None:
+            out.append(f"  to change the method instead ({method.text}): "
+                       + " ".join(f"--set {o}" for o in method.overrides))
     return out
 
 

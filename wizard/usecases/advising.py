@@ -15,6 +15,8 @@ def step_time(memory: MemoryPlan, data=None) -> StepTime:
     ``assumptions``, which the memory values carry)."""
     from wizard.core.steptime import PROMPT_TOKENS
 
+    if memory.short_of_gpus:
+        return StepTime(reason=memory.short_of_gpus)
     values = dict(memory.values)
     if data is not None:
         values[PROMPT_TOKENS] = data.prompt_tokens_mean

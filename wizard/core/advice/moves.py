@@ -331,10 +331,12 @@ def _method_moves(values: Mapping, models: Mapping[str, ModelFacts], cfg, smalle
             continue
         changes = [(f"{M}.path", facts.name)]
         roles = [(r, facts) for r, f in models.items() if f.name == actor.name and r in ("actor", "ref")]
+        also = ""
         if need_critic(values) and models.get("critic") is not None and models["critic"].name == actor.name:
-            changes.append(("critic.model.path", facts.name))
+            changes.append(("critic.model.path", facts.name))  # the critic was the actor's model: it follows
             roles.append(("critic", facts))
-        out.append(Move(f"the smaller {facts.name} ({facts.param_count / 1e9:.1f}B)", tuple(changes), METHOD,
+            also = ", as actor and critic"
+        out.append(Move(f"the smaller {facts.name} ({facts.param_count / 1e9:.1f}B{also})", tuple(changes), METHOD,
                         models=tuple(roles)))
     return out
 

@@ -388,7 +388,8 @@ def _nothing_fits(start: State, advice: Advice, cluster: Cluster | None) -> str:
                  else ": not even on 512 such GPUs")
     methods = [a for a in advice.alternatives if a.fits and a.kind == METHOD]
     if methods:
-        head += "; on these: " + ", or ".join(a.text for a in methods[:2])
+        here = "this one" if cfg.world == 1 else "these"
+        head += f"; what fits on {here} changes what is trained: " + ", or ".join(a.text for a in methods[:2])
     return head
 
 

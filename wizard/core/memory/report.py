@@ -40,7 +40,18 @@ class MemoryPlan:
         """Why there is no report to judge (None when there is one)."""
         if self.report is not None and all(g.capacity_bytes is None for g in self.report.groups):
             return UNKNOWN_GPU_MEMORY
-        return self.estimate_why
+        return self.estimate_why or self.short_of_gpus
+
+    @property
+    def short_of_gpus(self) -> str | None:
+        """Why a verdict or a step time on this cluster would be about GPUs that are not there (None: all are): it
+        would say FITS for a run verl refuses (gpus.available says so)."""
+        missing = sum(p.missing for p in self.placement.pools)
+        if self.cluster is None or not missing:
+            return None
+        need = self.placement.gpus_needed
+        return (f"the config asks for {need} GPUs and the cluster has {need - missing}: size the config to the "
+                "cluster (trainer.nnodes x trainer.n_gpus_per_node), or name the cluster it will run on")
 
     @property
     def judged(self) -> MemoryReport | None:
