@@ -124,7 +124,7 @@ def main(argv=None) -> int:
         if e:
             print(f"{names[group]}: {len(e)} runs, step error mean {100 * statistics.mean(e):+.0f} %, mean |error| "
                   f"{100 * statistics.mean(abs(x) for x in e):.0f} %, worst {100 * max(e, key=abs):+.0f} %")
-    advised(Path(args.data))
+    advised(Path(args.data), {c["run"]: predicted(c)[1] for c in rows})
     if gen:
         off = [g - m for m, g in gen]
         print(f"generation, alone runs: {len(gen)} runs, predicted - measured mean {statistics.mean(off):+.2f} s, "
@@ -133,7 +133,7 @@ def main(argv=None) -> int:
     return 0
 
 
-def advised(root: Path, within: float = 0.10) -> None:
+def advised(root: Path, now: dict | None = None, within: float = 0.10) -> None:
     """The advisor's first choices run on the device (a spec with ``question``): did it train 2 steps, at the peak
     and the step time predicted before it ran (+-10 %)? The peak measured is NVML's used memory at its highest, the
     step verl's ``timing_s/step`` of the last step."""
@@ -156,11 +156,15 @@ def advised(root: Path, within: float = 0.10) -> None:
         def judged(pred, got, unit):
             if pred is None:
                 return f"{got:.1f} {unit} (none predicted)"
-            err = (got - pred) / pred
+            err = (pred - got) / got  # as every other line here: predicted - measured, of measured
             return f"{got:.1f} {unit} measured, {pred:.1f} predicted ({100 * err:+.0f} %: " \
                    f"{'within' if abs(err) <= within else 'OUTSIDE'})"
 
-        print(f"{head}\n    {done} steps; step {judged(p_step, step, 's')}; peak {judged(p_peak, peak, 'GiB')}")
+        again = (now or {}).get(run.name)
+        replanned = f"; re-planned with today's constants {again:.1f} s ({100 * (again - step) / step:+.0f} %)" \
+            if again is not None else ""
+        print(f"{head}\n    {done} steps; step {judged(p_step, step, 's')}; peak {judged(p_peak, peak, 'GiB')}"
+              f"{replanned}")
 
 
 if __name__ == "__main__":

@@ -55,8 +55,8 @@ def generation(cfg, actor: ModelFacts, report: MemoryReport | None, seqs: int, l
     step = (weights + kv_read) / bw + overhead
     allreduce = comm.tp_decode_seconds(actor.num_layers, concurrent, actor.hidden_size, eng.tp, tp_link)
     step += allreduce
-    if cfg.lora_rank:
-        step *= c.lora_decode_factor
+    lora_factor = c.lora_decode_factor if cfg.lora_rank and not graphs else 1.0  # graphs hold the adapter's kernels
+    step *= lora_factor
     decode = rounds * lr * step
     # vLLM (enable_prefix_caching, on by default) and SGLang (its radix cache) cache a prompt's prefix, so its n
     # samples prefill it once (SGLang logs the cached tokens)
@@ -73,7 +73,8 @@ def generation(cfg, actor: ModelFacts, report: MemoryReport | None, seqs: int, l
                                         + f" {why_eager if not graphs else 'with CUDA graphs'}"
                                         + (f", + {allreduce * 1e3:.1f} ms of TP {eng.tp} all-reduces over "
                                            f"{tp_link.how}, from link bandwidth" if allreduce else "") + ")"
-                                        + (f" x {c.lora_decode_factor:g} with a LoRA adapter" if cfg.lora_rank else "")),
+                                        + (f" x {lora_factor:g} with a LoRA adapter, eager" if lora_factor != 1
+                                           else ", a LoRA adapter inside the graphs" if cfg.lora_rank else "")),
              TimeTerm("prefill", prefill, f"{prompts} prompts of {lp:,} tokens per replica" + (
                  f", each prefilled once for its {shared} samples (the cached prefix)" if shared > 1 else "")),
              TimeTerm("samples' scoring and hand-off", samples,

@@ -144,8 +144,10 @@ def predict_step(values: Mapping, models: Mapping[str, ModelFacts], cluster: Clu
     sync_bytes = 2 * (trainable if cfg.lora_rank else P)
     # verl gathers each sharded param whole for the sync (full_tensor(), fsdp/transformer_impl.py:1032): fp32 shards
     gathered = cfg.actor_dtype_bytes * (trainable if cfg.lora_rank else P)
+    lora_sync = (TimeTerm("the adapter loaded into the engine", c.lora_sync_s, "measured once (a 7B LoRA run)"),) \
+        if cfg.lora_rank else ()
     phases.append(_collectives(PhaseTime("update_weights", "weight sync", (
-        TimeTerm("fixed", c.sync_fixed_s, "measured"),
+        TimeTerm("fixed", c.sync_fixed_s, "measured"), *lora_sync,
         TimeTerm("weights into the engine", sync_bytes / (c.sync_gbs * 1e9),
                  f"{sync_bytes / 1e9:.1f} GB at {c.sync_gbs:g} GB/s"), *_offloaded_sync(cfg, P, c))),
         comm.ring_bytes(gathered, cfg.shards), links[cfg.shards], label="FSDP gathers the weights to send"))

@@ -64,7 +64,14 @@ class Calibration:
     # puts every alone run's generation inside the 2-s poll it was seen at (bench/bench_step_time.py); without it a
     # 1.5B n=8 run (128 samples) could not take its > 4 s while 64 x 1,024 tokens took < 4 s.
     sample_s_per_worker: float = 0.055
-    lora_decode_factor: float = 2.7  # vLLM decoding with a LoRA adapter, x the same without (side-by-side pairs)
+    # vLLM decoding with a LoRA adapter, eager: x the same without (side-by-side pairs of 0.5-3B runs, all eager).
+    # With CUDA graphs the adapter's kernels are inside the graphs: a 7B LoRA run alone on an H100 decoded 64 x 512
+    # tokens within 10 % of the bytes' time without an adapter (advised-grpo-7b-full-1gpu-h100: 2.7 had predicted
+    # 14.0 s of generation, measured 6.4), so no factor there
+    lora_decode_factor: float = 2.7
+    # a LoRA weight sync: vLLM loads the adapter as a new LoRA (add_lora) each step: 1.0 and 1.2 s measured against
+    # the 0.2 s of a full sync's fixed cost (advised-grpo-7b-full-1gpu-h100, both steps)
+    lora_sync_s: float = 0.8
     poll_s: float = 2.0  # verl's replay buffer polls for finished generations every 2 s
     # SGLang's sleep (release_memory_occupation of its weights and KV cache), inside verl's gen timer
     # (trainer_base.py:565-575: on_sample_end -> sleep_replicas in trainer_sync.py, the default trainer_mode, and in
