@@ -405,3 +405,15 @@ def test_no_forecast_for_a_plan_that_does_not_fit():
               "actor_rollout_ref.model.path=Qwen/Qwen2.5-7B-Instruct").stdout
     assert "verdict: DOES NOT FIT" in out
     assert "forecast: none: the plan does not fit these GPUs" in out and " h " not in out.split("forecast:")[1][:80]
+
+
+def test_the_apply_line_says_which_other_errors_remain_and_check_fix_clears_them():
+    """LoRA on the 8-GPU preset on 40 GB GPUs: the advisor's first fixes memory; the base model's first sync is over
+    the sync buffer (models.lora_base_sync_bucket), which the apply line said nothing about."""
+    args = ("--preset", "grpo-8gpu", "--gpus", "8xA100-40GB", "--set", "actor_rollout_ref.model.lora_rank=32")
+    out = run(*args).stdout
+    note = next(x for x in out.splitlines() if "(that fixes memory;" in x)
+    assert "models.lora_base_sync_bucket" in note and "check --fix" in note
+    fixed = run_cli("check", *args, "--fix")
+    assert fixed.returncode == 0, fixed.stdout + fixed.stderr
+    assert "update_weights_bucket_megabytes=4096" in fixed.stderr + fixed.stdout

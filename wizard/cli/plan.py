@@ -208,7 +208,7 @@ def speed_json(step, advice) -> dict:
             "advice_statement": advice.statement if advice else None}
 
 
-def _speed_lines(step, advice) -> list[str]:
+def _speed_lines(step, advice, findings: list[Finding] = ()) -> list[str]:
     out = [step.line()]
     if step.reason is None and step.assumptions:
         out.append("  assuming " + "; ".join(step.assumptions))
@@ -223,6 +223,10 @@ def _speed_lines(step, advice) -> list[str]:
         best = advice.best
         if best is not None:
             out.append("  apply the first with: " + " ".join(f"--set {o}" for o in best.overrides))
+            other = sorted({f.rule for f in findings if f.severity is Severity.ERROR and not f.rule.startswith("memory.")})
+            if other:  # the alternatives are about memory and speed; what else stops the run is listed below
+                out.append(f"  (that fixes memory; errors below still stop the run: {', '.join(other)}. `verl-wizard "
+                           "check --fix` with the same arguments applies this with their fixes where they have one)")
         elif (method := next((a for a in advice.alternatives if a.fits), None)) is not None:
             out.append(f"  to change the method instead ({method.text}): "
                        + " ".join(f"--set {o}" for o in method.overrides))
@@ -261,7 +265,7 @@ def render_plan(plan, findings: list[Finding], label: str, models, step=None, ad
         if any(sizes):
             lines.append("  fits at these prompts with " + ", ".join(x for x in sizes if x))
     if step is not None:
-        lines += _speed_lines(step, advice)
+        lines += _speed_lines(step, advice, findings)
     if run is not None:
         lines.append(f"forecast: {run}" if isinstance(run, str) else f"forecast: {run.line()}")
     shown = {}
