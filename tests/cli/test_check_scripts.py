@@ -4,6 +4,7 @@ import json
 
 from tests.cli.test_cli import assert_one_line_error, run
 from tests.conftest import SCRIPTS
+from tests.helpers.cli import run_cli
 
 QWEN3_8B = SCRIPTS / "main" / "examples__grpo_trainer__run_qwen3_8b_fsdp.sh"
 
@@ -50,3 +51,20 @@ def test_a_sourced_file_next_to_the_script_counts(tmp_path):
                       'data.train_batch_size=${BATCH:-1024}\n')
     doc = json.loads(run("check", "--format", "json", str(script)).stdout)
     assert any(f["rule"] == "script.source" and f["line"] == 1 and "read" in f["message"] for f in doc["findings"])
+
+
+def test_a_critic_model_on_a_plan_without_a_critic_is_noted():
+    """GRPO with critic.model.path set: verl never builds the critic; users expect a value model."""
+    proc = run_cli("check", "--preset", "grpo-1gpu-smoke", "--set", "critic.model.path=Qwen/Qwen2.5-0.5B-Instruct")
+    assert "advice.critic_unused: critic.model.path is set, but this plan trains no critic: adv_estimator=grpo" \
+        in proc.stdout
+    ppo = run_cli("check", "--preset", "ppo-8gpu")
+    assert "advice.critic_unused" not in ppo.stdout
+
+
+def test_the_critic_keys_that_do_not_reach_it_are_named_without_the_unset_ones():
+    proc = run_cli("check", "--preset", "ppo-8gpu", "--set", "critic.ppo_max_token_len_per_gpu=8192",
+                   "--set", "critic.forward_micro_batch_size_per_gpu=null")
+    line = next(x for x in proc.stdout.splitlines() if "advice.critic_batching" in x)
+    assert "critic.ppo_max_token_len_per_gpu=8192" in line and "forward_micro_batch_size_per_gpu" not in line
+    assert "pre-flight check still asks for critic.ppo_micro_batch_size_per_gpu" in line

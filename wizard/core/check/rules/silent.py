@@ -38,9 +38,9 @@ def critic_batching(ctx: RuleContext):
     if not _v1(ctx) or not ctx.need_critic:
         return
     # the micro batch alone is no news: verl's pre-flight requires it (without dynamic batching) and it is then unused
-    if not any(ctx.is_set(k) for k in CRITIC_IGNORED[1:]):
+    if not any(ctx.is_set(k) and ctx.get(k) is not None for k in CRITIC_IGNORED[1:]):
         return
-    ignored = [k for k in CRITIC_IGNORED if ctx.is_set(k)]
+    ignored = [k for k in CRITIC_IGNORED if ctx.is_set(k) and ctx.get(k) is not None]  # "=null" sets nothing
     budget = ctx.int("critic.ppo_infer_max_token_len_per_gpu") or 32768
     engine = CRITIC_ENGINE.get(str(ctx.get("critic.strategy")), "critic.fsdp")
     dynamic = ctx.get(f"{engine}.use_dynamic_bsz")
@@ -52,12 +52,28 @@ def critic_batching(ctx: RuleContext):
     else:
         how = (f"the critic trains and computes values with dynamic batching and critic.ppo_infer_max_token_len_per_gpu "
                f"= {budget} tokens per GPU as its budget for both")
+    still = (" (verl's pre-flight check still asks for critic.ppo_micro_batch_size_per_gpu without dynamic batching:"
+             " keep it)" if "critic.ppo_micro_batch_size_per_gpu" in ignored else "")
     yield _warn(ignored,
-                f"{said} does not reach the critic in verl 0.9.1's V1 trainer: {how}",
+                f"{said} does not reach the critic in verl 0.9.1's V1 trainer: {how}{still}",
                 "Set +critic.ppo_infer_max_token_len_per_gpu to the per-GPU token budget you want the critic to use "
                 f"(lower it if the critic update runs out of memory), or fixed micro-batches on the engine: "
                 f"+{engine}.use_dynamic_bsz=false +{engine}.micro_batch_size_per_gpu=N "
                 f"+{engine}.infer_micro_batch_size_per_gpu=N")
+
+
+@rule("advice.critic_unused", Stage.ADVICE)
+def critic_unused(ctx: RuleContext):
+    """critic.model.path set on a plan that trains no critic: verl builds the critic only where need_critic holds
+    (critic.enable, else adv_estimator=gae: trainer/ppo/utils.py), so the model is never loaded. Users set it for
+    GRPO and expect a value model."""
+    if ctx.need_critic or not ctx.is_set("critic.model.path") or ctx.get("critic.enable") is False:
+        return
+    yield _warn(["critic.model.path", "algorithm.adv_estimator"],
+                f"critic.model.path is set, but this plan trains no critic: adv_estimator="
+                f"{ctx.get('algorithm.adv_estimator')} needs none and critic.enable is not set, so verl never loads it",
+                "For PPO with a value model set algorithm.adv_estimator=gae (or critic.enable=true); otherwise drop "
+                "the critic keys", severity=Severity.INFO)
 
 
 @rule("advice.kl_unused", Stage.ADVICE)
