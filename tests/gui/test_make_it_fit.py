@@ -161,3 +161,23 @@ def test_make_it_fit_on_a_ppo_plan_writes_the_critics_budget_as_verl_takes_it(qt
     assert doc.assessment.memory.verdict.fits is True
     assert not [f.rule for f in doc.findings if f.severity.value == "error"]
     assert "++critic.ppo_infer_max_token_len_per_gpu=" in doc.files["run.sh"]
+
+
+def test_where_nothing_fits_the_dialog_says_so_once_and_lists_the_changes_of_method(qtbot):
+    """7B on one 24 GB GPU: the advisor's statement heads the dialog, cut before its own list of changes of method
+    (the table lists them), which would otherwise read twice."""
+    doc = PlanDocument(autosave=False)
+    doc.load_preset("grpo-1gpu-smoke")
+    doc.set_gpus(parse_gpu_spec("1xRTX-4090-24GB"))
+    doc.set_plan(apply_overrides(doc.plan, [SEVEN_B]))
+    board = PlacementBoard(doc)
+    qtbot.addWidget(board)
+    board.resize(1400, 800)
+    board.show()
+    board.advice_action.trigger()
+    dialog = board.advice_dialog
+    qtbot.waitUntil(lambda: dialog.table.rowCount() > 0, timeout=60_000)
+    intro = dialog.intro.text()
+    assert "Nothing on this 24 GiB GPU fits Qwen/Qwen2.5-7B-Instruct full fine-tuning" in intro
+    assert "what fits on" not in intro and "These change the method and fit" in intro
+    assert dialog.table.item(0, 1).text() == "method"

@@ -194,7 +194,9 @@ def _batching_moves(values: Mapping, seq: int, name: str, micro: str | None, bud
 
 
 def micro_name(name: str) -> str:
+    """"critic" -> "critic micro-batch"; "actor micro-batch" as it is."""
     return name if name.endswith("micro-batch") else f"{name} micro-batch"
+
 
 AM = f"{A}.megatron"
 NO_SYNC = f"{AF}.use_no_sync_for_gradient_accumulation"

@@ -371,7 +371,7 @@ def _alternative(s: State) -> Alternative:
 
 
 def _nothing_fits(start: State, advice: Advice, cluster: Cluster | None) -> str:
-    """"Nothing on these 1 x 24 GiB GPUs fits Qwen2.5-7B full fine-tuning: it needs >= 4 of them; on these: ..."."""
+    """"Nothing on these 1 x 24 GiB GPUs fits Qwen2.5-7B full fine-tuning: it needs >= 4 of them; what fits on these changes what is trained: ..."."""
     actor = start.models.get("actor")
     cfg = read_config(start.values)
     what = f"{actor.name} {'LoRA' if cfg.lora_rank else 'full fine-tuning'}" if actor else "this plan"

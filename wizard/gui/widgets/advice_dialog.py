@@ -94,13 +94,15 @@ class AdviceDialog(QDialog):
         now = f"As planned: {step.line()}. Step times assume {assumed}."
         self.intro.setToolTip("Assuming " + ";\n".join(step.assumptions) if step.assumptions else "")
         if self.advice.statement:  # nothing fits without a change of method: the advisor's words, the list below
-            head = self.advice.statement.split("; on these:")[0] + "."
+            head = self.advice.statement.split("; what fits on ")[0] + "."
             if self.alternatives:
                 head += " These change the method and fit (fastest first):"
         elif not self.alternatives:
             head = "Nothing found that fits better." if self.advice.fits_now else "Nothing on these GPUs fits."
         elif self.advice.fits_now:
             head = "It fits; these fit too and are predicted to be faster (fastest first):"
+        elif self.advice.tight_now:
+            head = "It fits only tightly; these give it the estimate's margin, each estimated again (fastest first):"
         else:
             head = "These fit, each estimated again (fastest first; changes of method last):"
         text = f"{now}\n{head}"
