@@ -417,3 +417,10 @@ def test_the_apply_line_says_which_other_errors_remain_and_check_fix_clears_them
     fixed = run_cli("check", *args, "--fix")
     assert fixed.returncode == 0, fixed.stdout + fixed.stderr
     assert "update_weights_bucket_megabytes=4096" in fixed.stderr + fixed.stdout
+
+
+def test_a_stated_response_length_past_the_maximum_is_said_to_be_capped():
+    out = run("--preset", "grpo-1gpu-smoke", "--gpus", "1xH100-80GB", "--response-tokens", "2000").stdout
+    assert "responses average 512 tokens (given 2,000, capped at data.max_response_length)" in out
+    out = run("--preset", "grpo-1gpu-smoke", "--gpus", "1xH100-80GB", "--response-tokens", "200").stdout
+    assert "responses average 200 tokens (as given)" in out

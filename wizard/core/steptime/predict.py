@@ -44,6 +44,13 @@ from wizard.core.steptime.terms import (  # noqa: F401 (PROMPT_TOKENS, RESPONSE_
 )
 
 
+def _given(stated, used: int) -> str:
+    """How a stated mean response length was taken: as given, or capped at data.max_response_length."""
+    if isinstance(stated, int) and not isinstance(stated, bool) and stated > used:
+        return f" (given {stated:,}, capped at data.max_response_length)"
+    return " (as given)"
+
+
 def predict_step(values: Mapping, models: Mapping[str, ModelFacts], cluster: Cluster | None,
                  report: MemoryReport | None = None, c: Calibration = CALIBRATION) -> StepTime:
     """The steady step (not the first, which also warms up) of a sync colocated run, per phase."""
@@ -64,7 +71,8 @@ def predict_step(values: Mapping, models: Mapping[str, ModelFacts], cluster: Clu
     lr = min(response_max, int_value(values, RESPONSE_TOKENS, response_max))
     assumptions = [f"prompts average {lp:,} tokens" + (" (the train file's)" if PROMPT_TOKENS in values else
                                                         " (data.max_prompt_length: the train file was not read)"),
-                   f"responses average {lr:,} tokens" + (" (as given)" if RESPONSE_TOKENS in values else
+                   f"responses average {lr:,} tokens" + (_given(values.get(RESPONSE_TOKENS), lr)
+                                                         if RESPONSE_TOKENS in values else
                                                          " (every response runs to data.max_response_length: the "
                                                          "worst case; --response-tokens states an expected mean)")]
     world = max(1, cfg.world)

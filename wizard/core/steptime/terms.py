@@ -69,8 +69,8 @@ class Calibration:
     # tokens within 10 % of the bytes' time without an adapter (advised-grpo-7b-full-1gpu-h100: 2.7 had predicted
     # 14.0 s of generation, measured 6.4), so no factor there
     lora_decode_factor: float = 2.7
-    # a LoRA weight sync: vLLM loads the adapter as a new LoRA (add_lora) each step: 1.0 and 1.2 s measured against
-    # the 0.2 s of a full sync's fixed cost (advised-grpo-7b-full-1gpu-h100, both steps)
+    # a LoRA weight sync: vLLM takes the adapter as a runtime LoRA update (verl sets VLLM_ALLOW_RUNTIME_LORA_UPDATING):
+    # 1.0 and 1.2 s a sync measured against the 0.2 s of a full sync's fixed cost (advised-grpo-7b-full-1gpu-h100)
     lora_sync_s: float = 0.8
     poll_s: float = 2.0  # verl's replay buffer polls for finished generations every 2 s
     # SGLang's sleep (release_memory_occupation of its weights and KV cache), inside verl's gen timer
