@@ -40,6 +40,7 @@ from wizard.core.steptime.megatron import ASSUMPTION, MegatronStep
 from wizard.core.verl.keys import M
 from wizard.core.steptime.terms import (  # noqa: F401 (PROMPT_TOKENS, RESPONSE_TOKENS, TimeTerm: the package's face)
     CALIBRATION, PROMPT_TOKENS, RESPONSE_TOKENS, Calibration, Gpu, PhaseTime, StepTime, TimeTerm, flops_params,
+    mean_lengths,
     host_term, int_value, trainer_gpu,
 )
 
@@ -65,10 +66,7 @@ def predict_step(values: Mapping, models: Mapping[str, ModelFacts], cluster: Clu
         return StepTime(reason=f"the {cfg.engines['rollout'].name} engine's speed is not modelled")
     if cfg.strategy not in ("fsdp", "fsdp2", "megatron"):
         return StepTime(reason=f"the {cfg.strategy} training engine's speed is not modelled")
-    prompt_max = cfg.prompt_tokens  # the memory estimate's lengths (data.max_prompt_length, ..._response_length)
-    response_max = cfg.seq_tokens - cfg.prompt_tokens
-    lp = min(prompt_max, int_value(values, PROMPT_TOKENS, prompt_max))
-    lr = min(response_max, int_value(values, RESPONSE_TOKENS, response_max))
+    lp, lr = mean_lengths(values, cfg)
     assumptions = [f"prompts average {lp:,} tokens" + (" (the train file's)" if PROMPT_TOKENS in values else
                                                         " (data.max_prompt_length: the train file was not read)"),
                    f"responses average {lr:,} tokens" + (_given(values.get(RESPONSE_TOKENS), lr)

@@ -177,6 +177,15 @@ def int_value(values: Mapping, key: str, default: int) -> int:
     return v if isinstance(v, int) and not isinstance(v, bool) and v > 0 else default
 
 
+def mean_lengths(values: Mapping, cfg) -> tuple[int, int]:
+    """(prompt, response): the mean tokens a plan is judged at, the train file's prompts (PROMPT_TOKENS) and the
+    responses the user stated (RESPONSE_TOKENS) where given, else data.max_prompt_length and
+    data.max_response_length as the memory estimate reads them (``cfg``: its read_config); never past those."""
+    prompt_max, response_max = cfg.prompt_tokens, cfg.seq_tokens - cfg.prompt_tokens
+    return (min(prompt_max, int_value(values, PROMPT_TOKENS, prompt_max)),
+            min(response_max, int_value(values, RESPONSE_TOKENS, response_max)))
+
+
 def flops_params(f: ModelFacts) -> int:
     """The parameters a token of text passes through, for its FLOPs: an MoE model's active ones (its top-k experts);
     a vision tower's are left out (its work on the images is not timed, and said so)."""

@@ -134,21 +134,15 @@ def fitting_sample_tokens(ctx: RuleContext, group: GpuEstimate) -> int | None:
 
 def _stated_sample(ctx: RuleContext) -> tuple[int | None, str]:
     """(the mean sample the user stated, in tokens, or None; the words saying it): the mean response given to
-    ``plan --response-tokens`` (or a smoke run's) with the mean prompt where the train file was read, else
-    data.max_prompt_length (the longest a prompt can be)."""
-    from wizard.core.steptime import PROMPT_TOKENS, RESPONSE_TOKENS
+    ``plan --response-tokens`` (or a smoke run's) with the prompts the step time takes (steptime.mean_lengths)."""
+    from wizard.core.steptime.terms import PROMPT_TOKENS, RESPONSE_TOKENS, int_value, mean_lengths
 
     values = memory_values(ctx)
-    cfg = read_config(values)
-    response = values.get(RESPONSE_TOKENS)
-    if not isinstance(response, int) or isinstance(response, bool) or response < 1:
+    if not int_value(values, RESPONSE_TOKENS, 0):  # none stated (or not a length)
         return None, ""
-    response = min(response, cfg.seq_tokens - cfg.prompt_tokens)  # no response runs past data.max_response_length
-    prompt = values.get(PROMPT_TOKENS)
-    if isinstance(prompt, int) and not isinstance(prompt, bool) and prompt > 0:
-        how = f"prompts averaging {prompt:,}"
-    else:
-        prompt, how = cfg.prompt_tokens, f"prompts up to data.max_prompt_length = {cfg.prompt_tokens:,}"
+    prompt, response = mean_lengths(values, read_config(values))
+    how = (f"prompts averaging {prompt:,}" if PROMPT_TOKENS in values else
+           f"prompts up to data.max_prompt_length = {prompt:,}")
     sample = prompt + response
     return sample, f"{how} and responses averaging {response:,} tokens: samples of {sample:,}"
 
