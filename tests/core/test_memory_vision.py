@@ -12,7 +12,8 @@ from tests.helpers.memory_values import full
 from wizard.core.memory.estimate import estimate_memory
 from wizard.core.memory.terms import CONSTANTS as C
 from wizard.core.memory.terms import vllm_activation
-from wizard.core.memory.config import SAMPLE_TOKENS, read_config
+from wizard.core.memory.batching import SAMPLE_TOKENS
+from wizard.core.memory.config import read_config
 from wizard.core.memory.vision import max_image_tokens, max_video_tokens, profiled_tokens, train_activations
 from wizard.core.verl.keys import A, R
 from wizard.core.models.facts import facts_from_hf_config

@@ -84,7 +84,7 @@ def test_the_counts_and_rates_the_collectives_are_timed_with():
     from tests.helpers.memory_values import full
     from wizard.adapters.files.gpu_catalogue import load_gpu_catalogue
     from wizard.core.hardware.cluster import parse_cluster_spec
-    from wizard.core.memory.config import logprob_micro_batches
+    from wizard.core.memory.batching import logprob_micro_batches
 
     # a Ulysses group of 2 shares its samples: 64 x 4 over 4 groups = 64 micro-batches of 1, not 32
     values = full({"data.train_batch_size": 64, "actor_rollout_ref.rollout.n": 4, "trainer.n_gpus_per_node": 8,

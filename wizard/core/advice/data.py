@@ -9,7 +9,8 @@ from dataclasses import dataclass
 
 from wizard.core.advice.search import deficit
 from wizard.core.data.schema import length_stats
-from wizard.core.memory.config import SAMPLE_TOKENS, read_config
+from wizard.core.memory.batching import SAMPLE_TOKENS
+from wizard.core.memory.config import read_config
 from wizard.core.memory.estimate import estimate_memory
 from wizard.core.memory.report import MemoryPlan
 from wizard.core.memory.verdict import DOES_NOT_FIT, FITS, FITS_WHILE_SHORT, TIGHT

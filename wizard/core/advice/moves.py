@@ -15,7 +15,8 @@ from dataclasses import dataclass
 
 from wizard.core.hardware.cluster import Cluster
 from wizard.core.memory import terms as mt
-from wizard.core.memory.config import critic_batching, read_config
+from wizard.core.memory.batching import critic_batching
+from wizard.core.memory.config import read_config
 from wizard.core.memory.estimate import MemoryReport
 from wizard.core.memory.lora_sync import BUCKET_KEY, base_sync_blocked
 from wizard.core.memory.megatron_layout import layout_problems, read_megatron, tp_fits_heads

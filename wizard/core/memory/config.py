@@ -13,6 +13,10 @@ from dataclasses import dataclass, field
 
 from wizard.core.memory import terms as mt
 from wizard.core.memory.engines import EngineConfig, all_engines
+from wizard.core.memory.batching import (
+    actor_micro_batches, actor_samples, critic_micro_batches, critic_samples, critic_tokens,
+    micro_batch_tokens, sequence_parallel,
+)
 from wizard.core.memory.readers import flag_at as _flag, float_at as _float, int_at as _int
 from wizard.core.verl.resolved import UNRESOLVABLE, default_values
 from wizard.core.verl.schema import SchemaVariant
@@ -73,9 +77,6 @@ MEGATRON_KEYS: tuple[str, ...] = tuple(f"{A}.megatron.{k}" for k in (
     "override_ddp_config", "dtype", "use_megatron_fsdp")) + (
     f"{REF}.megatron.param_offload", f"{A}.optim.optimizer", f"{A}.optim.use_precision_aware_optimizer")
 MEMORY_KEYS: tuple[str, ...] = tuple(dict.fromkeys(PLACEMENT_KEYS + ESTIMATE_KEYS + MEGATRON_KEYS))
-# Not a verl key: the average prompt + response length of a fixed-size micro-batch's samples. Unset, every sample
-# is taken at the maximum (the worst case); the memory rules set it to find the length at which a run still fits.
-SAMPLE_TOKENS = "wizard.sample_tokens"
 # Not a verl key: whether flash-attn imports where verl runs (the environment probe), when known.
 FLASH_ATTN = "wizard.flash_attn"
 
@@ -169,26 +170,6 @@ class MemoryConfig:
         return mt.lora_params(facts, self.lora_rank) if self.lora_rank else facts.param_count
 
 
-def _tokens(values: Mapping, *, dynamic: str | None, budget: str, micro: str | None, seq: int, sp: int,
-            per_gpu_samples: int | None = None, legacy_micro: int | None = None) -> int:
-    """Tokens on one GPU in one micro-batch: the token budget with dynamic batching (a longer sequence is its
-    own micro-batch), else micro-batch x the longest prompt + response (padding removed: the worst case);
-    never more than the samples one GPU gets in that call. ``legacy_micro``: the per-GPU count a deprecated
-    global key means, used when the per-GPU key is unset."""
-    if dynamic is None or _flag(values, dynamic):
-        tokens = max(_int(values, budget, 1) or 16384, -(-seq // sp))
-        return min(tokens, max(1, per_gpu_samples * seq // sp)) if per_gpu_samples else tokens
-    m = _int(values, micro, 1)
-    if m is None:
-        m = legacy_micro or 1
-    if per_gpu_samples:
-        m = min(m, per_gpu_samples)
-    sample = values.get(SAMPLE_TOKENS)
-    if isinstance(sample, int) and 0 < sample < seq and _flag(values, f"{M}.use_remove_padding"):
-        seq = sample  # padding removed: a micro-batch holds what its samples really have
-    return max(1, m * seq // sp)
-
-
 def _legacy_micro(values: Mapping, key: str, per_gpu_key: str, dp: int, notes: list[str]) -> int | None:
     """What a deprecated global micro-batch key means per GPU (verl <= 0.8 divided it by the data-parallel size);
     verl 0.9.1 stops at startup with it (the batch.worker_micro finding), the estimate sizes what was meant."""
@@ -223,7 +204,7 @@ def _flash_attn(values: Mapping) -> bool:
 
 def _actor_tokens(values: Mapping, world: int, seq: int, notes: list[str]) -> dict[str, int]:
     """Tokens per GPU per micro-batch of update_actor, the old log-prob pass and the reference pass."""
-    samples, sp = _actor_samples(values, world)  # per GPU in one mini-batch of update_actor
+    samples, sp = actor_samples(values, world)  # per GPU in one mini-batch of update_actor
     ref_sp = sequence_parallel(values, "ref")
     n = _int(values, f"{R}.n", 1) or 1
     batch = _int(values, "data.train_batch_size", 1) or 1024
@@ -245,14 +226,14 @@ def _actor_tokens(values: Mapping, world: int, seq: int, notes: list[str]) -> di
     leg_r = legacy(R, "log_prob_micro_batch_size", world // sp, f"{R}.log_prob_use_dynamic_bsz")
     leg_ref = legacy(REF, "log_prob_micro_batch_size", world // ref_sp, f"{REF}.log_prob_use_dynamic_bsz")
     out = {
-        "actor_tokens": _tokens(values, dynamic=f"{A}.use_dynamic_bsz", budget=f"{A}.ppo_max_token_len_per_gpu",
+        "actor_tokens": micro_batch_tokens(values, dynamic=f"{A}.use_dynamic_bsz", budget=f"{A}.ppo_max_token_len_per_gpu",
                                 micro=f"{A}.ppo_micro_batch_size_per_gpu", seq=seq, sp=sp, per_gpu_samples=samples,
                                 legacy_micro=leg_a),
-        "logprob_tokens": _tokens(values, dynamic=f"{R}.log_prob_use_dynamic_bsz",
+        "logprob_tokens": micro_batch_tokens(values, dynamic=f"{R}.log_prob_use_dynamic_bsz",
                                   budget=f"{R}.log_prob_max_token_len_per_gpu",
                                   micro=f"{R}.log_prob_micro_batch_size_per_gpu", seq=seq, sp=sp,
                                   per_gpu_samples=all_samples, legacy_micro=leg_r),
-        "ref_tokens": _tokens(values, dynamic=f"{REF}.log_prob_use_dynamic_bsz",
+        "ref_tokens": micro_batch_tokens(values, dynamic=f"{REF}.log_prob_use_dynamic_bsz",
                               budget=f"{REF}.log_prob_max_token_len_per_gpu",
                               micro=f"{REF}.log_prob_micro_batch_size_per_gpu", seq=seq, sp=ref_sp,
                               per_gpu_samples=all_samples, legacy_micro=leg_ref),
@@ -269,7 +250,7 @@ def _actor_tokens(values: Mapping, world: int, seq: int, notes: list[str]) -> di
 def _critic(values: Mapping, world: int, seq: int) -> dict:
     critic_dtype = str(values.get(f"{CF}.model_dtype") or "fp32")
     c_shards = _int(values, f"{CF}.fsdp_size") or -1
-    samples, c_sp = _critic_samples(values, world)
+    samples, c_sp = critic_samples(values, world)
     return dict(
         need_critic=need_critic(values), critic_shards=c_shards if c_shards > 0 else world,
         critic_dtype=critic_dtype, critic_dtype_bytes=mt.dtype_bytes(critic_dtype),
@@ -278,89 +259,7 @@ def _critic(values: Mapping, world: int, seq: int) -> dict:
         critic_offload_policy=str(values.get("critic.strategy")) == "fsdp2" and _flag(values, f"{CF}.offload_policy"),
         critic_fsdp1=str(values.get("critic.strategy") or values.get(f"{A}.strategy") or "fsdp") == "fsdp",
         critic_gc=_flag(values, "critic.model.enable_gradient_checkpointing"),
-        critic_tokens=_critic_tokens(values, seq, c_sp, samples))
-
-
-def critic_batching(values: Mapping) -> tuple[str | None, str, str | None]:
-    """(dynamic-batching flag, token budget, micro-batch) keys the critic's update is batched by in verl 0.9.1
-    (verl #7462): the V1 trainer's engine packs by ``critic.ppo_infer_max_token_len_per_gpu`` for training too
-    (trainer_base.py:266-268; no flag: always) unless ``critic.fsdp.use_dynamic_bsz=false``, then
-    ``critic.fsdp.micro_batch_size_per_gpu`` samples (engine_workers.py:352-357); the legacy trainer
-    (trainer.use_v1=false) reads critic.use_dynamic_bsz with critic.ppo_max_token_len_per_gpu, else
-    critic.ppo_micro_batch_size_per_gpu (ray_trainer.py:810-811)."""
-    if values.get("trainer.use_v1") is False:
-        return "critic.use_dynamic_bsz", "critic.ppo_max_token_len_per_gpu", "critic.ppo_micro_batch_size_per_gpu"
-    if values.get(f"{CF}.use_dynamic_bsz") is False and _int(values, f"{CF}.micro_batch_size_per_gpu", 1):
-        return f"{CF}.use_dynamic_bsz", "critic.ppo_infer_max_token_len_per_gpu", f"{CF}.micro_batch_size_per_gpu"
-    return None, "critic.ppo_infer_max_token_len_per_gpu", None
-
-
-def _critic_tokens(values: Mapping, seq: int, sp: int, samples: int) -> int:
-    """Tokens per GPU in one micro-batch of the critic's update, as verl 0.9.1 batches it (:func:`critic_batching`)."""
-    dynamic, budget, micro = critic_batching(values)
-    return _tokens(values, dynamic=dynamic, budget=budget, micro=micro, seq=seq, sp=sp, per_gpu_samples=samples)
-
-
-def _critic_samples(values: Mapping, world: int) -> tuple[int, int]:
-    """(samples per GPU in one mini-batch of the critic's update, its Ulysses group)."""
-    c_sp = sequence_parallel(values, "critic")
-    n = _int(values, f"{R}.n", 1) or 1
-    c_mini = _int(values, "critic.ppo_mini_batch_size", 1) or _int(values, f"{A}.ppo_mini_batch_size", 1) or 256
-    return max(1, c_mini * n // max(1, world // c_sp)), c_sp
-
-
-def critic_micro_batches(values: Mapping, world: int, seq: int) -> int:
-    """Micro-batches of one mini-batch of the critic's update on one GPU (at worst with dynamic batching)."""
-    dynamic, budget, micro = critic_batching(values)
-    samples, sp = _critic_samples(values, world)
-    return _micro_batches(values, dynamic=dynamic, budget=budget, micro=micro, samples=samples, seq=seq, sp=sp)
-
-
-def sequence_parallel(values: Mapping, role: str) -> int:
-    """The Ulysses group of a role's passes ("actor": either of its keys, "ref", "critic"); 1 without one (the
-    Megatron engine has none of these keys)."""
-    keys = {"actor": (f"{A}.ulysses_sequence_parallel_size", f"{AF}.ulysses_sequence_parallel_size"),
-            "ref": (f"{REF}.ulysses_sequence_parallel_size",),
-            "critic": (f"{CF}.ulysses_sequence_parallel_size",)}[role]
-    return max(_int(values, k, 1) or 1 for k in keys)
-
-
-def _actor_samples(values: Mapping, world: int) -> tuple[int, int]:
-    """(samples per GPU in one mini-batch of update_actor, its Ulysses group)."""
-    sp = sequence_parallel(values, "actor")
-    n = _int(values, f"{R}.n", 1) or 1
-    return max(1, (_int(values, f"{A}.ppo_mini_batch_size", 1) or 256) * n // max(1, world // sp)), sp
-
-
-def actor_micro_batches(values: Mapping, world: int, seq: int) -> int:
-    """Micro-batches of one mini-batch of update_actor on one GPU (at worst with dynamic batching)."""
-    samples, sp = _actor_samples(values, world)
-    return _micro_batches(values, dynamic=f"{A}.use_dynamic_bsz", budget=f"{A}.ppo_max_token_len_per_gpu",
-                          micro=f"{A}.ppo_micro_batch_size_per_gpu", samples=samples, seq=seq, sp=sp)
-
-
-def logprob_micro_batches(values: Mapping, world: int, seq: int, *, ref: bool = False) -> int:
-    """Micro-batches of the old log-prob pass (``ref``: the reference's) over the whole batch on one GPU."""
-    section = REF if ref else R
-    sp = sequence_parallel(values, "ref" if ref else "actor")
-    samples = _pass_samples(values, world, sp)
-    return _micro_batches(values, dynamic=f"{section}.log_prob_use_dynamic_bsz",
-                          budget=f"{section}.log_prob_max_token_len_per_gpu",
-                          micro=f"{section}.log_prob_micro_batch_size_per_gpu", samples=samples, seq=seq, sp=sp)
-
-
-def critic_values_micro_batches(values: Mapping, world: int, seq: int) -> int:
-    """Micro-batches of the critic's values pass over the whole batch on one GPU: verl's V1 engine packs it by
-    ``critic.ppo_infer_max_token_len_per_gpu`` (trainer_base.py:266-268)."""
-    sp = _critic_samples(values, world)[1]
-    return _micro_batches(values, dynamic=None, budget="critic.ppo_infer_max_token_len_per_gpu", micro=None,
-                          samples=_pass_samples(values, world, sp), seq=seq, sp=sp)
-
-
-def _pass_samples(values: Mapping, world: int, sp: int) -> int:
-    """Samples one GPU's group computes in a pass over the whole batch (a Ulysses group of ``sp`` shares them)."""
-    n = _int(values, f"{R}.n", 1) or 1
-    return max(1, -(-(_int(values, "data.train_batch_size", 1) or 1024) * n // max(1, world // sp)))
+        critic_tokens=critic_tokens(values, seq, c_sp, samples))
 
 
 def _actor(values: Mapping, world: int) -> dict:
@@ -378,15 +277,6 @@ def _actor(values: Mapping, world: int) -> dict:
         fused_kernels=_flag(values, f"{M}.use_fused_kernels"), lora_rank=lora_rank(values),
         layered_summon=_flag(values, f"{R}.layered_summon"),
         sync_bucket_bytes=(_int(values, f"{R}.checkpoint_engine.update_weights_bucket_megabytes", low=1) or 2048) << 20)
-
-
-def _micro_batches(values: Mapping, *, dynamic: str | None, budget: str, micro: str | None, samples: int, seq: int,
-                   sp: int) -> int:
-    """Micro-batches of one mini-batch on one GPU, at worst (every sample at its longest with dynamic batching;
-    ``dynamic`` None: always dynamic)."""
-    if dynamic is None or _flag(values, dynamic):
-        return -(-samples * -(-seq // sp) // max(1, _int(values, budget, 1) or 16384))
-    return -(-samples // max(1, _int(values, micro, 1) or 1))
 
 
 def _unsharded_grad_bytes(values: Mapping, fsdp: str, strategy: str, shards: int, micro_batches: int) -> int:

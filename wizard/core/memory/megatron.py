@@ -43,7 +43,8 @@ import math
 from collections.abc import Callable, Mapping
 
 from wizard.core.memory import terms as mt
-from wizard.core.memory.config import SAMPLE_TOKENS, MemoryConfig, _tokens
+from wizard.core.memory.batching import SAMPLE_TOKENS, micro_batch_tokens
+from wizard.core.memory.config import MemoryConfig
 from wizard.core.memory.megatron_formulas import activations, layer_activation, stage, states
 from wizard.core.memory.megatron_layout import AM, MegatronConfig, positive_int, read_megatron
 from wizard.core.memory.phases import PhaseName as P
@@ -85,14 +86,14 @@ class MegatronTrainer:
         batch = max(1, -(-cfg.train_batch_size * n // self.m.dp))  # per rank in a log-prob pass
         # tokens on one GPU in one micro-batch: a micro-batch's samples split over CP (verl hands megatron
         # max_token_len_per_gpu x CP tokens with dynamic batching, transformer_impl.py:836, engine/utils.py:111)
-        self.update_tokens = _tokens(values, dynamic=f"{A}.use_dynamic_bsz", budget=f"{A}.ppo_max_token_len_per_gpu",
+        self.update_tokens = micro_batch_tokens(values, dynamic=f"{A}.use_dynamic_bsz", budget=f"{A}.ppo_max_token_len_per_gpu",
                                      micro=f"{A}.ppo_micro_batch_size_per_gpu", seq=seq, sp=self.m.cp,
                                      per_gpu_samples=samples)
-        self.logprob_tokens = _tokens(values, dynamic=f"{R}.log_prob_use_dynamic_bsz",
+        self.logprob_tokens = micro_batch_tokens(values, dynamic=f"{R}.log_prob_use_dynamic_bsz",
                                       budget=f"{R}.log_prob_max_token_len_per_gpu",
                                       micro=f"{R}.log_prob_micro_batch_size_per_gpu", seq=seq, sp=self.m.cp,
                                       per_gpu_samples=batch)
-        self.ref_tokens = _tokens(values, dynamic=f"{REF}.log_prob_use_dynamic_bsz",
+        self.ref_tokens = micro_batch_tokens(values, dynamic=f"{REF}.log_prob_use_dynamic_bsz",
                                   budget=f"{REF}.log_prob_max_token_len_per_gpu",
                                   micro=f"{REF}.log_prob_micro_batch_size_per_gpu", seq=seq, sp=self.m.cp,
                                   per_gpu_samples=batch)

@@ -14,7 +14,8 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 
 from wizard.core.hardware.cluster import Cluster
-from wizard.core.memory.config import SAMPLE_TOKENS, MemoryConfig, read_config
+from wizard.core.memory.batching import SAMPLE_TOKENS
+from wizard.core.memory.config import MemoryConfig, read_config
 from wizard.core.memory.estimate import GpuEstimate, MemoryReport, estimate_memory
 from wizard.core.memory.phases import PhaseName as P
 from wizard.core.memory.terms import GIB

@@ -27,10 +27,10 @@ from __future__ import annotations
 from collections.abc import Mapping
 
 from wizard.core.hardware.cluster import Cluster
-from wizard.core.memory.config import (
-    actor_micro_batches, critic_micro_batches, critic_values_micro_batches, logprob_micro_batches, read_config,
-    sequence_parallel,
+from wizard.core.memory.batching import (
+    actor_micro_batches, critic_micro_batches, critic_values_micro_batches, logprob_micro_batches, sequence_parallel,
 )
+from wizard.core.memory.config import read_config
 from wizard.core.memory.estimate import MemoryReport
 from wizard.core.memory.terms import lora_params
 from wizard.core.models.facts import ModelFacts
