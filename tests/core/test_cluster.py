@@ -63,12 +63,14 @@ def test_yaml_spec_with_two_kinds_of_node(catalogue):
     doc = yaml.safe_load("""
 name: lab
 nodes:
-  - {count: 2, gpus: 8, gpu: NVIDIA H200, cpus: 96, name: train}
+  - {count: 2, gpus: 8, gpu: NVIDIA H200, cpus: 96, memory_gib: 1536, name: train}
   - {gpus: 4, gpu: L40S-48GB}
 """)
     cluster = parse_cluster_spec(doc, catalogue)
     assert [n.name for n in cluster.nodes] == ["train0", "train1", "node1-0"]
     assert cluster.gpu_total == 20 and cluster.nodes[0].cpus == 96
+    # host RAM, which bounds CPU offload (memory.host); unknown where the spec does not say
+    assert cluster.nodes[1].memory_bytes == 1536 * 2**30 and cluster.nodes[2].memory_bytes is None
     assert cluster.nodes[2].interconnect == "pcie" and cluster.nodes[2].links == []  # L40S has no NVLink
     assert cluster.to_gpu_spec().gpus_per_node == 4  # verl puts the same count on every node
     assert "lab" in cluster.notes[0]
@@ -79,6 +81,7 @@ nodes:
     ("lots of GPUs", "cannot read cluster 'lots of GPUs'"),
     ({"nodes": []}, "nodes: List should have at least 1 item"),
     ({"nodes": [{"gpus": "eight"}]}, "nodes[0].gpus: Input should be a valid integer"),
+    ({"nodes": [{"gpus": 8, "memory_gib": 0}]}, "nodes[0].memory_gib: Input should be greater than 0"),
     ({"nodes": [{"gpus": 8, "gpu_model": "H100"}]}, "nodes[0].gpu_model: unknown key (known: count, gpus, gpu"),
     ({"nodes": [{"gpus": 8, "gpu": "H1OO-80GB"}]}, "nodes[0].gpu: unknown GPU model 'H1OO-80GB'; did you mean H100-80GB"),
     ({"nodes": [{"gpus": 8, "gpu": "L4", "interconnect": "nvlink"}]}, "nodes[0].interconnect: L4-24GB has no NVLink"),

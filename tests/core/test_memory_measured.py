@@ -261,8 +261,12 @@ def test_a_smaller_send_buffer_is_offered_only_where_verl_can_use_it():
     assert offered(mp.values, models["actor"]) == [1024]
     assert offered({**LORA, f"{M}.lora_rank": 0}, Q32) == []  # Qwen2.5-32B's fp32 lm_head: 2,970 MiB
     assert offered(LORA, Q32) == [] and offered({**mp.values, f"{M}.lora_rank": 32}, models["actor"]) == []
-    # and LoRA on it sends that lm_head through the buffer at the first sync: the LoRA move raises the buffer with it
-    assert offered({**LORA, f"{M}.lora_rank": 0}, Q32, smaller=False) == [4096]
+    # and LoRA on it would send that lm_head through the buffer at the first sync: the LoRA move has vLLM load the
+    # base weights instead, and raises no buffer
+    assert offered({**LORA, f"{M}.lora_rank": 0}, Q32, smaller=False) == []
+    lora = next(m for m in moves_for({**LORA, f"{M}.lora_rank": 0}, {"actor": Q32}, None, None, (), ())
+                if "LoRA" in m.name)
+    assert dict(lora.changes)[f"{R}.load_format"] == "safetensors"
 
 
 def test_a_critic_with_param_offload_starts_on_the_gpu_and_leaves_no_cache_behind():
@@ -402,3 +406,66 @@ def test_sglang_s_own_log_lines_match_the_estimate_s_terms():
     tolerance = {"KV pool (tokens)": 0.02, "free at start (GiB)": 0.01, "weights (GiB)": 0.10, "graphs (GiB)": 0.20}
     off = [(r["run"], r["term"], r["logged"], r["predicted"]) for r in rows if abs(r["error"]) > tolerance[r["term"]]]
     assert off == []
+
+
+# -- host RAM (Ray's memory monitor kills the run's workers past 95 % of the node's memory) -----------------------
+
+RAY_TOP = r"^\d+\s+([\d.]+)\s+(ray::WorkerDict\S*|VLLM::Worker)$"
+
+
+def host_node(gib_ram=125):
+    cl = h200()
+    cl.nodes[0].memory_bytes = gib_ram * GIB  # the device's host RAM (Ray: "125.85GB limit")
+    return cl
+
+
+def test_the_14b_lora_run_ray_killed_for_host_memory_is_over_the_limit_with_its_processes_sizes():
+    """advised-grpo-14b-1gpu (H200, 2026-12-06): LoRA 32 on Qwen2.5-14B, vLLM from dummy weights. At the first weight
+    sync Ray killed the workers ("120.86GB used / 125.85GB limit"); its report sized the trainer at 56.00 GiB (the
+    base model gathered on the CPU in fp32) and the vLLM worker at 52.25 (its level-1 sleep's pinned copy of the
+    weights, 27.85 GiB rounded up to powers of two). The estimate said 98.5 GiB and FITS before."""
+    import gzip
+    import re
+
+    name = "advised-grpo-14b-1gpu"
+    log = gzip.decompress((DATA / name / "run.log.gz").read_bytes()).decode()
+    ray = {m.group(2).split(".")[0]: float(m.group(1)) for m in re.finditer(RAY_TOP, log, re.M)}
+    assert json.loads((DATA / name / "record.json").read_text())["status"] == "host_oom"
+    overrides, facts = recorded(name)
+    mp = memory_plan(load_schema(), overrides, moves=load_moves(), models={"actor": facts, "ref": facts},
+                     cluster=host_node())
+    host = mp.report.host[0]
+    terms = {t.key: t.bytes / GIB for t in host.terms}
+    assert terms["host_lora_base_sync"] + terms["host_trainer"] == pytest.approx(ray["ray::WorkerDict"], rel=0.05)
+    assert terms["host_engine_sleep"] + terms["host_engine"] == pytest.approx(ray["VLLM::Worker"], rel=0.05)
+    assert host.over and host.total > 0.95 * 125 * GIB
+    assert memory_verdict(mp.report, mp.values, mp.models, mp.cluster).word == DOES_NOT_FIT
+    found = check_overrides(load_schema(), overrides, moves=load_moves(), models={"actor": facts, "ref": facts},
+                            cluster=host_node(), advise=False).findings
+    (f,) = [f for f in found if f.rule == "memory.host"]
+    assert f.severity.value == "error" and "Ray kills workers at 95 %, 119 GiB" in f.message
+
+
+def test_with_vllm_loading_the_base_weights_the_14b_lora_run_fits_the_host():
+    """The same run with rollout.load_format=safetensors (verl's LoRA guide): no gather of the base model at the
+    first sync; rank 0's read at start is gone before vLLM sleeps, so the node needs the larger of the two."""
+    overrides, facts = recorded("advised-grpo-14b-1gpu")
+    mp = memory_plan(load_schema(), [*overrides, f"{R}.load_format=safetensors"], moves=load_moves(),
+                     models={"actor": facts, "ref": facts}, cluster=host_node())
+    host = mp.report.host[0]
+    keys = {t.key for t in host.terms}
+    assert "host_lora_base_sync" not in keys and {"host_init", "host_engine_sleep"} <= keys
+    assert not host.over and host.total < 80 * GIB
+
+
+def test_the_advisor_has_vllm_load_the_base_for_a_lora_plan_the_host_cannot_hold():
+    """The 14B LoRA plan as it ran, over the host limit: the advisor's first fix is the load format (tuning: the
+    same training), and it fits."""
+    from wizard.core.advice import advise
+
+    overrides, facts = recorded("advised-grpo-14b-1gpu")
+    models = {"actor": facts, "ref": facts}
+    mp = memory_plan(load_schema(), overrides, moves=load_moves(), models=models, cluster=host_node())
+    best = advise({**mp.values, FLASH_ATTN: False}, models, mp.cluster).best
+    assert best is not None and best.fits and f"{R}.load_format=safetensors" in best.overrides
+    assert "rollout.load_format dummy -> safetensors" in best.text

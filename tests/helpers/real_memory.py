@@ -101,7 +101,9 @@ def rows_for(run: Run) -> tuple[list[dict], dict]:
         m = type("M", (), {"peak_mib": m.peak_mib, "step": 0, "complete": True})()
         rows = [_row(run, "load (trainer only)", m, trainer_at_load(report), 0.10)] + [
             r for r in rows if r["phase"] != "load"]
-    if not run.phases:  # measured end to end only
+    if not run.phases and run.outcome == "error":  # stopped before it began (verl refused the config)
+        rows = []
+    elif not run.phases:  # measured end to end only
         m = type("M", (), {"peak_mib": overall_peak_mib(run), "step": 2, "complete": True})()
         rows = [_row(run, "peak (end to end)", m, report.groups[0].peak.total, 0.15)]
     # a run that stopped for another reason (a config error, a crash of its own) says nothing of the verdict

@@ -165,8 +165,8 @@ def deficit(report: MemoryReport | None, values: Mapping) -> tuple[float, int, i
         if kv.kv_bytes < need:
             over.append(need - kv.kv_bytes)
     for h in report.host:
-        if h.capacity_bytes:
-            over.append(h.total - 0.95 * h.capacity_bytes)
+        if h.limit:
+            over.append(h.total - h.limit)
     positive = sum(x for x in over if x > 0)
     return (positive if positive > 0 else max(over)), peak, cap
 

@@ -319,6 +319,7 @@ class NodeGroupSpec(_Model):
     gpu: str | None = None
     interconnect: str | None = Field(default=None, pattern="^(nvlink|pcie)$")
     cpus: float | None = Field(default=None, gt=0)
+    memory_gib: float | None = Field(default=None, gt=0, le=1 << 20)  # host RAM per node: bounds CPU offload
     name: str | None = None
 
 
@@ -399,8 +400,9 @@ def _spec_cluster(spec: ClusterSpec, catalogue: GpuCatalogue) -> Cluster:
                 for a in range(group.gpus) for b in range(a + 1, group.gpus)
             ] if interconnect == "nvlink" else []
             prefix = group.name or (f"node{gi}-" if len(spec.nodes) > 1 else "node")
-            nodes.append(ClusterNode(name=f"{prefix}{k}", gpu_count=group.gpus, cpus=group.cpus, gpus=gpus, links=links,
-                              interconnect=interconnect))
+            ram = None if group.memory_gib is None else int(group.memory_gib * 2**30)
+            nodes.append(ClusterNode(name=f"{prefix}{k}", gpu_count=group.gpus, cpus=group.cpus, memory_bytes=ram,
+                                     gpus=gpus, links=links, interconnect=interconnect))
     notes = [f"described by a cluster spec{f' ({spec.name})' if spec.name else ''}, not seen: "
              "links are assumed all-to-all for nvlink nodes"]
     return Cluster(source="spec", nodes=nodes, notes=notes)

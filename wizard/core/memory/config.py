@@ -18,6 +18,7 @@ from wizard.core.memory.batching import (
     micro_batch_tokens, sequence_parallel,
 )
 from wizard.core.memory.readers import flag_at as _flag, float_at as _float, int_at as _int
+from wizard.core.memory.lora_sync import sends_base, served_as_adapter
 from wizard.core.verl.resolved import UNRESOLVABLE, default_values
 from wizard.core.verl.schema import SchemaVariant
 from wizard.core.models.facts import ModelFacts
@@ -39,7 +40,8 @@ ESTIMATE_KEYS: tuple[str, ...] = (
     f"{AF}.fsdp_size", f"{AF}.model_dtype", f"{AF}.ulysses_sequence_parallel_size",
     f"{AF}.entropy_from_logits_with_chunking", f"{AF}.entropy_checkpointing", f"{AF}.use_torch_compile",
     f"{M}.enable_gradient_checkpointing", f"{M}.enable_activation_offload", f"{M}.use_remove_padding",
-    f"{M}.use_fused_kernels", f"{M}.lora_rank", f"{M}.lora_adapter_path", f"{R}.name", f"{R}.n",
+    f"{M}.use_fused_kernels", f"{M}.lora_rank", f"{M}.lora_adapter_path", f"{M}.lora", f"{R}.load_format",
+    f"{R}.name", f"{R}.n",
     f"{R}.gpu_memory_utilization", f"{R}.tensor_model_parallel_size", f"{R}.data_parallel_size",
     f"{R}.pipeline_model_parallel_size", f"{R}.max_num_seqs", f"{R}.max_num_batched_tokens", f"{R}.max_model_len",
     f"{R}.enforce_eager", f"{R}.free_cache_engine", f"{R}.cudagraph_capture_sizes", f"{R}.limit_images",
@@ -122,6 +124,8 @@ class MemoryConfig:
     activation_offload: bool
     fused_kernels: bool
     lora_rank: int
+    lora_adapter: bool  # served to vLLM as an adapter: the engine sleeps at level 1 (lora_sync.served_as_adapter)
+    lora_sends_base: bool  # the first weight sync gathers the base model on every rank's CPU (lora_sync.sends_base)
     actor_tokens: int  # tokens per GPU per micro-batch in update_actor
     logprob_tokens: int
     ref_tokens: int
@@ -275,6 +279,7 @@ def _actor(values: Mapping, world: int) -> dict:
         actor_gc=_flag(values, f"{M}.enable_gradient_checkpointing"),
         activation_offload=_flag(values, f"{M}.enable_activation_offload"),
         fused_kernels=_flag(values, f"{M}.use_fused_kernels"), lora_rank=lora_rank(values),
+        lora_adapter=served_as_adapter(values), lora_sends_base=sends_base(values),
         layered_summon=_flag(values, f"{R}.layered_summon"),
         sync_bucket_bytes=(_int(values, f"{R}.checkpoint_engine.update_weights_bucket_megabytes", low=1) or 2048) << 20)
 

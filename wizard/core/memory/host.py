@@ -88,11 +88,16 @@ def _node_terms(cfg: MemoryConfig, actor: ModelFacts, share: tuple[int, int, boo
         terms.append(_t("host_trainer", f"trainer processes x {k}", c.host_trainer_process * k))
     if engines:
         terms.append(_t("host_engine", f"engine worker processes x {engines}", c.host_engine_process * engines))
-        if cfg.lora_rank:
+        if cfg.lora_adapter:
             eng = cfg.engines["rollout"]
-            terms.append(_t("host_engine_sleep", "rollout weights kept on CPU while asleep (LoRA: level-1 sleep)",
-                            mt.engine_weights(actor, eng.tp, eng.pp) * engines))
-    if first and cfg.strategy != "megatron":
+            terms.append(_t("host_engine_sleep", "rollout weights kept on CPU while asleep (LoRA: level-1 sleep, "
+                            "pinned in power-of-two blocks)", mt.sleep_backup(actor, eng.tp, eng.pp) * engines))
+    if k and cfg.lora_sends_base:
+        # every rank gathers the whole base model at the trainer's dtype; rank 0's read at start is gone by then
+        # (verl H200, 14B LoRA on one GPU: the trainer held 56.0 GiB at the first sync, 4 bytes x 14.8B params)
+        terms.append(_t("host_lora_base_sync", f"first weight sync: each rank gathers the base model on CPU "
+                        f"({cfg.actor_dtype}) x {k} GPUs", cfg.actor_dtype_bytes * actor.param_count * k))
+    elif first and cfg.strategy != "megatron":
         # Megatron: every rank reads its own tensors from the safetensors files through megatron-bridge
         # (verl/workers/engine/megatron/transformer_impl.py:499-512), no whole copy on rank 0
         terms.append(_t("host_init", "rank 0 reads the whole actor into CPU memory at start",
@@ -106,25 +111,38 @@ def _node_terms(cfg: MemoryConfig, actor: ModelFacts, share: tuple[int, int, boo
 
 
 def _per_rank(cfg: MemoryConfig, actor: ModelFacts, critic: ModelFacts | None) -> list[tuple[str, str, float]]:
-    """(key, label, bytes) one trainer rank keeps on the host."""
-    P, Pt, N, bm = actor.param_count, cfg.trainable_params(actor), cfg.shards, cfg.actor_dtype_bytes
+    """(key, label, bytes) one trainer rank keeps on the host. Every offload is a pinned copy (mt.pinned_shard:
+    a power of two a tensor); AdamW's moments under FSDP2's offload policy are made on the CPU, not pinned."""
+    N, bm, lora = cfg.shards, cfg.actor_dtype_bytes, cfg.lora_rank
+    fsdp1 = cfg.strategy == "fsdp"
     out = []
     if cfg.ref_separate:
-        out.append(("host_ref", "reference model shard (fp32, always CPU-offloaded, pinned)", 4 * P / N))
+        # FSDP1's CPUOffload(offload_params=True) also pins a gradient as large as each flat parameter, even for a
+        # model that never trains (torch/distributed/fsdp/_flat_param.py: ``_cpu_grad = zeros_like(...).pin_memory()``)
+        out.append(("host_ref", "reference model shard (fp32, always CPU-offloaded, pinned"
+                    + (", with FSDP1's CPU gradient)" if fsdp1 else ")"),
+                    mt.pinned_shard(actor, N, 4, fsdp1=fsdp1) * (2 if fsdp1 else 1)))
+    trainable = mt.pinned_shard(actor, N, bm, fsdp1=fsdp1, lora_rank=lora)  # a pinned copy of what is trained
     if cfg.actor_offload_policy:
-        out.append(("host_actor_states", "actor params, grads and AdamW on CPU (FSDP2 offload_policy)", 4 * bm * Pt / N))
+        # every parameter (a LoRA base too) lives on the CPU, pinned; the gradients come back pinned
+        base = mt.pinned_shard(actor, N, bm) if lora else 0.0
+        out.append(("host_actor_states", "actor params, grads and AdamW on CPU (FSDP2 offload_policy, pinned)",
+                    base + 2 * trainable + 2 * bm * cfg.trainable_params(actor) / N))
     else:
         if cfg.actor_param_offload:
-            out.append(("host_actor_params", "actor params offloaded between calls", bm * P / N))
+            out.append(("host_actor_params", "actor params offloaded between calls (pinned)",
+                        mt.pinned_shard(actor, N, bm, fsdp1=fsdp1)))
         if cfg.actor_optimizer_offload:
-            out.append(("host_actor_adam", "actor AdamW moments offloaded between calls", 2 * bm * Pt / N))
+            out.append(("host_actor_adam", "actor AdamW moments offloaded between calls (pinned)", 2 * trainable))
     if critic is not None:
-        Pc, Nc, bc = mt.critic_params(critic), cfg.critic_shards, cfg.critic_dtype_bytes
+        Nc, bc, c1 = cfg.critic_shards, cfg.critic_dtype_bytes, cfg.critic_fsdp1
+        states = mt.pinned_shard(critic, Nc, bc, fsdp1=c1, head=False)
         if cfg.critic_offload_policy:
-            out.append(("host_critic_states", "critic states on CPU (FSDP2 offload_policy)", 4 * bc * Pc / Nc))
+            out.append(("host_critic_states", "critic states on CPU (FSDP2 offload_policy, pinned)",
+                        2 * states + 2 * bc * mt.critic_params(critic) / Nc))
         else:
             if cfg.critic_param_offload:
-                out.append(("host_critic_params", "critic params offloaded", bc * Pc / Nc))
+                out.append(("host_critic_params", "critic params offloaded (pinned)", states))
             if cfg.critic_optimizer_offload:
-                out.append(("host_critic_adam", "critic AdamW moments offloaded", 2 * bc * Pc / Nc))
+                out.append(("host_critic_adam", "critic AdamW moments offloaded (pinned)", 2 * states))
     return out

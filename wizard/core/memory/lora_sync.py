@@ -54,29 +54,42 @@ def _bucket_mb(values: Mapping) -> int:
     return v if isinstance(v, int) and not isinstance(v, bool) and v > 0 else DEFAULT_BUCKET_MB
 
 
+def served_as_adapter(values: Mapping) -> bool:
+    """LoRA on an FSDP trainer served to vLLM as an adapter, not merged (verl sleeps the engine at level 1 then,
+    keeping its weights on the CPU: vllm_async_server.py:1289-1303)."""
+    # verl's FSDP engine turns LoRA on from model.lora_rank alone (workers/engine/fsdp/transformer_impl.py:162;
+    # model.lora.rank is the Megatron engine's)
+    rank = values.get(f"{M}.lora_rank")
+    if not isinstance(rank, int) or isinstance(rank, bool) or rank <= 0:
+        return False
+    if str(values.get(f"{R}.name") or "vllm") != "vllm":
+        return False
+    lora = values.get(f"{M}.lora")
+    return not (isinstance(lora, Mapping) and lora.get("merge") is True)
+
+
+def sends_base(values: Mapping) -> bool:
+    """The first weight sync sends the whole base model: an adapter served to vLLM started from dummy weights, by an
+    FSDP trainer. ``collect_lora_params`` (verl/utils/fsdp_utils.py:761-772) then moves the model to the CPU and
+    gathers each weight whole (``full_tensor().cpu()``) on every rank."""
+    if not served_as_adapter(values):
+        return False
+    if "dummy" not in str(values.get(LOAD_FORMAT_KEY) or "dummy"):
+        return False
+    if values.get(f"{R}.layered_summon") is True:  # verl refuses that with dummy weights before it sends anything
+        return False
+    return str(values.get(f"{A}.strategy") or "fsdp") in ("fsdp", "fsdp2")
+
+
 def base_sync_blocked(values: Mapping, actor: ModelFacts | None) -> BaseSyncBlock | None:
     """The block when this config's first weight sync would send a base weight the bucketed path cannot take; None
     when it will not (no LoRA, LoRA merged, vLLM loading the base weights itself, another engine or trainer, a
     buffer large enough, or the model unknown)."""
-    # verl's FSDP engine turns LoRA on from model.lora_rank alone (workers/engine/fsdp/transformer_impl.py:162;
-    # model.lora.rank is the Megatron engine's)
-    rank = values.get(f"{M}.lora_rank")
-    if actor is None or not isinstance(rank, int) or isinstance(rank, bool) or rank <= 0:
-        return None
-    if str(values.get(f"{R}.name") or "vllm") != "vllm":
-        return None
-    lora = values.get(f"{M}.lora")
-    if isinstance(lora, Mapping) and lora.get("merge") is True:
+    if actor is None or not sends_base(values):
         return None
     # only the naive backend goes through the bucketed sender (engine_workers.py:755-758: any other sends
     # through its checkpoint engine)
     if str(values.get(BACKEND_KEY) or "naive") != "naive":
-        return None
-    if "dummy" not in str(values.get(LOAD_FORMAT_KEY) or "dummy"):
-        return None
-    if values.get(f"{R}.layered_summon") is True:  # verl refuses that with dummy weights before it sends anything
-        return None
-    if str(values.get(f"{A}.strategy") or "fsdp") not in ("fsdp", "fsdp2"):
         return None
     dtype = str(values.get(f"{AF}.model_dtype") or "fp32")
     largest = mt.largest_weight(actor, mt.dtype_bytes(dtype))

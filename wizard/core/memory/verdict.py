@@ -99,8 +99,8 @@ def engine_start_shortfall(report: MemoryReport, values: Mapping, group: GpuEsti
 
 
 def host_blockers(report: MemoryReport, group: GpuEstimate) -> list[tuple[GpuEstimate, str]]:
-    """A node whose host RAM the run needs more of than it has (Ray's OOM killer ends the workers)."""
-    over = [h for h in report.host if h.capacity_bytes and h.total > h.capacity_bytes]
+    """A node whose host RAM the run needs more of than Ray lets it use (its OOM killer ends the workers at 95 %)."""
+    over = [h for h in report.host if h.over]
     return [(group, "host")] if over else []
 
 
@@ -156,7 +156,7 @@ def describe(v: Verdict) -> str:
     if v.cause == "kv_cache":
         return f"{v.text()}: the rollout engine has no room for its KV cache (or for one request)"
     if v.cause == "host":
-        return f"{v.text()}: a node needs more host memory than it has (see memory.host)"
+        return f"{v.text()}: a node needs more host memory than Ray lets the run use (95 %; see memory.host)"
     spare = (g.capacity_bytes - g.peak.total) / GIB
     room = f"{spare:.1f} GiB spare" if spare >= 0 else f"{-spare:.1f} GiB over"
     return (f"{v.text()}: worst GPU {g.peak.total / GIB:.1f} of {g.capacity_bytes / GIB:.1f} GiB in the "

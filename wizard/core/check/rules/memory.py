@@ -295,11 +295,19 @@ def host_memory(ctx: RuleContext):
             continue
         cap, need = host.capacity_bytes, host.total
         top = ", ".join(f"{t.label} {t.bytes / GIB:.0f}" for t in sorted(host.terms, key=lambda t: -t.bytes)[:3])
-        if need > 0.95 * cap:
-            yield finding(Severity.ERROR if need > cap else Severity.WARNING, [f"{AF}.param_offload", f"{AF}.optimizer_offload", "data.dataloader_num_workers"],
-                          f"Node {host.node} needs about {need / GIB:.0f} GiB of host memory of {cap / GIB:.0f} GiB "
-                          f"(Ray kills workers at 95 %). Largest: {top} GiB",
-                          "Turn CPU offload off where the GPUs have room, lower data.dataloader_num_workers, or use "
+        if need > 0.9 * cap:
+            keys = [f"{AF}.param_offload", f"{AF}.optimizer_offload", "data.dataloader_num_workers"]
+            message = (f"Node {host.node} needs about {need / GIB:.0f} GiB of host memory of {cap / GIB:.0f} GiB "
+                       f"(Ray kills workers at 95 %, {host.limit / GIB:.0f} GiB). Largest: {top} GiB")
+            if host.over:  # the advisor's best, as every memory error offers (one Apply clears them all)
+                text, overrides = advice_fix(ctx)
+                yield finding(Severity.ERROR, keys, message, text, overrides, fix_auto=bool(overrides))
+                continue
+            gather = any(t.key == "host_lora_base_sync" for t in host.terms)
+            yield finding(Severity.WARNING, keys, message,
+                          ("Set actor_rollout_ref.rollout.load_format=safetensors (vLLM reads the base weights; no "
+                           "rank gathers the base model at the first sync); or t" if gather else "T")
+                          + "urn CPU offload off where the GPUs have room, lower data.dataloader_num_workers, or use "
                           "fewer GPUs per node", [], fix_auto=False)
 
 
