@@ -18,7 +18,7 @@ from wizard.core.memory import terms as mt
 from wizard.core.memory.batching import critic_batching
 from wizard.core.memory.config import read_config
 from wizard.core.memory.estimate import MemoryReport
-from wizard.core.memory.lora_sync import BUCKET_KEY, base_sync_blocked
+from wizard.core.memory.lora_sync import LOAD_FORMAT_KEY, sends_base
 from wizard.core.memory.megatron_layout import layout_problems, read_megatron, tp_fits_heads
 from wizard.core.models.facts import ModelFacts
 from wizard.core.verl.keys import CF, REF, A, AF, M, R
@@ -90,6 +90,9 @@ def moves_for(values: Mapping, models: Mapping[str, ModelFacts], cluster: Cluste
         out += [turn("weight-sync buffer (MB)", cfg.sync_bucket_bytes >> 20, b,
                      ((f"{R}.checkpoint_engine.update_weights_bucket_megabytes", b),))
                 for b in (1024, 512) if largest <= b << 20 < cfg.sync_bucket_bytes]
+    if cfg.lora_sends_base:
+        out.append(turn("rollout.load_format", "dummy", "safetensors", ((LOAD_FORMAT_KEY, "safetensors"),),
+                        " (vLLM reads the base weights; no gather of the base model on the CPU at the first sync)"))
     if megatron:
         pass  # recompute is among the Megatron moves
     elif not cfg.actor_gc:
@@ -314,12 +317,12 @@ def _method_moves(values: Mapping, models: Mapping[str, ModelFacts], cfg, smalle
     actor = models.get("actor")
     if not cfg.lora_rank:
         changes = [(f"{M}.lora_rank", LORA_RANK), (f"{M}.lora_alpha", LORA_RANK)]
-        # the first sync sends the base model: its largest weight must fit the sync buffer (lora_sync.py)
-        block = base_sync_blocked({**values, f"{M}.lora_rank": LORA_RANK}, actor)
         text = f"LoRA rank {LORA_RANK} (trains adapters, not the full model; raise the learning rate)"
-        if block is not None:
-            changes.append((BUCKET_KEY, block.needed_mb))
-            text += f", weight-sync buffer {block.bucket_mb} -> {block.needed_mb} MB (the base model's first sync)"
+        if sends_base({**values, f"{M}.lora_rank": LORA_RANK}):
+            # as verl's LoRA guide (docs/advance/ppo_lora.rst) sets it: from dummy weights, the first sync would
+            # gather the base model on every rank's CPU and send weights the sync buffer may not hold (lora_sync.py)
+            changes.append((LOAD_FORMAT_KEY, "safetensors"))
+            text += ", vLLM loading the base weights itself (the first sync sends the adapter only)"
         rollout = cfg.engines.get("rollout")
         if cfg.strategy == "fsdp" and cfg.world == 1 and rollout is not None and rollout.name == "vllm":
             # LoRA on FSDP1 with one GPU hands vLLM an empty adapter (rollout.lora_fsdp1_one_gpu)

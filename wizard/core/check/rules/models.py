@@ -234,9 +234,10 @@ def lora_base_sync_bucket(ctx: RuleContext):
         f"weight as a CUDA IPC handle, which a CPU tensor does not have. vLLM's worker dies at the first sync with "
         f"IndexError: list assignment index out of range (in rebuild_ipc) and the run then hangs without a step "
         f"(seen on an H200 with Qwen2.5-7B and LoRA 32)",
-        f"Set {BUCKET_KEY}={block.needed_mb} (a buffer the trainer allocates whole at each sync), or "
-        f"{LOAD_FORMAT_KEY}=safetensors so that vLLM loads the base weights itself and only the adapter is sent",
-        [f"{BUCKET_KEY}={block.needed_mb}"],
+        f"Set {LOAD_FORMAT_KEY}=safetensors, as verl's LoRA guide does: vLLM loads the base weights itself and only "
+        f"the adapter is sent (nor does every trainer rank gather the base model on its CPU first); or "
+        f"{BUCKET_KEY}={block.needed_mb} (a buffer the trainer allocates whole at each sync)",
+        [f"{LOAD_FORMAT_KEY}=safetensors"],
     )
 
 
