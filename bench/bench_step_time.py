@@ -21,6 +21,7 @@ predicted before each run, ``STEP (before)``, is a left-out test.)
 from __future__ import annotations
 
 import argparse
+import gzip
 import json
 import re
 import statistics
@@ -133,6 +134,23 @@ def main(argv=None) -> int:
     return 0
 
 
+# the lines of a failed run's log that say why, first match wins (Hydra's last line says only where to look)
+CAUSES = (re.compile(r"(Memory on the node .* limit[^)]*\))"), re.compile(r"(ValueError\(.*)"),
+          re.compile(r"(CUDA out of memory.{0,80})"), re.compile(r"(\w+Error: .{0,120})"))
+
+
+def cause(run) -> str:
+    """Why a run stopped, from its log (the record's last error line where the log says nothing more)."""
+    log = run.folder / "run.log.gz"
+    if log.exists():
+        text = ANSI.sub("", gzip.decompress(log.read_bytes()).decode(errors="replace"))
+        for pattern in CAUSES:
+            m = pattern.search(text)
+            if m:
+                return m.group(1).strip()[:160]
+    return ANSI.sub("", run.record.get("last_error_line") or "").strip()[:100]
+
+
 def advised(root: Path, now: dict | None = None, within: float = 0.10) -> None:
     """The advisor's first choices run on the device (a spec with ``question``): did it train 2 steps, at the peak
     and the step time predicted before it ran (+-10 %)? The peak measured is NVML's used memory at its highest, the
@@ -147,8 +165,7 @@ def advised(root: Path, now: dict | None = None, within: float = 0.10) -> None:
         done, want = run.record.get("steps_done", len(steps)), run.spec.get("steps", 2)
         head = f"  {run.spec['question']} ({run.name}): {run.spec.get('advised', '')}"
         if done < want or not steps:
-            last = ANSI.sub("", run.record.get("last_error_line") or "").strip()[:100]
-            print(f"{head}\n    did not train {want} steps: {run.record.get('status')}, {done} done ({last})")
+            print(f"{head}\n    did not train {want} steps: {run.record.get('status')}, {done} done ({cause(run)})")
             continue
         step, peak = steps[-1]["timing_s/step"], run.record["peak_used_mib"] / 1024
         p_step, p_peak = run.spec.get("predicted_step_s"), run.spec.get("predicted_peak_gib")

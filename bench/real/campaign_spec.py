@@ -342,6 +342,8 @@ ADVISED = [  # (name, the question, size, what the user starts from)
     ("advised-ppo-1.5b-critic-4096", "1.5B PPO with a critic at 4,096 tokens", "1.5b",
      ["algorithm.adv_estimator=gae", f"{A}.use_kl_loss=false", f"critic.model.path={ROOT}/q1.5b",
       "critic.strategy=fsdp2", "critic.optim.lr=1e-5", "+critic.model.override_config.attn_implementation=sdpa",
+      # what `check --fix` sets (batch.critic_micro): without it verl stops before Ray starts (2026-12-06, H200)
+      "critic.ppo_micro_batch_size_per_gpu=4",
       "data.max_prompt_length=1024", "data.max_response_length=3072"]),
 ]
 HUB = {"7b": "Qwen/Qwen2.5-7B-Instruct", "14b": "Qwen/Qwen2.5-14B-Instruct", "1.5b": "Qwen/Qwen2.5-1.5B-Instruct"}
@@ -386,6 +388,12 @@ def advised_runs() -> list[dict]:
             run = verl(name, replace(args, *best.overrides), *budget(size, best.step_seconds, STEPS, critic=critic))
             run.update(question=question, advised=best.text, predicted_peak_gib=round(best.peak_bytes / 2**30, 1),
                        predicted_step_s=best.step_seconds)
+        errors = [f for f in check_overrides(load_schema(), run["args"], moves=load_moves(), models=models,
+                                             cluster=cluster, advise=False).findings
+                  if f.severity.name == "ERROR" and f.rule != "env.flash_attn_critic"]
+        if errors:  # verl would refuse it: no device time for a run that cannot start
+            print(f"{name}: not run, {len(errors)} error(s): {errors[0].rule}: {errors[0].message}")
+            continue
         out.append(run)
     return out
 
