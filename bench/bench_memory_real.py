@@ -25,7 +25,7 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-from tests.helpers.real_memory import rows_for, sglang_rows  # noqa: E402
+from tests.helpers.real_memory import host_row, rows_for, sglang_rows  # noqa: E402
 from tests.helpers.real_records import load_runs  # noqa: E402
 
 
@@ -64,6 +64,13 @@ def main(argv=None) -> int:
         for r in sgl:
             print(f"{r['run'][:40]:40} {r['term']:22} {r['logged']:11,.2f} {r['predicted']:11,.2f} "
                   f"{100 * r['error']:+6.1f}%")
+        print()
+    hosts = [r for r in (host_row(run) for run in load_runs(Path(args.data))) if r is not None]
+    if hosts:  # host RAM: what Ray killed at, or what a run alone held (campaign.py's host.jsonl)
+        print(f"{'host RAM':40} {'measured':>9} {'predicted':>9} {'error':>7}  from")
+        for r in hosts:
+            print(f"{r['run'][:40]:40} {r['measured_gib']:9.2f} {r['predicted_gib']:9.2f} {100 * r['error']:+6.1f}%  "
+                  f"{r['how']}")
         print()
     for v in verdicts:
         mark = {True: "right", False: "WRONG", None: "-"}[v["right"]]

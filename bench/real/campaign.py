@@ -4,7 +4,8 @@
 
 CAMPAIGN.json is ``{"env": {...}, "runs": [{"name", "kind": "verl"|"launch"|"vllm", "args": [...],
 "timeout_s", "expect_s"}]}`` (``campaign_spec.py`` writes it). Per run, OUT_DIR/NAME/ gets ``spec.json``,
-``samples.jsonl`` + ``pids.jsonl`` (NVML, 10 Hz; the run's host RAM as PSS once a second), ``phases.jsonl`` (verl's phase marks, see patch_verl.py),
+``samples.jsonl`` + ``pids.jsonl`` (NVML, 10 Hz; side by side, the run's host RAM as PSS once a second; alone,
+``host.jsonl``: the node's used RAM and each process's PSS once a second), ``phases.jsonl`` (verl's phase marks, see patch_verl.py),
 ``metrics.jsonl`` (verl's file logger), ``run.log.gz`` and ``record.json`` (status ok / oom / host_oom / error / timeout, the
 first error line, wall time, peak). A run that runs out of memory is a data point: the campaign goes on. Between
 runs every process left on the GPU is ended (by its pid) and Ray is stopped. Runs that cannot finish before the
@@ -141,15 +142,55 @@ def _wait(proc: subprocess.Popen, log: Path, timeout_s: float, grace_s: float = 
 def run_one(run: dict, out: Path, env: dict) -> dict:
     env = _prepare(run, out, env)
     sampler = Sampler(out / "samples.jsonl")
+    host = HostSampler(out / "host.jsonl")
     sampler.start()
+    host.start()
     time.sleep(0.5)
     rc, status, wall = _launch(run, out, env)
     _cleanup(env)
     time.sleep(1.0)
     sampler.stop()
+    host.stop()
     rec = _record(run, out, rc, status, wall, sampler)
+    rec["host_peak_mib"], rec["host_used_peak_mib"] = host.peak_mib, host.used_peak_mib
+    (out / "record.json").write_text(json.dumps(rec, indent=1))
     _keep_model_config(run, out)
     return rec
+
+
+class HostSampler(threading.Thread):
+    """The host RAM of a run alone on the machine, once a second (``host.jsonl``): the node's used memory as Ray
+    judges it (total - available) and each process of >= 100 MiB, PSS and its command's first words, as Ray's OOM
+    report lists them. ``peak_mib``: the most the processes held together; ``used_peak_mib``: the node's."""
+
+    def __init__(self, path: Path, period_s: float | None = None, floor_mib: int = 100):
+        super().__init__(daemon=True)
+        self.path, self.period, self.floor = Path(path), period_s or HOST_PERIOD_S, floor_mib
+        self.peak_mib, self.used_peak_mib = 0, 0
+        self._halt = threading.Event()
+
+    def reading(self) -> dict:
+        procs = {}
+        for entry in Path("/proc").iterdir():
+            if entry.name.isdigit():
+                mib = _pss_mib(int(entry.name))
+                if mib >= self.floor:
+                    procs[entry.name] = [mib, _cmd_line(int(entry.name))[:60]]
+        used = int((_host_total_gib() - _host_free_gib()) * 1024)
+        self.peak_mib = max(self.peak_mib, sum(m for m, _ in procs.values()))
+        self.used_peak_mib = max(self.used_peak_mib, used)
+        return {"t": round(time.time(), 2), "used_mib": used, "procs": procs}
+
+    def run(self) -> None:
+        with self.path.open("a") as out:
+            while not self._halt.is_set():
+                out.write(json.dumps(self.reading()) + "\n")
+                out.flush()
+                self._halt.wait(self.period)
+
+    def stop(self) -> None:
+        self._halt.set()
+        self.join(timeout=10)
 
 
 def _kill_group(pid: int) -> None:

@@ -83,3 +83,25 @@ def test_campaign_spec_without_an_output_file_says_how_to_call_it_and_writes_not
         assert done.returncode == code, (args, done.stderr)
         assert "campaign_spec.py OUT.json" in done.stdout
     assert list(tmp_path.iterdir()) == []
+
+
+def test_a_run_alone_records_what_each_process_holds_on_the_host(tmp_path):
+    """Only a run Ray killed said what the host held (its OOM report: the 14B LoRA run's trainer 56.00 GiB, its
+    vLLM worker 52.25); a run alone now records each process's PSS and the node's used RAM once a second."""
+    c = campaign()
+    code = "import time; b = bytearray(300 * 2**20); b[::4096] = b'x' * len(b[::4096]); time.sleep(60)"
+    proc = subprocess.Popen([sys.executable, "-c", code], preexec_fn=default_hangup)
+    try:
+        sampler = c.HostSampler(tmp_path / "host.jsonl", period_s=0.2)
+        import time
+        for _ in range(50):  # until the process has touched its 300 MiB
+            row = sampler.reading()
+            if row["procs"].get(str(proc.pid), [0])[0] >= 290:
+                break
+            time.sleep(0.1)
+        mib, cmd = row["procs"][str(proc.pid)]
+        assert mib >= 290 and cmd.startswith(sys.executable)
+        assert row["used_mib"] > 0 and sampler.peak_mib >= mib
+    finally:
+        proc.kill()
+        proc.wait()

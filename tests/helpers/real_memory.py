@@ -7,6 +7,7 @@ tolerance.
 from __future__ import annotations
 
 import gzip
+import json
 import re
 
 from tests.helpers.real_records import MIB, Run, overall_peak_mib, with_adam
@@ -23,15 +24,20 @@ GIB = 1024**3
 ROLLOUT = "actor_rollout_ref.rollout"
 
 
-def h200(total_mib: int) -> Cluster:
+DEVICE_RAM = int(125.85 * 2**30)  # the lent machines' host RAM, as Ray read it ("125.85GB limit", 2026-12-06)
+
+
+def h200(total_mib: int, host: bool = False) -> Cluster:
+    """One card of the run's NVML total; ``host``: with the device's host RAM (concurrent runs shared it)."""
     gpu = GPU(index=0, name="NVIDIA H200", memory_total_bytes=total_mib * MIB)
-    return Cluster(source="spec", nodes=[ClusterNode(name="node0", gpu_count=1, gpus=[gpu])])
+    return Cluster(source="spec", nodes=[ClusterNode(name="node0", gpu_count=1, gpus=[gpu],
+                                                     memory_bytes=DEVICE_RAM if host else None)])
 
 
 def _planned(run: Run):
     """(the plan's values, its models, the run's card, its memory plan), as plan would resolve the run's config."""
     facts = facts_from_hf_config(run.model, name=run.spec.get("name", run.name), source="config")
-    cluster = h200(run.record.get("total_mib") or 143771)
+    cluster = h200(run.record.get("total_mib") or 143771, host=not run.record.get("concurrent"))
     models = {"actor": facts, "ref": facts, "critic": facts}
     mp = check_overrides(load_schema(), run.overrides(), moves=load_moves(), models=models, cluster=cluster).memory
     return {**mp.values, FLASH_ATTN: False}, models, cluster, mp
@@ -108,6 +114,8 @@ def rows_for(run: Run) -> tuple[list[dict], dict]:
         rows = [_row(run, "peak (end to end)", m, report.groups[0].peak.total, 0.15)]
     # a run that stopped for another reason (a config error, a crash of its own) says nothing of the verdict
     right = (verdict.word == DOES_NOT_FIT) == (run.outcome == "oom") if verdict.word and run.outcome in ("ok", "oom") else None
+    if run.outcome == "host_oom" and not run.record.get("concurrent") and verdict.word:  # Ray killed it for host RAM
+        right = verdict.word == DOES_NOT_FIT and verdict.cause == "host"
     return rows, {"run": run.name, "outcome": run.outcome, "verdict": verdict.text(), "cause": verdict.cause,
                   "right": right}
 
@@ -171,3 +179,36 @@ def _triton_buffers_gib(label: str) -> float:
     """The triton decode buffers the runtime term's label names ("triton attention's decode buffers 45 MiB")."""
     m = re.search(r"triton attention's decode buffers ([\d.]+) (MiB|GiB)", label)
     return 0.0 if not m else float(m.group(1)) / (1024 if m.group(2) == "MiB" else 1)
+
+
+# Host RAM: Ray's OOM report of a run it killed ("Memory on the node ... was 120.86GB used"; Ray's GB are GiB), or a
+# run alone's host.jsonl (campaign.py's HostSampler: the node's used RAM once a second, less the first reading)
+_RAY_USED = re.compile(r"Memory on the node .*? was ([\d.]+)GB used / ([\d.]+)GB limit")
+
+
+def host_row(run: Run) -> dict | None:
+    """The run's host RAM at its highest (or when Ray killed it) against the estimate's node total; None where the
+    run recorded neither."""
+    if run.record.get("concurrent"):  # the node's RAM held its neighbour's too
+        return None
+    measured, how = None, ""
+    log = run.folder / "run.log.gz"
+    if run.outcome == "host_oom" and log.exists():
+        m = _RAY_USED.search(gzip.decompress(log.read_bytes()).decode(errors="replace"))
+        if m:
+            measured, how = float(m.group(1)) * 2**30, "Ray's kill report"
+    for name in ("host.jsonl.gz", "host.jsonl"):
+        path = run.folder / name
+        if measured is None and path.exists():
+            text = gzip.decompress(path.read_bytes()).decode() if name.endswith(".gz") else path.read_text()
+            used = [json.loads(line)["used_mib"] for line in text.splitlines() if line.strip()]
+            if used:
+                measured, how = (max(used) - used[0]) * MIB, "host.jsonl (less the first reading)"
+    if measured is None:
+        return None
+    report, _, _ = predict(run)
+    if report is None or not report.host:
+        return None
+    predicted = report.host[0].total
+    return {"run": run.name, "measured_gib": round(measured / 2**30, 2), "predicted_gib": round(predicted / 2**30, 2),
+            "error": round((predicted - measured) / measured, 4), "how": how}
