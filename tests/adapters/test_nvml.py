@@ -7,7 +7,7 @@ from pathlib import Path
 import pytest
 
 from wizard.adapters.files.gpu_catalogue import load_gpu_catalogue
-from wizard.adapters.machine.nvml import discover_nvml, gather_nvml
+from wizard.adapters.machine.nvml import discover_nvml, gather_nvml, host_memory_bytes
 from wizard.core.hardware.cluster import MIB, LinkKind, P2P
 from wizard.core.hardware.topology import nvml_to_discovery
 
@@ -106,3 +106,16 @@ def test_this_machine_for_real():
         assert f.rule == "hw.no_gpu" and f.severity.value == "info" and "--cluster" in f.fix
     else:
         assert d.cluster.source == "nvml" and answers["count"] == len(answers["devices"])
+
+
+def test_the_machines_ram_is_read_beside_the_gpus(tmp_path, catalogue):
+    """Host RAM bounds CPU offload and LoRA (memory.host: Ray kills workers past 95 % of it); detection reads it
+    from /proc/meminfo, with or without a GPU, and says it."""
+    meminfo = tmp_path / "meminfo"
+    meminfo.write_text("MemTotal:       131962880 kB\nMemFree:        1000 kB\n")
+    assert host_memory_bytes(str(meminfo)) == 131962880 * 1024
+    assert host_memory_bytes(str(tmp_path / "missing")) is None
+    answers = {**raw("h200-1gpu.nvml.json"), "host_memory": 131962880 * 1024}
+    assert nvml_to_discovery(answers, None, catalogue).cluster.nodes[0].memory_bytes == 131962880 * 1024
+    here = discover_nvml(catalogue=catalogue).cluster.nodes[0]  # this machine, GPU or not
+    assert here.memory_bytes == host_memory_bytes() and here.memory_bytes > 2**30

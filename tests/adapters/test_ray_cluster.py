@@ -99,6 +99,10 @@ def test_a_real_two_raylet_cluster_on_loopback(tmp_path):
     alive = [n for n in two["nodes"] if n["alive"]]
     assert sorted(n["gpu_count"] for n in alive) == [1, 2] and sorted(n["cpus"] for n in alive) == [1.0, 2.0]
     assert all(n["address"] == "127.0.0.1" for n in alive)
+    # host RAM, which memory.host judges: Ray's memory resource and its object store together, the RAM free when
+    # each raylet started (Ray's "memory" alone is 70 % of it)
+    from wizard.adapters.machine.nvml import host_memory_bytes
+    assert all(0.3 * host_memory_bytes() < n["memory_bytes"] <= host_memory_bytes() for n in alive)
     assert len({n["name"] for n in alive}) == 2  # two raylets on one host are told apart
     uneven = [f for f in docs["two"]["findings"] if f["rule"] == "ray.uneven_nodes"]
     assert uneven and uneven[0]["fix"] == "trainer.n_gpus_per_node=1"

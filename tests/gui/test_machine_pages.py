@@ -66,11 +66,12 @@ def test_detect_this_machine_without_a_gpu_is_explained(window, qtbot, monkeypat
 
 def test_a_cluster_spec_becomes_the_plan_shape_and_can_be_undone(window, qtbot, tmp_path):
     spec = tmp_path / "cluster.yaml"
-    spec.write_text("nodes:\n  - {count: 2, gpus: 8, gpu: H100-80GB}\n")
+    spec.write_text("nodes:\n  - {count: 2, gpus: 8, gpu: H100-80GB, memory_gib: 1536}\n")
     page = window.page("hardware")
     page.load_spec(str(spec))
     qtbot.waitUntil(lambda: not page.runner.running, timeout=30000)
     assert "16 GPU(s) on 2 node(s)" in page.summary.text()
+    assert "1536 GiB of host RAM a node" in page.summary.text()  # what memory.host judges offload against
     assert page.topology.summary.isHidden()  # said once, by the step (issue 30: the count line came twice)
     assert page.gpus.rowCount() == 16 and page.use_button.isEnabled()
     qtbot.mouseClick(page.use_button, Qt.LeftButton)
@@ -94,6 +95,8 @@ def test_a_machine_detected_elsewhere_is_planned_with_its_real_memory(window, qt
     assert "NVIDIA H100 80GB HBM3" in " ".join(row) and any("79.6" in cell for cell in row)
     qtbot.mouseClick(page.use_button, Qt.LeftButton)
     assert str(window.doc.gpus) == "1xH100-80GB" and window.doc.cluster.source == "nvml"
+    # that capture predates reading the host's RAM: none is said, and none is judged
+    assert "host RAM" not in page.summary.text() and window.doc.cluster.nodes[0].memory_bytes is None
 
 
 def test_a_broken_cluster_spec_is_one_line(window, qtbot, tmp_path):

@@ -99,7 +99,8 @@ def render_discovery(discovery) -> str:
     lines.append(f"source: {c.source}{f' ({facts_text})' if facts_text else ''}: {c.gpu_total} GPU(s) on "
                  f"{sum(n.alive for n in c.nodes)} node(s)")
     for node in c.nodes:
-        extra = [f"{node.cpus:g} CPUs" if node.cpus is not None else "", node.address or "",
+        extra = [f"{node.cpus:g} CPUs" if node.cpus is not None else "",
+                 f"{node.memory_bytes / 2**30:.0f} GiB RAM" if node.memory_bytes else "", node.address or "",
                  node.interconnect or "", "" if node.alive else "DEAD"]
         lines.append(f"node {node.name}: {node.gpu_count} GPU(s)" + "".join(f", {x}" for x in extra if x))
         for g in node.gpus:

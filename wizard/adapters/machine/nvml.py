@@ -37,7 +37,7 @@ def discover_nvml(visible: str | None = None, catalogue: GpuCatalogue | None = N
 
 def gather_nvml(timings: dict[str, float] | None = None) -> dict:
     """NVML's raw answers for the whole machine (all GPUs, physical order)."""
-    raw: dict = {"hostname": socket.gethostname()}
+    raw: dict = {"hostname": socket.gethostname(), "host_memory": host_memory_bytes()}
     try:
         import pynvml as N
     except ImportError as exc:
@@ -67,6 +67,18 @@ def gather_nvml(timings: dict[str, float] | None = None) -> dict:
     if timings is not None:
         timings["nvml_total_s"] = time.perf_counter() - t0
     return raw
+
+
+def host_memory_bytes(meminfo: str = "/proc/meminfo") -> int | None:
+    """This machine's RAM (MemTotal), which bounds CPU offload; None where it cannot be read."""
+    try:
+        with open(meminfo) as f:
+            for line in f:
+                if line.startswith("MemTotal:"):
+                    return int(line.split()[1]) * 1024
+    except (OSError, ValueError, IndexError):
+        pass
+    return None
 
 
 def _text(value) -> str:

@@ -136,12 +136,12 @@ def nvml_to_discovery(raw: dict, visible: str | None = None, catalogue: GpuCatal
     host = raw.get("hostname") or "localhost"
     error = raw.get("error")
     if error:
-        return _no_gpu(host, error, source, visible)
+        return _no_gpu(host, error, source, visible, raw)
     devices = [d for d in raw.get("devices") or [] if isinstance(d, dict) and "error" not in d]
     chosen, findings = select_visible(devices, visible)
     gpus = [_gpu(cuda_index, phys, devices[phys], catalogue) for cuda_index, phys in enumerate(chosen)]
     links = _links(raw, devices, chosen)
-    node = ClusterNode(name=host, gpu_count=len(gpus), gpus=gpus, links=links)
+    node = ClusterNode(name=host, gpu_count=len(gpus), gpus=gpus, links=links, memory_bytes=_ram(raw))
     notes: list[str] = []
     if not devices:
         notes.append("the NVIDIA driver answers but reports no GPU on this machine")
@@ -171,13 +171,20 @@ _NO_GPU_WHY = {
 }
 
 
-def _no_gpu(host: str, error: dict, source: str, visible: str | None) -> Discovery:
+def _ram(raw: dict) -> int | None:
+    """The host RAM the adapter read beside NVML (bounds CPU offload: memory.host)."""
+    v = raw.get("host_memory")
+    return v if isinstance(v, int) and not isinstance(v, bool) and v > 0 else None
+
+
+def _no_gpu(host: str, error: dict, source: str, visible: str | None, raw: dict | None = None) -> Discovery:
     kind = error.get("kind", "unknown")
     why = _NO_GPU_WHY.get(kind) or f"NVML could not start: {error.get('message')}"
     fix = "pip install nvidia-ml-py" if kind == "no_nvml_module" else (
         "on a GPU machine, install the NVIDIA driver (nvidia-smi must work); elsewhere plan with --cluster FILE "
         "or --gpus 8xH100-80GB")
-    cluster = Cluster(source="none", nodes=[ClusterNode(name=host, gpu_count=0)], visible_devices=visible, notes=[why])
+    cluster = Cluster(source="none", nodes=[ClusterNode(name=host, gpu_count=0, memory_bytes=_ram(raw or {}))],
+                      visible_devices=visible, notes=[why])
     finding = _finding("hw.no_gpu", Severity.INFO, f"{why}; the wizard can still plan and check for other hardware",
                        fix=fix, stage=Stage.ADVICE)
     return Discovery(cluster=cluster, findings=[finding])
@@ -307,7 +314,9 @@ def ray_to_discovery(nodes: list[dict], ray_version: str | None, address: str) -
             alive=alive,
             gpu_count=int(res.get("GPU", 0)) if alive else 0,
             cpus=float(res["CPU"]) if alive and "CPU" in res else None,
-            memory_bytes=int(res["memory"]) if alive and "memory" in res else None,
+            # Ray's "memory" resource is what it left after its object store (30 % by default) of the RAM free when
+            # the raylet started: the two together are that RAM, what its memory monitor's 95 % comes closest to
+            memory_bytes=int(res["memory"] + res.get("object_store_memory", 0)) if alive and "memory" in res else None,
         ))
     seen: dict[str, int] = {}
     for n, node in zip(nodes, out):  # several raylets on one host share its name: tell them apart

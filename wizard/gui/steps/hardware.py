@@ -136,6 +136,10 @@ class HardwarePage(Page):
                                       f"CUDA {c.cuda_driver_version}" if c.cuda_driver_version else "",
                                       f"Ray {c.ray_version}" if c.ray_version else "") if x)
         text = f"<b>{c.gpu_total} GPU(s) on {len(alive)} node(s)</b> (from {c.source}{', ' + facts if facts else ''})"
+        rams = sorted({round(n.memory_bytes / 2**30) for n in alive if n.memory_bytes})
+        if rams:  # what CPU offload and LoRA's host copies are judged against (memory.host)
+            span = f"{rams[0]}" if len(rams) == 1 else f"{rams[0]}-{rams[-1]}"
+            text += f"; {span} GiB of host RAM a node"
         text += "".join(f"<br>{escaped(n)}" for n in c.notes)
         self.summary.setText(text)
         self.findings.setText(findings_html(discovery.findings))
