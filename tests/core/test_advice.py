@@ -161,6 +161,25 @@ def test_nothing_fits_says_so_and_names_the_smallest_change():
     assert not [a for a in advice.alternatives if a.kind == "hardware"]
 
 
+def test_where_only_the_host_stops_lora_the_statement_says_so_with_its_numbers():
+    """7B on one 40 GB GPU of a node with 40 GiB of RAM: LoRA fits the GPU (vLLM 14.2 GiB beside the fp32 base of
+    28.4 GiB), but vLLM's level-1 sleep pins its weights on the host (26.8 GiB) beside rank 0's read of the model:
+    a user told only "a smaller model fits" asks about LoRA next."""
+    mp = plan([], "1xA100-40GB")
+    mp.cluster.nodes[0].memory_bytes = 40 * 2**30
+    mp = check_overrides(load_schema(), ONE_GPU, moves=load_moves(), models=mp.models, cluster=mp.cluster).memory
+    advice = advise(mp.values, mp.models, mp.cluster, smaller=[Q15])
+    assert not any("LoRA" in a.text for a in advice.alternatives if a.fits)
+    m = re.search(r"LoRA would fit this 40 GiB GPU but not the host: it needs about (\d+) GiB of 40 GiB of RAM a node",
+                  advice.statement)
+    assert m and int(m.group(1)) > 0.95 * 40
+    # with RAM enough, offloading to it fits full fine-tuning (a tuning), and nothing speaks of the host
+    mp.cluster.nodes[0].memory_bytes = 512 * 2**30
+    mp = check_overrides(load_schema(), ONE_GPU, moves=load_moves(), models=mp.models, cluster=mp.cluster).memory
+    advice = advise(mp.values, mp.models, mp.cluster, smaller=[Q15])
+    assert advice.best is not None and "offload" in advice.best.text and "not the host" not in (advice.statement or "")
+
+
 def test_more_gpus_only_up_to_the_users_own():
     mp = plan(["trainer.n_gpus_per_node=1"], "8xRTX-4090-24GB")  # the plan uses 1 of 8
     advice = advise(mp.values, mp.models, mp.cluster)

@@ -181,3 +181,27 @@ def test_where_nothing_fits_the_dialog_says_so_once_and_lists_the_changes_of_met
     assert "Nothing on this 24 GiB GPU fits Qwen/Qwen2.5-7B-Instruct full fine-tuning" in intro
     assert "what fits on" not in intro and "These change the method and fit" in intro
     assert dialog.table.item(0, 1).text() == "method"
+
+
+def test_where_the_host_stops_lora_the_dialog_says_why_it_is_not_listed(qtbot, tmp_path):
+    """14B on one H100 of a node with 125 GiB of RAM: only a smaller model fits; LoRA would fit the GPU, but its
+    host copies (vLLM's pinned sleep, the offloaded base) are past Ray's 95 %. The dialog says so above the list."""
+    from wizard.adapters.files.gpu_catalogue import load_gpu_catalogue
+    from wizard.core.hardware.cluster import parse_cluster_spec
+
+    doc = PlanDocument(autosave=False)
+    doc.load_preset("grpo-1gpu-smoke")
+    doc.set_cluster(parse_cluster_spec({"nodes": [{"gpus": 1, "gpu": "H100-80GB", "memory_gib": 125}]},
+                                       load_gpu_catalogue()))
+    doc.set_plan(apply_overrides(doc.plan, ["actor_rollout_ref.model.path=Qwen/Qwen2.5-14B-Instruct"]))
+    board = PlacementBoard(doc)
+    qtbot.addWidget(board)
+    board.resize(1400, 800)
+    board.show()
+    board.advice_action.trigger()
+    dialog = board.advice_dialog
+    qtbot.waitUntil(lambda: dialog.table.rowCount() > 0, timeout=60_000)
+    intro = dialog.intro.text()
+    assert "LoRA would fit this 80 GiB GPU but not the host" in intro and "of 125 GiB of RAM a node" in intro
+    assert all("LoRA" not in dialog.table.item(r, 0).text() for r in range(dialog.table.rowCount()))
+    assert "Qwen2.5-3B" in dialog.table.item(0, 0).text()

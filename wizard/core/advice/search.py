@@ -390,7 +390,39 @@ def _nothing_fits(start: State, advice: Advice, cluster: Cluster | None) -> str:
     if methods:
         here = "this one" if cfg.world == 1 else "these"
         head += f"; what fits on {here} changes what is trained: " + ", or ".join(a.text for a in methods[:2])
+    if not cfg.lora_rank and not any(m.changes.get(LORA_KEY) for m in methods):
+        host = _lora_host_bound(start)
+        if host is not None:
+            head += (f"; LoRA would fit {gpus} but not the host: it needs about {host.total / GIB:.0f} GiB of "
+                     f"{host.capacity_bytes / GIB:.0f} GiB of RAM a node (Ray stops the run at 95 %)")
     return head
+
+
+LORA_KEY = "actor_rollout_ref.model.lora_rank"
+
+
+def _lora_host_bound(start: State):
+    """The host estimate of LoRA with every memory saving (with and without CPU offload) where that fits the GPUs and
+    only the host RAM stops it; None otherwise. What a user asks next when only a smaller model fits."""
+    from wizard.core.advice.moves import LORA_RANK, all_savings, moves_for
+
+    lora = next((m for m in moves_for(start.values, start.models, start.cluster, None, (), ())
+                 if m.kind == METHOD and dict(m.changes).get(LORA_KEY) == LORA_RANK), None)
+    if lora is None:
+        return None
+    best = None
+    for offload in (False, True):
+        values = {**start.values, **all_savings(start.values, offload), **dict(lora.changes)}
+        s = _state(values, start.models, start.cluster, (lora,))
+        if s.report is None or not s.report.host or s.fits:
+            continue
+        over = [h for h in s.report.host if h.over]
+        gpu_ok = all(g.peak.total + s.report.tight_margin(g.capacity_bytes) <= g.capacity_bytes
+                     for g in s.report.groups if g.capacity_bytes) and not any(
+            engine_start_shortfall(s.report, values, g) for g in s.report.groups)
+        if over and gpu_ok and (best is None or over[0].total < best.total):
+            best = over[0]
+    return best
 
 
 def _gpus_needed(start: State, cluster: Cluster | None) -> int | None:

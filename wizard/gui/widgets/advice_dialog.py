@@ -95,6 +95,9 @@ class AdviceDialog(QDialog):
         self.intro.setToolTip("Assuming " + ";\n".join(step.assumptions) if step.assumptions else "")
         if self.advice.statement:  # nothing fits without a change of method: the advisor's words, the list below
             head = self.advice.statement.split("; what fits on ")[0] + "."
+            lora = self.advice.statement.split("; LoRA would fit ")
+            if len(lora) > 1:  # why LoRA is not among them: the host's RAM (the list below cannot say that)
+                head += " LoRA would fit " + lora[1] + "."
             if self.alternatives:
                 head += " These change the method and fit (fastest first):"
         elif not self.alternatives:
