@@ -8,6 +8,7 @@ pytest.importorskip("PySide6")
 from PySide6.QtCore import Qt  # noqa: E402
 
 from wizard.core.hardware import parse_gpu_spec  # noqa: E402
+from wizard.core.hardware.cluster import Cluster  # noqa: E402
 from wizard.core.plan.convert import apply_overrides  # noqa: E402
 from wizard.gui.document import PlanDocument  # noqa: E402
 from wizard.gui.placement import PlacementBoard  # noqa: E402
@@ -163,13 +164,13 @@ def test_make_it_fit_on_a_ppo_plan_writes_the_critics_budget_as_verl_takes_it(qt
     assert "++critic.ppo_infer_max_token_len_per_gpu=" in doc.files["run.sh"]
 
 
-def test_where_nothing_fits_the_dialog_says_so_once_and_lists_the_changes_of_method(qtbot):
-    """7B on one 24 GB GPU: the advisor's statement heads the dialog, cut before its own list of changes of method
-    (the table lists them), which would otherwise read twice."""
+def searched_dialog(qtbot, machine, model: str):
+    """Make it fit on the smoke preset with ``model`` on ``machine`` (set by ``doc.set_gpus`` or ``set_cluster``),
+    once its alternatives are in."""
     doc = PlanDocument(autosave=False)
     doc.load_preset("grpo-1gpu-smoke")
-    doc.set_gpus(parse_gpu_spec("1xRTX-4090-24GB"))
-    doc.set_plan(apply_overrides(doc.plan, [SEVEN_B]))
+    (doc.set_cluster if isinstance(machine, Cluster) else doc.set_gpus)(machine)
+    doc.set_plan(apply_overrides(doc.plan, [model]))
     board = PlacementBoard(doc)
     qtbot.addWidget(board)
     board.resize(1400, 800)
@@ -177,30 +178,27 @@ def test_where_nothing_fits_the_dialog_says_so_once_and_lists_the_changes_of_met
     board.advice_action.trigger()
     dialog = board.advice_dialog
     qtbot.waitUntil(lambda: dialog.table.rowCount() > 0, timeout=60_000)
+    return dialog
+
+
+def test_where_nothing_fits_the_dialog_says_so_once_and_lists_the_changes_of_method(qtbot):
+    """7B on one 24 GB GPU: the advisor's statement heads the dialog, cut before its own list of changes of method
+    (the table lists them), which would otherwise read twice."""
+    dialog = searched_dialog(qtbot, parse_gpu_spec("1xRTX-4090-24GB"), SEVEN_B)
     intro = dialog.intro.text()
     assert "Nothing on this 24 GiB GPU fits Qwen/Qwen2.5-7B-Instruct full fine-tuning" in intro
     assert "what fits on" not in intro and "These change the method and fit" in intro
     assert dialog.table.item(0, 1).text() == "method"
 
 
-def test_where_the_host_stops_lora_the_dialog_says_why_it_is_not_listed(qtbot, tmp_path):
+def test_where_the_host_stops_lora_the_dialog_says_why_it_is_not_listed(qtbot):
     """14B on one H100 of a node with 125 GiB of RAM: only a smaller model fits; LoRA would fit the GPU, but its
     host copies (vLLM's pinned sleep, the offloaded base) are past Ray's 95 %. The dialog says so above the list."""
     from wizard.adapters.files.gpu_catalogue import load_gpu_catalogue
     from wizard.core.hardware.cluster import parse_cluster_spec
 
-    doc = PlanDocument(autosave=False)
-    doc.load_preset("grpo-1gpu-smoke")
-    doc.set_cluster(parse_cluster_spec({"nodes": [{"gpus": 1, "gpu": "H100-80GB", "memory_gib": 125}]},
-                                       load_gpu_catalogue()))
-    doc.set_plan(apply_overrides(doc.plan, ["actor_rollout_ref.model.path=Qwen/Qwen2.5-14B-Instruct"]))
-    board = PlacementBoard(doc)
-    qtbot.addWidget(board)
-    board.resize(1400, 800)
-    board.show()
-    board.advice_action.trigger()
-    dialog = board.advice_dialog
-    qtbot.waitUntil(lambda: dialog.table.rowCount() > 0, timeout=60_000)
+    node = parse_cluster_spec({"nodes": [{"gpus": 1, "gpu": "H100-80GB", "memory_gib": 125}]}, load_gpu_catalogue())
+    dialog = searched_dialog(qtbot, node, "actor_rollout_ref.model.path=Qwen/Qwen2.5-14B-Instruct")
     intro = dialog.intro.text()
     assert "LoRA would fit this 80 GiB GPU but not the host" in intro and "of 125 GiB of RAM a node" in intro
     assert all("LoRA" not in dialog.table.item(r, 0).text() for r in range(dialog.table.rowCount()))
