@@ -25,6 +25,11 @@ QUESTIONS = [  # (question, preset, GPUs, --set words)
     ("the 8-GPU preset on 8 x 24 GB", "grpo-8gpu", "8xRTX-4090-24GB", []),
     ("the 8-GPU preset on 8 x H100 (fits: faster?)", "grpo-8gpu", "8xH100-80GB", []),
     ("14B on one H200", "grpo-1gpu-smoke", "1xH200-141GB", ["actor_rollout_ref.model.path=Qwen/Qwen2.5-14B-Instruct"]),
+    ("14B on one H100, 125 GiB of host RAM", "grpo-1gpu-smoke", "1xH100-80GB",
+     ["actor_rollout_ref.model.path=Qwen/Qwen2.5-14B-Instruct"]),
+    ("14B LoRA on one H200, 125 GiB of host RAM", "grpo-1gpu-smoke", "1xH200-141GB",
+     ["actor_rollout_ref.model.path=Qwen/Qwen2.5-14B-Instruct", "actor_rollout_ref.model.lora_rank=32",
+      "actor_rollout_ref.actor.strategy=fsdp2", "actor_rollout_ref.ref.strategy=fsdp2"]),
     ("the PPO preset (7B actor and critic) at 4,096 tokens on 8 x H100", "ppo-8gpu", "8xH100-80GB",
      ["data.max_prompt_length=1024", "data.max_response_length=3072"]),
     ("the 8-GPU preset with SGLang on 8 x H100", "grpo-8gpu", "8xH100-80GB", ["actor_rollout_ref.rollout.name=sglang"]),
@@ -48,7 +53,12 @@ def main(argv=None) -> int:
         gpus = read_gpu_spec(spec)
         plan = (open_plan(str(ROOT / preset), gpus=gpus)[0] if preset.endswith(".sh") else
                 preset_plan(preset, gpus, sets))
-        memory = assess_plan(plan, gpus=gpus, cluster=machines_for(gpus), advise=False).memory
+        cluster = machines_for(gpus)
+        if "GiB of host RAM" in question:  # the lent machines' RAM: what bounds LoRA's and offload's host copies
+            ram = int(question.split(", ")[1].split()[0]) * 2**30  # a copy: machines_for remembers its clusters
+            cluster = cluster.model_copy(update={"nodes": [n.model_copy(update={"memory_bytes": ram})
+                                                            for n in cluster.nodes]})
+        memory = assess_plan(plan, gpus=gpus, cluster=cluster, advise=False).memory
         calls = 0
         original = est.estimate_memory
 
