@@ -153,3 +153,20 @@ def test_an_error_vllm_logs_from_its_worker_is_an_error_of_the_run():
     lines = [split_line(x) for x in log("lora-base-sync-bucket")]
     analysis = analyse([(f"{p.actor} pid={p.pid}" if p.actor else None, p.text) for p in lines])
     assert "IndexError: list assignment index out of range" in {c.text for c in analysis.clusters}
+
+
+def test_a_lora_run_ray_killed_for_host_memory_at_its_first_sync_names_the_processes_and_the_load_format():
+    """Ray 2.60 words it "N worker(s) were killed due to the node running low on memory. Memory on the node ... was
+    120.86GB used / 125.85GB limit"; the run ended with exit code 1 and no step (14B LoRA on one H200)."""
+    root = triage(log("lora-host-oom"), exit_code=1)[0]
+    assert root.rule == "triage.host_oom"
+    assert "120.86 of 125.85 GiB used" in root.message and "past 95 %" in root.message
+    assert "ray::WorkerDict.actor_rollout_update_weights 56.0 GiB, VLLM::Worker 52.2 GiB" in root.message
+    assert root.fix_overrides == ["actor_rollout_ref.rollout.load_format=safetensors"]
+
+
+def test_a_host_oom_without_lora_keeps_the_offload_advice():
+    lines = [line.replace("lora_rank': 32", "lora_rank': 0").replace("lora_rank=32", "lora_rank=0")
+             for line in log("lora-host-oom")]
+    root = triage(lines, exit_code=1)[0]
+    assert root.rule == "triage.host_oom" and root.fix_overrides == [] and "offload less" in root.fix

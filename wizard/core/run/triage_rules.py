@@ -205,16 +205,39 @@ def _prompt_too_long(m: re.Match, ctx: TriageContext, i: int) -> Finding:
               auto=True)
 
 
+_LORA_ON = re.compile(r"lora_rank'?[:=]\s*[1-9]")
+# Ray's report lists the processes that held the most ("Top 10 memory users:" then "PID  MEM(GB)  COMMAND" rows)
+_TOP_USER = re.compile(r"^\s*\d+\s+(?P<gb>[\d.]+)\s+(?P<cmd>\S+)")
+
+
 def _host_oom(m: re.Match, ctx: TriageContext, i: int) -> Finding:
-    used = m.groupdict().get("used")
-    msg = "Ray killed a worker because the machine ran out of host memory (RAM)"
-    if used:
+    groups = m.groupdict()
+    used = groups.get("used") or groups.get("used2")
+    msg = "Ray killed the run's workers because the machine ran out of host memory (RAM)"
+    if used and groups.get("used"):
         msg += f": {used}GB of {m.group('total')}GB used, over the threshold of {m.group('thr')}"
-    return _f("triage.host_oom", msg + ".",
-              "Give each GPU about 80 GB of host RAM, or offload less to the CPU "
-              "(actor_rollout_ref.actor.fsdp_config.param_offload/optimizer_offload=false), lower data.dataloader_num_workers, "
-              "or run fewer rollout workers per node",
-              ["actor_rollout_ref.actor.fsdp_config.param_offload", "actor_rollout_ref.actor.fsdp_config.optimizer_offload"])
+    elif used:  # Ray 2.60: "Memory on the node (...) was 120.86GB used / 125.85GB limit"; it kills at 95 %
+        msg += f": {used} of {m.group('total2')} GiB used (Ray kills workers past 95 %)"
+    after = ctx.lines[i: i + 80]
+    top = [t for t in (_TOP_USER.match(x) for x in after[next((k for k, x in enumerate(after)
+                                                                 if "Top 10 memory users" in x), len(after)):])
+           if t and float(t.group("gb")) >= 1][:3]
+    if top:
+        msg += ". The largest: " + ", ".join(f"{t.group('cmd')} {float(t.group('gb')):.1f} GiB" for t in top)
+    at_sync = any("update_weights" in x for x in ctx.before(i, 40) + after)
+    lora = any(_LORA_ON.search(x) for x in ctx.lines[: i])  # verl prints its config: 'lora_rank': 32
+    fix = ("Set actor_rollout_ref.rollout.load_format=safetensors: vLLM then reads the base weights itself, and the "
+           "first weight sync no longer gathers the whole base model on every trainer rank's CPU (its fp32 copy), "
+           "beside vLLM's pinned copy of its weights while it sleeps (LoRA keeps them); or use a node with more "
+           "RAM. verl-wizard plan says what a node needs (memory.host)" if at_sync and lora else
+           "Give each GPU about 80 GB of host RAM, or offload less to the CPU "
+           "(actor_rollout_ref.actor.fsdp_config.param_offload/optimizer_offload=false), lower "
+           "data.dataloader_num_workers, or run fewer rollout workers per node; verl-wizard plan says what a node "
+           "needs (memory.host)")
+    overrides = [f"{RO}.load_format=safetensors"] if at_sync and lora else []
+    return _f("triage.host_oom", msg + ".", fix,
+              ["actor_rollout_ref.actor.fsdp_config.param_offload", "actor_rollout_ref.actor.fsdp_config.optimizer_offload"],
+              overrides)
 
 
 def _actor_died(m: re.Match, ctx: TriageContext, i: int) -> Finding:
@@ -389,6 +412,8 @@ RULES: tuple[TriageRule, ...] = (
     TriageRule("triage.host_oom", re.compile(
         r"(?:Task was killed due to the node running low on memory.*?was (?P<used>[\d.]+)GB / (?P<total>[\d.]+)GB "
         r"\([\d.]+\), which exceeds the memory usage threshold of (?P<thr>[\d.]+)|"
+        r"worker\(s\) were killed due to the node running low on memory\. Memory on the node .*?was "
+        r"(?P<used2>[\d.]+)GB used / (?P<total2>[\d.]+)GB limit|"
         r"killed by SIGKILL by OOM killer)"), _host_oom, "emory"),
     TriageRule("triage.actor_died", re.compile(r"ActorDiedError|The actor died unexpectedly"), _actor_died, "died"),
     TriageRule("triage.hydra_override", re.compile(r"Could not override '([^']+)'"), _override_missing,
