@@ -194,3 +194,17 @@ def test_lora_on_a_7b_whose_fp32_embedding_is_over_the_sync_buffer_is_an_error_w
 def test_lora_base_sync_is_quiet_where_the_base_never_goes_through_the_buffer_or_fits_it(run, extra):
     model = facts(QWEN25_05B) if not extra else facts(QWEN25_7B)
     assert not found(run([*LORA, *extra], actor=model), "models.lora_base_sync_bucket")
+
+
+def test_layered_summon_from_dummy_weights_is_an_error_verl_raises_at_the_first_sync(run):
+    """verl/utils/fsdp_utils.py:725-730: ValueError("To use layered_summon, you must make sure base-model is preloaded
+    in vllm, e.g. let rollout.load_format=safetensors"); the plan's host estimate had counted a sync that never
+    happens. Its fix clears it; merged LoRA or vLLM loading the base does not need it."""
+    summon = [*LORA, f"{R}.layered_summon=True"]
+    result = run(summon, actor=facts(QWEN25_05B))
+    (f,) = found(result, "models.lora_layered_summon_dummy")
+    assert f.severity.value == "error" and "base-model is preloaded in vllm" in f.message and not result.ok
+    assert not found(run([*summon, *f.fix_overrides], actor=facts(QWEN25_05B)), "models.lora_layered_summon_dummy")
+    assert not found(run([*summon, "actor_rollout_ref.model.lora.merge=True"], actor=facts(QWEN25_05B)),
+                     "models.lora_layered_summon_dummy")
+    assert not found(run(LORA, actor=facts(QWEN25_05B)), "models.lora_layered_summon_dummy")

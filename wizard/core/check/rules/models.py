@@ -16,7 +16,7 @@ from collections.abc import Iterator
 
 from wizard.core.findings import Severity, Stage
 from wizard.core.memory.megatron_layout import layout_problems, read_megatron
-from wizard.core.memory.lora_sync import BUCKET_KEY, KEYS as SYNC_KEYS, LOAD_FORMAT_KEY, base_sync_blocked
+from wizard.core.memory.lora_sync import BUCKET_KEY, KEYS as SYNC_KEYS, LOAD_FORMAT_KEY, base_sync_blocked, served_as_adapter
 from wizard.core.models.facts import ModelFacts
 from wizard.core.check.rules import rule
 from wizard.core.check.rules.context import RuleContext, finding
@@ -237,6 +237,30 @@ def lora_base_sync_bucket(ctx: RuleContext):
         f"Set {LOAD_FORMAT_KEY}=safetensors, as verl's LoRA guide does: vLLM loads the base weights itself and only "
         f"the adapter is sent (nor does every trainer rank gather the base model on its CPU first); or "
         f"{BUCKET_KEY}={block.needed_mb} (a buffer the trainer allocates whole at each sync)",
+        [f"{LOAD_FORMAT_KEY}=safetensors"],
+    )
+
+
+@rule("models.lora_layered_summon_dummy", Stage.RUNTIME)
+def lora_layered_summon_dummy(ctx: RuleContext):
+    """rollout.layered_summon gathers the adapter a layer at a time, which needs the base model in vLLM already:
+    from dummy weights verl 0.9.1's ``collect_lora_params`` raises at the first weight sync, after the models and
+    the engine have loaded (verl/utils/fsdp_utils.py:725-730)."""
+    values = {k: ctx.get(k) for k in SYNC_KEYS}
+    if values.get(f"{R}.layered_summon") is not True or not served_as_adapter(values):
+        return
+    if "dummy" not in str(values.get(LOAD_FORMAT_KEY) or "dummy"):
+        return
+    if str(values.get("actor_rollout_ref.actor.strategy") or "fsdp") not in ("fsdp", "fsdp2"):
+        return
+    yield finding(
+        Severity.ERROR, [f"{R}.layered_summon", LOAD_FORMAT_KEY],
+        f"{R}.layered_summon=True with vLLM started from dummy weights ({LOAD_FORMAT_KEY}="
+        f"{values.get(LOAD_FORMAT_KEY) or 'dummy'}): verl 0.9.1 stops at the first weight sync, after the models and "
+        f"the engine have loaded, with ValueError: To use layered_summon, you must make sure base-model is preloaded "
+        f"in vllm, e.g. let rollout.load_format=safetensors",
+        f"Set {LOAD_FORMAT_KEY}=safetensors (vLLM loads the base weights; the syncs send the adapter), or "
+        f"{R}.layered_summon=False",
         [f"{LOAD_FORMAT_KEY}=safetensors"],
     )
 
