@@ -82,6 +82,7 @@ nodes:
     ({"nodes": []}, "nodes: List should have at least 1 item"),
     ({"nodes": [{"gpus": "eight"}]}, "nodes[0].gpus: Input should be a valid integer"),
     ({"nodes": [{"gpus": 8, "memory_gib": 0}]}, "nodes[0].memory_gib: Input should be greater than 0"),
+    ({"nodes": [{"gpus": 8, "memory_gib": True}]}, "nodes[0].memory_gib: Input should be a valid number"),
     ({"nodes": [{"gpus": 8, "gpu_model": "H100"}]}, "nodes[0].gpu_model: unknown key (known: count, gpus, gpu"),
     ({"nodes": [{"gpus": 8, "gpu": "H1OO-80GB"}]}, "nodes[0].gpu: unknown GPU model 'H1OO-80GB'; did you mean H100-80GB"),
     ({"nodes": [{"gpus": 8, "gpu": "L4", "interconnect": "nvlink"}]}, "nodes[0].interconnect: L4-24GB has no NVLink"),

@@ -158,6 +158,16 @@ def test_reference_model_is_cpu_offloaded_and_only_with_kl():
     assert "ref_log_prob" not in names
 
 
+def test_a_bf16_reference_keeps_half_the_host_memory():
+    """ref.fsdp_config.model_dtype=bf16: the reference's pinned copy on the host is at 2 bytes a parameter, the lever
+    a user short of host RAM reaches for (it was counted at fp32 whatever the key said)."""
+    def ref_host(values):
+        return sum(t.bytes for t in report(values).host[0].terms if t.key == "host_ref")
+
+    fp32, bf16 = ref_host({}), ref_host({"actor_rollout_ref.ref.fsdp_config.model_dtype": "bf16"})
+    assert bf16 == pytest.approx(2 * 8 * pinned_shard(Q7, 8, 2, fsdp1=True), rel=1e-6) and 0.4 < bf16 / fp32 < 0.6
+
+
 def test_lora_trains_adapters_only_and_has_no_separate_reference():
     rank = 32
     rep = report({"actor_rollout_ref.model.lora_rank": rank})

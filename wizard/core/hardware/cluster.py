@@ -319,7 +319,7 @@ class NodeGroupSpec(_Model):
     gpu: str | None = None
     interconnect: str | None = Field(default=None, pattern="^(nvlink|pcie)$")
     cpus: float | None = Field(default=None, gt=0)
-    memory_gib: float | None = Field(default=None, gt=0, le=1 << 20)  # host RAM per node: bounds CPU offload
+    memory_gib: float | None = Field(default=None, gt=0, le=1 << 20, strict=True)  # host RAM a node: bounds CPU offload
     name: str | None = None
 
 

@@ -132,6 +132,7 @@ class MemoryConfig:
     entropy_mode: str  # compiled | eager | chunked | checkpointed | fused
     update_entropy: bool
     ref_separate: bool  # a reference model pass with its own (CPU-offloaded) weights
+    ref_dtype_bytes: int  # ref.fsdp_config.model_dtype (fp32 by default): the reference's copy on the host
     need_critic: bool
     critic_shards: int
     critic_dtype: str
@@ -334,6 +335,7 @@ def read_config(values: Mapping) -> MemoryConfig:
         world=world, **actor, **tokens, entropy_mode=_entropy_mode(values),
         update_entropy=_float(values, f"{A}.entropy_coeff") != 0 or _flag(values, f"{A}.calculate_entropy"),
         ref_separate=need_ref(values) and not ref_in_actor(values), **critic,
+        ref_dtype_bytes=mt.dtype_bytes(str(values.get(f"{REF}.fsdp_config.model_dtype") or "fp32")),
         actor_unsharded_grad_bytes=_unsharded_grad_bytes(values, AF, actor["strategy"], actor["shards"],
                                                          actor_micro_batches(values, world, seq)),
         critic_unsharded_grad_bytes=_unsharded_grad_bytes(values, CF, "fsdp" if critic["critic_fsdp1"] else "fsdp2",

@@ -119,9 +119,10 @@ def _per_rank(cfg: MemoryConfig, actor: ModelFacts, critic: ModelFacts | None) -
     if cfg.ref_separate:
         # FSDP1's CPUOffload(offload_params=True) also pins a gradient as large as each flat parameter, even for a
         # model that never trains (torch/distributed/fsdp/_flat_param.py: ``_cpu_grad = zeros_like(...).pin_memory()``)
-        out.append(("host_ref", "reference model shard (fp32, always CPU-offloaded, pinned"
+        dtype = "fp32" if cfg.ref_dtype_bytes == 4 else "bf16"
+        out.append(("host_ref", f"reference model shard ({dtype}, always CPU-offloaded, pinned"
                     + (", with FSDP1's CPU gradient)" if fsdp1 else ")"),
-                    mt.pinned_shard(actor, N, 4, fsdp1=fsdp1) * (2 if fsdp1 else 1)))
+                    mt.pinned_shard(actor, N, cfg.ref_dtype_bytes, fsdp1=fsdp1) * (2 if fsdp1 else 1)))
     trainable = mt.pinned_shard(actor, N, bm, fsdp1=fsdp1, lora_rank=lora)  # a pinned copy of what is trained
     if cfg.actor_offload_policy:
         # every parameter (a LoRA base too) lives on the CPU, pinned; the gradients come back pinned
