@@ -40,7 +40,8 @@ def test_every_preset_fits_the_gpus_it_was_written_for(preset):
     assert "verdict: FITS" in text.stdout and "memory per GPU (GiB):" in text.stdout
     proc = run("--preset", preset, "--gpus", PRESET_GPUS[preset], "--format", "json")
     doc = json.loads(proc.stdout)
-    assert set(doc) == {"fits", "verdict", "fits_up_to_avg_tokens", "fits_reason", "gpus", "host", "findings",
+    assert set(doc) == {"fits", "verdict", "fits_up_to_avg_tokens", "fits_reason", "fits_cause", "gpus", "host",
+                        "findings",
                         "step_seconds", "step_reason", "phases_seconds", "phases_terms", "step_assumptions", "advice",
                         "advice_statement",
                         "data", "data_reason", "forecast", "forecast_reason"}
@@ -161,7 +162,7 @@ def test_plan_json_gives_the_step_time_and_the_advisors_alternatives():
                                                     SEVEN_B).stdout
     assert doc["advice"], doc
     for alt in doc["advice"]:
-        assert set(alt) == {"overrides", "fits", "verdict", "peak_gib", "step_seconds", "changes", "kind"}
+        assert set(alt) == {"overrides", "fits", "verdict", "peak_gib", "step_seconds", "changes", "kind", "host_gib"}
         assert alt["kind"] in ("tuning", "method", "hardware") and alt["peak_gib"] > 0
     best = doc["advice"][0]
     assert best["fits"] and best["kind"] == "tuning"
@@ -439,6 +440,46 @@ def test_a_lora_plan_over_the_host_ram_a_spec_states_is_fixed_by_vllm_loading_th
     assert "host node0: about 123 GiB of 125 GiB" in out
     assert "verdict: DOES NOT FIT: a node needs more host memory than Ray lets the run use" in out
     assert "1) rollout.load_format dummy -> safetensors" in out
+    doc = json.loads(run(*args, "--format", "json").stdout)
+    assert doc["verdict"] == "does_not_fit" and doc["fits_cause"] == "host"
+    (node,) = doc["host"]["nodes"]
+    assert node["ram_gib"] == 125 and node["limit_gib"] == 118.75 and node["over"] is True and node["need_gib"] > 118.75
     fixed = run_cli("check", *[a for a in args if a != "--no-data"], "--fix")
     assert fixed.returncode == 0, fixed.stdout + fixed.stderr
     assert "fixed: actor_rollout_ref.rollout.load_format=safetensors" in fixed.stderr
+
+
+def test_where_the_nodes_ram_is_unknown_an_alternative_says_what_the_host_must_hold():
+    """14B LoRA on one H200 given as --gpus (no RAM known): the fastest alternative moves the optimizer and the base
+    to the CPU, about 220 GiB of pinned host memory, which Ray would kill on the lent machine's 125 GiB."""
+    args = ("--preset", "grpo-1gpu-smoke", "--gpus", "1xH200-141GB", "--no-data", "--set",
+            "actor_rollout_ref.model.path=Qwen/Qwen2.5-14B-Instruct", "--set", "actor_rollout_ref.model.lora_rank=32")
+    first = next(x for x in run(*args).stdout.splitlines() if x.startswith("  1) "))
+    m = re.search(r"host RAM about (\d+) GiB a node \(unknown here\)$", first)
+    assert "CPU offload policy" in first and m and int(m.group(1)) > 150
+    advice = json.loads(run(*args, "--format", "json").stdout)["advice"]
+    assert advice[0]["host_gib"] > 150 and all("host_gib" in a for a in advice)
+
+
+def test_where_the_host_not_the_gpus_is_short_the_statement_says_so_and_lora_is_listed(tmp_path):
+    """14B full fine-tuning on one node of 8 H100s with 125 GiB of RAM: every memory saving fits the GPUs but a node
+    then needs 149 GiB; it was told "needs >= 16 such GPUs" and offered smaller models only, while LoRA with the
+    rollout over 8 GPUs fits (its TP was past the beam's reach)."""
+    spec = tmp_path / "node.yaml"
+    spec.write_text("nodes:\n  - {gpus: 8, gpu: H100-80GB, memory_gib: 125}\n")
+    out = run("--preset", "grpo-8gpu", "--cluster", str(spec), "--no-data", "--set",
+              "actor_rollout_ref.model.path=Qwen/Qwen2.5-14B-Instruct").stdout
+    assert "fits Qwen/Qwen2.5-14B-Instruct full fine-tuning within the host's RAM" in out
+    assert "such GPUs" not in out and "forecast: none: the plan does not fit this machine's host RAM" in out
+    lora = [x for x in out.splitlines() if re.match(r"  [1-4]\) .*LoRA rank 32", x)]
+    assert lora and "rollout TP 2 -> 8" in lora[0] and "fits" in lora[0]
+
+
+def test_no_alternative_turns_a_knob_and_then_turns_it_back():
+    """14B LoRA on one H200: "FSDP2 with the CPU offload policy, ..., the smaller 3B, no CPU offload policy" read
+    as two contradicting changes of one key."""
+    out = run("--preset", "grpo-1gpu-smoke", "--gpus", "1xH200-141GB", "--no-data", "--set",
+              "actor_rollout_ref.model.path=Qwen/Qwen2.5-14B-Instruct", "--set",
+              "actor_rollout_ref.model.lora_rank=32").stdout
+    lines = [x for x in out.splitlines() if re.match(r"  \d\) ", x)]
+    assert lines and not any("CPU offload policy" in x and "no CPU offload policy" in x for x in lines)

@@ -103,7 +103,8 @@ def _forecast(step, overrides: list[str], config_name: str, data, verdict=None):
     if step.seconds is None:
         return f"no step time ({step.reason})"
     if verdict is not None and verdict.word == "does_not_fit":
-        return "none: the plan does not fit these GPUs (apply an alternative above, then plan it again)"
+        what = "this machine's host RAM (memory.host)" if verdict.cause == "host" else "these GPUs"
+        return f"none: the plan does not fit {what} (apply an alternative above, then plan it again)"
     from wizard.core.plan import plan_from_overrides
     from wizard.core.run import predicted_forecast, schedule_of
 
@@ -171,10 +172,12 @@ def _gib(n) -> float | None:
 
 
 def plan_json(plan, findings: list[Finding]) -> dict:
-    """``{"fits", "verdict", "fits_up_to_avg_tokens", "fits_reason", "gpus": [{"node", "index", "capacity_gib",
-    "peak_gib", "peak_phase", "breakdown"}], "host", "findings"}``: one entry per GPU; GPUs of one group share their
-    numbers. ``verdict`` is fits | tight | fits_while_short | does_not_fit, or null with ``fits_reason`` (an engine
-    or model not modelled, unknown GPU memory); ``fits`` is true for fits and tight, null without a verdict."""
+    """``{"fits", "verdict", "fits_up_to_avg_tokens", "fits_reason", "fits_cause", "gpus": [{"node", "index",
+    "capacity_gib", "peak_gib", "peak_phase", "breakdown"}], "host", "findings"}``: one entry per GPU; GPUs of one
+    group share their numbers. ``verdict`` is fits | tight | fits_while_short | does_not_fit, or null with
+    ``fits_reason`` (an engine or model not modelled, unknown GPU memory); ``fits`` is true for fits and tight, null
+    without a verdict; ``fits_cause`` says what does not fit (host, engine_start, kv_cache or the phase over memory).
+    ``host.nodes``: each node's need against its RAM and Ray's limit (95 % of it), ``over`` past it."""
     report = plan.judged
     gpus, host = [], {"nodes": []}
     if report is not None:
@@ -187,13 +190,16 @@ def plan_json(plan, findings: list[Finding]) -> dict:
                              "peak_gib": _gib(peak.total), "peak_phase": peak.name, "pool": group.pool,
                              "roles": group.roles, "breakdown": breakdown})
         host["nodes"] = [{"node": h.node, "ram_gib": _gib(h.capacity_bytes), "need_gib": _gib(h.total),
+                          "limit_gib": _gib(h.limit), "over": h.over if h.capacity_bytes else None,
                           "terms": {t.key: _gib(t.bytes) for t in h.terms}} for h in report.host]
         host["kv_cache"] = {role: {"tokens_per_replica": kv.tokens, "sequences": kv.sequences, "wanted": kv.wanted,
                                    "kv_gib_per_gpu": _gib(kv.kv_bytes), "kv_pinned": kv.pinned}
                             for role, kv in report.kv.items()}
     v = plan.verdict
+    cause = v.cause if v.word in ("does_not_fit", "fits_while_short") else None
     return {"fits": v.fits, "verdict": v.word, "fits_up_to_avg_tokens": v.fits_up_to_avg_tokens,
-            "fits_reason": v.reason, "gpus": gpus, "host": host, "findings": [f.to_json() for f in findings]}
+            "fits_reason": v.reason, "fits_cause": cause, "gpus": gpus, "host": host,
+            "findings": [f.to_json() for f in findings]}
 
 
 def speed_json(step, advice) -> dict:

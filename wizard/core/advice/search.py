@@ -75,6 +75,8 @@ class Alternative:
     peak_bytes: int
     capacity_bytes: int | None
     step_seconds: float | None
+    host_bytes: int | None = None  # the most one node needs of host RAM (what CPU offload and LoRA spend)
+    host_known: bool = False  # the node's RAM is known (then the verdict has judged it)
 
     @property
     def overrides(self) -> list[str]:
@@ -99,12 +101,16 @@ class Alternative:
         cap = f" of {self.capacity_bytes / GIB:.1f}" if self.capacity_bytes else ""
         step = f", about {self.step_seconds:.0f} s per step" if self.step_seconds is not None else ""
         label = "" if self.kind == TUNING else f" [{self.kind}]"
-        return f"{self.text}{label}: peak {self.peak_bytes / GIB:.1f}{cap} GiB, {self.verdict}{step}"
+        # where the node's RAM is unknown nothing judged it: say what the host must hold once it is a lot
+        host = (f"; host RAM about {self.host_bytes / GIB:.0f} GiB a node (unknown here)"
+                if self.host_bytes and not self.host_known and self.host_bytes > HOST_WORTH_SAYING else "")
+        return f"{self.text}{label}: peak {self.peak_bytes / GIB:.1f}{cap} GiB, {self.verdict}{step}{host}"
 
     def to_json(self) -> dict:
         return {"overrides": self.overrides, "fits": self.fits, "verdict": self.verdict,
                 "peak_gib": round(self.peak_bytes / GIB, 2), "step_seconds": _round(self.step_seconds),
-                "changes": self.text, "kind": self.kind}
+                "changes": self.text, "kind": self.kind,
+                "host_gib": None if self.host_bytes is None else round(self.host_bytes / GIB, 2)}
 
 
 @dataclass
@@ -215,10 +221,17 @@ def advise(values: Mapping, models: Mapping[str, ModelFacts], cluster: Cluster |
         seeds = list({_key(x.values, x.models): x for x in seeds if _key(x.values, x.models) not in seen}.values())
         seen |= {_key(x.values, x.models) for x in seeds}
         found += seeds + _search(seeds, seen, cluster, (), depth=3)
-    found = [_within_measured(s, start) if s.fits else s for s in found]
+    if not start.fits and not any(s.fits and _lora(s) for s in found):
+        # LoRA of the plan's own model with every saving at once (a TP the beam did not reach, say), pruned back
+        lora = _lora_move(start)
+        if lora is not None:
+            base = _apply(start, lora)
+            fit = [replace(x, moves=(lora,) + x.moves) for x in _seeds(base, cluster) if x.fits]
+            found += [_pruned(x, start) for x in fit[:4]]
+    found = [_within_measured(s, start) if s.fits else s for s in found if not _reverts(s, start)]
     ranked = sorted(found, key=lambda s: (KIND_ORDER[s.kind] // 2, s.seconds if s.seconds is not None else math.inf,
                                           len(s.moves)))
-    out = _distinct(ranked, limit)
+    out = _with_lora(_distinct(ranked, limit), ranked, limit)
     tight = not start.fits and memory_verdict(start.report, start.values, start.models, start.cluster,
                                               fitting=lambda g: None).fits is True
     advice = Advice(fits_now=start.fits, step_seconds=start.seconds, tight_now=tight,
@@ -226,6 +239,34 @@ def advise(values: Mapping, models: Mapping[str, ModelFacts], cluster: Cluster |
     if not any(a.fits and a.kind != METHOD for a in advice.alternatives) and not start.fits:
         advice.statement = _nothing_fits(start, advice, cluster)
     return advice
+
+
+def _reverts(s: State, start: State) -> bool:
+    """A later move of ``s`` sets a key an earlier one changed back to the plan's own value ("CPU offload policy",
+    then "no CPU offload policy"): its label would contradict itself, and the same config is reached without both."""
+    counts: dict[str, int] = {}
+    for m in s.moves:
+        for k, _ in m.changes:
+            counts[k] = counts.get(k, 0) + 1
+    return any(n > 1 and s.values.get(k) == start.values.get(k) for k, n in counts.items())
+
+
+def _lora(s: State) -> bool:
+    """``s`` trains LoRA adapters of the plan's own model (a move set lora_rank, none changed the model)."""
+    return any(dict(m.changes).get(LORA_KEY) for m in s.moves) and not any(m.models for m in s.moves)
+
+
+def _with_lora(out: list[State], ranked: list[State], limit: int) -> list[State]:
+    """``out`` with the fastest LoRA of the plan's own model that fits, where smaller models (always faster) left
+    none: the first change of method a user weighs against training another model. It comes no later than fourth
+    (what ``plan`` prints), before the slower changes of method it displaces."""
+    if any(_lora(s) for s in out):
+        return out
+    lora = next((s for s in ranked if s.fits and _lora(s)), None)
+    if lora is None:
+        return out
+    at = min(len(out), 3)
+    return (out[:at] + [lora] + out[at:])[:limit]
 
 
 def _search(frontier: list[State], seen: set, cluster: Cluster | None, smaller: Sequence[ModelFacts],
@@ -255,8 +296,8 @@ def _search(frontier: list[State], seen: set, cluster: Cluster | None, smaller: 
 
 
 def _seeds(start: State, cluster: Cluster | None) -> list[State]:
-    """Every memory saving at once, for each rollout TP and utilization, on the GPUs the plan uses and on all the
-    GPUs of the user's nodes (a change of hardware)."""
+    """Every memory saving at once (with and without CPU offload), for each rollout TP and utilization, on the GPUs
+    the plan uses and on all the GPUs of the user's nodes (a change of hardware)."""
     from wizard.core.advice.moves import HARDWARE, all_savings, saving_moves, turn
 
     per_now = max(1, int(start.values.get("trainer.n_gpus_per_node") or 1))
@@ -267,8 +308,10 @@ def _seeds(start: State, cluster: Cluster | None) -> list[State]:
         grow = (turn("GPUs per node", per_now, per, (("trainer.n_gpus_per_node", per),), " (all)", HARDWARE),) \
             if per != per_now else ()
         for tp in sorted({tp_now} | {t for t in (1, 2, 4, 8) if t <= per and per % t == 0}):
-            for util in (0.5, 0.7):
-                target = {**all_savings(start.values), "actor_rollout_ref.rollout.tensor_model_parallel_size": tp,
+            # with and without CPU offload: offload trades GPU memory for host RAM, which a node may not have
+            for util, offload in [(u, o) for u in (0.5, 0.7) for o in (True, False)]:
+                target = {**all_savings(start.values, offload),
+                          "actor_rollout_ref.rollout.tensor_model_parallel_size": tp,
                           "actor_rollout_ref.rollout.gpu_memory_utilization": util}
                 moves = grow + tuple(saving_moves(start.values, target))
                 values = {**start.values, **{k: v for m in moves for k, v in m.changes}}
@@ -347,6 +390,7 @@ def _distinct(ranked: list[State], limit: int) -> list[State]:
 
 
 WORTH = 0.01  # a change is offered for speed only where it gains at least this share of a step
+HOST_WORTH_SAYING = 64 * GIB  # an alternative's host need, said where the node's RAM is unknown, from this much
 
 
 def _faster_by(s: State, than: State, share: float) -> bool:
@@ -366,8 +410,11 @@ def _alternative(s: State) -> Alternative:
     for m in s.moves:
         changes.update(dict(m.changes))
     v = memory_verdict(s.report, s.values, s.models, s.cluster, fitting=lambda g: None)
+    hosts = s.report.host if s.report is not None else []
     return Alternative(moves=s.moves, changes=changes, kind=s.kind, fits=s.fits, verdict=v.text(),
-                       peak_bytes=s.peak, capacity_bytes=s.capacity, step_seconds=_round(s.seconds))
+                       peak_bytes=s.peak, capacity_bytes=s.capacity, step_seconds=_round(s.seconds),
+                       host_bytes=max((h.total for h in hosts), default=None),
+                       host_known=bool(hosts) and all(h.capacity_bytes for h in hosts))
 
 
 def _nothing_fits(start: State, advice: Advice, cluster: Cluster | None) -> str:
@@ -377,8 +424,13 @@ def _nothing_fits(start: State, advice: Advice, cluster: Cluster | None) -> str:
     what = f"{actor.name} {'LoRA' if cfg.lora_rank else 'full fine-tuning'}" if actor else "this plan"
     gpus = (f"these {cfg.world} x {start.capacity / GIB:.0f} GiB GPUs" if cfg.world != 1 else
             f"this {start.capacity / GIB:.0f} GiB GPU")
-    need = _gpus_needed(start, cluster)
-    if advice.tight_now:  # it fits, without the estimate's margin: say so, and what would give it that
+    host = _host_bound(start)
+    need = None if host is not None else _gpus_needed(start, cluster)
+    if host is not None:  # the GPUs would hold it: the host's RAM is what is short, and more GPUs a node need more
+        head = (f"Nothing on {gpus} fits {what} within the host's RAM: with every memory saving the GPUs hold it, "
+                f"but a node then needs about {host.total / GIB:.0f} GiB of its {host.capacity_bytes / GIB:.0f} GiB "
+                f"(Ray stops the run at 95 %)")
+    elif advice.tight_now:  # it fits, without the estimate's margin: say so, and what would give it that
         head = f"It fits on {gpus} only tightly, and nothing there gives {what} the estimate's margin"
         head += (f": that needs >= {need} such GPUs (with memory savings, the rollout over several of them)"
                  if need else "")
@@ -401,20 +453,36 @@ def _nothing_fits(start: State, advice: Advice, cluster: Cluster | None) -> str:
 LORA_KEY = "actor_rollout_ref.model.lora_rank"
 
 
-def _lora_host_bound(start: State):
-    """The host estimate of LoRA with every memory saving (with and without CPU offload) where that fits the GPUs and
-    only the host RAM stops it; None otherwise. What a user asks next when only a smaller model fits."""
-    from wizard.core.advice.moves import LORA_RANK, all_savings, moves_for
+def _lora_move(start: State) -> Move | None:
+    """The change of method to LoRA of the plan's own model (None where the plan already trains LoRA)."""
+    from wizard.core.advice.moves import LORA_RANK
 
-    lora = next((m for m in moves_for(start.values, start.models, start.cluster, None, (), ())
+    return next((m for m in moves_for(start.values, start.models, start.cluster, None, (), ())
                  if m.kind == METHOD and dict(m.changes).get(LORA_KEY) == LORA_RANK), None)
-    if lora is None:
-        return None
+
+
+def _lora_host_bound(start: State):
+    """The host estimate of LoRA with every memory saving where that fits the GPUs and only the host RAM stops it;
+    None otherwise. What a user asks next when only a smaller model fits."""
+    lora = _lora_move(start)
+    return None if lora is None else _host_bound(start, lora)
+
+
+def _host_bound(start: State, move: Move | None = None):
+    """With every memory saving (with and without CPU offload, for each rollout TP a node allows) and ``move``: the
+    smallest host estimate over Ray's limit among the variants that fit the GPUs, where none fits at all; None
+    where one fits, or where none fits the GPUs either."""
+    from wizard.core.advice.moves import all_savings
+
     best = None
-    for offload in (False, True):
-        values = {**start.values, **all_savings(start.values, offload), **dict(lora.changes)}
-        s = _state(values, start.models, start.cluster, (lora,))
-        if s.report is None or not s.report.host or s.fits:
+    per = int(start.values.get("trainer.n_gpus_per_node") or 1)
+    for offload, tp in [(o, t) for o in (False, True) for t in (1, 2, 4, 8) if t <= per]:
+        values = {**start.values, **all_savings(start.values, offload), **(dict(move.changes) if move else {}),
+                  "actor_rollout_ref.rollout.tensor_model_parallel_size": tp}
+        s = _state(values, start.models, start.cluster, (move,) if move else ())
+        if s.fits:  # some variant fits: the host does not stop it
+            return None
+        if s.report is None or not s.report.host:
             continue
         over = [h for h in s.report.host if h.over]
         gpu_ok = all(g.peak.total + s.report.tight_margin(g.capacity_bytes) <= g.capacity_bytes

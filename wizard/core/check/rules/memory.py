@@ -13,7 +13,7 @@ from wizard.core.memory.phases import PhaseName as P, step_index
 from wizard.core.memory.report import MemoryPlan, plan_memory
 from wizard.core.memory import verdict
 from wizard.core.memory.config import MEMORY_KEYS, complete_values, read_config
-from wizard.core.memory.terms import GIB
+from wizard.core.memory.terms import GIB, HOST_AT_START
 from wizard.core.advice.search import Advice, advise
 from wizard.core.placement.pools import plan_placement
 from wizard.core.verl.keys import A, AF, R
@@ -297,8 +297,12 @@ def host_memory(ctx: RuleContext):
         top = ", ".join(f"{t.label} {t.bytes / GIB:.0f}" for t in sorted(host.terms, key=lambda t: -t.bytes)[:3])
         if need > 0.9 * cap:
             keys = [f"{AF}.param_offload", f"{AF}.optimizer_offload", "data.dataloader_num_workers"]
-            message = (f"Node {host.node} needs about {need / GIB:.0f} GiB of host memory of {cap / GIB:.0f} GiB "
-                       f"(Ray kills workers at 95 %, {host.limit / GIB:.0f} GiB). Largest: {top} GiB")
+            d = 1 if abs(need - host.limit) < 2 * GIB or cap < 10 * GIB else 0  # a decimal where it decides
+            message = (f"Node {host.node} needs about {need / GIB:.{d}f} GiB of host memory of {cap / GIB:.{d}f} GiB "
+                       f"(Ray kills workers at 95 %, {host.limit / GIB:.{d}f} GiB). Largest: {top} GiB")
+            if any(t.key in HOST_AT_START for t in host.terms):
+                message += ("; rank 0's read of the model at start is gone before the rest is held, so the node "
+                            "needs the larger of the two, not their sum")
             if host.over:  # the advisor's best, as every memory error offers (one Apply clears them all)
                 text, overrides = advice_fix(ctx)
                 yield finding(Severity.ERROR, keys, message, text, overrides, fix_auto=bool(overrides))
