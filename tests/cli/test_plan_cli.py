@@ -470,7 +470,8 @@ def test_where_the_host_not_the_gpus_is_short_the_statement_says_so_and_lora_is_
     out = run("--preset", "grpo-8gpu", "--cluster", str(spec), "--no-data", "--set",
               "actor_rollout_ref.model.path=Qwen/Qwen2.5-14B-Instruct").stdout
     assert "fits Qwen/Qwen2.5-14B-Instruct full fine-tuning within the host's RAM" in out
-    assert "such GPUs" not in out and "forecast: none: the plan does not fit this machine's host RAM" in out
+    assert "needs >= " not in out and ">= 16 such GPUs hold it within that RAM" in out
+    assert "forecast: none: the plan does not fit this machine's host RAM" in out
     lora = [x for x in out.splitlines() if re.match(r"  [1-4]\) .*LoRA rank 32", x)]
     assert lora and "rollout TP 2 -> 8" in lora[0] and "fits" in lora[0]
 

@@ -425,11 +425,12 @@ def _nothing_fits(start: State, advice: Advice, cluster: Cluster | None) -> str:
     gpus = (f"these {cfg.world} x {start.capacity / GIB:.0f} GiB GPUs" if cfg.world != 1 else
             f"this {start.capacity / GIB:.0f} GiB GPU")
     host = _host_bound(start)
-    need = None if host is not None else _gpus_needed(start, cluster)
-    if host is not None:  # the GPUs would hold it: the host's RAM is what is short, and more GPUs a node need more
+    need = _gpus_needed(start, cluster)
+    if host is not None:  # the GPUs would hold it: the host's RAM is what is short
         head = (f"Nothing on {gpus} fits {what} within the host's RAM: with every memory saving the GPUs hold it, "
                 f"but a node then needs about {host.total / GIB:.0f} GiB of its {host.capacity_bytes / GIB:.0f} GiB "
                 f"(Ray stops the run at 95 %)")
+        head += f"; >= {need} such GPUs hold it within that RAM" if need else ""
     elif advice.tight_now:  # it fits, without the estimate's margin: say so, and what would give it that
         head = f"It fits on {gpus} only tightly, and nothing there gives {what} the estimate's margin"
         head += (f": that needs >= {need} such GPUs (with memory savings, the rollout over several of them)"
