@@ -443,7 +443,7 @@ def test_the_14b_lora_run_ray_killed_for_host_memory_is_over_the_limit_with_its_
     found = check_overrides(load_schema(), overrides, moves=load_moves(), models={"actor": facts, "ref": facts},
                             cluster=host_node(), advise=False).findings
     (f,) = [f for f in found if f.rule == "memory.host"]
-    assert f.severity.value == "error" and "Ray kills workers at 95 %, 119 GiB" in f.message
+    assert f.severity.value == "error" and "needs about 120.0 GiB of host memory of 125.0 GiB (Ray kills workers at 95 %, 118.8 GiB)" in f.message
 
 
 def test_with_vllm_loading_the_base_weights_the_14b_lora_run_fits_the_host():
