@@ -477,7 +477,7 @@ def _host_bound(start: State, move: Move | None = None):
 
     best = None
     per = int(start.values.get("trainer.n_gpus_per_node") or 1)
-    for offload, tp in [(o, t) for o in (False, True) for t in (1, 2, 4, 8) if t <= per]:
+    for offload, tp in [(o, t) for o in (False, True) for t in (1, 2, 4, 8) if t <= per and per % t == 0]:
         values = {**start.values, **all_savings(start.values, offload), **(dict(move.changes) if move else {}),
                   "actor_rollout_ref.rollout.tensor_model_parallel_size": tp}
         s = _state(values, start.models, start.cluster, (move,) if move else ())

@@ -12,6 +12,7 @@ before that measurement (``bench/bench_memory.py`` prints the error of both).
 
 from __future__ import annotations
 
+import functools
 import math
 
 from pydantic import BaseModel, ConfigDict
@@ -373,6 +374,7 @@ def lora_shapes(facts: ModelFacts, rank: int) -> list[tuple[int, int]]:
     return per_layer * facts.num_layers
 
 
+@functools.lru_cache(maxsize=256)  # pure, and asked again for every plan the advisor estimates (a MoE has 18k weights)
 def pinned_shard(facts: ModelFacts, shards: int, dtype_bytes: int, *, fsdp1: bool = False, lora_rank: int = 0,
                  head: bool = True) -> float:
     """Host bytes of one rank's pinned copy of its shard of the model's weights (``lora_rank``: of its adapters):
