@@ -101,10 +101,15 @@ class Alternative:
         cap = f" of {self.capacity_bytes / GIB:.1f}" if self.capacity_bytes else ""
         step = f", about {self.step_seconds:.0f} s per step" if self.step_seconds is not None else ""
         label = "" if self.kind == TUNING else f" [{self.kind}]"
-        # where the node's RAM is unknown nothing judged it: say what the host must hold once it is a lot
-        host = (f"; host RAM about {self.host_bytes / GIB:.0f} GiB a node (unknown here)"
-                if self.host_bytes and not self.host_known and self.host_bytes > HOST_WORTH_SAYING else "")
+        host = f"; {self.host_note}" if self.host_note else ""
         return f"{self.text}{label}: peak {self.peak_bytes / GIB:.1f}{cap} GiB, {self.verdict}{step}{host}"
+
+    @property
+    def host_note(self) -> str:
+        """Where the node's RAM is unknown nothing judged the host: what it must hold, once that is a lot."""
+        if self.host_known or not self.host_bytes or self.host_bytes <= HOST_WORTH_SAYING:
+            return ""
+        return f"host RAM about {self.host_bytes / GIB:.0f} GiB a node (unknown here)"
 
     def to_json(self) -> dict:
         return {"overrides": self.overrides, "fits": self.fits, "verdict": self.verdict,

@@ -114,7 +114,8 @@ class AdviceDialog(QDialog):
         for row, alt in enumerate(self.alternatives):
             cap = f" of {alt.capacity_bytes / GIB:.1f}" if alt.capacity_bytes else ""
             cells = (alt.text, alt.kind, f"{alt.peak_bytes / GIB:.1f}{cap} GiB",
-                     "?" if alt.step_seconds is None else f"{alt.step_seconds:.0f} s", alt.verdict)
+                     "?" if alt.step_seconds is None else f"{alt.step_seconds:.0f} s",
+                     alt.verdict + (f"; {alt.host_note}" if alt.host_note else ""))
             for col, value in enumerate(cells):
                 item = QTableWidgetItem(value)
                 item.setToolTip("\n".join(alt.overrides))
