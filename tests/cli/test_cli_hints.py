@@ -67,6 +67,14 @@ def test_a_cluster_in_words_where_a_file_is_expected_gets_the_file_form_and_gpus
     assert "no such file" in line and "nodes: [{count: 2" in line and "--gpus 2x8xH100-80GB" in line
 
 
+@pytest.mark.parametrize("command", ["plan", "check"])
+def test_overrides_without_a_file_or_dashes_say_to_put_dashes_before_them(command):
+    """A newcomer pasted `check --fix`'s output after `plan`: argparse took the first override for the file."""
+    line = one_line_error(run_cli(command, "algorithm.adv_estimator=grpo", "data.train_batch_size=8"))
+    assert line.endswith("algorithm.adv_estimator=grpo: no such file; it reads as an override: give overrides "
+                         "without a file after -- (-- algorithm.adv_estimator=grpo ...), or each with --set")
+
+
 def test_a_set_without_an_equals_sign_says_key_value():
     line = one_line_error(run_cli("plan", "--preset", "grpo-8gpu", "--set", "nonsense"))
     assert "expected KEY=VALUE" in line and "'nonsense'" in line

@@ -61,6 +61,9 @@ def load_source(path: str) -> Source:
     if suffix in DATA_SUFFIXES:
         raise ValueError(f"{path}: a dataset, not a config; check it with: verl-wizard data check {path} (or name it "
                          "in the config: data.train_files=...)")
+    if "=" in path and not Path(path).exists():  # an override where the file goes: argparse took it for one
+        raise ValueError(f"{path}: no such file; it reads as an override: give overrides without a file after -- "
+                         f"(-- {path} ...), or each with --set")
     text = read_text(path)
     if suffix in (".yaml", ".yml"):
         source = _from_yaml(text, path)
