@@ -484,3 +484,12 @@ def test_no_alternative_turns_a_knob_and_then_turns_it_back():
               "actor_rollout_ref.model.lora_rank=32").stdout
     lines = [x for x in out.splitlines() if re.match(r"  \d\) ", x)]
     assert lines and not any("CPU offload policy" in x and "no CPU offload policy" in x for x in lines)
+
+
+def test_check_fix_on_a_preset_prints_each_key_once_with_the_users_value():
+    """`check --preset ... --set model.path=... --fix` printed the preset's model.path and then the user's: pasted
+    back, the later won, but the list read as two models."""
+    fixed = run_cli("check", "--preset", "grpo-1gpu-smoke", "--gpus", "1xH100-80GB", "--set",
+                    "actor_rollout_ref.model.path=Qwen/Qwen2.5-1.5B-Instruct", "--fix")
+    paths = [x for x in fixed.stdout.splitlines() if x.startswith("actor_rollout_ref.model.path=")]
+    assert paths == ["actor_rollout_ref.model.path=Qwen/Qwen2.5-1.5B-Instruct"], fixed.stdout

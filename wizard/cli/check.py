@@ -60,12 +60,13 @@ def _read(source: str | None, overrides: list[str], preset: str | None = None, g
     command line, or the overrides alone."""
     from wizard.adapters.files.sources import from_overrides, load_source
 
-    if preset:
+    if preset:  # the overrides set in the preset's plan, as plan does: one line a key (--fix prints them)
         from wizard.core.plan import emit_overrides
 
-        plan, _ = load_plan_arg(preset=preset, gpus=gpus)
+        plan, _ = load_plan_arg(preset=preset, gpus=gpus, sets=overrides)
         src = from_overrides(emit_overrides(plan).overrides)
         src.config_name = plan.config_name
+        return src
     else:
         try:
             src = load_source(source) if source else from_overrides(overrides)
