@@ -12,7 +12,8 @@ from tests.helpers.memory_values import full
 from wizard.core.hardware.cluster import GPU, Cluster, ClusterNode
 from wizard.core.memory.estimate import estimate_memory
 from wizard.core.memory.terms import CONSTANTS as C
-from wizard.core.memory.terms import GIB, layer_activation, lora_params, pinned_shard
+from wizard.core.memory.pinned import pinned_shard
+from wizard.core.memory.terms import GIB, layer_activation, lora_params
 from wizard.core.models.facts import ModelFacts
 
 A, AF, R = "actor_rollout_ref.actor", "actor_rollout_ref.actor.fsdp_config", "actor_rollout_ref.rollout"

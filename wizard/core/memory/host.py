@@ -9,7 +9,7 @@ and the dataloader workers. The process sizes are estimates ([E] in :class:`Memo
 
 from __future__ import annotations
 
-from wizard.core.memory import terms as mt
+from wizard.core.memory import pinned, terms as mt
 from wizard.core.hardware.cluster import Cluster
 from wizard.core.memory.config import MemoryConfig
 from wizard.core.memory.terms import HostEstimate, MemoryConstants, Term
@@ -91,7 +91,7 @@ def _node_terms(cfg: MemoryConfig, actor: ModelFacts, share: tuple[int, int, boo
         if cfg.lora_adapter:
             eng = cfg.engines["rollout"]
             terms.append(_t("host_engine_sleep", "rollout weights kept on CPU while asleep (LoRA: level-1 sleep, "
-                            "pinned in power-of-two blocks)", mt.sleep_backup(actor, eng.tp, eng.pp) * engines))
+                            "pinned in power-of-two blocks)", pinned.sleep_backup(actor, eng.tp, eng.pp) * engines))
     if k and cfg.lora_sends_base:
         # every rank gathers the whole base model at the trainer's dtype; rank 0's read at start is gone by then
         # (verl H200, 14B LoRA on one GPU: the trainer held 56.0 GiB at the first sync, 4 bytes x 14.8B params)
@@ -111,7 +111,7 @@ def _node_terms(cfg: MemoryConfig, actor: ModelFacts, share: tuple[int, int, boo
 
 
 def _per_rank(cfg: MemoryConfig, actor: ModelFacts, critic: ModelFacts | None) -> list[tuple[str, str, float]]:
-    """(key, label, bytes) one trainer rank keeps on the host. Every offload is a pinned copy (mt.pinned_shard:
+    """(key, label, bytes) one trainer rank keeps on the host. Every offload is a pinned copy (pinned.pinned_shard:
     a power of two a tensor); AdamW's moments under FSDP2's offload policy are made on the CPU, not pinned."""
     N, bm, lora = cfg.shards, cfg.actor_dtype_bytes, cfg.lora_rank
     fsdp1 = cfg.strategy == "fsdp"
@@ -122,22 +122,22 @@ def _per_rank(cfg: MemoryConfig, actor: ModelFacts, critic: ModelFacts | None) -
         dtype = "fp32" if cfg.ref_dtype_bytes == 4 else "bf16"
         out.append(("host_ref", f"reference model shard ({dtype}, always CPU-offloaded, pinned"
                     + (", with FSDP1's CPU gradient)" if fsdp1 else ")"),
-                    mt.pinned_shard(actor, N, cfg.ref_dtype_bytes, fsdp1=fsdp1) * (2 if fsdp1 else 1)))
-    trainable = mt.pinned_shard(actor, N, bm, fsdp1=fsdp1, lora_rank=lora)  # a pinned copy of what is trained
+                    pinned.pinned_shard(actor, N, cfg.ref_dtype_bytes, fsdp1=fsdp1) * (2 if fsdp1 else 1)))
+    trainable = pinned.pinned_shard(actor, N, bm, fsdp1=fsdp1, lora_rank=lora)  # a pinned copy of what is trained
     if cfg.actor_offload_policy:
         # every parameter (a LoRA base too) lives on the CPU, pinned; the gradients come back pinned
-        base = mt.pinned_shard(actor, N, bm) if lora else 0.0
+        base = pinned.pinned_shard(actor, N, bm) if lora else 0.0
         out.append(("host_actor_states", "actor params, grads and AdamW on CPU (FSDP2 offload_policy, pinned)",
                     base + 2 * trainable + 2 * bm * cfg.trainable_params(actor) / N))
     else:
         if cfg.actor_param_offload:
             out.append(("host_actor_params", "actor params offloaded between calls (pinned)",
-                        mt.pinned_shard(actor, N, bm, fsdp1=fsdp1)))
+                        pinned.pinned_shard(actor, N, bm, fsdp1=fsdp1)))
         if cfg.actor_optimizer_offload:
             out.append(("host_actor_adam", "actor AdamW moments offloaded between calls (pinned)", 2 * trainable))
     if critic is not None:
         Nc, bc, c1 = cfg.critic_shards, cfg.critic_dtype_bytes, cfg.critic_fsdp1
-        states = mt.pinned_shard(critic, Nc, bc, fsdp1=c1, head=False)
+        states = pinned.pinned_shard(critic, Nc, bc, fsdp1=c1, head=False)
         if cfg.critic_offload_policy:
             out.append(("host_critic_states", "critic states on CPU (FSDP2 offload_policy, pinned)",
                         2 * states + 2 * bc * mt.critic_params(critic) / Nc))

@@ -43,6 +43,7 @@ import math
 from collections.abc import Callable, Mapping
 
 from wizard.core.memory import terms as mt
+from wizard.core.memory.pinned import pow2
 from wizard.core.memory.batching import SAMPLE_TOKENS, micro_batch_tokens
 from wizard.core.memory.config import MemoryConfig
 from wizard.core.memory.megatron_formulas import activations, layer_activation, stage, states
@@ -138,10 +139,10 @@ class MegatronTrainer:
         m, st, out = self.m, self.st, []
         if self.cfg.ref_separate and m.ref_param_offload:
             out.append(("host_ref", "reference params (bf16, offloaded between its passes)", st.params))
-        if m.param_offload:  # one pinned buffer a model chunk, a power of two (torch's host allocator: mt.pow2)
+        if m.param_offload:  # one pinned buffer a model chunk, a power of two (torch's host allocator: pinned.pow2)
             chunks = m.vpp or 1
             out.append(("host_actor_params", "actor params offloaded between calls (bf16, pinned)",
-                        chunks * mt.pow2(st.params / chunks)))
+                        chunks * pow2(st.params / chunks)))
         if m.optimizer_offload:
             out.append(("host_actor_adam", "actor main params and Adam states offloaded between updates (fp32)",
                         st.main + st.adam))
