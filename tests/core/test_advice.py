@@ -8,7 +8,7 @@ from tests.helpers.real_records import load_runs
 from wizard.adapters.files.gpu_catalogue import load_gpu_catalogue
 from wizard.adapters.files.resources import load_moves, load_schema
 from wizard.core.advice import METHOD, advise
-from wizard.core.advice.search import deficit
+from wizard.core.advice.state import deficit
 from wizard.core.check.verdict import check_overrides
 from wizard.core.hardware.cluster import parse_cluster_spec
 from wizard.core.memory.estimate import estimate_memory

@@ -7,7 +7,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from wizard.core.advice.search import deficit
+from wizard.core.advice.state import deficit
 from wizard.core.data.schema import length_stats
 from wizard.core.memory.batching import SAMPLE_TOKENS
 from wizard.core.memory.config import read_config

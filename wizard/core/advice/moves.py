@@ -26,6 +26,7 @@ from wizard.core.verl.roles import need_critic
 
 TUNING, HARDWARE, METHOD = "tuning", "hardware", "method"
 LORA_RANK = 32
+LORA_KEY = f"{M}.lora_rank"
 # Keys of verl's config classes that its YAML lacks (the V1 critic engine's batching): verl refuses a plain override
 # of one ("not in struct") and a '+' of one the plan already sets, so the advisor writes them with '++' (add or
 # change). tests/core/test_advice.py holds this set to the schema.
@@ -316,9 +317,9 @@ def _method_moves(values: Mapping, models: Mapping[str, ModelFacts], cfg, smalle
     out = []
     actor = models.get("actor")
     if not cfg.lora_rank:
-        changes = [(f"{M}.lora_rank", LORA_RANK), (f"{M}.lora_alpha", LORA_RANK)]
+        changes = [(LORA_KEY, LORA_RANK), (f"{M}.lora_alpha", LORA_RANK)]
         text = f"LoRA rank {LORA_RANK} (trains adapters, not the full model; raise the learning rate)"
-        if sends_base({**values, f"{M}.lora_rank": LORA_RANK}):
+        if sends_base({**values, LORA_KEY: LORA_RANK}):
             # as verl's LoRA guide (docs/advance/ppo_lora.rst) sets it: from dummy weights, the first sync would
             # gather the base model on every rank's CPU and send weights the sync buffer may not hold (lora_sync.py)
             changes.append((LOAD_FORMAT_KEY, "safetensors"))

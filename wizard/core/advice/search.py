@@ -14,191 +14,19 @@ from __future__ import annotations
 
 import math
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass, field, replace
+from dataclasses import replace
 
 from wizard.core.hardware.cluster import Cluster
-from wizard.core.memory.config import read_config
-from wizard.core.memory.estimate import MemoryReport, estimate_memory
 from wizard.core.memory.terms import GIB
-from wizard.core.memory.verdict import engine_start_shortfall, memory_verdict
-from wizard.core.advice.moves import (HARDWARE, METHOD, MICRO_KEYS, SMALLEST_MEASURED_MICRO, TUNING, Move,
-                                      below_measured_micro, moves_for, override)
+from wizard.core.memory.verdict import memory_verdict
+from wizard.core.advice.moves import (HARDWARE, LORA_KEY, METHOD, MICRO_KEYS, SMALLEST_MEASURED_MICRO, TUNING,
+                                      below_measured_micro, moves_for)
+from wizard.core.advice.state import KIND_ORDER, Advice, Alternative, State, _apply, _key, _round, _state
+from wizard.core.advice.statement import lora_move, nothing_fits
 from wizard.core.models.facts import ModelFacts
-from wizard.core.steptime.predict import StepTime, predict_step
 
 BEAM = 4
 DEPTH = 4
-KIND_ORDER = {TUNING: 0, HARDWARE: 1, METHOD: 2}
-
-
-@dataclass
-class State:
-    values: dict
-    models: dict
-    cluster: Cluster | None
-    moves: tuple[Move, ...]
-    report: MemoryReport | None
-    deficit: float  # bytes over memory with the estimate's margin (<= 0: fits with the margin)
-    peak: int
-    capacity: int | None
-    _step: StepTime | None = None
-
-    @property
-    def step(self) -> StepTime:
-        """The predicted step, made when first asked (only states that fit are ranked by it)."""
-        if self._step is None:
-            self._step = predict_step(self.values, self.models, self.cluster, self.report)
-        return self._step
-
-    @property
-    def fits(self) -> bool:
-        return self.report is not None and not self.report.unmodelled and self.deficit <= 0
-
-    @property
-    def seconds(self) -> float | None:
-        return self.step.seconds
-
-    @property
-    def kind(self) -> str:
-        return max((m.kind for m in self.moves), key=KIND_ORDER.__getitem__, default=TUNING)
-
-
-@dataclass(frozen=True)
-class Alternative:
-    """One config the advisor offers: what changes, its keys, and what the estimate and the prediction say."""
-
-    moves: tuple[Move, ...]
-    changes: dict  # key -> value, every move merged (a later move's value wins)
-    kind: str  # tuning | method | hardware
-    fits: bool  # fits with the estimate's margin
-    verdict: str  # the verdict's words for this config
-    peak_bytes: int
-    capacity_bytes: int | None
-    step_seconds: float | None
-    host_bytes: int | None = None  # the most one node needs of host RAM (what CPU offload and LoRA spend)
-    host_known: bool = False  # the node's RAM is known (then the verdict has judged it)
-
-    @property
-    def overrides(self) -> list[str]:
-        return [override(k, _text(v)) for k, v in self.changes.items()]
-
-    @property
-    def text(self) -> str:
-        """"actor micro-batch 8 -> 2, param offload" (what a person reads): a knob turned twice reads as one change."""
-        out: list[str] = []
-        first: dict[str, int] = {}
-        for m in self.moves:
-            if m.name in first and m.before:
-                i = first[m.name]
-                start = self.moves[[x.name for x in self.moves].index(m.name)].before
-                out[i] = f"{m.name} {start} -> {m.after}{m.why}"
-                continue
-            first[m.name] = len(out)
-            out.append(m.what)
-        return ", ".join(out)
-
-    def line(self) -> str:
-        cap = f" of {self.capacity_bytes / GIB:.1f}" if self.capacity_bytes else ""
-        step = f", about {self.step_seconds:.0f} s per step" if self.step_seconds is not None else ""
-        label = "" if self.kind == TUNING else f" [{self.kind}]"
-        host = f"; {self.host_note}" if self.host_note else ""
-        return f"{self.text}{label}: peak {self.peak_bytes / GIB:.1f}{cap} GiB, {self.verdict}{step}{host}"
-
-    @property
-    def host_note(self) -> str:
-        """Where the node's RAM is unknown nothing judged the host: what it must hold, once that is a lot."""
-        if self.host_known or not self.host_bytes or self.host_bytes <= HOST_WORTH_SAYING:
-            return ""
-        return f"host RAM about {self.host_bytes / GIB:.0f} GiB a node (unknown here)"
-
-    def to_json(self) -> dict:
-        return {"overrides": self.overrides, "fits": self.fits, "verdict": self.verdict,
-                "peak_gib": round(self.peak_bytes / GIB, 2), "step_seconds": _round(self.step_seconds),
-                "changes": self.text, "kind": self.kind,
-                "host_gib": None if self.host_bytes is None else round(self.host_bytes / GIB, 2)}
-
-
-@dataclass
-class Advice:
-    fits_now: bool  # with the estimate's margin
-    step_seconds: float | None  # the plan as it is
-    tight_now: bool = False  # fits as it is, inside the margin: the alternatives give it room
-    alternatives: list[Alternative] = field(default_factory=list)  # best first
-    statement: str | None = None  # nothing on this hardware fits: why, and the smallest change
-
-    @property
-    def best(self) -> Alternative | None:
-        """What one Apply lands: the first alternative that fits and changes no method (None: none such)."""
-        return next((a for a in self.alternatives if a.fits and a.kind != METHOD), None)
-
-    def lines(self, limit: int = 4) -> list[str]:
-        out = [f"{i}) {a.line()}" for i, a in enumerate(self.alternatives[:limit], 1)]
-        if self.statement:
-            out.append(self.statement)
-        return out
-
-
-def _text(v) -> str:
-    """An override's value as Hydra reads it back: null for None (Hydra takes ``None`` for the string "None")."""
-    if v is None:
-        return "null"
-    if isinstance(v, bool):
-        return "True" if v else "False"
-    return str(v)
-
-
-def _round(x: float | None) -> float | None:
-    return None if x is None else round(x, 1)
-
-
-def deficit(report: MemoryReport | None, values: Mapping) -> tuple[float, int, int | None]:
-    """(bytes over memory with the margin, the worst GPU's peak, its capacity). Every way a plan fails to fit counts
-    and they add up (a phase over memory, vLLM refusing to start, no KV cache for one request, host RAM), so a
-    change that cures one problem but not another still counts as progress. A plan that fits gets the (negative)
-    room left on its fullest GPU."""
-    if report is None:
-        return math.inf, 0, None
-    known = [g for g in report.groups if g.capacity_bytes]
-    if not known:
-        return math.inf, 0, None
-    over: list[float] = []
-    cfg = read_config(values)
-    worst = max(known, key=lambda g: g.peak.total + report.tight_margin(g.capacity_bytes) - g.capacity_bytes)
-    peak, cap = worst.peak.total, worst.capacity_bytes
-    for g in known:
-        over.append(g.peak.total + report.tight_margin(g.capacity_bytes) - g.capacity_bytes)
-        short = engine_start_shortfall(report, values, g, cfg)
-        if short is not None:
-            free, want, _ = short
-            over.append(want - free + report.tight_margin(g.capacity_bytes))
-    for kv in report.kv.values():
-        need = (kv.max_model_len or kv.seq_tokens) * max(1, kv.bytes_per_token)
-        if kv.kv_bytes < need:
-            over.append(need - kv.kv_bytes)
-    for h in report.host:
-        if h.limit:
-            over.append(h.total - h.limit)
-    positive = sum(x for x in over if x > 0)
-    return (positive if positive > 0 else max(over)), peak, cap
-
-
-def _state(values: dict, models: dict, cluster: Cluster | None, moves: tuple[Move, ...]) -> State:
-    report, _ = estimate_memory(values, models, cluster)
-    d, peak, cap = deficit(report, values)
-    return State(values, models, cluster, moves, report, d, peak, cap)
-
-
-def _key(values: Mapping, models: Mapping) -> tuple:
-    return tuple(sorted((k, repr(v)) for k, v in values.items())) + tuple(sorted((r, m.name) for r, m in models.items()))
-
-
-def _apply(state: State, move: Move) -> State:
-    values = {**state.values, **dict(move.changes)}
-    models = {**state.models, **dict(move.models)} if move.models else state.models
-    cluster = move.cluster(state.cluster, values) if move.cluster else state.cluster
-    return _state(values, models, cluster, state.moves + (move,))
-
-
 def _better(child: State, parent: State) -> bool:
     """Keep a move only when it helps: less over memory, or (both fitting) faster; a micro-batch below the measured
     ones never as faster."""
@@ -228,7 +56,7 @@ def advise(values: Mapping, models: Mapping[str, ModelFacts], cluster: Cluster |
         found += seeds + _search(seeds, seen, cluster, (), depth=3)
     if not start.fits and not any(s.fits and _lora(s) for s in found):
         # LoRA of the plan's own model with every saving at once (a TP the beam did not reach, say), pruned back
-        lora = _lora_move(start)
+        lora = lora_move(start)
         if lora is not None:
             base = _apply(start, lora)
             fit = [replace(x, moves=(lora,) + x.moves) for x in _seeds(base, cluster) if x.fits]
@@ -242,7 +70,7 @@ def advise(values: Mapping, models: Mapping[str, ModelFacts], cluster: Cluster |
     advice = Advice(fits_now=start.fits, step_seconds=start.seconds, tight_now=tight,
                     alternatives=[_alternative(s) for s in out])
     if not any(a.fits and a.kind != METHOD for a in advice.alternatives) and not start.fits:
-        advice.statement = _nothing_fits(start, advice, cluster)
+        advice.statement = nothing_fits(start, advice, cluster)
     return advice
 
 
@@ -303,7 +131,7 @@ def _search(frontier: list[State], seen: set, cluster: Cluster | None, smaller: 
 def _seeds(start: State, cluster: Cluster | None) -> list[State]:
     """Every memory saving at once (with and without CPU offload), for each rollout TP and utilization, on the GPUs
     the plan uses and on all the GPUs of the user's nodes (a change of hardware)."""
-    from wizard.core.advice.moves import HARDWARE, all_savings, saving_moves, turn
+    from wizard.core.advice.moves import all_savings, saving_moves, turn
 
     per_now = max(1, int(start.values.get("trainer.n_gpus_per_node") or 1))
     have = min((n.gpu_count for n in cluster.nodes), default=per_now) if cluster is not None else per_now
@@ -395,7 +223,6 @@ def _distinct(ranked: list[State], limit: int) -> list[State]:
 
 
 WORTH = 0.01  # a change is offered for speed only where it gains at least this share of a step
-HOST_WORTH_SAYING = 64 * GIB  # an alternative's host need, said where the node's RAM is unknown, from this much
 
 
 def _faster_by(s: State, than: State, share: float) -> bool:
@@ -420,106 +247,3 @@ def _alternative(s: State) -> Alternative:
                        peak_bytes=s.peak, capacity_bytes=s.capacity, step_seconds=_round(s.seconds),
                        host_bytes=max((h.total for h in hosts), default=None),
                        host_known=bool(hosts) and all(h.capacity_bytes for h in hosts))
-
-
-def _nothing_fits(start: State, advice: Advice, cluster: Cluster | None) -> str:
-    """"Nothing on these 1 x 24 GiB GPUs fits Qwen2.5-7B full fine-tuning: it needs >= 4 of them; what fits on these changes what is trained: ..."."""
-    actor = start.models.get("actor")
-    cfg = read_config(start.values)
-    what = f"{actor.name} {'LoRA' if cfg.lora_rank else 'full fine-tuning'}" if actor else "this plan"
-    gpus = (f"these {cfg.world} x {start.capacity / GIB:.0f} GiB GPUs" if cfg.world != 1 else
-            f"this {start.capacity / GIB:.0f} GiB GPU")
-    host = _host_bound(start)
-    need = _gpus_needed(start, cluster)
-    if host is not None:  # the GPUs would hold it: the host's RAM is what is short
-        head = (f"Nothing on {gpus} fits {what} within the host's RAM: with every memory saving the GPUs hold it, "
-                f"but a node then needs about {host.total / GIB:.0f} GiB of its {host.capacity_bytes / GIB:.0f} GiB "
-                f"(Ray stops the run at 95 %)")
-        head += f"; >= {need} such GPUs hold it within that RAM" if need else ""
-    elif advice.tight_now:  # it fits, without the estimate's margin: say so, and what would give it that
-        head = f"It fits on {gpus} only tightly, and nothing there gives {what} the estimate's margin"
-        head += (f": that needs >= {need} such GPUs (with memory savings, the rollout over several of them)"
-                 if need else "")
-    else:
-        head = f"Nothing on {gpus} fits {what}"
-        head += (f": it needs >= {need} such GPUs (with memory savings, the rollout over several of them)" if need
-                 else ": not even on 512 such GPUs")
-    methods = [a for a in advice.alternatives if a.fits and a.kind == METHOD]
-    if methods:
-        here = "this one" if cfg.world == 1 else "these"
-        head += f"; what fits on {here} changes what is trained: " + ", or ".join(a.text for a in methods[:2])
-    if not cfg.lora_rank and not any(m.changes.get(LORA_KEY) for m in methods):
-        host = _lora_host_bound(start)
-        if host is not None:
-            head += (f"; LoRA would fit {gpus} but not the host: it needs about {host.total / GIB:.0f} GiB of "
-                     f"{host.capacity_bytes / GIB:.0f} GiB of RAM a node (Ray stops the run at 95 %)")
-    return head
-
-
-LORA_KEY = "actor_rollout_ref.model.lora_rank"
-
-
-def _lora_move(start: State) -> Move | None:
-    """The change of method to LoRA of the plan's own model (None where the plan already trains LoRA)."""
-    from wizard.core.advice.moves import LORA_RANK
-
-    return next((m for m in moves_for(start.values, start.models, start.cluster, None, (), ())
-                 if m.kind == METHOD and dict(m.changes).get(LORA_KEY) == LORA_RANK), None)
-
-
-def _lora_host_bound(start: State):
-    """The host estimate of LoRA with every memory saving where that fits the GPUs and only the host RAM stops it;
-    None otherwise. What a user asks next when only a smaller model fits."""
-    lora = _lora_move(start)
-    return None if lora is None else _host_bound(start, lora)
-
-
-def _host_bound(start: State, move: Move | None = None):
-    """With every memory saving (with and without CPU offload, for each rollout TP a node allows) and ``move``: the
-    smallest host estimate over Ray's limit among the variants that fit the GPUs, where none fits at all; None
-    where one fits, or where none fits the GPUs either."""
-    from wizard.core.advice.moves import all_savings
-
-    best = None
-    per = int(start.values.get("trainer.n_gpus_per_node") or 1)
-    for offload, tp in [(o, t) for o in (False, True) for t in (1, 2, 4, 8) if t <= per and per % t == 0]:
-        values = {**start.values, **all_savings(start.values, offload), **(dict(move.changes) if move else {}),
-                  "actor_rollout_ref.rollout.tensor_model_parallel_size": tp}
-        s = _state(values, start.models, start.cluster, (move,) if move else ())
-        if s.fits:  # some variant fits: the host does not stop it
-            return None
-        if s.report is None or not s.report.host:
-            continue
-        over = [h for h in s.report.host if h.over]
-        gpu_ok = all(g.peak.total + s.report.tight_margin(g.capacity_bytes) <= g.capacity_bytes
-                     for g in s.report.groups if g.capacity_bytes) and not any(
-            engine_start_shortfall(s.report, values, g) for g in s.report.groups)
-        if over and gpu_ok and (best is None or over[0].total < best.total):
-            best = over[0]
-    return best
-
-
-def _gpus_needed(start: State, cluster: Cluster | None) -> int | None:
-    """The fewest GPUs of the same kind (up to 8 per node, then more nodes) on which the plan fits with every
-    memory-saving tuning on (with and without CPU offload: offload trades GPU memory for host RAM, which more nodes
-    do not add to per node) and the rollout's TP and gpu_memory_utilization chosen for it; None past 64 x 8."""
-    from wizard.core.advice.moves import all_savings, grown_cluster
-
-    have = max(1, read_config(start.values).world)
-    for total in (2, 4, 8, 16, 32, 64, 128, 256, 512):
-        if total <= have:
-            continue
-        per = min(8, total)
-        nodes = total // per
-        grown = grown_cluster(cluster, nodes, per)
-        for savings in (all_savings(start.values, offload=False), all_savings(start.values)):
-            base = {**start.values, **savings, "trainer.nnodes": nodes, "trainer.n_gpus_per_node": per}
-            for tp in (1, 2, 4, 8):
-                if tp > per:
-                    break
-                for util in (0.5, 0.7, 0.85):
-                    values = {**base, "actor_rollout_ref.rollout.tensor_model_parallel_size": tp,
-                              "actor_rollout_ref.rollout.gpu_memory_utilization": util}
-                    if _state(values, start.models, grown, ()).fits:
-                        return total
-    return None

@@ -14,7 +14,8 @@ from wizard.core.memory.report import MemoryPlan, plan_memory
 from wizard.core.memory import verdict
 from wizard.core.memory.config import MEMORY_KEYS, complete_values, read_config
 from wizard.core.memory.terms import GIB, HOST_AT_START
-from wizard.core.advice.search import Advice, advise
+from wizard.core.advice.search import advise
+from wizard.core.advice.state import Advice
 from wizard.core.placement.pools import plan_placement
 from wizard.core.verl.keys import A, AF, R
 from wizard.core.check.rules import rule

@@ -1,0 +1,189 @@
+"""The advisor's states and answers: a candidate config with its estimate (:class:`State`), what is over memory
+(:func:`deficit`), and what the advisor offers (:class:`Alternative`, :class:`Advice`). Pure.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+
+from wizard.core.advice.moves import HARDWARE, METHOD, TUNING, Move, override
+from wizard.core.hardware.cluster import Cluster
+from wizard.core.memory.config import read_config
+from wizard.core.memory.estimate import MemoryReport, estimate_memory
+from wizard.core.memory.terms import GIB
+from wizard.core.memory.verdict import engine_start_shortfall
+from wizard.core.steptime.predict import StepTime, predict_step
+
+
+HOST_WORTH_SAYING = 64 * GIB  # an alternative's host need, said where the node's RAM is unknown, from this much
+KIND_ORDER = {TUNING: 0, HARDWARE: 1, METHOD: 2}
+
+
+@dataclass
+class State:
+    values: dict
+    models: dict
+    cluster: Cluster | None
+    moves: tuple[Move, ...]
+    report: MemoryReport | None
+    deficit: float  # bytes over memory with the estimate's margin (<= 0: fits with the margin)
+    peak: int
+    capacity: int | None
+    _step: StepTime | None = None
+
+    @property
+    def step(self) -> StepTime:
+        """The predicted step, made when first asked (only states that fit are ranked by it)."""
+        if self._step is None:
+            self._step = predict_step(self.values, self.models, self.cluster, self.report)
+        return self._step
+
+    @property
+    def fits(self) -> bool:
+        return self.report is not None and not self.report.unmodelled and self.deficit <= 0
+
+    @property
+    def seconds(self) -> float | None:
+        return self.step.seconds
+
+    @property
+    def kind(self) -> str:
+        return max((m.kind for m in self.moves), key=KIND_ORDER.__getitem__, default=TUNING)
+
+
+@dataclass(frozen=True)
+class Alternative:
+    """One config the advisor offers: what changes, its keys, and what the estimate and the prediction say."""
+
+    moves: tuple[Move, ...]
+    changes: dict  # key -> value, every move merged (a later move's value wins)
+    kind: str  # tuning | method | hardware
+    fits: bool  # fits with the estimate's margin
+    verdict: str  # the verdict's words for this config
+    peak_bytes: int
+    capacity_bytes: int | None
+    step_seconds: float | None
+    host_bytes: int | None = None  # the most one node needs of host RAM (what CPU offload and LoRA spend)
+    host_known: bool = False  # the node's RAM is known (then the verdict has judged it)
+
+    @property
+    def overrides(self) -> list[str]:
+        return [override(k, _text(v)) for k, v in self.changes.items()]
+
+    @property
+    def text(self) -> str:
+        """"actor micro-batch 8 -> 2, param offload" (what a person reads): a knob turned twice reads as one change."""
+        out: list[str] = []
+        first: dict[str, int] = {}
+        for m in self.moves:
+            if m.name in first and m.before:
+                i = first[m.name]
+                start = self.moves[[x.name for x in self.moves].index(m.name)].before
+                out[i] = f"{m.name} {start} -> {m.after}{m.why}"
+                continue
+            first[m.name] = len(out)
+            out.append(m.what)
+        return ", ".join(out)
+
+    def line(self) -> str:
+        cap = f" of {self.capacity_bytes / GIB:.1f}" if self.capacity_bytes else ""
+        step = f", about {self.step_seconds:.0f} s per step" if self.step_seconds is not None else ""
+        label = "" if self.kind == TUNING else f" [{self.kind}]"
+        host = f"; {self.host_note}" if self.host_note else ""
+        return f"{self.text}{label}: peak {self.peak_bytes / GIB:.1f}{cap} GiB, {self.verdict}{step}{host}"
+
+    @property
+    def host_note(self) -> str:
+        """Where the node's RAM is unknown nothing judged the host: what it must hold, once that is a lot."""
+        if self.host_known or not self.host_bytes or self.host_bytes <= HOST_WORTH_SAYING:
+            return ""
+        return f"host RAM about {self.host_bytes / GIB:.0f} GiB a node (unknown here)"
+
+    def to_json(self) -> dict:
+        return {"overrides": self.overrides, "fits": self.fits, "verdict": self.verdict,
+                "peak_gib": round(self.peak_bytes / GIB, 2), "step_seconds": _round(self.step_seconds),
+                "changes": self.text, "kind": self.kind,
+                "host_gib": None if self.host_bytes is None else round(self.host_bytes / GIB, 2)}
+
+
+@dataclass
+class Advice:
+    fits_now: bool  # with the estimate's margin
+    step_seconds: float | None  # the plan as it is
+    tight_now: bool = False  # fits as it is, inside the margin: the alternatives give it room
+    alternatives: list[Alternative] = field(default_factory=list)  # best first
+    statement: str | None = None  # nothing on this hardware fits: why, and the smallest change
+
+    @property
+    def best(self) -> Alternative | None:
+        """What one Apply lands: the first alternative that fits and changes no method (None: none such)."""
+        return next((a for a in self.alternatives if a.fits and a.kind != METHOD), None)
+
+    def lines(self, limit: int = 4) -> list[str]:
+        out = [f"{i}) {a.line()}" for i, a in enumerate(self.alternatives[:limit], 1)]
+        if self.statement:
+            out.append(self.statement)
+        return out
+
+
+def _text(v) -> str:
+    """An override's value as Hydra reads it back: null for None (Hydra takes ``None`` for the string "None")."""
+    if v is None:
+        return "null"
+    if isinstance(v, bool):
+        return "True" if v else "False"
+    return str(v)
+
+
+def _round(x: float | None) -> float | None:
+    return None if x is None else round(x, 1)
+
+
+def deficit(report: MemoryReport | None, values: Mapping) -> tuple[float, int, int | None]:
+    """(bytes over memory with the margin, the worst GPU's peak, its capacity). Every way a plan fails to fit counts
+    and they add up (a phase over memory, vLLM refusing to start, no KV cache for one request, host RAM), so a
+    change that cures one problem but not another still counts as progress. A plan that fits gets the (negative)
+    room left on its fullest GPU."""
+    if report is None:
+        return math.inf, 0, None
+    known = [g for g in report.groups if g.capacity_bytes]
+    if not known:
+        return math.inf, 0, None
+    over: list[float] = []
+    cfg = read_config(values)
+    worst = max(known, key=lambda g: g.peak.total + report.tight_margin(g.capacity_bytes) - g.capacity_bytes)
+    peak, cap = worst.peak.total, worst.capacity_bytes
+    for g in known:
+        over.append(g.peak.total + report.tight_margin(g.capacity_bytes) - g.capacity_bytes)
+        short = engine_start_shortfall(report, values, g, cfg)
+        if short is not None:
+            free, want, _ = short
+            over.append(want - free + report.tight_margin(g.capacity_bytes))
+    for kv in report.kv.values():
+        need = (kv.max_model_len or kv.seq_tokens) * max(1, kv.bytes_per_token)
+        if kv.kv_bytes < need:
+            over.append(need - kv.kv_bytes)
+    for h in report.host:
+        if h.limit:
+            over.append(h.total - h.limit)
+    positive = sum(x for x in over if x > 0)
+    return (positive if positive > 0 else max(over)), peak, cap
+
+
+def _state(values: dict, models: dict, cluster: Cluster | None, moves: tuple[Move, ...]) -> State:
+    report, _ = estimate_memory(values, models, cluster)
+    d, peak, cap = deficit(report, values)
+    return State(values, models, cluster, moves, report, d, peak, cap)
+
+
+def _key(values: Mapping, models: Mapping) -> tuple:
+    return tuple(sorted((k, repr(v)) for k, v in values.items())) + tuple(sorted((r, m.name) for r, m in models.items()))
+
+
+def _apply(state: State, move: Move) -> State:
+    values = {**state.values, **dict(move.changes)}
+    models = {**state.models, **dict(move.models)} if move.models else state.models
+    cluster = move.cluster(state.cluster, values) if move.cluster else state.cluster
+    return _state(values, models, cluster, state.moves + (move,))
