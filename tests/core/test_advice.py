@@ -173,6 +173,20 @@ def test_where_only_the_host_stops_lora_the_statement_says_so_with_its_numbers()
     m = re.search(r"LoRA would fit this 40 GiB GPU but not the host: it needs about (\d+) GiB of 40 GiB of RAM a node",
                   advice.statement)
     assert m and int(m.group(1)) > 0.95 * 40
+    # what it claims re-estimates so: LoRA with the savings holds on the GPU (vLLM starts, a KV cache for a request)
+    # and only the host stops it (at gpu_memory_utilization 0.3, every saving's, vLLM had no KV cache: it said so)
+    from wizard.core.advice.moves import LORA_KEY, all_savings
+    from wizard.core.memory.verdict import memory_verdict
+    held = []
+    for offload in (False, True):
+        for util in (0.3, 0.5, 0.7):
+            lora = {**mp.values, **all_savings(mp.values, offload), LORA_KEY: 32, f"{R}.load_format": "safetensors",
+                    f"{R}.gpu_memory_utilization": util, f"{A}.strategy": "fsdp2",
+                    "actor_rollout_ref.ref.strategy": "fsdp2"}
+            report, _ = estimate_memory(lora, mp.models, mp.cluster)
+            if deficit(report, lora, host=False)[0] <= 0:
+                held.append(memory_verdict(report, lora, mp.models, mp.cluster).cause)
+    assert held and set(held) == {"host"}
     # with RAM enough, offloading to it fits full fine-tuning (a tuning), and nothing speaks of the host
     mp.cluster.nodes[0].memory_bytes = 512 * 2**30
     mp = check_overrides(load_schema(), ONE_GPU, moves=load_moves(), models=mp.models, cluster=mp.cluster).memory

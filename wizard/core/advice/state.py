@@ -141,11 +141,11 @@ def _round(x: float | None) -> float | None:
     return None if x is None else round(x, 1)
 
 
-def deficit(report: MemoryReport | None, values: Mapping) -> tuple[float, int, int | None]:
+def deficit(report: MemoryReport | None, values: Mapping, host: bool = True) -> tuple[float, int, int | None]:
     """(bytes over memory with the margin, the worst GPU's peak, its capacity). Every way a plan fails to fit counts
-    and they add up (a phase over memory, vLLM refusing to start, no KV cache for one request, host RAM), so a
-    change that cures one problem but not another still counts as progress. A plan that fits gets the (negative)
-    room left on its fullest GPU."""
+    and they add up (a phase over memory, vLLM refusing to start, no KV cache for one request, host RAM unless
+    ``host`` is False: the GPUs alone), so a change that cures one problem but not another still counts as progress.
+    A plan that fits gets the (negative) room left on its fullest GPU."""
     if report is None:
         return math.inf, 0, None
     known = [g for g in report.groups if g.capacity_bytes]
@@ -165,7 +165,7 @@ def deficit(report: MemoryReport | None, values: Mapping) -> tuple[float, int, i
         need = (kv.max_model_len or kv.seq_tokens) * max(1, kv.bytes_per_token)
         if kv.kv_bytes < need:
             over.append(need - kv.kv_bytes)
-    for h in report.host:
+    for h in report.host if host else ():
         if h.limit:
             over.append(h.total - h.limit)
     positive = sum(x for x in over if x > 0)

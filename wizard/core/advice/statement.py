@@ -6,8 +6,7 @@ the host stops it. Each answer is a few more estimates of the plan with every me
 from __future__ import annotations
 
 from wizard.core.advice.moves import LORA_KEY, METHOD, Move, moves_for
-from wizard.core.advice.state import Advice, State, _state
-from wizard.core.memory.verdict import engine_start_shortfall
+from wizard.core.advice.state import Advice, State, _state, deficit
 from wizard.core.hardware.cluster import Cluster
 from wizard.core.memory.config import read_config
 from wizard.core.memory.terms import GIB
@@ -63,26 +62,27 @@ def _lora_host_bound(start: State):
 
 
 def _host_bound(start: State, move: Move | None = None):
-    """With every memory saving (with and without CPU offload, for each rollout TP a node allows) and ``move``: the
-    smallest host estimate over Ray's limit among the variants that fit the GPUs, where none fits at all; None
-    where one fits, or where none fits the GPUs either."""
+    """With every memory saving (with and without CPU offload, for each rollout TP a node allows and each
+    gpu_memory_utilization the seeds try) and ``move``: the smallest host estimate over Ray's limit among the variants
+    whose GPUs hold them (all of :func:`deficit` but the host: phases, vLLM's start, a KV cache for one request),
+    where none fits at all; None where one fits, or where none fits the GPUs either."""
     from wizard.core.advice.moves import all_savings
 
     best = None
     per = int(start.values.get("trainer.n_gpus_per_node") or 1)
-    for offload, tp in [(o, t) for o in (False, True) for t in (1, 2, 4, 8) if t <= per and per % t == 0]:
+    for offload, tp, util in [(o, t, u) for o in (False, True) for t in (1, 2, 4, 8) if t <= per and per % t == 0
+                              for u in (None, 0.5, 0.7)]:
         values = {**start.values, **all_savings(start.values, offload), **(dict(move.changes) if move else {}),
                   "actor_rollout_ref.rollout.tensor_model_parallel_size": tp}
+        if util is not None:
+            values["actor_rollout_ref.rollout.gpu_memory_utilization"] = util
         s = _state(values, start.models, start.cluster, (move,) if move else ())
         if s.fits:  # some variant fits: the host does not stop it
             return None
         if s.report is None or not s.report.host:
             continue
         over = [h for h in s.report.host if h.over]
-        gpu_ok = all(g.peak.total + s.report.tight_margin(g.capacity_bytes) <= g.capacity_bytes
-                     for g in s.report.groups if g.capacity_bytes) and not any(
-            engine_start_shortfall(s.report, values, g) for g in s.report.groups)
-        if over and gpu_ok and (best is None or over[0].total < best.total):
+        if over and deficit(s.report, values, host=False)[0] <= 0 and (best is None or over[0].total < best.total):
             best = over[0]
     return best
 
