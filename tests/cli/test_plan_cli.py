@@ -195,6 +195,9 @@ def test_check_fix_applies_the_config_that_fits_and_exits_1_while_an_error_remai
     assert "actor_rollout_ref.actor.fsdp_config.offload_policy=True" in fits.stdout and "still an error" not in fits.stderr
     stuck = run_cli("check", "--fix", "--preset", "grpo-1gpu-smoke", "--gpus", "1xRTX-4090-24GB", "--set", SEVEN_B)
     assert stuck.returncode == 1 and "still an error: memory." in stuck.stderr
+    # what it could not apply is said, once: nothing on this GPU fits, and the changes of method that would
+    assert stuck.stderr.count("Nothing on this 24 GiB GPU fits Qwen/Qwen2.5-7B-Instruct") == 1
+    assert "fix (not applied by --fix): " in stuck.stderr and "Qwen/Qwen2.5-3B-Instruct" in stuck.stderr
 
 
 def test_plan_judges_the_train_file_the_config_names_with_the_models_tokenizer(tmp_path):

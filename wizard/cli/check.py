@@ -115,8 +115,15 @@ def _fix(args, overrides: list[str], gpus, cluster=None) -> int:
         for fix in fixed.applied:
             print(f"fixed: {fix}", file=sys.stderr)
         remaining = [f for f in fixed.result.findings if f.severity is Severity.ERROR]
+        said: dict[str, str] = {}  # a fix already printed -> the rule it was printed under
         for f in remaining:
             print(f"still an error: {f.rule}: {f.message}", file=sys.stderr)
+            if not f.fix:
+                continue
+            # what --fix leaves to the user (a change of method, one choice among several): say it, once
+            print("  fix (not applied by --fix): " + (f"the same as {said[f.fix]}'s above" if f.fix in said else f.fix),
+                  file=sys.stderr)
+            said.setdefault(f.fix, f.rule)
     return EXIT_OK if fixed.result.ok else EXIT_ERRORS
 
 
