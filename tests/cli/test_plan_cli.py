@@ -192,6 +192,8 @@ def test_plan_says_plainly_when_nothing_on_this_gpu_fits_and_prints_no_negative_
 def test_check_fix_applies_the_config_that_fits_and_exits_1_while_an_error_remains():
     fits = run_cli("check", "--fix", "--preset", "grpo-1gpu-smoke", "--gpus", "1xH100-80GB", "--set", SEVEN_B)
     assert fits.returncode == 0, fits.stderr
+    # the preset's experiment name follows the model: its checkpoints are not filed under the 0.5B's name
+    assert "trainer.experiment_name=grpo_smoke_qwen2.5_7b\n" in fits.stdout and "0.5b" not in fits.stdout
     assert "actor_rollout_ref.actor.fsdp_config.offload_policy=True" in fits.stdout and "still an error" not in fits.stderr
     stuck = run_cli("check", "--fix", "--preset", "grpo-1gpu-smoke", "--gpus", "1xRTX-4090-24GB", "--set", SEVEN_B)
     assert stuck.returncode == 1 and "still an error: memory." in stuck.stderr

@@ -84,3 +84,21 @@ def test_checking_leaves_the_shared_default_config_untouched(overrides):
     compose(schema, overrides)
     compose(schema, overrides + ["model_engine=megatron"])
     assert OmegaConf.to_container(_base(schema.variant()), resolve=False) == before
+
+
+def test_a_presets_experiment_name_follows_a_model_set_over_its_own_and_a_name_the_user_set_stays():
+    from wizard.core.plan.convert import follow_model
+
+    preset = plan_from_overrides(["actor_rollout_ref.model.path=Qwen/Qwen2.5-0.5B-Instruct",
+                                  "trainer.experiment_name=grpo_smoke_qwen2.5_0.5b"])
+
+    def after(*sets):
+        return follow_model(preset, apply_overrides(preset, list(sets))).trainer.experiment_name
+
+    assert after("actor_rollout_ref.model.path=Qwen/Qwen2.5-7B-Instruct") == "grpo_smoke_qwen2.5_7b"
+    assert after("actor_rollout_ref.model.path=/data/my models/$X/Qwen3-8B/") == "grpo_smoke_qwen3_8b"
+    assert after("actor_rollout_ref.model.path=Qwen/Qwen2.5-7B-Instruct", "trainer.experiment_name=mine") == "mine"
+    assert after("data.train_batch_size=8") == "grpo_smoke_qwen2.5_0.5b"
+    other = apply_overrides(preset, ["trainer.experiment_name=exp1"])  # a name that does not spell the model
+    assert follow_model(other, apply_overrides(other, ["actor_rollout_ref.model.path=Qwen/Qwen3-8B"])) \
+        .trainer.experiment_name == "exp1"

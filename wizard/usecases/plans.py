@@ -9,7 +9,7 @@ from pathlib import Path
 from wizard.adapters.files.resources import load_preset_doc
 from wizard.core.findings import Finding
 from wizard.core.hardware import GpuSpec
-from wizard.core.plan import Plan, apply_overrides, load_plan
+from wizard.core.plan import Plan, apply_overrides, follow_model, load_plan
 
 SIZE_KEYS = ("trainer.nnodes", "trainer.n_gpus_per_node")
 
@@ -19,8 +19,8 @@ def preset_plan(name: str, gpus: GpuSpec | None = None, sets: list[str] | None =
     plan = load_plan(load_preset_doc(name))
     if gpus is not None:
         plan = plan_with_gpus(plan, gpus)
-    if sets:
-        plan = apply_overrides(plan, sets)
+    if sets:  # the preset's experiment name follows a model set over its own
+        plan = follow_model(plan, apply_overrides(plan, sets))
     return plan
 
 

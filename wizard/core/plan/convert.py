@@ -9,6 +9,7 @@ and renders back to the same value. Everything else stays verbatim, in order, in
 
 from __future__ import annotations
 
+import re
 from functools import lru_cache
 
 from pydantic import TypeAdapter, ValidationError
@@ -163,3 +164,26 @@ def hide_known_values(plan: Plan, known: dict[str, str]) -> tuple[Plan, list[str
 
 
 __all__ = ["apply_overrides", "hide_known_values", "plan_from_overrides", "plan_overrides", "render_value"]
+
+
+def _model_slug(path: str) -> str:
+    """How a preset's experiment name spells its model: Qwen/Qwen2.5-0.5B-Instruct -> qwen2.5_0.5b."""
+    name = path.rstrip("/").rsplit("/", 1)[-1].lower()
+    for tail in ("-instruct", "-chat", "-it"):
+        name = name.removesuffix(tail)
+    return re.sub(r"[^a-z0-9.]+", "_", name).strip("_")
+
+
+def follow_model(before: Plan, after: Plan) -> Plan:
+    """``after`` with its experiment name following a new policy model, where the name spells the old one and was
+    not itself changed: a preset's ``grpo_smoke_qwen2.5_0.5b`` run with Qwen/Qwen2.5-7B-Instruct becomes
+    ``grpo_smoke_qwen2.5_7b`` (its checkpoints and logger runs would otherwise carry the wrong model's name)."""
+    old, new, name = before.models.actor_path, after.models.actor_path, after.trainer.experiment_name
+    if not (old and new and name) or old == new or name != before.trainer.experiment_name:
+        return after
+    a, b = _model_slug(old), _model_slug(new)
+    if not a or not b or a == b or a not in name:
+        return after
+    out = after.model_copy(deep=True)
+    out.trainer.experiment_name = name.replace(a, b)
+    return out
