@@ -137,3 +137,15 @@ def test_thousands_of_added_keys_give_the_findings_of_the_same_overrides_in_chun
     chunks = [compose(schema, added[i:i + 500] + bad).findings for i in range(0, 3000, 500)]
     assert all(found == whole.findings for found in chunks) and len(whole.findings) == 2
     assert OmegaConf.to_container(compose(schema, []).cfg, resolve=False) == verl_defaults
+
+
+@pytest.mark.parametrize("engine", ["vllm", "sglang"])
+def test_a_key_under_an_empty_engine_kwargs_mapping_is_fixed_with_a_plus(schema, engine):
+    """engine_kwargs.<engine> is {} in verl's rollout.yaml: a key set there without '+' is refused by Hydra, whose own
+    message asks for the '+'; the wizard offers that, not a list value that would break verl's ``.items()``."""
+    key = f"actor_rollout_ref.rollout.engine_kwargs.{engine}.kv_cache_memory_bytes"
+    (found,) = compose(schema, [f"{key}=1000"]).findings
+    assert found.rule == "compose.unknown_key"
+    assert found.fix == f"+{key}=1000" and found.fix_overrides == [f"+{key}=1000"]
+    assert "=[...]" not in found.fix and "empty mapping" in found.message
+    assert compose(schema, [f"+{key}=1000"]).findings == []

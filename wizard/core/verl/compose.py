@@ -383,7 +383,16 @@ def _override_finding(p: ParsedOverride, hydra_message: str, variant: SchemaVari
     else:
         suggestions = variant.suggest(key)
         message = f"Unknown key {key}: Hydra refuses it ({hydra_message})"
-        if suggestions and key.startswith(suggestions[0] + "."):  # inside a value (a list element's field)
+        parent = variant.keys.get(suggestions[0]) if suggestions else None
+        if (parent is not None and parent.type == "dict" and parent.default == {} and p.kind == "" and value_part
+                and key.startswith(suggestions[0] + ".")):
+            # a key added under a free-form mapping that is empty in verl's YAML (engine_kwargs.vllm: {}): Hydra adds
+            # it with '+' (its own message says so); a list value there would break verl's ``.items()``
+            message = (f"Unknown key {key}: {suggestions[0]} is an empty mapping in verl's config, so Hydra only "
+                       f"adds a key to it with a leading '+' ({hydra_message})")
+            fix = f"+{key}={value_part}"
+            fix_overrides = [fix]
+        elif suggestions and key.startswith(suggestions[0] + "."):  # inside a value (a list element's field)
             message = f"Unknown key {key}: {suggestions[0]} holds a value, not keys ({hydra_message})"
             fix = "Set " + _whole_value(suggestions[0])
         elif suggestions:
