@@ -498,3 +498,25 @@ def test_check_fix_on_a_preset_prints_each_key_once_with_the_users_value():
                     "actor_rollout_ref.model.path=Qwen/Qwen2.5-1.5B-Instruct", "--fix")
     paths = [x for x in fixed.stdout.splitlines() if x.startswith("actor_rollout_ref.model.path=")]
     assert paths == ["actor_rollout_ref.model.path=Qwen/Qwen2.5-1.5B-Instruct"], fixed.stdout
+
+
+def _negatives(doc, path=""):
+    if isinstance(doc, dict):
+        return [n for k, v in doc.items() for n in _negatives(v, f"{path}.{k}")]
+    if isinstance(doc, list):
+        return [n for i, v in enumerate(doc) for n in _negatives(v, f"{path}[{i}]")]
+    return [(path, doc)] if isinstance(doc, (int, float)) and not isinstance(doc, bool) and doc < 0 else []
+
+
+@pytest.mark.parametrize("engine,short", [("vllm", 7.58), ("sglang", 16.22)])
+def test_no_room_for_a_kv_cache_is_zero_gib_and_a_shortfall_in_json_not_a_negative_size(engine, short):
+    """Mixtral-8x7B on 8 x H100 with FSDP and rollout TP 2: the text says 'no room (N GiB short)'; the JSON gives
+    kv_gib_per_gpu 0 and the shortfall, and no negative number anywhere."""
+    proc = run("--no-data", "--gpus", "8xH100-80GB", "--format", "json", "--",
+               "actor_rollout_ref.model.path=mistralai/Mixtral-8x7B-Instruct-v0.1", f"{R}.name={engine}",
+               f"{R}.tensor_model_parallel_size=2")
+    doc = json.loads(proc.stdout)
+    kv = doc["host"]["kv_cache"]["rollout"]
+    assert kv["kv_gib_per_gpu"] == 0 and kv["kv_short_gib_per_gpu"] == pytest.approx(short, abs=0.5)
+    assert _negatives(doc) == []
+    assert doc["verdict"] == "does_not_fit" and doc["fits_cause"] == "kv_cache"

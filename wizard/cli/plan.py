@@ -177,7 +177,9 @@ def plan_json(plan, findings: list[Finding]) -> dict:
     group share their numbers. ``verdict`` is fits | tight | fits_while_short | does_not_fit, or null with
     ``fits_reason`` (an engine or model not modelled, unknown GPU memory); ``fits`` is true for fits and tight, null
     without a verdict; ``fits_cause`` says what does not fit (host, engine_start, kv_cache or the phase over memory).
-    ``host.nodes``: each node's need against its RAM and Ray's limit (95 % of it), ``over`` past it."""
+    ``host.nodes``: each node's need against its RAM and Ray's limit (95 % of it), ``over`` past it.
+    ``host.kv_cache``: per engine role, ``kv_gib_per_gpu`` (never negative: 0 where there is no room) and
+    ``kv_short_gib_per_gpu`` (what a GPU lacks for any KV cache, 0 where it has room)."""
     report = plan.judged
     gpus, host = [], {"nodes": []}
     if report is not None:
@@ -192,8 +194,10 @@ def plan_json(plan, findings: list[Finding]) -> dict:
         host["nodes"] = [{"node": h.node, "ram_gib": _gib(h.capacity_bytes), "need_gib": _gib(h.total),
                           "limit_gib": _gib(h.limit), "over": h.over if h.capacity_bytes else None,
                           "terms": {t.key: _gib(t.bytes) for t in h.terms}} for h in report.host]
+        # no room for a KV cache: 0 GiB, and what it lacks in kv_short_gib_per_gpu (the text's "no room (N GiB short)")
         host["kv_cache"] = {role: {"tokens_per_replica": kv.tokens, "sequences": kv.sequences, "wanted": kv.wanted,
-                                   "kv_gib_per_gpu": _gib(kv.kv_bytes), "kv_pinned": kv.pinned}
+                                   "kv_gib_per_gpu": _gib(max(0, kv.kv_bytes)),
+                                   "kv_short_gib_per_gpu": _gib(max(0, -kv.kv_bytes)), "kv_pinned": kv.pinned}
                             for role, kv in report.kv.items()}
     v = plan.verdict
     cause = v.cause if v.word in ("does_not_fit", "fits_while_short") else None
