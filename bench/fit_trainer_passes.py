@@ -25,11 +25,13 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 import bench_step_time as bst  # noqa: E402
 from wizard.core.steptime import CALIBRATION, predict_step  # noqa: E402
+from wizard.core.steptime.predict import ROWS_LABEL  # noqa: E402
 
 FWD = ("old_log_prob", "ref", "values")
 UPD = ("update_actor", "update_critic")
 NAMES = ("1/fwd_efficiency", "fwd_s_per_token", "1/train_efficiency", "train_s_per_token", "train_s_per_sequence",
-         "1/attention_tflops", "micro_batch_s")
+         "1/attention_tflops", "micro_batch_s", "logprob_rows_fwd_s_per_token", "logprob_rows_train_s_per_token")
+K = len(NAMES)
 
 
 def nnls(a: np.ndarray, y: np.ndarray, iters: int = 500) -> np.ndarray:
@@ -60,7 +62,8 @@ def basis(probe_rate: float = 100.0):
     seconds divided by the constant that scales them (so a constant's value times its basis is its term)."""
     c = replace(CALIBRATION, attention_tflops=probe_rate, micro_batch_s=0.01)
     cur = (1 / c.fwd_efficiency, c.fwd_s_per_token, 1 / c.train_efficiency, c.train_s_per_token,
-           c.train_s_per_sequence, 1 / c.attention_tflops, c.micro_batch_s)
+           c.train_s_per_sequence, 1 / c.attention_tflops, c.micro_batch_s, c.logprob_rows_fwd_s_per_token,
+           c.logprob_rows_train_s_per_token)
     out = []
     for case in (k for k in bst.cases(Path(bst.__file__).parent / "data" / "verl_real") if k["alone"]):
         st = predict_step(case["values"], case["models"], case["cluster"], case["report"], c)
@@ -68,10 +71,10 @@ def basis(probe_rate: float = 100.0):
             if ph.name not in case["measured"] or ph.name not in FWD + UPD:
                 continue
             fwd = ph.name in FWD
-            row, held = [0.0] * 7, 0.0
+            row, held = [0.0] * K, 0.0
             for t in ph.terms:
                 i = {"FLOPs": 0 if fwd else 2, "per token": 1 if fwd else 3, "per sequence": 4,
-                     "attention over the SDPA mask": 5, "per micro-batch": 6}.get(t.label)
+                     "attention over the SDPA mask": 5, "per micro-batch": 6, ROWS_LABEL: 7 if fwd else 8}.get(t.label)
                 if i is None:
                     held += t.seconds
                 else:
@@ -103,22 +106,23 @@ def main(argv=None) -> int:
         held[5] = 1 / args.attention
     if args.no_micro:
         held[6] = 0.0
-    free = [i for i in range(7) if i not in held]
+    free = [i for i in range(K) if i not in held]
     rhs = y - sum(a[:, i] * v for i, v in held.items())
     q = nnls(a[:, free], rhs)
-    p = np.zeros(7)
+    p = np.zeros(K)
     for i, v in held.items():
         p[i] = v
     p[free] = q
     c = CALIBRATION
     before = np.array([1 / c.fwd_efficiency, c.fwd_s_per_token, 1 / c.train_efficiency, c.train_s_per_token,
-                       c.train_s_per_sequence, 1 / c.attention_tflops if c.attention_tflops else 0.0, c.micro_batch_s])
+                       c.train_s_per_sequence, 1 / c.attention_tflops if c.attention_tflops else 0.0, c.micro_batch_s,
+                       c.logprob_rows_fwd_s_per_token, c.logprob_rows_train_s_per_token])
     e0, e1 = errors(rows, before), errors(rows, p)
 
     def show(v, i):
         if i in (0, 2, 5):
             return "inf" if v == 0 else (f"{1 / v:.3f}" if i != 5 else f"{1 / v:.0f}")
-        return f"{v * 1e6:.1f} us" if i in (1, 3) else f"{v * 1e3:.1f} ms"  # per sequence, per micro-batch
+        return f"{v * 1e6:.1f} us" if i in (1, 3, 7, 8) else f"{v * 1e3:.1f} ms"  # per sequence, per micro-batch
 
     print(f"{len(rows)} phases of {len({r[0] for r in rows})} alone runs")
     for i, name in enumerate(NAMES):

@@ -22,6 +22,7 @@ import sys
 from pathlib import Path
 
 ROOT = "/tmp/real"
+PROMPT_LEN = 440  # the campaign's prompts, in tokens (make_models.py PROMPT_TOKENS): what the predictions assume
 A, R, AF, M = ("actor_rollout_ref.actor", "actor_rollout_ref.rollout", "actor_rollout_ref.actor.fsdp_config",
                "actor_rollout_ref.model")
 STEPS = 2
@@ -360,6 +361,7 @@ def advised_runs() -> list[dict]:
     from wizard.core.check.verdict import check_overrides
     from wizard.core.hardware.cluster import parse_cluster_spec
     from wizard.core.memory.config import FLASH_ATTN
+    from wizard.core.steptime import PROMPT_TOKENS
 
     cluster = parse_cluster_spec(f"1x{GPU}", load_gpu_catalogue())
     cluster.nodes[0].memory_bytes = 125 * 2**30  # the device's host RAM (free -g there): it bounds CPU offload
@@ -370,7 +372,10 @@ def advised_runs() -> list[dict]:
         args = replace(base(size, 0.5), *extra)
         critic = any(w.startswith("critic.model.path=") for w in args)
         mp = check_overrides(load_schema(), args, moves=load_moves(), models=models, cluster=cluster).memory
-        advice = advise({**mp.values, FLASH_ATTN: False}, models, cluster)
+        # the campaign's prompts are 440 tokens (make_models.py), as a user's plan reads them from the train file:
+        # without it the step is predicted at max_prompt_length (1,024 for the PPO question: +12 % a step)
+        data = {FLASH_ATTN: False, PROMPT_TOKENS: PROMPT_LEN}
+        advice = advise({**mp.values, **data}, models, cluster)
         # the first choice: the best change of tuning, else (nothing on this GPU fits) the first change of method
         best = advice.best or next((a for a in advice.alternatives if a.fits), None)
         if best is None and not advice.fits_now:
@@ -379,7 +384,7 @@ def advised_runs() -> list[dict]:
         if best is None:  # it fits as it is and nothing faster fits: the advice is the plan itself
             from wizard.core.steptime import predict_step
 
-            values = {**mp.values, FLASH_ATTN: False}
+            values = {**mp.values, **data}
             step = predict_step(values, models, cluster, mp.report).seconds
             run = verl(name, args, *budget(size, step, STEPS, critic=critic))
             run.update(question=question, advised="as planned (it fits)", predicted_step_s=step and round(step, 1),
@@ -414,7 +419,7 @@ def predicted_step(args: list[str], size: str) -> tuple[float | None, dict]:
     models = {"actor": facts, "ref": facts, "critic": facts}
     cluster = parse_cluster_spec(f"1x{GPU}", load_gpu_catalogue())
     mp = check_overrides(load_schema(), args, moves=load_moves(), models=models, cluster=cluster).memory
-    st = predict_step({**mp.values, FLASH_ATTN: False, PROMPT_TOKENS: 440}, models, cluster, mp.report)
+    st = predict_step({**mp.values, FLASH_ATTN: False, PROMPT_TOKENS: PROMPT_LEN}, models, cluster, mp.report)
     return (None if st.seconds is None else round(st.seconds, 1)), st.by_name()
 
 

@@ -101,3 +101,30 @@ def test_the_advisor_offers_smaller_micro_batches_as_faster_only_down_to_the_mea
     offered = [int(a.changes[k]) for a in advice.alternatives for k in micro if k in a.changes]
     assert offered and min(offered) >= 4
     assert any(int(a.changes.get(micro[0], 16)) < 16 for a in advice.alternatives)
+
+
+def rows(phase):
+    return next((t for t in phase.terms if t.label == "log-probs row by row"), None)
+
+
+PPO = ["algorithm.adv_estimator=gae", "actor_rollout_ref.actor.use_kl_loss=false", "critic.strategy=fsdp2",
+       "critic.ppo_micro_batch_size_per_gpu=4"]
+
+
+def test_without_flash_attn_the_actor_s_log_probs_loop_over_the_tokens_and_the_critic_s_passes_do_not():
+    """verl's logprobs_from_logits_v2 (no flash-attn cross-entropy) is one log_softmax a token: measured as the
+    critic's passes (a value head, no log-probs) costing a third to a half of the actor's over the same tokens."""
+    without = phases(PPO)
+    tokens = 64 * (1024 + 3072)  # the default 16 prompts x 4 samples, prompts and responses at their maximum
+    for name in ("old_log_prob", "ref", "update_actor"):
+        if name in without:
+            per = CAL.logprob_rows_fwd_s_per_token if name != "update_actor" else CAL.logprob_rows_train_s_per_token
+            assert rows(without[name]).seconds == pytest.approx(tokens * per, rel=1e-6), name
+            assert "flash-attn removes it" in rows(without[name]).note
+    assert rows(without["values"]) is None and rows(without["update_critic"]) is None
+    # the critic's values pass over the same tokens is now well under the actor's log-prob pass (measured 7.0 / 17.9)
+    assert without["values"].seconds < 0.6 * without["old_log_prob"].seconds
+    # flash-attn's cross-entropy, or verl's fused kernels, compute the log-probs without the loop
+    for phased in (phases(PPO, flash=True), phases([*PPO, f"{M}.use_fused_kernels=true"])):
+        assert all(rows(p) is None for p in phased.values())
+        assert phased["old_log_prob"].seconds < without["old_log_prob"].seconds - 0.9 * rows(without["old_log_prob"]).seconds

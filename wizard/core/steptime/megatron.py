@@ -158,7 +158,8 @@ class MegatronStep:
         terms = [TimeTerm("FLOPs", compute, f"2 x {flops_params(self.f) / 1e9:.2f}B params x {self.per_gpu:,.0f} "
                                             f"tokens per GPU at {c.fwd_efficiency:.0%} of {flops / 1e12:g} TFLOP/s"),
                  TimeTerm("per token", self.per_gpu * c.fwd_s_per_token,
-                          f"{self.per_gpu:,.0f} tokens x {c.fwd_s_per_token * 1e6:.0f} us (as measured with FSDP)"),
+                          f"{self.per_gpu:,.0f} tokens x {c.fwd_s_per_token * 1e6:.1f} us (as measured with FSDP, without "
+                          "its row-by-row log-probs: Megatron computes them over the vocabulary's TP shards at once)"),
                  self._bubble(compute, micro), *self._activation_collectives(tokens_per_micro, micro, 1)]
         if offload:  # loaded for the call, copied back to the host after it
             terms.append(host_term("params from and back to the host", 2 * self.t.st.params, c, "in and out"))
@@ -179,7 +180,8 @@ class MegatronStep:
                           f"per GPU at {c.train_efficiency:.0%} of {flops / 1e12:g} TFLOP/s"
                           + (" (full recompute runs the forward again)" if full else "")),
                  TimeTerm("per token", tokens * c.train_s_per_token,
-                          f"{tokens:,.0f} x {c.train_s_per_token * 1e6:.0f} us (as measured with FSDP)"),
+                          f"{tokens:,.0f} x {c.train_s_per_token * 1e6:.1f} us (as measured with FSDP, without its row-by-row "
+                          "log-probs)"),
                  TimeTerm("per sequence", epochs * self.seqs / m.world * c.train_s_per_sequence,
                           f"{epochs * self.seqs / m.world:,.0f} x {c.train_s_per_sequence * 1e3:.0f} ms (as measured "
                           "with FSDP)"),

@@ -8,8 +8,9 @@ Each phase is a sum of :class:`TimeTerm` (seconds, with the arithmetic that gave
   loop's work on each finished sample (its reward, its put into TransferQueue); and verl's trainer sees it finish
   only at its replay buffer's next poll, every 2 s (``verl/trainer/ppo/v1/replay_buffer.py:144,409``).
 - **log-prob passes** (old log-prob, reference, critic values): tokens x FLOPs per token / achieved FLOP/s, plus the
-  per-token handling measured around them (moving the batch in and out of the workers, the log-probs over the
-  vocabulary), plus loading offloaded parameters over the host link.
+  per-token handling measured around them (moving the batch in and out of the workers), plus, for the actor's and
+  the reference's log-probs without flash-attn, verl's loop over the tokens (one log_softmax over the vocabulary
+  each), plus loading offloaded parameters over the host link.
 - **updates** (actor, critic): 6 x params FLOPs per token (8 with gradient checkpointing; LoRA trains no weight
   gradients of the base: 4 and 6), the per-token and per-sequence handling, the optimizer step (its states read and
   written at memory bandwidth, or moved over the host link when offloaded, or run on the CPU with offload_policy).
@@ -89,8 +90,9 @@ def predict_step(values: Mapping, models: Mapping[str, ModelFacts], cluster: Clu
     P, F = actor.param_count, flops_params(actor)  # F: what a token passes through (MoE: its top-k experts)
     actor_sp = sequence_parallel(values, "actor")
     lp_micro = logprob_micro_batches(values, world, mean_seq)
+    rows = _rows(cfg)
     phases.append(_collectives(_forward("old_log_prob", "old log-prob", F, per_gpu, flops_scale, c,
-                                        offload=cfg.actor_param_offload, param_bytes=2 * P / cfg.shards,
+                                        offload=cfg.actor_param_offload, param_bytes=2 * P / cfg.shards, rows=rows,
                                         extra=(*_masked_attention(values, cfg, actor, per_gpu, lp_micro, actor_sp,
                                                                       1, gpu, c), *_micro_term(lp_micro, c))),
                                comm.forward_bytes(P, cfg.shards, lp_micro, cfg.actor_keeps_gathered),
@@ -100,7 +102,7 @@ def predict_step(values: Mapping, models: Mapping[str, ModelFacts], cluster: Clu
         ref_micro = logprob_micro_batches(values, world, mean_seq, ref=cfg.ref_separate)
         ref_sp = sequence_parallel(values, "ref") if cfg.ref_separate else actor_sp
         phases.append(_collectives(_forward("ref", "ref log-prob", F, per_gpu, flops_scale, c,
-                                            offload=cfg.ref_separate, param_bytes=2 * P / cfg.shards,
+                                            offload=cfg.ref_separate, param_bytes=2 * P / cfg.shards, rows=rows,
                                             extra=(*_masked_attention(values, cfg, actor, per_gpu, ref_micro,
                                                                           ref_sp, 1, gpu, c), *_micro_term(ref_micro, c))),
                                    comm.forward_bytes(P, ref_shards, ref_micro,
@@ -138,7 +140,7 @@ def predict_step(values: Mapping, models: Mapping[str, ModelFacts], cluster: Clu
         _update("update_actor", "actor update", P, trainable, cfg.actor_gc, epochs * per_gpu, epochs * seqs / world,
                 steps, cfg.shards,
                 cfg.actor_param_offload, cfg.actor_optimizer_offload, cfg.actor_offload_policy, gpu, c,
-                lora=bool(cfg.lora_rank), active=F,
+                lora=bool(cfg.lora_rank), active=F, rows=rows,
                 extra=(*_masked_attention(values, cfg, actor, epochs * per_gpu, micro * steps, actor_sp,
                                               4 if cfg.actor_gc else 3, gpu, c), *_micro_term(micro * steps, c))),
         comm.update_bytes(P, trainable, cfg.shards, micro, steps, cfg.actor_keeps_gathered, cfg.actor_reduce_bytes,
@@ -174,6 +176,24 @@ def predict_step(values: Mapping, models: Mapping[str, ModelFacts], cluster: Clu
 # passes, 16 x 2,486 (time-grpo-1.5b-fsdp2-u0.5-resp2048-h100), 8-9 % slower than predicted with the mask counted
 MEASURED_SPAN = 39_800
 
+ROWS_LABEL = "log-probs row by row"
+
+
+def _rows(cfg) -> bool:
+    """Whether the actor's and the reference's passes compute their log-probs token by token: verl's
+    logprobs_from_logits_v2 loops over the tokens where flash-attn's Triton cross-entropy does not import
+    (verl/utils/torch_functional.py:33-39,95-106), unless use_fused_kernels computes them in its fused head."""
+    return not cfg.flash_attn and not cfg.fused_kernels
+
+
+def _rows_term(tokens: float, per_token: float, rows: bool) -> tuple[TimeTerm, ...]:
+    if not rows:
+        return ()
+    return (TimeTerm(ROWS_LABEL, tokens * per_token,
+                     f"{tokens:,.0f} tokens x {per_token * 1e6:.1f} us: without flash-attn's cross-entropy verl loops "
+                     "over the tokens, one log_softmax over the vocabulary each (logprobs_from_logits_v2); "
+                     "flash-attn removes it"),)
+
 
 def _assumptions(cfg, actor: ModelFacts, gpu: Gpu) -> list[str]:
     """What every prediction assumes beyond the lengths: the GPU's scaling, the engine, the attention."""
@@ -191,7 +211,8 @@ def _assumptions(cfg, actor: ModelFacts, gpu: Gpu) -> list[str]:
     if not cfg.flash_attn:
         assumptions.append("attention through SDPA (no flash-attn), as in the runs it was calibrated on")
     else:
-        assumptions.append("calibrated on runs without flash-attn (SDPA): with flash-attn the passes may be faster")
+        assumptions.append("flash-attn: calibrated on runs without it (SDPA, log-probs row by row), whose row loop and "
+                           "packed-mask attention are left out here; its own kernels' time is not measured")
     return assumptions
 
 
@@ -268,13 +289,14 @@ def _optimizer_steps(values: Mapping, mini_key: str, cfg, critic: bool = False) 
 
 
 def _forward(name: str, title: str, params: int, tokens: float, flops: float, c: Calibration, *, offload: bool,
-             param_bytes: float, extra: tuple[TimeTerm, ...] = ()) -> PhaseTime:
-    """``extra``: the pass's terms that depend on its micro-batches (the packed mask's attention, the cost per
-    micro-batch)."""
+             param_bytes: float, rows: bool = False, extra: tuple[TimeTerm, ...] = ()) -> PhaseTime:
+    """``rows``: the pass computes its log-probs row by row (:func:`_rows`); ``extra``: the pass's terms that depend on
+    its micro-batches (the packed mask's attention, the cost per micro-batch)."""
     terms = [TimeTerm("FLOPs", 2 * params * tokens / (flops * c.fwd_efficiency),
                       f"2 x {params / 1e9:.2f}B params x {tokens:,.0f} tokens per GPU at {c.fwd_efficiency:.0%} of "
                       f"{flops / 1e12:g} TFLOP/s"),
-             TimeTerm("per token", tokens * c.fwd_s_per_token, f"{tokens:,.0f} tokens x {c.fwd_s_per_token * 1e6:.0f} us")]
+             TimeTerm("per token", tokens * c.fwd_s_per_token, f"{tokens:,.0f} tokens x {c.fwd_s_per_token * 1e6:.1f} us"),
+             *_rows_term(tokens, c.logprob_rows_fwd_s_per_token, rows)]
     if offload:
         terms.append(host_term("params from the host", param_bytes, c))
     return PhaseTime(name, title, (*terms, *extra))
@@ -282,16 +304,18 @@ def _forward(name: str, title: str, params: int, tokens: float, flops: float, c:
 
 def _update(name: str, title: str, params: int, trainable: int, gc: bool, tokens: float, seqs: float, steps: int,
             shards: int, param_offload: bool, optimizer_offload: bool, policy: bool, gpu: Gpu, c: Calibration,
-            lora: bool = False, active: int | None = None, extra: tuple[TimeTerm, ...] = ()) -> PhaseTime:
-    """``params``: the model's; ``active``: those a token passes through (an MoE model's top-k experts); ``extra``:
-    the terms that depend on its micro-batches."""
+            lora: bool = False, active: int | None = None, rows: bool = False,
+            extra: tuple[TimeTerm, ...] = ()) -> PhaseTime:
+    """``params``: the model's; ``active``: those a token passes through (an MoE model's top-k experts); ``rows``:
+    the log-probs row by row (:func:`_rows`); ``extra``: the terms that depend on its micro-batches."""
     k = (4 if lora else 6) + (2 if gc else 0)
     flops = gpu.tflops * 1e12
     a = active or params
     terms = [TimeTerm("FLOPs", k * a * tokens / (flops * c.train_efficiency),
                       f"{k} x {a / 1e9:.2f}B {'active ' if a != params else ''}params x {tokens:,.0f} tokens per GPU at {c.train_efficiency:.0%} "
                       f"of {flops / 1e12:g} TFLOP/s" + (" (gradient checkpointing recomputes the forward)" if gc else "")),
-             TimeTerm("per token", tokens * c.train_s_per_token, f"{tokens:,.0f} x {c.train_s_per_token * 1e6:.0f} us"),
+             TimeTerm("per token", tokens * c.train_s_per_token, f"{tokens:,.0f} x {c.train_s_per_token * 1e6:.1f} us"),
+             *_rows_term(tokens, c.logprob_rows_train_s_per_token, rows),
              TimeTerm("per sequence", seqs * c.train_s_per_sequence, f"{seqs:,.0f} x {c.train_s_per_sequence * 1e3:.0f} ms")]
     state = 16 * trainable / shards  # fp32 params, grads and two AdamW moments of this GPU's shard
     if policy:

@@ -37,12 +37,23 @@ class Calibration:
     # per token and layer grows with heads x head_dim as the FLOPs say. verl's passes grow about twice as fast with T
     # as that (1.5B, T 15,200 -> 39,900 on the H100); not understood, and left as the runs' error at long micro-batches.
     attention_tflops: float | None = 200.0  # achieved by that masked attention at the reference GPU; None: not counted
-    # What verl's passes spend beyond that work (moving the batch, its Python, the log-probs' bookkeeping): 3-8 x
-    # the model's own time at these sizes. Fitted to the 13 runs measured alone (bench/fit_trainer_passes.py
-    # --attention 200 --fwd-eff 0.356 --train-eff 0.35: mean |error| 6.6 % over their 39 passes, against 8.1 % before
-    # the mask was counted and the model's work measured).
-    fwd_s_per_token: float = 63.4e-6  # per token of a log-prob pass beyond its FLOPs
-    train_s_per_token: float = 132.5e-6  # per token of an update beyond its FLOPs
+    # What verl's passes spend beyond that work. Most of it is the log-probs: without flash-attn's Triton
+    # cross-entropy (flash_attn.ops.triton.cross_entropy, verl/utils/torch_functional.py:33-39,95) verl takes
+    # logprobs_from_logits_v2 (:173-207), which loops in Python over the micro-batch's tokens, one log_softmax (or
+    # logsumexp) over the vocabulary a token: the actor's and the reference's passes pay it, the critic's (a value
+    # head, no log-probs) do not. A 1.5B PPO run alone on an H100 (advised-ppo-1.5b-critic-4096-h100) measured the
+    # critic's values pass at 7.0 s against the actor's old log-prob's 17.9 over the same 224,640 tokens, and its
+    # update at 28.6 s against the actor's 58.6. So the per-token constants fitted before to the actor's passes of
+    # 13 runs alone (63.4 and 132.5 us) are split: what the critic's two passes leave after their FLOPs, attention
+    # and micro-batches is the work every pass has (7.7 / 21.8 us), the rest is the loop's (55.7 / 110.7 us). A free
+    # refit over the 17 runs alone (bench/fit_trainer_passes.py --attention 200 --fwd-eff 0.356 --train-eff 0.35)
+    # gives 8.4 / 24.3 / 54.9 / 118.6 us with no cost per micro-batch, mean |error| 6.5 % over their 52 passes against
+    # these constants' 6.7 %. With flash-attn (or use_fused_kernels) the loop is not there; what takes its place (a
+    # fused kernel reading the logits) is not measured here (the device has no flash-attn wheel).
+    fwd_s_per_token: float = 7.7e-6  # per token of any log-prob or values pass beyond its FLOPs
+    train_s_per_token: float = 21.8e-6  # per token of an update beyond its FLOPs
+    logprob_rows_fwd_s_per_token: float = 55.7e-6  # the row-by-row log-probs, per token of a forward
+    logprob_rows_train_s_per_token: float = 110.7e-6  # the same in an update (its backward through each row's op)
     train_s_per_sequence: float = 0.0491  # per sequence of an update (per-sample work of the loss and the batch)
     # per micro-batch of any pass, whatever its tokens: fitted with the rest, and barely pinned (the runs' micro-batches
     # were 4-16 samples, nearly always in proportion to their tokens), so the advisor offers no micro-batch below 4
