@@ -128,3 +128,13 @@ def test_without_flash_attn_the_actor_s_log_probs_loop_over_the_tokens_and_the_c
     for phased in (phases(PPO, flash=True), phases([*PPO, f"{M}.use_fused_kernels=true"])):
         assert all(rows(p) is None for p in phased.values())
         assert phased["old_log_prob"].seconds < without["old_log_prob"].seconds - 0.9 * rows(without["old_log_prob"]).seconds
+
+
+def test_the_step_says_how_much_of_it_the_row_loop_is_and_that_flash_attn_removes_it():
+    mp = plan(PPO, gpus="1xH200-141GB", model=Q15)
+    without = predict_step({**mp.values, FLASH_ATTN: False}, mp.models, mp.cluster, mp.report, CAL)
+    looped = sum(t.seconds for p in without.phases for t in p.terms if t.label == "log-probs row by row")
+    [line] = [a for a in without.assumptions if "one token at a time" in a]
+    assert f"{looped:.1f} s of this {without.seconds:.1f} s step" in line and "flash-attn installed" in line
+    with_flash = predict_step({**mp.values, FLASH_ATTN: True}, mp.models, mp.cluster, mp.report, CAL)
+    assert not [a for a in with_flash.assumptions if "one token at a time" in a]

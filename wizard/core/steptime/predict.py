@@ -168,6 +168,12 @@ def predict_step(values: Mapping, models: Mapping[str, ModelFacts], cluster: Clu
                            f"(one SDPA mask): the trainer's passes were measured up to {MEASURED_SPAN:,}, and grew "
                            "faster than the mask's counted attention there; this step may be longer; smaller "
                            "micro-batches or flash-attn avoid it")
+    looped = sum(t.seconds for p in phases for t in p.terms if t.label == ROWS_LABEL)
+    if looped:
+        step = sum(p.seconds for p in phases)
+        assumptions.append(f"without flash-attn verl computes the actor's log-probs one token at a time: {looped:.1f} s "
+                           f"of this {step:.1f} s step (old log-prob, reference, actor update); with flash-attn installed "
+                           "where the run happens that loop is gone")
     return StepTime(phases=tuple(phases), assumptions=tuple(assumptions + _assumptions(cfg, actor, gpu)),
                     tokens=int(tokens))
 
