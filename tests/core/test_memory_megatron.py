@@ -19,6 +19,8 @@ from wizard.core.memory.board import board_state, headline
 from wizard.core.memory.megatron import LOGIT_BYTES_UPDATE
 from wizard.core.memory.megatron_formulas import activations, in_flight, layer_activation, stage, states
 from wizard.core.memory.megatron_layout import MegatronConfig
+from wizard.core.memory.phases import PhaseName
+from wizard.usecases.advising import step_time
 from wizard.core.models.facts import ModelFacts
 from wizard.core.plan.emit import emit_overrides
 
@@ -344,3 +346,39 @@ def test_a_megatron_sync_to_sglang_holds_two_buckets_not_vllms_send_buffer():
     assert vllm.bytes == 2048 << 20
     assert sgl.bytes == 2 * (2048 << 20) + 2 * 152064 * 5120  # Qwen2.5-32B's bf16 embedding overflows the second
     assert "two buckets" in sgl.label
+
+
+OPT = "+actor_rollout_ref.actor.optim.override_optimizer_config"
+
+
+def test_megatron_s_cpu_optimizer_keeps_its_fraction_of_the_states_on_the_host_and_steps_them_there():
+    """verl passes optim.override_optimizer_config to megatron-core's OptimizerConfig (utils/megatron/optimizer.py:
+    210-216): optimizer_cpu_offload with optimizer_offload_fraction f keeps f of the main params and Adam states on
+    the host (HybridDeviceOptimizer); megatron-core's default fraction is 0.0, which offloads nothing."""
+    own = f"{AM}.optimizer_offload=False"
+
+    def update_terms(*sets):
+        _, result = plan_of(DENSE, own, *sets)
+        mp = result.memory
+        update = next(p for p in mp.report.groups[0].phases if p.name == PhaseName.ACTOR_UPDATE)
+        host = {t.key: t.bytes for t in mp.report.host[0].terms}
+        return {t.key: t.bytes for t in update.terms}, host, result
+
+    gpu, host, _ = update_terms()
+    whole = gpu["actor_main_params"] + gpu["actor_adam"]
+    assert "host_actor_cpu_optimizer" not in host
+    # optimizer_cpu_offload alone: megatron-core's fraction 0.0 moves nothing
+    same, _, _ = update_terms(f"{OPT}.optimizer_cpu_offload=True")
+    assert same["actor_main_params"] + same["actor_adam"] == pytest.approx(whole)
+    half, half_host, _ = update_terms(f"{OPT}.optimizer_cpu_offload=True", f"{OPT}.optimizer_offload_fraction=0.5")
+    assert half["actor_main_params"] + half["actor_adam"] == pytest.approx(whole / 2)
+    # 8 ranks a node, each its half of main params and Adam plus a gradient copy of the main params' size
+    assert half_host["host_actor_cpu_optimizer"] == pytest.approx(
+        8 * 0.5 * (2 * gpu["actor_main_params"] + gpu["actor_adam"]), rel=1e-6)
+    full, _, result = update_terms(f"{OPT}.optimizer_cpu_offload=True", f"{OPT}.optimizer_offload_fraction=1.0")
+    assert "actor_main_params" not in full and "actor_adam" not in full
+    update = {t.label: t for p in step_time(result.memory).phases if p.name == "update_actor" for t in p.terms}
+    assert "optimizer on the CPU" in update and "fraction 1" in update["optimizer on the CPU"].note
+    # the precision-aware optimizer set the same way is said to be not modelled, not estimated as fp32
+    _, _, precise = update_terms(f"{OPT}.use_precision_aware_optimizer=True")
+    assert "precision-aware" in (precise.memory.report.unmodelled or "")

@@ -119,7 +119,7 @@ class MegatronTrainer:
         if truthy(v, f"{A}.optim.use_precision_aware_optimizer"):
             return ("the Megatron precision-aware optimizer (optim.use_precision_aware_optimizer=True: lower-precision "
                     "main params, gradients or Adam states) is not modelled")
-        return None
+        return self.m.optimizer_unmodelled
 
     def notes(self) -> list[str]:
         m, s, st = self.m, self.s, self.st
@@ -146,6 +146,10 @@ class MegatronTrainer:
         if m.optimizer_offload:
             out.append(("host_actor_adam", "actor main params and Adam states offloaded between updates (fp32)",
                         st.main + st.adam))
+        elif m.cpu_optimizer:  # the host's share of the states, and of the fp32 gradients it steps them with
+            out.append(("host_actor_cpu_optimizer",
+                        f"actor optimizer on the CPU (optimizer_cpu_offload, fraction {m.cpu_optimizer:g}): fp32 main "
+                        "params, Adam states and a gradient copy, pinned", m.cpu_optimizer * (2 * st.main + st.adam)))
         return out
 
     # -- terms ---------------------------------------------------------------------------------
@@ -179,10 +183,13 @@ class MegatronTrainer:
             out.append(self._params("loaded back for this call (param_offload)" if m.param_offload else ""))
         if grads and not m.param_offload:
             out.append(self._grads())
-        if not m.optimizer_offload:
-            out.append(term("actor_main_params", f"actor fp32 main params ({self._shard()})", self.st.main))
+        on_gpu = 1.0 - m.cpu_optimizer  # megatron-core's HybridDeviceOptimizer keeps the rest on the host
+        cpu = (f"; {1 - on_gpu:g} of them on the CPU (optimizer_cpu_offload)" if m.cpu_optimizer else "")
+        if not m.optimizer_offload and on_gpu > 0:
+            out.append(term("actor_main_params", f"actor fp32 main params ({self._shard()}{cpu})",
+                            on_gpu * self.st.main))
             if adam:
-                out.append(term("actor_adam", f"actor Adam m and v (fp32, {self._shard()})", self.st.adam))
+                out.append(term("actor_adam", f"actor Adam m and v (fp32, {self._shard()}{cpu})", on_gpu * self.st.adam))
         if self.cfg.ref_separate and (not m.ref_param_offload or ref_loaded):
             out.append(term("ref_params", "reference params (bf16, the actor's TP / PP; forward-only, no gradient "
                                           "buffer)" + (": loaded for its pass" if m.ref_param_offload else ""),
@@ -245,12 +252,15 @@ class MegatronTrainer:
         logits (the pipeline's end runs its loss on one micro-batch at a time)."""
         T = self.update_tokens
         acts, how = activations(self.f, T, self.m, self.s, self.micro_batches)
+        on_gpu = 1.0 - self.m.cpu_optimizer  # the CPU optimizer's share stays and steps on the host
+        cpu = f"; {self.m.cpu_optimizer:g} of them on the CPU (optimizer_cpu_offload)" if self.m.cpu_optimizer else ""
+        back = "loaded back for the update" if self.m.optimizer_offload else ""
         out = [self._params("loaded back for the update" if self.m.param_offload else ""),
                self._grads("loaded back for the update" if self.m.param_offload else ""),
-               term("actor_main_params", f"actor fp32 main params ({self._shard()})", self.st.main,
-                    "loaded back for the update" if self.m.optimizer_offload else ""),
-               term("actor_adam", f"actor Adam m and v (fp32, {self._shard()})", self.st.adam,
-                    "loaded back for the update" if self.m.optimizer_offload else ""),
+               *([term("actor_main_params", f"actor fp32 main params ({self._shard()}{cpu})", on_gpu * self.st.main,
+                       back),
+                  term("actor_adam", f"actor Adam m and v (fp32, {self._shard()}{cpu})", on_gpu * self.st.adam, back)]
+                 if on_gpu > 0 else []),
                term("activations", f"activations, micro-batches of {tok(T)} per GPU", acts, how)]
         out += self._logits(T, update=True, entropy=self.cfg.update_entropy)
         return out + [t for t in self.resident() if t.key in ("ref_params", "trainer_context")]

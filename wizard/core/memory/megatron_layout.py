@@ -44,6 +44,12 @@ class MegatronConfig:
     recompute_layers: int = 1
     grads_fp32: bool = True  # verl's grad_reduce_in_fp32 default (override_ddp_config may turn it off)
     param_bytes: int = 2  # dtype: bfloat16 | float16
+    # megatron-core's CPU optimizer (optim.override_optimizer_config.optimizer_cpu_offload, passed through to its
+    # OptimizerConfig by verl/utils/megatron/optimizer.py:210-216): the fraction of the main params and Adam states
+    # kept and stepped on the host (optimizer_offload_fraction; megatron-core's default 0.0 offloads nothing)
+    cpu_optimizer: float = 0.0
+    # an optimizer override the estimate does not model (its reason), e.g. the precision-aware optimizer
+    optimizer_unmodelled: str | None = None
 
     @property
     def dp(self) -> int:
@@ -91,6 +97,32 @@ def tp_fits_heads(f: ModelFacts, tp: int) -> bool:
     return f.num_attention_heads % tp == 0 and (kv % tp == 0 or tp % kv == 0)
 
 
+OPT_OVERRIDE = f"{A}.optim.override_optimizer_config"
+# megatron-core OptimizerConfig fields that change what the optimizer holds, beyond the CPU offload read here
+LOWER_PRECISION = ("main_grads_dtype", "main_params_dtype", "exp_avg_dtype", "exp_avg_sq_dtype")
+
+
+def optimizer_overrides(values: Mapping) -> tuple[float, str | None]:
+    """(the fraction of the optimizer on the CPU, why an override is not modelled) from
+    ``optim.override_optimizer_config`` (a mapping, or dotted keys under it)."""
+    over = values.get(OPT_OVERRIDE)
+    over = dict(over) if isinstance(over, Mapping) else {}
+    over.update({k[len(OPT_OVERRIDE) + 1:]: v for k, v in values.items()
+                 if isinstance(k, str) and k.startswith(OPT_OVERRIDE + ".")})
+    why = None
+    if over.get("use_precision_aware_optimizer") is True:
+        why = ("the Megatron precision-aware optimizer (override_optimizer_config.use_precision_aware_optimizer: "
+               "lower-precision main params, gradients or Adam states) is not modelled")
+    elif any(str(over.get(k, "fp32")) != "fp32" for k in LOWER_PRECISION):
+        why = "lower-precision optimizer states (override_optimizer_config's *_dtype) are not modelled"
+    fraction = over.get("optimizer_offload_fraction", 0.0)
+    if over.get("optimizer_cpu_offload") is not True:
+        return 0.0, why
+    if isinstance(fraction, bool) or not isinstance(fraction, (int, float)) or not 0 <= fraction <= 1:
+        return 0.0, why or (f"optimizer_offload_fraction {fraction!r} is not a fraction between 0 and 1")
+    return float(fraction), why
+
+
 def read_megatron(values: Mapping, world: int) -> MegatronConfig:
     tp = positive_int(values, f"{AM}.tensor_model_parallel_size", 1)
     vpp = values.get(f"{AM}.virtual_pipeline_model_parallel_size")
@@ -119,4 +151,5 @@ def read_megatron(values: Mapping, world: int) -> MegatronConfig:
         recompute=str(gran) if gran in ("full", "selective") else "none",
         recompute_method=str(method) if method in ("uniform", "block") else None,
         recompute_layers=layers if isinstance(layers, int) and not isinstance(layers, bool) and layers >= 1 else 1,
-        grads_fp32=ddp.get("grad_reduce_in_fp32") is not False, param_bytes=mt.dtype_bytes(dtype, 2))
+        grads_fp32=ddp.get("grad_reduce_in_fp32") is not False, param_bytes=mt.dtype_bytes(dtype, 2),
+        cpu_optimizer=optimizer_overrides(values)[0], optimizer_unmodelled=optimizer_overrides(values)[1])

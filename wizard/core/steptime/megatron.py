@@ -188,11 +188,19 @@ class MegatronStep:
                  self._bubble(compute, micro),
                  *self._activation_collectives(self.t.update_tokens, micro * steps, passes),
                  *self._gradient_sync(steps)]
-        states = st.params + st.grads + st.main + st.adam
+        on_gpu = 1.0 - m.cpu_optimizer  # optimizer_cpu_offload: megatron-core steps that fraction on the host
+        states = st.params + st.grads + on_gpu * (st.main + st.adam)
         terms.append(TimeTerm("optimizer step", steps * 2 * states / (self.gpu.bandwidth_gbs * 1e9 *
                                                                        c.bandwidth_efficiency),
                               f"{steps} step(s) x {states / 1e9:.1f} GB of params, gradients and states read and "
                               "written"))
+        if m.cpu_optimizer:
+            shard = m.cpu_optimizer * st.main / 4  # the host's fp32 main params: its share of this GPU's shard
+            terms.append(TimeTerm("optimizer on the CPU", steps * shard * c.cpu_adam_s_per_param,
+                                  f"{steps} step(s) x {shard / 1e9:.2f}B params (optimizer_cpu_offload, fraction "
+                                  f"{m.cpu_optimizer:g}; torch's CPU Adam as measured with FSDP's offload_policy)"))
+            terms.append(host_term("gradients and params over the host link", steps * shard * (4 + 4), c,
+                                   "fp32 gradients out and updated params back, each optimizer step"))
         if m.param_offload:  # the gradient buffer is freed and re-made, not copied
             terms.append(host_term("params over the host link", 2 * st.params, c, "in and out once per update"))
         if m.optimizer_offload:
