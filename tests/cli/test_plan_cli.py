@@ -520,3 +520,14 @@ def test_no_room_for_a_kv_cache_is_zero_gib_and_a_shortfall_in_json_not_a_negati
     assert kv["kv_gib_per_gpu"] == 0 and kv["kv_short_gib_per_gpu"] == pytest.approx(short, abs=0.5)
     assert _negatives(doc) == []
     assert doc["verdict"] == "does_not_fit" and doc["fits_cause"] == "kv_cache"
+
+
+def test_config_name_among_the_override_words_picks_verls_megatron_config_as_its_command_line_does():
+    words = ["actor_rollout_ref.model.path=Qwen/Qwen2.5-7B-Instruct", "algorithm.adv_estimator=grpo"]
+    for flag in (["--config-name=ppo_megatron_trainer"], ["-cn", "ppo_megatron_trainer"]):
+        proc = run_cli("plan", "--gpus", "2x8xH100-80GB", "--no-data", "--format", "json", "--", *flag, *words)
+        doc = json.loads(proc.stdout)
+        codes = [f["rule"] for f in doc["findings"]]
+        assert "compose.syntax" not in codes, codes  # was: Hydra cannot parse '--config-name=...', then an FSDP plan
+        update = [t["label"] for t in doc["phases_terms"]["update_actor"]]
+        assert "pipeline bubble" in update and "gradient sync" in update, update  # Megatron's terms, not FSDP's

@@ -51,7 +51,16 @@ def _note(rule: str, text: str, severity: Severity = Severity.WARNING) -> Findin
 
 
 def from_overrides(words: list[str]) -> Source:
-    return Source(overrides=list(words))
+    """Override words as verl's command line takes them: ``--config-name NAME`` (``-cn``) among them picks the
+    config they apply to (ppo_megatron_trainer: the Megatron engine), as it does after ``main_ppo``."""
+    from wizard.core.scripts.reader import split_config
+
+    name, path, overrides = split_config(list(words))
+    findings = []
+    if path is not None:
+        findings.append(_note("overrides.config_path", f"--config-path {path}: the wizard composes verl's own configs; "
+                              "to check a YAML of yours, give the file itself (verl-wizard check config.yaml)"))
+    return Source(overrides=overrides, config_name=name, findings=findings)
 
 
 def load_source(path: str) -> Source:

@@ -155,6 +155,11 @@ def _build(ctx: Context) -> LaunchScript:
     return script
 
 
+def split_config(argv: list[str]) -> tuple[str, str | None, list[str]]:
+    """(--config-name, --config-path, the overrides) of verl's command-line words, as Hydra takes them."""
+    return _split_config(argv, None)
+
+
 def _split_config(argv: list[str], render) -> tuple[str, str | None, list[str]]:
     config_name, config_path, overrides = "ppo_trainer", None, []
     skip = False
