@@ -232,3 +232,11 @@ def test_a_same_as_loop_or_a_missing_base_is_refused_with_its_reason():
         cat.facts("a/X-7B")
     with pytest.raises(ModelConfigError, match="not in the catalogue"):
         cat.facts("a/Z-7B")
+
+
+def test_an_unknown_size_in_a_known_family_suggests_the_nearest_sizes_first():
+    from wizard.adapters.files.model_facts import load_model_facts
+
+    [note] = [f for f in load_model_facts("Qwen/Qwen2.5-13B-Foo").findings if f.rule == "models.not_in_catalogue"]
+    assert "did you mean Qwen/Qwen2.5-14B or " in note.message  # 14B, not 3B, which is spelled closer
+    assert note.fix == "If you meant Qwen/Qwen2.5-14B, use that id"

@@ -11,6 +11,7 @@ Finding with a one-line reason, never a traceback. The rules on these facts live
 from __future__ import annotations
 
 import difflib
+import math
 import os
 import re
 import shlex
@@ -89,8 +90,19 @@ class Catalogue:
         return best[1] if best else None
 
     def near(self, hub_id: str) -> list[str]:
-        close = difflib.get_close_matches(hub_id.lower(), list(self.models), n=3, cutoff=0.75)
-        return [self.models[c][0] for c in close]
+        """Up to three catalogue ids spelled like ``hub_id``; where its name says a size (13B), the nearest sizes
+        first (Qwen2.5-13B-Foo: 14B before 3B, which spells closer)."""
+        close = difflib.get_close_matches(hub_id.lower(), list(self.models), n=6, cutoff=0.75)
+        want = _size_b(hub_id)
+        if want:
+            close.sort(key=lambda c: abs(math.log((_size_b(c) or 1e9) / want)))  # stable: spelling breaks ties
+        return [self.models[c][0] for c in close[:3]]
+
+
+def _size_b(name: str) -> float | None:
+    """The parameter count a model's name says, in billions (Qwen2.5-13B-Foo: 13.0; Qwen3-30B-A3B: 30.0)."""
+    m = re.search(r"(?<![\w.])(\d+(?:\.\d+)?)[bB](?![a-zA-Z])", name.rsplit("/", 1)[-1].replace("-", " ").replace("_", " "))
+    return float(m.group(1)) if m and float(m.group(1)) > 0 else None
 
 
 @lru_cache(maxsize=1)
