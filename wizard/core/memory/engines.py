@@ -5,7 +5,8 @@ Split from :mod:`wizard.core.memory.config` (the trainer's side). Pure."""
 from __future__ import annotations
 
 import math
-from collections.abc import Mapping
+import re
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 
 from wizard.core.memory.readers import flag_at as _flag, float_at as _float, int_at as _int
@@ -77,12 +78,9 @@ def _engine(values: Mapping, prefix: str, fallback_name: str | None = None) -> E
         value = _kwarg(kwargs, arg, fields[target])
         if value is not None:
             fields[target] = value
-    pinned = _kwarg(kwargs, "kv_cache_memory_bytes", 0) if name == "vllm" else None
+    pinned = vllm_kv_bytes(kwargs.get("kv_cache_memory_bytes"))[0] if name == "vllm" else None
     unread = tuple(f"{prefix}.engine_kwargs.{name}.{k}={kwargs[k]}" for k in _UNREAD_KWARGS.get(name, ())
                    if kwargs.get(k) not in (None, "auto", 0, False, "", {}, []))
-    if name == "vllm" and "kv_cache_memory_bytes" in kwargs and not (pinned and pinned > 0):
-        unread += (f"{prefix}.engine_kwargs.vllm.kv_cache_memory_bytes={kwargs['kv_cache_memory_bytes']!r} "
-                   "(not a whole number of bytes)",)
     workers = _int(values, f"{prefix}.agent.num_workers")
     return EngineConfig(
         name=name, tp=tp, dp=dp, pp=pp, **fields,
@@ -169,3 +167,155 @@ def all_engines(values: Mapping) -> dict[str, EngineConfig]:
                                       max_num_batched_tokens=8192, max_model_len=None, enforce_eager=True,
                                       free_cache_engine=True, capture_sizes=None)
     return engines
+
+
+# ------------------------------------------------------------------------------------------------
+# Engine values the engine itself refuses: the rules say so (rollout.memory_fraction_out_of_range,
+# rollout.memory_fraction_not_a_number, rollout.kv_cache_memory_bytes) and the estimate is not made for them.
+
+# vLLM parses --kv-cache-memory-bytes with human_readable_int (vllm/utils/argparse_utils.py; arg_utils.py gives the
+# flag that type): a lowercase suffix is a power of 1000 (decimals allowed), an uppercase one a power of 1024 (whole
+# numbers only), anything else int(text). verl hands every engine_kwargs.vllm value to vLLM's parser as text
+# (vllm_rollout/utils.py build_cli_args_from_config: str(v); vllm_async_server.py:456-470).
+_HUMAN_INT = re.compile(r"(\d+(?:\.\d+)?)([kKmMgGtT])")
+_DECIMAL = {"k": 10**3, "m": 10**6, "g": 10**9, "t": 10**12}
+_BINARY = {"K": 2**10, "M": 2**20, "G": 2**30, "T": 2**40}
+KV_FLAG = "--kv-cache-memory-bytes"
+
+
+def vllm_kv_bytes(value) -> tuple[int | None, str | None]:
+    """engine_kwargs.vllm.kv_cache_memory_bytes as vLLM reads it: (bytes, None), or (None, what vLLM's argument
+    parser stops with); (None, None) where verl passes no flag (null, false). 0 is read, and means unset to vLLM."""
+    if value is None or value is False:
+        return None, None
+    if value is True:  # verl passes a bare --kv-cache-memory-bytes
+        return None, f"argument {KV_FLAG}: expected one argument"
+    if not isinstance(value, (int, float, str)):
+        return None, f"argument {KV_FLAG}: invalid human_readable_int value: {str(value)!r}"
+    text = str(value).strip()
+    match = _HUMAN_INT.fullmatch(text)
+    if match:
+        number, suffix = match.groups()
+        if suffix in _DECIMAL:
+            return int(float(number) * _DECIMAL[suffix]), None
+        if "." in number:
+            return None, (f"argument {KV_FLAG}: Decimals are not allowed with binary suffixes like {suffix}. Did you "
+                          f"mean to use {number}{suffix.lower()} instead?")
+        return int(number) * _BINARY[suffix], None
+    try:
+        return int(text), None
+    except ValueError:
+        return None, f"argument {KV_FLAG}: invalid human_readable_int value: {str(value)!r}"
+
+
+# the engine argument that is the rollout's memory fraction, and the key of verl's it replaces
+FRACTION_ARG = {"vllm": "gpu_memory_utilization", "sglang": "mem_fraction_static"}
+
+
+@dataclass(frozen=True)
+class RefusedValue:
+    """An engine setting the engine refuses or cannot start with. ``kind``: fraction_range (a number outside
+    (0, 1]), fraction_type (not a number), fraction_not_finite (nan or inf in the rollout key: its own rule),
+    kv_bytes (kv_cache_memory_bytes vLLM does not parse, or below 0)."""
+    kind: str
+    key: str
+    value: object
+    said: str  # what the engine does with it, in its own words where it has them
+    fix: str
+    overrides: tuple[str, ...] = ()
+
+    @property
+    def reason(self) -> str:
+        """Why the memory estimate is not made, in one line."""
+        engine = "reward model's engine" if self.key.startswith(f"{RM}.") else "rollout engine"
+        return (f"the {engine} does not start with {self.key}={self.value!r} (its error is below), so its memory is "
+                "not estimated")
+
+
+def _is_number(v) -> bool:
+    return isinstance(v, (int, float)) and not isinstance(v, bool)
+
+
+def refused_values(get: Callable[[str], object], prefix: str, name: str) -> list[RefusedValue]:
+    """The settings of the rollout at ``prefix`` (its engine ``name``) that the engine refuses: its memory fraction
+    (engine_kwargs.<engine>'s if set, verl passes them last) outside (0, 1] or not a number, and vLLM's
+    kv_cache_memory_bytes. ``get``: a resolved key's value."""
+    arg = FRACTION_ARG.get(name)
+    if arg is None:
+        return []
+    own = get(f"{prefix}.engine_kwargs")
+    own = own.get(name) if isinstance(own, Mapping) else None
+    kwargs = {k: v for k, v in own.items() if v is not None} if isinstance(own, Mapping) else {}
+    out: list[RefusedValue] = []
+    in_kwargs = arg in kwargs and not (name == "vllm" and kwargs[arg] is False)  # verl drops a false flag
+    key = f"{prefix}.engine_kwargs.{name}.{arg}" if in_kwargs else f"{prefix}.gpu_memory_utilization"
+    v = kwargs[arg] if in_kwargs else get(key)
+    fix_key = f"++{key}" if in_kwargs else key
+    if in_kwargs and name == "vllm" and isinstance(v, str):
+        try:
+            v = float(v)  # vLLM's parser reads the text as a float
+        except ValueError:
+            out.append(RefusedValue("fraction_type", key, v, f"argument --gpu-memory-utilization: invalid float value: "
+                                    f"{v!r}", f"Set {key} to a fraction in (0, 1], e.g. 0.5, or remove it",
+                                    (f"{fix_key}=0.5",)))
+            v = None
+    if in_kwargs and name == "sglang" and not _is_number(v):
+        out.append(RefusedValue(
+            "fraction_type", key, v, "verl passes engine_kwargs.sglang after its own arguments "
+            "(async_sglang_server.py:317-340), so this replaces mem_fraction_static=gpu_memory_utilization, and SGLang "
+            "fails with a TypeError where it sizes its memory with it (1 - mem_fraction_static)",
+            f"Set {key} to a fraction in (0, 1], e.g. 0.5, or remove it", (f"{fix_key}=0.5",)))
+    elif in_kwargs and name == "vllm" and v is True:
+        out.append(RefusedValue("fraction_type", key, v, "argument --gpu-memory-utilization: expected one argument",
+                                f"Set {key} to a fraction in (0, 1], e.g. 0.5, or remove it", (f"{fix_key}=0.5",)))
+    elif _is_number(v) and not in_kwargs and not math.isfinite(v):  # the rule rollout.memory_fraction_not_a_number
+        out.append(RefusedValue("fraction_not_finite", key, v, "vLLM's CacheConfig refuses anything outside 0 < "
+                                "gpu_memory_utilization <= 1", f"Set {key}=0.5", (f"{key}=0.5",)))
+    elif _is_number(v) and not 0 < v <= 1:
+        if name == "vllm":
+            bound = "less than or equal to 1" if v > 1 else "greater than 0"
+            said = (f"vLLM accepts only 0 < gpu_memory_utilization <= 1 and stops at its start with: 1 validation "
+                    f"error for CacheConfig: gpu_memory_utilization: Input should be {bound}")
+        elif v > 1:
+            said = ("SGLang does not check the range: it sizes its weights and KV pool as this fraction of the memory "
+                    "free at its start, more than the GPU has, and fails allocating the pool (CUDA out of memory)")
+        else:
+            said = ("SGLang does not check the range: with this fraction of the free memory it has no room for a KV "
+                    "pool and stops with: Not enough memory. Please try to increase --mem-fraction-static.")
+        out.append(RefusedValue("fraction_range", key, v, said,
+                                f"Set {key} to a fraction in (0, 1]: 0.5 is verl's default, 0.7-0.9 for a larger "
+                                "KV cache", (f"{fix_key}=0.5",)))
+    if name == "vllm" and "kv_cache_memory_bytes" in kwargs:
+        out += _kv_bytes(prefix, kwargs["kv_cache_memory_bytes"])
+    return out
+
+
+def _kv_bytes(prefix: str, value) -> list[RefusedValue]:
+    key = f"{prefix}.engine_kwargs.vllm.kv_cache_memory_bytes"
+    n, error = vllm_kv_bytes(value)
+    suffixes = ("vLLM reads 10G as 10 GiB (K, M, G, T: powers of 1024, whole numbers) and 10g as 10^10 bytes "
+                "(k, m, g, t: powers of 1000)")
+    if error is not None:
+        whole = int(value) if _is_number(value) and math.isfinite(value) and value > 0 else None
+        fix = (f"Give a whole number of bytes, +{key}={whole}, or a size such as 10G; {suffixes}" if whole else
+               f"Give the KV cache's size per GPU as a whole number of bytes or a size such as 10G; {suffixes}")
+        said = f"vLLM's argument parser stops the server at its start with: {error}"
+        if isinstance(value, float):
+            said = f"verl passes it as the text {str(value)!r}, and " + said
+        return [RefusedValue("kv_bytes", key, value, said, fix, (f"++{key}={whole}",) if whole else ())]
+    if n is not None and n < 0:
+        return [RefusedValue("kv_bytes", key, value, "vLLM takes it as a KV cache of a negative size and stops at its "
+                             "start with: No available memory for the cache blocks",
+                             f"Give the KV cache's size per GPU (e.g. 10G), or remove it to size the KV cache from "
+                             f"gpu_memory_utilization; {suffixes}")]
+    return []
+
+
+def refused_engine_values(values: Mapping) -> list[RefusedValue]:
+    """:func:`refused_values` of the rollout and, where it is enabled, the reward model's engine, as the estimate
+    reads them (``values``: resolved keys)."""
+    engines = read_engines(values)
+    out = refused_values(values.get, R, engines["rollout"].name)
+    if "reward" in engines:
+        out += refused_values(values.get, f"{RM}.rollout", engines["reward"].name)
+    return out
