@@ -130,11 +130,17 @@ class MemoryConstants(BaseModel):
     # estimator's error after calibration (bench/bench_memory.py) plus fragmentation without expandable segments.
     tight_fraction: float = 0.08
     tight_min: int = int(2 * GIB)
-    # Host RAM [E]: resident size of a Ray worker that imported torch + CUDA (trainer), of a rollout worker, and the
-    # per-node processes (TaskRunner, TransferQueue 9 actors, 8 agent-loop and 8 reward workers), per dataloader worker.
+    # Host RAM [E]: resident size of a Ray worker that imported torch + CUDA (trainer), of a rollout GPU's engine
+    # processes (vLLM's worker, EngineCore and HTTP server: 3.6 GiB of PSS measured for Qwen2.5-1.5B on an H100, 1.76 +
+    # 0.72 + 1.25 GB; advised-ppo-1.5b-critic-4096-h100's host.jsonl), and the per-node processes (TaskRunner,
+    # TransferQueue's controller and storage units, agent-loop and reward workers, the load balancer: 9-10 GB at that
+    # run's peak, storage 3.3 of it), per dataloader worker.
     host_trainer_process: int = int(3 * GIB)
-    host_engine_process: int = int(2 * GIB)
+    host_engine_process: int = int(3.5 * GIB)
     host_node_fixed: int = int(10 * GIB)
+    # of those per-node processes, what is there while rank 0 reads the model at start (the engines not started, the
+    # storage units empty: 3.4 GiB measured then, beside the trainer's 9.5 GiB, in the same run)
+    host_node_fixed_at_start: int = int(3.5 * GIB)
     host_dataloader_worker: int = int(0.5 * GIB)
 
 
@@ -158,6 +164,7 @@ class Term(BaseModel):
 RAY_KILL_FRACTION = 0.95
 HOST_AT_START = frozenset({"host_init"})  # rank 0's read of the whole model, freed once FSDP holds it
 HOST_PROCESSES = frozenset({"host_trainer", "host_engine", "host_fixed", "host_dataloader"})
+HOST_FIXED_AT_START = MemoryConstants().host_node_fixed_at_start
 
 
 class HostEstimate(BaseModel):
@@ -169,12 +176,20 @@ class HostEstimate(BaseModel):
 
     @property
     def total(self) -> int:
-        """The node's peak: its processes, plus the larger of what rank 0 reads at start and the states kept after
-        it. The read is gone before the engines sleep and the first weight sync gathers (verl H200, 14B LoRA: the
-        trainer held 56.0 GiB at that sync, one copy of 4 bytes x 14.8B, not two)."""
-        start = sum(t.bytes for t in self.terms if t.key in HOST_AT_START)
-        kept = sum(t.bytes for t in self.terms if t.key not in HOST_AT_START and t.key not in HOST_PROCESSES)
-        return sum(t.bytes for t in self.terms if t.key in HOST_PROCESSES) + max(start, kept)
+        """The node's peak: the larger of the start, while rank 0 reads the whole model (the trainers, that read and
+        the few per-node processes there by then: no engine yet, TransferQueue empty), and the run, every process
+        with the states kept. The read is gone before the engines sleep and the first weight sync gathers (verl H200,
+        14B LoRA: the trainer held 56.0 GiB at that sync, one copy of 4 bytes x 14.8B, not two; verl H100, 1.5B PPO:
+        13.3 GiB used at the read, 16.9 at the run's peak)."""
+        by = {}
+        for t in self.terms:
+            by[t.key] = by.get(t.key, 0) + t.bytes
+        read = sum(by.get(k, 0) for k in HOST_AT_START)
+        kept = sum(v for k, v in by.items() if k not in HOST_AT_START and k not in HOST_PROCESSES)
+        processes = sum(by.get(k, 0) for k in HOST_PROCESSES)
+        at_start = (by.get("host_trainer", 0) + read + by.get("host_dataloader", 0)
+                    + min(by.get("host_fixed", 0), HOST_FIXED_AT_START)) if read else 0
+        return max(at_start, processes + kept)
 
     @property
     def limit(self) -> float | None:

@@ -302,8 +302,8 @@ def host_memory(ctx: RuleContext):
             message = (f"Node {host.node} needs about {need / GIB:.{d}f} GiB of host memory of {cap / GIB:.{d}f} GiB "
                        f"(Ray kills workers at 95 %, {host.limit / GIB:.{d}f} GiB). Largest: {top} GiB")
             if any(t.key in HOST_AT_START for t in host.terms):
-                message += ("; rank 0's read of the model at start is gone before the rest is held, so the node "
-                            "needs the larger of the two, not their sum")
+                message += ("; rank 0's read of the model at start is gone before the engines start and the rest "
+                            "is held, so the node needs the larger of the two moments, not their sum")
             if host.over:  # the advisor's best, as every memory error offers (one Apply clears them all)
                 text, overrides = advice_fix(ctx)
                 yield finding(Severity.ERROR, keys, message, text, overrides, fix_auto=bool(overrides))
