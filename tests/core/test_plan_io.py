@@ -102,3 +102,13 @@ def test_a_presets_experiment_name_follows_a_model_set_over_its_own_and_a_name_t
     other = apply_overrides(preset, ["trainer.experiment_name=exp1"])  # a name that does not spell the model
     assert follow_model(other, apply_overrides(other, ["actor_rollout_ref.model.path=Qwen/Qwen3-8B"])) \
         .trainer.experiment_name == "exp1"
+
+
+def test_adding_a_key_with_plus_replaces_the_plain_override_hydra_refused_so_check_fix_ends_clean():
+    key = "actor_rollout_ref.rollout.engine_kwargs.vllm.kv_cache_memory_bytes"
+    plan = plan_from_overrides([f"{key}=1000", "data.train_batch_size=8"])
+    fixed = plan_overrides(apply_overrides(plan, [f"+{key}=1000"]))
+    assert [o for o in fixed if key in o] == [f"+{key}=1000"]
+    again = plan_overrides(apply_overrides(apply_overrides(plan, [f"+{key}=1000"]), [f"++{key}=2000"]))
+    assert [o for o in again if key in o] == [f"++{key}=2000"]  # a second '+' of one key would be Hydra's error
+    assert "data.train_batch_size=8" in again

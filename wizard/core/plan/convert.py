@@ -123,6 +123,11 @@ def apply_overrides(plan: Plan, overrides: list[str]) -> Plan:
             plan.passthrough[plain_same_key[-1]] = text
             plan.passthrough = [t for i, t in enumerate(plan.passthrough) if i not in plain_same_key[:-1]]
         else:
+            if p.kind in ("+", "++") and p.package is None:
+                # adding the key replaces what set it before: a plain override of a key verl's YAML lacks (Hydra
+                # refuses it; the fix is this '+'), or an earlier add (a second '+' of one key is an error too)
+                plan.passthrough = [t for t in plan.passthrough if (q := _try_parse(t)) is None or q.key != p.key
+                                    or q.package is not None or q.kind not in ("", "+", "++")]
             plan.passthrough.append(text)
     return plan
 
