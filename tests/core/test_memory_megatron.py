@@ -20,6 +20,7 @@ from wizard.core.memory.megatron import LOGIT_BYTES_UPDATE
 from wizard.core.memory.megatron_formulas import activations, in_flight, layer_activation, stage, states
 from wizard.core.memory.megatron_layout import MegatronConfig
 from wizard.core.memory.phases import PhaseName
+from wizard.core.memory.verdict import memory_verdict
 from wizard.usecases.advising import step_time
 from wizard.core.models.facts import ModelFacts
 from wizard.core.plan.emit import emit_overrides
@@ -382,3 +383,18 @@ def test_megatron_s_cpu_optimizer_keeps_its_fraction_of_the_states_on_the_host_a
     # the precision-aware optimizer set the same way is said to be not modelled, not estimated as fp32
     _, _, precise = update_terms(f"{OPT}.use_precision_aware_optimizer=True")
     assert "precision-aware" in (precise.memory.report.unmodelled or "")
+
+
+@pytest.mark.parametrize("sets,why", [
+    ((f"{AM}.pipeline_model_parallel_size=128",), "TP 4 x PP 128 x CP 1 does not divide the 16 GPUs"),
+    ((f"{AM}.pipeline_model_parallel_size=5",), "TP 4 x PP 5 x CP 1 does not divide the 16 GPUs"),
+    ((f"{AM}.virtual_pipeline_model_parallel_size=5",), "VPP 5 does not divide the 32 layers"),
+])
+def test_a_layout_that_does_not_start_gets_no_fits_verdict(sets, why):
+    """A layout verl or megatron-core stops at start has no memory to judge: the verdict is none with the reason,
+    not FITS from numbers of an impossible split (PP 128 was 'FITS: 47.6 of 79.6 GiB')."""
+    _, result = plan_of(DENSE, *sets)
+    report = result.memory.report
+    assert why in (report.unmodelled or "") and not result.ok
+    verdict = memory_verdict(report, result.memory.values, result.memory.models, result.memory.cluster)
+    assert verdict.fits is None

@@ -47,7 +47,7 @@ from wizard.core.memory.pinned import pow2
 from wizard.core.memory.batching import SAMPLE_TOKENS, micro_batch_tokens
 from wizard.core.memory.config import MemoryConfig
 from wizard.core.memory.megatron_formulas import activations, layer_activation, stage, states
-from wizard.core.memory.megatron_layout import AM, MegatronConfig, positive_int, read_megatron
+from wizard.core.memory.megatron_layout import AM, MegatronConfig, layout_problems, positive_int, read_megatron
 from wizard.core.memory.phases import PhaseName as P
 from wizard.core.memory.terms import MemoryConstants, Term
 from wizard.core.memory.trainer import term, tok, two_sync_buckets
@@ -119,7 +119,16 @@ class MegatronTrainer:
         if truthy(v, f"{A}.optim.use_precision_aware_optimizer"):
             return ("the Megatron precision-aware optimizer (optim.use_precision_aware_optimizer=True: lower-precision "
                     "main params, gradients or Adam states) is not modelled")
-        return self.m.optimizer_unmodelled
+        if self.m.optimizer_unmodelled:
+            return self.m.optimizer_unmodelled
+        m = self.m
+        if m.world % (m.tp * m.pp * m.cp):  # verl's check stops it (batch.megatron_parallel)
+            return (f"TP {m.tp} x PP {m.pp} x CP {m.cp} does not divide the {m.world} GPUs, so verl does not start it "
+                    "(the error is below) and no memory is estimated for it")
+        problems = layout_problems(self.f, m)
+        if problems:  # megatron-core stops it (models.megatron_layout)
+            return f"Megatron does not start this layout ({problems[0][1]}), so no memory is estimated for it"
+        return None
 
     def notes(self) -> list[str]:
         m, s, st = self.m, self.s, self.st
