@@ -149,3 +149,13 @@ def test_a_key_under_an_empty_engine_kwargs_mapping_is_fixed_with_a_plus(schema,
     assert found.fix == f"+{key}=1000" and found.fix_overrides == [f"+{key}=1000"]
     assert "=[...]" not in found.fix and "empty mapping" in found.message
     assert compose(schema, [f"+{key}=1000"]).findings == []
+
+
+def test_a_megatron_key_in_a_config_composed_for_fsdp_is_fixed_by_switching_the_engine(schema):
+    """actor.megatron.* exists only in verl's Megatron config: the fix is model_engine=megatron, not the nearest
+    spelling (rollout.pipeline_model_parallel_size, which verl refuses above 1)."""
+    key = "actor_rollout_ref.actor.megatron.pipeline_model_parallel_size"
+    (found,) = compose(schema, [f"{key}=2"]).findings
+    assert found.rule == "compose.unknown_key" and "Megatron config" in found.message
+    assert found.fix_overrides == ["model_engine=megatron"] and "rollout" not in found.fix
+    assert compose(schema, ["model_engine=megatron", f"{key}=2"]).findings == []

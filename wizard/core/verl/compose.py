@@ -380,6 +380,14 @@ def _override_finding(p: ParsedOverride, hydra_message: str, variant: SchemaVari
         message = f"{key} already exists, so '+' cannot add it; drop the '+' to change it"
         fix = f"{key}={value_part}"
         fix_overrides = [fix]
+    elif ".megatron." in f".{key}." and not any(k.startswith(key.split(".megatron.")[0] + ".megatron")
+                                              for k in variant.keys):
+        # a Megatron key in a config composed for FSDP: the engine is switched as a whole, not key by key (a
+        # "did you mean" would point at rollout.pipeline_model_parallel_size, which verl refuses above 1)
+        message = (f"Unknown key {key}: it is a key of verl's Megatron config, and this config was composed for FSDP "
+                   f"(no {key.split('.megatron.')[0]}.megatron section; {hydra_message})")
+        fix = "Switch the engine as a whole: model_engine=megatron (or --config-name=ppo_megatron_trainer)"
+        fix_overrides = ["model_engine=megatron"]
     else:
         suggestions = variant.suggest(key)
         message = f"Unknown key {key}: Hydra refuses it ({hydra_message})"
