@@ -63,6 +63,12 @@ def test_not_a_number(check):
     assert f.stage is Stage.PREFLIGHT and "'abc'" in f.message and "int" in f.message
 
 
+def test_a_wrong_type_s_fix_gives_verls_own_value_as_the_example(check):
+    # not a made-up 64 (a TP of 64 on a 16-GPU cluster): the key's default where verl has one of that type
+    f = one(check(GOOD + ["actor_rollout_ref.actor.clip_ratio=wide"]), "types.value")
+    assert "e.g. actor_rollout_ref.actor.clip_ratio=0.2 (no quotes)" in f.fix
+
+
 def test_none_on_the_command_line_is_a_string_to_hydra(check):
     f = one(check(GOOD + ["actor_rollout_ref.model.lora.target_modules=None"]), "types.none_string")
     assert f.severity is Severity.WARNING and "the string 'None'" in f.message

@@ -77,7 +77,10 @@ def value_types(ctx: RuleContext):
         ok = (isinstance(value, int) and not isinstance(value, bool)) if strict else converts(value, kind)
         if ok:
             continue
-        example = {"int": "64", "float": "1e-6", "bool": "true"}[kind]
+        default = info.default  # verl's own value for the key is the example, where it has one of this type
+        usable = default is not None and not isinstance(default, str) and converts(default, kind)
+        example = (str(default).lower() if isinstance(default, bool) else str(default)) if usable else \
+            {"int": "64", "float": "1e-6", "bool": "true"}[kind]
         yield finding(
             Severity.ERROR,
             [key],
