@@ -320,6 +320,12 @@ def test_a_megatron_tp_of_0_is_an_error_of_its_own_not_a_failed_rule():
     _, result = plan_of(DENSE, f"{AM}.tensor_model_parallel_size=0")
     rules = [f.rule for f in result.findings]
     assert "batch.megatron_parallel" in rules and "internal.rule_failed" not in rules
+    [f] = [f for f in result.findings if f.rule == "batch.megatron_parallel"]
+    assert "ZeroDivisionError" in f.message
+    # a negative size: 16 % -4 == 0, so verl's division does not stop it; the message does not claim it does
+    _, negative = plan_of(DENSE, f"{AM}.tensor_model_parallel_size=-4")
+    [f] = [f for f in negative.findings if f.rule == "batch.megatron_parallel"]
+    assert "ZeroDivisionError" not in f.message and "does not catch a negative size" in f.message
 
 
 def test_recompute_granularity_none_is_refused_by_megatron_core_at_start():

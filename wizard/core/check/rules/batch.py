@@ -70,8 +70,11 @@ def real_train_batch_size(ctx: RuleContext):
             yield finding(
                 Severity.ERROR, [f"{A}.megatron.tensor_model_parallel_size", f"{A}.megatron.pipeline_model_parallel_size",
                                  f"{A}.megatron.context_parallel_size"],
-                f"Megatron TP x PP x CP = {tp} x {pp} x {cp}: each must be 1 or more; verl's pre-flight divides the GPU "
-                "count by their product and stops with: ZeroDivisionError: integer modulo by zero",
+                f"Megatron TP x PP x CP = {tp} x {pp} x {cp}: each must be 1 or more; "
+                + ("verl's pre-flight divides the GPU count by their product and stops with: ZeroDivisionError: "
+                   "integer modulo by zero" if 0 in (tp, pp, cp) else
+                   "verl's pre-flight does not catch a negative size (its divisions still come out whole), and "
+                   "Megatron's parallel groups fail when the workers start"),
                 "Set each of them to 1 or more", rule="batch.megatron_parallel",
             )
             return
