@@ -4,6 +4,7 @@
         --sglang [--sglang-kwargs K=V,... | --triton-first]]
         [--skip-recorded] [--margin F]
         [--first NAME,NAME,...] [--steps N] [--expect S] [--preflight PYTHON] [--gpu H100-80GB] [--then OTHER.json]
+        [--tag T]  (each name + "-T": a run again beside the record of its earlier try)
 
 Writes campaign.py's input. ``--preflight`` first runs verl's own pre-flight (Hydra compose + validate_config,
 ``wizard/adapters/verl_env/probes/verl_preflight_probe.py``) on every verl run with PYTHON, where verl 0.9.1 is installed:
@@ -550,6 +551,9 @@ def main(argv: list[str]) -> int:
     if GPU != "H200-141GB":  # a run on another card is another record (time-...-h100), kept beside the H200's
         tag = "-" + GPU.split("-")[0].lower()
         spec = [{**run, "name": run["name"] + tag} for run in spec]
+    if "--tag" in argv:  # a run again under a new name (the record of its earlier try stays): --tag 2 -> NAME-2
+        tag = argv[argv.index("--tag") + 1]
+        spec = [{**run, "name": f"{run['name']}-{tag}"} for run in spec]
     if "--then" in argv:  # another campaign's runs after these (go.sh with SGL=1 runs SGLang and vLLM runs alike)
         more = json.loads(Path(argv[argv.index("--then") + 1]).read_text())["runs"]
         spec += [run for run in more if run["name"] not in {r["name"] for r in spec}]
