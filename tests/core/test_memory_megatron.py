@@ -247,6 +247,8 @@ def test_plan_json_gives_a_verdict_and_each_gpus_peak(script):
     for g in doc["gpus"]:
         assert isinstance(g["peak_gib"], (int, float)) and 0 < g["peak_gib"] <= g["capacity_gib"]
         assert math.isclose(g["peak_gib"], g["breakdown"][g["peak_phase"]]["total_gib"], abs_tol=0.01)
+    # every GPU shows the stage that peaks highest: the JSON says which, as the text's note does
+    assert any("pipeline stage" in n and "peak highest and are shown" in n for n in doc["memory_notes"])
 
 
 def test_a_megatron_plan_that_does_not_fit_is_offered_megatron_moves_not_fsdp_ones():

@@ -179,7 +179,8 @@ def plan_json(plan, findings: list[Finding]) -> dict:
     without a verdict; ``fits_cause`` says what does not fit (host, engine_start, kv_cache or the phase over memory).
     ``host.nodes``: each node's need against its RAM and Ray's limit (95 % of it), ``over`` past it.
     ``host.kv_cache``: per engine role, ``kv_gib_per_gpu`` (never negative: 0 where there is no room) and
-    ``kv_short_gib_per_gpu`` (what a GPU lacks for any KV cache, 0 where it has room)."""
+    ``kv_short_gib_per_gpu`` (what a GPU lacks for any KV cache, 0 where it has room). ``memory_notes``: the
+    estimate's notes (a Megatron plan's: the pipeline stage whose numbers every GPU shows)."""
     report = plan.judged
     gpus, host = [], {"nodes": []}
     if report is not None:
@@ -203,6 +204,9 @@ def plan_json(plan, findings: list[Finding]) -> dict:
     cause = v.cause if v.word in ("does_not_fit", "fits_while_short") else None
     return {"fits": v.fits, "verdict": v.word, "fits_up_to_avg_tokens": v.fits_up_to_avg_tokens,
             "fits_reason": v.reason, "fits_cause": cause, "gpus": gpus, "host": host,
+            # what the text prints as "note:" under the table (a Megatron plan: which pipeline stage every GPU's
+            # numbers are, the stage that peaks highest)
+            "memory_notes": list(report.notes) if report is not None else [],
             "findings": [f.to_json() for f in findings]}
 
 
