@@ -233,7 +233,8 @@ def _speed_lines(step, advice, findings: list[Finding] = ()) -> list[str]:
                    "with room to spare (it fits only tightly now):" if advice.tight_now else "fastest that fits:")
         out += [f"  {line}" for line in advice.lines(4)]
         if any(a.kind == "method" for a in advice.alternatives[:4]):
-            out.append("  [method]: changes what is trained (LoRA adapters, or a smaller model), not only how")
+            out.append("  [method]: changes what is trained (LoRA adapters, or a smaller model), not only how"
+                       + (f"; {kept}" if (kept := advice.lora_kept(4)) else ""))
         best = advice.best
         if best is not None:
             out.append("  apply the first with: " + " ".join(f"--set {o}" for o in best.overrides))

@@ -127,6 +127,14 @@ class Advice:
             out.append(self.statement)
         return out
 
+    def lora_kept(self, limit: int = 4) -> str | None:
+        """Why a slower change of method comes before a faster one among the first ``limit``: LoRA of the plan's own
+        model is kept in the list where smaller models (always faster) would push it out (search._with_lora)."""
+        methods = [a.step_seconds for a in self.alternatives[:limit] if a.kind == METHOD and a.step_seconds]
+        if methods == sorted(methods):
+            return None
+        return "LoRA of this model is listed though a smaller model is faster, since it trains the model you chose"
+
 
 def _text(v) -> str:
     """An override's value as Hydra reads it back: null for None (Hydra takes ``None`` for the string "None")."""

@@ -109,6 +109,8 @@ class AdviceDialog(QDialog):
         else:
             head = "These fit, each estimated again (fastest first; changes of method last):"
         text = f"{now}\n{head}"
+        if kept := self.advice.lora_kept(len(self.alternatives)):
+            text += f"\n{kept}."
         self.intro.setText(text)
         self.table.setRowCount(len(self.alternatives))
         for row, alt in enumerate(self.alternatives):
