@@ -531,3 +531,23 @@ def test_config_name_among_the_override_words_picks_verls_megatron_config_as_its
         assert "compose.syntax" not in codes, codes  # was: Hydra cannot parse '--config-name=...', then an FSDP plan
         update = [t["label"] for t in doc["phases_terms"]["update_actor"]]
         assert "pipeline bubble" in update and "gradient sync" in update, update  # Megatron's terms, not FSDP's
+
+
+@pytest.mark.parametrize("typo,right", [("data.train_bach_size=32", "data.train_batch_size=32"),
+                                        ("actor_rollout_ref.actor.clip_ratoi=0.3", "actor_rollout_ref.actor.clip_ratio=0.3")])
+def test_check_fix_replaces_a_misspelled_key_with_the_right_one_and_ends_clean(typo, right):
+    """The fix sets the right key and takes the misspelled word off: it said 'fixed:' and then 'still an error' on
+    the same word (and on an actor key ended with both clip_ratio=null and ~clip_ratio)."""
+    proc = run_cli("check", "--fix", "--preset", "grpo-1gpu-smoke", "--gpus", "1xH100-80GB", "--set", typo)
+    lines = proc.stdout.splitlines()
+    assert right in lines and typo not in lines and not [w for w in lines if w.startswith("~")], lines
+    assert f"fixed: {right}" in proc.stderr and "compose.unknown_key" not in proc.stderr
+    assert proc.returncode == 0, proc.stderr
+
+
+def test_check_fix_does_not_switch_the_engine_on_its_own_for_a_megatron_key():
+    proc = run_cli("check", "--fix", "--preset", "grpo-8gpu", "--gpus", "8xH100-80GB", "--set",
+                   "actor_rollout_ref.actor.megatron.tensor_model_parallel_size=2")
+    assert proc.returncode == 1 and "fixed: model_engine=megatron" not in proc.stderr
+    assert "fix (not applied by --fix): Switch the engine as a whole: model_engine=megatron" in proc.stderr
+    assert proc.stderr.count("still an error") <= 3  # it was 32, from an FSDP config switched under its keys

@@ -23,7 +23,7 @@ from wizard.core.dataflow import Graph, graph_for_plan, plan_from_graph
 from wizard.core.findings import Finding, Severity, Stage, plan_fix
 from wizard.core.verl import one_line
 from wizard.core.hardware import GpuSpec
-from wizard.core.plan import Plan, apply_overrides
+from wizard.core.plan import Plan, apply_fix
 
 
 _KEEP = object()  # PlanDocument._state_with: keep the document's own value
@@ -131,10 +131,9 @@ class PlanDocument(QObject):
 
     def apply_fix(self, finding: Finding) -> bool:
         """Apply ``finding``'s fix to the plan, as one undo step; an environment finding has none (``plan_fix``)."""
-        overrides = plan_fix(finding)
-        if not overrides:
+        if not plan_fix(finding):
             return False
-        return self._push(self._state_with(apply_overrides(self.plan, overrides)), f"Fix {finding.rule}")
+        return self._push(self._state_with(apply_fix(self.plan, finding)), f"Fix {finding.rule}")
 
     def _state(self) -> tuple:
         return (self.plan, self.gpus, self.cluster, self.source_findings, self.graph, self.response_tokens)

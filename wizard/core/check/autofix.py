@@ -7,7 +7,7 @@ from dataclasses import dataclass, field
 from wizard.core.check.verdict import CheckResult, check_overrides
 from wizard.core.findings import Severity
 from wizard.core.plan.model import Plan
-from wizard.core.plan.convert import apply_overrides, plan_from_overrides, plan_overrides
+from wizard.core.plan.convert import apply_fix, plan_from_overrides, plan_overrides
 
 MAX_ROUNDS = 8
 
@@ -32,7 +32,7 @@ def apply_fixes(plan: Plan, check) -> FixResult:
             break
         fix = fixable[0]
         seen.add(tuple(fix.fix_overrides))
-        plan = apply_overrides(plan, list(fix.fix_overrides))
+        plan = apply_fix(plan, fix)
         applied.extend(fix.fix_overrides)
         result = check(plan_overrides(plan))
     return FixResult(plan=plan, applied=applied, result=result)

@@ -9,6 +9,7 @@ from wizard.core.face import face
 
 # The names callers outside this package use, by the module that defines them.
 __getattr__, __all__ = face(__name__, {
+    "apply_fix": "convert",
     "apply_overrides": "convert",
     "follow_model": "convert",
     "hide_known_values": "convert",

@@ -16,6 +16,7 @@ from pydantic import TypeAdapter, ValidationError
 
 from wizard.core.verl.overrides import OverrideSyntaxError, ParsedOverride, parse_override, render_override, render_value, same_value
 from wizard.core.plan.model import Plan, field_map
+from wizard.core.findings import Finding, plan_fix
 from wizard.core.secrets import hide_secrets
 
 
@@ -191,4 +192,15 @@ def follow_model(before: Plan, after: Plan) -> Plan:
         return after
     out = after.model_copy(deep=True)
     out.trainer.experiment_name = name.replace(a, b)
+    return out
+
+
+def apply_fix(plan: Plan, finding: Finding) -> Plan:
+    """``plan`` with ``finding``'s fix applied (none for an environment finding): its overrides, and the word it
+    replaces taken off the command line (a misspelled or moved key: ``data.train_bach_size=32`` gives way to
+    ``data.train_batch_size=32``, or Hydra would refuse it again)."""
+    out = apply_overrides(plan, plan_fix(finding))
+    gone = (finding.data or {}).get("replaces")
+    if gone:
+        out.passthrough = [t for t in out.passthrough if t != gone]
     return out

@@ -23,6 +23,7 @@ from omegaconf import AnyNode, DictConfig, OmegaConf, open_dict
 from omegaconf.errors import OmegaConfBaseException
 
 from wizard.core.findings import Finding, Severity, Stage
+from wizard.core.secrets import hide_secrets
 from wizard.core.verl.moves import Moves
 from wizard.core.verl.overrides import OverrideSyntaxError, ParsedOverride, one_line, parse_override
 from wizard.core.verl.schema import SchemaVariant, VerlSchema
@@ -307,9 +308,10 @@ def _restore(cfg: DictConfig, snap: tuple) -> None:
 
 
 def _compose_finding(rule: str, keys: list[str], *, message: str, fix: str,
-                     severity: Severity = Severity.ERROR, fix_overrides: list[str] | None = None) -> Finding:
+                     severity: Severity = Severity.ERROR, fix_overrides: list[str] | None = None,
+                     fix_auto: bool = True, data: dict | None = None) -> Finding:
     return Finding(rule=rule, severity=severity, stage=Stage.COMPOSE, keys=keys, message=message, fix=fix,
-                   fix_overrides=fix_overrides or [])
+                   fix_overrides=fix_overrides or [], fix_auto=fix_auto, data=data)
 
 
 def _whole_value(key: str) -> str:
@@ -409,12 +411,18 @@ def _override_finding(p: ParsedOverride, hydra_message: str, variant: SchemaVari
             fix_overrides = [fix]
         else:
             fix = "Remove it, or check the key against verl's config (verl-wizard keys)"
+    # the fix sets the right key (or the same one with the right prefix): applying it also takes this word off the
+    # command line, or Hydra would refuse it again (the plan keeps it as a passthrough word, secrets hidden)
+    engine_switch = fix_overrides == ["model_engine=megatron"]
+    replaces = hide_secrets([p.text])[0] if fix_overrides and not engine_switch else []
     return _compose_finding(
         "compose.unknown_key" if moved is None else "compose.moved_key",
         [key],
         message=message,
         fix=fix,
         fix_overrides=fix_overrides,
+        fix_auto=not engine_switch,  # the engine is a choice: switching it leaves the FSDP keys the config sets
+        data={"replaces": replaces[0]} if replaces else None,
     )
 
 
