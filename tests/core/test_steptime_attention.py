@@ -138,3 +138,15 @@ def test_the_step_says_how_much_of_it_the_row_loop_is_and_that_flash_attn_remove
     assert f"{looped:.1f} s of this {without.seconds:.1f} s step" in line and "flash-attn installed" in line
     with_flash = predict_step({**mp.values, FLASH_ATTN: True}, mp.models, mp.cluster, mp.report, CAL)
     assert not [a for a in with_flash.assumptions if "one token at a time" in a]
+
+
+def test_a_plan_with_a_critic_is_timed_with_flash_attn_unless_the_environment_is_known_to_lack_it():
+    """verl 0.9.1 loads the critic with flash_attention_2 whatever override_config says (env.flash_attn_critic): a
+    PPO plan that sets sdpa still runs only where flash-attn is installed, so its log-probs take flash-attn's
+    cross-entropy, not the row loop (it was charged 21.8 s of loop on the 8-GPU PPO preset)."""
+    sdpa = [*PPO, f"+{M}.override_config.attn_implementation=sdpa"]
+    mp = plan(sdpa, gpus="1xH200-141GB", model=Q15)
+    unknown = predict_step(mp.values, mp.models, mp.cluster, mp.report, CAL)
+    assert not any(t.label == "log-probs row by row" for p in unknown.phases for t in p.terms)
+    known = predict_step({**mp.values, FLASH_ATTN: False}, mp.models, mp.cluster, mp.report, CAL)
+    assert any(t.label == "log-probs row by row" for p in known.phases for t in p.terms)

@@ -200,12 +200,14 @@ def _entropy_mode(values: Mapping) -> str:
 def _flash_attn(values: Mapping) -> bool:
     """Whether verl's log-probs take flash-attn's cross-entropy: ``wizard.flash_attn`` when the environment is known
     (the launcher's probe), else assumed unless the model's attention is overridden to another implementation
-    (a config that sets sdpa or eager is written for an environment without flash-attn)."""
+    (a config that sets sdpa or eager is written for an environment without flash-attn). A plan with a critic runs
+    only where flash-attn is installed (verl 0.9.1's load_valuehead_model asks for flash_attention_2 whatever the
+    override: env.flash_attn_critic), so there it is assumed too."""
     known = values.get(FLASH_ATTN)
     if isinstance(known, bool):
         return known
     attn = values.get(ATTN_KEY)
-    return attn is None or str(attn) == "flash_attention_2"
+    return attn is None or str(attn) == "flash_attention_2" or need_critic(values)
 
 
 def _actor_tokens(values: Mapping, world: int, seq: int, notes: list[str]) -> dict[str, int]:
