@@ -328,6 +328,8 @@ def test_a_megatron_tp_of_0_is_an_error_of_its_own_not_a_failed_rule():
     _, negative = plan_of(DENSE, f"{AM}.tensor_model_parallel_size=-4")
     [f] = [f for f in negative.findings if f.rule == "batch.megatron_parallel"]
     assert "ZeroDivisionError" not in f.message and "does not catch a negative size" in f.message
+    # and no memory verdict from it read as TP 1 (it was DOES NOT FIT at 130 GiB, with TP 1 -> 4 as advice)
+    assert "tensor_model_parallel_size=-4" in (negative.memory.report.unmodelled or "")
 
 
 def test_recompute_granularity_none_is_refused_by_megatron_core_at_start():

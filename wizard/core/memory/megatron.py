@@ -122,6 +122,11 @@ class MegatronTrainer:
         if self.m.optimizer_unmodelled:
             return self.m.optimizer_unmodelled
         m = self.m
+        for key in ("tensor_model_parallel_size", "pipeline_model_parallel_size", "context_parallel_size",
+                    "expert_model_parallel_size"):
+            raw = v.get(f"{AM}.{key}")
+            if isinstance(raw, int) and not isinstance(raw, bool) and raw < 1:  # read as 1 by the layout
+                return f"{key}={raw} is not a size Megatron starts with (the error is below), so no memory is estimated"
         if m.world % (m.tp * m.pp * m.cp):  # verl's check stops it (batch.megatron_parallel)
             return (f"TP {m.tp} x PP {m.pp} x CP {m.cp} does not divide the {m.world} GPUs, so verl does not start it "
                     "(the error is below) and no memory is estimated for it")
