@@ -128,3 +128,12 @@ def test_a_valid_sglang_mem_fraction_static_stays_modelled():
     assert not _errors(res, "rollout.memory_fraction_out_of_range")
     assert not _errors(res, "rollout.memory_fraction_not_a_fraction")
     assert res.memory.judged is not None
+
+
+def test_text_where_verl_needs_a_number_gets_no_memory_verdict():
+    """gpu_memory_utilization=abc: types.value reports it; the estimate is not made with the default in its place
+    (it said FITS: 47.3 of 79.6 GiB next to the error)."""
+    res = _check("vllm", f"{R}.gpu_memory_utilization=abc")
+    assert res.memory.report is None and any(f.rule == "types.value" for f in res.findings)
+    assert "gpu_memory_utilization='abc' is not a number" in (res.memory.estimate_why or "")
+    assert _check("vllm", f"{R}.gpu_memory_utilization=0.5").memory.report is not None

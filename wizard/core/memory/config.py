@@ -82,6 +82,8 @@ MEGATRON_KEYS: tuple[str, ...] = tuple(f"{A}.megatron.{k}" for k in (
 MEMORY_KEYS: tuple[str, ...] = tuple(dict.fromkeys(PLACEMENT_KEYS + ESTIMATE_KEYS + MEGATRON_KEYS))
 # Not a verl key: whether flash-attn imports where verl runs (the environment probe), when known.
 FLASH_ATTN = "wizard.flash_attn"
+# Not a verl key: the memory keys given as text where verl needs a number (complete_values puts the default there)
+NOT_NUMBERS = "wizard.not_numbers"
 
 
 def complete_values(values: Mapping, variant: SchemaVariant) -> dict:
@@ -90,11 +92,16 @@ def complete_values(values: Mapping, variant: SchemaVariant) -> dict:
     the default is (the type rules report that): what :func:`read_config` and the estimate are given."""
     defaults = default_values(variant, MEMORY_KEYS)
     out = dict(values)
+    text = []
     for key in MEMORY_KEYS:
         v, d = out.get(key, UNRESOLVABLE), defaults.get(key)
         info = variant.keys.get(key)
         if v is None or v is UNRESOLVABLE or not _same_kind(v, d, info.field_type if info else None):
+            if isinstance(v, str) and isinstance(d, (int, float)) and not isinstance(d, bool):
+                text.append(f"{key}={v!r}")
             out[key] = d
+    if text:  # text where verl needs a number: no sizes for a run that fails on it (the estimate says so)
+        out[NOT_NUMBERS] = tuple(text)
     return out
 
 

@@ -17,7 +17,7 @@ from pydantic import BaseModel, ConfigDict, Field
 
 from wizard.core.memory import terms as mt
 from wizard.core.hardware.cluster import Cluster
-from wizard.core.memory.config import MEMORY_KEYS, MemoryConfig, read_config
+from wizard.core.memory.config import MEMORY_KEYS, NOT_NUMBERS, MemoryConfig, read_config
 from wizard.core.memory.engines import refused_engine_values
 from wizard.core.memory.host import host_estimates
 from wizard.core.memory.megatron import MegatronTrainer, megatron_phases, worst_stage
@@ -244,6 +244,8 @@ def estimate_memory(values: Mapping, models: Mapping[str, ModelFacts], cluster: 
     strategy = str(values.get(f"{ACTOR}.strategy") or "fsdp")
     if strategy not in ("fsdp", "fsdp2", "megatron"):  # (another engine's config has none of the keys read here)
         return None, f"memory of the {strategy} training engine is not modelled (FSDP, FSDP2 and Megatron are)"
+    if text := values.get(NOT_NUMBERS):
+        return None, f"{text[0]} is not a number (its error is below), so the memory is not estimated"
     refused = refused_engine_values(values)
     if refused:  # a fraction outside (0, 1], a kv_cache_memory_bytes vLLM does not parse: no sizes for a failed start
         return None, refused[0].reason
