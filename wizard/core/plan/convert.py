@@ -199,8 +199,11 @@ def apply_fix(plan: Plan, finding: Finding) -> Plan:
     """``plan`` with ``finding``'s fix applied (none for an environment finding): its overrides, and the word it
     replaces taken off the command line (a misspelled or moved key: ``data.train_bach_size=32`` gives way to
     ``data.train_batch_size=32``, or Hydra would refuse it again)."""
-    out = apply_overrides(plan, plan_fix(finding))
+    fix = plan_fix(finding)
+    out = apply_overrides(plan, fix)
     gone = (finding.data or {}).get("replaces")
-    if gone:
-        out.passthrough = [t for t in out.passthrough if t != gone]
+    if isinstance(gone, dict) and gone.get("key"):
+        keep = set(fix)  # never the fix itself (a '+' fix of the same key)
+        out.passthrough = [t for t in out.passthrough if t in keep or (q := _try_parse(t)) is None
+                           or q.key != gone["key"] or q.kind != gone.get("kind", "") or q.package is not None]
     return out

@@ -23,7 +23,6 @@ from omegaconf import AnyNode, DictConfig, OmegaConf, open_dict
 from omegaconf.errors import OmegaConfBaseException
 
 from wizard.core.findings import Finding, Severity, Stage
-from wizard.core.secrets import hide_secrets
 from wizard.core.verl.moves import Moves
 from wizard.core.verl.overrides import OverrideSyntaxError, ParsedOverride, one_line, parse_override
 from wizard.core.verl.schema import SchemaVariant, VerlSchema
@@ -412,9 +411,9 @@ def _override_finding(p: ParsedOverride, hydra_message: str, variant: SchemaVari
         else:
             fix = "Remove it, or check the key against verl's config (verl-wizard keys)"
     # the fix sets the right key (or the same one with the right prefix): applying it also takes this word off the
-    # command line, or Hydra would refuse it again (the plan keeps it as a passthrough word, secrets hidden)
+    # command line, or Hydra would refuse it again (named by its key and prefix: no value in a finding)
     engine_switch = fix_overrides == ["model_engine=megatron"]
-    replaces = hide_secrets([p.text])[0] if fix_overrides and not engine_switch else []
+    replaces = {"key": key, "kind": p.kind} if fix_overrides and not engine_switch else None
     return _compose_finding(
         "compose.unknown_key" if moved is None else "compose.moved_key",
         [key],
@@ -422,7 +421,7 @@ def _override_finding(p: ParsedOverride, hydra_message: str, variant: SchemaVari
         fix=fix,
         fix_overrides=fix_overrides,
         fix_auto=not engine_switch,  # the engine is a choice: switching it leaves the FSDP keys the config sets
-        data={"replaces": replaces[0]} if replaces else None,
+        data={"replaces": replaces} if replaces else None,
     )
 
 
