@@ -15,6 +15,7 @@ from wizard.core.memory.estimate import MemoryReport, estimate_memory
 from wizard.core.memory.terms import GIB
 from wizard.core.memory.verdict import engine_start_shortfall
 from wizard.core.steptime.predict import StepTime, predict_step
+from wizard.core.steptime.terms import seconds_text
 
 
 HOST_WORTH_SAYING = 64 * GIB  # an alternative's host need, said where the node's RAM is unknown, from this much
@@ -89,7 +90,7 @@ class Alternative:
 
     def line(self) -> str:
         cap = f" of {self.capacity_bytes / GIB:.1f}" if self.capacity_bytes else ""
-        step = f", about {self.step_seconds:.0f} s per step" if self.step_seconds is not None else ""
+        step = f", about {seconds_text(self.step_seconds)} s per step" if self.step_seconds is not None else ""
         label = "" if self.kind == TUNING else f" [{self.kind}]"
         host = f"; {self.host_note}" if self.host_note else ""
         return f"{self.text}{label}: peak {self.peak_bytes / GIB:.1f}{cap} GiB, {self.verdict}{step}{host}"

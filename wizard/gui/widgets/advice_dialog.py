@@ -16,6 +16,7 @@ from PySide6.QtWidgets import (
 
 from wizard.core.memory import GIB
 from wizard.core.plan import apply_overrides
+from wizard.core.steptime.terms import seconds_text
 from wizard.gui.document import PlanDocument
 from wizard.gui.workers import Worker
 
@@ -116,7 +117,7 @@ class AdviceDialog(QDialog):
         for row, alt in enumerate(self.alternatives):
             cap = f" of {alt.capacity_bytes / GIB:.1f}" if alt.capacity_bytes else ""
             cells = (alt.text, alt.kind, f"{alt.peak_bytes / GIB:.1f}{cap} GiB",
-                     "?" if alt.step_seconds is None else f"{alt.step_seconds:.0f} s",
+                     "?" if alt.step_seconds is None else f"{seconds_text(alt.step_seconds)} s",
                      alt.verdict + (f"; {alt.host_note}" if alt.host_note else ""))
             for col, value in enumerate(cells):
                 item = QTableWidgetItem(value)
