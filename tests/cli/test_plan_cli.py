@@ -551,3 +551,10 @@ def test_check_fix_does_not_switch_the_engine_on_its_own_for_a_megatron_key():
     assert proc.returncode == 1 and "fixed: model_engine=megatron" not in proc.stderr
     assert "fix (not applied by --fix): Switch the engine as a whole: model_engine=megatron" in proc.stderr
     assert proc.stderr.count("still an error") <= 3  # it was 32, from an FSDP config switched under its keys
+
+
+def test_a_step_under_10_s_and_its_faster_alternative_are_told_apart():
+    out = run("--preset", "grpo-1gpu-smoke", "--gpus", "1xH100-80GB").stdout
+    now = float(re.search(r"step time: about (\d\.\d) s", out).group(1))
+    alt = float(re.search(r"1\) .* about (\d\.\d) s per step", out).group(1))
+    assert alt < now, out  # both printed as 'about 9 s' before
