@@ -390,6 +390,12 @@ def test_megatron_s_cpu_optimizer_keeps_its_fraction_of_the_states_on_the_host_a
     assert "actor_main_params" not in full and "actor_adam" not in full
     update = {t.label: t for p in step_time(result.memory).phases if p.name == "update_actor" for t in p.terms}
     assert "optimizer on the CPU" in update and "fraction 1" in update["optimizer on the CPU"].note
+    assert any("1 of the main params and Adam on the CPU" in n for n in result.memory.report.notes)
+    # with verl's optimizer_offload too, the states that stay on the host are not also moved over the link
+    _, both, both_result = update_terms(f"{AM}.optimizer_offload=True", f"{OPT}.optimizer_cpu_offload=True",
+                                        f"{OPT}.optimizer_offload_fraction=1.0")
+    moved = {t.label for p in step_time(both_result.memory).phases if p.name == "update_actor" for t in p.terms}
+    assert "optimizer states over the host link" not in moved
     # the precision-aware optimizer set the same way is said to be not modelled, not estimated as fp32
     _, _, precise = update_terms(f"{OPT}.use_precision_aware_optimizer=True")
     assert "precision-aware" in (precise.memory.report.unmodelled or "")

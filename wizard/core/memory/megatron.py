@@ -140,7 +140,9 @@ class MegatronTrainer:
         per = st.total / max(1.0, s.params)
         out = [f"Megatron: the GPUs of {s.name} peak highest and are shown; {s.params / 1e9:.2f}B params per GPU at "
                f"{per:.1f} bytes each (bf16 params 2 + fp32 gradients 4 + main params and Adam 12"
-               + (f" / {m.dp_cp} DP x CP" if m.dist_opt else "") + "; megatron-core theoretical_memory_usage.py); "
+               + (f" / {m.dp_cp} DP x CP" if m.dist_opt else "")
+               + (f", {m.cpu_optimizer:g} of the main params and Adam on the CPU (optimizer_cpu_offload), not in these"
+                  " GPUs' phases" if m.cpu_optimizer else "") + "; megatron-core theoretical_memory_usage.py); "
                f"{self.micro_batches} micro-batch(es) per mini-batch on each of {m.dp} data-parallel ranks. "
                "From megatron-core's formulas and verl's Megatron worker; not measured on a GPU"]
         # a layout Megatron refuses is an error of the check (batch.megatron_parallel, models.megatron_layout)

@@ -203,8 +203,8 @@ class MegatronStep:
                                    "fp32 gradients out and updated params back, each optimizer step"))
         if m.param_offload:  # the gradient buffer is freed and re-made, not copied
             terms.append(host_term("params over the host link", 2 * st.params, c, "in and out once per update"))
-        if m.optimizer_offload:
-            terms.append(host_term("optimizer states over the host link", 2 * (st.main + st.adam), c,
+        if m.optimizer_offload and on_gpu > 0:  # the CPU optimizer's share never comes to the GPU
+            terms.append(host_term("optimizer states over the host link", 2 * on_gpu * (st.main + st.adam), c,
                                    "in and out once per update"))
         return PhaseTime("update_actor", "actor update", tuple(terms))
 

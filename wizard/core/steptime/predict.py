@@ -168,12 +168,13 @@ def predict_step(values: Mapping, models: Mapping[str, ModelFacts], cluster: Clu
                            f"(one SDPA mask): the trainer's passes were measured up to {MEASURED_SPAN:,}, and grew "
                            "faster than the mask's counted attention there; this step may be longer; smaller "
                            "micro-batches or flash-attn avoid it")
-    looped = sum(t.seconds for p in phases for t in p.terms if t.label == ROWS_LABEL)
+    looped = [p for p in phases if any(t.label == ROWS_LABEL for t in p.terms)]
     if looped:
         step = sum(p.seconds for p in phases)
-        assumptions.append(f"without flash-attn verl computes the actor's log-probs one token at a time: {looped:.1f} s "
-                           f"of this {step:.1f} s step (old log-prob, reference, actor update); with flash-attn installed "
-                           "where the run happens that loop is gone")
+        seconds = sum(t.seconds for p in looped for t in p.terms if t.label == ROWS_LABEL)
+        assumptions.append(f"without flash-attn verl computes the log-probs one token at a time: {seconds:.1f} s of this "
+                           f"{step:.1f} s step ({', '.join(p.title for p in looped)}); with flash-attn installed where "
+                           "the run happens that loop is gone")
     return StepTime(phases=tuple(phases), assumptions=tuple(assumptions + _assumptions(cfg, actor, gpu)),
                     tokens=int(tokens))
 
