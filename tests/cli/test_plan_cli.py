@@ -558,3 +558,10 @@ def test_a_step_under_10_s_and_its_faster_alternative_are_told_apart():
     now = float(re.search(r"step time: about (\d\.\d) s", out).group(1))
     alt = float(re.search(r"1\) .* about (\d\.\d) s per step", out).group(1))
     assert alt < now, out  # both printed as 'about 9 s' before
+
+
+def test_why_there_is_no_memory_estimate_is_said_once():
+    out = run("--preset", "grpo-1gpu-smoke", "--gpus", "1xH100-80GB", "--set",
+              "+actor_rollout_ref.rollout.engine_kwargs.vllm.kv_cache_memory_bytes=abc").stdout
+    assert out.count("does not start with actor_rollout_ref.rollout.engine_kwargs.vllm.kv_cache_memory_bytes='abc'") \
+        == 2, out  # the verdict line and one note (memory.not_modelled), not a second note (memory.unknown)

@@ -62,8 +62,9 @@ def run_plan(args, tail: list[str] | None = None) -> int:
     if plan.judged is None:
         if sized.conflict:  # the GPUs are named; what is missing is the size the config asks for
             plan.verdict = dataclasses.replace(plan.verdict, reason=sized.conflict)
-        findings.append(Finding(rule="memory.unknown", severity=Severity.INFO, stage=Stage.ADVICE, keys=[],
-                                message=f"No memory estimate: {sized.conflict or plan.why}"))
+        if not any(f.rule == "memory.not_modelled" for f in findings):  # the check's own note says it already
+            findings.append(Finding(rule="memory.unknown", severity=Severity.INFO, stage=Stage.ADVICE, keys=[],
+                                    message=f"No memory estimate: {sized.conflict or plan.why}"))
     ok = not has_errors(findings)
     from wizard.usecases.advising import plan_advice, step_time
 
