@@ -565,3 +565,13 @@ def test_why_there_is_no_memory_estimate_is_said_once():
               "+actor_rollout_ref.rollout.engine_kwargs.vllm.kv_cache_memory_bytes=abc").stdout
     assert out.count("does not start with actor_rollout_ref.rollout.engine_kwargs.vllm.kv_cache_memory_bytes='abc'") \
         == 2, out  # the verdict line and one note (memory.not_modelled), not a second note (memory.unknown)
+
+
+def test_a_nodes_host_need_is_the_larger_of_its_two_moments_and_json_gives_both():
+    doc = json.loads(run("--preset", "ppo-8gpu", "--gpus", "8xH100-80GB", "--format", "json").stdout)
+    [node] = doc["host"]["nodes"]
+    assert node["need_gib"] == max(node["start_gib"], node["run_gib"]) > 0
+    terms = node["terms"]
+    # the run: every term but rank 0's read at start; the start has the read (the terms add up to neither)
+    assert node["run_gib"] == pytest.approx(sum(v for k, v in terms.items() if k != "host_init"), abs=0.05)
+    assert terms["host_init"] < node["start_gib"] < node["run_gib"] + terms["host_init"]

@@ -193,7 +193,10 @@ def plan_json(plan, findings: list[Finding]) -> dict:
                 gpus.append({"node": g.node, "index": g.index, "capacity_gib": _gib(group.capacity_bytes),
                              "peak_gib": _gib(peak.total), "peak_phase": peak.name, "pool": group.pool,
                              "roles": group.roles, "breakdown": breakdown})
+        # need = the larger of the two moments: rank 0's read of the model at start, and the run (host_init is
+        # only in the first, the engines and what stays on the host only in the second)
         host["nodes"] = [{"node": h.node, "ram_gib": _gib(h.capacity_bytes), "need_gib": _gib(h.total),
+                          "start_gib": _gib(h.moments[0]), "run_gib": _gib(h.moments[1]),
                           "limit_gib": _gib(h.limit), "over": h.over if h.capacity_bytes else None,
                           "terms": {t.key: _gib(t.bytes) for t in h.terms}} for h in report.host]
         # no room for a KV cache: 0 GiB, and what it lacks in kv_short_gib_per_gpu (the text's "no room (N GiB short)")

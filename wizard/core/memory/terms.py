@@ -181,6 +181,12 @@ class HostEstimate(BaseModel):
         with the states kept. The read is gone before the engines sleep and the first weight sync gathers (verl H200,
         14B LoRA: the trainer held 56.0 GiB at that sync, one copy of 4 bytes x 14.8B, not two; verl H100, 1.5B PPO:
         13.3 GiB used at the read, 16.9 at the run's peak)."""
+        return max(self.moments)
+
+    @property
+    def moments(self) -> tuple[int, int]:
+        """(the start, the run): what the node holds while rank 0 reads the model (0 where no rank does) and while
+        it runs; its terms add up to neither where both are present."""
         by = {}
         for t in self.terms:
             by[t.key] = by.get(t.key, 0) + t.bytes
@@ -189,7 +195,7 @@ class HostEstimate(BaseModel):
         processes = sum(by.get(k, 0) for k in HOST_PROCESSES)
         at_start = (by.get("host_trainer", 0) + read + by.get("host_dataloader", 0)
                     + min(by.get("host_fixed", 0), HOST_FIXED_AT_START)) if read else 0
-        return max(at_start, processes + kept)
+        return at_start, processes + kept
 
     @property
     def limit(self) -> float | None:
