@@ -137,3 +137,14 @@ def test_text_where_verl_needs_a_number_gets_no_memory_verdict():
     assert res.memory.report is None and any(f.rule == "types.value" for f in res.findings)
     assert "gpu_memory_utilization='abc' is not a number" in (res.memory.estimate_why or "")
     assert _check("vllm", f"{R}.gpu_memory_utilization=0.5").memory.report is not None
+
+
+def test_a_kv_cache_pinned_too_small_is_fixed_on_that_key_not_by_the_advisor():
+    """kv_cache_memory_bytes=10K: the fix raises the pinned size (or removes it); the advisor's 'nothing fits, not
+    even on 512 GPUs' was the answer before."""
+    res = _check("vllm", f"+{KV}=10K")
+    [f] = [f for f in res.findings if f.rule == "memory.kv_cache"]
+    assert KV in f.keys and f.fix.startswith(f"Raise {KV} to at least ") and "or remove it" in f.fix
+    assert len(f.fix_overrides) == 1 and f.fix_overrides[0].startswith(f"++{KV}=")
+    again = _check("vllm", f"+{KV}=10K", *f.fix_overrides)
+    assert not [g for g in again.findings if g.rule.startswith("memory.") and g.severity is Severity.ERROR]

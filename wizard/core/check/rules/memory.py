@@ -7,6 +7,8 @@ memory rules are silent unless the actor's model facts and the GPUs' memory are 
 
 from __future__ import annotations
 
+import math
+
 from wizard.core.findings import Finding, Severity, Stage
 from wizard.core.memory.estimate import GpuEstimate, MemoryReport
 from wizard.core.memory.phases import PhaseName as P, step_index
@@ -240,14 +242,22 @@ def kv_cache(ctx: RuleContext):
         per_rank = (f"{room} per GPU = {kv.budget_bytes / GIB:.1f} ({eng.util:g} x "
                     f"{'the memory free at start' if kv.engine == 'sglang' else 'CUDA total'}) - weights "
                     f"{kv.weights_bytes / GIB:.1f}")
+        pinned_fix = None
         if kv.pinned:
-            per_rank = f"pinned per GPU by {prefix}.engine_kwargs.vllm.kv_cache_memory_bytes: {kv.kv_bytes / GIB:.1f}"
+            pin = f"{prefix}.engine_kwargs.vllm.kv_cache_memory_bytes"
+            per_rank = f"pinned per GPU by {pin}: {kv.kv_bytes / GIB:.1f}"
+            keys = [pin, *keys]
+            # what the step puts on a replica at once, at least one max_model_len request, in whole GiB (vLLM's G)
+            want = max(kv.max_model_len or 0, kv.seq_tokens * max(1, kv.wanted)) * kv.bytes_per_token
+            size = max(1, math.ceil(want / GIB))
+            pinned_fix = (f"Raise {pin} to at least {size}G ({size} GiB: one step's sequences at once), or remove it "
+                          f"(vLLM then sizes the KV cache from {prefix}.gpu_memory_utilization)", [f"++{pin}={size}G"])
         elif kv.engine != "sglang":
             per_rank += (f" - activations {kv.activation_bytes / GIB:.1f} - non-torch and CUDA graphs "
                          f"{kv.other_bytes / GIB:.1f}")
         if kv.kv_bytes <= 0:
-            fix, overrides = advice_fix(ctx) if role == "rollout" else (
-                f"Raise {prefix}.gpu_memory_utilization or {prefix}.tensor_model_parallel_size", [])
+            fix, overrides = pinned_fix or (advice_fix(ctx) if role == "rollout" else (
+                f"Raise {prefix}.gpu_memory_utilization or {prefix}.tensor_model_parallel_size", []))
             stop = ("Not enough memory. Please try to increase --mem-fraction-static." if kv.engine == "sglang" else
                     "No available memory for the cache blocks")
             yield finding(Severity.ERROR, keys,
@@ -265,9 +275,9 @@ def kv_cache(ctx: RuleContext):
         if kv.engine != "sglang" and kv.max_model_len and kv.tokens // max(1, eng.dp) < kv.max_model_len:
             need = kv.max_model_len * kv.bytes_per_token
             fix = min(kv.max_model_len, cfg.seq_tokens)
-            text, overrides = (advice_fix(ctx) if role == "rollout" else
-                               (f"Set {prefix}.max_model_len={fix} (prompt + response), or raise "
-                                f"{prefix}.gpu_memory_utilization", []))
+            text, overrides = pinned_fix or (advice_fix(ctx) if role == "rollout" else
+                                             (f"Set {prefix}.max_model_len={fix} (prompt + response), or raise "
+                                              f"{prefix}.gpu_memory_utilization", []))
             yield finding(Severity.ERROR, keys,
                           f"The {role} engine's KV cache holds {kv.tokens // max(1, eng.dp):,} tokens ({per_rank} GiB) "
                           f"but max_model_len={kv.max_model_len:,} needs {need / GIB:.1f} GiB for one request; vLLM "
