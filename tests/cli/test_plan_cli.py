@@ -575,3 +575,13 @@ def test_a_nodes_host_need_is_the_larger_of_its_two_moments_and_json_gives_both(
     # the run: every term but rank 0's read at start; the start has the read (the terms add up to neither)
     assert node["run_gib"] == pytest.approx(sum(v for k, v in terms.items() if k != "host_init"), abs=0.05)
     assert terms["host_init"] < node["start_gib"] < node["run_gib"] + terms["host_init"]
+
+
+def test_where_the_host_stops_full_fine_tuning_the_statement_names_a_smaller_model_and_lora(tmp_path):
+    """7B on one H100 of 125 GiB: the two changes of method named are the fastest (a smaller model) and LoRA of the
+    7B itself, not the 1.5B twice (with and without checkpointing)."""
+    spec = tmp_path / "h100.yaml"
+    spec.write_text("nodes:\n  - {gpus: 1, gpu: H100-80GB, memory_gib: 125}\n")
+    out = run("--preset", "grpo-1gpu-smoke", "--cluster", str(spec), "--set", SEVEN_B).stdout
+    said = out.split("what fits on this one changes what is trained: ")[1].splitlines()[0]
+    assert said.count("Qwen2.5-1.5B") == 1 and "LoRA rank" in said, said

@@ -37,7 +37,12 @@ def nothing_fits(start: State, advice: Advice, cluster: Cluster | None) -> str:
     methods = [a for a in advice.alternatives if a.fits and a.kind == METHOD]
     if methods:
         here = "this one" if cfg.world == 1 else "these"
-        head += f"; what fits on {here} changes what is trained: " + ", or ".join(a.text for a in methods[:2])
+        # the fastest, and LoRA of the plan's own model where one fits (else the next that trains another thing)
+        lora = next((a for a in methods if a.changes.get(LORA_KEY)), None)
+        model = "actor_rollout_ref.model.path"
+        other = next((a for a in methods[1:] if a.changes.get(model) != methods[0].changes.get(model)), None)
+        picks = [methods[0]] + ([lora] if lora is not None and lora is not methods[0] else [other] if other else [])
+        head += f"; what fits on {here} changes what is trained: " + ", or ".join(a.text for a in picks)
     if not cfg.lora_rank and not any(m.changes.get(LORA_KEY) for m in methods):
         host = _lora_host_bound(start)
         if host is not None:
