@@ -139,6 +139,7 @@ def read_megatron(values: Mapping, world: int) -> MegatronConfig:
     param_offload = truthy(values, f"{AM}.param_offload")
     ref_offload = values.get(f"{REF}.megatron.param_offload")
     dtype = str(values.get(f"{AM}.dtype") or "bfloat16")
+    cpu_fraction, optimizer_why = optimizer_overrides(values)
     return MegatronConfig(
         world=max(1, world), tp=tp, pp=positive_int(values, f"{AM}.pipeline_model_parallel_size", 1),
         vpp=vpp if isinstance(vpp, int) and not isinstance(vpp, bool) and vpp > 1 else None,
@@ -152,4 +153,4 @@ def read_megatron(values: Mapping, world: int) -> MegatronConfig:
         recompute_method=str(method) if method in ("uniform", "block") else None,
         recompute_layers=layers if isinstance(layers, int) and not isinstance(layers, bool) and layers >= 1 else 1,
         grads_fp32=ddp.get("grad_reduce_in_fp32") is not False, param_bytes=mt.dtype_bytes(dtype, 2),
-        cpu_optimizer=optimizer_overrides(values)[0], optimizer_unmodelled=optimizer_overrides(values)[1])
+        cpu_optimizer=cpu_fraction, optimizer_unmodelled=optimizer_why)
