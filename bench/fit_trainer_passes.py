@@ -65,7 +65,9 @@ def basis(probe_rate: float = 100.0):
            c.train_s_per_sequence, 1 / c.attention_tflops, c.micro_batch_s, c.logprob_rows_fwd_s_per_token,
            c.logprob_rows_train_s_per_token)
     out = []
-    for case in (k for k in bst.cases(Path(bst.__file__).parent / "data" / "verl_real") if k["alone"]):
+    # FSDP's constants: a Megatron run's passes have their own (Calibration.megatron_*, measured on that run)
+    for case in (k for k in bst.cases(Path(bst.__file__).parent / "data" / "verl_real")
+                 if k["alone"] and k["values"].get("actor_rollout_ref.actor.strategy") != "megatron"):
         st = predict_step(case["values"], case["models"], case["cluster"], case["report"], c)
         for ph in st.phases:
             if ph.name not in case["measured"] or ph.name not in FWD + UPD:

@@ -4,8 +4,8 @@
 #   bash install_megatron.sh && . /tmp/meg-env.sh     -> PYTHONPATH=/tmp/site-meg:/tmp/site
 # Installs megatron-core 0.18.0, mbridge 0.15.1 and TransformerEngine 2.16.1 (megatron-wheels.txt) into their own
 # folder, and builds TransformerEngine's PyTorch extension from its sdist against the image's torch (C++ only, a
-# CppExtension: its CUDA kernels are in the carried transformer_engine_cu13 wheel). NOT RUN YET on a device: written
-# 2026-12-05 from the sdist's setup.py and build_tools (a helper session's reading). The build's log and time go to
+# CppExtension: its CUDA kernels are in the carried transformer_engine_cu13 wheel). Run on an H100 on 2026-12-06: the
+# build took under two minutes; the cuBLAS and mbridge steps below are what that lease found missing. The build's log and time go to
 # /tmp/out/install_megatron.log (collect.sh brings /tmp/out back). Idempotent: a second call only checks.
 set -uo pipefail
 PARTS=${PARTS:-/tmp/meg-parts}
@@ -37,9 +37,36 @@ if [ ! -d "$SITE/transformer_engine" ] || ! ls "$SITE"/transformer_engine_torch*
     || { echo "transformer_engine_torch did not build ($(( $(date +%s) - t0 )) s)"; exit 1; }
   echo "transformer_engine_torch built in $(( $(date +%s) - t0 )) s: $(ls "$W"/built)"
   t0=$(date +%s)
-  python3 -m pip install -q --no-index --no-deps --no-compile --no-cache-dir --target "$SITE" "$W"/*.whl "$W"/built/*.whl \
-    || exit 1
-  echo "installed $(ls "$W"/*.whl "$W"/built/*.whl | wc -l) wheels into $SITE in $(( $(date +%s) - t0 )) s"
+  python3 -m pip install -q --no-index --no-deps --no-compile --no-cache-dir --target "$SITE" \
+    $(ls "$W"/*.whl | grep -v /nvidia_cublas-) "$W"/built/*.whl || exit 1
+  echo "installed $(ls "$W"/*.whl "$W"/built/*.whl | grep -v /nvidia_cublas- | wc -l) wheels into $SITE in $(( $(date +%s) - t0 )) s"
+  # mbridge 0.15.1 asks for ModelType.encoder_and_decoder, which megatron-core 0.18 no longer has ("AttributeError:
+  # type object 'ModelType' has no attribute 'encoder_and_decoder'" in get_model, every Megatron run of 2026-12-06);
+  # a decoder-only model never is one
+  sed -i 's/ModelType\.encoder_and_decoder/getattr(ModelType, "encoder_and_decoder", None)/g' "$SITE/mbridge/core/util.py"
+fi
+# TransformerEngine's core needs a newer cuBLAS than the image's (megatron-wheels.txt): its libcublas and
+# libcublasLt put over the image's copies (torch's nvidia wheel and /usr/local/cuda), which every process then loads;
+# cuBLAS keeps its ABI within 13.x. The image is the lease's own and goes back with it.
+CUB=$(ls "${W:-$UNPACK/meg}"/nvidia_cublas-*.whl 2>/dev/null | head -1)
+if [ -n "$CUB" ] && [ ! -e /tmp/cublas-replaced ]; then
+  python3 - "$CUB" /tmp/cublas-x <<'PY' || { echo "cuBLAS: could not read $CUB"; exit 1; }
+import sys, zipfile
+z = zipfile.ZipFile(sys.argv[1])
+for n in z.namelist():
+    if n.endswith(("/libcublasLt.so.13", "/libcublas.so.13")):
+        z.extract(n, sys.argv[2])
+PY
+  for lib in libcublasLt.so.13 libcublas.so.13; do
+    new=$(find /tmp/cublas-x -name "$lib" | head -1)
+    for dir in $(python3 -c 'import nvidia, os; print(" ".join(os.path.join(p, "cu13", "lib") for p in nvidia.__path__))') \
+               "${CUDA_HOME:-/usr/local/cuda}/lib64"; do
+      [ -e "$dir/$lib" ] || continue
+      target=$(readlink -f "$dir/$lib")
+      cp "$target" "$target.orig" && cp "$new" "$target" && echo "cuBLAS: $target <- $(basename "$CUB")"
+    done
+  done
+  touch /tmp/cublas-replaced
 fi
 echo "export PYTHONPATH=$SITE:$KIT\${PYTHONPATH:+:\$PYTHONPATH}" > "$ENVSH"
 # what TransformerEngine imports at run time beyond itself (einops, onnx, onnxscript, pydantic, triton), the engine
