@@ -560,6 +560,13 @@ def test_a_step_under_10_s_and_its_faster_alternative_are_told_apart():
     assert alt < now, out  # both printed as 'about 9 s' before
 
 
+def test_a_fitting_plan_with_nothing_faster_says_so_and_offers_no_lora_for_two_seconds():
+    out = run("--preset", "grpo-1gpu-smoke", "--gpus", "1xRTX4090-24GB").stdout
+    assert "faster, still fitting: none found (no knob saves 2 % of the step; LoRA or a smaller model is offered only " \
+           "where it saves a fifth)" in out, out
+    assert "LoRA rank" not in out
+
+
 def test_why_there_is_no_memory_estimate_is_said_once():
     out = run("--preset", "grpo-1gpu-smoke", "--gpus", "1xH100-80GB", "--set",
               "+actor_rollout_ref.rollout.engine_kwargs.vllm.kv_cache_memory_bytes=abc").stdout

@@ -13,12 +13,13 @@ from wizard.core.check.verdict import check_overrides
 from wizard.core.hardware.cluster import parse_cluster_spec
 from wizard.core.memory.estimate import estimate_memory
 from tests.core.test_memory_rules import Q7
-from tests.helpers.hf_configs import QWEN25_15B
+from tests.helpers.hf_configs import QWEN25_05B, QWEN25_15B
 from wizard.core.models.facts import facts_from_hf_config
 from wizard.core.steptime import predict_step
 
 A, AF, R = "actor_rollout_ref.actor", "actor_rollout_ref.actor.fsdp_config", "actor_rollout_ref.rollout"
 Q15 = facts_from_hf_config(QWEN25_15B, name="Qwen/Qwen2.5-1.5B-Instruct", source="catalogue")
+Q05 = facts_from_hf_config(QWEN25_05B, name="Qwen/Qwen2.5-0.5B-Instruct", source="catalogue")
 ONE_GPU = ["algorithm.adv_estimator=grpo", f"{R}.name=vllm", f"{R}.n=4", "data.train_batch_size=16",
            "data.max_prompt_length=512", "data.max_response_length=512", f"{A}.ppo_mini_batch_size=8",
            f"{A}.ppo_micro_batch_size_per_gpu=8", f"{R}.log_prob_micro_batch_size_per_gpu=16", f"{A}.use_kl_loss=True",
@@ -147,6 +148,19 @@ def test_a_plan_that_fits_is_offered_faster_ones_that_still_fit():
     assert advice.fits_now and advice.statement is None
     assert advice.alternatives and all(a.fits for a in advice.alternatives)
     assert all(a.step_seconds < advice.step_seconds for a in advice.alternatives)
+
+
+def test_a_plan_that_fits_is_offered_a_change_of_method_only_for_a_large_gain():
+    # the 1.5B fits one H200: a change of method that saves a fifth of its step or more is offered
+    mp = plan([], "1xH200-141GB", Q15)
+    advice = advise(mp.values, mp.models, mp.cluster, smaller=[Q05])
+    method = [a for a in advice.alternatives if a.kind == METHOD]
+    assert advice.fits_now and method
+    assert all(a.step_seconds <= 0.8 * advice.step_seconds for a in method)
+    # the 0.5B smoke run fits a 24 GB GPU: LoRA would save 2 s of 15, not worth training adapters instead
+    mp = plan([], "1xRTX-4090-24GB", Q05)
+    advice = advise(mp.values, mp.models, mp.cluster)
+    assert advice.fits_now and not [a for a in advice.alternatives if a.kind == METHOD]
 
 
 def test_nothing_fits_says_so_and_names_the_smallest_change():

@@ -218,3 +218,21 @@ def test_where_the_nodes_ram_is_unknown_the_table_says_what_an_offload_needs_of_
     rows = [(dialog.table.item(r, 0).text(), dialog.table.item(r, 4).text()) for r in range(dialog.table.rowCount())]
     offload = [v for what, v in rows if "CPU offload policy" in what]
     assert offload and all("host RAM about" in v and "GiB a node (unknown here)" in v for v in offload)
+
+
+def test_faster_on_a_plan_with_nothing_faster_says_what_was_looked_for(qtbot):
+    # the 0.5B smoke run fits a 24 GB GPU; LoRA would save 2 s of 15: not offered, and the dialog says why it is empty
+    doc = PlanDocument(autosave=False)
+    doc.load_preset("grpo-1gpu-smoke")
+    doc.set_gpus(parse_gpu_spec("1xRTX4090-24GB"))
+    board = PlacementBoard(doc)
+    qtbot.addWidget(board)
+    board.resize(1180, 820)
+    board.show()
+    qtbot.waitExposed(board)
+    assert doc.assessment.memory.verdict.fits is True and board.advice_action.text() == "F&aster…"
+    board.advice_action.trigger()
+    dialog = board.advice_dialog
+    qtbot.waitUntil(lambda: "Nothing faster" in dialog.intro.text(), timeout=60_000)
+    assert "LoRA or a smaller model is offered only where it saves a fifth" in dialog.intro.text()
+    assert dialog.table.rowCount() == 0 and not dialog.apply_button.isEnabled()

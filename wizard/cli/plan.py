@@ -249,6 +249,10 @@ def _speed_lines(step, advice, findings: list[Finding] = ()) -> list[str]:
         elif (method := next((a for a in advice.alternatives if a.fits), None)) is not None:
             out.append(f"  to change the method instead ({method.text}): "
                        + " ".join(f"--set {o}" for o in method.overrides))
+    elif advice is not None and advice.fits_now and advice.step_seconds is not None:
+        from wizard.core.advice import NONE_FASTER
+
+        out.append(f"faster, still fitting: none found ({NONE_FASTER})")
     return out
 
 
@@ -330,7 +334,10 @@ def _table(report, where) -> list[str]:
     head = f"  {'GPUs':22} {'has':>7} " + " ".join(f"{p.label:>7}" for p in phases) + "   peak"
     legend = "  (has: each GPU's memory; " + ", ".join(f"{p.label}: {p.title}" for p in phases) + \
         "; peak: the phase that needs the most)"
-    out = ["memory per GPU (GiB):", head]
+    title = "memory per GPU (GiB):"
+    if getattr(report, "unmodelled", None):  # numbers without a part of the plan: said above them, not only below
+        title = f"memory per GPU (GiB), without a verdict: {report.unmodelled}:"
+    out = [title, head]
     for g in report.groups:
         totals = {ph.name: ph.total for ph in g.phases}
         cap = f"{g.capacity_bytes / GIB:7.1f}" if g.capacity_bytes else f"{'?':>7}"

@@ -12,5 +12,6 @@ __getattr__, __all__ = face(__name__, {
     "HARDWARE": "moves",
     "METHOD": "moves",
     "Move": "moves",
+    "NONE_FASTER": "search",
     "TUNING": "moves",
 })

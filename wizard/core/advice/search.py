@@ -62,6 +62,8 @@ def advise(values: Mapping, models: Mapping[str, ModelFacts], cluster: Cluster |
             fit = [replace(x, moves=(lora,) + x.moves) for x in _seeds(base, cluster) if x.fits]
             found += [_pruned(x, start) for x in fit[:4]]
     found = [_within_measured(s, start) if s.fits else s for s in found if not _reverts(s, start)]
+    if start.fits:  # what is trained changes only for a large gain: LoRA to save 2 s of a 15-s smoke step is not advice
+        found = [s for s in found if s.kind != METHOD or _faster_by(s, start, METHOD_WORTH)]
     ranked = sorted(found, key=lambda s: (KIND_ORDER[s.kind] // 2, s.seconds if s.seconds is not None else math.inf,
                                           len(s.moves)))
     out = _with_lora(_distinct(ranked, limit), ranked, limit)
@@ -223,6 +225,11 @@ def _distinct(ranked: list[State], limit: int) -> list[State]:
 
 
 WORTH = 0.01  # a change is offered for speed only where it gains at least this share of a step
+# a change of method (LoRA, a smaller model) is offered to a plan that already fits only where it saves at least
+# this share of the step: below it, the user would trade what is trained for a few seconds
+METHOD_WORTH = 0.2
+# what the advisor looked for, said where it offers a fitting plan nothing faster (plan, Make it fit)
+NONE_FASTER = "no knob saves 2 % of the step; LoRA or a smaller model is offered only where it saves a fifth"
 
 
 def _faster_by(s: State, than: State, share: float) -> bool:

@@ -14,6 +14,7 @@ from PySide6.QtWidgets import (
     QWidget,
 )
 
+from wizard.core.advice import NONE_FASTER
 from wizard.core.memory import GIB
 from wizard.core.plan import apply_overrides
 from wizard.core.steptime.terms import seconds_text
@@ -102,7 +103,8 @@ class AdviceDialog(QDialog):
             if self.alternatives:
                 head += " These change the method and fit (fastest first):"
         elif not self.alternatives:
-            head = "Nothing found that fits better." if self.advice.fits_now else "Nothing on these GPUs fits."
+            head = (f"Nothing faster that still fits was found: {NONE_FASTER}." if self.advice.fits_now
+                    else "Nothing on these GPUs fits.")
         elif self.advice.fits_now:
             head = "It fits; these fit too and are predicted to be faster (fastest first):"
         elif self.advice.tight_now:
