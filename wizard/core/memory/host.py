@@ -85,7 +85,8 @@ def _node_terms(cfg: MemoryConfig, actor: ModelFacts, share: tuple[int, int, boo
     if k:
         for key, label, value in shard:
             terms.append(_t(key, f"{label} x {k} GPUs", value * k))
-        terms.append(_t("host_trainer", f"trainer processes x {k}", c.host_trainer_process * k))
+        each = c.host_trainer_megatron if cfg.strategy == "megatron" else c.host_trainer_process
+        terms.append(_t("host_trainer", f"trainer processes x {k}", each * k))
     if engines:
         terms.append(_t("host_engine", f"engine worker processes x {engines}", c.host_engine_process * engines))
         if cfg.lora_adapter:

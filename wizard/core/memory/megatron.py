@@ -32,7 +32,10 @@ megatron-bridge 0.5.x takes unpinned):
   and megatron-bridge exports one Hugging Face tensor at a time, gathered over TP.
 
 megatron-core's formulas themselves (states, activations per stage) are in
-:mod:`wizard.core.memory.megatron_formulas`; this module puts them into verl's phases. Nothing here was measured on a GPU (megatron-core could not be carried to the lent H200: bench/real/megatron-carry.md).
+:mod:`wizard.core.memory.megatron_formulas`; this module puts them into verl's phases. One run measured them on a GPU
+(an H100, TP = PP = 1, Qwen2.5-0.5B: bench/real/megatron-carry.md): the log-prob pass's entropy bytes, the allocator
+cache the passes keep until the weight sync, and what the worker holds outside torch once it has trained come from
+it; the rest (TP, PP, VPP, CP, EP, offloads) is still from the formulas.
 Pure.
 """
 
@@ -57,11 +60,19 @@ from wizard.core.verl.keys import A, REF, R
 
 # Bytes per logit element of the last stage's vocabulary shard: the bf16 logits and the fp32 copy megatron's
 # vocab_parallel_cross_entropy makes (calculate_logits_max: .float(); its exp is saved for the backward) = 6;
-# the update adds the bf16 gradient of the logits (2). calculate_entropy: a bf16 clone (2) and the entropy's fp32
-# softmax and logits (8) [E].
+# the update adds the bf16 gradient of the logits (2). calculate_entropy: a bf16 clone (2) and the entropy's
+# temporaries. Measured once (meg-grpo-0.5b-tp1-u0.4-h100, an H100: 16,384 tokens x 151,936 a micro-batch): the
+# old log-prob pass with entropy grew the trainer by 30.8 GiB in NVML (25.8 in torch's max_allocated, the rest the
+# allocator's cached blocks), 13 bytes a logit element where 16 had been assumed (an fp32 softmax of 8 bytes is
+# not there: the entropy's exp and division are in place on the bf16 clone).
 LOGIT_BYTES_FORWARD = 6
 LOGIT_BYTES_UPDATE = 8
-ENTROPY_BYTES = 10
+ENTROPY_BYTES = 7
+# The passes' blocks stay cached: verl empties the allocator's cache at the weight sync
+# (engine_workers.py:769,814) and where the offloads move params or states (megatron_utils.py:798,845,976,1004),
+# not between the log-prob passes and the update. Measured: the reference pass and the update held the old log-prob
+# pass's 44.7 GiB (NVML) though each needs less (meg-grpo-0.5b-tp1-u0.4-h100).
+TRANSIENT_KEYS = ("logits", "entropy", "layer_activations", "activations")
 # megatron-bridge gathers a TP-sharded weight into a list of shards and concatenates them: two copies of the
 # largest weight (the V x h embedding) for a moment [E]
 SYNC_GATHER_COPIES = 2
@@ -144,7 +155,14 @@ class MegatronTrainer:
                + (f", {m.cpu_optimizer:g} of the main params and Adam on the CPU (optimizer_cpu_offload), not in these"
                   " GPUs' phases" if m.cpu_optimizer else "") + "; megatron-core theoretical_memory_usage.py); "
                f"{self.micro_batches} micro-batch(es) per mini-batch on each of {m.dp} data-parallel ranks. "
-               "From megatron-core's formulas and verl's Megatron worker; not measured on a GPU"]
+               "From megatron-core's formulas and verl's Megatron worker, calibrated on one run (TP = PP = 1, "
+               "0.5B, one H100), which it reproduces within 3.5 % a phase; TP, PP, CP, EP and the offloads not "
+               "measured"]
+        if not m.param_offload:
+            out.append("Megatron: the reference pass and the update keep the blocks the old log-prob pass leaves "
+                       "cached (its logits and entropy), so they peak near it: verl empties the allocator's cache only "
+                       "at the weight sync and where an offload moves params or optimizer states (measured on one "
+                       "run: the three at 44.7 GiB)")
         # a layout Megatron refuses is an error of the check (batch.megatron_parallel, models.megatron_layout)
         return out
 
@@ -192,8 +210,9 @@ class MegatronTrainer:
         return f"/ {m.dp_cp} DP x CP ranks" + (f", experts / {m.expert_dp} expert-DP ranks" if self.s.expert else "")
 
     def resident(self, *, loaded: bool = False, grads: bool = True, adam: bool = True,
-                 ref_loaded: bool = False) -> list[Term]:
-        """What stays on the GPU between calls; ``loaded``: the params brought back for this call (param_offload)."""
+                 ref_loaded: bool = False, started: bool = True) -> list[Term]:
+        """What stays on the GPU between calls; ``loaded``: the params brought back for this call (param_offload);
+        ``started``: after the first weight sync and training pass (what the worker then holds outside torch)."""
         m, out = self.m, []
         if not m.param_offload or loaded:
             out.append(self._params("loaded back for this call (param_offload)" if m.param_offload else ""))
@@ -213,12 +232,16 @@ class MegatronTrainer:
         out.append(term("trainer_context", "trainer process: CUDA context, NCCL (TP, PP, DP, EP groups) and library "
                                            "workspaces", self.c.trainer_context + (self.c.nccl_buffers if
                                                                                     self.cfg.world > 1 else 0)))
+        if started:
+            out.append(term("megatron_runtime", "trainer process, once it has trained: TransformerEngine and cuBLASLt "
+                                                "workspaces, NCCL buffers, compiled kernels (outside torch's "
+                                                "allocator; measured on one GPU)", self.c.megatron_runtime))
         return out
 
     def at_load(self) -> list[Term]:
         """When the rollout engine starts: the states built and offloaded as configured, Adam's m and v not yet
         created (the first optimizer step creates them)."""
-        return self.resident(adam=False)
+        return self.resident(adam=False, started=False)
 
     def sync(self) -> list[Term]:
         """The weight sync's trainer side: params loaded without their gradients (get_per_tensor_param), one weight
@@ -249,7 +272,8 @@ class MegatronTrainer:
                               f"bf16 + the fp32 copy of vocab-parallel cross-entropy{' + bf16 gradient' if update else ''}"
                               ")", tokens * shard * per)]
         if entropy:
-            out.append(term("entropy", "entropy: a clone of the logits and its fp32 softmax (calculate_entropy)",
+            out.append(term("entropy", "entropy: a bf16 clone of the logits, its exp and division in place, and "
+                                       "the allocator's blocks around them (calculate_entropy; measured on one run)",
                             tokens * shard * ENTROPY_BYTES))
         return out
 
@@ -279,7 +303,24 @@ class MegatronTrainer:
                  if on_gpu > 0 else []),
                term("activations", f"activations, micro-batches of {tok(T)} per GPU", acts, how)]
         out += self._logits(T, update=True, entropy=self.cfg.update_entropy)
-        return out + [t for t in self.resident() if t.key in ("ref_params", "trainer_context")]
+        return out + [t for t in self.resident() if t.key in ("ref_params", "trainer_context", "megatron_runtime")]
+
+    def cache_kept(self, before: int, now: list[Term], *, update: bool) -> list[Term]:
+        """The earlier passes' blocks the allocator still holds in a pass of ``now`` (``before``: the largest of
+        their transients): what of them this pass does not reuse. None where an offload emptied the cache on the way
+        (param_offload around every pass, the reference's around its own; optimizer_offload as the update loads
+        its states)."""
+        if self.m.param_offload or (update and self.m.optimizer_offload) or (not update and self.m.ref_param_offload):
+            return []
+        extra = before - transient(now)
+        return [term("allocator", "allocator: the old log-prob pass's logits and entropy blocks still cached "
+                                  "(verl empties the cache at the weight sync and in the offloads)", extra)] \
+            if extra > 0 else []
+
+
+def transient(terms: list[Term]) -> int:
+    """What a pass allocates and frees: its logits, entropy and activations."""
+    return sum(t.bytes for t in terms if t.key in TRANSIENT_KEYS)
 
 
 EngineFn = Callable[..., dict]
@@ -305,10 +346,15 @@ def megatron_phases(cfg: MemoryConfig, tr: MegatronTrainer, roles: list[str], ca
             term("engine_rollout_asleep", "rollout engine context and CUDA graphs", engines["rollout"]["asleep"])]))
         phases.append(phase(name=P.GENERATION, terms=tr.resident() + engine_terms("rollout", engines["rollout"], True, c)
                             + [t for r, e in engines.items() if r != "rollout" for t in engine_terms(r, e, False, c)]))
-    phases.append(phase(name=P.OLD_LOG_PROB, terms=tr.forward(tr.logprob_tokens) + asleep))
+    old = tr.forward(tr.logprob_tokens)
+    phases.append(phase(name=P.OLD_LOG_PROB, terms=old + asleep))
+    cached = transient(old)
     if cfg.ref_separate:
-        phases.append(phase(name=P.REF_LOG_PROB, terms=tr.forward(tr.ref_tokens, ref=True) + asleep))
-    phases.append(phase(name=P.ACTOR_UPDATE, terms=tr.update() + asleep))
+        ref = tr.forward(tr.ref_tokens, ref=True)
+        phases.append(phase(name=P.REF_LOG_PROB, terms=ref + tr.cache_kept(cached, ref, update=False) + asleep))
+        cached = 0 if tr.m.param_offload or tr.m.ref_param_offload else max(cached, transient(ref))
+    upd = tr.update()
+    phases.append(phase(name=P.ACTOR_UPDATE, terms=upd + tr.cache_kept(cached, upd, update=True) + asleep))
     if "reward" in engines:
         others = [t for r, e in engines.items() if r != "reward" for t in engine_terms(r, e, False, c)]
         phases.append(phase(name=P.REWARD, terms=tr.resident() + engine_terms("reward", engines["reward"], True, c)

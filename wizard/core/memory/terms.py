@@ -89,6 +89,11 @@ class MemoryConstants(BaseModel):
     # verl's trainer worker (WorkerDict) outside torch's allocator: CUDA context, NCCL, cuBLAS workspaces and compiled
     # kernels. verl H200: NVML per process - torch reserved = 1.14-1.30 GiB in every run (FSDP1 and FSDP2).
     trainer_context: int = int(1.25 * GIB)
+    # The Megatron trainer worker holds more outside torch's allocator once it has trained: 1.27 GiB at load (as
+    # trainer_context), 2.82 after the first step (NVML 12.27 GiB - torch reserved 9.45): TransformerEngine's and
+    # cuBLASLt's workspaces, the first collectives' NCCL buffers, compiled kernels. One run alone on an H100
+    # (meg-grpo-0.5b-tp1-u0.4-h100, megatron-core 0.18, TransformerEngine 2.16.1).
+    megatron_runtime: int = int(1.55 * GIB)
     # What the driver keeps of every GPU: NVML's total minus CUDA's. H200: 140.4 - 139.8 GiB = 644,939,776 bytes,
     # NVML used on the idle GPU of the verl H200 runs, and nvml_total - cuda_total in gpu_memory_h200.json.
     driver_reserved: int = 644_939_776
@@ -136,6 +141,8 @@ class MemoryConstants(BaseModel):
     # TransferQueue's controller and storage units, agent-loop and reward workers, the load balancer: 9-10 GB at that
     # run's peak, storage 3.3 of it), per dataloader worker.
     host_trainer_process: int = int(3 * GIB)
+    # Megatron's trainer worker holds less: 2.29 GB at meg-grpo-0.5b-tp1-u0.4-h100's peak (FSDP's 2.9-3.3 GB).
+    host_trainer_megatron: int = int(2.3 * GIB)
     host_engine_process: int = int(3.5 * GIB)
     host_node_fixed: int = int(10 * GIB)
     # of those per-node processes, what is there while rank 0 reads the model at start (the engines not started, the

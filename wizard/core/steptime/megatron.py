@@ -1,11 +1,12 @@
-"""The Megatron training engine's phases of a step (verl 0.9.1, ``actor.strategy=megatron``): formulas, not measured
-(megatron-core could not be carried to the lent H200: bench/real/megatron-carry.md).
+"""The Megatron training engine's phases of a step (verl 0.9.1, ``actor.strategy=megatron``): formulas, with the
+per-token costs and the weight sync's fixed cost measured on one run alone on an H100 (TP = PP = 1, Qwen2.5-0.5B:
+bench/real/megatron-carry.md); what TP, PP, CP and EP add is from link bandwidth and the schedules, not measured.
 
 Per GPU, on the busiest pipeline stage (the one :mod:`wizard.core.memory.megatron` sizes):
 
 - **compute**: the FLOPs of the FSDP model (2 x active params a token in a log-prob pass, 6 in an update, 8 with full
   recompute) at the efficiencies calibrated on FSDP runs, over all the GPUs (TP and PP split the params, DP and CP
-  the tokens), plus FSDP's measured per-token and per-sequence handling spread the same way;
+  the tokens), plus the per-token handling measured on a Megatron run, spread the same way;
 - **the pipeline bubble**: a stage idles while the pipeline fills and drains, PP - 1 micro-batch times per pass
   (megatron/core/pipeline_parallel/schedules.py: ``forward_backward_pipelining_without_interleaving``), divided by
   VPP with the interleaved schedule: compute x (PP - 1) / (VPP x micro-batches) (arXiv 2104.04473 §2.2);
@@ -49,9 +50,10 @@ from wizard.core.steptime.terms import (
 )
 
 ASSUMPTION = ("the Megatron engine's phases from megatron-core's schedules and collectives (the pipeline bubble, TP's "
-              "and EP's collectives, the distributed optimizer's gradient sync) at FSDP's calibrated efficiencies: "
-              "not measured (megatron-core could not be carried to the lent H200); TP and EP collectives taken as "
-              "not overlapped, CP's K/V exchange as hidden behind attention")
+              "and EP's collectives, the distributed optimizer's gradient sync) at FSDP's calibrated efficiencies, "
+              "with per-token costs measured on one Megatron run (TP = PP = 1, a 0.5B model on an H100; taken as is "
+              "on other GPUs, as FSDP's are); TP, PP and EP are not measured: their collectives are taken as not "
+              "overlapped, CP's K/V exchange as hidden behind attention")
 
 
 def _links(cluster: Cluster | None, m: MegatronConfig, c: Calibration) -> dict[str, comm.Link | None]:
@@ -85,6 +87,9 @@ class MegatronStep:
         self.seqs, self.mean_seq = seqs, mean_seq
         self.tokens = seqs * mean_seq
         self.per_gpu = self.tokens / max(1, self.m.world)
+        # the engine's own work a token (measured at TP = PP = 1) is mostly the last stage's log-probs and entropy
+        # over its vocabulary shard: split by TP with the vocabulary, not by PP (the last stage does all of it)
+        self.per_last_stage = self.tokens / max(1, self.m.dp * self.m.cp * self.m.tp)
         self.links, self.cluster, self.node_gpus = _links(cluster, self.m, c), cluster, comm.node_gpus(cluster)
         self.s = self.t.s
 
@@ -157,9 +162,11 @@ class MegatronStep:
         compute = 2 * flops_params(self.f) * self.per_gpu / (flops * c.fwd_efficiency)
         terms = [TimeTerm("FLOPs", compute, f"2 x {flops_params(self.f) / 1e9:.2f}B params x {self.per_gpu:,.0f} "
                                             f"tokens per GPU at {c.fwd_efficiency:.0%} of {flops / 1e12:g} TFLOP/s"),
-                 TimeTerm("per token", self.per_gpu * c.fwd_s_per_token,
-                          f"{self.per_gpu:,.0f} tokens x {c.fwd_s_per_token * 1e6:.1f} us (as measured with FSDP, without "
-                          "its row-by-row log-probs: Megatron computes them over the vocabulary's TP shards at once)"),
+                 TimeTerm("per token", self.per_last_stage * c.megatron_fwd_s_per_token,
+                          f"{self.per_last_stage:,.0f} tokens x {c.megatron_fwd_s_per_token * 1e6:.1f} us (measured on "
+                          "one Megatron run at TP = PP = 1, beyond the FLOPs: its vocabulary-parallel log-probs, the old "
+                          "log-prob pass's entropy, the engine's own work; the last stage's tokens"
+                          + (", which PP does not split" if self.m.pp > 1 else "") + ")"),
                  self._bubble(compute, micro), *self._activation_collectives(tokens_per_micro, micro, 1)]
         if offload:  # loaded for the call, copied back to the host after it
             terms.append(host_term("params from and back to the host", 2 * self.t.st.params, c, "in and out"))
@@ -172,6 +179,7 @@ class MegatronStep:
         k = 6 + (2 if full else 0)
         tokens = epochs * self.per_gpu
         compute = k * flops_params(self.f) * tokens / (flops * c.train_efficiency)
+        last = epochs * self.per_last_stage
         # micro-batches of one mini-batch on a data-parallel rank, at the step's mean length
         micro = max(1, math.ceil(self.tokens * epochs / steps / m.dp / m.cp / max(1, self.t.update_tokens)))
         # the backward moves as much as the forward, 1.5 times with sequence parallelism; full recompute a forward more
@@ -179,12 +187,10 @@ class MegatronStep:
         terms = [TimeTerm("FLOPs", compute, f"{k} x {flops_params(self.f) / 1e9:.2f}B params x {tokens:,.0f} tokens "
                           f"per GPU at {c.train_efficiency:.0%} of {flops / 1e12:g} TFLOP/s"
                           + (" (full recompute runs the forward again)" if full else "")),
-                 TimeTerm("per token", tokens * c.train_s_per_token,
-                          f"{tokens:,.0f} x {c.train_s_per_token * 1e6:.1f} us (as measured with FSDP, without its row-by-row "
-                          "log-probs)"),
-                 TimeTerm("per sequence", epochs * self.seqs / m.world * c.train_s_per_sequence,
-                          f"{epochs * self.seqs / m.world:,.0f} x {c.train_s_per_sequence * 1e3:.0f} ms (as measured "
-                          "with FSDP)"),
+                 TimeTerm("per token", last * c.megatron_train_s_per_token,
+                          f"{last:,.0f} x {c.megatron_train_s_per_token * 1e6:.1f} us (measured on one Megatron run at "
+                          "TP = PP = 1, which spent nothing measurable per sequence; the last stage's tokens"
+                          + (", which PP does not split" if self.m.pp > 1 else "") + ")"),
                  self._bubble(compute, micro),
                  *self._activation_collectives(self.t.update_tokens, micro * steps, passes),
                  *self._gradient_sync(steps)]
@@ -231,7 +237,8 @@ class MegatronStep:
         m, c, f = self.m, self.c, self.f
         whole = 2 * f.param_count
         experts = 2 * routed_expert_params(f)
-        terms = [TimeTerm("fixed", c.sync_fixed_s, "measured with FSDP"),
+        terms = [TimeTerm("fixed", c.megatron_sync_fixed_s, "measured on one Megatron run (mbridge's export, one "
+                                                            "weight at a time)"),
                  TimeTerm("weights into the engine", whole / (c.sync_gbs * 1e9),
                           f"{whole / 1e9:.1f} GB at {c.sync_gbs:g} GB/s")]
         gathers = (("gathered over TP", comm.ring_bytes((whole - experts) / m.pp, m.tp), self.links["tp"]),

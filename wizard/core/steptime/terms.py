@@ -93,6 +93,15 @@ class Calibration:
     sync_gbs: float = 30.0  # the weight sync's rate (GB/s of bf16 weights into the engine)
     host_link_gbs: float = 25.0  # achieved host <-> GPU copy rate (PCIe Gen5 x16 is 64 GB/s on paper)
     cpu_adam_s_per_param: float = 1.5e-9  # torch's CPU AdamW (FSDP2 CPUOffloadPolicy), per parameter and step
+    # Megatron's passes beyond their FLOPs (verl's Megatron engine, megatron-core 0.18, TransformerEngine 2.16.1,
+    # mbridge 0.15.1; one run alone on an H100, meg-grpo-0.5b-tp1-u0.4-h100, 60,800 tokens a pass): the old
+    # log-prob pass (with entropy) 1.06 s and the reference's 0.97 s, less their FLOPs, are 13.9 us a token (FSDP's
+    # 7.7 did not cover them); the update's 1.95 s, less its FLOPs and optimizer step, 23.2 us a token and nothing per
+    # sequence (FSDP's 49 ms a sequence would have made it 5.0 s); the weight sync 0.45 s, of which 0.42 s fixed
+    # (mbridge's export, one weight at a time). One run: the same pass at other sizes, TP, PP or an MoE is not measured.
+    megatron_fwd_s_per_token: float = 13.9e-6
+    megatron_train_s_per_token: float = 23.2e-6
+    megatron_sync_fixed_s: float = 0.42
 
 
 CALIBRATION = Calibration()
