@@ -195,6 +195,7 @@ def test_check_fix_applies_the_config_that_fits_and_exits_1_while_an_error_remai
     # the preset's experiment name follows the model: its checkpoints are not filed under the 0.5B's name
     assert "trainer.experiment_name=grpo_smoke_qwen2.5_7b\n" in fits.stdout and "0.5b" not in fits.stdout
     assert "actor_rollout_ref.actor.fsdp_config.offload_policy=True" in fits.stdout and "still an error" not in fits.stderr
+    assert not fits.stdout.startswith("--config-name")  # verl's default config: nothing to name
     stuck = run_cli("check", "--fix", "--preset", "grpo-1gpu-smoke", "--gpus", "1xRTX-4090-24GB", "--set", SEVEN_B)
     assert stuck.returncode == 1 and "still an error: memory." in stuck.stderr
     # what it could not apply is said, once: nothing on this GPU fits, and the changes of method that would
@@ -558,6 +559,13 @@ def test_a_step_under_10_s_and_its_faster_alternative_are_told_apart():
     now = float(re.search(r"step time: about (\d\.\d) s", out).group(1))
     alt = float(re.search(r"1\) .* about (\d\.\d) s per step", out).group(1))
     assert alt < now, out  # both printed as 'about 9 s' before
+
+
+def test_check_fix_on_a_megatron_script_keeps_its_config_name():
+    script = Path(__file__).resolve().parents[1] / "data" / "megatron" / "grpo_qwen2.5-32b_tp4_pp2.sh"
+    proc = run_cli("check", "--fix", "--format", "json", "--gpus", "2x8xH100-80GB", str(script))
+    doc = json.loads(proc.stdout)
+    assert doc["config_name"] == "ppo_megatron_trainer" and doc["overrides"]
 
 
 def test_a_fitting_plan_with_nothing_faster_says_so_and_offers_no_lora_for_two_seconds():

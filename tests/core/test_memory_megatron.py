@@ -475,3 +475,16 @@ def test_the_engines_own_work_a_token_falls_on_the_last_pipeline_stage_whole():
     for phase in ("old_log_prob", "update_actor"):
         assert pp4[phase].seconds == pytest.approx(2 * pp2[phase].seconds, rel=1e-6)
         assert "which PP does not split" in pp4[phase].note
+
+
+def test_the_advisor_fits_the_32b_on_one_node_with_megatron_cores_cpu_optimizer():
+    # without it the advisor said 8 x 80 GiB GPUs need to be 16 (plan fits it with the CPU optimizer and param offload)
+    proc = run_cli("plan", str(DENSE), "trainer.nnodes=1", f"{AM}.param_offload=False", f"{AM}.optimizer_offload=False",
+                   "actor_rollout_ref.ref.megatron.param_offload=False", "--gpus", "8xH100-80GB", "--no-data",
+                   "--format", "json")
+    doc = json.loads(proc.stdout)
+    assert doc["verdict"] == "does_not_fit"
+    best = doc["advice"][0]
+    assert best["fits"] is True and best["kind"] == "tuning"
+    assert "++actor_rollout_ref.actor.optim.override_optimizer_config.optimizer_cpu_offload=True" in best["overrides"]
+    assert "CPU optimizer" in best["changes"]

@@ -107,10 +107,14 @@ def _fix(args, overrides: list[str], gpus, cluster=None) -> int:
 
     fixed = apply_fixes(plan_from_overrides(src.overrides, config_name=src.config_name), judge)
     corrected = plan_overrides(fixed.plan)
+    name = fixed.plan.config_name or "ppo_trainer"
     if args.format == "json":
-        print(json.dumps({"overrides": corrected, "applied": fixed.applied, **fixed.result.to_json()}))
+        print(json.dumps({"config_name": name, "overrides": corrected, "applied": fixed.applied,
+                          **fixed.result.to_json()}))
     else:
-        for line in corrected:
+        # the overrides of another config than verl's default start with its name, as verl's command line takes it
+        # (and plan/check take it back among the overrides): without it they would compose over FSDP's
+        for line in ([f"--config-name={name}"] if name != "ppo_trainer" else []) + corrected:
             print(line)
         for fix in fixed.applied:
             print(f"fixed: {fix}", file=sys.stderr)

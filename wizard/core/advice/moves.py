@@ -19,7 +19,7 @@ from wizard.core.memory.batching import critic_batching
 from wizard.core.memory.config import read_config
 from wizard.core.memory.estimate import MemoryReport
 from wizard.core.memory.lora_sync import LOAD_FORMAT_KEY, sends_base
-from wizard.core.memory.megatron_layout import layout_problems, read_megatron, tp_fits_heads
+from wizard.core.memory.megatron_layout import OPT_OVERRIDE, layout_problems, read_megatron, tp_fits_heads
 from wizard.core.models.facts import ModelFacts
 from wizard.core.verl.keys import CF, REF, A, AF, M, R
 from wizard.core.verl.roles import need_critic
@@ -34,8 +34,10 @@ ADDED_KEYS = frozenset({"critic.ppo_infer_max_token_len_per_gpu", f"{CF}.use_dyn
 
 
 def override(key: str, text: str) -> str:
-    """One of the advisor's changes as a verl override (``text``: the value as Hydra reads it)."""
-    return f"{'++' if key in ADDED_KEYS else ''}{key}={text}"
+    """One of the advisor's changes as a verl override (``text``: the value as Hydra reads it). A key under
+    megatron's ``override_optimizer_config`` (an empty mapping in verl's YAML) is added the same way."""
+    added = key in ADDED_KEYS or key.startswith(OPT_OVERRIDE + ".")
+    return f"{'++' if added else ''}{key}={text}"
 
 
 @dataclass(frozen=True)
@@ -222,6 +224,14 @@ def _megatron_moves(values: Mapping, cfg, actor: ModelFacts | None = None) -> li
                 ((f"{AM}.param_offload", not m.param_offload), (f"{REF}.megatron.param_offload", not m.param_offload))),
            Move("no optimizer offload (faster)" if m.optimizer_offload else "optimizer offload",
                 ((f"{AM}.optimizer_offload", not m.optimizer_offload),))]
+    # megatron-core's CPU optimizer (verl's recipes fit a 72B on 16 GPUs with it): the main params and Adam stay and
+    # step on the host, where verl's optimizer_offload only parks them there between updates
+    if m.cpu_optimizer < 1.0:
+        out.append(Move("megatron-core's CPU optimizer (main params and Adam kept and stepped on the host)",
+                        ((f"{OPT_OVERRIDE}.optimizer_cpu_offload", True),
+                         (f"{OPT_OVERRIDE}.optimizer_offload_fraction", 1.0))))
+    else:
+        out.append(Move("no CPU optimizer (faster)", ((f"{OPT_OVERRIDE}.optimizer_cpu_offload", False),)))
     if m.recompute != "full":
         out.append(Move("full recompute (uniform, 1 layer a chunk)", FULL_RECOMPUTE))
     else:
