@@ -190,12 +190,12 @@ def test_checking_the_training_file_judges_the_plan_on_its_prompts(window, qtbot
     page = window.page("data")
     window.go_to(page)
     qtbot.mouseClick(page.check_button, Qt.LeftButton)
-    qtbot.waitUntil(lambda: "On this data" in page.status.text(), timeout=60_000)
+    qtbot.waitUntil(lambda: "On this data" in page.status.text(), timeout=180_000)
     # no GPUs chosen: no memory estimate to judge with, and where to choose them
     assert "not judged" in page.status.text() and "Hardware step" in page.status.text()
     window.doc.set_gpus(parse_gpu_spec("1xH100-80GB"))
     qtbot.mouseClick(page.check_button, Qt.LeftButton)
-    qtbot.waitUntil(lambda: "On this data</b> (300 rows" in page.status.text(), timeout=60_000)
+    qtbot.waitUntil(lambda: "On this data</b> (300 rows" in page.status.text(), timeout=180_000)
     text = page.status.text()
     assert "300 rows, checked in" in text  # the check's own lines stay above
     assert "prompts tokenized with" in text and "your prompts average " in text
