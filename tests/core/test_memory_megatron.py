@@ -20,7 +20,6 @@ from wizard.core.memory.megatron import LOGIT_BYTES_UPDATE
 from wizard.core.memory.megatron_formulas import activations, in_flight, layer_activation, stage, states
 from wizard.core.memory.megatron_layout import MegatronConfig
 from wizard.core.memory.phases import PhaseName
-from wizard.core.memory.verdict import memory_verdict
 from wizard.usecases.advising import step_time
 from wizard.core.models.facts import ModelFacts
 from wizard.core.plan.emit import emit_overrides
@@ -340,7 +339,7 @@ def test_a_megatron_tp_of_0_is_an_error_of_its_own_not_a_failed_rule():
     [f] = [f for f in negative.findings if f.rule == "batch.megatron_parallel"]
     assert "ZeroDivisionError" not in f.message and "does not catch a negative size" in f.message
     # and no memory verdict from it read as TP 1 (it was DOES NOT FIT at 130 GiB, with TP 1 -> 4 as advice)
-    assert "tensor_model_parallel_size=-4" in (negative.memory.report.unmodelled or "")
+    assert negative.memory.report is None and "tensor_model_parallel_size=-4" in (negative.memory.why or "")
 
 
 def test_recompute_granularity_none_is_refused_by_megatron_core_at_start():
@@ -419,12 +418,12 @@ def test_megatron_s_cpu_optimizer_keeps_its_fraction_of_the_states_on_the_host_a
 ])
 def test_a_layout_that_does_not_start_gets_no_fits_verdict(sets, why):
     """A layout verl or megatron-core stops at start has no memory to judge: the verdict is none with the reason,
-    not FITS from numbers of an impossible split (PP 128 was 'FITS: 47.6 of 79.6 GiB')."""
+    not FITS from numbers of an impossible split (PP 128 was 'FITS: 47.6 of 79.6 GiB'), and no numbers either (a
+    table of a layout that never runs, under "no memory is estimated")."""
     _, result = plan_of(DENSE, *sets)
-    report = result.memory.report
-    assert why in (report.unmodelled or "") and not result.ok
-    verdict = memory_verdict(report, result.memory.values, result.memory.models, result.memory.cluster)
-    assert verdict.fits is None
+    mp = result.memory
+    assert mp.report is None and why in (mp.why or "") and not result.ok
+    assert mp.verdict.fits is None and why in mp.verdict.reason
 
 
 def _phase_keys(result) -> dict[str, set[str]]:

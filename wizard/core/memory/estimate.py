@@ -265,6 +265,8 @@ def estimate_memory(values: Mapping, models: Mapping[str, ModelFacts], cluster: 
     tr = Trainer(cfg, actor, critic, constants)
     engine_facts = {"rollout": actor, "reward": models.get("reward"), "teacher": models.get("teacher")}
     mg = _megatron(values, cfg, actor, constants, engine_facts, placement, cluster) if strategy == "megatron" else None
+    if mg is not None and (stops := mg.does_not_start):
+        return None, stops
     notes += mg.notes() if mg else []
     groups, kv = [], {}
     for pool, by_capacity in zip(placement.pools, _by_capacity(placement, cluster)):

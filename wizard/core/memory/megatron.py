@@ -132,7 +132,13 @@ class MegatronTrainer:
                     "main params, gradients or Adam states) is not modelled")
         if self.m.optimizer_unmodelled:
             return self.m.optimizer_unmodelled
-        m = self.m
+        return self.does_not_start
+
+    @property
+    def does_not_start(self) -> str | None:
+        """Why verl or megatron-core stops this layout at start (then there are no numbers to show, not only no
+        verdict: the estimate would be of a layout that never runs)."""
+        m, v = self.m, self.values
         for key in ("tensor_model_parallel_size", "pipeline_model_parallel_size", "context_parallel_size",
                     "expert_model_parallel_size"):
             raw = v.get(f"{AM}.{key}")
