@@ -41,7 +41,7 @@ def test_every_preset_fits_the_gpus_it_was_written_for(preset):
     proc = run("--preset", preset, "--gpus", PRESET_GPUS[preset], "--format", "json")
     doc = json.loads(proc.stdout)
     assert set(doc) == {"fits", "verdict", "fits_up_to_avg_tokens", "fits_reason", "fits_cause", "gpus", "host", "memory_notes",
-                        "findings",
+                        "term_labels", "findings",
                         "step_seconds", "step_reason", "phases_seconds", "phases_terms", "step_assumptions", "advice",
                         "advice_statement",
                         "data", "data_reason", "forecast", "forecast_reason"}

@@ -259,6 +259,9 @@ def test_plan_json_gives_a_verdict_and_each_gpus_peak(script):
         assert math.isclose(g["peak_gib"], g["breakdown"][g["peak_phase"]]["total_gib"], abs_tol=0.01)
     # every GPU shows the stage that peaks highest: the JSON says which, as the text's note does
     assert any("pipeline stage" in n and "peak highest and are shown" in n for n in doc["memory_notes"])
+    # and what each breakdown key is, as the text labels it
+    keys = {k for g in doc["gpus"] for ph in g["breakdown"].values() for k in ph["terms"]}
+    assert keys <= set(doc["term_labels"]) and doc["term_labels"]["megatron_runtime"].startswith("trainer process")
 
 
 def test_a_megatron_plan_that_does_not_fit_is_offered_megatron_moves_not_fsdp_ones():

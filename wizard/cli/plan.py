@@ -181,14 +181,18 @@ def plan_json(plan, findings: list[Finding]) -> dict:
     ``host.nodes``: each node's need against its RAM and Ray's limit (95 % of it), ``over`` past it.
     ``host.kv_cache``: per engine role, ``kv_gib_per_gpu`` (never negative: 0 where there is no room) and
     ``kv_short_gib_per_gpu`` (what a GPU lacks for any KV cache, 0 where it has room). ``memory_notes``: the
-    estimate's notes (a Megatron plan's: the pipeline stage whose numbers every GPU shows)."""
+    estimate's notes (a Megatron plan's: the pipeline stage whose numbers every GPU shows). ``term_labels``: what
+    each key of the breakdowns is, in the text's words (its label where it first appears)."""
     report = plan.judged
-    gpus, host = [], {"nodes": []}
+    gpus, host, labels = [], {"nodes": []}, {}
     if report is not None:
         for group in report.groups:
             peak = group.peak
             breakdown = {p.name: {"total_gib": _gib(p.total), "terms": {t.key: _gib(t.bytes) for t in p.terms}}
                          for p in group.phases}
+            for p in group.phases:
+                for t in p.terms:
+                    labels.setdefault(t.key, t.label)
             for g in group.gpus:
                 gpus.append({"node": g.node, "index": g.index, "capacity_gib": _gib(group.capacity_bytes),
                              "peak_gib": _gib(peak.total), "peak_phase": peak.name, "pool": group.pool,
@@ -211,7 +215,7 @@ def plan_json(plan, findings: list[Finding]) -> dict:
             # what the text prints as "note:" under the table (a Megatron plan: which pipeline stage every GPU's
             # numbers are, the stage that peaks highest)
             "memory_notes": list(report.notes) if report is not None else [],
-            "findings": [f.to_json() for f in findings]}
+            "term_labels": labels, "findings": [f.to_json() for f in findings]}
 
 
 def speed_json(step, advice) -> dict:
