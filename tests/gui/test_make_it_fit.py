@@ -24,9 +24,14 @@ def board(qtbot):
     doc.set_gpus(parse_gpu_spec("1xH100-80GB"))
     doc.set_plan(apply_overrides(doc.plan, [SEVEN_B]))
     doc.undo_stack.clear()
+    return shown(qtbot, doc, 1400, 800)
+
+
+def shown(qtbot, doc, width: int, height: int) -> PlacementBoard:
+    """The Placement board of ``doc``, shown at that size."""
     board = PlacementBoard(doc)
     qtbot.addWidget(board)
-    board.resize(1400, 800)
+    board.resize(width, height)
     board.show()
     qtbot.waitExposed(board)
     return board
@@ -225,11 +230,7 @@ def test_faster_on_a_plan_with_nothing_faster_says_what_was_looked_for(qtbot):
     doc = PlanDocument(autosave=False)
     doc.load_preset("grpo-1gpu-smoke")
     doc.set_gpus(parse_gpu_spec("1xRTX4090-24GB"))
-    board = PlacementBoard(doc)
-    qtbot.addWidget(board)
-    board.resize(1180, 820)
-    board.show()
-    qtbot.waitExposed(board)
+    board = shown(qtbot, doc, 1180, 820)  # the window's default size
     assert doc.assessment.memory.verdict.fits is True and board.advice_action.text() == "F&aster…"
     board.advice_action.trigger()
     dialog = board.advice_dialog
