@@ -400,13 +400,20 @@ def test_a_config_asking_for_more_gpus_than_the_cluster_has_gets_no_verdict_step
 
 
 def test_a_change_of_method_is_explained_says_what_it_replaces_and_can_be_applied():
-    """PPO on 8 x H100 fits; the only faster configs swap the model, for the critic too: said, with the keys."""
+    """PPO on 8 x H100 fits; the faster configs that swap the model swap it for the critic too: said, with the
+    keys (a tuning one, checkpointing off with micro-batches of 4, comes first)."""
     out = run("--preset", "ppo-8gpu", "--gpus", "8xH100-80GB").stdout
     assert "(1.5B, as actor and critic) [method]" in out
     assert "[method]: changes what is trained (LoRA adapters, or a smaller model), not only how" in out
+    doc = json.loads(run("--preset", "ppo-8gpu", "--gpus", "8xH100-80GB", "--format", "json").stdout)
+    assert doc["advice"][0]["kind"] == "tuning"
+    method = next(a for a in doc["advice"] if a["kind"] == "method")
+    assert {"actor_rollout_ref.model.path=Qwen/Qwen2.5-1.5B-Instruct",
+            "critic.model.path=Qwen/Qwen2.5-1.5B-Instruct"} <= set(method["overrides"])
+    # where only a change of method fits (the 7B on one 24 GB GPU), its keys are printed as the line to apply
+    out = run("--preset", "grpo-1gpu-smoke", "--gpus", "1xRTX4090-24GB", "--set", SEVEN_B).stdout
     line = next(x for x in out.splitlines() if "to change the method instead" in x)
-    assert ("--set actor_rollout_ref.model.path=Qwen/Qwen2.5-1.5B-Instruct --set "
-            "critic.model.path=Qwen/Qwen2.5-1.5B-Instruct") in line
+    assert "--set actor_rollout_ref.model." in line
 
 
 def test_no_forecast_for_a_plan_that_does_not_fit():
@@ -570,11 +577,22 @@ def test_check_fix_on_a_megatron_script_keeps_its_config_name():
     assert doc["config_name"] == "ppo_megatron_trainer" and doc["overrides"]
 
 
-def test_a_fitting_plan_with_nothing_faster_says_so_and_offers_no_lora_for_two_seconds():
+def test_a_fitting_plan_is_offered_a_faster_pair_of_changes_neither_of_which_fits_alone_the_other_way():
+    # checkpointing off alone is 1.3 GiB over a 24 GB GPU; with micro-batches of 4 it fits and is faster
     out = run("--preset", "grpo-1gpu-smoke", "--gpus", "1xRTX4090-24GB").stdout
-    assert "faster, still fitting: none found (no knob saves 2 % of the step; LoRA or a smaller model is offered only " \
-           "where it saves a fifth)" in out, out
-    assert "LoRA rank" not in out
+    assert "1) gradient checkpointing off (faster, more memory), actor micro-batch 8 -> 4: " in out, out
+    assert "LoRA rank" not in out  # LoRA would save 2 s of 15: not worth training adapters instead
+
+
+def test_a_fitting_plan_with_nothing_faster_says_so():
+    out = run("--preset", "grpo-1gpu-smoke", "--gpus", "1xRTX4090-24GB", "--set",
+              "actor_rollout_ref.model.enable_gradient_checkpointing=False", "--set",
+              "actor_rollout_ref.actor.ppo_micro_batch_size_per_gpu=4").stdout
+    assert "faster, still fitting: none found (no change that still fits saves 2 % of the step; LoRA or a smaller " \
+           "model is offered only where it saves a fifth)" in out, out
+    # and where there is no step time to be faster than, nothing is said of it
+    hf = run("--preset", "grpo-1gpu-smoke", "--gpus", "1xH100-80GB", "--set", "actor_rollout_ref.rollout.name=hf").stdout
+    assert "step time: not predicted" in hf and "faster, still fitting" not in hf
 
 
 def test_why_there_is_no_memory_estimate_is_said_once():

@@ -226,10 +226,11 @@ def _megatron_moves(values: Mapping, cfg, actor: ModelFacts | None = None) -> li
                 ((f"{AM}.optimizer_offload", not m.optimizer_offload),))]
     # megatron-core's CPU optimizer (verl's recipes fit a 72B on 16 GPUs with it): the main params and Adam stay and
     # step on the host, where verl's optimizer_offload only parks them there between updates
-    if m.cpu_optimizer < 1.0:
-        out.append(Move("megatron-core's CPU optimizer (main params and Adam kept and stepped on the host)",
-                        ((f"{OPT_OVERRIDE}.optimizer_cpu_offload", True),
-                         (f"{OPT_OVERRIDE}.optimizer_offload_fraction", 1.0))))
+    cpu = ((f"{OPT_OVERRIDE}.optimizer_cpu_offload", True), (f"{OPT_OVERRIDE}.optimizer_offload_fraction", 1.0))
+    if 0 < m.cpu_optimizer < 1.0:
+        out.append(turn("CPU optimizer fraction", f"{m.cpu_optimizer:g}", "1", cpu))
+    elif m.cpu_optimizer == 0:
+        out.append(Move("megatron-core's CPU optimizer (main params and Adam kept and stepped on the host)", cpu))
     else:
         out.append(Move("no CPU optimizer (faster)", ((f"{OPT_OVERRIDE}.optimizer_cpu_offload", False),)))
     if m.recompute != "full":

@@ -47,6 +47,8 @@ def advise(values: Mapping, models: Mapping[str, ModelFacts], cluster: Cluster |
         return Advice(fits_now=False, step_seconds=start.seconds)
     seen = {_key(start.values, start.models)}
     found = _search([start], seen, cluster, smaller)
+    if start.fits:
+        found += _faster_past_memory(start, seen, cluster)
     if not start.fits and not any(f.kind != METHOD for f in found):
         # seeds: every memory saving at once (with the rollout's TP and utilization chosen for it), relaxed toward
         # speed by the same search; a fit a beam of single moves cannot reach is found this way
@@ -74,6 +76,21 @@ def advise(values: Mapping, models: Mapping[str, ModelFacts], cluster: Cluster |
     if not any(a.fits and a.kind != METHOD for a in advice.alternatives) and not start.fits:
         advice.statement = nothing_fits(start, advice, cluster)
     return advice
+
+
+def _faster_past_memory(start: State, seen: set, cluster: Cluster | None) -> list[State]:
+    """From a plan that fits: the faster changes that alone go over memory (gradient checkpointing off), each then
+    brought back under it by memory savings (a smaller micro-batch), where the pair is still faster: a beam of moves
+    that each keep the plan fitting never reaches them."""
+    over = []
+    for move in moves_for(start.values, start.models, start.cluster, cluster, (), start.moves, start.report):
+        if move.kind != TUNING:
+            continue
+        child = _apply(start, move)
+        if not child.fits and _faster_by(child, start, 0.02) and _key(child.values, child.models) not in seen:
+            over.append(child)
+    over = sorted(over, key=lambda s: s.seconds)[:BEAM]
+    return [s for s in _search(over, seen, cluster, (), depth=2) if s.fits and _faster_by(s, start, 0.02)]
 
 
 def _reverts(s: State, start: State) -> bool:
@@ -229,7 +246,8 @@ WORTH = 0.01  # a change is offered for speed only where it gains at least this 
 # this share of the step: below it, the user would trade what is trained for a few seconds
 METHOD_WORTH = 0.2
 # what the advisor looked for, said where it offers a fitting plan nothing faster (plan, Make it fit)
-NONE_FASTER = "no knob saves 2 % of the step; LoRA or a smaller model is offered only where it saves a fifth"
+NONE_FASTER = ("no change that still fits saves 2 % of the step; LoRA or a smaller model is offered only where it "
+               "saves a fifth")
 
 
 def _faster_by(s: State, than: State, share: float) -> bool:

@@ -186,6 +186,10 @@ class MegatronTrainer:
         if m.optimizer_offload:
             out.append(("host_actor_adam", "actor main params and Adam states offloaded between updates (fp32)",
                         st.main + st.adam))
+            if m.cpu_optimizer:  # the CPU optimizer's share is among them; its fp32 gradient copy is not
+                out.append(("host_actor_cpu_grads", f"fp32 gradient copy for the optimizer on the CPU "
+                                                    f"(optimizer_cpu_offload, fraction {m.cpu_optimizer:g})",
+                            m.cpu_optimizer * st.main))
         elif m.cpu_optimizer:  # the host's share of the states, and of the fp32 gradients it steps them with
             out.append(("host_actor_cpu_optimizer",
                         f"actor optimizer on the CPU (optimizer_cpu_offload, fraction {m.cpu_optimizer:g}): fp32 main "

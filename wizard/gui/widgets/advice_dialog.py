@@ -103,8 +103,12 @@ class AdviceDialog(QDialog):
             if self.alternatives:
                 head += " These change the method and fit (fastest first):"
         elif not self.alternatives:
-            head = (f"Nothing faster that still fits was found: {NONE_FASTER}." if self.advice.fits_now
-                    else "Nothing on these GPUs fits.")
+            if not self.advice.fits_now:
+                head = "Nothing on these GPUs fits."
+            elif self.advice.step_seconds is None:  # nothing to be faster than
+                head = "It fits; with no step time predicted for it, nothing is offered as faster."
+            else:
+                head = f"Nothing faster that still fits was found: {NONE_FASTER}."
         elif self.advice.fits_now:
             head = "It fits; these fit too and are predicted to be faster (fastest first):"
         elif self.advice.tight_now:
