@@ -339,7 +339,7 @@ def _table(report, where) -> list[str]:
     legend = "  (has: each GPU's memory; " + ", ".join(f"{p.label}: {p.title}" for p in phases) + \
         "; peak: the phase that needs the most)"
     title = "memory per GPU (GiB):"
-    if getattr(report, "unmodelled", None):  # numbers without a part of the plan: said above them, not only below
+    if report.unmodelled:  # numbers without a part of the plan: said above them, not only below
         title = f"memory per GPU (GiB), without a verdict: {report.unmodelled}:"
     out = [title, head]
     for g in report.groups:

@@ -27,6 +27,9 @@ from wizard.core.models.facts import ModelFacts
 
 BEAM = 4
 DEPTH = 4
+SPEED_GAIN = 0.02  # a move is kept for speed only where it saves at least this share of the step
+
+
 def _better(child: State, parent: State) -> bool:
     """Keep a move only when it helps: less over memory, or (both fitting) faster; a micro-batch below the measured
     ones never as faster."""
@@ -35,7 +38,7 @@ def _better(child: State, parent: State) -> bool:
     if not child.fits or below_measured_micro(child.values, parent.values):
         return False
     a, b = child.seconds, parent.seconds
-    return a is not None and b is not None and a < b * 0.98
+    return a is not None and b is not None and a < b * (1 - SPEED_GAIN)
 
 
 def advise(values: Mapping, models: Mapping[str, ModelFacts], cluster: Cluster | None, *,
@@ -87,10 +90,10 @@ def _faster_past_memory(start: State, seen: set, cluster: Cluster | None) -> lis
         if move.kind != TUNING:
             continue
         child = _apply(start, move)
-        if not child.fits and _faster_by(child, start, 0.02) and _key(child.values, child.models) not in seen:
+        if not child.fits and _faster_by(child, start, SPEED_GAIN) and _key(child.values, child.models) not in seen:
             over.append(child)
     over = sorted(over, key=lambda s: s.seconds)[:BEAM]
-    return [s for s in _search(over, seen, cluster, (), depth=2) if s.fits and _faster_by(s, start, 0.02)]
+    return [s for s in _search(over, seen, cluster, (), depth=2) if s.fits and _faster_by(s, start, SPEED_GAIN)]
 
 
 def _reverts(s: State, start: State) -> bool:
@@ -246,8 +249,8 @@ WORTH = 0.01  # a change is offered for speed only where it gains at least this 
 # this share of the step: below it, the user would trade what is trained for a few seconds
 METHOD_WORTH = 0.2
 # what the advisor looked for, said where it offers a fitting plan nothing faster (plan, Make it fit)
-NONE_FASTER = ("no change that still fits saves 2 % of the step; LoRA or a smaller model is offered only where it "
-               "saves a fifth")
+NONE_FASTER = (f"no change that still fits saves {SPEED_GAIN * 100:g} % of the step; LoRA or a smaller model is "
+               "offered only where it saves a fifth")
 
 
 def _faster_by(s: State, than: State, share: float) -> bool:

@@ -315,12 +315,18 @@ class MegatronTrainer:
         out += self._logits(T, update=True, entropy=self.cfg.update_entropy)
         return out + [t for t in self.resident() if t.key in ("ref_params", "trainer_context", "megatron_runtime")]
 
+    def cache_emptied(self, *, update: bool) -> bool:
+        """An offload empties the allocator's cache before (and, for the reference, after) this pass: param_offload
+        around every pass, the reference's around its own, optimizer_offload as the update loads its states."""
+        m = self.m
+        return m.param_offload or (m.optimizer_offload if update else m.ref_param_offload)
+
     def cache_kept(self, before: int, now: list[Term], *, update: bool) -> list[Term]:
         """The earlier passes' blocks the allocator still holds in a pass of ``now`` (``before``: the largest of
         their transients): what of them this pass does not reuse. None where an offload emptied the cache on the way
         (param_offload around every pass, the reference's around its own; optimizer_offload as the update loads
         its states)."""
-        if self.m.param_offload or (update and self.m.optimizer_offload) or (not update and self.m.ref_param_offload):
+        if self.cache_emptied(update=update):
             return []
         extra = before - transient(now)
         return [term("allocator", "allocator: the old log-prob pass's logits and entropy blocks still cached "
@@ -362,7 +368,7 @@ def megatron_phases(cfg: MemoryConfig, tr: MegatronTrainer, roles: list[str], ca
     if cfg.ref_separate:
         ref = tr.forward(tr.ref_tokens, ref=True)
         phases.append(phase(name=P.REF_LOG_PROB, terms=ref + tr.cache_kept(cached, ref, update=False) + asleep))
-        cached = 0 if tr.m.param_offload or tr.m.ref_param_offload else max(cached, transient(ref))
+        cached = 0 if tr.cache_emptied(update=False) else max(cached, transient(ref))
     upd = tr.update()
     phases.append(phase(name=P.ACTOR_UPDATE, terms=upd + tr.cache_kept(cached, upd, update=True) + asleep))
     if "reward" in engines:
