@@ -32,10 +32,11 @@ megatron-bridge 0.5.x takes unpinned):
   and megatron-bridge exports one Hugging Face tensor at a time, gathered over TP.
 
 megatron-core's formulas themselves (states, activations per stage) are in
-:mod:`wizard.core.memory.megatron_formulas`; this module puts them into verl's phases. One run measured them on a GPU
-(an H100, TP = PP = 1, Qwen2.5-0.5B: bench/real/megatron-carry.md): the log-prob pass's entropy bytes, the allocator
-cache the passes keep until the weight sync, and what the worker holds outside torch once it has trained come from
-it; the rest (TP, PP, VPP, CP, EP, offloads) is still from the formulas.
+:mod:`wizard.core.memory.megatron_formulas`; this module puts them into verl's phases. Four runs measured them on a GPU
+(an H100, TP = PP = 1: Qwen2.5-0.5B, then Qwen2.5-1.5B with and without param and optimizer offload and a 1.2B
+Qwen3-MoE at EP 1, predicted before they ran: bench/real/megatron-carry.md): the log-prob pass's entropy bytes, the
+update's logits bytes, the allocator cache the passes keep until the weight sync, and what the worker holds outside
+torch once it has trained come from them; TP, PP, VPP, CP and EP > 1 are still from the formulas.
 Pure.
 """
 
@@ -59,14 +60,19 @@ from wizard.core.placement.pools import truthy
 from wizard.core.verl.keys import A, REF, R
 
 # Bytes per logit element of the last stage's vocabulary shard: the bf16 logits and the fp32 copy megatron's
-# vocab_parallel_cross_entropy makes (calculate_logits_max: .float(); its exp is saved for the backward) = 6;
-# the update adds the bf16 gradient of the logits (2). calculate_entropy: a bf16 clone (2) and the entropy's
-# temporaries. Measured once (meg-grpo-0.5b-tp1-u0.4-h100, an H100: 16,384 tokens x 151,936 a micro-batch): the
-# old log-prob pass with entropy grew the trainer by 30.8 GiB in NVML (25.8 in torch's max_allocated, the rest the
-# allocator's cached blocks), 13 bytes a logit element where 16 had been assumed (an fp32 softmax of 8 bytes is
-# not there: the entropy's exp and division are in place on the bf16 clone).
+# vocab_parallel_cross_entropy makes (calculate_logits_max: .float(); its exp is saved for the backward) = 6.
+# calculate_entropy: a bf16 clone (2) and the entropy's temporaries. Measured (an H100, micro-batches of 16,384
+# tokens x 151,936 in a log-prob pass, 8,192 in the update, at the estimate's lengths): the old log-prob pass with
+# entropy grew the trainer by 30.8 GiB in NVML (25.8 in torch's max_allocated, the rest the allocator's cached
+# blocks), 13 bytes a logit element where 16 had been assumed (an fp32 softmax of 8 bytes is not there: the
+# entropy's exp and division are in place on the bf16 clone: meg-grpo-0.5b-tp1-u0.4-h100). The update's torch peak,
+# less its states and activations, was 14.7-16.8 bytes a logit element on three runs (0.5B, 1.5B, a 1.2B MoE;
+# meg-grpo-*-h100) where the 8 of its backward (the fp32 gradient cast back to bf16, the temperature's division)
+# had been assumed: the update is sized at 16. It is the same excess (7.8-10.2 GiB) on models whose activations
+# differ 3x, so it belongs to the logits, not to the layers; where in megatron-core's backward the other 8 are held
+# is not traced.
 LOGIT_BYTES_FORWARD = 6
-LOGIT_BYTES_UPDATE = 8
+LOGIT_BYTES_UPDATE = 16
 ENTROPY_BYTES = 7
 # The passes' blocks stay cached: verl empties the allocator's cache at the weight sync
 # (engine_workers.py:769,814) and where the offloads move params or states (megatron_utils.py:798,845,976,1004),
@@ -279,7 +285,7 @@ class MegatronTrainer:
                          mt.logits(f, tokens, True, self.c))]
         per = LOGIT_BYTES_UPDATE if update else LOGIT_BYTES_FORWARD
         out = [term("logits", f"logits of the vocabulary shard ({tok(tokens)} x {shard:,.0f} = vocab / TP {m.tp}; "
-                              f"bf16 + the fp32 copy of vocab-parallel cross-entropy{' + bf16 gradient' if update else ''}"
+                              f"bf16 + the fp32 copy of vocab-parallel cross-entropy{' + its backward' if update else ''}"
                               ")", tokens * shard * per)]
         if entropy:
             out.append(term("entropy", "entropy: a bf16 clone of the logits, its exp and division in place, and "
