@@ -618,6 +618,15 @@ def main(argv: list[str]) -> int:
                 f.write(f"{time.strftime('%H:%M:%S')} skip {run['name']}: {left:.0f} s left\n")
             continue
         _wait_for(run.get("needs"), deadline)
+        # a model that never appeared, or a wait that ate the time the run needs: skip it, or the run starts without
+        # its model (2026-12-06: a 7B run started 64 s before the deadline with no model, and spent that lease's end)
+        why = (f"{run['needs']} never appeared" if not Path(run.get("needs") or "/").exists()
+               else f"{deadline - time.time():.0f} s left after its model" if deadline - time.time() < run.get(
+                   "expect_s", 180) else None)
+        if why:
+            with progress.open("a") as f:
+                f.write(f"{time.strftime('%H:%M:%S')} skip {run['name']}: {why}\n")
+            continue
         run = {**run, "timeout_s": min(run.get("timeout_s", 420), max(60, deadline - time.time() - 20))}
         with progress.open("a") as f:
             f.write(f"{time.strftime('%H:%M:%S')} start {run['name']}\n")

@@ -13,7 +13,9 @@ from wizard.core.memory.config import read_config
 from wizard.core.memory.megatron import MegatronTrainer
 from wizard.core.memory.terms import CONSTANTS
 from wizard.core.steptime import RESPONSE_TOKENS, predict_step
-from wizard.core.steptime.megatron import ASSUMPTION
+from wizard.adapters.files.model_facts import load_model_facts
+from wizard.core.steptime.megatron import ASSUMPTION, hf_tensors
+from wizard.core.steptime.terms import CALIBRATION
 from wizard.usecases.advising import step_time
 
 
@@ -137,3 +139,52 @@ def test_a_cluster_whose_links_are_unknown_still_gets_a_step_time():
         node.alive = False  # a Ray cluster whose nodes went away: no link can be read
     st = predict_step(mp.values, mp.models, dead, mp.report)
     assert st.seconds > 0 and "links unknown (not timed)" in terms(st)["TP collectives"].note
+
+
+def test_the_reference_offloaded_goes_through_pageable_memory_slower_than_the_actors_pinned_buffers():
+    # measured on an H100: the 1.5B reference pass took 3.0 s with param_offload and 1.0 s without (its params go
+    # tensor by tensor to pageable memory: megatron_utils.py:784-795); the actor's old log-prob pass only 0.27 s more
+    c = CALIBRATION
+    _, result = plan_of(DENSE, f"{AM}.param_offload=True", "actor_rollout_ref.ref.megatron.param_offload=True")
+    st = step_time(result.memory)
+    ref, actor = terms(st, "ref")["params from and back to the host"], terms(st, "old_log_prob")[
+        "params from and back to the host"]
+    assert "pageable" in ref.note and "pageable" not in actor.note
+    assert ref.seconds == pytest.approx(actor.seconds * c.host_link_gbs / c.pageable_gbs)
+    _, kept = plan_of(DENSE, f"{AM}.param_offload=True", "actor_rollout_ref.ref.megatron.param_offload=False")
+    assert "params from and back to the host" not in terms(step_time(kept.memory), "ref")
+
+
+def test_the_weight_sync_exports_one_tensor_at_a_time_so_an_moe_s_experts_make_it_longer():
+    # measured on an H100: a 1.2B MoE with 32 experts a layer (about 1,700 tensors) synced in 1.1 s, the dense 1.5B
+    # (about 340) in 0.45
+    dense = terms(step_time(plan_of(DENSE)[1].memory), "update_weights")["fixed"]
+    moe = terms(step_time(plan_of(MOE)[1].memory), "update_weights")["fixed"]
+    qwen3_30b = load_model_facts("Qwen/Qwen3-30B-A3B").facts  # 48 layers x 128 experts x 3 weights
+    assert hf_tensors(qwen3_30b) >= 48 * 128 * 3
+    assert moe.seconds == pytest.approx(CALIBRATION.megatron_sync_fixed_s
+                                        + hf_tensors(qwen3_30b) * CALIBRATION.megatron_sync_s_per_tensor)
+    assert moe.seconds > 5 * dense.seconds and f"{hf_tensors(qwen3_30b):,}" in moe.note
+
+
+def test_the_optimizer_states_offloaded_are_timed_coming_in_not_going_out():
+    # verl copies them back to the host non_blocking (megatron_utils.py:956-962): the 1.5B's update took 1.05 s
+    # more with both offloads, where in and out at the host link's rate would have been 1.7 s
+    _, result = plan_of(DENSE, f"{AM}.param_offload=True", f"{AM}.optimizer_offload=True")
+    states = terms(step_time(result.memory))["optimizer states over the host link"]
+    moved_gb = float(states.note.split(" GB at ")[0])  # what the update brings in: this GPU's main params and Adam's
+    assert states.seconds == pytest.approx(moved_gb / CALIBRATION.host_link_gbs, rel=0.01)
+    assert "in once per update" in states.note
+
+
+def test_an_moe_update_pays_for_each_token_s_copies_through_its_moe_layers_and_a_dense_one_does_not():
+    # measured on an H100: the 1.2B MoE's update (16 MoE layers, top-4) spent 20.5 us a token more than the dense
+    # models' per-token work: 0.32 us a copy and layer
+    moe = terms(step_time(plan_of(MOE)[1].memory))
+    dispatch = moe["MoE dispatch"]
+    tokens = float(dispatch.note.split(" tokens")[0].replace(",", ""))
+    layers = int(dispatch.note.split(" MoE layers")[0].split(" x ")[-1])
+    assert "top-8" in dispatch.note and layers >= 1
+    assert dispatch.seconds == pytest.approx(tokens * 8 * layers * CALIBRATION.megatron_moe_train_s_per_copy,
+                                             rel=0.01)
+    assert "MoE dispatch" not in terms(step_time(plan_of(DENSE)[1].memory))

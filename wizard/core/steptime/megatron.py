@@ -1,5 +1,6 @@
 """The Megatron training engine's phases of a step (verl 0.9.1, ``actor.strategy=megatron``): formulas, with the
-per-token costs and the weight sync's fixed cost measured on one run alone on an H100 (TP = PP = 1, Qwen2.5-0.5B:
+per-token costs and the weight sync's costs measured on four runs alone on an H100 (TP = PP = 1, Qwen2.5-0.5B and
+1.5B, a 1.2B Qwen3-MoE:
 bench/real/megatron-carry.md); what TP, PP, CP and EP add is from link bandwidth and the schedules, not measured.
 
 Per GPU, on the busiest pipeline stage (the one :mod:`wizard.core.memory.megatron` sizes):
@@ -51,9 +52,20 @@ from wizard.core.steptime.terms import (
 
 ASSUMPTION = ("the Megatron engine's phases from megatron-core's schedules and collectives (the pipeline bubble, TP's "
               "and EP's collectives, the distributed optimizer's gradient sync) at FSDP's calibrated efficiencies, "
-              "with per-token costs measured on one Megatron run (TP = PP = 1, a 0.5B model on an H100; taken as is "
+              "with per-token costs measured on four Megatron runs (TP = PP = 1, 0.5B-1.5B dense and a 1.2B MoE on an "
+              "H100; taken as is "
               "on other GPUs, as FSDP's are); TP, PP and EP are not measured: their collectives are taken as not "
               "overlapped, CP's K/V exchange as hidden behind attention")
+
+
+def hf_tensors(f: ModelFacts) -> int:
+    """About how many Hugging Face tensors mbridge exports in a weight sync: per layer the attention's (q, k, v, o and
+    their biases or norms: 6) and two norms, and a dense MLP's 3 weights or an MoE layer's 3 per routed expert, its
+    router and its shared experts'; then the embedding, the final norm and the head."""
+    dense_mlp = 3
+    moe_layers = (f.num_layers - f.num_dense_layers) if f.num_experts else 0
+    moe_mlp = 3 * (f.num_experts or 0) + 1 + (4 if f.shared_expert_intermediate_size else 3 * (f.num_shared_experts or 0))
+    return f.num_layers * 8 + (f.num_layers - moe_layers) * dense_mlp + moe_layers * moe_mlp + 3
 
 
 def _links(cluster: Cluster | None, m: MegatronConfig, c: Calibration) -> dict[str, comm.Link | None]:
@@ -156,7 +168,9 @@ class MegatronStep:
 
     # -- the phases ---------------------------------------------------------------------------
 
-    def forward(self, name: str, title: str, tokens_per_micro: int, offload: bool) -> PhaseTime:
+    def forward(self, name: str, title: str, tokens_per_micro: int, offload: bool, pageable: bool = False) -> PhaseTime:
+        """A forward-only pass; ``offload``: its params loaded for the call and put back after it, ``pageable``: one
+        tensor at a time through pageable host memory (the reference, which has no DDP buffer to pin)."""
         c, flops = self.c, self.gpu.tflops * 1e12
         micro = self._micro_batches(tokens_per_micro)
         compute = 2 * flops_params(self.f) * self.per_gpu / (flops * c.fwd_efficiency)
@@ -164,11 +178,16 @@ class MegatronStep:
                                             f"tokens per GPU at {c.fwd_efficiency:.0%} of {flops / 1e12:g} TFLOP/s"),
                  TimeTerm("per token", self.per_last_stage * c.megatron_fwd_s_per_token,
                           f"{self.per_last_stage:,.0f} tokens x {c.megatron_fwd_s_per_token * 1e6:.1f} us (measured on "
-                          "one Megatron run at TP = PP = 1, beyond the FLOPs: its vocabulary-parallel log-probs, the old "
+                          "four Megatron runs at TP = PP = 1, beyond the FLOPs: its vocabulary-parallel log-probs, the old "
                           "log-prob pass's entropy, the engine's own work; the last stage's tokens"
                           + (", which PP does not split" if self.m.pp > 1 else "") + ")"),
                  self._bubble(compute, micro), *self._activation_collectives(tokens_per_micro, micro, 1)]
-        if offload:  # loaded for the call, copied back to the host after it
+        if offload and pageable:
+            moved = 2 * self.t.st.params
+            terms.append(TimeTerm("params from and back to the host", moved / (c.pageable_gbs * 1e9),
+                                  f"{moved / 1e9:.1f} GB at {c.pageable_gbs:g} GB/s, in and out one tensor at a time "
+                                  "through pageable memory (measured on a Megatron reference with param_offload)"))
+        elif offload:  # loaded for the call, copied back to the host after it
             terms.append(host_term("params from and back to the host", 2 * self.t.st.params, c, "in and out"))
         return PhaseTime(name, title, tuple(terms))
 
@@ -188,9 +207,10 @@ class MegatronStep:
                           f"per GPU at {c.train_efficiency:.0%} of {flops / 1e12:g} TFLOP/s"
                           + (" (full recompute runs the forward again)" if full else "")),
                  TimeTerm("per token", last * c.megatron_train_s_per_token,
-                          f"{last:,.0f} x {c.megatron_train_s_per_token * 1e6:.1f} us (measured on one Megatron run at "
-                          "TP = PP = 1, which spent nothing measurable per sequence; the last stage's tokens"
+                          f"{last:,.0f} x {c.megatron_train_s_per_token * 1e6:.1f} us (measured on two dense Megatron runs "
+                          "at TP = PP = 1, which spent nothing measurable per sequence; the last stage's tokens"
                           + (", which PP does not split" if self.m.pp > 1 else "") + ")"),
+                 *self._moe_dispatch(last),
                  self._bubble(compute, micro),
                  *self._activation_collectives(self.t.update_tokens, micro * steps, passes),
                  *self._gradient_sync(steps)]
@@ -210,9 +230,24 @@ class MegatronStep:
         if m.param_offload:  # the gradient buffer is freed and re-made, not copied
             terms.append(host_term("params over the host link", 2 * st.params, c, "in and out once per update"))
         if m.optimizer_offload and on_gpu > 0:  # the CPU optimizer's share never comes to the GPU
-            terms.append(host_term("optimizer states over the host link", 2 * on_gpu * (st.main + st.adam), c,
-                                   "in and out once per update"))
+            # back to the host with non_blocking copies (megatron_utils.py:956-962 offload_megatron_optimizer): they
+            # overlap what follows; measured, the 1.5B's update took 1.05 s more with both offloads, where in and out
+            # at the host link's rate would be 1.7 s and in alone 1.0 (meg-grpo-1.5b-tp1-u0.5-paramoffload-h100)
+            terms.append(host_term("optimizer states over the host link", on_gpu * (st.main + st.adam), c,
+                                   "in once per update; the copy back out is non-blocking and overlaps what follows"))
         return PhaseTime("update_actor", "actor update", tuple(terms))
+
+    def _moe_dispatch(self, tokens: float) -> list[TimeTerm]:
+        """The update's MoE layers beyond their FLOPs: each token's top-k copies permuted to their experts and back,
+        per layer of the stage (measured on one MoE run at EP 1)."""
+        k, layers = self.f.num_experts_per_tok or 0, self.s.moe_layers
+        if not (k and layers):
+            return []
+        copies = tokens * k * layers
+        return [TimeTerm("MoE dispatch", copies * self.c.megatron_moe_train_s_per_copy,
+                         f"{tokens:,.0f} tokens x top-{k} x {layers} MoE layers x "
+                         f"{self.c.megatron_moe_train_s_per_copy * 1e6:g} us (measured on one MoE run at EP 1, "
+                         "beyond its FLOPs: the dispatcher's permutes and the grouped GEMMs)")]
 
     def _gradient_sync(self, steps: int) -> list[TimeTerm]:
         """Once per optimizer step: the gradients reduce-scattered and the params all-gathered (the distributed
@@ -237,8 +272,11 @@ class MegatronStep:
         m, c, f = self.m, self.c, self.f
         whole = 2 * f.param_count
         experts = 2 * routed_expert_params(f)
-        terms = [TimeTerm("fixed", c.megatron_sync_fixed_s, "measured on one Megatron run (mbridge's export, one "
-                                                            "weight at a time)"),
+        tensors = hf_tensors(f)
+        terms = [TimeTerm("fixed", c.megatron_sync_fixed_s + tensors * c.megatron_sync_s_per_tensor,
+                          f"{c.megatron_sync_fixed_s:g} s and about {tensors:,} Hugging Face tensors x "
+                          f"{c.megatron_sync_s_per_tensor * 1e3:g} ms (mbridge exports one at a time; measured on four "
+                          "Megatron runs at TP = PP = 1)"),
                  TimeTerm("weights into the engine", whole / (c.sync_gbs * 1e9),
                           f"{whole / 1e9:.1f} GB at {c.sync_gbs:g} GB/s")]
         gathers = (("gathered over TP", comm.ring_bytes((whole - experts) / m.pp, m.tp), self.links["tp"]),

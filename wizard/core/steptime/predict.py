@@ -231,7 +231,8 @@ def _megatron(values: Mapping, cfg, actor: ModelFacts, cluster: Cluster | None, 
         return StepTime(reason=ms.unmodelled)
     phases = [gen, ms.forward("old_log_prob", "old log-prob", ms.t.logprob_tokens, ms.m.param_offload)]
     if _uses_ref(values):
-        phases.append(ms.forward("ref", "ref log-prob", ms.t.ref_tokens, ms.m.ref_param_offload))
+        phases.append(ms.forward("ref", "ref log-prob", ms.t.ref_tokens, ms.m.ref_param_offload,
+                                 pageable=True))
     phases += [ms.update(_optimizer_steps(values, "actor_rollout_ref.actor.ppo_mini_batch_size", cfg), _epochs(values)),
                ms.weight_sync()]
     return StepTime(phases=tuple(phases), assumptions=tuple(assumptions + [ASSUMPTION] + _assumptions(cfg, actor, gpu)),

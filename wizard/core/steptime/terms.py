@@ -94,14 +94,28 @@ class Calibration:
     host_link_gbs: float = 25.0  # achieved host <-> GPU copy rate (PCIe Gen5 x16 is 64 GB/s on paper)
     cpu_adam_s_per_param: float = 1.5e-9  # torch's CPU AdamW (FSDP2 CPUOffloadPolicy), per parameter and step
     # Megatron's passes beyond their FLOPs (verl's Megatron engine, megatron-core 0.18, TransformerEngine 2.16.1,
-    # mbridge 0.15.1; one run alone on an H100, meg-grpo-0.5b-tp1-u0.4-h100, 60,800 tokens a pass): the old
-    # log-prob pass (with entropy) 1.06 s and the reference's 0.97 s, less their FLOPs, are 13.9 us a token (FSDP's
-    # 7.7 did not cover them); the update's 1.95 s, less its FLOPs and optimizer step, 23.2 us a token and nothing per
-    # sequence (FSDP's 49 ms a sequence would have made it 5.0 s); the weight sync 0.45 s, of which 0.42 s fixed
-    # (mbridge's export, one weight at a time). One run: the same pass at other sizes, TP, PP or an MoE is not measured.
-    megatron_fwd_s_per_token: float = 13.9e-6
-    megatron_train_s_per_token: float = 23.2e-6
-    megatron_sync_fixed_s: float = 0.42
+    # mbridge 0.15.1; four runs alone on an H100 at TP = PP = 1, bench/data/verl_real/meg-*-h100: Qwen2.5-0.5B and
+    # 1.5B, 60,800 tokens a pass, and a 1.2B Qwen3-MoE, 52,800): a log-prob pass less its FLOPs (at FSDP's efficiency)
+    # is 9.2-14.3 us a token, least squares 12.3 (FSDP's 7.7 did not cover it); an update less its FLOPs and optimizer
+    # step 23.2 and 11.1 us a token on the dense models, 17.2 between them, and nothing per sequence (FSDP's 49 ms a
+    # sequence would have made the 0.5B's 5.0 s where it took 1.95). The two dense sizes differed by less than their
+    # FLOPs at FSDP's efficiency (at any efficiency up to the GPU's peak): at these sizes the per-token work dominates,
+    # and the split is not measurable; FSDP's efficiencies are kept for the FLOPs of larger models, which no Megatron
+    # run measured. The MoE's update spent 20.5 us a token more than that: 0.32 us a token for each MoE layer and
+    # each of its top-k copies (16 layers x top-4; megatron-core's all-to-all dispatcher permutes each copy to its
+    # expert and back, and the experts' grouped GEMMs), one run, taken as scaling with layers and top-k.
+    megatron_fwd_s_per_token: float = 12.3e-6
+    megatron_train_s_per_token: float = 17.2e-6
+    megatron_moe_train_s_per_copy: float = 0.32e-6
+    # The weight sync beyond the bytes: mbridge exports one Hugging Face tensor at a time; least squares over the
+    # four runs (267-1,683 tensors; 0.30-1.04 s): 0.2 s and 0.5 ms a tensor (the MoE's 32 experts x 3 weights a layer
+    # made its sync 1.1 s where the dense 1.5B's took 0.45)
+    megatron_sync_fixed_s: float = 0.2
+    megatron_sync_s_per_tensor: float = 0.5e-3
+    # The Megatron reference's param_offload moves each param to pageable host memory and back, one tensor at a time
+    # (verl/utils/megatron_utils.py:784-795: the reference is not wrapped in DDP, so it has no pinned buffer): the
+    # 1.5B's reference pass took 3.0 s with it and 1.0 s without, 2 x 3.1 GB moved (meg-grpo-1.5b-tp1-u0.5-*-h100)
+    pageable_gbs: float = 3.1
 
 
 CALIBRATION = Calibration()
