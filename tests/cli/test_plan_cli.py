@@ -43,7 +43,7 @@ def test_every_preset_fits_the_gpus_it_was_written_for(preset):
     assert set(doc) == {"fits", "verdict", "fits_up_to_avg_tokens", "fits_reason", "fits_cause", "gpus", "host", "memory_notes",
                         "term_labels", "findings",
                         "step_seconds", "step_reason", "phases_seconds", "phases_terms", "step_assumptions", "advice",
-                        "advice_statement",
+                        "advice_statement", "advice_status",
                         "data", "data_reason", "forecast", "forecast_reason"}
     assert doc["fits"] is True and doc["verdict"] in ("fits", "tight") and doc["fits_reason"] is None
     assert len(doc["gpus"]) == GPU_COUNT[preset]
@@ -596,6 +596,16 @@ def test_a_fitting_plan_with_nothing_faster_says_so():
     # and where there is no step time to be faster than, nothing is said of it
     hf = run("--preset", "grpo-1gpu-smoke", "--gpus", "1xH100-80GB", "--set", "actor_rollout_ref.rollout.name=hf").stdout
     assert "step time: not predicted" in hf and "faster, still fitting" not in hf
+    # JSON tells the two empty lists apart: searched and none found, or not searched
+    searched = json.loads(run("--preset", "grpo-1gpu-smoke", "--gpus", "1xRTX4090-24GB", "--set",
+                              "actor_rollout_ref.model.enable_gradient_checkpointing=False", "--set",
+                              "actor_rollout_ref.actor.ppo_micro_batch_size_per_gpu=4", "--format", "json").stdout)
+    assert searched["advice"] == [] and searched["advice_status"] == "none_found"
+    unsearched = json.loads(run("--preset", "grpo-1gpu-smoke", "--gpus", "1xH100-80GB", "--set",
+                                "actor_rollout_ref.rollout.name=hf", "--format", "json").stdout)
+    assert unsearched["advice"] == [] and unsearched["advice_status"] == "not_run"
+    found = json.loads(run("--preset", "grpo-1gpu-smoke", "--gpus", "1xRTX4090-24GB", "--format", "json").stdout)
+    assert found["advice"] and found["advice_status"] == "found"
 
 
 def test_why_there_is_no_memory_estimate_is_said_once():

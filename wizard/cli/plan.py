@@ -221,13 +221,26 @@ def plan_json(plan, findings: list[Finding]) -> dict:
 def speed_json(step, advice) -> dict:
     """``{"step_seconds", "step_reason", "phases_seconds", "phases_terms" (per phase, its terms: label, seconds,
     note), "step_assumptions", "advice": [{"overrides", "fits",
-    "verdict", "peak_gib", "step_seconds", "changes", "kind"}], "advice_statement"}``: the predicted steady step
-    (null with its reason where not modelled) and the advisor's alternatives, best first."""
+    "verdict", "peak_gib", "step_seconds", "changes", "kind"}], "advice_statement", "advice_status"}``: the predicted
+    steady step (null with its reason where not modelled) and the advisor's alternatives, best first.
+    ``advice_status`` tells an empty list apart: ``found`` (alternatives listed), ``none_found`` (the advisor searched:
+    nothing faster that still fits, or nothing fits and ``advice_statement`` says why), ``not_run`` (no estimate to
+    search from, or a plan that fits without a step time to be faster than)."""
     return {"step_seconds": None if step.seconds is None else round(step.seconds, 1), "step_reason": step.reason,
             "phases_seconds": step.by_name(), "phases_terms": step.terms_json(),
             "step_assumptions": list(step.assumptions),
             "advice": [a.to_json() for a in advice.alternatives] if advice else [],
-            "advice_statement": advice.statement if advice else None}
+            "advice_statement": advice.statement if advice else None, "advice_status": advice_status(advice)}
+
+
+def advice_status(advice) -> str:
+    """found | none_found | not_run: what an empty ``advice`` list means (the text's "none found" line or nothing)."""
+    if advice is None:
+        return "not_run"
+    if advice.alternatives:
+        return "found"
+    searched = advice.statement or not advice.fits_now or advice.step_seconds is not None
+    return "none_found" if searched else "not_run"
 
 
 def _speed_lines(step, advice, findings: list[Finding] = ()) -> list[str]:
