@@ -357,6 +357,13 @@ def test_a_plan_that_fits_only_tightly_is_not_told_that_nothing_fits():
                          "--format", "json").stdout)
     assert doc["fits"] is True and doc["advice_statement"] is None  # something gives it the margin: no statement
     assert doc["advice"][0]["fits"] and "CPU optimizer" in doc["advice"][0]["changes"]
+    # check --fix leaves a warning's fix to the user, and says so with the overrides that apply it (it said nothing);
+    # the script's trainer.nnodes=2 and the --set after it come out once, the last
+    fixed = run_cli("check", script, "--gpus", "8xH100-80GB", "--set", "trainer.nnodes=1", *shorter, "--fix")
+    assert fixed.returncode == 0, fixed.stderr
+    left = [ln for ln in fixed.stderr.splitlines() if ln.startswith("left as a warning: memory.gpu_tight")]
+    assert len(left) == 1 and "--set ++actor_rollout_ref.actor.optim.override_optimizer_config." in left[0], fixed.stderr
+    assert [ln for ln in fixed.stdout.splitlines() if ln.startswith("trainer.nnodes=")] == ["trainer.nnodes=1"]
     # and no alternative is another with a change added that gains under 1 % ("micro-batch 2 -> 1, 7B: 518 s" was
     # offered above "7B: 519 s")
     for a in doc["advice"]:

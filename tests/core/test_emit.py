@@ -2,6 +2,7 @@
 
 from wizard.core.plan.emit import emit_overrides, render_run_sh, render_yaml
 from wizard.core.plan.convert import plan_from_overrides
+from wizard.core.plan import plan_overrides
 
 
 def test_secrets_become_environment_references():
@@ -99,3 +100,14 @@ def test_config_yaml_is_the_text_omegaconf_writes():
     assert len(docs) > 40
     for doc in docs:
         assert original(doc) == OmegaConf.to_yaml(OmegaConf.create(doc))
+
+
+def test_a_key_set_again_later_is_written_once_with_its_last_value():
+    # a script's trainer.nnodes=2 with --set trainer.nnodes=1 after it was printed twice by check --fix (Hydra takes
+    # the last); an append and a deletion keep their place, their order means something
+    plan = plan_from_overrides(["trainer.nnodes=2", "+foo.bar=1", "trainer.nnodes=1", "~foo.bar",
+                                "actor_rollout_ref.rollout.n=2", "actor_rollout_ref.rollout.n=8"])
+    out = plan_overrides(plan)
+    assert [o for o in out if o.startswith("trainer.nnodes=")] == ["trainer.nnodes=1"]
+    assert [o for o in out if "rollout.n=" in o] == ["actor_rollout_ref.rollout.n=8"]
+    assert out.index("+foo.bar=1") < out.index("~foo.bar")

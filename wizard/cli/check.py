@@ -128,6 +128,12 @@ def _fix(args, overrides: list[str], gpus, cluster=None) -> int:
             print("  fix (not applied by --fix): " + (f"the same as {said[f.fix]}'s above" if f.fix in said else f.fix),
                   file=sys.stderr)
             said.setdefault(f.fix, f.rule)
+        # --fix applies the fixes of errors; a warning's (a plan that fits only tightly) is the user's call: say so,
+        # with the overrides that apply it, rather than end as if there were nothing to fix
+        for f in fixed.result.findings:
+            if f.severity is Severity.WARNING and f.fix_overrides and f.fix_auto:
+                print(f"left as a warning: {f.rule} (--fix applies the fixes of errors); to apply its fix: "
+                      + " ".join(f"--set {o}" for o in f.fix_overrides), file=sys.stderr)
     return EXIT_OK if fixed.result.ok else EXIT_ERRORS
 
 

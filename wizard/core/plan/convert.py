@@ -49,6 +49,16 @@ def _try_parse(text: str) -> ParsedOverride | None:
         return None
 
 
+def _last_of_each(overrides: list[str]) -> list[str]:
+    """A plain ``key=value`` set again later by another plain one is dropped: Hydra takes the last, so the plan says
+    it once (a script's ``trainer.nnodes=2`` with ``--set trainer.nnodes=1`` after it). Appends, deletions and
+    sweeps are kept as written: their order means something."""
+    parsed = [_try_parse(t) for t in overrides]
+    last = {p.key: i for i, p in enumerate(parsed) if p is not None and p.is_plain and not p.is_sweep}
+    return [t for i, (t, p) in enumerate(zip(overrides, parsed))
+            if p is None or not p.is_plain or p.is_sweep or last.get(p.key, i) == i]
+
+
 def _related(a: str, b: str) -> bool:
     return a == b or a.startswith(b + ".") or b.startswith(a + ".")
 
@@ -72,6 +82,7 @@ def plan_from_overrides(
     if name:
         plan.name = name
     fields = field_map()
+    overrides = _last_of_each(overrides)
     parsed = [_try_parse(t) for t in overrides]
     keys = [p.key for p in parsed if p is not None]
     passthrough: list[str] = []
