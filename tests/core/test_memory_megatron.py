@@ -433,6 +433,9 @@ def test_a_layout_that_does_not_start_gets_no_fits_verdict(sets, why):
     mp = result.memory
     assert mp.report is None and why in (mp.why or "") and not result.ok
     assert mp.verdict.fits is None and why in mp.verdict.reason
+    # its note points at the layout, not at measuring a run of a layout that never starts
+    [note] = [f for f in result.findings if f.rule == "memory.not_modelled"]
+    assert note.fix.startswith("Fix the layout error first") and "measured run" not in note.fix
 
 
 def _phase_keys(result) -> dict[str, set[str]]:

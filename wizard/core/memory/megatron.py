@@ -78,6 +78,8 @@ ENTROPY_BYTES = 7
 # (engine_workers.py:769,814) and where the offloads move params or states (megatron_utils.py:798,845,976,1004),
 # not between the log-prob passes and the update. Measured: the reference pass and the update held the old log-prob
 # pass's 44.7 GiB (NVML) though each needs less (meg-grpo-0.5b-tp1-u0.4-h100).
+# what every reason a layout does not start ends with (memory.not_modelled's fix is then the layout, not a measurement)
+NOT_STARTED = "no memory is estimated for it"
 TRANSIENT_KEYS = ("logits", "entropy", "layer_activations", "activations")
 # megatron-bridge gathers a TP-sharded weight into a list of shards and concatenates them: two copies of the
 # largest weight (the V x h embedding) for a moment [E]
@@ -149,13 +151,13 @@ class MegatronTrainer:
                     "expert_model_parallel_size"):
             raw = v.get(f"{AM}.{key}")
             if isinstance(raw, int) and not isinstance(raw, bool) and raw < 1:  # read as 1 by the layout
-                return f"{key}={raw} is not a size Megatron starts with (the error is below), so no memory is estimated"
+                return f"{key}={raw} is not a size Megatron starts with (its error says so), so {NOT_STARTED}"
         if m.world % (m.tp * m.pp * m.cp):  # verl's check stops it (batch.megatron_parallel)
             return (f"TP {m.tp} x PP {m.pp} x CP {m.cp} does not divide the {m.world} GPUs, so verl does not start it "
-                    "(the error is below) and no memory is estimated for it")
+                    f"(its error says so) and {NOT_STARTED}")
         problems = layout_problems(self.f, m)
         if problems:  # megatron-core stops it (models.megatron_layout)
-            return f"Megatron does not start this layout ({problems[0][1]}), so no memory is estimated for it"
+            return f"Megatron does not start this layout ({problems[0][1]}), so {NOT_STARTED}"
         return None
 
     def notes(self) -> list[str]:

@@ -156,9 +156,12 @@ def not_modelled(ctx: RuleContext):
     report, why = memory_estimate(ctx)
     reason = report.unmodelled if report is not None else why
     if reason and ctx.models.get("actor") is not None and ctx.cluster is not None:
-        yield finding(Severity.INFO, [], f"No memory verdict: {reason}",
-                      "Size the run from a measured run of the same engine and model (nvidia-smi during a step)",
-                      fix_auto=False)
+        from wizard.core.memory.megatron import NOT_STARTED
+
+        fix = ("Fix the layout error first (its own finding gives the sizes that start); the estimate follows"
+               if NOT_STARTED in reason else
+               "Size the run from a measured run of the same engine and model (nvidia-smi during a step)")
+        yield finding(Severity.INFO, [], f"No memory verdict: {reason}", fix, fix_auto=False)
 
 
 @rule("memory.gpu", Stage.RUNTIME, also={"memory.gpu_oom": Stage.RUNTIME, "memory.gpu_oom_long": Stage.RUNTIME,
