@@ -268,7 +268,8 @@ def test_the_alternatives_step_times_assume_the_stated_response_length_too():
     assert best_short["step_seconds"] < best_worst["step_seconds"]
     # the memory findings' fix names the same step times as the alternatives printed
     fix = next(f["fix"] for f in short["findings"] if f["rule"].startswith("memory."))
-    assert f"about {best_short['step_seconds']:.0f} s per step" in fix
+    from wizard.core.steptime.terms import seconds_text
+    assert f"about {seconds_text(best_short['step_seconds'])} s per step" in fix
 
 
 SMALL = ["algorithm.adv_estimator=grpo", f"{R}.name=vllm", f"{R}.n=4", "data.train_batch_size=8",

@@ -55,11 +55,11 @@ def test_plain_overrides_become_plan_fields_and_the_rest_passes_through():
          "actor_rollout_ref.actor.optim.lr=1e-6", "actor_rollout_ref.actor.optim.lr=2e-6", "trainer.total_epochs=${x}"]
     )
     assert plan.data.train_batch_size == 64 and plan.trainer.logger == ["console", "file"]
-    assert plan.training.actor_lr is None  # set twice: order matters, so it stays verbatim
-    assert plan.passthrough == [
-        "+ray_kwargs.ray_init.address=auto", "actor_rollout_ref.actor.optim.lr=1e-6",
-        "actor_rollout_ref.actor.optim.lr=2e-6", "trainer.total_epochs=${x}",
-    ]
+    assert plan.training.actor_lr == 2e-6  # set twice: Hydra takes the last, and so does the plan
+    assert plan.passthrough == ["+ray_kwargs.ray_init.address=auto", "trainer.total_epochs=${x}"]
+    # a dict value merges into what came before it (OmegaConf.update(merge=True)): both stay, in their order
+    merged = plan_from_overrides(["+foo={a:1}", "foo={b:2}", "foo={c:3}"])
+    assert merged.passthrough == ["+foo={a:1}", "foo={b:2}", "foo={c:3}"]
 
 
 def test_quoted_number_stays_a_string():

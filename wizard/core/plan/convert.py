@@ -51,12 +51,21 @@ def _try_parse(text: str) -> ParsedOverride | None:
 
 def _last_of_each(overrides: list[str]) -> list[str]:
     """A plain ``key=value`` set again later by another plain one is dropped: Hydra takes the last, so the plan says
-    it once (a script's ``trainer.nnodes=2`` with ``--set trainer.nnodes=1`` after it). Appends, deletions and
-    sweeps are kept as written: their order means something."""
+    it once (a script's ``trainer.nnodes=2`` with ``--set trainer.nnodes=1`` after it). Appends, deletions, sweeps
+    and a dict value (which Hydra merges into what came before: ``OmegaConf.update(merge=True)``) are kept as
+    written: their order means something."""
     parsed = [_try_parse(t) for t in overrides]
     last = {p.key: i for i, p in enumerate(parsed) if p is not None and p.is_plain and not p.is_sweep}
+    last = {k: i for k, i in last.items() if not isinstance(_value_or_none(parsed[i]), dict)}
     return [t for i, (t, p) in enumerate(zip(overrides, parsed))
             if p is None or not p.is_plain or p.is_sweep or last.get(p.key, i) == i]
+
+
+def _value_or_none(p: ParsedOverride):
+    try:
+        return p.value()
+    except Exception:  # noqa: BLE001 - an interpolation or a value Hydra resolves later: not a dict we can see
+        return None
 
 
 def _related(a: str, b: str) -> bool:
