@@ -47,7 +47,7 @@ import math
 from collections.abc import Callable, Mapping
 
 from wizard.core.memory import terms as mt
-from wizard.core.memory.pinned import pow2
+from wizard.core.memory.pinned import megatron_state_ratio, pow2
 from wizard.core.memory.batching import SAMPLE_TOKENS, micro_batch_tokens
 from wizard.core.memory.config import MemoryConfig
 from wizard.core.memory.megatron_formulas import activations, layer_activation, stage, states
@@ -192,8 +192,14 @@ class MegatronTrainer:
             out.append(("host_actor_params", "actor params offloaded between calls (bf16, pinned)",
                         chunks * pow2(st.params / chunks)))
         if m.optimizer_offload:
-            out.append(("host_actor_adam", "actor main params and Adam states offloaded between updates (fp32)",
-                        st.main + st.adam))
+            # verl moves the GPU's states tensor by tensor, each pinned in a power-of-two block (measured); the CPU
+            # optimizer's share is megatron-core's own host allocation, counted at its size
+            ratio = megatron_state_ratio(self.f, m.tp, m.ep, m.etp, m.dp_cp if m.dist_opt else 1,
+                                         m.expert_dp if m.dist_opt else 1)
+            moved = 1.0 - m.cpu_optimizer
+            out.append(("host_actor_adam", "actor main params and Adam states offloaded between updates (fp32"
+                        + (f", each tensor pinned in a power-of-two block: x {ratio:.2f}" if moved else "") + ")",
+                        (moved * ratio + m.cpu_optimizer) * (st.main + st.adam)))
             if m.cpu_optimizer:  # the CPU optimizer's share is among them; its fp32 gradient copy is not
                 out.append(("host_actor_cpu_grads", f"fp32 gradient copy for the optimizer on the CPU "
                                                     f"(optimizer_cpu_offload, fraction {m.cpu_optimizer:g})",
