@@ -298,3 +298,23 @@ def test_the_critics_token_budget_is_tuned_and_written_as_verl_takes_it():
         # the same change written plainly is what verl refuses (its YAML has no such key)
         plain = check([f"{key}={best.changes[key]}"])
         assert ("compose.unknown_key" in {f.rule for f in plain.findings}) == (not already)
+
+
+def test_an_alternative_that_gave_way_to_a_simpler_one_does_not_put_a_slower_one_first():
+    # a simpler config (one change of two) took the place of one it was within 1 % of, ahead of one faster than it:
+    # "230 s" was listed above "229.8 s"
+    from types import SimpleNamespace
+
+    from wizard.core.advice.moves import Move
+    from wizard.core.advice.search import _distinct
+    from wizard.core.advice.state import State
+
+    def state(seconds, peak_gib, *knobs):
+        moves = tuple(Move(name=k, changes=((f"x.{k}", 1),)) for k in knobs)
+        return State(values={}, models={}, cluster=None, moves=moves, report=SimpleNamespace(unmodelled=None),
+                     deficit=-1, peak=int(peak_gib * 2**30), capacity=80 * 2**30,
+                     _step=SimpleNamespace(seconds=seconds))
+
+    both, other, simpler = state(229.5, 50, "a", "b"), state(229.8, 60, "c"), state(230.0, 70, "a")
+    out = _distinct([both, other, simpler], 4)
+    assert [s.seconds for s in out] == [229.8, 230.0]
