@@ -77,7 +77,7 @@ class CanvasColours:
     lit: tuple[str, str]  # a target that can take the dragged role: (fill, border)
     hover: tuple[str, str]  # the target under the mouse
     refused: tuple[str, str]  # a target that cannot
-    verdict: dict[str, str]  # ok / tight / oom / unknown -> bar and word colour
+    verdict: dict[str, str]  # ok / tight / oom / short / unknown -> bar and word colour
     good: str  # "if you drop here", NVLink
     bad: str  # PCIe only, a replica over a slow link, the capacity line
     severity: dict[str, str]  # error / warning / info -> text colour in a list on the palette's base
@@ -88,7 +88,7 @@ LIGHT_CANVAS = CanvasColours(
     border="#7b8794", track="#e4e7eb",
     pools={"global_pool": "#dbe8fb", "reward_pool": "#f8e1f0", "teacher_pool": "#fff1cc", "rollout": "#dff3e4"},
     other_pool="#eeeeee", lit=("#c8efcf", "#2e7d32"), hover=("#a5e0b0", "#1b5e20"), refused=("#e0e0e0", "#9e9e9e"),
-    verdict={"ok": "#2e7d32", "tight": "#c77700", "oom": "#c62828", "unknown": "#9e9e9e"},
+    verdict={"ok": "#2e7d32", "tight": "#c77700", "oom": "#c62828", "short": "#c77700", "unknown": "#9e9e9e"},
     good="#1b5e20", bad="#c62828",
     severity={"error": "#b00020", "warning": "#7a5200", "info": "#1f2933"},
 )
@@ -97,7 +97,7 @@ DARK_CANVAS = CanvasColours(
     border="#8a919a", track="#3a3d41",
     pools={"global_pool": "#22344d", "reward_pool": "#45283c", "teacher_pool": "#463d22", "rollout": "#213d2a"},
     other_pool="#333538", lit=("#1f4a2a", "#66bb6a"), hover=("#2c6b3a", "#a5d6a7"), refused=("#2f3033", "#6d7278"),
-    verdict={"ok": "#66bb6a", "tight": "#ffa726", "oom": "#ef5350", "unknown": "#8a919a"},
+    verdict={"ok": "#66bb6a", "tight": "#ffa726", "oom": "#ef5350", "short": "#ffa726", "unknown": "#8a919a"},
     good="#81c784", bad="#ef5350",
     severity={"error": "#ff6b6b", "warning": "#f0b429", "info": "#dfe1e5"},
 )

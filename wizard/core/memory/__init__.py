@@ -19,6 +19,7 @@ __getattr__, __all__ = face(__name__, {
     "OK": "board",
     "OOM": "board",
     "TIGHT": "board",
+    "SHORT": "board",
     "UNKNOWN": "board",
     "board_state": "board",
     "fit_verdict": "board",

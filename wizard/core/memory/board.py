@@ -22,7 +22,11 @@ from wizard.core.placement.board import PlacedPlan
 from wizard.core.plan.model import Plan
 
 OK, TIGHT, OOM, UNKNOWN = "ok", "tight", "oom", "unknown"
-HEADLINE_WORDS = {OK: "Fits", TIGHT: "Fits, tight", OOM: "Does not fit", UNKNOWN: "Unknown"}
+# over its memory at the configured lengths, in a plan whose verdict is "fits while samples average <= N tokens":
+# the GPU runs out of memory only on samples that long, not "OOM" beside a headline that says it fits
+SHORT = "short"
+HEADLINE_WORDS = {OK: "Fits", TIGHT: "Fits, tight", OOM: "Does not fit", UNKNOWN: "Unknown",
+                  SHORT: "Fits while samples are short"}
 
 
 @dataclass
@@ -50,14 +54,16 @@ def board_state(plan: Plan, memory: MemoryPlan, findings: list[Finding]) -> Boar
                       findings=sort_findings(list(findings)), by_gpu=by_gpu, verdict=mp.verdict)
 
 
-def fit_verdict(report: MemoryReport | None, group: GpuEstimate | None, total: int | None = None) -> str:
-    """OK / tight / OOM of one GPU (or of one phase's ``total``), with the margin the memory rules use."""
+def fit_verdict(report: MemoryReport | None, group: GpuEstimate | None, total: int | None = None,
+                short: bool = False) -> str:
+    """OK / tight / OOM of one GPU (or of one phase's ``total``), with the margin the memory rules use; ``short``:
+    the plan fits while samples are short (its verdict), so over memory at the configured lengths is SHORT."""
     if report is None or group is None or group.capacity_bytes is None:
         return UNKNOWN
     cap = group.capacity_bytes
     used = group.peak.total if total is None else total
     if used > cap:
-        return OOM
+        return SHORT if short else OOM
     return TIGHT if used > cap - report.tight_margin(cap) else OK
 
 

@@ -19,6 +19,7 @@ from wizard.core.memory import (
     MemoryReport,
     OK,
     OOM,
+    SHORT,
     TIGHT,
     UNKNOWN,
     fit_verdict,
@@ -36,7 +37,8 @@ def _tag(name: str) -> str:
     return phase.tag if phase is not None else name
 
 
-VERDICT_WORDS = {OK: "fits", TIGHT: "tight", OOM: "OUT OF MEMORY", UNKNOWN: "memory unknown"}
+VERDICT_WORDS = {OK: "fits", TIGHT: "tight", OOM: "OUT OF MEMORY", UNKNOWN: "memory unknown",
+                 SHORT: "fits while samples are short (out of memory at the configured lengths)"}
 NO_GPU_MODEL = "no estimate: name the GPU model on the Start step"
 NO_ESTIMATE = "no estimate: the model's size is not known yet"
 REPLICA_WORDS = ("A replica is one copy of the model serving requests. TP (tensor parallel): the GPUs one copy is "
@@ -88,6 +90,7 @@ class GpuTile(QGraphicsItem):
         self.node, self.index, self.label = node, index, label
         self.group: GpuEstimate | None = None
         self.report: MemoryReport | None = None
+        self.short = False  # the plan fits while samples are short: over memory here reads "short", not OOM
         self.preview = False
         self.no_estimate = NO_ESTIMATE  # why there are no bars when there is no estimate (the scene knows)
         self.colours = canvas_colours()
@@ -97,20 +100,21 @@ class GpuTile(QGraphicsItem):
     def boundingRect(self) -> QRectF:  # noqa: N802 - Qt's name
         return QRectF(0, 0, TILE_W, TILE_H)
 
-    def set_estimate(self, group: GpuEstimate | None, report: MemoryReport | None, preview: bool = False) -> None:
-        self.group, self.report, self.preview = group, report, preview
+    def set_estimate(self, group: GpuEstimate | None, report: MemoryReport | None, preview: bool = False,
+                     short: bool = False) -> None:
+        self.group, self.report, self.preview, self.short = group, report, preview, short
         self.setToolTip(self.describe())
         self.update()
 
     @property
     def verdict(self) -> str:
-        return fit_verdict(self.report, self.group)
+        return fit_verdict(self.report, self.group, short=self.short)
 
     def corner_word(self) -> str:
         """The verdict beside the title; none when unknown (the line under the bars says so: the title keeps its
         room)."""
         v = self.verdict
-        return "" if v == UNKNOWN else "OOM" if v == OOM else VERDICT_WORDS[v]
+        return "" if v == UNKNOWN else "OOM" if v == OOM else "if short" if v == SHORT else VERDICT_WORDS[v]
 
     def phases(self) -> list:
         if self.group is None:
@@ -138,7 +142,7 @@ class GpuTile(QGraphicsItem):
 
     def paint(self, painter: QPainter, option, widget=None) -> None:
         c, v = self.colours, self.verdict
-        painter.setPen(QPen(QColor(c.verdict[v]), 2.5 if v in (TIGHT, OOM) else 1.2,
+        painter.setPen(QPen(QColor(c.verdict[v]), 2.5 if v in (TIGHT, OOM, SHORT) else 1.2,
                             Qt.DashLine if self.preview else Qt.SolidLine))
         painter.setBrush(QColor(c.surface))
         painter.drawRoundedRect(QRectF(1, 1, TILE_W - 2, TILE_H - 2), 5, 5)
@@ -174,7 +178,7 @@ class GpuTile(QGraphicsItem):
         for i, ph in enumerate(phases):
             x = 7 + i * width
             h = min(ph.total, cap * 1.15) * scale
-            colour = QColor(c.verdict[fit_verdict(self.report, g, ph.total)])
+            colour = QColor(c.verdict[fit_verdict(self.report, g, ph.total, self.short)])
             if ph.name != peak:
                 colour.setAlpha(110)
             painter.setPen(QPen(QColor(c.text), 1.4) if ph.name == peak else Qt.NoPen)

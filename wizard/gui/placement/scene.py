@@ -221,7 +221,7 @@ class PlacementScene(QGraphicsScene):
             gpu = node.gpus[0] if node.gpus else None
             tile.no_estimate = NO_ESTIMATE if gpu is not None and gpu.memory_total_bytes else NO_GPU_MODEL
             tile.setPos(self._x(col[i]), top)
-            tile.set_estimate(state.estimate_of(node.name, i), state.report)
+            tile.set_estimate(state.estimate_of(node.name, i), state.report, short=_short(state))
             self.addItem(tile)
             for n in nodes:
                 self.tiles[(n.name, i)] = tile
@@ -333,7 +333,8 @@ class PlacementScene(QGraphicsScene):
             if id(tile) in seen or tile.node != node:
                 continue
             seen.add(id(tile))
-            tile.set_estimate(shown.estimate_of(node, index), shown.report, preview=state is not None)
+            tile.set_estimate(shown.estimate_of(node, index), shown.report, preview=state is not None,
+                              short=_short(shown))
 
     # -- lookups ----------------------------------------------------------------------------------------------
     def regions_of(self, target: str) -> list[Region]:
@@ -385,3 +386,9 @@ class PlacementScene(QGraphicsScene):
     @property
     def dragging(self) -> bool:
         return self._drag is not None
+
+
+def _short(state) -> bool:
+    """The plan fits while samples are short: its GPUs over memory at the configured lengths read "if short"."""
+    v = getattr(state, "verdict", None)
+    return v is not None and v.word == "fits_while_short"

@@ -78,7 +78,8 @@ class PlacementView(FitView):
 def legend_html() -> str:
     c = canvas_colours()
     dots = " ".join(f"<span style='color:{c.verdict[v]}'>■</span>&nbsp;{w}"
-                    for v, w in (("ok", "fits"), ("tight", "tight"), ("oom", "out of memory")))
+                    for v, w in (("ok", "fits"), ("tight", "tight or fits only if samples are short"),
+                                 ("oom", "out of memory")))
     phases = " · ".join(p.tag for p in PHASES)
     return (f"Bars: memory per phase ({phases}: those the plan has), the peak outlined; dashes: the GPU's memory. "
             f"{dots} · <span style='color:{c.verdict['ok']}'>━</span> NVLink · <span style='color:{c.bad}'>┅</span> "
