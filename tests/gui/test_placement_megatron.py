@@ -16,15 +16,21 @@ pytestmark = pytest.mark.gui
 SCRIPT = Path(__file__).resolve().parents[1] / "data" / "megatron" / "grpo_qwen3-30b-a3b_ep8.sh"
 
 
-def test_the_board_draws_the_moe_megatron_plan_on_two_nodes(qtbot):
+def board_of(qtbot, script: Path, gpus: str, size=(1500, 800)):
+    """(the document, its Placement board shown) for a launch script on ``gpus``."""
     doc = PlanDocument(autosave=False)
-    doc.set_plan(load_source(str(SCRIPT)).to_plan(name=SCRIPT.stem))
-    doc.set_gpus(parse_gpu_spec("2x8xH100-80GB"))
+    doc.set_plan(load_source(str(script)).to_plan(name=script.stem))
+    doc.set_gpus(parse_gpu_spec(gpus))
     board = PlacementBoard(doc)
     qtbot.addWidget(board)
-    board.resize(1500, 800)
+    board.resize(*size)
     board.show()
     qtbot.waitExposed(board)
+    return doc, board
+
+
+def test_the_board_draws_the_moe_megatron_plan_on_two_nodes(qtbot):
+    _, board = board_of(qtbot, SCRIPT, "2x8xH100-80GB")
     tiles = board.scene.tiles
     assert {("node0", 0), ("node1", 7)} <= set(tiles)
     assert all(t.corner_word() == "fits" for t in tiles.values())
@@ -37,15 +43,7 @@ def test_a_plan_that_fits_while_samples_are_short_does_not_show_oom_on_its_gpus(
     from wizard.core.memory import SHORT
     from wizard.gui.theme import canvas_colours
 
-    script = SCRIPT.parent / "grpo_qwen2.5-32b_tp4_pp2.sh"
-    doc = PlanDocument(autosave=False)
-    doc.set_plan(load_source(str(script)).to_plan(name=script.stem))
-    doc.set_gpus(parse_gpu_spec("8xH100-80GB"))
-    board = PlacementBoard(doc)
-    qtbot.addWidget(board)
-    board.resize(1180, 820)
-    board.show()
-    qtbot.waitExposed(board)
+    doc, board = board_of(qtbot, SCRIPT.parent / "grpo_qwen2.5-32b_tp4_pp2.sh", "8xH100-80GB", (1180, 820))
     tile = board.scene.tiles[("node0", 0)]
     assert tile.verdict == SHORT and tile.corner_word() == "if short"
     assert "fits while samples are short" in tile.toolTip()
