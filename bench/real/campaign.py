@@ -254,9 +254,21 @@ def _record(run: dict, out: Path, rc, status, wall: float, sampler: Sampler) -> 
 
 
 def _wait_for(path: str | None, deadline: float) -> None:
-    """A model another process is still writing (make_models.py writes DONE last)."""
-    while path and not Path(path).exists() and time.time() < deadline - 60:
+    """A model another process is still writing (make_models.py writes DONE last); not while no make_models.py runs
+    (go.sh makes FIRST's and MORE's models: one it was not asked for never appears)."""
+    while path and not Path(path).exists() and time.time() < deadline - 60 and _making_models():
         time.sleep(2)
+
+
+def _making_models() -> bool:
+    """A make_models.py process is running on this machine (its command line, from /proc)."""
+    for cmdline in Path("/proc").glob("[0-9]*/cmdline"):
+        try:
+            if b"make_models.py" in cmdline.read_bytes():
+                return True
+        except OSError:  # the process ended while we looked
+            continue
+    return False
 
 
 MARK = "VERL_CAMPAIGN_RUN"

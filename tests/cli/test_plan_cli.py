@@ -614,6 +614,11 @@ def test_a_fitting_plan_with_nothing_faster_says_so():
     assert unsearched["advice"] == [] and unsearched["advice_status"] == "not_run"
     found = json.loads(run("--preset", "grpo-1gpu-smoke", "--gpus", "1xRTX4090-24GB", "--format", "json").stdout)
     assert found["advice"] and found["advice_status"] == "found"
+    # no verdict (LoRA on Megatron is not modelled): the advisor had nothing to search from
+    script = str(Path(__file__).resolve().parents[1] / "data" / "megatron" / "grpo_qwen2.5-32b_tp4_pp2.sh")
+    lora = json.loads(run(script, "--gpus", "8xH100-80GB", "--set", "trainer.nnodes=1", "--set",
+                          "actor_rollout_ref.model.lora_rank=32", "--format", "json").stdout)
+    assert lora["verdict"] is None and lora["advice"] == [] and lora["advice_status"] == "not_run"
 
 
 def test_why_there_is_no_memory_estimate_is_said_once():

@@ -111,3 +111,9 @@ def test_a_key_set_again_later_is_written_once_with_its_last_value():
     assert [o for o in out if o.startswith("trainer.nnodes=")] == ["trainer.nnodes=1"]
     assert [o for o in out if "rollout.n=" in o] == ["actor_rollout_ref.rollout.n=8"]
     assert out.index("+foo.bar=1") < out.index("~foo.bar")
+    # a deletion between two sets reads the first (~key=value deletes only a match): both stay; so does a value the
+    # field cannot hold (verl stops at it) and a set of a key the plan does not type
+    for kept in (["actor_rollout_ref.rollout.n=2", "~actor_rollout_ref.rollout.n=2", "actor_rollout_ref.rollout.n=8"],
+                 ["trainer.nnodes=abc", "trainer.nnodes=1"],
+                 ["actor_rollout_ref.actor.optim=0", "actor_rollout_ref.actor.optim=[]"]):
+        assert plan_overrides(plan_from_overrides(kept)) == kept

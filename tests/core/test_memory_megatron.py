@@ -481,7 +481,7 @@ def test_a_megatron_worker_that_has_trained_holds_its_runtime_outside_torch_but_
 
 
 def test_the_engines_own_work_a_token_falls_on_the_last_pipeline_stage_whole():
-    # measured at TP = PP = 1 (13.9 us a token in a log-prob pass): mostly the log-probs and entropy over the
+    # measured at TP = PP = 1 (12.3 us a token in a log-prob pass): mostly the log-probs and entropy over the
     # vocabulary, which the last stage computes for every token; TP splits the vocabulary, PP does not
     def per_token(*sets):
         _, result = plan_of(DENSE, *sets)
@@ -535,5 +535,7 @@ def test_the_offloaded_optimizer_states_take_power_of_two_blocks_of_host_ram():
     assert abs(row["error"]) < 0.03, row
     facts = load_model_facts("Qwen/Qwen2.5-1.5B-Instruct").facts
     assert megatron_state_ratio(facts, 1, 1, 1, 1, 1) == pytest.approx(1.24, abs=0.01)
-    # sharded over 8 data-parallel ranks the tensors are smaller, and so is what rounding adds or not: never below 1
-    assert megatron_state_ratio(facts, 4, 1, 4, 8, 8) >= 1.0
+    # the distributed optimizer's shards round on their own: over 3 data-parallel ranks each tensor's third lands
+    # further below its power of two (x 1.74); halving TP and DP alike halves every tensor: the same x 1.24
+    assert megatron_state_ratio(facts, 1, 1, 1, 3, 3) == pytest.approx(1.74, abs=0.01)
+    assert megatron_state_ratio(facts, 2, 1, 2, 2, 2) == pytest.approx(1.24, abs=0.01)

@@ -87,10 +87,10 @@ def test_the_findings_dock_offers_make_it_fit_on_a_memory_finding(qtbot):
         qtbot.mouseClick(view.fix_button, Qt.LeftButton)
 
 
-def step_seconds(board) -> int:
+def step_seconds(board) -> float:
     import re
 
-    return int(re.search(r"a step about (\d+) s", board.headline.text()).group(1))
+    return float(re.search(r"a step about ([\d.]+) s", board.headline.text()).group(1))
 
 
 def test_the_step_time_assumes_the_mean_response_the_user_types_as_one_undo_step(board, qtbot):

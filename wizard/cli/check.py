@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import shlex
 import sys
 
 from wizard.cli._common import EXIT_ERRORS, EXIT_OK, UsageError, hardware, load_plan_arg, print_findings
@@ -130,10 +131,12 @@ def _fix(args, overrides: list[str], gpus, cluster=None) -> int:
             said.setdefault(f.fix, f.rule)
         # --fix applies the fixes of errors; a warning's (a plan that fits only tightly) is the user's call: say so,
         # with the overrides that apply it, rather than end as if there were nothing to fix
-        for f in fixed.result.findings:
-            if f.severity is Severity.WARNING and f.fix_overrides and f.fix_auto:
-                print(f"left as a warning: {f.rule} (--fix applies the fixes of errors); to apply its fix: "
-                      + " ".join(f"--set {o}" for o in f.fix_overrides), file=sys.stderr)
+        left = [f for f in fixed.result.findings if f.severity is Severity.WARNING and f.fix_overrides and f.fix_auto]
+        for f in left:
+            print(f"left as a warning: {f.rule}: {f.message.split('. Largest')[0]}; to apply its fix, run check again "
+                  "with: " + " ".join(f"--set {shlex.quote(o)}" for o in f.fix_overrides), file=sys.stderr)
+        if left:
+            print("  (--fix applies the fixes of errors; a warning's fix is your choice)", file=sys.stderr)
     return EXIT_OK if fixed.result.ok else EXIT_ERRORS
 
 

@@ -239,7 +239,9 @@ def advice_status(advice) -> str:
         return "not_run"
     if advice.alternatives:
         return "found"
-    searched = advice.statement or not advice.fits_now or advice.step_seconds is not None
+    # searched: nothing fits (the statement says why), or a fitting plan with a step time to be faster than (the
+    # text's "none found" line); an estimate without a verdict (LoRA on Megatron) returns before searching
+    searched = bool(advice.statement) or (advice.fits_now and advice.step_seconds is not None)
     return "none_found" if searched else "not_run"
 
 

@@ -50,22 +50,36 @@ def _try_parse(text: str) -> ParsedOverride | None:
 
 
 def _last_of_each(overrides: list[str]) -> list[str]:
-    """A plain ``key=value`` set again later by another plain one is dropped: Hydra takes the last, so the plan says
-    it once (a script's ``trainer.nnodes=2`` with ``--set trainer.nnodes=1`` after it). Appends, deletions, sweeps
-    and a dict value (which Hydra merges into what came before: ``OmegaConf.update(merge=True)``) are kept as
-    written: their order means something."""
+    """A plain ``key=value`` of a plan field set again later by another is dropped: Hydra takes the last, so the plan
+    says it once (a script's ``trainer.nnodes=2`` with ``--set trainer.nnodes=1`` after it). Only where both values
+    are ones the field holds (an invalid first one is an error verl would stop at) and nothing between
+    the two could read or change what the first set: a deletion (``~key``, ``~key=value`` deletes only a match), an
+    append, a dict value (merged into what came before: ``OmegaConf.update(merge=True)``) or any override of a
+    parent or a child keeps both, as does a sweep or a dict value itself."""
     parsed = [_try_parse(t) for t in overrides]
-    last = {p.key: i for i, p in enumerate(parsed) if p is not None and p.is_plain and not p.is_sweep}
-    last = {k: i for k, i in last.items() if not isinstance(_value_or_none(parsed[i]), dict)}
-    return [t for i, (t, p) in enumerate(zip(overrides, parsed))
-            if p is None or not p.is_plain or p.is_sweep or last.get(p.key, i) == i]
+    fields = field_map()
 
+    def settable(p) -> bool:  # a plain set of a plan field with a value the field holds: it replaces what was there
+        if p is None or not p.is_plain or p.is_sweep or p.key not in fields:
+            return False
+        try:
+            _field_value(p.key, p.value())
+        except Exception:  # noqa: BLE001 - not a value the field holds exactly (a null, an interpolation, a type)
+            return False
+        return True
 
-def _value_or_none(p: ParsedOverride):
-    try:
-        return p.value()
-    except Exception:  # noqa: BLE001 - an interpolation or a value Hydra resolves later: not a dict we can see
-        return None
+    dropped: set[int] = set()
+    for i, p in enumerate(parsed):
+        if not settable(p):
+            continue
+        for j in range(i + 1, len(parsed)):
+            q = parsed[j]
+            if q is None or not _related(q.key, p.key):
+                continue
+            if q.key == p.key and settable(q):
+                dropped.add(i)
+            break  # the next override on this key (or a parent or child): only a plain set replaces the first
+    return [t for i, t in enumerate(overrides) if i not in dropped]
 
 
 def _related(a: str, b: str) -> bool:

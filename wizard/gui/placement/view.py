@@ -290,7 +290,9 @@ class PlacementBoard(QWidget):
         if tokens and isinstance(longest, int) and not isinstance(longest, bool) and longest > 0:
             tokens = min(tokens, longest)  # what the prediction takes (no response runs past the limit)
         given = f", responses of {tokens:,} tokens" if tokens else ""
-        return f" · a step about {step.seconds:.0f} s (predicted{given})"
+        from wizard.core.steptime.terms import seconds_text
+
+        return f" · a step about {seconds_text(step.seconds)} s (predicted{given})"
 
     # -- the response length the step time assumes ----------------------------------------------------------
     def _responses_set(self) -> None:
