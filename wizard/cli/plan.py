@@ -268,7 +268,7 @@ def _speed_lines(step, advice, findings: list[Finding] = ()) -> list[str]:
         elif (method := next((a for a in advice.alternatives if a.fits), None)) is not None:
             out.append(f"  to change the method instead ({method.text}): "
                        + " ".join(f"--set {o}" for o in method.overrides))
-    elif advice is not None and advice.fits_now and advice.step_seconds is not None:
+    elif advice_status(advice) == "none_found":  # searched from a plan that fits: nothing faster still fits
         from wizard.core.advice import NONE_FASTER
 
         out.append(f"faster, still fitting: none found ({NONE_FASTER})")

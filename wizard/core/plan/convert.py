@@ -49,16 +49,13 @@ def _try_parse(text: str) -> ParsedOverride | None:
         return None
 
 
-def _last_of_each(overrides: list[str]) -> list[str]:
+def _last_of_each(parsed: list[ParsedOverride | None], fields) -> set[int]:
     """A plain ``key=value`` of a plan field set again later by another is dropped: Hydra takes the last, so the plan
     says it once (a script's ``trainer.nnodes=2`` with ``--set trainer.nnodes=1`` after it). Only where both values
     are ones the field holds (an invalid first one is an error verl would stop at) and nothing between
     the two could read or change what the first set: a deletion (``~key``, ``~key=value`` deletes only a match), an
     append, a dict value (merged into what came before: ``OmegaConf.update(merge=True)``) or any override of a
     parent or a child keeps both, as does a sweep or a dict value itself."""
-    parsed = [_try_parse(t) for t in overrides]
-    fields = field_map()
-
     def settable(p) -> bool:  # a plain set of a plan field with a value the field holds: it replaces what was there
         if p is None or not p.is_plain or p.is_sweep or p.key not in fields:
             return False
@@ -79,7 +76,7 @@ def _last_of_each(overrides: list[str]) -> list[str]:
             if q.key == p.key and settable(q):
                 dropped.add(i)
             break  # the next override on this key (or a parent or child): only a plain set replaces the first
-    return [t for i, t in enumerate(overrides) if i not in dropped]
+    return dropped
 
 
 def _related(a: str, b: str) -> bool:
@@ -105,8 +102,10 @@ def plan_from_overrides(
     if name:
         plan.name = name
     fields = field_map()
-    overrides = _last_of_each(overrides)
     parsed = [_try_parse(t) for t in overrides]
+    dropped = _last_of_each(parsed, fields)
+    overrides = [t for i, t in enumerate(overrides) if i not in dropped]
+    parsed = [p for i, p in enumerate(parsed) if i not in dropped]
     keys = [p.key for p in parsed if p is not None]
     passthrough: list[str] = []
     for text, p in zip(overrides, parsed):
