@@ -619,6 +619,8 @@ def test_a_fitting_plan_with_nothing_faster_says_so():
     lora = json.loads(run(script, "--gpus", "8xH100-80GB", "--set", "trainer.nnodes=1", "--set",
                           "actor_rollout_ref.model.lora_rank=32", "--format", "json").stdout)
     assert lora["verdict"] is None and lora["advice"] == [] and lora["advice_status"] == "not_run"
+    # and no sizes: they would be full fine-tuning's (gradients and Adam of the frozen base, 206 GiB a GPU printed)
+    assert lora["gpus"] == [] and lora["host"]["nodes"] == [] and "none are shown" in lora["fits_reason"]
 
 
 def test_why_there_is_no_memory_estimate_is_said_once():

@@ -132,7 +132,7 @@ def test_memory_bars_follow_a_plan_edit(make_board):
     board = make_board("ppo-8gpu")
     tile = board.scene.tiles[("node0", 3)]
     gen = next(p for p in tile.group.phases if p.name == "generation").total
-    assert tile.verdict == "ok" and "62.8 / 80 GiB" in tile.summary()
+    assert tile.verdict == "ok" and "62.8 / 79.6 GiB" in tile.summary()
     plan = board.doc.plan.model_copy(deep=True)
     plan.rollout.gpu_memory_utilization = 0.9
     board.doc.set_plan(plan)
@@ -149,7 +149,7 @@ def test_an_sglang_plan_draws_its_bars_and_verdict(make_board):
     tile = board.scene.tiles[("node0", 3)]
     gen = next(p for p in tile.group.phases if p.name == "generation")
     assert {"engine_rollout", "graphs_rollout", "engine_rollout_runtime"} <= {t.key for t in gen.terms}
-    assert tile.verdict == "ok" and "/ 80 GiB" in tile.summary()
+    assert tile.verdict == "ok" and "/ 79.6 GiB" in tile.summary()
     assert board.headline.text().startswith("Fits: worst GPU")
     plan = board.doc.plan.model_copy(deep=True)
     plan.rollout.gpu_memory_utilization = 0.99

@@ -262,6 +262,9 @@ def estimate_memory(values: Mapping, models: Mapping[str, ModelFacts], cluster: 
                          "measured" if has_tower(actor) else "; the image tokens of a batch are not counted"))
     if cfg.need_critic and critic is None:
         notes.append("the critic's model is unknown: the critic is left out of the training GPUs' estimate")
+    if strategy == "megatron" and cfg.lora_rank:  # full fine-tuning's gradients and Adam would be its numbers
+        return None, ("LoRA with the Megatron engine is not modelled (adapters, frozen base weights and their sync): "
+                      "its sizes would be full fine-tuning's, so none are shown")
     tr = Trainer(cfg, actor, critic, constants)
     engine_facts = {"rollout": actor, "reward": models.get("reward"), "teacher": models.get("teacher")}
     mg = _megatron(values, cfg, actor, constants, engine_facts, placement, cluster) if strategy == "megatron" else None

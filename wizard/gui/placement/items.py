@@ -125,7 +125,7 @@ class GpuTile(QGraphicsItem):
         g = self.group
         if g is None or g.capacity_bytes is None:
             return "memory unknown"
-        return f"{g.peak.total / GIB:.1f} / {g.capacity_bytes / GIB:.0f} GiB · {_tag(g.peak.name)}"
+        return f"{g.peak.total / GIB:.1f} / {g.capacity_bytes / GIB:.1f} GiB · {_tag(g.peak.name)}"
 
     def describe(self) -> str:
         """The tooltip and screen-reader text: verdict, peak and every phase."""
