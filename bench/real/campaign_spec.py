@@ -376,6 +376,8 @@ def advised_runs() -> list[dict]:
         # the campaign's prompts are 440 tokens (make_models.py), as a user's plan reads them from the train file:
         # without it the step is predicted at max_prompt_length (1,024 for the PPO question: +12 % a step)
         data = {FLASH_ATTN: False, PROMPT_TOKENS: PROMPT_LEN}
+        # no smaller models (plan's list has them: a 14B on one H200 gets Qwen2.5-3B first, LoRA 32 third): each
+        # question is about training its model, so its first choice is the first that still trains it
         advice = advise({**mp.values, **data}, models, cluster)
         # the first choice: the best change of tuning, else (nothing on this GPU fits) the first change of method
         best = advice.best or next((a for a in advice.alternatives if a.fits), None)
