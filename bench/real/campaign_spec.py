@@ -294,7 +294,7 @@ def side_runs() -> list[dict]:
 
 
 def timing_runs() -> list[dict]:
-    """The step-time campaign (--timing): 14 configurations, each alone on its GPU (never --lanes), 3 steps (two
+    """The step-time campaign (--timing): 15 configurations, each alone on its GPU (never --lanes), 3 steps (two
     steady ones), each with the step time predicted before it runs (``predicted_step_s``, ``predicted_phases_s``:
     the calibration never saw them, so bench/bench_step_time.py's error on them is the error on runs left out)."""
     def g(size, util, strategy="fsdp2", *changes, eager=False):
@@ -327,6 +327,11 @@ def timing_runs() -> list[dict]:
         ("time-grpo-1.5b-fsdp2-u0.5-n8-batch32-resp64-workers8",
          g("1.5b", 0.5, "fsdp2", f"{R}.n=8", "data.train_batch_size=32", "data.max_response_length=64",
            f"{R}.agent.num_workers=8"), "1.5b"),
+        # verl's fused head (use_fused_kernels, its torch backend): the log-probs from chunks of the hidden states,
+        # not the row-by-row loop over the full logits that SDPA runs take (logprobs_from_logits_v2); beside the
+        # resp1024 run, which differs by this key only
+        ("time-grpo-1.5b-fsdp2-u0.5-resp1024-fused",
+         g("1.5b", 0.5, "fsdp2", "data.max_response_length=1024", f"{M}.use_fused_kernels=true"), "1.5b"),
     ]
     out = []
     for name, args, size in plan:
