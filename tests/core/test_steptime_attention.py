@@ -125,9 +125,19 @@ def test_without_flash_attn_the_actor_s_log_probs_loop_over_the_tokens_and_the_c
     # the critic's values pass over the same tokens is now well under the actor's log-prob pass (measured 7.0 / 17.9)
     assert without["values"].seconds < 0.6 * without["old_log_prob"].seconds
     # flash-attn's cross-entropy, or verl's fused kernels, compute the log-probs without the loop
-    for phased in (phases(PPO, flash=True), phases([*PPO, f"{M}.use_fused_kernels=true"])):
+    loop = rows(without["old_log_prob"]).seconds
+    flash, fused = phases(PPO, flash=True), phases([*PPO, f"{M}.use_fused_kernels=true"])
+    for phased in (flash, fused):
         assert all(rows(p) is None for p in phased.values())
-        assert phased["old_log_prob"].seconds < without["old_log_prob"].seconds - 0.9 * rows(without["old_log_prob"]).seconds
+    assert flash["old_log_prob"].seconds < without["old_log_prob"].seconds - 0.9 * loop
+    # the fused head costs its own time in each log-prob pass, a fraction of the loop's (measured: 1.43 s a pass over
+    # 93,536 tokens where the loop took about 5.2), and nothing in the update or the critic's passes
+    for name in {"old_log_prob", "ref"} & set(fused):  # (this PPO plan has no reference model)
+        [head] = [t for t in fused[name].terms if t.label == "fused log-prob head"]
+        assert head.seconds == pytest.approx(tokens * 151_936 * CAL.fused_head_s_per_logit, rel=1e-6)
+        assert 0.2 * loop < head.seconds < 0.4 * loop
+        assert fused[name].seconds == pytest.approx(without[name].seconds - rows(without[name]).seconds + head.seconds)
+    assert not [t for n in ("update_actor", "values", "update_critic") for t in fused[n].terms if "fused" in t.label]
 
 
 def test_the_step_says_how_much_of_it_the_row_loop_is_and_that_flash_attn_removes_it():

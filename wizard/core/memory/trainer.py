@@ -7,7 +7,7 @@ from __future__ import annotations
 from wizard.core.memory import terms as mt
 from wizard.core.memory import vision
 from wizard.core.memory.config import MemoryConfig
-from wizard.core.memory.terms import MemoryConstants, Term
+from wizard.core.memory.terms import FUSED_CHUNK_ROWS, MemoryConstants, Term
 from wizard.core.models.facts import ModelFacts
 
 ADAM_KEYS = ("actor_adam", "critic_adam")
@@ -149,7 +149,9 @@ class Trainer:
                                 "every layer after its forward)", max(working, 2 * f.param_count)))
             else:
                 out.append(term("fsdp_gather", "FSDP working set: gathered bf16 layers + lm_head", working))
-        logits = [term("logits", f"logits ({tok(tokens)} x vocab {f.vocab_size})",
+        logits = [term("logits", f"log-probs from the hidden states, {FUSED_CHUNK_ROWS} tokens' logits at a time "
+                       f"({tok(tokens)}; use_fused_kernels)" if self.cfg.fused_kernels else
+                       f"logits ({tok(tokens)} x vocab {f.vocab_size})",
                        mt.logits(f, tokens, self.cfg.fused_kernels, c, update=False))]
         ent = mt.entropy(f, tokens, entropy_mode, update=False, c=c)
         if ent:
@@ -182,7 +184,8 @@ class Trainer:
             gathered("actor", c.layer_copies_update * 2 * f.layer_params + vocab * mt.vocab_matrix(f), f.param_count,
                      mt.vocab_matrix(f), cfg.actor_keeps_gathered),
             term("activations", f"activations of a micro-batch of {tok(T)}", acts, how),
-            term("logits", f"logits ({tok(T)} x vocab {f.vocab_size})" + ("" if cfg.flash_attn else
+            term("logits", f"log-probs from the hidden states ({tok(T)}; use_fused_kernels)" if cfg.fused_kernels else
+                 f"logits ({tok(T)} x vocab {f.vocab_size})" + ("" if cfg.flash_attn else
                  ", and a bf16 log-softmax per row for the backward (no flash-attn: logprobs_from_logits_v2)"),
                  mt.logits(f, T, cfg.fused_kernels, c, flash_attn=cfg.flash_attn)),
         ]

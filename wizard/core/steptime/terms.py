@@ -48,12 +48,19 @@ class Calibration:
     # and micro-batches is the work every pass has (7.7 / 21.8 us), the rest is the loop's (55.7 / 110.7 us). A free
     # refit over the 17 runs alone (bench/fit_trainer_passes.py --attention 200 --fwd-eff 0.356 --train-eff 0.35)
     # gives 8.4 / 24.3 / 54.9 / 118.6 us with no cost per micro-batch, mean |error| 6.5 % over their 52 passes against
-    # these constants' 6.7 %. With flash-attn (or use_fused_kernels) the loop is not there; what takes its place (a
-    # fused kernel reading the logits) is not measured here (the device has no flash-attn wheel).
+    # these constants' 6.7 %. With flash-attn (or use_fused_kernels) the loop is not there; what flash-attn's
+    # cross-entropy costs in its place is not measured here (the device has no flash-attn wheel).
     fwd_s_per_token: float = 7.7e-6  # per token of any log-prob or values pass beyond its FLOPs
     train_s_per_token: float = 21.8e-6  # per token of an update beyond its FLOPs
     logprob_rows_fwd_s_per_token: float = 55.7e-6  # the row-by-row log-probs, per token of a forward
     logprob_rows_train_s_per_token: float = 110.7e-6  # the same in an update (its backward through each row's op)
+    # use_fused_kernels (verl's fused head, torch backend: 512 tokens' fp32 logits at a time, their softmax, entropy
+    # and log-softmax) in place of the loop: one run alone on an H100 (time-grpo-1.5b-fsdp2-u0.5-resp1024-fused-h100,
+    # beside the same config without it: 28.2 s a step against 47.6) spent 1.43 s a log-prob pass over 93,536 tokens
+    # beyond the other terms: 0.10 ns a logit (the head's element-wise passes go over the vocabulary). Its update came
+    # within -2 % of the terms without it, so the update has none (its chunks' cost is inside the update's per-token
+    # work, fitted to runs without the loop's share)
+    fused_head_s_per_logit: float = 0.10e-9
     train_s_per_sequence: float = 0.0491  # per sequence of an update (per-sample work of the loss and the batch)
     # per micro-batch of any pass, whatever its tokens: fitted with the rest, and barely pinned (the runs' micro-batches
     # were 4-16 samples, nearly always in proportion to their tokens), so the advisor offers no micro-batch below 4
