@@ -1,8 +1,12 @@
 """verl's fused log-prob head (use_fused_kernels) as a faster change where verl would compute the log-probs one
 token at a time (no flash-attn): measured on the lent H100 at 28.2 s a step against 47.6 without it."""
 
+import pytest
+
 from tests.core.test_advice import Q15, plan
+from tests.helpers.hf_configs import GEMMA2_2B
 from wizard.core.advice import advise
+from wizard.core.models.facts import facts_from_hf_config
 from wizard.core.steptime import predict_step
 
 KEY = "actor_rollout_ref.model.use_fused_kernels"
@@ -33,3 +37,39 @@ def test_with_flash_attn_or_the_key_already_set_it_is_not_offered():
         mp = plan(extra, model=Q15)
         advice = advise(mp.values, mp.models, mp.cluster)
         assert advice.alternatives and not [a for a in advice.alternatives if KEY in a.changes], extra
+
+
+def fused_offered(values, actor=Q15, mp=None) -> bool:
+    from wizard.core.advice.moves import moves_for
+
+    return any(KEY in dict(m.changes) for m in moves_for(values, {"actor": actor, "ref": actor}, mp.cluster,
+                                                         mp.cluster, (), ()))
+
+
+@pytest.mark.parametrize("case", ["sum_pi_squared", "topk_distillation", "softcapped_head"])
+def test_not_offered_where_verl_s_fused_head_fails_or_differs(case):
+    """calculate_sum_pi_squared raises NotImplementedError in the fused log-prob pass; a top-k distillation loss
+    gets no distillation_losses from the torch backend; Gemma2's head is softcapped, which the fused head skips."""
+    mp = plan([SDPA], model=Q15)
+    assert fused_offered(mp.values, mp=mp)  # the plan it starts from gets it
+    values, actor = dict(mp.values), Q15
+    if case == "sum_pi_squared":
+        values["actor_rollout_ref.actor.calculate_sum_pi_squared"] = True
+    elif case == "topk_distillation":
+        values.update({"distillation.enabled": True, "distillation.distillation_loss.loss_mode": "forward_kl_topk"})
+        assert fused_offered({**values, "distillation.distillation_loss.loss_mode": "k3"}, mp=mp)
+    else:
+        actor = facts_from_hf_config(GEMMA2_2B, name="google/gemma-2-2b-it", source="catalogue")
+    assert not fused_offered(values, actor, mp=mp)
+
+
+def test_the_reference_pass_pays_the_head_too_and_flash_attn_pays_none():
+    grpo = plan([SDPA, f"{KEY}=True"], model=Q15)  # GRPO with the KL loss: a reference pass
+    st = predict_step(grpo.values, grpo.models, grpo.cluster, grpo.report)
+    heads = {p.name: [t for t in p.terms if t.label == "fused log-prob head"] for p in st.phases}
+    assert heads["old_log_prob"] and heads["ref"] and not heads["update_actor"]
+    assert heads["ref"][0].seconds == pytest.approx(heads["old_log_prob"][0].seconds)
+    # with flash-attn the head would take its cross-entropy (not measured): nothing added, as for flash-attn alone
+    flash = plan([f"{KEY}=True"], model=Q15)
+    st = predict_step(flash.values, flash.models, flash.cluster, flash.report)
+    assert not [t for p in st.phases for t in p.terms if "fused" in t.label]

@@ -22,7 +22,8 @@ from wizard.core.memory.lora_sync import LOAD_FORMAT_KEY, sends_base
 from wizard.core.memory.vision import has_tower
 from wizard.core.memory.megatron_layout import OPT_OVERRIDE, layout_problems, read_megatron, tp_fits_heads
 from wizard.core.models.facts import ModelFacts
-from wizard.core.verl.keys import CF, REF, A, AF, M, R
+from wizard.core.verl.distillation import LOSSES
+from wizard.core.verl.keys import CF, REF, A, AF, D, M, R
 from wizard.core.verl.roles import need_critic
 
 TUNING, HARDWARE, METHOD = "tuning", "hardware", "method"
@@ -125,7 +126,8 @@ def moves_for(values: Mapping, models: Mapping[str, ModelFacts], cluster: Cluste
         if cfg.need_critic:
             changes.append(("critic.strategy", "fsdp2"))
         out.append(Move("FSDP1 -> FSDP2", tuple(changes)))
-    if not (megatron or cfg.flash_attn or cfg.fused_kernels or actor is None or has_tower(actor)):
+    if not (megatron or cfg.flash_attn or cfg.fused_kernels or actor is None or has_tower(actor)
+            or _fused_head_refused(values, actor)):
         # without flash-attn verl computes the actor's and the reference's log-probs one token at a time; its fused
         # head takes 512 tokens' logits at a time instead (measured on a dense model without LoRA: 47.6 -> 28.2 s a
         # step for a 1.5B, time-grpo-1.5b-fsdp2-u0.5-resp1024{,-fused}-h100, and 3 GiB less in its log-prob passes;
@@ -139,6 +141,19 @@ def moves_for(values: Mapping, models: Mapping[str, ModelFacts], cluster: Cluste
     if not any(m.kind == METHOD for m in done):
         out += _method_moves(values, models, cfg, smaller)
     return out
+
+
+# config.json's final_logit_softcapping: verl's fused head (dense_common.forward_with_torch_backend) multiplies by
+# lm_head's weight and never applies the softcap, so its log-probs would differ from vLLM's
+SOFTCAPPED_MODEL_TYPES = frozenset({"gemma2"})
+
+
+def _fused_head_refused(values: Mapping, actor: ModelFacts) -> bool:
+    """Where verl's fused head fails or is wrong: calculate_sum_pi_squared (optimal_token_baseline; its log-prob
+    pass raises NotImplementedError, fsdp/transformer_impl.py:1343-1347), a top-k distillation loss (the torch
+    backend gives no distillation_losses, :1362-1380) and a softcapped head."""
+    topk = _flag(values, f"{D}.enabled") and LOSSES.get(values.get(f"{D}.distillation_loss.loss_mode"), False)
+    return bool(_flag(values, f"{A}.calculate_sum_pi_squared") or topk or actor.model_type in SOFTCAPPED_MODEL_TYPES)
 
 
 # samples: the smallest micro-batch of the runs the step time was fitted on. verl's work per micro-batch is barely

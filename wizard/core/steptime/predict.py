@@ -34,6 +34,7 @@ from wizard.core.memory.batching import (
 from wizard.core.memory.config import read_config
 from wizard.core.memory.estimate import MemoryReport
 from wizard.core.memory.terms import lora_params
+from wizard.core.memory.vision import has_tower
 from wizard.core.models.facts import ModelFacts
 from wizard.core.steptime import comm
 from wizard.core.steptime.generation import generation
@@ -176,8 +177,9 @@ def predict_step(values: Mapping, models: Mapping[str, ModelFacts], cluster: Clu
         seconds = sum(t.seconds for p in looped for t in p.terms if t.label == ROWS_LABEL)
         assumptions.append(f"without flash-attn verl computes the log-probs one token at a time: {seconds:.1f} s of this "
                            f"{step:.1f} s step ({', '.join(p.title for p in looped)}); with flash-attn installed where "
-                           "the run happens that loop is gone, and with actor_rollout_ref.model.use_fused_kernels=True "
-                           "verl's fused head replaces it (measured: 47.6 -> 28.2 s a step for a 1.5B)")
+                           "the run happens that loop is gone" + ("" if has_tower(actor) else
+                           ", and with actor_rollout_ref.model.use_fused_kernels=True verl's fused head replaces it "
+                           "(measured: 47.6 -> 28.2 s a step for a 1.5B)"))
     return StepTime(phases=tuple(phases), assumptions=tuple(assumptions + _assumptions(cfg, actor, gpu)),
                     tokens=int(tokens))
 
@@ -197,8 +199,10 @@ def _rows(cfg) -> bool:
 
 
 def _fused_head(cfg, actor: ModelFacts, tokens: float, c: Calibration) -> tuple[TimeTerm, ...]:
-    """A log-prob pass's fused head (use_fused_kernels): the vocabulary's element-wise work on every token."""
-    if not cfg.fused_kernels:
+    """A log-prob pass's fused head (use_fused_kernels): the vocabulary's element-wise work on every token, measured
+    without flash-attn (with it the head takes flash-attn's cross-entropy, not measured: nothing is added, as for
+    flash-attn's log-probs without the head)."""
+    if not cfg.fused_kernels or cfg.flash_attn:
         return ()
     logits = tokens * actor.vocab_size
     return (TimeTerm("fused log-prob head", logits * c.fused_head_s_per_logit,

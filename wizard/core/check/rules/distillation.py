@@ -11,11 +11,10 @@ from __future__ import annotations
 from wizard.core.findings import Severity, Stage
 from wizard.core.check.rules import rule
 from wizard.core.check.rules.context import RuleContext, finding
+from wizard.core.verl.distillation import LOSSES
 from wizard.core.verl.keys import D
 
 L = f"{D}.distillation_loss"
-# trainer/distillation/losses.py @register_distillation_loss: name -> uses top-k log-probs
-LOSSES = {"forward_kl_topk": True, **{k: False for k in ("kl", "k1", "abs", "mse", "k2", "low_var_kl", "k3")}}
 
 
 def _err(keys: list[str], message: str, fix: str, overrides=(), auto=False):
