@@ -189,7 +189,8 @@ def test_where_only_the_host_stops_lora_the_statement_says_so_with_its_numbers()
     assert m and int(m.group(1)) > 0.95 * 40
     # what it claims re-estimates so: LoRA with the savings holds on the GPU (vLLM starts, a KV cache for a request)
     # and only the host stops it (at gpu_memory_utilization 0.3, every saving's, vLLM had no KV cache: it said so)
-    from wizard.core.advice.moves import LORA_KEY, all_savings
+    from wizard.core.advice.moves import LORA_KEY
+    from wizard.core.advice.savings import all_savings
     from wizard.core.memory.verdict import memory_verdict
     held = []
     for offload in (False, True):

@@ -153,7 +153,8 @@ def _search(frontier: list[State], seen: set, cluster: Cluster | None, smaller: 
 def _seeds(start: State, cluster: Cluster | None) -> list[State]:
     """Every memory saving at once (with and without CPU offload), for each rollout TP and utilization, on the GPUs
     the plan uses and on all the GPUs of the user's nodes (a change of hardware)."""
-    from wizard.core.advice.moves import all_savings, saving_moves, turn
+    from wizard.core.advice.moves import turn
+    from wizard.core.advice.savings import all_savings, saving_moves
 
     per_now = max(1, int(start.values.get("trainer.n_gpus_per_node") or 1))
     have = min((n.gpu_count for n in cluster.nodes), default=per_now) if cluster is not None else per_now

@@ -71,7 +71,7 @@ def _host_bound(start: State, move: Move | None = None):
     gpu_memory_utilization the seeds try) and ``move``: the smallest host estimate over Ray's limit among the variants
     whose GPUs hold them (all of :func:`deficit` but the host: phases, vLLM's start, a KV cache for one request),
     where none fits at all; None where one fits, or where none fits the GPUs either."""
-    from wizard.core.advice.moves import all_savings
+    from wizard.core.advice.savings import all_savings
 
     best = None
     per = int(start.values.get("trainer.n_gpus_per_node") or 1)
@@ -96,7 +96,8 @@ def _gpus_needed(start: State, cluster: Cluster | None) -> int | None:
     """The fewest GPUs of the same kind (up to 8 per node, then more nodes) on which the plan fits with every
     memory-saving tuning on (with and without CPU offload: offload trades GPU memory for host RAM, which more nodes
     do not add to per node) and the rollout's TP and gpu_memory_utilization chosen for it; None past 64 x 8."""
-    from wizard.core.advice.moves import all_savings, grown_cluster
+    from wizard.core.advice.moves import grown_cluster
+    from wizard.core.advice.savings import all_savings
 
     have = max(1, read_config(start.values).world)
     for total in (2, 4, 8, 16, 32, 64, 128, 256, 512):

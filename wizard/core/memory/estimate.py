@@ -20,7 +20,7 @@ from wizard.core.hardware.cluster import Cluster
 from wizard.core.memory.config import MEMORY_KEYS, NOT_NUMBERS, MemoryConfig, read_config
 from wizard.core.memory.engines import refused_engine_values
 from wizard.core.memory.host import host_estimates
-from wizard.core.memory.megatron import MegatronTrainer, megatron_phases, worst_stage
+from wizard.core.memory.megatron import LORA_NOT_MODELLED, MegatronTrainer, megatron_phases, worst_stage
 from wizard.core.memory.phases import PhaseName as P, phase_of
 from wizard.core.memory.scope import unmodelled
 from wizard.core.memory.vision import has_tower
@@ -263,8 +263,7 @@ def estimate_memory(values: Mapping, models: Mapping[str, ModelFacts], cluster: 
     if cfg.need_critic and critic is None:
         notes.append("the critic's model is unknown: the critic is left out of the training GPUs' estimate")
     if strategy == "megatron" and cfg.lora_rank:  # full fine-tuning's gradients and Adam would be its numbers
-        return None, ("LoRA with the Megatron engine is not modelled (adapters, frozen base weights and their sync): "
-                      "its sizes would be full fine-tuning's, so none are shown")
+        return None, f"{LORA_NOT_MODELLED}: its sizes would be full fine-tuning's, so none are shown"
     tr = Trainer(cfg, actor, critic, constants)
     engine_facts = {"rollout": actor, "reward": models.get("reward"), "teacher": models.get("teacher")}
     mg = _megatron(values, cfg, actor, constants, engine_facts, placement, cluster) if strategy == "megatron" else None

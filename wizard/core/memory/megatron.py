@@ -80,6 +80,7 @@ ENTROPY_BYTES = 7
 # pass's 44.7 GiB (NVML) though each needs less (meg-grpo-0.5b-tp1-u0.4-h100).
 # what every reason a layout does not start ends with (memory.not_modelled's fix is then the layout, not a measurement)
 NOT_STARTED = "no memory is estimated for it"
+LORA_NOT_MODELLED = "LoRA with the Megatron engine is not modelled (adapters, frozen base weights and their sync)"
 TRANSIENT_KEYS = ("logits", "entropy", "layer_activations", "activations")
 # megatron-bridge gathers a TP-sharded weight into a list of shards and concatenates them: two copies of the
 # largest weight (the V x h embedding) for a moment [E]
@@ -128,7 +129,7 @@ class MegatronTrainer:
         if self.cfg.need_critic:
             return "the Megatron critic is not modelled (the actor and the reference model are)"
         if self.cfg.lora_rank:
-            return "LoRA with the Megatron engine is not modelled (adapters, frozen base weights and their sync)"
+            return LORA_NOT_MODELLED
         v = self.values
         if truthy(v, f"{AM}.use_megatron_fsdp"):
             return "Megatron-FSDP (actor.megatron.use_megatron_fsdp=True, parameters sharded ZeRO-3 style) is not modelled"
