@@ -175,3 +175,53 @@ def test_a_parameter_sync_step_that_does_not_divide_the_batch_fails_in_verl_and_
         PPOTrainer.step(SimpleNamespace(config=cfg, parameter_sync_step=step), {}, {})
     (found,) = rules(check(overrides), "batch.sync_step")
     assert found.severity.value == "error" and found.keys[0] == "trainer.v1.sync.parameter_sync_step"
+
+
+# --- what the log-prob head gives (wizard/core/check/rules/logprob_head.py) -------------------------------------
+def test_the_v1_trainer_hands_the_optimal_baseline_no_sum_of_squared_probabilities(verl_config_dir, check):
+    """The V1 trainer reads these fields for the advantage (trainer_base.py:1745) and verl's own compute_advantage,
+    given a batch of them, stops with the assertion the rule quotes; the legacy trainer's batch has the sum."""
+    import numpy as np
+    import torch
+    from verl import DataProto
+    from verl.trainer.ppo.ray_trainer import compute_advantage
+
+    fields = verl_line("trainer/ppo/v1/trainer_base.py", 1745)
+    assert fields.strip().startswith("fields = [") and "old_log_probs" in fields and "sum_pi_squared" not in fields
+    cfg = composed(verl_config_dir, ["algorithm.adv_estimator=optimal_token_baseline"])
+    ones = torch.ones(4, 3)
+    batch = {"token_level_rewards": ones, "response_mask": ones, "old_log_probs": -ones}
+    uid = {"uid": np.array(["a", "a", "b", "b"], dtype=object)}
+    with pytest.raises(AssertionError, match="Step-dependent optimal baseline requires sum_pi_squared from actor"):
+        compute_advantage(DataProto.from_dict(tensors=batch, non_tensors=uid), adv_estimator="optimal_token_baseline",
+                          num_repeat=2, config=cfg.algorithm)
+    legacy = compute_advantage(DataProto.from_dict(tensors={**batch, "sum_pi_squared": ones * 0.5}, non_tensors=uid),
+                               adv_estimator="optimal_token_baseline", num_repeat=2, config=cfg.algorithm)
+    assert legacy.batch["advantages"].shape == (4, 3)
+    v1 = rules(check(GOOD + ["algorithm.adv_estimator=optimal_token_baseline",
+                             "actor_rollout_ref.actor.calculate_sum_pi_squared=true"]), "algorithm.sum_pi_squared")
+    assert len(v1) == 1 and "trainer.use_v1=false" in v1[0].fix_overrides
+
+
+def test_the_fused_head_refuses_the_sum_of_squared_probabilities(check):
+    """verl's FSDP engine stops the log-prob pass before it runs the model (transformer_impl.py:1343-1347)."""
+    from tensordict import TensorDict
+    from verl.utils import tensordict_utils as tu
+    from verl.workers.engine.fsdp.transformer_impl import FSDPEngineWithLMHead
+
+    td = TensorDict({}, batch_size=[])
+    tu.assign_non_tensor(td, use_fused_kernels=True, calculate_sum_pi_squared=True)
+    with pytest.raises(NotImplementedError, match="calculate_sum_pi_squared=True is not supported with use_fused_kernels"):
+        FSDPEngineWithLMHead.prepare_model_outputs(None, None, {}, td, None)
+    found = rules(check(GOOD + ["trainer.use_v1=false", "actor_rollout_ref.actor.calculate_sum_pi_squared=true",
+                                "actor_rollout_ref.model.use_fused_kernels=true"]), "model.fused_head")
+    assert len(found) == 1 and found[0].fix_overrides == ["actor_rollout_ref.model.use_fused_kernels=false"]
+
+
+def test_no_fsdp_model_gives_the_fused_heads_top_k_distillation_losses():
+    """The FSDP engine takes the top-k losses from the output's fused_linear_aux (transformer_impl.py:1374), which no
+    model forward verl 0.9.1 patches in sets: the loss then reads a key that is not there (losses.py:319)."""
+    assert 'getattr(output, "fused_linear_aux", None)' in verl_line("workers/engine/fsdp/transformer_impl.py", 1374)
+    assert 'model_output["distillation_losses"]' in verl_line("trainer/distillation/losses.py", 319)
+    setters = [p for p in VERL.rglob("*.py") if "fused_linear_aux" in p.read_text(errors="ignore")]
+    assert [p.relative_to(VERL).as_posix() for p in setters] == ["workers/engine/fsdp/transformer_impl.py"]

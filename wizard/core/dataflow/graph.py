@@ -111,8 +111,9 @@ ESTIMATOR_NOTES = {
     "gpg": "group policy gradient (n ≥ 2)",
     "rloo_vectorized": "rloo, vectorised (n ≥ 2)",
     "grpo_vectorized": "grpo, vectorised (n ≥ 2)",
-    "optimal_token_baseline": "token-level optimal baseline; needs actor.calculate_sum_pi_squared=True",
-    "tir_optimal_token_baseline": "optimal token baseline for multi-turn (tool) rollouts",
+    "optimal_token_baseline": "token-level optimal baseline; verl 0.9.1 runs it only on the legacy trainer "
+                              "(trainer.use_v1=false, actor.calculate_sum_pi_squared=True)",
+    "tir_optimal_token_baseline": "optimal token baseline for multi-turn (tool) rollouts; like it, legacy trainer only",
     "gdpo": "group reward-decoupled normalisation of several reward terms (n ≥ 2)",
 }
 
