@@ -188,6 +188,9 @@ def test_the_v1_trainer_hands_the_optimal_baseline_no_sum_of_squared_probabiliti
 
     fields = verl_line("trainer/ppo/v1/trainer_base.py", 1745)
     assert fields.strip().startswith("fields = [") and "old_log_probs" in fields and "sum_pi_squared" not in fields
+    # nothing on the V1 path asks for the sum or reads it: its trainers and the workers they call
+    v1 = [*(VERL / "trainer/ppo/v1").rglob("*.py"), VERL / "workers/engine_workers.py"]
+    assert len(v1) > 3 and not [p.name for p in v1 if "sum_pi" in p.read_text()]
     cfg = composed(verl_config_dir, ["algorithm.adv_estimator=optimal_token_baseline"])
     ones = torch.ones(4, 3)
     batch = {"token_level_rewards": ones, "response_mask": ones, "old_log_probs": -ones}

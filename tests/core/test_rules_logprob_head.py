@@ -67,5 +67,23 @@ def test_the_fused_head_gives_no_top_k_distillation_losses(check):
     assert ours(check(GOOD + DISTILL + FUSED + ["distillation.distillation_loss.loss_mode=k3"])) == []
 
 
+def test_bypass_mode_skips_the_pass_that_computes_the_sum_and_the_fix_undoes_everything_at_once(check):
+    """With rollout_correction.bypass_mode the old-log-prob pass never runs, in either trainer: one fix turns it off,
+    moves to the legacy trainer and asks for the sum (not three findings one after another)."""
+    bypass = ["algorithm.rollout_correction.bypass_mode=true"]
+    f = fixed(check, GOOD + OTB + bypass)
+    assert "skips the actor's old-log-prob pass" in f.message and not f.fix_auto
+    assert set(f.fix_overrides) == {"algorithm.rollout_correction.bypass_mode=false", "trainer.use_v1=false", SUM_PI[0]}
+    # nor does the fused head's NotImplementedError happen there: the pass that raises it is skipped
+    assert [g.rule for g in ours(check(GOOD + LEGACY + SUM_PI + FUSED + bypass))] == []
+
+
+def test_megatron_s_fused_head_gives_no_top_k_losses_either_unless_it_turns_itself_off(check):
+    meg = GOOD + ["model_engine=megatron"] + DISTILL + FUSED + ["distillation.distillation_loss.loss_mode=forward_kl_topk"]
+    assert [f.rule for f in ours(check(meg))] == ["model.fused_head"]
+    # without remove-padding Megatron's engine turns the fused head off itself (megatron/transformer_impl.py:526)
+    assert ours(check(meg + ["actor_rollout_ref.model.use_remove_padding=false"])) == []
+
+
 def test_a_plain_fused_config_has_no_finding(check):
     assert ours(check(GOOD + FUSED)) == []
