@@ -73,3 +73,27 @@ def test_the_reference_pass_pays_the_head_too_and_flash_attn_pays_none():
     flash = plan([f"{KEY}=True"], model=Q15)
     st = predict_step(flash.values, flash.models, flash.cluster, flash.report)
     assert not [t for p in st.phases for t in p.terms if "fused" in t.label]
+
+
+def test_never_offered_or_kept_with_fsdp2_and_an_untied_head():
+    """FSDP2 leaves an untied lm_head sharded for the fused forward (measured: Qwen2.5-7B, RuntimeError at the first
+    log-prob pass). The advisor's 7B choice on one H100 was FSDP2 + LoRA + the fused head; no alternative may hold
+    the fused head with FSDP2 on an untied model, however the moves combine (an FSDP1 plan gets FSDP2 from the
+    offload policy or LoRA's move)."""
+    from tests.helpers.hf_configs import QWEN25_7B
+    from wizard.core.verl.fused_head import fused_head_broken
+
+    q7 = facts_from_hf_config(QWEN25_7B, name="Qwen/Qwen2.5-7B-Instruct", source="catalogue")
+    fsdp1 = ["actor_rollout_ref.actor.strategy=fsdp", "actor_rollout_ref.ref.strategy=fsdp"]
+    for extra in ([SDPA], [SDPA, "actor_rollout_ref.actor.strategy=fsdp2", "actor_rollout_ref.ref.strategy=fsdp2"],
+                  [SDPA, f"{KEY}=True", *fsdp1]):  # the user's fused head on FSDP1, then the offload policy's FSDP2
+        mp = plan(extra, model=q7)
+        advice = advise(mp.values, mp.models, mp.cluster)
+        assert advice.alternatives, extra
+        for a in advice.alternatives:
+            assert not fused_head_broken({**mp.values, **a.changes}, q7), (extra, a.text)
+    # on FSDP1 the move is still offered alone (FSDP1 gathers the head with the root unit)
+    on_fsdp1 = plan([SDPA, *fsdp1], model=q7)
+    assert fused_offered(on_fsdp1.values, q7, mp=on_fsdp1)
+    fsdp2 = plan([SDPA, "actor_rollout_ref.actor.strategy=fsdp2", "actor_rollout_ref.ref.strategy=fsdp2"], model=q7)
+    assert not fused_offered(fsdp2.values, q7, mp=fsdp2)

@@ -87,3 +87,28 @@ def test_megatron_s_fused_head_gives_no_top_k_losses_either_unless_it_turns_itse
 
 def test_a_plain_fused_config_has_no_finding(check):
     assert ours(check(GOOD + FUSED)) == []
+
+
+def facts(config, name):
+    from wizard.core.models.facts import facts_from_hf_config
+
+    f = facts_from_hf_config(config, name=name, source="catalogue")
+    return {"actor": f, "ref": f}
+
+
+FSDP2 = ["actor_rollout_ref.actor.strategy=fsdp2", "actor_rollout_ref.ref.strategy=fsdp2"]
+
+
+def test_fsdp2_never_gathers_an_untied_head_for_the_fused_forward(check):
+    """Measured on the lent H100 (advised-grpo-7b-full-1gpu-h100-3): Qwen2.5-7B with the fused head on FSDP2 stopped
+    at its first log-prob pass with aten.mm mixing a Tensor and a DTensor; the tied 1.5B trained (28.2 s a step)."""
+    from tests.helpers.hf_configs import QWEN25_7B, QWEN25_15B
+
+    q7 = facts(QWEN25_7B, "Qwen/Qwen2.5-7B-Instruct")
+    found = ours(check(GOOD + FSDP2 + FUSED, models=q7))
+    assert [f.rule for f in found] == ["model.fused_head"] and found[0].severity is Severity.ERROR
+    assert "got mixed torch.Tensor and DTensor" in found[0].message and "Qwen/Qwen2.5-7B-Instruct" in found[0].message
+    assert ours(check(GOOD + FSDP2 + FUSED + found[0].fix_overrides, models=q7)) == []
+    assert ours(check(GOOD + FUSED, models=q7)) == []  # FSDP1 (verl's default) keeps the head in the root unit
+    assert ours(check(GOOD + FSDP2 + FUSED, models=facts(QWEN25_15B, "Qwen/Qwen2.5-1.5B-Instruct"))) == []
+    assert ours(check(GOOD + FSDP2 + FUSED)) == []  # the model unknown: nothing said

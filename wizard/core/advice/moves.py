@@ -22,8 +22,8 @@ from wizard.core.memory.lora_sync import LOAD_FORMAT_KEY, sends_base
 from wizard.core.memory.vision import has_tower
 from wizard.core.memory.megatron_layout import OPT_OVERRIDE, layout_problems, read_megatron, tp_fits_heads
 from wizard.core.models.facts import ModelFacts
-from wizard.core.verl.distillation import LOSSES
-from wizard.core.verl.keys import CF, REF, A, AF, D, M, R
+from wizard.core.verl.fused_head import fused_head_refused
+from wizard.core.verl.keys import CF, REF, A, AF, M, R
 from wizard.core.verl.roles import need_critic
 
 TUNING, HARDWARE, METHOD = "tuning", "hardware", "method"
@@ -127,12 +127,12 @@ def moves_for(values: Mapping, models: Mapping[str, ModelFacts], cluster: Cluste
             changes.append(("critic.strategy", "fsdp2"))
         out.append(Move("FSDP1 -> FSDP2", tuple(changes)))
     if not (megatron or cfg.flash_attn or cfg.fused_kernels or actor is None or has_tower(actor)
-            or _fused_head_refused(values, actor)):
+            or fused_head_refused(values, actor)):
         # without flash-attn verl computes the actor's and the reference's log-probs one token at a time; its fused
         # head takes 512 tokens' logits at a time instead (measured on a dense model without LoRA: 47.6 -> 28.2 s a
         # step for a 1.5B, time-grpo-1.5b-fsdp2-u0.5-resp1024{,-fused}-h100, and 3 GiB less in its log-prob passes;
-        # with LoRA it reads the same base lm_head, which peft's all-linear leaves out, not measured). A vision
-        # model's fused forward is its own (qwen2_vl.py and others), not measured either
+        # an untied lm_head on FSDP2 stops it: wizard.core.verl.fused_head, and the search drops any state with it).
+        # A vision model's fused forward is its own (qwen2_vl.py and others), not measured
         out.append(Move("verl's fused log-prob head (use_fused_kernels: no token-by-token log-probs without "
                         "flash-attn)", ((f"{M}.use_fused_kernels", True),)))
     if cfg.update_entropy and cfg.entropy_mode == "eager" and not megatron:
@@ -141,19 +141,6 @@ def moves_for(values: Mapping, models: Mapping[str, ModelFacts], cluster: Cluste
     if not any(m.kind == METHOD for m in done):
         out += _method_moves(values, models, cfg, smaller)
     return out
-
-
-# config.json's final_logit_softcapping: verl's fused head (dense_common.forward_with_torch_backend) multiplies by
-# lm_head's weight and never applies the softcap, so its log-probs would differ from vLLM's
-SOFTCAPPED_MODEL_TYPES = frozenset({"gemma2"})
-
-
-def _fused_head_refused(values: Mapping, actor: ModelFacts) -> bool:
-    """Where verl's fused head fails or is wrong: calculate_sum_pi_squared (optimal_token_baseline; its log-prob
-    pass raises NotImplementedError, fsdp/transformer_impl.py:1343-1347), a top-k distillation loss (the torch
-    backend gives no distillation_losses, :1362-1380) and a softcapped head."""
-    topk = _flag(values, f"{D}.enabled") and LOSSES.get(values.get(f"{D}.distillation_loss.loss_mode"), False)
-    return bool(_flag(values, f"{A}.calculate_sum_pi_squared") or topk or actor.model_type in SOFTCAPPED_MODEL_TYPES)
 
 
 # samples: the smallest micro-batch of the runs the step time was fitted on. verl's work per micro-batch is barely

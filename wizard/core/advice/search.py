@@ -21,9 +21,11 @@ from wizard.core.memory.terms import GIB
 from wizard.core.memory.verdict import memory_verdict
 from wizard.core.advice.moves import (HARDWARE, LORA_KEY, METHOD, MICRO_KEYS, SMALLEST_MEASURED_MICRO, TUNING,
                                       below_measured_micro, moves_for)
-from wizard.core.advice.state import KIND_ORDER, Advice, Alternative, State, _apply, _key, _round, _state
+from wizard.core.advice.state import (HEAD_OFF_MOVE, KIND_ORDER, Advice, Alternative, State, _apply, _key, _round,
+                                      _state)
 from wizard.core.advice.statement import lora_move, nothing_fits
 from wizard.core.models.facts import ModelFacts
+from wizard.core.verl.fused_head import fused_head_broken
 
 BEAM = 4
 DEPTH = 4
@@ -66,7 +68,7 @@ def advise(values: Mapping, models: Mapping[str, ModelFacts], cluster: Cluster |
             base = _apply(start, lora)
             fit = [replace(x, moves=(lora,) + x.moves) for x in _seeds(base, cluster) if x.fits]
             found += [_pruned(x, start) for x in fit[:4]]
-    found = [_within_measured(s, start) if s.fits else s for s in found if not _reverts(s, start)]
+    found = [_within_measured(s, start) if s.fits else s for s in found if not (_reverts(s, start) or _broken(s))]
     if start.fits:  # what is trained changes only for a large gain: LoRA to save 2 s of a 15-s smoke step is not advice
         found = [s for s in found if s.kind != METHOD or _faster_by(s, start, METHOD_WORTH)]
     ranked = sorted(found, key=lambda s: (KIND_ORDER[s.kind] // 2, s.seconds if s.seconds is not None else math.inf,
@@ -79,6 +81,16 @@ def advise(values: Mapping, models: Mapping[str, ModelFacts], cluster: Cluster |
     if not any(a.fits and a.kind != METHOD for a in advice.alternatives) and not start.fits:
         advice.statement = nothing_fits(start, advice, cluster)
     return advice
+
+
+def _broken(s: State) -> bool:
+    """A state verl would stop at its first log-prob pass: the fused head where it fails (an FSDP2 switch or the
+    fused move each fine alone, together with an untied lm_head)."""
+    return _broken_values(s.values, s.models)
+
+
+def _broken_values(values: Mapping, models: Mapping) -> bool:
+    return fused_head_broken(values, models.get("actor"))
 
 
 def _faster_past_memory(start: State, seen: set, cluster: Cluster | None) -> list[State]:
@@ -136,7 +148,7 @@ def _search(frontier: list[State], seen: set, cluster: Cluster | None, smaller: 
                                   parent.report):
                 child = _apply(parent, move)
                 key = _key(child.values, child.models)
-                if key in seen or not _better(child, parent):
+                if key in seen or not _better(child, parent) or _broken(child):
                     continue
                 seen.add(key)
                 children.append(child)
@@ -171,6 +183,9 @@ def _seeds(start: State, cluster: Cluster | None) -> list[State]:
                           "actor_rollout_ref.rollout.gpu_memory_utilization": util}
                 moves = grow + tuple(saving_moves(start.values, target))
                 values = {**start.values, **{k: v for m in moves for k, v in m.changes}}
+                if _broken_values(values, start.models):  # FSDP2 from a saving, with the user's fused head
+                    moves += (HEAD_OFF_MOVE,)
+                    values = {**values, **dict(HEAD_OFF_MOVE.changes)}
                 out.append(_state(values, start.models, start.cluster, moves))
     return out
 
@@ -186,7 +201,7 @@ def _pruned(seed: State, start: State) -> State:
         keep = [m for m in moves if m is not move]
         values = {**start.values, **{k: v for m in keep for k, v in m.changes}}
         trial = _state(values, start.models, seed.cluster, tuple(keep))
-        if trial.fits:
+        if trial.fits and not _broken(trial):
             moves, best = keep, trial
     return best
 

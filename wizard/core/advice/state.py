@@ -6,7 +6,7 @@ from __future__ import annotations
 
 import math
 from collections.abc import Mapping
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 
 from wizard.core.advice.moves import HARDWARE, METHOD, TUNING, Move, override
 from wizard.core.hardware.cluster import Cluster
@@ -16,6 +16,7 @@ from wizard.core.memory.terms import GIB
 from wizard.core.memory.verdict import engine_start_shortfall
 from wizard.core.steptime.predict import StepTime, predict_step
 from wizard.core.steptime.terms import seconds_text
+from wizard.core.verl.fused_head import FUSED_KEY, fused_head_broken
 
 
 HOST_WORTH_SAYING = 64 * GIB  # an alternative's host need, said where the node's RAM is unknown, from this much
@@ -192,7 +193,24 @@ def _key(values: Mapping, models: Mapping) -> tuple:
 
 
 def _apply(state: State, move: Move) -> State:
+    move = head_off_with(move, state.values, state.models)
     values = {**state.values, **dict(move.changes)}
     models = {**state.models, **dict(move.models)} if move.models else state.models
     cluster = move.cluster(state.cluster, values) if move.cluster else state.cluster
     return _state(values, models, cluster, state.moves + (move,))
+
+
+HEAD_OFF = " and the fused log-prob head off (FSDP2 never gathers this model's untied lm_head for it)"
+HEAD_OFF_MOVE = Move("the fused log-prob head off", ((FUSED_KEY, False),),
+                     why=" (FSDP2 never gathers this model's untied lm_head for it)")
+
+
+def head_off_with(move: Move, values: Mapping, models: Mapping) -> Move:
+    """``move`` as it may be applied to ``values``: one that switches to FSDP2 (the offload policy, FSDP1 -> FSDP2,
+    LoRA on one GPU) where the fused head is on and the actor's lm_head is untied turns the head off with it, since
+    verl would stop at the first log-prob pass (wizard.core.verl.fused_head.fsdp2_lm_head)."""
+    after = {**values, **dict(move.changes)}
+    actor = dict(move.models).get("actor", models.get("actor"))
+    if FUSED_KEY in dict(move.changes) or not fused_head_broken(after, actor):
+        return move
+    return replace(move, changes=move.changes + ((FUSED_KEY, False),), why=move.why + HEAD_OFF)

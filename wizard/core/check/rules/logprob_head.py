@@ -8,7 +8,8 @@ from wizard.core.findings import Severity, Stage
 from wizard.core.check.rules import rule
 from wizard.core.check.rules.context import RuleContext, finding
 from wizard.core.verl.distillation import LOSSES
-from wizard.core.verl.keys import A, D, M
+from wizard.core.verl.fused_head import DTENSOR_ERROR, fsdp2_lm_head
+from wizard.core.verl.keys import REF, A, D, M
 
 SUM_PI = f"{A}.calculate_sum_pi_squared"
 FUSED = f"{M}.use_fused_kernels"
@@ -60,7 +61,8 @@ def fused_head(ctx: RuleContext):
     workers/engine/fsdp/transformer_impl.py:1343-1347, Megatron megatron/transformer_impl.py:1272-1276), and the fused
     forwards give no top-k distillation losses (FSDP fsdp/transformer_impl.py:1370-1380, 1456-1470; Megatron's fused
     branch :1334-1350 never calls the logits processor that makes them, :1236), which the forward_kl_topk loss reads
-    at the first update (trainer/distillation/losses.py:319)."""
+    at the first update (trainer/distillation/losses.py:319). On FSDP2 an untied lm_head is never gathered for it
+    (wizard.core.verl.fused_head.fsdp2_lm_head, measured)."""
     if ctx.get(FUSED) is not True:
         return
     # only the legacy trainer passes the sum to the pass, and bypass_mode skips the pass
@@ -72,6 +74,18 @@ def fused_head(ctx: RuleContext):
             "use_fused_kernels=True",
             f"Set {FUSED}=false (the log-prob passes form the full logits again: more memory, and slower where "
             "flash-attn is not installed)", [f"{FUSED}=false"])
+        return
+    role = fsdp2_lm_head(ctx, ctx.models.get("actor"))
+    if role is not None:
+        actor = ctx.models["actor"].name
+        yield finding(
+            Severity.ERROR, [FUSED, f"{A if role == 'actor' else REF}.strategy"],
+            f"{FUSED}=true on FSDP2 with {actor}, whose lm_head is not tied to its embedding: FSDP2 shards that head as "
+            "a unit of its own and the fused head reads its weight without calling it, so nothing gathers it and the "
+            f"first {'old-' if role == 'actor' else 'reference '}log-prob pass stops with {DTENSOR_ERROR} (measured on "
+            "Qwen2.5-7B; a tied head, as the 0.5B-3B Qwen2.5 models have, and FSDP1 are fine)",
+            f"Set {FUSED}=false (or strategy=fsdp for the actor and the reference: FSDP1 gathers the head with the "
+            "model)", [f"{FUSED}=false"])
         return
     mode = ctx.get(f"{D}.distillation_loss.loss_mode")
     # Megatron turns the fused head off itself without remove-padding or with MTP (megatron/transformer_impl.py:526)
