@@ -228,3 +228,40 @@ def test_no_fsdp_model_gives_the_fused_heads_top_k_distillation_losses():
     assert 'model_output["distillation_losses"]' in verl_line("trainer/distillation/losses.py", 319)
     setters = [p for p in VERL.rglob("*.py") if "fused_linear_aux" in p.read_text(errors="ignore")]
     assert [p.relative_to(VERL).as_posix() for p in setters] == ["workers/engine/fsdp/transformer_impl.py"]
+
+
+@pytest.mark.parametrize("tied", [False, True])
+def test_fsdp2_wraps_an_untied_head_apart_and_the_fused_forward_reads_its_weight_uncalled(tied, check):
+    """verl's own FSDP2 wrap selection on a tiny real Qwen2 model: an untied lm_head is a unit of its own (never
+    gathered by the root's forward), a tied one is not; the fused forward takes the weight without calling the head."""
+    from transformers import AutoModelForCausalLM, Qwen2Config
+    from verl.utils.fsdp_utils import _select_fsdp2_wrap_targets
+
+    cfg = Qwen2Config(hidden_size=64, intermediate_size=128, num_hidden_layers=2, num_attention_heads=4,
+                      num_key_value_heads=2, vocab_size=512, tie_word_embeddings=tied)
+    model = AutoModelForCausalLM.from_config(cfg)
+    wrapped = _select_fsdp2_wrap_targets(model, ["Qwen2DecoderLayer"])
+    assert (model.lm_head in wrapped) is not tied
+    assert "vocab_weights=self.lm_head.weight" in verl_line("models/transformers/dense_common.py", 125).replace(" ", "")
+    from tests.helpers.hf_configs import QWEN25_7B
+    from wizard.core.models.facts import facts_from_hf_config
+
+    q7 = facts_from_hf_config({**QWEN25_7B, "tie_word_embeddings": tied}, name="Qwen/Qwen2.5-7B-Instruct",
+                              source="catalogue")
+    found = rules(check(GOOD + ["actor_rollout_ref.actor.strategy=fsdp2", "actor_rollout_ref.ref.strategy=fsdp2",
+                                "actor_rollout_ref.model.use_fused_kernels=true"], models={"actor": q7, "ref": q7}),
+                  "model.fused_head")
+    assert len(found) == (0 if tied else 1)
+
+
+def test_the_model_types_read_as_tied_without_the_key_are_those_transformers_ties_by_default():
+    """A config.json without tie_word_embeddings means the config class's default (save_pretrained leaves a default
+    out): the facts read such a model as tied exactly where transformers (the one verl installs) would."""
+    from transformers import AutoConfig
+
+    from wizard.core.models.facts import _TIED_BY_DEFAULT
+
+    untied = [t for t in sorted(_TIED_BY_DEFAULT) if AutoConfig.for_model(t).tie_word_embeddings is not True]
+    assert untied == []
+    assert AutoConfig.for_model("qwen2").tie_word_embeddings is False and "qwen2" not in _TIED_BY_DEFAULT
+    assert AutoConfig.for_model("llama").tie_word_embeddings is False and "llama" not in _TIED_BY_DEFAULT

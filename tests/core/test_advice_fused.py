@@ -92,8 +92,17 @@ def test_never_offered_or_kept_with_fsdp2_and_an_untied_head():
         assert advice.alternatives, extra
         for a in advice.alternatives:
             assert not fused_head_broken({**mp.values, **a.changes}, q7), (extra, a.text)
+            # a head turned off is said, with why, and only where a move to FSDP2 needs it
+            off = a.changes.get(KEY) is False
+            assert off == ("the fused log-prob head off (FSDP2 never gathers" in a.text), a.text
+            assert not off or a.changes.get("actor_rollout_ref.actor.strategy") == "fsdp2", a.text
+        if f"{KEY}=True" in extra:
+            assert any(a.changes.get(KEY) is False for a in advice.alternatives)
     # on FSDP1 the move is still offered alone (FSDP1 gathers the head with the root unit)
     on_fsdp1 = plan([SDPA, *fsdp1], model=q7)
     assert fused_offered(on_fsdp1.values, q7, mp=on_fsdp1)
     fsdp2 = plan([SDPA, "actor_rollout_ref.actor.strategy=fsdp2", "actor_rollout_ref.ref.strategy=fsdp2"], model=q7)
     assert not fused_offered(fsdp2.values, q7, mp=fsdp2)
+    # the reference alone on FSDP2 (its strategy is among the values the advisor reads)
+    ref2 = plan([SDPA, *fsdp1, "actor_rollout_ref.ref.strategy=fsdp2"], model=q7)
+    assert ref2.values.get("actor_rollout_ref.ref.strategy") == "fsdp2" and not fused_offered(ref2.values, q7, mp=ref2)

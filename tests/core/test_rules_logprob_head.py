@@ -112,3 +112,8 @@ def test_fsdp2_never_gathers_an_untied_head_for_the_fused_forward(check):
     assert ours(check(GOOD + FUSED, models=q7)) == []  # FSDP1 (verl's default) keeps the head in the root unit
     assert ours(check(GOOD + FSDP2 + FUSED, models=facts(QWEN25_15B, "Qwen/Qwen2.5-1.5B-Instruct"))) == []
     assert ours(check(GOOD + FSDP2 + FUSED)) == []  # the model unknown: nothing said
+    # the reference alone on FSDP2 stops its own pass; with LoRA there is no reference model (the actor, adapter off)
+    ref_fsdp2 = GOOD + FUSED + ["actor_rollout_ref.ref.strategy=fsdp2", "actor_rollout_ref.actor.use_kl_loss=true"]
+    found = ours(check(ref_fsdp2, models=q7))
+    assert [f.rule for f in found] == ["model.fused_head"] and "reference's first log-prob pass" in found[0].message
+    assert ours(check(ref_fsdp2 + ["actor_rollout_ref.model.lora_rank=32"], models=q7)) == []

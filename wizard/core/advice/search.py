@@ -203,6 +203,12 @@ def _pruned(seed: State, start: State) -> State:
         trial = _state(values, start.models, seed.cluster, tuple(keep))
         if trial.fits and not _broken(trial):
             moves, best = keep, trial
+    if HEAD_OFF_MOVE in moves:  # the FSDP2 move that needed the head off was taken back: the head stays on
+        keep = [m for m in moves if m is not HEAD_OFF_MOVE]
+        values = {**start.values, **{k: v for m in keep for k, v in m.changes}}
+        trial = _state(values, start.models, seed.cluster, tuple(keep))
+        if trial.fits and not _broken(trial):
+            best = trial
     return best
 
 

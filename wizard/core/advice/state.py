@@ -6,7 +6,7 @@ from __future__ import annotations
 
 import math
 from collections.abc import Mapping
-from dataclasses import dataclass, field, replace
+from dataclasses import dataclass, field
 
 from wizard.core.advice.moves import HARDWARE, METHOD, TUNING, Move, override
 from wizard.core.hardware.cluster import Cluster
@@ -193,24 +193,16 @@ def _key(values: Mapping, models: Mapping) -> tuple:
 
 
 def _apply(state: State, move: Move) -> State:
-    move = head_off_with(move, state.values, state.models)
     values = {**state.values, **dict(move.changes)}
     models = {**state.models, **dict(move.models)} if move.models else state.models
     cluster = move.cluster(state.cluster, values) if move.cluster else state.cluster
-    return _state(values, models, cluster, state.moves + (move,))
+    moves = state.moves + (move,)
+    if FUSED_KEY not in dict(move.changes) and fused_head_broken(values, models.get("actor")):
+        # a move to FSDP2 (the offload policy, FSDP1 -> FSDP2, LoRA on one GPU) with the fused head on and an
+        # untied lm_head: verl would stop at the first log-prob pass, so the head goes off with it, said as a move
+        values, moves = {**values, **dict(HEAD_OFF_MOVE.changes)}, moves + (HEAD_OFF_MOVE,)
+    return _state(values, models, cluster, moves)
 
 
-HEAD_OFF = " and the fused log-prob head off (FSDP2 never gathers this model's untied lm_head for it)"
 HEAD_OFF_MOVE = Move("the fused log-prob head off", ((FUSED_KEY, False),),
                      why=" (FSDP2 never gathers this model's untied lm_head for it)")
-
-
-def head_off_with(move: Move, values: Mapping, models: Mapping) -> Move:
-    """``move`` as it may be applied to ``values``: one that switches to FSDP2 (the offload policy, FSDP1 -> FSDP2,
-    LoRA on one GPU) where the fused head is on and the actor's lm_head is untied turns the head off with it, since
-    verl would stop at the first log-prob pass (wizard.core.verl.fused_head.fsdp2_lm_head)."""
-    after = {**values, **dict(move.changes)}
-    actor = dict(move.models).get("actor", models.get("actor"))
-    if FUSED_KEY in dict(move.changes) or not fused_head_broken(after, actor):
-        return move
-    return replace(move, changes=move.changes + ((FUSED_KEY, False),), why=move.why + HEAD_OFF)

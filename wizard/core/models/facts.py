@@ -39,7 +39,11 @@ KNOWN_MODEL_TYPES = frozenset({
 _QKV_BIAS_TYPES = frozenset({"qwen2", "qwen2_moe", "qwen2_vl", "qwen2_5_vl"})
 _QK_NORM_TYPES = frozenset({"qwen3", "qwen3_moe", "gemma3", "gemma3_text"})
 _FOUR_NORM_TYPES = frozenset({"gemma2", "gemma3", "gemma3_text"})  # pre/post norms around attn and MLP
-_TIED_BY_DEFAULT = frozenset({"gemma", "gemma2", "gemma3", "gemma3_text"})  # their config classes default to True
+# the causal LMs whose config classes default tie_word_embeddings to True (transformers 5.10; save_pretrained leaves
+# the key out where it equals the default): tests/conformance/test_verl_unchecked.py holds the list to transformers
+_TIED_BY_DEFAULT = frozenset({
+    "gemma", "gemma2", "gemma3", "gemma3_text", "bloom", "cohere", "cohere2", "ernie4_5", "ernie4_5_moe", "falcon",
+    "gpt2", "gpt_bigcode", "gpt_neo", "jetmoe", "mpt", "opt", "smollm3", "starcoder2", "vaultgemma"})
 
 
 class ModelConfigError(ValueError):

@@ -9,7 +9,7 @@ from typing import Protocol
 
 from wizard.core.verl.distillation import LOSSES
 from wizard.core.verl.keys import REF, A, D, M
-from wizard.core.verl.roles import need_ref
+from wizard.core.verl.roles import need_ref, ref_in_actor
 
 
 class Head(Protocol):
@@ -38,12 +38,13 @@ def fsdp2_lm_head(values: Mapping, actor: Head | None) -> str | None:
     ``self.lm_head.weight`` without calling the module (models/transformers/dense_common.py:122-127), so nothing
     gathers it: the first log-prob pass multiplies by a sharded DTensor and stops (measured 2026-12-06 on an H100:
     Qwen2.5-7B, LoRA, FSDP2, advised-grpo-7b-full-1gpu-h100-3). A tied head is the embedding's weight, left in the
-    root unit FSDP2 gathers for the forward (the 1.5B fused runs trained); FSDP1 keeps lm_head in the root unit."""
+    root unit FSDP2 gathers for the forward (the 1.5B fused runs trained); FSDP1 keeps lm_head in the root unit. With
+    LoRA the reference is the actor with its adapter off: no model of its own."""
     if actor is None or actor.tie_word_embeddings:
         return None
     if values.get(f"{A}.strategy") == "fsdp2":
         return "actor"
-    if need_ref(values) and values.get(f"{REF}.strategy") == "fsdp2":
+    if need_ref(values) and not ref_in_actor(values) and values.get(f"{REF}.strategy") == "fsdp2":
         return "ref"
     return None
 

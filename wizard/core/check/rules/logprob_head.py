@@ -82,10 +82,9 @@ def fused_head(ctx: RuleContext):
             Severity.ERROR, [FUSED, f"{A if role == 'actor' else REF}.strategy"],
             f"{FUSED}=true on FSDP2 with {actor}, whose lm_head is not tied to its embedding: FSDP2 shards that head as "
             "a unit of its own and the fused head reads its weight without calling it, so nothing gathers it and the "
-            f"first {'old-' if role == 'actor' else 'reference '}log-prob pass stops with {DTENSOR_ERROR} (measured on "
-            "Qwen2.5-7B; a tied head, as the 0.5B-3B Qwen2.5 models have, and FSDP1 are fine)",
-            f"Set {FUSED}=false (or strategy=fsdp for the actor and the reference: FSDP1 gathers the head with the "
-            "model)", [f"{FUSED}=false"])
+            f"{'actor' if role == 'actor' else 'reference'}'s first log-prob pass stops with {DTENSOR_ERROR} "
+            "(measured on Qwen2.5-7B; a tied head, as the 0.5B-3B Qwen2.5 models have, and FSDP1's root unit are "
+            "fine)", f"Set {FUSED}=false", [f"{FUSED}=false"])
         return
     mode = ctx.get(f"{D}.distillation_loss.loss_mode")
     # Megatron turns the fused head off itself without remove-padding or with MTP (megatron/transformer_impl.py:526)
