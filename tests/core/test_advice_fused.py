@@ -106,3 +106,18 @@ def test_never_offered_or_kept_with_fsdp2_and_an_untied_head():
     # the reference alone on FSDP2 (its strategy is among the values the advisor reads)
     ref2 = plan([SDPA, *fsdp1, "actor_rollout_ref.ref.strategy=fsdp2"], model=q7)
     assert ref2.values.get("actor_rollout_ref.ref.strategy") == "fsdp2" and not fused_offered(ref2.values, q7, mp=ref2)
+
+
+def test_a_users_own_fused_head_is_turned_off_only_for_fsdp2s_untied_head():
+    """The other refusals keep the advisor from turning the head on; they do not make a user's own fused config a
+    state every move turns the head off in, with FSDP2's reason (calculate_sum_pi_squared is the check's)."""
+    from tests.helpers.hf_configs import QWEN25_7B
+    from wizard.core.verl.fused_head import fused_head_broken, fused_head_refused
+
+    q7 = facts_from_hf_config(QWEN25_7B, name="Qwen/Qwen2.5-7B-Instruct", source="catalogue")
+    fused = {KEY: True, "actor_rollout_ref.actor.strategy": "fsdp", "actor_rollout_ref.ref.strategy": "fsdp"}
+    sum_pi = {**fused, "actor_rollout_ref.actor.calculate_sum_pi_squared": True}
+    assert fused_head_refused(sum_pi, Q15) and not fused_head_broken(sum_pi, Q15)
+    assert not fused_head_broken(fused, q7)
+    assert fused_head_broken({**fused, "actor_rollout_ref.actor.strategy": "fsdp2"}, q7)
+    assert not fused_head_broken({**fused, "actor_rollout_ref.actor.strategy": "fsdp2"}, Q15)  # tied

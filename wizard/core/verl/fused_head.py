@@ -18,6 +18,7 @@ class Head(Protocol):
     tie_word_embeddings: bool
     model_type: str
 
+
 FUSED_KEY = f"{M}.use_fused_kernels"
 # config.json's final_logit_softcapping: verl's fused head (dense_common.forward_with_torch_backend) multiplies by
 # lm_head's weight and never applies the softcap, so its log-probs would differ from vLLM's
@@ -60,5 +61,8 @@ def fused_head_refused(values: Mapping, actor: Head | None) -> bool:
 
 
 def fused_head_broken(values: Mapping, actor: Head | None) -> bool:
-    """``values`` turn the fused head on where it fails or differs (a state the advisor drops)."""
-    return _flag(values, FUSED_KEY) and fused_head_refused(values, actor)
+    """``values`` have the fused head on where FSDP2 leaves its lm_head sharded: what a move of the advisor's (to
+    FSDP2) can bring about, so the advisor turns the head off with such a move and drops any state that still has it.
+    The other refusals only keep the advisor from turning the head on; a user's own config with them is the check's
+    (model.fused_head, algorithm.sum_pi_squared)."""
+    return _flag(values, FUSED_KEY) and fsdp2_lm_head(values, actor) is not None
