@@ -382,7 +382,9 @@ def test_recorded_phase_peaks_stay_within_the_bench_tolerance(compared):
     # 18.6 GiB more in its old-log-prob pass than the estimate, and the phases after it kept it (the same process's
     # cached blocks); its run with micro-batches of 4 (T = 13,800) and no fused head was within 2.4 %. Not the SDPA
     # mask alone: the 2,048-token GRPO run packed 39,800 tokens without the fused head and was within 1.4 %; the
-    # other fused-head run was under too (-7.5 %). Which of the fused head and T it is, a run has to say.
+    # other fused-head run was under too (-7.5 %). Likeliest: the attention's transient on the packed row, growing as T
+    # squared (6-7 bytes a query-key pair in both fused runs), hidden by the logits unless the fused head removes them
+    # (bench/real/TIMING.md, eighteenth session).
     assert outside == {("advised-ppo-1.5b-critic-4096-h100-3", "old_log_prob"): -0.31,
                        ("advised-ppo-1.5b-critic-4096-h100-3", "critic_update"): -0.27,
                        ("advised-ppo-1.5b-critic-4096-h100-3", "actor_update"): -0.23}, outside
