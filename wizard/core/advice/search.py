@@ -22,7 +22,7 @@ from wizard.core.memory.verdict import memory_verdict
 from wizard.core.advice.moves import (HARDWARE, LORA_KEY, METHOD, MICRO_KEYS, SMALLEST_MEASURED_MICRO, TUNING,
                                       below_measured_micro, moves_for)
 from wizard.core.advice.state import (HEAD_OFF_MOVE, KIND_ORDER, Advice, Alternative, State, _apply, _key, _round,
-                                      _state)
+                                      _state, head_off_where_needed)
 from wizard.core.advice.statement import lora_move, nothing_fits
 from wizard.core.models.facts import ModelFacts
 from wizard.core.verl.fused_head import fused_head_broken
@@ -86,11 +86,7 @@ def advise(values: Mapping, models: Mapping[str, ModelFacts], cluster: Cluster |
 def _broken(s: State) -> bool:
     """A state verl would stop at its first log-prob pass: the fused head where it fails (an FSDP2 switch or the
     fused move each fine alone, together with an untied lm_head)."""
-    return _broken_values(s.values, s.models)
-
-
-def _broken_values(values: Mapping, models: Mapping) -> bool:
-    return fused_head_broken(values, models.get("actor"))
+    return fused_head_broken(s.values, s.models.get("actor"))
 
 
 def _faster_past_memory(start: State, seen: set, cluster: Cluster | None) -> list[State]:
@@ -183,9 +179,7 @@ def _seeds(start: State, cluster: Cluster | None) -> list[State]:
                           "actor_rollout_ref.rollout.gpu_memory_utilization": util}
                 moves = grow + tuple(saving_moves(start.values, target))
                 values = {**start.values, **{k: v for m in moves for k, v in m.changes}}
-                if _broken_values(values, start.models):  # FSDP2 from a saving, with the user's fused head
-                    moves += (HEAD_OFF_MOVE,)
-                    values = {**values, **dict(HEAD_OFF_MOVE.changes)}
+                values, moves = head_off_where_needed(values, start.models, moves)  # FSDP2 from a saving
                 out.append(_state(values, start.models, start.cluster, moves))
     return out
 
@@ -195,20 +189,15 @@ def _pruned(seed: State, start: State) -> State:
     the rest still fits, so the alternative changes only what it needs."""
     moves = list(seed.moves)
     best = seed
-    for move in list(reversed(seed.moves)):
-        if move.kind != TUNING:
+    # the fused head's turning off is tried once more last: it goes where the FSDP2 move that needed it was taken back
+    for move in [*reversed(seed.moves), HEAD_OFF_MOVE]:
+        if move.kind != TUNING or move not in moves:
             continue
         keep = [m for m in moves if m is not move]
         values = {**start.values, **{k: v for m in keep for k, v in m.changes}}
         trial = _state(values, start.models, seed.cluster, tuple(keep))
         if trial.fits and not _broken(trial):
             moves, best = keep, trial
-    if HEAD_OFF_MOVE in moves:  # the FSDP2 move that needed the head off was taken back: the head stays on
-        keep = [m for m in moves if m is not HEAD_OFF_MOVE]
-        values = {**start.values, **{k: v for m in keep for k, v in m.changes}}
-        trial = _state(values, start.models, seed.cluster, tuple(keep))
-        if trial.fits and not _broken(trial):
-            best = trial
     return best
 
 

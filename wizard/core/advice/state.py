@@ -197,12 +197,19 @@ def _apply(state: State, move: Move) -> State:
     models = {**state.models, **dict(move.models)} if move.models else state.models
     cluster = move.cluster(state.cluster, values) if move.cluster else state.cluster
     moves = state.moves + (move,)
-    if FUSED_KEY not in dict(move.changes) and fused_head_broken(values, models.get("actor")):
-        # a move to FSDP2 (the offload policy, FSDP1 -> FSDP2, LoRA on one GPU) with the fused head on and an
-        # untied lm_head: verl would stop at the first log-prob pass, so the head goes off with it, said as a move
-        values, moves = {**values, **dict(HEAD_OFF_MOVE.changes)}, moves + (HEAD_OFF_MOVE,)
+    if FUSED_KEY not in dict(move.changes):  # a move turning the head on where it breaks is dropped, not undone
+        values, moves = head_off_where_needed(values, models, moves)
     return _state(values, models, cluster, moves)
 
 
 HEAD_OFF_MOVE = Move("the fused log-prob head off", ((FUSED_KEY, False),),
                      why=" (FSDP2 never gathers this model's untied lm_head for it)")
+
+
+def head_off_where_needed(values: dict, models: Mapping, moves: tuple[Move, ...]) -> tuple[dict, tuple[Move, ...]]:
+    """``values`` reached by ``moves``, with the fused head turned off, as a move of its own, where a move to FSDP2
+    (the offload policy, FSDP1 -> FSDP2, LoRA on one GPU) left it on with an untied lm_head: verl would stop at the
+    first log-prob pass (wizard.core.verl.fused_head.fsdp2_lm_head)."""
+    if not fused_head_broken(values, models.get("actor")):
+        return values, moves
+    return {**values, **dict(HEAD_OFF_MOVE.changes)}, moves + (HEAD_OFF_MOVE,)

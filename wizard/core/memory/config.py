@@ -49,8 +49,8 @@ ESTIMATE_KEYS: tuple[str, ...] = (
     f"{R}.log_prob_micro_batch_size_per_gpu", f"{R}.log_prob_use_dynamic_bsz", f"{R}.log_prob_max_token_len_per_gpu",
     f"{REF}.log_prob_micro_batch_size_per_gpu", f"{REF}.log_prob_use_dynamic_bsz",
     f"{REF}.log_prob_max_token_len_per_gpu", f"{REF}.ulysses_sequence_parallel_size",
-    f"{REF}.fsdp_config.model_dtype", f"{REF}.strategy", "critic.strategy", "critic.ppo_mini_batch_size", f"{CF}.param_offload",
-    f"{CF}.optimizer_offload", f"{CF}.offload_policy", f"{CF}.fsdp_size", f"{CF}.model_dtype",
+    f"{REF}.fsdp_config.model_dtype", f"{REF}.strategy", "critic.strategy", "critic.ppo_mini_batch_size",
+    f"{CF}.param_offload", f"{CF}.optimizer_offload", f"{CF}.offload_policy", f"{CF}.fsdp_size", f"{CF}.model_dtype",
     f"{CF}.ulysses_sequence_parallel_size", "critic.ppo_infer_max_token_len_per_gpu",
     # how verl 0.9.1 batches the critic (verl #7462): the V1 trainer's engine, or the legacy trainer's keys
     "trainer.use_v1", f"{CF}.use_dynamic_bsz", f"{CF}.micro_batch_size_per_gpu", "critic.use_dynamic_bsz",

@@ -51,7 +51,7 @@ def fsdp2_lm_head(values: Mapping, actor: Head | None) -> str | None:
 
 
 def fused_head_refused(values: Mapping, actor: Head | None) -> bool:
-    """Where the advisor neither offers nor keeps the fused head: calculate_sum_pi_squared (its log-prob pass raises
+    """Where the advisor does not offer the fused head: calculate_sum_pi_squared (its log-prob pass raises
     NotImplementedError, fsdp/transformer_impl.py:1343-1347), a top-k distillation loss (the fused forwards give no
     distillation_losses, :1362-1380), a softcapped head, and an untied lm_head on FSDP2 (fsdp2_lm_head)."""
     topk = _flag(values, f"{D}.enabled") and LOSSES.get(values.get(f"{D}.distillation_loss.loss_mode"), False)

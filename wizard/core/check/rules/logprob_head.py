@@ -8,11 +8,10 @@ from wizard.core.findings import Severity, Stage
 from wizard.core.check.rules import rule
 from wizard.core.check.rules.context import RuleContext, finding
 from wizard.core.verl.distillation import LOSSES
-from wizard.core.verl.fused_head import DTENSOR_ERROR, fsdp2_lm_head
+from wizard.core.verl.fused_head import DTENSOR_ERROR, FUSED_KEY as FUSED, fsdp2_lm_head
 from wizard.core.verl.keys import REF, A, D, M
 
 SUM_PI = f"{A}.calculate_sum_pi_squared"
-FUSED = f"{M}.use_fused_kernels"
 ESTIMATOR = "algorithm.adv_estimator"
 # the estimators whose advantage reads sum_pi_squared (trainer/ppo/ray_trainer.py:264-270)
 SUM_PI_ESTIMATORS = ("optimal_token_baseline", "tir_optimal_token_baseline")
@@ -57,8 +56,8 @@ def sum_pi_squared(ctx: RuleContext):
 def fused_head(ctx: RuleContext):
     """With use_fused_kernels the model returns log-probs from the hidden states, never the (tokens x vocabulary)
     logits: calculate_sum_pi_squared, which only the legacy trainer passes to the log-prob pass, raises
-    NotImplementedError there (FSDP
-    workers/engine/fsdp/transformer_impl.py:1343-1347, Megatron megatron/transformer_impl.py:1272-1276), and the fused
+    NotImplementedError there (FSDP workers/engine/fsdp/transformer_impl.py:1343-1347, Megatron
+    megatron/transformer_impl.py:1272-1276), and the fused
     forwards give no top-k distillation losses (FSDP fsdp/transformer_impl.py:1370-1380, 1456-1470; Megatron's fused
     branch :1334-1350 never calls the logits processor that makes them, :1236), which the forward_kl_topk loss reads
     at the first update (trainer/distillation/losses.py:319). On FSDP2 an untied lm_head is never gathered for it
