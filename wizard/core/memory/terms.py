@@ -64,6 +64,14 @@ class MemoryConstants(BaseModel):
     # allocates beside them. verl H200, no flash-attn: reserved - allocated at the peak = 0.51-0.63 x the backward's
     # transient (0.5B FSDP1, 1.5B and 3B FSDP2). With flash-attn: the vocabulary slack below (not measured in verl).
     update_cache_fraction: float = 0.57
+    # Without flash-attn transformers' SDPA path gets a packed micro-batch (use_remove_padding) as one row with
+    # position_ids restarting at each sequence and builds one (T x T) boolean block-causal mask for it, alive
+    # through the model's forward; each layer's attention has torch turn it into a bf16 additive bias (its negation,
+    # the bias and an aligned copy of it), freed after the layer. Bytes per (query, key) pair: 1 + 1 + 2 + 2. verl
+    # H100, the fused log-prob head (no (T x V) logits to hide it): the trainer process went from 35.9 to 53.0 GiB
+    # within a second of the old log-prob pass's start at T = 55,000 (5.9 and 7.0 bytes a pair over what the
+    # estimate had, at T = 23,400 and 55,000; advised-ppo-1.5b-critic-4096-h100-3, time-grpo-1.5b-...-fused-h100).
+    sdpa_mask_pair: float = 6.0
     # Entropy of every token (bytes per logit element). torch.compile is verl's default (fsdp_config.use_torch_compile).
     # H200: update +0.75x / +5.5x of the bf16 logits (compiled / eager); forward-only +0 / +2x.
     entropy_update_compiled: float = 1.5
@@ -294,6 +302,21 @@ def logits(facts: ModelFacts, tokens: float, fused: bool, c: MemoryConstants = C
         return tokens * facts.hidden_size * 4 + chunk
     extra = (c.logits_extra_update if flash_attn else c.logits_extra_update_torch) if update else 0.0
     return tokens * facts.vocab_size * (c.logits_bytes + extra)
+
+
+SDPA_MASK_BOOL = 1  # of MemoryConstants.sdpa_mask_pair: the boolean mask, alive from the first layer to the last
+
+
+def sdpa_mask_kept(pairs: float) -> float:
+    """Bytes of the boolean mask over ``pairs`` (query, key) pairs (MemoryConfig.mask_pairs), held through the
+    model's forward."""
+    return SDPA_MASK_BOOL * pairs
+
+
+def sdpa_mask_transient(pairs: float, c: MemoryConstants = CONSTANTS) -> float:
+    """Bytes the layer in flight adds over the boolean mask: torch's negation of it, the bf16 bias and its aligned
+    copy (MemoryConstants.sdpa_mask_pair less the mask)."""
+    return (c.sdpa_mask_pair - SDPA_MASK_BOOL) * pairs
 
 
 def entropy(facts: ModelFacts, tokens: float, mode: str, update: bool, c: MemoryConstants = CONSTANTS) -> float:

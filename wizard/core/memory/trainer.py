@@ -149,22 +149,51 @@ class Trainer:
                                 "every layer after its forward)", max(working, 2 * f.param_count)))
             else:
                 out.append(term("fsdp_gather", "FSDP working set: gathered bf16 layers + lm_head", working))
-        logits = [term("logits", f"log-probs from the hidden states, {FUSED_CHUNK_ROWS} tokens' logits at a time "
-                       f"({tok(tokens)}; use_fused_kernels)" if self.cfg.fused_kernels else
-                       f"logits ({tok(tokens)} x vocab {f.vocab_size})",
-                       mt.logits(f, tokens, self.cfg.fused_kernels, c, update=False))]
-        ent = mt.entropy(f, tokens, entropy_mode, update=False, c=c)
-        if ent:
-            logits.append(term("entropy", f"entropy temporaries ({entropy_mode})", ent))
-        layer = term("layer_activations", f"one layer's activations ({tok(tokens)}, freed as it goes)",
-                     c.forward_layer_fraction * mt.layer_activation(f, tokens, c))
+        return out + self.forward_moment(tokens, entropy_mode, ref=ref, images=images)
+
+    def forward_moment(self, tokens: float, entropy_mode: str, ref: bool = False, images: int = 0) -> list[Term]:
+        """A forward-only pass's transient at its worse moment. no_grad frees each layer's intermediates before the
+        next, and the model's forward frees the SDPA mask before the head: the peak is the head's logits, one layer
+        with the mask, or one vision block, not two of them."""
+        f, c = self.f, self.c
+        kept, transient = self.mask_terms(tokens, self.cfg.ref_sp if ref else self.cfg.actor_sp)
+        moments = [self.forward_head(tokens, entropy_mode), [term("layer_activations", f"one layer's activations ({tok(tokens)}, freed as it goes)",
+                               c.forward_layer_fraction * mt.layer_activation(f, tokens, c)), *kept, *transient]]
         if vision.has_tower(f) and images:  # the tower runs first, over the pass's images: a block at a time too
-            tower = vision.forward_peak(f, images, c)
-            if tower > layer.bytes:
-                layer = term("vision_activations", f"one vision block's activations ({tok(images)} of images, freed "
-                             "as it goes)", tower, VISION_WORST)
-        # no_grad frees each layer's intermediates before the next: the peak is the logits or one layer, not both
-        return out + (logits if sum(t.bytes for t in logits) >= layer.bytes else [layer])
+            moments.append([term("vision_activations", f"one vision block's activations ({tok(images)} of images, "
+                                 "freed as it goes)", vision.forward_peak(f, images, c), VISION_WORST)])
+        return max(moments, key=lambda ts: sum(t.bytes for t in ts))  # the first of equals: the head
+
+    def forward_head(self, tokens: float, entropy_mode: str) -> list[Term]:
+        """A forward-only pass's head: the logits (or the fused head's chunk) and the entropy's temporaries."""
+        f, c = self.f, self.c
+        head = [term("logits", f"log-probs from the hidden states, {FUSED_CHUNK_ROWS} tokens' logits at a time "
+                     f"({tok(tokens)}; use_fused_kernels)" if self.cfg.fused_kernels else
+                     f"logits ({tok(tokens)} x vocab {f.vocab_size})",
+                     mt.logits(f, tokens, self.cfg.fused_kernels, c, update=False))]
+        if ent := mt.entropy(f, tokens, entropy_mode, update=False, c=c):
+            head.append(term("entropy", f"entropy temporaries ({entropy_mode})", ent))
+        return head
+
+    def mask_terms(self, tokens: float, sp: int) -> tuple[list[Term], list[Term]]:
+        """(held from the model's first layer to its last, added in the layer in flight) of transformers' SDPA mask
+        over a forward-only pass's micro-batch of ``tokens`` per GPU without flash-attn (MemoryConfig.mask_pairs;
+        nothing with flash-attn). Counted in the log-prob passes, where it was measured; not in the updates: the
+        updates measured with a packed row (the actor's up to 16,384 tokens, the critic's up to 32,768) show none
+        over their terms, whose peak is the head's logits or the optimizer step."""
+        cfg = self.cfg
+        pairs = cfg.mask_pairs(tokens, sp)
+        if not pairs:
+            return [], []
+        span = int(tokens * sp)
+        what = (f"the micro-batch packed in one row, {span:,} x {span:,} tokens" if cfg.actor_packed else
+                f"{tok(tokens)}, each over its padded sequence of {cfg.seq_tokens:,}")
+        kept = term("sdpa_mask", f"SDPA attention mask ({what}; no flash-attn)", mt.sdpa_mask_kept(pairs),
+                    "grows as the square of a micro-batch's tokens: smaller log-prob micro-batches (or token budgets), "
+                    "or flash-attn, make it smaller" if cfg.actor_packed else "")
+        transient = term("sdpa_mask_bias", "the layer in flight's attention bias made of the mask (its negation, "
+                         "the bf16 bias and an aligned copy)", mt.sdpa_mask_transient(pairs, self.c))
+        return [kept], [transient]
 
     def update_parts(self) -> tuple[list[Term], list[Term], list[Term], list[Term]]:
         """(states, backward of one micro-batch, optimizer step, the rest) of update_actor: params, grads and AdamW
@@ -184,19 +213,20 @@ class Trainer:
             gathered("actor", c.layer_copies_update * 2 * f.layer_params + vocab * mt.vocab_matrix(f), f.param_count,
                      mt.vocab_matrix(f), cfg.actor_keeps_gathered),
             term("activations", f"activations of a micro-batch of {tok(T)}", acts, how),
-            term("logits", f"log-probs from the hidden states ({tok(T)}; use_fused_kernels)" if cfg.fused_kernels else
-                 f"logits ({tok(T)} x vocab {f.vocab_size})" + ("" if cfg.flash_attn else
-                 ", and a bf16 log-softmax per row for the backward (no flash-attn: logprobs_from_logits_v2)"),
-                 mt.logits(f, T, cfg.fused_kernels, c, flash_attn=cfg.flash_attn)),
         ]
+        head = [term("logits", f"log-probs from the hidden states ({tok(T)}; use_fused_kernels)" if cfg.fused_kernels
+                     else f"logits ({tok(T)} x vocab {f.vocab_size})" + ("" if cfg.flash_attn else
+                     ", and a bf16 log-softmax per row for the backward (no flash-attn: logprobs_from_logits_v2)"),
+                     mt.logits(f, T, cfg.fused_kernels, c, flash_attn=cfg.flash_attn))]
         if vision.has_tower(f):
             acts_v, how_v = vision.train_activations(f, cfg.actor_images, cfg.actor_gc, c)
             backward.append(term("vision_activations", f"vision tower activations ({tok(cfg.actor_images)} of "
                                  "images)", acts_v, f"{how_v}; {VISION_WORST}"))
         if cfg.update_entropy:
-            backward.append(term("entropy", f"entropy with gradient ({cfg.entropy_mode})",
-                                 mt.entropy(f, T, cfg.entropy_mode, update=True, c=c)))
-        backward += unsharded_grads("actor", cfg.actor_unsharded_grad_bytes, self.Pt, self.N, cfg.strategy)
+            head.append(term("entropy", f"entropy with gradient ({cfg.entropy_mode})",
+                             mt.entropy(f, T, cfg.entropy_mode, update=True, c=c)))
+        # no SDPA mask term (mask_terms): the updates measured with a packed row show none over their terms
+        backward += head + unsharded_grads("actor", cfg.actor_unsharded_grad_bytes, self.Pt, self.N, cfg.strategy)
         step = [term("optimizer_step", "AdamW step temporaries (foreach)", c.optimizer_step_temp * self.grads)]
         rest = [t for t in self.resident(adam=True) if not t.key.startswith("actor_")]
         return states, backward, step, rest
@@ -217,6 +247,9 @@ class Trainer:
                 held = sum(t.bytes for t in self.critic_update() if t.key in ("fsdp_gather", "activations"))
                 rest.append(term("allocator_critic", "allocator: the critic update's blocks still cached (same process)",
                                  held))
+            if mask := self.logprob_mask_cache():
+                rest.append(term("allocator_logprob_mask", "allocator: the log-prob passes' SDPA mask blocks still "
+                                 "cached (same process)", mask))
         if (self.cfg.strategy == "fsdp" and self.N == 1 and not self.cfg.flash_attn and not self.cfg.lora_rank
                 and not (self.critic is not None and self.cfg.critic_param_offload)):
             # FSDP1: torch's peak allocation in the update equals FSDP2's, NVML's does not (verl H200, one GPU,
@@ -267,13 +300,29 @@ class Trainer:
         1.5B +3.4 GiB with log-prob micro-batches of 16,384 tokens and updates of 8,192, and 1.5B +2.7 GiB with both
         at 16,384 (advised-ppo-1.5b-critic-4096-h100), where the actor update's cache would have doubled). 0 with
         flash-attn (not measured there)."""
-        cfg, f, c = self.cfg, self.f, self.c
-        if cfg.flash_attn:
+        if self.cfg.flash_attn:
             return 0
-        tokens = cfg.logprob_tokens
-        held = mt.logits(f, tokens, cfg.fused_kernels, c, update=False) + mt.entropy(f, tokens, cfg.entropy_mode,
-                                                                                     update=False, c=c)
-        return int(c.update_cache_fraction * held)
+        return int(self.c.update_cache_fraction * max(sum(t.bytes for t in m) for m, _ in self._logprob_moments()))
+
+    def logprob_mask_cache(self) -> int:
+        """What the log-prob passes' SDPA mask leaves cached for the actor's update too, beyond their heads' blocks
+        (which the update's own logits reuse): where one layer with the mask was a pass's worse moment, the part
+        over its head. verl H100 (advised-ppo-1.5b-critic-4096-h100-3, the fused head, 55,000 tokens a log-prob
+        micro-batch): the critic's and the actor's updates each held their own working set over the 59.4 GiB the
+        pass had reserved (66.0 and 72.7 GiB). 0 with flash-attn."""
+        if self.cfg.flash_attn:
+            return 0
+        over = max(sum(t.bytes for t in m) - head for m, head in self._logprob_moments())
+        return int(self.c.update_cache_fraction * over) if over > 0 else 0
+
+    def _logprob_moments(self) -> list[tuple[list[Term], int]]:
+        """(worse moment, its head's bytes) of the old log-prob pass and a separate reference's pass."""
+        cfg, out = self.cfg, []
+        for tokens, mode, ref in ((cfg.logprob_tokens, cfg.entropy_mode, False),) + (
+                ((cfg.ref_tokens, "none", True),) if cfg.ref_separate else ()):
+            out.append((self.forward_moment(tokens, mode, ref=ref),
+                        sum(t.bytes for t in self.forward_head(tokens, mode))))
+        return out
 
 
 def gathered(role: str, working: float, params: int, in_both: float, whole: bool) -> Term:

@@ -1,0 +1,78 @@
+"""The SDPA mask of a packed log-prob pass without flash-attn: transformers builds one (T x T) boolean mask for the
+micro-batch packed in one row, and torch makes a bf16 bias of it in each layer's attention. The fused log-prob head
+leaves nothing (no (T x V) logits) to hide it; the run that showed it is in test_memory_measured.py."""
+
+from __future__ import annotations
+
+import pytest
+
+from tests.core.test_memory import BASE, Q7, cluster, phase, term
+from tests.helpers.memory_values import full
+from wizard.core.memory.config import FLASH_ATTN
+from wizard.core.memory.estimate import estimate_memory
+from wizard.core.memory.terms import CONSTANTS as C
+
+M = "actor_rollout_ref.model"
+R = "actor_rollout_ref.rollout"
+SEQ = 1536  # BASE: 512 prompt + 1,024 response tokens
+
+
+def report(**values):
+    rep, why = estimate_memory(full({**BASE, FLASH_ATTN: False, f"{M}.use_fused_kernels": True,
+                                     f"{R}.log_prob_micro_batch_size_per_gpu": 16, **values}),
+                               {"actor": Q7}, cluster(gib=141))
+    assert rep is not None, why
+    return rep
+
+
+def mask(rep, name="old_log_prob"):
+    ph = phase(rep, name)
+    return term(ph, "sdpa_mask") + term(ph, "sdpa_mask_bias")
+
+
+def test_the_fused_heads_long_packed_pass_peaks_on_the_mask_growing_as_the_square_of_its_tokens():
+    T = 16 * SEQ
+    rep = report()
+    assert mask(rep) == pytest.approx(C.sdpa_mask_pair * T * T, rel=1e-6)  # 3.4 GiB at 24,576 tokens
+    lp = phase(rep, "old_log_prob")
+    assert term(lp, "logits") == 0 and term(lp, "layer_activations") > 0  # a layer's moment, not the head's
+    label = next(t.label for t in lp.terms if t.key == "sdpa_mask")
+    assert "24,576 x 24,576" in label
+    # half the micro-batch, a quarter of the mask
+    assert mask(report(**{f"{R}.log_prob_micro_batch_size_per_gpu": 8})) == pytest.approx(mask(rep) / 4, rel=1e-6)
+
+
+def test_with_flash_attn_there_is_no_mask():
+    rep, _ = estimate_memory(full({**BASE, FLASH_ATTN: True, f"{M}.use_fused_kernels": True,
+                                   f"{R}.log_prob_micro_batch_size_per_gpu": 16}), {"actor": Q7}, cluster(gib=141))
+    assert mask(rep) == 0
+
+
+def test_the_logits_hide_the_mask_where_they_are_larger():
+    # without the fused head 24,576 tokens' (T x V) logits are 7.0 GiB against the mask's 3.4: the pass's moment is
+    # the head's, and the mask is not counted beside it (the model's forward frees it before the head)
+    lp = phase(report(**{f"{M}.use_fused_kernels": False}), "old_log_prob")
+    assert term(lp, "logits") > 0 and term(lp, "sdpa_mask") == 0
+
+
+def test_padded_sequences_each_attend_over_their_own_length():
+    rep = report(**{f"{M}.use_remove_padding": False})
+    assert mask(rep) == pytest.approx(C.sdpa_mask_pair * 16 * SEQ * SEQ, rel=1e-6)
+
+
+def test_a_ulysses_group_attends_over_the_whole_packed_row():
+    # two ranks share a micro-batch, each with half its tokens: each holds the mask of the whole row
+    sp2 = report(**{"actor_rollout_ref.actor.ulysses_sequence_parallel_size": 2})
+    label = next(t.label for t in phase(sp2, "old_log_prob").terms if t.key == "sdpa_mask")
+    assert "24,576 x 24,576" in label and mask(sp2) == pytest.approx(mask(report()), rel=1e-6)
+
+
+def test_the_masks_blocks_stay_cached_for_the_updates_after_the_pass():
+    # the same process's allocator keeps them (verl H100: the PPO run's updates held their own working set over the
+    # 59.4 GiB its log-prob pass had reserved)
+    rep = report(**{f"{R}.log_prob_micro_batch_size_per_gpu": 32})
+    update = phase(rep, "actor_update")
+    kept = term(update, "allocator_logprob_mask")
+    assert kept > 0
+    short = phase(report(**{f"{R}.log_prob_micro_batch_size_per_gpu": 2}), "actor_update")
+    assert term(short, "allocator_logprob_mask") < kept / 50  # a sixteenth of the tokens
