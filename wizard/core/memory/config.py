@@ -177,23 +177,22 @@ class MemoryConfig:
     actor_keeps_gathered: bool = False
     ref_keeps_gathered: bool = False
     critic_keeps_gathered: bool = False
-    # the SDPA mask of the log-prob passes without flash-attn (mask_pairs): micro-batches packed into one row
-    # (model.use_remove_padding) or padded to the longest, and the Ulysses groups that share a packed row
+    # the log-prob passes' micro-batches packed into one row (model.use_remove_padding) or padded to the longest:
+    # the SDPA mask without flash-attn (mask_pairs)
     actor_packed: bool = True
-    actor_sp: int = 1
-    ref_sp: int = 1
     notes: tuple[str, ...] = ()
 
-    def mask_pairs(self, tokens: float, sp: int = 1) -> float:
+    def mask_pairs(self, tokens: float) -> float:
         """(query, key) pairs of the attention mask transformers' SDPA path builds for a micro-batch of ``tokens`` per
         GPU, without flash-attn (0 with it: its varlen kernel takes the sequences' boundaries and builds none).
-        Packed (use_remove_padding, verl's default), one row of the Ulysses group's tokens, (tokens x sp) squared
-        (masking_utils turns position_ids restarting at each sequence into a block-causal (T x T) mask,
-        tests/conformance/test_sdpa_packed_mask.py); padded, each sequence's own (seq x seq)."""
+        Packed (use_remove_padding, verl's default), one (T x T) row (masking_utils turns position_ids restarting at
+        each sequence into a block-causal mask, tests/conformance/test_sdpa_packed_mask.py); with Ulysses verl slices
+        the row over the group before the model, so each GPU's mask covers its own slice (``tokens`` is already
+        it); padded, each sequence's own (seq x seq)."""
         if self.flash_attn or tokens <= 0:
             return 0.0
         if self.actor_packed:
-            return float(tokens * sp) ** 2
+            return float(tokens) ** 2
         return float(tokens) * self.seq_tokens
 
     def trainable_params(self, facts: ModelFacts) -> int:
@@ -310,8 +309,7 @@ def _actor(values: Mapping, world: int) -> dict:
         lora_adapter=served_as_adapter(values), lora_sends_base=sends_base(values),
         layered_summon=_flag(values, f"{R}.layered_summon"),
         sync_bucket_bytes=(_int(values, f"{R}.checkpoint_engine.update_weights_bucket_megabytes", low=1) or 2048) << 20,
-        actor_packed=values.get(f"{M}.use_remove_padding") is not False, actor_sp=sequence_parallel(values, "actor"),
-        ref_sp=sequence_parallel(values, "ref"))
+        actor_packed=values.get(f"{M}.use_remove_padding") is not False)
 
 
 def _unsharded_grad_bytes(values: Mapping, fsdp: str, strategy: str, shards: int, micro_batches: int) -> int:

@@ -156,7 +156,7 @@ class Trainer:
         next, and the model's forward frees the SDPA mask before the head: the peak is the head's logits, one layer
         with the mask, or one vision block, not two of them."""
         f, c = self.f, self.c
-        kept, transient = self.mask_terms(tokens, self.cfg.ref_sp if ref else self.cfg.actor_sp)
+        kept, transient = self.mask_terms(tokens)
         moments = [self.forward_head(tokens, entropy_mode), [term("layer_activations", f"one layer's activations ({tok(tokens)}, freed as it goes)",
                                c.forward_layer_fraction * mt.layer_activation(f, tokens, c)), *kept, *transient]]
         if vision.has_tower(f) and images:  # the tower runs first, over the pass's images: a block at a time too
@@ -175,18 +175,17 @@ class Trainer:
             head.append(term("entropy", f"entropy temporaries ({entropy_mode})", ent))
         return head
 
-    def mask_terms(self, tokens: float, sp: int) -> tuple[list[Term], list[Term]]:
+    def mask_terms(self, tokens: float) -> tuple[list[Term], list[Term]]:
         """(held from the model's first layer to its last, added in the layer in flight) of transformers' SDPA mask
         over a forward-only pass's micro-batch of ``tokens`` per GPU without flash-attn (MemoryConfig.mask_pairs;
         nothing with flash-attn). Counted in the log-prob passes, where it was measured; not in the updates: the
         updates measured with a packed row (the actor's up to 16,384 tokens, the critic's up to 32,768) show none
         over their terms, whose peak is the head's logits or the optimizer step."""
         cfg = self.cfg
-        pairs = cfg.mask_pairs(tokens, sp)
+        pairs = cfg.mask_pairs(tokens)
         if not pairs:
             return [], []
-        span = int(tokens * sp)
-        what = (f"the micro-batch packed in one row, {span:,} x {span:,} tokens" if cfg.actor_packed else
+        what = (f"the micro-batch packed in one row, {tok(tokens)}" if cfg.actor_packed else
                 f"{tok(tokens)}, each over its padded sequence of {cfg.seq_tokens:,}")
         kept = term("sdpa_mask", f"SDPA attention mask ({what}; no flash-attn)", mt.sdpa_mask_kept(pairs),
                     "grows as the square of a micro-batch's tokens: smaller log-prob micro-batches (or token budgets), "
@@ -289,41 +288,41 @@ class Trainer:
         out += unsharded_grads("critic", cfg.critic_unsharded_grad_bytes, Pc, Nc, "fsdp" if cfg.critic_fsdp1 else "fsdp2")
         rest = [t for t in self.resident(adam=True) if not t.key.startswith("critic_")] + self.actor_still_gathered()
         if cache := self.logprob_cache():
-            rest.append(term("allocator", "allocator: the log-prob passes' logits blocks still cached (same process)",
+            rest.append(term("allocator", "allocator: the old log-prob pass's blocks still cached (same process)",
                              cache))
         return out + rest
 
     def logprob_cache(self) -> int:
-        """What the actor's log-prob passes leave cached for the critic's update in the same process: part of their
-        logits' blocks. Not the previous step's actor update: verl empties the cache at the weight sync, before the
-        engine wakes (verl, PPO on one GPU, critic update over its own working set: Qwen2.5-0.5B +3.2 / +4.8 GiB and
-        1.5B +3.4 GiB with log-prob micro-batches of 16,384 tokens and updates of 8,192, and 1.5B +2.7 GiB with both
-        at 16,384 (advised-ppo-1.5b-critic-4096-h100), where the actor update's cache would have doubled). 0 with
-        flash-attn (not measured there)."""
+        """What the actor's log-prob pass leaves cached for the critic's update in the same process: part of its
+        worse moment's blocks (its logits', or one layer's with the SDPA mask where that is larger). Not the previous
+        step's actor update: verl empties the cache at the weight sync, before the engine wakes (verl, PPO on one
+        GPU, critic update over its own working set: Qwen2.5-0.5B +3.2 / +4.8 GiB and 1.5B +3.4 GiB with log-prob
+        micro-batches of 16,384 tokens and updates of 8,192, and 1.5B +2.7 GiB with both at 16,384
+        (advised-ppo-1.5b-critic-4096-h100), where the actor update's cache would have doubled; with the fused head
+        at 65,536 tokens the mask's, advised-ppo-1.5b-critic-4096-h100-3). 0 with flash-attn (not measured there)."""
         if self.cfg.flash_attn:
             return 0
-        return int(self.c.update_cache_fraction * max(sum(t.bytes for t in m) for m, _ in self._logprob_moments()))
+        cfg = self.cfg
+        moment = self.forward_moment(cfg.logprob_tokens, cfg.entropy_mode)
+        return int(self.c.update_cache_fraction * sum(t.bytes for t in moment))
 
     def logprob_mask_cache(self) -> int:
         """What the log-prob passes' SDPA mask leaves cached for the actor's update too, beyond their heads' blocks
-        (which the update's own logits reuse): where one layer with the mask was a pass's worse moment, the part
-        over its head. verl H100 (advised-ppo-1.5b-critic-4096-h100-3, the fused head, 55,000 tokens a log-prob
+        (which the update's own logits reuse): where one layer with the mask was a pass's worse moment, the mask's
+        part over its head. verl H100 (advised-ppo-1.5b-critic-4096-h100-3, the fused head, 55,000 tokens a log-prob
         micro-batch): the critic's and the actor's updates each held their own working set over the 59.4 GiB the
         pass had reserved (66.0 and 72.7 GiB). 0 with flash-attn."""
-        if self.cfg.flash_attn:
+        cfg = self.cfg
+        if cfg.flash_attn:
             return 0
-        over = max(sum(t.bytes for t in m) - head for m, head in self._logprob_moments())
-        return int(self.c.update_cache_fraction * over) if over > 0 else 0
-
-    def _logprob_moments(self) -> list[tuple[list[Term], int]]:
-        """(worse moment, its head's bytes) of the old log-prob pass and a separate reference's pass."""
-        cfg, out = self.cfg, []
+        over = 0
         for tokens, mode, ref in ((cfg.logprob_tokens, cfg.entropy_mode, False),) + (
                 ((cfg.ref_tokens, "none", True),) if cfg.ref_separate else ()):
-            out.append((self.forward_moment(tokens, mode, ref=ref),
-                        sum(t.bytes for t in self.forward_head(tokens, mode))))
-        return out
-
+            moment = self.forward_moment(tokens, mode, ref=ref)
+            mask = sum(t.bytes for t in moment if t.key in ("sdpa_mask", "sdpa_mask_bias"))
+            head = sum(t.bytes for t in self.forward_head(tokens, mode))
+            over = max(over, min(mask, sum(t.bytes for t in moment) - head))
+        return int(self.c.update_cache_fraction * over)
 
 def gathered(role: str, working: float, params: int, in_both: float, whole: bool) -> Term:
     """An update's FSDP working set: the layer in flight and the lm_head with its fp32 gradient; with
