@@ -20,7 +20,7 @@ from wizard.core.memory.lora_sync import BUCKET_KEY, KEYS as SYNC_KEYS, LOAD_FOR
 from wizard.core.models.facts import ModelFacts
 from wizard.core.check.rules import rule
 from wizard.core.check.rules.context import RuleContext, finding
-from wizard.core.verl.keys import R, RM
+from wizard.core.verl.keys import ATTN_KEY, R, RM
 
 PATH_KEYS = {"actor": "actor_rollout_ref.model.path", "ref": "actor_rollout_ref.model.path",
              "critic": "critic.model.path", "reward": f"{RM}.model_path"}
@@ -104,8 +104,8 @@ def tp_heads(ctx: RuleContext):
 
 # -- Ulysses sequence parallelism of the FSDP engine ----------------------------------------------
 
-def _ulysses(ctx: RuleContext) -> Iterator[tuple[str, ModelFacts, str, int]]:
-    """(role, facts, the key that sets SP, SP size) for models the FSDP engine builds with Ulysses SP > 1.
+def _sp_keys(ctx: RuleContext) -> Iterator[tuple[str, str, int]]:
+    """(role, the key that sets SP, SP size) for the roles the FSDP engine runs with Ulysses SP > 1.
 
     The actor's legacy actor.ulysses_sequence_parallel_size wins when > 1 (FSDPActorConfig.__post_init__
     copies it into fsdp_config); the critic's engine reads only critic.fsdp.*; the reference model gets
@@ -114,8 +114,7 @@ def _ulysses(ctx: RuleContext) -> Iterator[tuple[str, ModelFacts, str, int]]:
     actor_sp = None
     for role, section, engine in (("actor", "actor_rollout_ref.actor", "fsdp_config"),
                                   ("ref", "actor_rollout_ref.ref", "fsdp_config"), ("critic", "critic", "fsdp")):
-        facts = ctx.models.get(role)
-        if facts is None or ctx.get(f"{section}.strategy") not in ("fsdp", "fsdp2"):
+        if ctx.get(f"{section}.strategy") not in ("fsdp", "fsdp2"):
             continue
         key = f"{section}.ulysses_sequence_parallel_size"
         if role == "critic" or not (ctx.int(key) or 1) > 1:
@@ -126,6 +125,13 @@ def _ulysses(ctx: RuleContext) -> Iterator[tuple[str, ModelFacts, str, int]]:
         elif role == "ref" and sp == actor_sp:
             continue
         if sp > 1:
+            yield role, key, sp
+
+
+def _ulysses(ctx: RuleContext) -> Iterator[tuple[str, ModelFacts, str, int]]:
+    """(role, facts, the key that sets SP, SP size) of :func:`_sp_keys` for the roles whose model is known."""
+    for role, key, sp in _sp_keys(ctx):
+        if (facts := ctx.models.get(role)) is not None:
             yield role, facts, key, sp
 
 
@@ -149,6 +155,34 @@ def ulysses_heads(ctx: RuleContext):
             f"{key}={sp} does not fit {facts.name} ({heads} attention heads, {kv} KV heads): the {role} workers die "
             f"building the model with: {said}",
             f"Set {key}={best}", [f"{key}={best}"],
+        )
+
+
+FLASH_ATTENTIONS = ("flash_attention_2", "flash_attention_3")
+ATTN_KEYS = {"actor": ATTN_KEY, "ref": ATTN_KEY, "critic": "critic.model.override_config.attn_implementation"}
+
+
+@rule("advice.ulysses_attention", Stage.ADVICE)
+def ulysses_attention(ctx: RuleContext):
+    """verl 0.9.1 puts Ulysses' exchange of attention heads into flash-attn's forward only
+    (models/transformers/monkey_patch.py:544-552, _ulysses_flash_attention_forward), while the FSDP engine slices
+    every packed micro-batch over the group before the model whatever the attention
+    (workers/engine/fsdp/transformer_impl.py, ulysses_pad_and_slice_inputs): with sdpa, eager or flex each GPU's
+    tokens attend only to the tokens of its own slice. Nothing fails; the log-probs and gradients are wrong."""
+    for role, key, sp in _sp_keys(ctx):
+        if role == "ref" and not ctx.need_ref or role == "critic" and not ctx.need_critic:
+            continue
+        attn = str(ctx.get(ATTN_KEYS[role]) or "flash_attention_2")
+        if attn in FLASH_ATTENTIONS:
+            continue
+        who = {"actor": "actor", "ref": "reference model", "critic": "critic"}[role]
+        yield finding(
+            Severity.ERROR, [key, ATTN_KEYS[role]],
+            f"{key}={sp} with {ATTN_KEYS[role]}={attn}: verl 0.9.1 exchanges the attention heads over a Ulysses "
+            f"group only inside flash-attn's attention, but still cuts each of the {who}'s packed micro-batches "
+            f"into {sp} slices, one a GPU, so with {attn} every token attends only to the tokens of its own slice: "
+            "the run trains without an error, on wrong log-probs" + (" and gradients" if role != "ref" else ""),
+            f"Set {key}=1, or install flash-attn where the run happens and use flash_attention_2", [f"{key}=1"],
         )
 
 
