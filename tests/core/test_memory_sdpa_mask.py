@@ -82,3 +82,10 @@ def test_the_masks_blocks_stay_cached_for_the_updates_after_the_pass():
     # the logits hide it without the fused head: the update's own logits reuse their blocks
     plain = report(**{f"{M}.use_fused_kernels": False})
     assert term(phase(plain, "actor_update"), "allocator_logprob_mask") == 0
+
+
+def test_a_model_with_sliding_window_layers_holds_a_second_mask():
+    sliding = Q7.model_copy(update={"sliding_window": 4096})
+    rep, _ = estimate_memory(full({**BASE, FLASH_ATTN: False, f"{M}.use_fused_kernels": True,
+                                   f"{R}.log_prob_micro_batch_size_per_gpu": 16}), {"actor": sliding}, cluster(gib=141))
+    assert term(phase(rep, "old_log_prob"), "sdpa_mask") == 2 * term(phase(report(), "old_log_prob"), "sdpa_mask")
