@@ -22,6 +22,7 @@ from wizard.core.memory.lora_sync import LOAD_FORMAT_KEY, sends_base
 from wizard.core.memory.vision import has_tower
 from wizard.core.memory.megatron_layout import OPT_OVERRIDE, layout_problems, read_megatron, tp_fits_heads
 from wizard.core.models.facts import ModelFacts
+from wizard.core.verl.flags import truthy
 from wizard.core.verl.fused_head import fused_head_refused
 from wizard.core.verl.keys import CF, REF, A, AF, M, R
 from wizard.core.verl.roles import need_critic
@@ -61,11 +62,6 @@ class Move:
 
 def turn(name: str, before, after, changes: tuple, why: str = "", kind: str = TUNING) -> Move:
     return Move(name, changes, kind, before=str(before), after=str(after), why=why)
-
-
-def _flag(values: Mapping, key: str) -> bool:
-    v = values.get(key)
-    return v is True or (isinstance(v, str) and v.lower() == "true")
 
 
 def _int(values: Mapping, key: str) -> int | None:
@@ -174,7 +170,7 @@ BATCHING = (("actor micro-batch", f"{A}.ppo_micro_batch_size_per_gpu", f"{A}.use
 def _micro_moves(values: Mapping, seq: int) -> list[Move]:
     out = []
     for name, micro, dyn, budget in BATCHING:
-        out += _batching_moves(values, seq, name, micro, budget, dynamic=_flag(values, dyn), dyn=dyn)
+        out += _batching_moves(values, seq, name, micro, budget, dynamic=truthy(values, dyn), dyn=dyn)
     return out
 
 
@@ -183,7 +179,7 @@ def _critic_moves(values: Mapping, seq: int) -> list[Move]:
     both its values pass and its update by ``critic.ppo_infer_max_token_len_per_gpu`` tokens, which the plan's
     other token budgets leave alone."""
     dyn, budget, micro = critic_batching(values)
-    dynamic = dyn is None or _flag(values, dyn)
+    dynamic = dyn is None or truthy(values, dyn)
     return _batching_moves(values, seq, "critic", micro, budget, dynamic=dynamic, dyn=dyn)
 
 
@@ -259,7 +255,7 @@ def _offload_moves(values: Mapping, cfg) -> list[Move]:
     out = []
     for key, on, off in ((f"{AF}.param_offload", "param offload", "no param offload (faster)"),
                          (f"{AF}.optimizer_offload", "optimizer offload", "no optimizer offload (faster)")):
-        out.append(Move(off if _flag(values, key) else on, ((key, not _flag(values, key)),)))
+        out.append(Move(off if truthy(values, key) else on, ((key, not truthy(values, key)),)))
     if cfg.strategy == "fsdp2" and cfg.actor_offload_policy:
         out.append(Move("no CPU offload policy (faster)", ((f"{AF}.offload_policy", False),)))
     elif not cfg.actor_offload_policy:
@@ -267,7 +263,7 @@ def _offload_moves(values: Mapping, cfg) -> list[Move]:
                         ((f"{A}.strategy", "fsdp2"), (f"{REF}.strategy", "fsdp2"), (f"{AF}.offload_policy", True))))
     if cfg.need_critic:
         for key, on in ((f"{CF}.param_offload", "critic param offload"), (f"{CF}.optimizer_offload", "critic optimizer offload")):
-            if not _flag(values, key):
+            if not truthy(values, key):
                 out.append(Move(on, ((key, True),)))
     return out
 

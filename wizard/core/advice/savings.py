@@ -6,11 +6,12 @@ from __future__ import annotations
 from collections.abc import Mapping
 
 from wizard.core.advice.moves import (
-    AM, BATCHING, CRITIC_NO_SYNC, CRITIC_RESHARD, FULL_RECOMPUTE, NO_SYNC, RECOMPUTE, REF_RESHARD, RESHARD, Move, _flag,
+    AM, BATCHING, CRITIC_NO_SYNC, CRITIC_RESHARD, FULL_RECOMPUTE, NO_SYNC, RECOMPUTE, REF_RESHARD, RESHARD, Move,
     _int, turn,
 )
 from wizard.core.memory.batching import critic_batching
 from wizard.core.memory.config import read_config
+from wizard.core.verl.flags import truthy
 from wizard.core.verl.keys import CF, REF, A, AF, M, R
 from wizard.core.verl.roles import need_critic
 
@@ -27,13 +28,13 @@ def all_savings(values: Mapping, offload: bool = True) -> dict:
                REF_RESHARD: True, CRITIC_RESHARD: True,
                f"{A}.strategy": "fsdp2", f"{REF}.strategy": "fsdp2"}
     seq = read_config(values).seq_tokens
-    batching = [(_flag(values, dyn), micro, budget) for _, micro, dyn, budget in BATCHING]
+    batching = [(truthy(values, dyn), micro, budget) for _, micro, dyn, budget in BATCHING]
     if need_critic(values):
         if values.get(f"{A}.strategy") != "megatron":
             out.update({f"{CF}.param_offload": offload, f"{CF}.optimizer_offload": offload,
                         "critic.model.enable_gradient_checkpointing": True})
         dyn, budget, micro = critic_batching(values)
-        batching.append((dyn is None or _flag(values, dyn), micro, budget))
+        batching.append((dyn is None or truthy(values, dyn), micro, budget))
     for dynamic, micro, budget in batching:  # one sample a micro-batch
         if dynamic and _int(values, budget):
             out[budget] = seq

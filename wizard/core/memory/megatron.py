@@ -56,7 +56,7 @@ from wizard.core.memory.phases import PhaseName as P
 from wizard.core.memory.terms import MemoryConstants, Term
 from wizard.core.memory.trainer import term, tok, two_sync_buckets
 from wizard.core.models.facts import ModelFacts
-from wizard.core.placement.pools import truthy
+from wizard.core.verl.flags import truthy
 from wizard.core.verl.keys import A, REF, R
 
 # Bytes per logit element of the last stage's vocabulary shard: the bf16 logits and the fp32 copy megatron's

@@ -11,7 +11,7 @@ from dataclasses import dataclass
 
 from wizard.core.memory import terms as mt
 from wizard.core.models.facts import ModelFacts
-from wizard.core.placement.pools import truthy
+from wizard.core.verl.flags import truthy
 from wizard.core.verl.keys import A, REF
 
 AM = f"{A}.megatron"

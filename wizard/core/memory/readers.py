@@ -6,7 +6,7 @@ from __future__ import annotations
 import math
 from collections.abc import Mapping
 
-from wizard.core.placement.pools import truthy
+from wizard.core.verl.flags import truthy
 
 
 def int_at(values: Mapping, key: str, low: int | None = None) -> int | None:

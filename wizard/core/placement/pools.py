@@ -25,6 +25,7 @@ from wizard.core.verl.roles import lora_rank, need_critic, need_ref, ref_in_acto
 from wizard.core.hardware.cluster import LINK_RANK, Cluster, LinkKind, ClusterNode
 from wizard.core.findings import Finding, Severity, Stage
 from wizard.core.hardware.gpus import MAX_GPUS, MAX_GPUS_PER_NODE
+from wizard.core.verl.flags import truthy  # noqa: F401 - re-exported
 from wizard.core.verl.keys import RM, R
 
 PLACEMENT_KEYS = (
@@ -109,11 +110,6 @@ class Placement(_Model):
 def _int(values: Mapping, key: str, default: int) -> int:
     v = values.get(key, default)
     return v if isinstance(v, int) and not isinstance(v, bool) else default
-
-
-def truthy(values: Mapping, key: str) -> bool:
-    v = values.get(key)
-    return v is True or (isinstance(v, str) and v.strip().lower() in ("true", "1", "yes"))
 
 
 def trainer_mode(values: Mapping) -> str:

@@ -8,6 +8,7 @@ from collections.abc import Mapping
 from typing import Protocol
 
 from wizard.core.verl.distillation import LOSSES
+from wizard.core.verl.flags import truthy
 from wizard.core.verl.keys import REF, A, D, M
 from wizard.core.verl.roles import need_ref, ref_in_actor
 
@@ -26,11 +27,6 @@ SOFTCAPPED_MODEL_TYPES = frozenset({"gemma2"})
 # what the first log-prob pass stops with where FSDP2 left lm_head's weight sharded (measured: see fsdp2_lm_head)
 DTENSOR_ERROR = ("RuntimeError: aten.mm.default got mixed torch.Tensor and DTensor, need to convert all torch.Tensor "
                  "to DTensor before calling distributed operators!")
-
-
-def _flag(values: Mapping, key: str) -> bool:
-    v = values.get(key)
-    return v is True or (isinstance(v, str) and v.lower() == "true")
 
 
 def fsdp2_lm_head(values: Mapping, actor: Head | None) -> str | None:
@@ -54,9 +50,9 @@ def fused_head_refused(values: Mapping, actor: Head | None) -> bool:
     """Where the advisor does not offer the fused head: calculate_sum_pi_squared (its log-prob pass raises
     NotImplementedError, fsdp/transformer_impl.py:1343-1347), a top-k distillation loss (the fused forwards give no
     distillation_losses, :1362-1380), a softcapped head, and an untied lm_head on FSDP2 (fsdp2_lm_head)."""
-    topk = _flag(values, f"{D}.enabled") and LOSSES.get(values.get(f"{D}.distillation_loss.loss_mode"), False)
+    topk = truthy(values, f"{D}.enabled") and LOSSES.get(values.get(f"{D}.distillation_loss.loss_mode"), False)
     softcapped = actor is not None and actor.model_type in SOFTCAPPED_MODEL_TYPES
-    return bool(_flag(values, f"{A}.calculate_sum_pi_squared") or topk or softcapped
+    return bool(truthy(values, f"{A}.calculate_sum_pi_squared") or topk or softcapped
                 or fsdp2_lm_head(values, actor))
 
 
@@ -65,4 +61,4 @@ def fused_head_broken(values: Mapping, actor: Head | None) -> bool:
     FSDP2) can bring about, so the advisor turns the head off with such a move and drops any state that still has it.
     The other refusals only keep the advisor from turning the head on; a user's own config with them is the check's
     (model.fused_head, algorithm.sum_pi_squared)."""
-    return _flag(values, FUSED_KEY) and fsdp2_lm_head(values, actor) is not None
+    return truthy(values, FUSED_KEY) and fsdp2_lm_head(values, actor) is not None
