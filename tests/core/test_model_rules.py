@@ -177,7 +177,7 @@ def test_lora_on_a_7b_whose_fp32_embedding_is_over_the_sync_buffer_is_an_error_w
     """Seen on the H200 (bench/data/verl_real/advised-grpo-7b-full-1gpu): vLLM's worker died at the first sync."""
     result = run(LORA, actor=facts(QWEN25_7B))
     (f,) = found(result, "models.lora_base_sync_bucket")
-    assert f.severity.value == "error" and f.stage.value == "advice" and not result.ok
+    assert f.severity.value == "error" and f.stage.value == "runtime" and not result.ok
     assert "152,064 x 3,584 = 2,079 MiB" in f.message and "2,048 MiB" in f.message
     assert "IndexError: list assignment index out of range" in f.message
     assert f.fix_overrides == [f"{R}.load_format=safetensors"] and f"{BUCKET}=4096" in f.fix
