@@ -411,6 +411,23 @@ def advised_runs() -> list[dict]:
     return out
 
 
+def mask_test_runs(advised: list[dict]) -> list[dict]:
+    """The advisor's PPO choice again with log-prob micro-batches of 8 (--advised --mask-test): the test of the SDPA mask
+    term. Its run with 16 (the fused head, 55,000 packed tokens) held 17 GiB of mask in its old log-prob pass; at 8
+    the term says a quarter of it. The phases' peaks and the step are predicted here, before the run."""
+    ppo = next((r for r in advised if r["name"].startswith("advised-ppo")), None)
+    if ppo is None or not any(a == f"{M}.use_fused_kernels=True" for a in ppo["args"]):
+        return []  # the test is of the fused head's log-prob pass, where nothing hides the mask
+    args = replace(ppo["args"], f"{R}.log_prob_micro_batch_size_per_gpu=8")
+    step, by_phase = predicted_step(args, "1.5b")
+    phases, _ = predicted_phases(args, "1.5b")
+    run = verl("mask-ppo-1.5b-critic-4096-fused-lp8", args, *budget("1.5b", step, STEPS, critic=True))
+    run.update(predicted_step_s=step, predicted_phases_s=by_phase, predicted_phases_gib=phases,
+               predicted_peak_gib=max(phases.values()), question="the SDPA mask term: the PPO choice at log-prob "
+               "micro-batches of 8")
+    return [run]
+
+
 def predicted_step(args: list[str], size: str) -> tuple[float | None, dict]:
     """The step time plan predicts for these overrides on one H200, before the run (responses at the maximum: the
     random-weight models run to max_response_length)."""
@@ -550,6 +567,8 @@ def main(argv: list[str]) -> int:
     spec = (side_runs() if "--side-by-side" in argv else timing_runs() if "--timing" in argv else
             advised_runs() if "--advised" in argv else sglang_runs(_kwargs(argv)) if "--sglang" in argv else
             megatron_runs() if "--megatron" in argv else runs())
+    if "--mask-test" in argv:  # with --advised: the PPO choice at log-prob micro-batches of 8 after them
+        spec += mask_test_runs(spec)
     if "--sglang" in argv and "--triton-first" in argv:  # flashinfer's JIT (nvcc, minutes) only after four runs that
         # need none: the four on triton attention and torch sampling, then verl's default (flashinfer) once, then
         # the fifth on triton
