@@ -423,7 +423,7 @@ def mask_test_runs(advised: list[dict]) -> list[dict]:
     phases, _ = predicted_phases(args, "1.5b")
     run = verl("mask-ppo-1.5b-critic-4096-fused-lp8", args, *budget("1.5b", step, STEPS, critic=True))
     run.update(predicted_step_s=step, predicted_phases_s=by_phase, predicted_phases_gib=phases,
-               predicted_peak_gib=max(phases.values()), question="the SDPA mask term: the PPO choice at log-prob "
+               predicted_peak_gib=round(max(phases.values()), 1), question="the SDPA mask term: the PPO choice at log-prob "
                "micro-batches of 8")
     return [run]
 

@@ -85,7 +85,14 @@ def test_the_masks_blocks_stay_cached_for_the_updates_after_the_pass():
 
 
 def test_a_model_with_sliding_window_layers_holds_a_second_mask():
-    sliding = Q7.model_copy(update={"sliding_window": 4096})
+    # Gemma2 alternates full and sliding-window layers: transformers builds a mask for each kind (a model whose every
+    # layer slides, or none, builds one)
+    sliding = Q7.model_copy(update={"model_type": "gemma2", "sliding_window": 4096})
+    assert term(phase(report(), "old_log_prob"), "sdpa_mask") > 0
     rep, _ = estimate_memory(full({**BASE, FLASH_ATTN: False, f"{M}.use_fused_kernels": True,
                                    f"{R}.log_prob_micro_batch_size_per_gpu": 16}), {"actor": sliding}, cluster(gib=141))
     assert term(phase(rep, "old_log_prob"), "sdpa_mask") == 2 * term(phase(report(), "old_log_prob"), "sdpa_mask")
+    every = Q7.model_copy(update={"model_type": "mistral", "sliding_window": 4096})
+    rep, _ = estimate_memory(full({**BASE, FLASH_ATTN: False, f"{M}.use_fused_kernels": True,
+                                   f"{R}.log_prob_micro_batch_size_per_gpu": 16}), {"actor": every}, cluster(gib=141))
+    assert term(phase(rep, "old_log_prob"), "sdpa_mask") == term(phase(report(), "old_log_prob"), "sdpa_mask")

@@ -222,9 +222,14 @@ def test_ulysses_without_flash_attn_attends_within_each_gpus_slice(run):
     assert f.fix_overrides == [f"{key}=1"]
     assert not found(run([f"{key}=1", f"{attn}=sdpa"]), "advice.ulysses_attention")
     assert not found(run([f"{key}=2"]), "advice.ulysses_attention")  # flash_attention_2, verl's default
-    # the critic reads its own attention key and its engine's SP key
+    # both of the actor's keys > 1: verl copies the legacy one into fsdp_config only when it is > 1, so both go to 1
+    fsdp_key = "actor_rollout_ref.actor.fsdp_config.ulysses_sequence_parallel_size"
+    (both,) = found(run([f"{key}=2", f"{fsdp_key}=4", f"{attn}=eager"]), "advice.ulysses_attention")
+    assert sorted(both.fix_overrides) == sorted([f"{key}=1", f"{fsdp_key}=1"])
+    # verl runs Qwen2-VL's attention through flash-attn with the exchange whatever the setting
+    vl = facts(QWEN25_05B, model_type="qwen2_vl")
+    assert not found(run([f"{key}=2", f"{attn}=sdpa"], actor=vl), "advice.ulysses_attention")
+    # the critic is always loaded with flash_attention_2 (load_valuehead_model): its attention key is not read
     ppo = ["algorithm.adv_estimator=gae", "critic.model.path=/models/m", "critic.ppo_micro_batch_size_per_gpu=1",
            "critic.fsdp.ulysses_sequence_parallel_size=2", "+critic.model.override_config.attn_implementation=eager"]
-    (c,) = found(run(ppo), "advice.ulysses_attention")
-    assert c.keys == ["critic.fsdp.ulysses_sequence_parallel_size", "critic.model.override_config.attn_implementation"]
-    assert c.fix_overrides == ["critic.fsdp.ulysses_sequence_parallel_size=1"]
+    assert not found(run(ppo), "advice.ulysses_attention")

@@ -305,6 +305,11 @@ def logits(facts: ModelFacts, tokens: float, fused: bool, c: MemoryConstants = C
 
 
 SDPA_MASK_BOOL = 1  # of MemoryConstants.sdpa_mask_pair: the boolean mask, alive from the first layer to the last
+# Model types whose layers mix full and sliding-window attention, for which transformers builds two masks (a full
+# and a sliding one; transformers 5.10.4 with a packed row, checked with tiny models): one whose every layer slides
+# (Mistral, Phi-3) or none (Qwen2 with use_sliding_window false) builds one
+TWO_MASK_MODEL_TYPES = frozenset({"gemma2", "gemma3", "gemma3_text", "gpt_oss", "cohere2", "olmo3", "ministral",
+                                  "qwen2_moe"})
 
 
 def sdpa_mask_kept(pairs: float) -> float:

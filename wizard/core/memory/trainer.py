@@ -187,8 +187,7 @@ class Trainer:
             return [], []
         what = (f"the micro-batch packed in one row, {tok(tokens)}" if cfg.actor_packed else
                 f"{tok(tokens)}, each over its padded sequence of {cfg.seq_tokens:,}")
-        # a model with sliding-window layers gets a second mask for them (masking_utils: has_sliding_layers)
-        masks = 2 if self.f.sliding_window else 1
+        masks = 2 if self.f.model_type in mt.TWO_MASK_MODEL_TYPES else 1
         kept = term("sdpa_mask", f"SDPA attention mask{'s, full and sliding-window,' if masks > 1 else ''} ({what}; "
                     "no flash-attn)", masks * mt.sdpa_mask_kept(pairs),
                     "grows as the square of a micro-batch's tokens: smaller log-prob micro-batches (or token budgets), "

@@ -21,6 +21,7 @@ from wizard.core.models.facts import ModelFacts
 from wizard.core.check.rules import rule
 from wizard.core.check.rules.context import RuleContext, finding
 from wizard.core.verl.keys import ATTN_KEY, R, RM
+from wizard.core.verl.roles import ref_in_actor
 
 PATH_KEYS = {"actor": "actor_rollout_ref.model.path", "ref": "actor_rollout_ref.model.path",
              "critic": "critic.model.path", "reward": f"{RM}.model_path"}
@@ -158,8 +159,15 @@ def ulysses_heads(ctx: RuleContext):
         )
 
 
-FLASH_ATTENTIONS = ("flash_attention_2", "flash_attention_3")
-ATTN_KEYS = {"actor": ATTN_KEY, "ref": ATTN_KEY, "critic": "critic.model.override_config.attn_implementation"}
+# verl replaces these models' attention with its own, which runs flash-attn with the Ulysses exchange whatever the
+# attention setting (models/transformers/monkey_patch.py:407-413, 475-480, 486-490; qwen2_vl.py:322): right, or a
+# loud failure without flash-attn
+OWN_ULYSSES_ATTENTION = frozenset({"qwen2_vl", "qwen2_5_vl", "glm4v", "kimi_vl"})
+
+
+def _flash(attn: str) -> bool:
+    """flash_attention_2/3/4 and hub kernels such as kernels-community/flash-attn2: the function verl patches."""
+    return "flash" in attn
 
 
 @rule("advice.ulysses_attention", Stage.ADVICE)
@@ -167,22 +175,31 @@ def ulysses_attention(ctx: RuleContext):
     """verl 0.9.1 puts Ulysses' exchange of attention heads into flash-attn's forward only
     (models/transformers/monkey_patch.py:544-552, _ulysses_flash_attention_forward), while the FSDP engine slices
     every packed micro-batch over the group before the model whatever the attention
-    (workers/engine/fsdp/transformer_impl.py, ulysses_pad_and_slice_inputs): with sdpa, eager or flex each GPU's
-    tokens attend only to the tokens of its own slice. Nothing fails; the log-probs and gradients are wrong."""
+    (workers/engine/fsdp/transformer_impl.py:1218-1241, ulysses_pad_and_slice_inputs): with sdpa, eager or flex each
+    GPU's tokens attend only to the tokens of its own slice. Nothing fails; the log-probs and gradients are wrong.
+    The actor and a reference model of its own read actor_rollout_ref.model's attention; the critic is always loaded
+    with flash_attention_2 (verl/utils/model.py load_valuehead_model: env.flash_attn_critic), so it is right or
+    fails to load."""
+    attn = str(ctx.get(ATTN_KEY) or "flash_attention_2")
+    facts = ctx.models.get("actor")
+    if _flash(attn) or facts is not None and facts.model_type in OWN_ULYSSES_ATTENTION:
+        return
     for role, key, sp in _sp_keys(ctx):
-        if role == "ref" and not ctx.need_ref or role == "critic" and not ctx.need_critic:
+        if role == "critic" or role == "ref" and not (ctx.need_ref and not ref_in_actor(ctx)):
             continue
-        attn = str(ctx.get(ATTN_KEYS[role]) or "flash_attention_2")
-        if attn in FLASH_ATTENTIONS:
-            continue
-        who = {"actor": "actor", "ref": "reference model", "critic": "critic"}[role]
+        section = "actor_rollout_ref.actor" if role == "actor" else "actor_rollout_ref.ref"
+        # verl copies the legacy key into fsdp_config only when it is > 1: every one that is must go to 1
+        keys = [k for k in (f"{section}.ulysses_sequence_parallel_size",
+                            f"{section}.fsdp_config.ulysses_sequence_parallel_size") if (ctx.int(k) or 1) > 1]
+        who = "actor" if role == "actor" else "reference model"
+        fixes = [f"{k}=1" for k in keys]
         yield finding(
-            Severity.ERROR, [key, ATTN_KEYS[role]],
-            f"{key}={sp} with {ATTN_KEYS[role]}={attn}: verl 0.9.1 exchanges the attention heads over a Ulysses "
+            Severity.ERROR, [key, ATTN_KEY],
+            f"{key}={sp} with {ATTN_KEY}={attn}: verl 0.9.1 exchanges the attention heads over a Ulysses "
             f"group only inside flash-attn's attention, but still cuts each of the {who}'s packed micro-batches "
             f"into {sp} slices, one a GPU, so with {attn} every token attends only to the tokens of its own slice: "
-            "the run trains without an error, on wrong log-probs" + (" and gradients" if role != "ref" else ""),
-            f"Set {key}=1, or install flash-attn where the run happens and use flash_attention_2", [f"{key}=1"],
+            "the run trains without an error, on wrong log-probs" + (" and gradients" if role == "actor" else ""),
+            f"Set {' '.join(fixes)}, or install flash-attn where the run happens and use flash_attention_2", fixes,
         )
 
 
