@@ -149,16 +149,17 @@ class Trainer:
                                 "every layer after its forward)", max(working, 2 * f.param_count)))
             else:
                 out.append(term("fsdp_gather", "FSDP working set: gathered bf16 layers + lm_head", working))
-        return out + self.forward_moment(tokens, entropy_mode, ref=ref, images=images)
+        return out + self.forward_moment(tokens, entropy_mode, images=images)
 
-    def forward_moment(self, tokens: float, entropy_mode: str, ref: bool = False, images: int = 0) -> list[Term]:
+    def forward_moment(self, tokens: float, entropy_mode: str, images: int = 0) -> list[Term]:
         """A forward-only pass's transient at its worse moment. no_grad frees each layer's intermediates before the
         next, and the model's forward frees the SDPA mask before the head: the peak is the head's logits, one layer
         with the mask, or one vision block, not two of them."""
         f, c = self.f, self.c
         kept, transient = self.mask_terms(tokens)
-        moments = [self.forward_head(tokens, entropy_mode), [term("layer_activations", f"one layer's activations ({tok(tokens)}, freed as it goes)",
-                               c.forward_layer_fraction * mt.layer_activation(f, tokens, c)), *kept, *transient]]
+        layer = term("layer_activations", f"one layer's activations ({tok(tokens)}, freed as it goes)",
+                     c.forward_layer_fraction * mt.layer_activation(f, tokens, c))
+        moments = [self.forward_head(tokens, entropy_mode), [layer, *kept, *transient]]
         if vision.has_tower(f) and images:  # the tower runs first, over the pass's images: a block at a time too
             moments.append([term("vision_activations", f"one vision block's activations ({tok(images)} of images, "
                                  "freed as it goes)", vision.forward_peak(f, images, c), VISION_WORST)])
@@ -302,9 +303,9 @@ class Trainer:
         micro-batches of 16,384 tokens and updates of 8,192, and 1.5B +2.7 GiB with both at 16,384
         (advised-ppo-1.5b-critic-4096-h100), where the actor update's cache would have doubled; with the fused head
         at 65,536 tokens the mask's, advised-ppo-1.5b-critic-4096-h100-3). 0 with flash-attn (not measured there)."""
-        if self.cfg.flash_attn:
-            return 0
         cfg = self.cfg
+        if cfg.flash_attn:
+            return 0
         moment = self.forward_moment(cfg.logprob_tokens, cfg.entropy_mode)
         return int(self.c.update_cache_fraction * sum(t.bytes for t in moment))
 
@@ -318,13 +319,14 @@ class Trainer:
         if cfg.flash_attn:
             return 0
         over = 0
-        for tokens, mode, ref in ((cfg.logprob_tokens, cfg.entropy_mode, False),) + (
-                ((cfg.ref_tokens, "none", True),) if cfg.ref_separate else ()):
-            moment = self.forward_moment(tokens, mode, ref=ref)
+        for tokens, mode in ((cfg.logprob_tokens, cfg.entropy_mode),) + (
+                ((cfg.ref_tokens, "none"),) if cfg.ref_separate else ()):
+            moment = self.forward_moment(tokens, mode)
             mask = sum(t.bytes for t in moment if t.key in ("sdpa_mask", "sdpa_mask_bias"))
             head = sum(t.bytes for t in self.forward_head(tokens, mode))
             over = max(over, min(mask, sum(t.bytes for t in moment) - head))
         return int(self.c.update_cache_fraction * over)
+
 
 def gathered(role: str, working: float, params: int, in_both: float, whole: bool) -> Term:
     """An update's FSDP working set: the layer in flight and the lm_head with its fp32 gradient; with
