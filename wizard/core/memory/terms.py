@@ -304,26 +304,6 @@ def logits(facts: ModelFacts, tokens: float, fused: bool, c: MemoryConstants = C
     return tokens * facts.vocab_size * (c.logits_bytes + extra)
 
 
-SDPA_MASK_BOOL = 1  # of MemoryConstants.sdpa_mask_pair: the boolean mask, alive from the first layer to the last
-# Model types whose layers mix full and sliding-window attention, for which transformers builds two masks (a full
-# and a sliding one; transformers 5.10.4 with a packed row, checked with tiny models): one whose every layer slides
-# (Mistral, Phi-3) or none (Qwen2 with use_sliding_window false) builds one
-TWO_MASK_MODEL_TYPES = frozenset({"gemma2", "gemma3", "gemma3_text", "gpt_oss", "cohere2", "olmo3", "ministral",
-                                  "qwen2_moe"})
-
-
-def sdpa_mask_kept(pairs: float) -> float:
-    """Bytes of the boolean mask over ``pairs`` (query, key) pairs (MemoryConfig.mask_pairs), held through the
-    model's forward."""
-    return SDPA_MASK_BOOL * pairs
-
-
-def sdpa_mask_transient(pairs: float, c: MemoryConstants = CONSTANTS) -> float:
-    """Bytes the layer in flight adds over the boolean mask: torch's negation of it, the bf16 bias and its aligned
-    copy (MemoryConstants.sdpa_mask_pair less the mask)."""
-    return (c.sdpa_mask_pair - SDPA_MASK_BOOL) * pairs
-
-
 def entropy(facts: ModelFacts, tokens: float, mode: str, update: bool, c: MemoryConstants = CONSTANTS) -> float:
     """Extra bytes of the entropy of every token: mode compiled | eager | chunked | checkpointed | fused | none."""
     if mode in ("none", "fused"):

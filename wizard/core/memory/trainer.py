@@ -7,6 +7,7 @@ from __future__ import annotations
 from wizard.core.memory import terms as mt
 from wizard.core.memory import vision
 from wizard.core.memory.config import MemoryConfig
+from wizard.core.memory.sdpa_mask import TWO_MASK_MODEL_TYPES, mask_bytes
 from wizard.core.memory.terms import FUSED_CHUNK_ROWS, MemoryConstants, Term
 from wizard.core.models.facts import ModelFacts
 
@@ -188,13 +189,14 @@ class Trainer:
             return [], []
         what = (f"the micro-batch packed in one row, {tok(tokens)}" if cfg.actor_packed else
                 f"{tok(tokens)}, each over its padded sequence of {cfg.seq_tokens:,}")
-        masks = 2 if self.f.model_type in mt.TWO_MASK_MODEL_TYPES else 1
-        kept = term("sdpa_mask", f"SDPA attention mask{'s, full and sliding-window,' if masks > 1 else ''} ({what}; "
-                    "no flash-attn)", masks * mt.sdpa_mask_kept(pairs),
+        held, added = mask_bytes(pairs, self.f.model_type, self.c)
+        two = self.f.model_type in TWO_MASK_MODEL_TYPES
+        kept = term("sdpa_mask", f"SDPA attention mask{'s, full and sliding-window,' if two else ''} ({what}; "
+                    "no flash-attn)", held,
                     "grows as the square of a micro-batch's tokens: smaller log-prob micro-batches (or token budgets), "
                     "or flash-attn, make it smaller" if cfg.actor_packed else "")
         transient = term("sdpa_mask_bias", "the layer in flight's attention bias made of the mask (its negation, "
-                         "the bf16 bias and an aligned copy)", mt.sdpa_mask_transient(pairs, self.c))
+                         "the bf16 bias and an aligned copy)", added)
         return [kept], [transient]
 
     def update_parts(self) -> tuple[list[Term], list[Term], list[Term], list[Term]]:
