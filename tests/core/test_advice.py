@@ -321,3 +321,29 @@ def test_an_alternative_that_gave_way_to_a_simpler_one_does_not_put_a_slower_one
     both, other, simpler = state(229.5, 50, "a", "b"), state(229.8, 60, "c"), state(230.0, 70, "a")
     out = _distinct([both, other, simpler], 4)
     assert [s.seconds for s in out] == [229.8, 230.0]
+
+
+def test_megatron_on_one_small_gpu_is_offered_a_smaller_model_and_a_count_of_gpus_not_an_unverified_lora():
+    """A 7B on the Megatron engine on one 24 GB GPU: its bf16 weights and fp32 gradients (42.6 GiB) outgrow the GPU
+    whatever is offloaded, and more GPUs hold them only with Megatron's TP (the statement once said "not even on
+    512 such GPUs"); a smaller model fits with megatron-core's CPU optimizer, which the beam never reached; LoRA on
+    Megatron is not modelled, so it is named as such, not offered as "does not fit"."""
+    mp = plan(["model_engine=megatron", f"{A}.optim.optimizer=adam"], "1xRTX-4090-24GB")
+    assert mp.report is not None and not mp.report.unmodelled
+    advice = advise(mp.values, mp.models, mp.cluster, smaller=[Q15])
+    assert not advice.fits_now and advice.best is None
+    m = re.match(r"Nothing on this 24 GiB GPU fits Qwen/Qwen2.5-7B-Instruct full fine-tuning: it needs >= (\d+) such "
+                 r"GPUs", advice.statement)
+    assert m and int(m.group(1)) <= 8, advice.statement
+    assert "LoRA is not offered: with the Megatron engine it is not modelled" in advice.statement
+    assert not [a for a in advice.alternatives if "LoRA" in a.text]
+    smaller = [a for a in advice.alternatives if a.fits and a.kind == METHOD]
+    assert smaller and "Qwen2.5-1.5B-Instruct" in advice.statement
+    # what it offers re-estimates so with the smaller model's own facts: the memory findings are gone
+    alt = smaller[0]
+    assert "optimizer_cpu_offload=True" in " ".join(alt.overrides)
+    result = check_overrides(load_schema(), [*ONE_GPU, "model_engine=megatron", f"{A}.optim.optimizer=adam",
+                                             *alt.overrides], moves=load_moves(),
+                             models={"actor": Q15, "ref": Q15, "critic": Q15}, cluster=mp.cluster, advise=False)
+    assert result.memory.report is not None
+    assert not [f.rule for f in result.findings if f.rule.startswith("memory.") and f.severity.value == "error"]

@@ -221,6 +221,8 @@ CRITIC_NO_SYNC = f"{CF}.use_no_sync_for_gradient_accumulation"
 RECOMPUTE = f"{AM}.override_transformer_config"
 FULL_RECOMPUTE = ((f"{RECOMPUTE}.recompute_granularity", "full"), (f"{RECOMPUTE}.recompute_method", "uniform"),
                   (f"{RECOMPUTE}.recompute_num_layers", 1))
+CPU_OPTIMIZER = ((f"{OPT_OVERRIDE}.optimizer_cpu_offload", True), (f"{OPT_OVERRIDE}.optimizer_offload_fraction", 1.0))
+CPU_OPTIMIZER_NAME = "megatron-core's CPU optimizer (main params and Adam kept and stepped on the host)"
 
 
 def _megatron_moves(values: Mapping, cfg, actor: ModelFacts | None = None) -> list[Move]:
@@ -233,11 +235,10 @@ def _megatron_moves(values: Mapping, cfg, actor: ModelFacts | None = None) -> li
                 ((f"{AM}.optimizer_offload", not m.optimizer_offload),))]
     # megatron-core's CPU optimizer (verl's recipes fit a 72B on 16 GPUs with it): the main params and Adam stay and
     # step on the host, where verl's optimizer_offload only parks them there between updates
-    cpu = ((f"{OPT_OVERRIDE}.optimizer_cpu_offload", True), (f"{OPT_OVERRIDE}.optimizer_offload_fraction", 1.0))
     if 0 < m.cpu_optimizer < 1.0:
-        out.append(turn("CPU optimizer fraction", f"{m.cpu_optimizer:g}", "1", cpu))
+        out.append(turn("CPU optimizer fraction", f"{m.cpu_optimizer:g}", "1", CPU_OPTIMIZER))
     elif m.cpu_optimizer == 0:
-        out.append(Move("megatron-core's CPU optimizer (main params and Adam kept and stepped on the host)", cpu))
+        out.append(Move(CPU_OPTIMIZER_NAME, CPU_OPTIMIZER))
     else:
         out.append(Move("no CPU optimizer (faster)", ((f"{OPT_OVERRIDE}.optimizer_cpu_offload", False),)))
     if m.recompute != "full":
@@ -334,7 +335,8 @@ def _hardware_moves(values: Mapping, cluster: Cluster | None, user_cluster: Clus
 def _method_moves(values: Mapping, models: Mapping[str, ModelFacts], cfg, smaller: Sequence[ModelFacts]) -> list[Move]:
     out = []
     actor = models.get("actor")
-    if not cfg.lora_rank:
+    # LoRA on the Megatron engine (model.lora.*, Megatron-Bridge) is not modelled: no estimate could verify the move
+    if not cfg.lora_rank and cfg.strategy != "megatron":
         changes = [(LORA_KEY, LORA_RANK), (f"{M}.lora_alpha", LORA_RANK)]
         text = f"LoRA rank {LORA_RANK} (trains adapters, not the full model; raise the learning rate)"
         if sends_base({**values, LORA_KEY: LORA_RANK}):

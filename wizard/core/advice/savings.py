@@ -6,8 +6,8 @@ from __future__ import annotations
 from collections.abc import Mapping
 
 from wizard.core.advice.moves import (
-    AM, BATCHING, CRITIC_NO_SYNC, CRITIC_RESHARD, FULL_RECOMPUTE, NO_SYNC, RECOMPUTE, REF_RESHARD, RESHARD, Move,
-    _int, turn,
+    AM, BATCHING, CPU_OPTIMIZER, CPU_OPTIMIZER_NAME, CRITIC_NO_SYNC, CRITIC_RESHARD, FULL_RECOMPUTE, NO_SYNC,
+    RECOMPUTE, REF_RESHARD, RESHARD, Move, _int, turn,
 )
 from wizard.core.memory.batching import critic_batching
 from wizard.core.memory.config import read_config
@@ -20,8 +20,10 @@ def all_savings(values: Mapping, offload: bool = True) -> dict:
     """Every memory-saving tuning at once (a bound: what no tuning can beat); ``offload=False``: all but CPU offload
     (which spends host RAM instead)."""
     if values.get(f"{A}.strategy") == "megatron":
-        out = {f"{AM}.param_offload": offload, f"{AM}.optimizer_offload": offload,
-               f"{REF}.megatron.param_offload": offload, **dict(FULL_RECOMPUTE)}
+        # with offload, megatron-core's CPU optimizer (main params and Adam stepped on the host) rather than verl's
+        # optimizer_offload, which brings them back to the GPU for every update
+        out = {f"{AM}.param_offload": offload, f"{REF}.megatron.param_offload": offload, **dict(FULL_RECOMPUTE),
+               **(dict(CPU_OPTIMIZER) if offload else {f"{AM}.optimizer_offload": False})}
     else:
         out = {f"{AF}.param_offload": offload, f"{AF}.optimizer_offload": offload, f"{AF}.offload_policy": offload,
                f"{M}.enable_gradient_checkpointing": True, NO_SYNC: False, CRITIC_NO_SYNC: False, RESHARD: True,
@@ -80,9 +82,12 @@ def _shown(v) -> object:
 def saving_moves(values: Mapping, target: Mapping) -> list[Move]:
     """One move per knob that ``target`` sets differently from ``values`` (a seed of the search, in words)."""
     out = []
+    cpu = dict(CPU_OPTIMIZER)
+    if all(target.get(k) == v for k, v in cpu.items()) and not all(values.get(k) == v for k, v in cpu.items()):
+        out.append(Move(CPU_OPTIMIZER_NAME, CPU_OPTIMIZER))  # its two keys are one knob
     for key, want in target.items():
         have = values.get(key)
-        if have == want:
+        if have == want or (key in cpu and out and out[0].name == CPU_OPTIMIZER_NAME):
             continue
         name = _NAMES.get(key, key.rsplit(".", 1)[-1])
         if isinstance(want, bool):

@@ -68,6 +68,14 @@ def advise(values: Mapping, models: Mapping[str, ModelFacts], cluster: Cluster |
             base = _apply(start, lora)
             fit = [replace(x, moves=(lora,) + x.moves) for x in _seeds(base, cluster) if x.fits]
             found += [_pruned(x, start) for x in fit[:4]]
+    if not start.fits and not any(s.fits for s in found):
+        # a smaller model of the family with every saving at once: the beam, which tries tuning before a change of
+        # method, keeps the plan's own model where no single move of it fits (Megatron's fp32 gradients, say)
+        for move in moves_for(start.values, start.models, start.cluster, cluster, smaller, ()):
+            if move.models:
+                base = _apply(start, move)
+                fit = [replace(x, moves=(move,) + x.moves) for x in _seeds(base, cluster) if x.fits]
+                found += [_pruned(x, start) for x in fit[:2]]
     found = [_within_measured(s, start) if s.fits else s for s in found if not (_reverts(s, start) or _broken(s))]
     if start.fits:  # what is trained changes only for a large gain: LoRA to save 2 s of a 15-s smoke step is not advice
         found = [s for s in found if s.kind != METHOD or _faster_by(s, start, METHOD_WORTH)]
@@ -195,7 +203,7 @@ def _pruned(seed: State, start: State) -> State:
             continue
         keep = [m for m in moves if m is not move]
         values = {**start.values, **{k: v for m in keep for k, v in m.changes}}
-        trial = _state(values, start.models, seed.cluster, tuple(keep))
+        trial = _state(values, seed.models, seed.cluster, tuple(keep))
         if trial.fits and not _broken(trial):
             moves, best = keep, trial
     return best
@@ -221,7 +229,7 @@ def _within_measured(state: State, start: State) -> State:
                              after=str(SMALLEST_MEASURED_MICRO) if len(current.changes) == 1 else current.after)
             moves = best.moves[:i] + (raised,) + best.moves[i + 1:]
             values = {**start.values, **{k: v for m in moves for k, v in m.changes}}
-            trial = _state(values, start.models, best.cluster, moves)
+            trial = _state(values, best.models, best.cluster, moves)
             if trial.fits:
                 best = trial
     return best

@@ -5,7 +5,7 @@ the host stops it. Each answer is a few more estimates of the plan with every me
 
 from __future__ import annotations
 
-from wizard.core.advice.moves import LORA_KEY, METHOD, Move, moves_for
+from wizard.core.advice.moves import AM, LORA_KEY, METHOD, Move, moves_for
 from wizard.core.advice.state import Advice, State, _state, deficit
 from wizard.core.hardware.cluster import Cluster
 from wizard.core.memory.config import read_config
@@ -43,7 +43,9 @@ def nothing_fits(start: State, advice: Advice, cluster: Cluster | None) -> str:
         other = next((a for a in methods[1:] if a.changes.get(model) != methods[0].changes.get(model)), None)
         picks = [methods[0]] + ([lora] if lora is not None and lora is not methods[0] else [other] if other else [])
         head += f"; what fits on {here} changes what is trained: " + ", or ".join(a.text for a in picks)
-    if not cfg.lora_rank and not any(m.changes.get(LORA_KEY) for m in methods):
+    if not cfg.lora_rank and cfg.strategy == "megatron":
+        head += "; LoRA is not offered: with the Megatron engine it is not modelled"
+    elif not cfg.lora_rank and not any(m.changes.get(LORA_KEY) for m in methods):
         host = _lora_host_bound(start)
         if host is not None:
             head += (f"; LoRA would fit {gpus} but not the host: it needs about {host.total / GIB:.0f} GiB of "
@@ -99,21 +101,29 @@ def _gpus_needed(start: State, cluster: Cluster | None) -> int | None:
     from wizard.core.advice.moves import grown_cluster
     from wizard.core.advice.savings import all_savings
 
-    have = max(1, read_config(start.values).world)
+    from wizard.core.memory.megatron_layout import tp_fits_heads
+
+    cfg = read_config(start.values)
+    have = max(1, cfg.world)
+    actor = start.models.get("actor")
     for total in (2, 4, 8, 16, 32, 64, 128, 256, 512):
         if total <= have:
             continue
         per = min(8, total)
         nodes = total // per
         grown = grown_cluster(cluster, nodes, per)
+        # Megatron shards the params and gradients only over TP (and PP): more GPUs at TP 1 never hold a model
+        # whose weights and fp32 gradients outgrow one; its TP within a node, where the heads split
+        mtp = [t for t in (1, 2, 4, 8) if t <= per and (actor is None or tp_fits_heads(actor, t))] \
+            if cfg.strategy == "megatron" else [None]
         for savings in (all_savings(start.values, offload=False), all_savings(start.values)):
             base = {**start.values, **savings, "trainer.nnodes": nodes, "trainer.n_gpus_per_node": per}
-            for tp in (1, 2, 4, 8):
-                if tp > per:
-                    break
+            for tp, m in [(t, m) for m in mtp for t in (1, 2, 4, 8) if t <= per]:
                 for util in (0.5, 0.7, 0.85):
                     values = {**base, "actor_rollout_ref.rollout.tensor_model_parallel_size": tp,
                               "actor_rollout_ref.rollout.gpu_memory_utilization": util}
+                    if m is not None:
+                        values[f"{AM}.tensor_model_parallel_size"] = m
                     if _state(values, start.models, grown, ()).fits:
                         return total
     return None
