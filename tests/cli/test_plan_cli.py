@@ -648,3 +648,15 @@ def test_where_the_host_stops_full_fine_tuning_the_statement_names_a_smaller_mod
     out = run("--preset", "grpo-1gpu-smoke", "--cluster", str(spec), "--set", SEVEN_B).stdout
     said = out.split("what fits on this one changes what is trained: ")[1].splitlines()[0]
     assert said.count("Qwen2.5-1.5B") == 1 and "LoRA rank" in said, said
+
+
+def test_each_phase_of_the_json_breakdown_labels_its_terms_with_its_own_numbers():
+    """The reference pass at micro-batches of 8 packs 12,288 tokens, the old log-prob pass at 32 packs 49,152: the
+    logits of each are labelled with its own count (``term_labels`` keeps the first, as the text's legend)."""
+    doc = json.loads(run("--preset", "grpo-8gpu", "--gpus", "8xH100-80GB", "--no-data", "--format", "json", "--set",
+                         "actor_rollout_ref.ref.log_prob_micro_batch_size_per_gpu=8").stdout)
+    phases = doc["gpus"][0]["breakdown"]
+    assert all(set(p["labels"]) == set(p["terms"]) for p in phases.values())
+    assert phases["old_log_prob"]["labels"]["logits"].startswith("logits (49,152 tokens")
+    assert phases["ref_log_prob"]["labels"]["logits"].startswith("logits (12,288 tokens")
+    assert doc["term_labels"]["logits"] == phases["old_log_prob"]["labels"]["logits"]

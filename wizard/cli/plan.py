@@ -182,14 +182,16 @@ def plan_json(plan, findings: list[Finding]) -> dict:
     ``host.kv_cache``: per engine role, ``kv_gib_per_gpu`` (never negative: 0 where there is no room) and
     ``kv_short_gib_per_gpu`` (what a GPU lacks for any KV cache, 0 where it has room). ``memory_notes``: the
     estimate's notes (a Megatron plan's: the pipeline stage whose numbers every GPU shows). ``term_labels``: what
-    each key of the breakdowns is, in the text's words (its label where it first appears)."""
+    each key of the breakdowns is, in the text's words (its label where it first appears); each phase's ``labels``:
+    the same with that phase's own numbers."""
     report = plan.judged
     gpus, host, labels = [], {"nodes": []}, {}
     if report is not None:
         for group in report.groups:
             peak = group.peak
-            breakdown = {p.name: {"total_gib": _gib(p.total), "terms": {t.key: _gib(t.bytes) for t in p.terms}}
-                         for p in group.phases}
+            # labels per phase: a key's words carry that phase's numbers (the reference pass's logits, its tokens)
+            breakdown = {p.name: {"total_gib": _gib(p.total), "terms": {t.key: _gib(t.bytes) for t in p.terms},
+                                  "labels": {t.key: t.label for t in p.terms}} for p in group.phases}
             for p in group.phases:
                 for t in p.terms:
                     labels.setdefault(t.key, t.label)
