@@ -389,41 +389,52 @@ OPT = "+actor_rollout_ref.actor.optim.override_optimizer_config"
 
 def test_megatron_s_cpu_optimizer_keeps_its_fraction_of_the_states_on_the_host_and_steps_them_there():
     """verl passes optim.override_optimizer_config to megatron-core's OptimizerConfig (utils/megatron/optimizer.py:
-    210-216): optimizer_cpu_offload with optimizer_offload_fraction f keeps f of the main params and Adam states on
-    the host (HybridDeviceOptimizer); megatron-core's default fraction is 0.0, which offloads nothing."""
+    210-216): optimizer_cpu_offload with optimizer_offload_fraction f keeps f of the Adam states on the host
+    (HybridDeviceOptimizer); megatron-core's default fraction is 0.0, which offloads nothing. The fp32 main params go
+    to the host only with the precision-aware optimizer: without it the distributed optimizer makes them on the GPU
+    (distrib_optimizer.py: shard_model_param.clone().float()) and the CPU optimizer steps a host copy of them."""
     own = f"{AM}.optimizer_offload=False"
 
     def update_terms(*sets):
         _, result = plan_of(DENSE, own, *sets)
         mp = result.memory
+        assert mp.report is not None, mp.why
         update = next(p for p in mp.report.groups[0].phases if p.name == PhaseName.ACTOR_UPDATE)
         host = {t.key: t.bytes for t in mp.report.host[0].terms}
         return {t.key: t.bytes for t in update.terms}, host, result
 
     gpu, host, _ = update_terms()
-    whole = gpu["actor_main_params"] + gpu["actor_adam"]
+    main, adam = gpu["actor_main_params"], gpu["actor_adam"]
     assert "host_actor_cpu_optimizer" not in host
     # optimizer_cpu_offload alone: megatron-core's fraction 0.0 moves nothing
     same, _, _ = update_terms(f"{OPT}.optimizer_cpu_offload=True")
-    assert same["actor_main_params"] + same["actor_adam"] == pytest.approx(whole)
+    assert same["actor_main_params"] + same["actor_adam"] == pytest.approx(main + adam)
     half, half_host, _ = update_terms(f"{OPT}.optimizer_cpu_offload=True", f"{OPT}.optimizer_offload_fraction=0.5")
-    assert half["actor_main_params"] + half["actor_adam"] == pytest.approx(whole / 2)
-    # 8 ranks a node, each its half of main params and Adam plus a gradient copy of the main params' size
-    assert half_host["host_actor_cpu_optimizer"] == pytest.approx(
-        8 * 0.5 * (2 * gpu["actor_main_params"] + gpu["actor_adam"]), rel=1e-6)
-    full, _, result = update_terms(f"{OPT}.optimizer_cpu_offload=True", f"{OPT}.optimizer_offload_fraction=1.0")
+    assert half["actor_main_params"] == pytest.approx(main) and half["actor_adam"] == pytest.approx(adam / 2)
+    # 8 ranks a node, each its half of a host copy of the main params, of Adam, and a gradient copy
+    assert half_host["host_actor_cpu_optimizer"] == pytest.approx(8 * 0.5 * (2 * main + adam), rel=1e-6)
+    kept, _, kept_result = update_terms(f"{OPT}.optimizer_cpu_offload=True", f"{OPT}.optimizer_offload_fraction=1.0")
+    assert kept["actor_main_params"] == pytest.approx(main) and "actor_adam" not in kept
+    assert any("all of Adam on the CPU" in n for n in kept_result.memory.report.notes)
+    full, _, result = update_terms(f"{OPT}.optimizer_cpu_offload=True", f"{OPT}.optimizer_offload_fraction=1.0",
+                                   f"{OPT}.use_precision_aware_optimizer=True")
     assert "actor_main_params" not in full and "actor_adam" not in full
     update = {t.label: t for p in step_time(result.memory).phases if p.name == "update_actor" for t in p.terms}
     assert "optimizer on the CPU" in update and "fraction 1" in update["optimizer on the CPU"].note
-    assert any("1 of the main params and Adam on the CPU" in n for n in result.memory.report.notes)
+    assert any("all of Adam and the main params on the CPU" in n for n in result.memory.report.notes)
     # with verl's optimizer_offload too, the states that stay on the host are not also moved over the link
     _, both, both_result = update_terms(f"{AM}.optimizer_offload=True", f"{OPT}.optimizer_cpu_offload=True",
                                         f"{OPT}.optimizer_offload_fraction=1.0")
     moved = {t.label for p in step_time(both_result.memory).phases if p.name == "update_actor" for t in p.terms}
     assert "optimizer states over the host link" not in moved
-    # the precision-aware optimizer set the same way is said to be not modelled, not estimated as fp32
-    _, _, precise = update_terms(f"{OPT}.use_precision_aware_optimizer=True")
-    assert "precision-aware" in (precise.memory.report.unmodelled or "")
+    # the precision-aware optimizer where it keeps anything on the GPU (its main params' remainders, its states'
+    # layout), or with lower-precision states, is said to be not modelled, not estimated as fp32
+    for sets in ((f"{OPT}.use_precision_aware_optimizer=True",),
+                 ("actor_rollout_ref.actor.optim.use_precision_aware_optimizer=True",),
+                 (f"{OPT}.optimizer_cpu_offload=True", f"{OPT}.optimizer_offload_fraction=1.0",
+                  f"{OPT}.use_precision_aware_optimizer=True", f"{OPT}.exp_avg_dtype=bf16")):
+        _, precise = plan_of(DENSE, own, *sets)
+        assert "precision-aware" in (precise.memory.report.unmodelled or ""), sets
 
 
 @pytest.mark.parametrize("sets,why", [

@@ -221,7 +221,10 @@ CRITIC_NO_SYNC = f"{CF}.use_no_sync_for_gradient_accumulation"
 RECOMPUTE = f"{AM}.override_transformer_config"
 FULL_RECOMPUTE = ((f"{RECOMPUTE}.recompute_granularity", "full"), (f"{RECOMPUTE}.recompute_method", "uniform"),
                   (f"{RECOMPUTE}.recompute_num_layers", 1))
-CPU_OPTIMIZER = ((f"{OPT_OVERRIDE}.optimizer_cpu_offload", True), (f"{OPT_OVERRIDE}.optimizer_offload_fraction", 1.0))
+# with the precision-aware optimizer, as verl's large-model recipes set it (Megatron-LM's own arguments require it):
+# without it the distributed optimizer keeps the fp32 main params on the GPU (megatron_layout.cpu_main_params)
+CPU_OPTIMIZER = ((f"{OPT_OVERRIDE}.optimizer_cpu_offload", True), (f"{OPT_OVERRIDE}.optimizer_offload_fraction", 1.0),
+                 (f"{OPT_OVERRIDE}.use_precision_aware_optimizer", True))
 CPU_OPTIMIZER_NAME = "megatron-core's CPU optimizer (main params and Adam kept and stepped on the host)"
 
 
@@ -239,6 +242,9 @@ def _megatron_moves(values: Mapping, cfg, actor: ModelFacts | None = None) -> li
         out.append(turn("CPU optimizer fraction", f"{m.cpu_optimizer:g}", "1", CPU_OPTIMIZER))
     elif m.cpu_optimizer == 0:
         out.append(Move(CPU_OPTIMIZER_NAME, CPU_OPTIMIZER))
+    elif not m.cpu_main_params and not m.optimizer_unmodelled:
+        out.append(Move("the precision-aware optimizer (the CPU optimizer then holds the fp32 main params on the host "
+                        "too)", ((f"{OPT_OVERRIDE}.use_precision_aware_optimizer", True),)))
     else:
         out.append(Move("no CPU optimizer (faster)", ((f"{OPT_OVERRIDE}.optimizer_cpu_offload", False),)))
     if m.recompute != "full":

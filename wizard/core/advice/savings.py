@@ -81,13 +81,19 @@ def _shown(v) -> object:
 
 def saving_moves(values: Mapping, target: Mapping) -> list[Move]:
     """One move per knob that ``target`` sets differently from ``values`` (a seed of the search, in words)."""
-    out = []
-    cpu = dict(CPU_OPTIMIZER)
-    if all(target.get(k) == v for k, v in cpu.items()) and not all(values.get(k) == v for k, v in cpu.items()):
-        out.append(Move(CPU_OPTIMIZER_NAME, CPU_OPTIMIZER))  # its two keys are one knob
+    out, joined = [], set()
+    # knobs of several keys, one move each: taken back whole by the pruning, never half (the CPU optimizer's
+    # fraction without its switch; Megatron's param offload without the reference's, which verl's YAML makes follow
+    # the actor's: megatron_ref.yaml param_offload: ${oc.select:actor_rollout_ref.actor.megatron.param_offload,False})
+    for name, changes in ((CPU_OPTIMIZER_NAME, CPU_OPTIMIZER), ("full recompute (uniform, 1 layer a chunk)", FULL_RECOMPUTE),
+                          ("param offload", ((f"{AM}.param_offload", True), (f"{REF}.megatron.param_offload", True)))):
+        keys = dict(changes)
+        if all(target.get(k) == v for k, v in keys.items()) and not all(values.get(k) == v for k, v in keys.items()):
+            out.append(Move(name, changes))
+            joined |= set(keys)
     for key, want in target.items():
         have = values.get(key)
-        if have == want or (key in cpu and out and out[0].name == CPU_OPTIMIZER_NAME):
+        if have == want or key in joined:
             continue
         name = _NAMES.get(key, key.rsplit(".", 1)[-1])
         if isinstance(want, bool):

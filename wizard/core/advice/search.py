@@ -172,23 +172,35 @@ def _seeds(start: State, cluster: Cluster | None) -> list[State]:
     from wizard.core.advice.moves import turn
     from wizard.core.advice.savings import all_savings, saving_moves
 
+    from wizard.core.memory.megatron_layout import read_megatron, tp_fits_heads
+
     per_now = max(1, int(start.values.get("trainer.n_gpus_per_node") or 1))
     have = min((n.gpu_count for n in cluster.nodes), default=per_now) if cluster is not None else per_now
     tp_now = int(start.values.get("actor_rollout_ref.rollout.tensor_model_parallel_size") or 1)
+    nodes = max(1, int(start.values.get("trainer.nnodes") or 1))
+    megatron = start.values.get("actor_rollout_ref.actor.strategy") == "megatron"
+    actor = start.models.get("actor")
     out = []
     for per in sorted({per_now, max(per_now, have)}):
         grow = (turn("GPUs per node", per_now, per, (("trainer.n_gpus_per_node", per),), " (all)", HARDWARE),) \
             if per != per_now else ()
-        for tp in sorted({tp_now} | {t for t in (1, 2, 4, 8) if t <= per and per % t == 0}):
-            # with and without CPU offload: offload trades GPU memory for host RAM, which a node may not have
-            for util, offload in [(u, o) for u in (0.5, 0.7) for o in (True, False)]:
-                target = {**all_savings(start.values, offload),
-                          "actor_rollout_ref.rollout.tensor_model_parallel_size": tp,
-                          "actor_rollout_ref.rollout.gpu_memory_utilization": util}
-                moves = grow + tuple(saving_moves(start.values, target))
-                values = {**start.values, **{k: v for m in moves for k, v in m.changes}}
-                values, moves = head_off_where_needed(values, start.models, moves)  # FSDP2 from a saving
-                out.append(_state(values, start.models, start.cluster, moves))
+        # Megatron: its TP too (its data parallelism shards the optimizer only), within a node where the heads split
+        m = read_megatron(start.values, per * nodes) if megatron else None
+        layouts = sorted({m.tp} | {t for t in (1, 2, 4, 8) if t <= per and per % t == 0 and (per * nodes) % (
+            t * m.pp * m.cp) == 0 and (actor is None or tp_fits_heads(actor, t))}) if m is not None else [None]
+        for mtp in layouts:
+            shard = (turn("Megatron TP", m.tp, mtp, (("actor_rollout_ref.actor.megatron.tensor_model_parallel_size",
+                                                      mtp),)),) if m is not None and mtp != m.tp else ()
+            for tp in sorted({tp_now} | {t for t in (1, 2, 4, 8) if t <= per and per % t == 0}):
+                # with and without CPU offload: offload trades GPU memory for host RAM, which a node may not have
+                for util, offload in [(u, o) for u in (0.5, 0.7) for o in (True, False)]:
+                    target = {**all_savings(start.values, offload),
+                              "actor_rollout_ref.rollout.tensor_model_parallel_size": tp,
+                              "actor_rollout_ref.rollout.gpu_memory_utilization": util}
+                    moves = grow + shard + tuple(saving_moves(start.values, target))
+                    values = {**start.values, **{k: v for m in moves for k, v in m.changes}}
+                    values, moves = head_off_where_needed(values, start.models, moves)  # FSDP2 from a saving
+                    out.append(_state(values, start.models, start.cluster, moves))
     return out
 
 

@@ -20,7 +20,7 @@ def nothing_fits(start: State, advice: Advice, cluster: Cluster | None) -> str:
     gpus = (f"these {cfg.world} x {start.capacity / GIB:.0f} GiB GPUs" if cfg.world != 1 else
             f"this {start.capacity / GIB:.0f} GiB GPU")
     host = _host_bound(start)
-    need = _gpus_needed(start, cluster)
+    need, how = _gpus_needed(start, cluster) or (None, "")
     if host is not None:  # the GPUs would hold it: the host's RAM is what is short
         head = (f"Nothing on {gpus} fits {what} within the host's RAM: with every memory saving the GPUs hold it, "
                 f"but a node then needs about {host.total / GIB:.0f} GiB of its {host.capacity_bytes / GIB:.0f} GiB "
@@ -28,12 +28,10 @@ def nothing_fits(start: State, advice: Advice, cluster: Cluster | None) -> str:
         head += f"; >= {need} such GPUs hold it within that RAM" if need else ""
     elif advice.tight_now:  # it fits, without the estimate's margin: say so, and what would give it that
         head = f"It fits on {gpus} only tightly, and nothing there gives {what} the estimate's margin"
-        head += (f": that needs >= {need} such GPUs (with memory savings, the rollout over several of them)"
-                 if need else "")
+        head += f": that needs >= {need} such GPUs ({how})" if need else ""
     else:
         head = f"Nothing on {gpus} fits {what}"
-        head += (f": it needs >= {need} such GPUs (with memory savings, the rollout over several of them)" if need
-                 else ": not even on 512 such GPUs")
+        head += f": it needs >= {need} such GPUs ({how})" if need else ": not even on 512 such GPUs"
     methods = [a for a in advice.alternatives if a.fits and a.kind == METHOD]
     if methods:
         here = "this one" if cfg.world == 1 else "these"
@@ -94,36 +92,44 @@ def _host_bound(start: State, move: Move | None = None):
     return best
 
 
-def _gpus_needed(start: State, cluster: Cluster | None) -> int | None:
-    """The fewest GPUs of the same kind (up to 8 per node, then more nodes) on which the plan fits with every
+def _gpus_needed(start: State, cluster: Cluster | None) -> tuple[int, str] | None:
+    """(the fewest GPUs of the same kind (up to 8 per node, then more nodes) on which the plan fits with every
     memory-saving tuning on (with and without CPU offload: offload trades GPU memory for host RAM, which more nodes
-    do not add to per node) and the rollout's TP and gpu_memory_utilization chosen for it; None past 64 x 8."""
+    do not add to per node) and the rollout's TP and gpu_memory_utilization chosen for it, how); None past 64 x 8.
+    Megatron shards the weights and fp32 gradients only over TP and PP (its data parallelism, the optimizer): its
+    smallest TP x PP that fits is tried first, TP within a node where the heads split."""
     from wizard.core.advice.moves import grown_cluster
     from wizard.core.advice.savings import all_savings
-
     from wizard.core.memory.megatron_layout import tp_fits_heads
 
     cfg = read_config(start.values)
     have = max(1, cfg.world)
     actor = start.models.get("actor")
+    megatron = cfg.strategy == "megatron"
     for total in (2, 4, 8, 16, 32, 64, 128, 256, 512):
         if total <= have:
             continue
         per = min(8, total)
         nodes = total // per
         grown = grown_cluster(cluster, nodes, per)
-        # Megatron shards the params and gradients only over TP (and PP): more GPUs at TP 1 never hold a model
-        # whose weights and fp32 gradients outgrow one; its TP within a node, where the heads split
-        mtp = [t for t in (1, 2, 4, 8) if t <= per and (actor is None or tp_fits_heads(actor, t))] \
-            if cfg.strategy == "megatron" else [None]
-        for savings in (all_savings(start.values, offload=False), all_savings(start.values)):
-            base = {**start.values, **savings, "trainer.nnodes": nodes, "trainer.n_gpus_per_node": per}
-            for tp, m in [(t, m) for m in mtp for t in (1, 2, 4, 8) if t <= per]:
-                for util in (0.5, 0.7, 0.85):
-                    values = {**base, "actor_rollout_ref.rollout.tensor_model_parallel_size": tp,
-                              "actor_rollout_ref.rollout.gpu_memory_utilization": util}
-                    if m is not None:
-                        values[f"{AM}.tensor_model_parallel_size"] = m
-                    if _state(values, start.models, grown, ()).fits:
-                        return total
+        layouts = sorted(((t, p) for t in (1, 2, 4, 8) for p in (1, 2, 4, 8, 16) if t <= per and t * p <= total
+                          and (actor is None or tp_fits_heads(actor, t))), key=lambda tp: (tp[0] * tp[1], tp[1])) \
+            if megatron else [(None, None)]
+        for mtp, pp in layouts:
+            rollout = (1, 2, 4, 8) if not megatron else sorted({min(per, max(1, mtp)), min(per, 8)})
+            for savings in (all_savings(start.values, offload=False), all_savings(start.values)):
+                base = {**start.values, **savings, "trainer.nnodes": nodes, "trainer.n_gpus_per_node": per}
+                if megatron:
+                    base.update({f"{AM}.tensor_model_parallel_size": mtp, f"{AM}.pipeline_model_parallel_size": pp})
+                for tp in rollout:
+                    if tp > per:
+                        break
+                    for util in (0.5, 0.7, 0.85):
+                        values = {**base, "actor_rollout_ref.rollout.tensor_model_parallel_size": tp,
+                                  "actor_rollout_ref.rollout.gpu_memory_utilization": util}
+                        if _state(values, start.models, grown, ()).fits:
+                            how = "with memory savings, the rollout over several of them"
+                            if megatron and mtp * pp > 1:
+                                how = f"with memory savings and Megatron TP {mtp}" + (f", PP {pp}" if pp > 1 else "")
+                            return total, how
     return None

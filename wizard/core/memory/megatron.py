@@ -136,9 +136,6 @@ class MegatronTrainer:
         opt = v.get(f"{A}.optim.optimizer")
         if isinstance(opt, str) and opt.lower() != "adam":
             return f"the Megatron engine's {opt} optimizer is not modelled (Adam with the distributed optimizer is)"
-        if truthy(v, f"{A}.optim.use_precision_aware_optimizer"):
-            return ("the Megatron precision-aware optimizer (optim.use_precision_aware_optimizer=True: lower-precision "
-                    "main params, gradients or Adam states) is not modelled")
         if self.m.optimizer_unmodelled:
             return self.m.optimizer_unmodelled
         return self.does_not_start
@@ -167,8 +164,9 @@ class MegatronTrainer:
         out = [f"Megatron: the GPUs of {s.name} peak highest and are shown; {s.params / 1e9:.2f}B params per GPU at "
                f"{per:.1f} bytes each (bf16 params 2 + fp32 gradients 4 + main params and Adam 12"
                + (f" / {m.dp_cp} DP x CP" if m.dist_opt else "")
-               + (f", {m.cpu_optimizer:g} of the main params and Adam on the CPU (optimizer_cpu_offload), not in these"
-                  " GPUs' phases" if m.cpu_optimizer else "") + "; megatron-core theoretical_memory_usage.py); "
+               + (f", {'all' if m.cpu_optimizer == 1 else f'{m.cpu_optimizer:g}'} of Adam"
+                  + (" and the main params" if m.cpu_main_params else "")
+                  + " on the CPU (optimizer_cpu_offload), not in these GPUs' phases" if m.cpu_optimizer else "") + "; megatron-core theoretical_memory_usage.py); "
                f"{self.micro_batches} micro-batch(es) per mini-batch on each of {m.dp} data-parallel ranks. "
                "From megatron-core's formulas and verl's Megatron worker, checked on four runs on one H100 "
                "(TP = PP = 1: 0.5B and 1.5B dense, the 1.5B with param and optimizer offload, a 1.2B MoE), every "
@@ -230,6 +228,23 @@ class MegatronTrainer:
         return term("actor_grads", "actor gradient buffer (fp32: verl sets grad_reduce_in_fp32), whole on every "
                                    "data-parallel rank", self.st.grads, note)
 
+    def _optimizer_terms(self, *, adam: bool = True, note: str = "") -> list[Term]:
+        """The fp32 main params and Adam's moments this GPU holds: megatron-core's CPU optimizer keeps its fraction
+        of the moments on the host, and of the main params only with the precision-aware optimizer (without it the
+        distributed optimizer's fp32 shard stays here and the CPU optimizer steps a host copy)."""
+        m, out = self.m, []
+        cpu = f"; {m.cpu_optimizer:g} of them on the CPU (optimizer_cpu_offload)" if m.cpu_optimizer else ""
+        if m.main_on_gpu > 0:
+            kept = ("; kept here by the distributed optimizer: the CPU optimizer steps a host copy "
+                    "(use_precision_aware_optimizer=True moves them)" if m.cpu_optimizer and not m.cpu_main_params
+                    else cpu)
+            out.append(term("actor_main_params", f"actor fp32 main params ({self._shard()}{kept})",
+                            m.main_on_gpu * self.st.main, note))
+        if adam and m.cpu_optimizer < 1.0:
+            out.append(term("actor_adam", f"actor Adam m and v (fp32, {self._shard()}{cpu})",
+                            (1.0 - m.cpu_optimizer) * self.st.adam, note))
+        return out
+
     def _shard(self) -> str:
         m = self.m
         if not m.dist_opt:
@@ -245,13 +260,8 @@ class MegatronTrainer:
             out.append(self._params("loaded back for this call (param_offload)" if m.param_offload else ""))
         if grads and not m.param_offload:
             out.append(self._grads())
-        on_gpu = 1.0 - m.cpu_optimizer  # megatron-core's HybridDeviceOptimizer keeps the rest on the host
-        cpu = (f"; {1 - on_gpu:g} of them on the CPU (optimizer_cpu_offload)" if m.cpu_optimizer else "")
-        if not m.optimizer_offload and on_gpu > 0:
-            out.append(term("actor_main_params", f"actor fp32 main params ({self._shard()}{cpu})",
-                            on_gpu * self.st.main))
-            if adam:
-                out.append(term("actor_adam", f"actor Adam m and v (fp32, {self._shard()}{cpu})", on_gpu * self.st.adam))
+        if not m.optimizer_offload:
+            out += self._optimizer_terms(adam=adam)
         if self.cfg.ref_separate and (not m.ref_param_offload or ref_loaded):
             out.append(term("ref_params", "reference params (bf16, the actor's TP / PP; forward-only, no gradient "
                                           "buffer)" + (": loaded for its pass" if m.ref_param_offload else ""),
@@ -319,15 +329,9 @@ class MegatronTrainer:
         logits (the pipeline's end runs its loss on one micro-batch at a time)."""
         T = self.update_tokens
         acts, how = activations(self.f, T, self.m, self.s, self.micro_batches)
-        on_gpu = 1.0 - self.m.cpu_optimizer  # the CPU optimizer's share stays and steps on the host
-        cpu = f"; {self.m.cpu_optimizer:g} of them on the CPU (optimizer_cpu_offload)" if self.m.cpu_optimizer else ""
-        back = "loaded back for the update" if self.m.optimizer_offload else ""
         out = [self._params("loaded back for the update" if self.m.param_offload else ""),
                self._grads("loaded back for the update" if self.m.param_offload else ""),
-               *([term("actor_main_params", f"actor fp32 main params ({self._shard()}{cpu})", on_gpu * self.st.main,
-                       back),
-                  term("actor_adam", f"actor Adam m and v (fp32, {self._shard()}{cpu})", on_gpu * self.st.adam, back)]
-                 if on_gpu > 0 else []),
+               *self._optimizer_terms(note="loaded back for the update" if self.m.optimizer_offload else ""),
                term("activations", f"activations, micro-batches of {tok(T)} per GPU", acts, how)]
         out += self._logits(T, update=True, entropy=self.cfg.update_entropy)
         return out + [t for t in self.resident() if t.key in ("ref_params", "trainer_context", "megatron_runtime")]

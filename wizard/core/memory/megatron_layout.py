@@ -48,8 +48,18 @@ class MegatronConfig:
     # OptimizerConfig by verl/utils/megatron/optimizer.py:210-216): the fraction of the main params and Adam states
     # kept and stepped on the host (optimizer_offload_fraction; megatron-core's default 0.0 offloads nothing)
     cpu_optimizer: float = 0.0
+    # the CPU optimizer holds the fp32 main params on the host only with the precision-aware optimizer: without it
+    # megatron-core's distributed optimizer makes them on the GPU (distrib_optimizer.py
+    # _build_model_and_main_param_groups: shard_model_param.clone().float()) and the CPU optimizer steps a host copy
+    # of them (cpu_offloading/hybrid_optimizer.py _get_sub_optimizer_param_groups)
+    cpu_main_params: bool = False
     # an optimizer override the estimate does not model (its reason), e.g. the precision-aware optimizer
     optimizer_unmodelled: str | None = None
+
+    @property
+    def main_on_gpu(self) -> float:
+        """The share of the fp32 main params on the GPU (all of them unless the CPU optimizer holds them)."""
+        return 1.0 - self.cpu_optimizer if self.cpu_main_params else 1.0
 
     @property
     def dp(self) -> int:
@@ -102,25 +112,34 @@ OPT_OVERRIDE = f"{A}.optim.override_optimizer_config"
 LOWER_PRECISION = ("main_grads_dtype", "main_params_dtype", "exp_avg_dtype", "exp_avg_sq_dtype")
 
 
-def optimizer_overrides(values: Mapping) -> tuple[float, str | None]:
-    """(the fraction of the optimizer on the CPU, why an override is not modelled) from
-    ``optim.override_optimizer_config`` (a mapping, or dotted keys under it)."""
+def optimizer_overrides(values: Mapping) -> tuple[float, bool, str | None]:
+    """(the fraction of the optimizer on the CPU, whether its main params go there too, why an override is not
+    modelled) from ``optim.override_optimizer_config`` (a mapping, or dotted keys under it) and verl's own
+    ``optim.use_precision_aware_optimizer``. The precision-aware optimizer is modelled only where it holds nothing on
+    the GPU: fp32 states, all of them on the CPU (megatron-core's CPU optimizer, as verl's large-model recipes set
+    it); elsewhere it keeps remainders of the main params (store_param_remainders) and lower-precision states."""
     over = values.get(OPT_OVERRIDE)
     over = dict(over) if isinstance(over, Mapping) else {}
     over.update({k[len(OPT_OVERRIDE) + 1:]: v for k, v in values.items()
                  if isinstance(k, str) and k.startswith(OPT_OVERRIDE + ".")})
+    verl_precise = truthy(values, f"{A}.optim.use_precision_aware_optimizer")
+    precise = over.get("use_precision_aware_optimizer") is True or (
+        verl_precise and over.get("use_precision_aware_optimizer") is not False)
+    dtypes = {k: over.get(k, values.get(f"{A}.optim.{k}") if verl_precise else None) for k in LOWER_PRECISION}
+    lower = any(str(v) not in ("fp32", "float32", "torch.float32", "None") for v in dtypes.values())
     why = None
-    if over.get("use_precision_aware_optimizer") is True:
-        why = ("the Megatron precision-aware optimizer (override_optimizer_config.use_precision_aware_optimizer: "
-               "lower-precision main params, gradients or Adam states) is not modelled")
-    elif any(str(over.get(k, "fp32")) != "fp32" for k in LOWER_PRECISION):
-        why = "lower-precision optimizer states (override_optimizer_config's *_dtype) are not modelled"
+    if lower:
+        why = "lower-precision optimizer states (*_dtype with the precision-aware optimizer) are not modelled"
     fraction = over.get("optimizer_offload_fraction", 0.0)
     if over.get("optimizer_cpu_offload") is not True:
-        return 0.0, why
-    if isinstance(fraction, bool) or not isinstance(fraction, (int, float)) or not 0 <= fraction <= 1:
-        return 0.0, why or (f"optimizer_offload_fraction {fraction!r} is not a fraction between 0 and 1")
-    return float(fraction), why
+        fraction = 0.0
+    elif isinstance(fraction, bool) or not isinstance(fraction, (int, float)) or not 0 <= fraction <= 1:
+        return 0.0, False, why or (f"optimizer_offload_fraction {fraction!r} is not a fraction between 0 and 1")
+    if precise and not why and fraction < 1.0:
+        why = ("the Megatron precision-aware optimizer (use_precision_aware_optimizer=True) is modelled only with "
+               "the whole optimizer on the CPU (optimizer_cpu_offload, optimizer_offload_fraction 1): on the GPU it "
+               "keeps the main params' remainders and its own states' layout")
+    return float(fraction), precise and fraction == 1.0, why
 
 
 def read_megatron(values: Mapping, world: int) -> MegatronConfig:
@@ -139,7 +158,7 @@ def read_megatron(values: Mapping, world: int) -> MegatronConfig:
     param_offload = truthy(values, f"{AM}.param_offload")
     ref_offload = values.get(f"{REF}.megatron.param_offload")
     dtype = str(values.get(f"{AM}.dtype") or "bfloat16")
-    cpu_fraction, optimizer_why = optimizer_overrides(values)
+    cpu_fraction, cpu_main, optimizer_why = optimizer_overrides(values)
     return MegatronConfig(
         world=max(1, world), tp=tp, pp=positive_int(values, f"{AM}.pipeline_model_parallel_size", 1),
         vpp=vpp if isinstance(vpp, int) and not isinstance(vpp, bool) and vpp > 1 else None,
@@ -153,4 +172,4 @@ def read_megatron(values: Mapping, world: int) -> MegatronConfig:
         recompute_method=str(method) if method in ("uniform", "block") else None,
         recompute_layers=layers if isinstance(layers, int) and not isinstance(layers, bool) and layers >= 1 else 1,
         grads_fp32=ddp.get("grad_reduce_in_fp32") is not False, param_bytes=mt.dtype_bytes(dtype, 2),
-        cpu_optimizer=cpu_fraction, optimizer_unmodelled=optimizer_why)
+        cpu_optimizer=cpu_fraction, cpu_main_params=cpu_main, optimizer_unmodelled=optimizer_why)
