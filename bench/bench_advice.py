@@ -36,6 +36,11 @@ QUESTIONS = [  # (question, preset, GPUs, --set words)
     # a script (tests/data/megatron): Megatron's knobs, timed by its formulas
     ("32B Megatron TP 4 PP 2 on 2 x 8 H100", "tests/data/megatron/grpo_qwen2.5-32b_tp4_pp2.sh", "2x8xH100-80GB", []),
     ("Qwen3-30B-A3B Megatron EP 8 on 2 x 8 H100", "tests/data/megatron/grpo_qwen3-30b-a3b_ep8.sh", "2x8xH100-80GB", []),
+    # Megatron where nothing of the model fits: the smaller models' seeds and the GPU count over TP and PP
+    ("7B Megatron on one 24 GB GPU", "grpo-1gpu-smoke", "1xRTX-4090-24GB",
+     ["model_engine=megatron", "actor_rollout_ref.model.path=Qwen/Qwen2.5-7B-Instruct"]),
+    ("32B Megatron on 8 x 24 GB", "grpo-1gpu-smoke", "8xRTX-4090-24GB",
+     ["model_engine=megatron", "trainer.n_gpus_per_node=8", "actor_rollout_ref.model.path=Qwen/Qwen2.5-32B-Instruct"]),
 ]
 
 
