@@ -356,3 +356,18 @@ def test_megatron_on_one_small_gpu_is_offered_a_smaller_model_and_a_count_of_gpu
     assert round(step.seconds, 1) == alt.step_seconds
     # without the precision-aware optimizer megatron-core keeps the fp32 main params on the GPU: the move sets it
     assert f"++{A}.optim.override_optimizer_config.use_precision_aware_optimizer=True" in alt.overrides
+
+
+@pytest.mark.parametrize("precise", [False, True])
+def test_megatron_s_cpu_optimizer_where_the_gpu_has_room_is_offered_off_for_speed(precise):
+    """A 1.5B on one 80 GB GPU with megatron-core's CPU optimizer: its host Adam makes the update slower; without it
+    the plan still fits. Turning it off takes the precision-aware optimizer with it (without the CPU optimizer that
+    one is not modelled), so it is offered whichever way the user set the pair."""
+    opt = f"++{A}.optim.override_optimizer_config"
+    extra = ["model_engine=megatron", f"{A}.optim.optimizer=adam", f"{opt}.optimizer_cpu_offload=True",
+             f"{opt}.optimizer_offload_fraction=1.0"] + ([f"{opt}.use_precision_aware_optimizer=True"] if precise else [])
+    mp = plan(extra, "1xH100-80GB", Q15)
+    assert mp.report is not None and not mp.report.unmodelled
+    advice = advise(mp.values, mp.models, mp.cluster)
+    assert advice.fits_now and advice.best is not None and advice.best.text.startswith("no CPU optimizer")
+    assert advice.best.fits and advice.best.step_seconds < advice.step_seconds

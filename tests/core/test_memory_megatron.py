@@ -296,13 +296,21 @@ def test_the_offloads_land_on_the_host_as_pinned_copies_per_rank():
     assert node["host_ref"] == pytest.approx(8 * st.params, rel=1e-6)
     # no whole copy on the head node at start: each rank reads its own tensors through megatron-bridge
     assert "host_init" not in node and "host_fixed" in node
-    # megatron-core's CPU optimizer beside verl's optimizer_offload: the states are parked once, and the optimizer's
-    # fp32 gradient copy comes on top (it was left out: 552 GiB a node where 674 is what it holds)
+    # megatron-core's CPU optimizer beside verl's optimizer_offload: Adam's states are the CPU optimizer's, once;
+    # without the precision-aware optimizer the fp32 main params stay on the GPU, so verl parks those too, and the
+    # CPU optimizer pins its own copy of them and of the gradients (it was left out: 552 GiB a node where 674 is
+    # what it holds), each pinned in a power-of-two block as verl's are
     _, both = plan_of(DENSE, f"{OPT}.optimizer_cpu_offload=True", f"{OPT}.optimizer_offload_fraction=1.0")
     node = {t.key: t.bytes for t in both.memory.report.host[0].terms}
-    # (fp32 main params 4 bytes a parameter, Adam's m and v 8: the gradient copy is a third of what is parked)
-    # (the CPU optimizer's states are megatron-core's own allocation, at their size: not verl's pinned copies)
-    assert node["host_actor_cpu_grads"] == pytest.approx(node["host_actor_adam"] / 3, rel=1e-6)
+    assert node["host_actor_adam"] == pytest.approx(8 * ratio * st.main, rel=1e-5)
+    assert node["host_actor_cpu_optimizer"] == pytest.approx(8 * (ratio * 2 * st.main + st.adam), rel=1e-5)
+    # with it, the main params leave the GPU with the CPU optimizer: verl has nothing left to park; the CPU optimizer
+    # pins a bf16 copy and the gradients' fp32 copy and steps unpinned fp32 params and states
+    _, precise = plan_of(DENSE, f"{OPT}.optimizer_cpu_offload=True", f"{OPT}.optimizer_offload_fraction=1.0",
+                         f"{OPT}.use_precision_aware_optimizer=True")
+    node = {t.key: t.bytes for t in precise.memory.report.host[0].terms}
+    assert "host_actor_adam" not in node
+    assert node["host_actor_cpu_optimizer"] == pytest.approx(8 * (ratio * 1.5 * st.main + st.main + st.adam), rel=1e-5)
 
 
 @pytest.mark.parametrize("sets,model,why", [
@@ -411,8 +419,12 @@ def test_megatron_s_cpu_optimizer_keeps_its_fraction_of_the_states_on_the_host_a
     assert same["actor_main_params"] + same["actor_adam"] == pytest.approx(main + adam)
     half, half_host, _ = update_terms(f"{OPT}.optimizer_cpu_offload=True", f"{OPT}.optimizer_offload_fraction=0.5")
     assert half["actor_main_params"] == pytest.approx(main) and half["actor_adam"] == pytest.approx(adam / 2)
-    # 8 ranks a node, each its half of a host copy of the main params, of Adam, and a gradient copy
-    assert half_host["host_actor_cpu_optimizer"] == pytest.approx(8 * 0.5 * (2 * main + adam), rel=1e-6)
+    # 8 ranks a node, each its half of a host copy of the main params and a gradient copy (pinned, in power-of-two
+    # blocks) and of Adam
+    from wizard.core.memory.pinned import megatron_state_ratio
+    facts = load_model_facts("Qwen/Qwen2.5-32B-Instruct").facts
+    ratio = megatron_state_ratio(facts, 4, 1, 4, 2, 2)
+    assert half_host["host_actor_cpu_optimizer"] == pytest.approx(8 * 0.5 * (ratio * 2 * main + adam), rel=1e-6)
     kept, _, kept_result = update_terms(f"{OPT}.optimizer_cpu_offload=True", f"{OPT}.optimizer_offload_fraction=1.0")
     assert kept["actor_main_params"] == pytest.approx(main) and "actor_adam" not in kept
     assert any("all of Adam on the CPU" in n for n in kept_result.memory.report.notes)
@@ -422,19 +434,35 @@ def test_megatron_s_cpu_optimizer_keeps_its_fraction_of_the_states_on_the_host_a
     update = {t.label: t for p in step_time(result.memory).phases if p.name == "update_actor" for t in p.terms}
     assert "optimizer on the CPU" in update and "fraction 1" in update["optimizer on the CPU"].note
     assert any("all of Adam and the main params on the CPU" in n for n in result.memory.report.notes)
-    # with verl's optimizer_offload too, the states that stay on the host are not also moved over the link
-    _, both, both_result = update_terms(f"{AM}.optimizer_offload=True", f"{OPT}.optimizer_cpu_offload=True",
-                                        f"{OPT}.optimizer_offload_fraction=1.0")
-    moved = {t.label for p in step_time(both_result.memory).phases if p.name == "update_actor" for t in p.terms}
-    assert "optimizer states over the host link" not in moved
-    # the precision-aware optimizer where it keeps anything on the GPU (its main params' remainders, its states'
-    # layout), or with lower-precision states, is said to be not modelled, not estimated as fp32
+    # with verl's optimizer_offload too, the states that stay on the host are not also moved over the link; the main
+    # params the distributed optimizer keeps on the GPU without the precision-aware optimizer are
+    def link(*sets):
+        _, _, res = update_terms(f"{AM}.optimizer_offload=True", f"{OPT}.optimizer_cpu_offload=True",
+                                 f"{OPT}.optimizer_offload_fraction=1.0", *sets)
+        return {t.label: t for p in step_time(res.memory).phases if p.name == "update_actor" for t in p.terms}
+    assert "optimizer states over the host link" not in link(f"{OPT}.use_precision_aware_optimizer=True")
+    main_only = link()["optimizer states over the host link"]
+    _, _, plain = update_terms(f"{AM}.optimizer_offload=True")
+    whole_link = {t.label: t for p in step_time(plain.memory).phases if p.name == "update_actor"
+                  for t in p.terms}["optimizer states over the host link"]
+    # fp32 main params 4 bytes a parameter, Adam's m and v 8: a third of what moves without the CPU optimizer
+    assert main_only.seconds == pytest.approx(whole_link.seconds / 3, rel=1e-6)
+    # the precision-aware optimizer without the CPU optimizer (its main params' remainders, its states' dtypes on the
+    # GPU), or with verl's lower-precision gradient buffer, is said to be not modelled, not estimated as fp32
+    cpu_all = (f"{OPT}.optimizer_cpu_offload=True", f"{OPT}.optimizer_offload_fraction=1.0")
     for sets in ((f"{OPT}.use_precision_aware_optimizer=True",),
                  ("actor_rollout_ref.actor.optim.use_precision_aware_optimizer=True",),
-                 (f"{OPT}.optimizer_cpu_offload=True", f"{OPT}.optimizer_offload_fraction=1.0",
-                  f"{OPT}.use_precision_aware_optimizer=True", f"{OPT}.exp_avg_dtype=bf16")):
+                 (*cpu_all, "actor_rollout_ref.actor.optim.use_precision_aware_optimizer=True",
+                  "actor_rollout_ref.actor.optim.main_grads_dtype=bf16")):
         _, precise = plan_of(DENSE, own, *sets)
         assert "precision-aware" in (precise.memory.report.unmodelled or ""), sets
+    # megatron-core builds its CPU optimizer without the state dtypes (optimizer/__init__.py:502-540): ignored there
+    lower, _, _ = update_terms(*cpu_all, f"{OPT}.use_precision_aware_optimizer=True", f"{OPT}.exp_avg_dtype=bf16")
+    assert "actor_main_params" not in lower and "actor_adam" not in lower
+    # and it takes the precision-aware optimizer only with its distributed optimizer: no numbers for one it stops
+    _, stopped = plan_of(DENSE, own, *cpu_all, f"{OPT}.use_precision_aware_optimizer=True",
+                         f"{AM}.use_distributed_optimizer=False")
+    assert stopped.memory.report is None and "distributed optimizer" in (stopped.memory.why or "")
 
 
 @pytest.mark.parametrize("sets,why", [

@@ -238,15 +238,19 @@ def _megatron_moves(values: Mapping, cfg, actor: ModelFacts | None = None) -> li
                 ((f"{AM}.optimizer_offload", not m.optimizer_offload),))]
     # megatron-core's CPU optimizer (verl's recipes fit a 72B on 16 GPUs with it): the main params and Adam stay and
     # step on the host, where verl's optimizer_offload only parks them there between updates
+    # with the precision-aware optimizer, as verl's large-model recipes set it; megatron-core takes that only with
+    # its distributed optimizer (without it the CPU optimizer still moves Adam's states)
+    cpu = CPU_OPTIMIZER if m.dist_opt else CPU_OPTIMIZER[:2]
     if 0 < m.cpu_optimizer < 1.0:
-        out.append(turn("CPU optimizer fraction", f"{m.cpu_optimizer:g}", "1", CPU_OPTIMIZER))
+        out.append(turn("CPU optimizer fraction", f"{m.cpu_optimizer:g}", "1", cpu))
     elif m.cpu_optimizer == 0:
-        out.append(Move(CPU_OPTIMIZER_NAME, CPU_OPTIMIZER))
-    elif not m.cpu_main_params and not m.optimizer_unmodelled:
+        out.append(Move(CPU_OPTIMIZER_NAME, cpu))
+    elif not m.cpu_main_params and not m.optimizer_unmodelled and m.dist_opt:
         out.append(Move("the precision-aware optimizer (the CPU optimizer then holds the fp32 main params on the host "
                         "too)", ((f"{OPT_OVERRIDE}.use_precision_aware_optimizer", True),)))
-    else:
-        out.append(Move("no CPU optimizer (faster)", ((f"{OPT_OVERRIDE}.optimizer_cpu_offload", False),)))
+    if m.cpu_optimizer:  # the precision-aware optimizer goes with it: without it, it is not modelled
+        out.append(Move("no CPU optimizer (faster)", ((f"{OPT_OVERRIDE}.optimizer_cpu_offload", False),) + (
+            ((f"{OPT_OVERRIDE}.use_precision_aware_optimizer", False),) if m.precision_aware else ())))
     if m.recompute != "full":
         out.append(Move("full recompute (uniform, 1 layer a chunk)", FULL_RECOMPUTE))
     else:

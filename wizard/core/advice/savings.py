@@ -23,7 +23,8 @@ def all_savings(values: Mapping, offload: bool = True) -> dict:
         # with offload, megatron-core's CPU optimizer (main params and Adam stepped on the host) rather than verl's
         # optimizer_offload, which brings them back to the GPU for every update
         out = {f"{AM}.param_offload": offload, f"{REF}.megatron.param_offload": offload, **dict(FULL_RECOMPUTE),
-               **(dict(CPU_OPTIMIZER) if offload else {f"{AM}.optimizer_offload": False})}
+               **(dict(CPU_OPTIMIZER if values.get(f"{AM}.use_distributed_optimizer") is not False else
+                       CPU_OPTIMIZER[:2]) if offload else {f"{AM}.optimizer_offload": False})}
     else:
         out = {f"{AF}.param_offload": offload, f"{AF}.optimizer_offload": offload, f"{AF}.offload_policy": offload,
                f"{M}.enable_gradient_checkpointing": True, NO_SYNC: False, CRITIC_NO_SYNC: False, RESHARD: True,
@@ -85,9 +86,12 @@ def saving_moves(values: Mapping, target: Mapping) -> list[Move]:
     # knobs of several keys, one move each: taken back whole by the pruning, never half (the CPU optimizer's
     # fraction without its switch; Megatron's param offload without the reference's, which verl's YAML makes follow
     # the actor's: megatron_ref.yaml param_offload: ${oc.select:actor_rollout_ref.actor.megatron.param_offload,False})
-    for name, changes in ((CPU_OPTIMIZER_NAME, CPU_OPTIMIZER), ("full recompute (uniform, 1 layer a chunk)", FULL_RECOMPUTE),
+    for name, changes in ((CPU_OPTIMIZER_NAME, CPU_OPTIMIZER), (CPU_OPTIMIZER_NAME, CPU_OPTIMIZER[:2]),
+                          ("full recompute (uniform, 1 layer a chunk)", FULL_RECOMPUTE),
                           ("param offload", ((f"{AM}.param_offload", True), (f"{REF}.megatron.param_offload", True)))):
         keys = dict(changes)
+        if set(keys) <= joined:
+            continue
         if all(target.get(k) == v for k, v in keys.items()) and not all(values.get(k) == v for k, v in keys.items()):
             out.append(Move(name, changes))
             joined |= set(keys)

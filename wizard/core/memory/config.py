@@ -78,6 +78,7 @@ MEGATRON_KEYS: tuple[str, ...] = tuple(f"{A}.megatron.{k}" for k in (
     "use_distributed_optimizer", "param_offload", "optimizer_offload", "override_transformer_config",
     "override_ddp_config", "dtype", "use_megatron_fsdp")) + (
     f"{REF}.megatron.param_offload", f"{A}.optim.optimizer", f"{A}.optim.use_precision_aware_optimizer",
+    f"{A}.optim.main_grads_dtype",
     f"{A}.optim.override_optimizer_config")
 MEMORY_KEYS: tuple[str, ...] = tuple(dict.fromkeys(PLACEMENT_KEYS + ESTIMATE_KEYS + MEGATRON_KEYS))
 # Not a verl key: whether flash-attn imports where verl runs (the environment probe), when known.

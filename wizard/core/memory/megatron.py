@@ -156,6 +156,9 @@ class MegatronTrainer:
         problems = layout_problems(self.f, m)
         if problems:  # megatron-core stops it (models.megatron_layout)
             return f"Megatron does not start this layout ({problems[0][1]}), so {NOT_STARTED}"
+        if m.precision_aware and not m.dist_opt:  # megatron-core's OptimizerConfig.__post_init__
+            return ("megatron-core supports the precision-aware optimizer only with the distributed optimizer "
+                    f"(use_distributed_optimizer=False here), so {NOT_STARTED}")
         return None
 
     def notes(self) -> list[str]:
@@ -190,25 +193,25 @@ class MegatronTrainer:
             chunks = m.vpp or 1
             out.append(("host_actor_params", "actor params offloaded between calls (bf16, pinned)",
                         chunks * pow2(st.params / chunks)))
-        if m.optimizer_offload:
-            # verl moves the GPU's states tensor by tensor, each pinned in a power-of-two block (measured); the CPU
-            # optimizer's share is megatron-core's own host allocation, counted at its size
-            ratio = megatron_state_ratio(self.f, m.tp, m.ep, m.etp, m.dp_cp if m.dist_opt else 1,
-                                         m.expert_dp if m.dist_opt else 1)
-            moved = 1.0 - m.cpu_optimizer
-            factor = moved * ratio + m.cpu_optimizer
-            out.append(("host_actor_adam", "actor main params and Adam states offloaded between updates (fp32"
-                        + (f", each tensor pinned in a power-of-two block: x {factor:.2f} their size; measured once, "
-                           "on a 1.5B at TP = DP = 1" if moved else "") + ")",
-                        factor * (st.main + st.adam)))
-            if m.cpu_optimizer:  # the CPU optimizer's share is among them; its fp32 gradient copy is not
-                out.append(("host_actor_cpu_grads", f"fp32 gradient copy for the optimizer on the CPU "
-                                                    f"(optimizer_cpu_offload, fraction {m.cpu_optimizer:g})",
-                            m.cpu_optimizer * st.main))
-        elif m.cpu_optimizer:  # the host's share of the states, and of the fp32 gradients it steps them with
+        ratio = megatron_state_ratio(self.f, m.tp, m.ep, m.etp, m.dp_cp if m.dist_opt else 1,
+                                     m.expert_dp if m.dist_opt else 1)
+        adam_on_gpu = 1.0 - m.cpu_optimizer
+        if m.optimizer_offload and (m.main_on_gpu or adam_on_gpu):
+            # verl moves what the GPU holds of them tensor by tensor, each pinned in a power-of-two block (measured)
+            out.append(("host_actor_adam", "actor main params and Adam states offloaded between updates (fp32, each "
+                        f"tensor pinned in a power-of-two block: x {ratio:.2f} their size; measured once, on a 1.5B at "
+                        "TP = DP = 1)", ratio * (m.main_on_gpu * st.main + adam_on_gpu * st.adam)))
+        if m.cpu_optimizer:
+            # megatron-core's CPU optimizer (cpu_offloading/hybrid_optimizer.py): its fraction's fp32 params and the
+            # gradient copy it steps them with are pinned (rounded up as above); with the precision-aware optimizer
+            # it pins a bf16 copy and steps an unpinned fp32 copy of it; Adam's states are unpinned
+            f = m.cpu_optimizer
+            pinned = (st.main / 2 if m.cpu_main_params else st.main) + st.main
+            plain = (st.main if m.cpu_main_params else 0) + st.adam
             out.append(("host_actor_cpu_optimizer",
-                        f"actor optimizer on the CPU (optimizer_cpu_offload, fraction {m.cpu_optimizer:g}): fp32 main "
-                        "params, Adam states and a gradient copy, pinned", m.cpu_optimizer * (2 * st.main + st.adam)))
+                        f"actor optimizer on the CPU (optimizer_cpu_offload, fraction {f:g}): fp32 main params, Adam "
+                        f"states and a gradient copy (the pinned copies in power-of-two blocks, x {ratio:.2f})",
+                        f * (ratio * pinned + plain)))
         return out
 
     # -- terms ---------------------------------------------------------------------------------

@@ -53,6 +53,7 @@ class MegatronConfig:
     # _build_model_and_main_param_groups: shard_model_param.clone().float()) and the CPU optimizer steps a host copy
     # of them (cpu_offloading/hybrid_optimizer.py _get_sub_optimizer_param_groups)
     cpu_main_params: bool = False
+    precision_aware: bool = False  # use_precision_aware_optimizer (megatron-core needs the distributed optimizer)
     # an optimizer override the estimate does not model (its reason), e.g. the precision-aware optimizer
     optimizer_unmodelled: str | None = None
 
@@ -112,34 +113,49 @@ OPT_OVERRIDE = f"{A}.optim.override_optimizer_config"
 LOWER_PRECISION = ("main_grads_dtype", "main_params_dtype", "exp_avg_dtype", "exp_avg_sq_dtype")
 
 
-def optimizer_overrides(values: Mapping) -> tuple[float, bool, str | None]:
-    """(the fraction of the optimizer on the CPU, whether its main params go there too, why an override is not
-    modelled) from ``optim.override_optimizer_config`` (a mapping, or dotted keys under it) and verl's own
-    ``optim.use_precision_aware_optimizer``. The precision-aware optimizer is modelled only where it holds nothing on
-    the GPU: fp32 states, all of them on the CPU (megatron-core's CPU optimizer, as verl's large-model recipes set
-    it); elsewhere it keeps remainders of the main params (store_param_remainders) and lower-precision states."""
+FP32 = {"fp32", "float32", "torch.float32", "32", "none"}  # what verl's PrecisionType reads as fp32 (and unset)
+
+
+def _on(v) -> bool:
+    """A switch as megatron-core's OptimizerConfig takes it from verl: True, or a YAML string "true"."""
+    return v is True or (isinstance(v, str) and v.strip().lower() == "true")
+
+
+def optimizer_overrides(values: Mapping) -> tuple[float, bool, bool, str | None]:
+    """(the fraction of the optimizer on the CPU, whether its main params go there too, whether the precision-aware
+    optimizer is on, why an override is not modelled) from ``optim.override_optimizer_config`` (a mapping, or dotted
+    keys under it, applied last by verl: utils/megatron/optimizer.py:210-216) and verl's own
+    ``optim.use_precision_aware_optimizer``.
+
+    megatron-core 0.18's CPU optimizer (HybridDeviceOptimizer, optimizer/__init__.py:502-540) is built without the
+    precision-aware optimizer's dtypes or remainders: it steps fp32 copies of its fraction on the host and the rest on
+    the GPU. Without the precision-aware optimizer the distributed optimizer makes every fp32 main param on the GPU
+    first (distrib_optimizer.py: shard_model_param.clone().float()) and the CPU optimizer steps a host copy; with it
+    there is no GPU main param, so the main params leave with the CPU optimizer's fraction. Without the CPU optimizer
+    the precision-aware optimizer keeps the main params' remainders and lower-precision states on the GPU: not
+    modelled. verl's own key also sets the gradient buffer's dtype (main_grads_dtype): modelled only at fp32."""
     over = values.get(OPT_OVERRIDE)
     over = dict(over) if isinstance(over, Mapping) else {}
     over.update({k[len(OPT_OVERRIDE) + 1:]: v for k, v in values.items()
                  if isinstance(k, str) and k.startswith(OPT_OVERRIDE + ".")})
     verl_precise = truthy(values, f"{A}.optim.use_precision_aware_optimizer")
-    precise = over.get("use_precision_aware_optimizer") is True or (
-        verl_precise and over.get("use_precision_aware_optimizer") is not False)
-    dtypes = {k: over.get(k, values.get(f"{A}.optim.{k}") if verl_precise else None) for k in LOWER_PRECISION}
-    lower = any(str(v) not in ("fp32", "float32", "torch.float32", "None") for v in dtypes.values())
-    why = None
-    if lower:
-        why = "lower-precision optimizer states (*_dtype with the precision-aware optimizer) are not modelled"
+    set_here = over.get("use_precision_aware_optimizer")
+    precise = _on(set_here) if set_here is not None else verl_precise
     fraction = over.get("optimizer_offload_fraction", 0.0)
-    if over.get("optimizer_cpu_offload") is not True:
+    if not _on(over.get("optimizer_cpu_offload")):
         fraction = 0.0
     elif isinstance(fraction, bool) or not isinstance(fraction, (int, float)) or not 0 <= fraction <= 1:
-        return 0.0, False, why or (f"optimizer_offload_fraction {fraction!r} is not a fraction between 0 and 1")
-    if precise and not why and fraction < 1.0:
-        why = ("the Megatron precision-aware optimizer (use_precision_aware_optimizer=True) is modelled only with "
-               "the whole optimizer on the CPU (optimizer_cpu_offload, optimizer_offload_fraction 1): on the GPU it "
-               "keeps the main params' remainders and its own states' layout")
-    return float(fraction), precise and fraction == 1.0, why
+        return 0.0, False, precise, f"optimizer_offload_fraction {fraction!r} is not a fraction between 0 and 1"
+    why = None
+    grads = values.get(f"{A}.optim.main_grads_dtype")
+    if verl_precise and str(grads).lower() not in FP32:
+        why = f"a {grads} gradient buffer (optim.main_grads_dtype with the precision-aware optimizer) is not modelled"
+    elif not precise and any(str(over.get(k, "fp32")).lower() not in FP32 for k in LOWER_PRECISION):
+        why = "lower-precision optimizer states (override_optimizer_config's *_dtype) are not modelled"
+    elif precise and not fraction:
+        why = ("the Megatron precision-aware optimizer without the CPU optimizer is not modelled (it keeps the main "
+               "params' remainders and its states' dtypes on the GPU); with optimizer_cpu_offload it is")
+    return float(fraction), precise and fraction > 0, precise, why
 
 
 def read_megatron(values: Mapping, world: int) -> MegatronConfig:
@@ -158,7 +174,7 @@ def read_megatron(values: Mapping, world: int) -> MegatronConfig:
     param_offload = truthy(values, f"{AM}.param_offload")
     ref_offload = values.get(f"{REF}.megatron.param_offload")
     dtype = str(values.get(f"{AM}.dtype") or "bfloat16")
-    cpu_fraction, cpu_main, optimizer_why = optimizer_overrides(values)
+    cpu_fraction, cpu_main, precise, optimizer_why = optimizer_overrides(values)
     return MegatronConfig(
         world=max(1, world), tp=tp, pp=positive_int(values, f"{AM}.pipeline_model_parallel_size", 1),
         vpp=vpp if isinstance(vpp, int) and not isinstance(vpp, bool) and vpp > 1 else None,
@@ -172,4 +188,5 @@ def read_megatron(values: Mapping, world: int) -> MegatronConfig:
         recompute_method=str(method) if method in ("uniform", "block") else None,
         recompute_layers=layers if isinstance(layers, int) and not isinstance(layers, bool) and layers >= 1 else 1,
         grads_fp32=ddp.get("grad_reduce_in_fp32") is not False, param_bytes=mt.dtype_bytes(dtype, 2),
-        cpu_optimizer=cpu_fraction, cpu_main_params=cpu_main, optimizer_unmodelled=optimizer_why)
+        cpu_optimizer=cpu_fraction, cpu_main_params=cpu_main, precision_aware=precise,
+        optimizer_unmodelled=optimizer_why)

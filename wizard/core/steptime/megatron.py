@@ -215,7 +215,7 @@ class MegatronStep:
                  *self._activation_collectives(self.t.update_tokens, micro * steps, passes),
                  *self._gradient_sync(steps)]
         on_gpu = 1.0 - m.cpu_optimizer  # optimizer_cpu_offload: megatron-core steps that fraction on the host
-        states = st.params + st.grads + on_gpu * (st.main + st.adam)
+        states = st.params + st.grads + m.main_on_gpu * st.main + on_gpu * st.adam
         terms.append(TimeTerm("optimizer step", steps * 2 * states / (self.gpu.bandwidth_gbs * 1e9 *
                                                                        c.bandwidth_efficiency),
                               f"{steps} step(s) x {states / 1e9:.1f} GB of params, gradients and states read and "
@@ -229,11 +229,12 @@ class MegatronStep:
                                    "fp32 gradients out and updated params back, each optimizer step"))
         if m.param_offload:  # the gradient buffer is freed and re-made, not copied
             terms.append(host_term("params over the host link", 2 * st.params, c, "in and out once per update"))
-        if m.optimizer_offload and on_gpu > 0:  # the CPU optimizer's share never comes to the GPU
+        moved = m.main_on_gpu * st.main + on_gpu * st.adam  # the CPU optimizer's share never comes to the GPU
+        if m.optimizer_offload and moved > 0:
             # back to the host with non_blocking copies (megatron_utils.py:956-962 offload_megatron_optimizer): they
             # overlap what follows; measured, the 1.5B's update took 1.05 s more with both offloads, where in and out
             # at the host link's rate would be 1.7 s and in alone 1.0 (meg-grpo-1.5b-tp1-u0.5-paramoffload-h100)
-            terms.append(host_term("optimizer states over the host link", on_gpu * (st.main + st.adam), c,
+            terms.append(host_term("optimizer states over the host link", moved, c,
                                    "in once per update; the copy back out is non-blocking and overlaps what follows"))
         return PhaseTime("update_actor", "actor update", tuple(terms))
 
