@@ -578,3 +578,13 @@ def test_the_offloaded_optimizer_states_take_power_of_two_blocks_of_host_ram():
     # further below its power of two (x 1.74); halving TP and DP alike halves every tensor: the same x 1.24
     assert megatron_state_ratio(facts, 1, 1, 1, 3, 3) == pytest.approx(1.74, abs=0.01)
     assert megatron_state_ratio(facts, 2, 1, 2, 2, 2) == pytest.approx(1.24, abs=0.01)
+
+
+def test_fp16_megatron_runs_the_precision_aware_optimizer_as_verl_sets_it():
+    """verl turns megatron-core's precision-aware optimizer on for fp16 params (init_megatron_optim_config): without
+    the CPU optimizer that is not modelled, so an fp16 plan is said to be so rather than estimated as bf16's."""
+    _, plain = plan_of(DENSE, f"{AM}.dtype=float16")
+    assert "precision-aware" in (plain.memory.report.unmodelled or "")
+    _, cpu = plan_of(DENSE, f"{AM}.dtype=float16", f"{OPT}.optimizer_cpu_offload=True",
+                     f"{OPT}.optimizer_offload_fraction=1.0")
+    assert cpu.memory.report is not None and not cpu.memory.report.unmodelled

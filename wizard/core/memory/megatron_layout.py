@@ -139,8 +139,10 @@ def optimizer_overrides(values: Mapping) -> tuple[float, bool, bool, str | None]
     over.update({k[len(OPT_OVERRIDE) + 1:]: v for k, v in values.items()
                  if isinstance(k, str) and k.startswith(OPT_OVERRIDE + ".")})
     verl_precise = truthy(values, f"{A}.optim.use_precision_aware_optimizer")
+    # fp16 params: verl turns it on itself (init_megatron_optim_config, utils/megatron/optimizer.py:159-168)
+    fp16 = str(values.get(f"{AM}.dtype")).lower() in ("float16", "fp16", "half")
     set_here = over.get("use_precision_aware_optimizer")
-    precise = _on(set_here) if set_here is not None else verl_precise
+    precise = _on(set_here) if set_here is not None else (verl_precise or fp16)
     fraction = over.get("optimizer_offload_fraction", 0.0)
     if not _on(over.get("optimizer_cpu_offload")):
         fraction = 0.0
