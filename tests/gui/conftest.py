@@ -8,6 +8,15 @@ import pytest
 pytest.importorskip("PySide6")
 
 
+@pytest.fixture(scope="session", autouse=True)
+def gc_on_the_gui_thread(qapp):
+    """The tests' QApplication collects garbage as the app's does: on the GUI thread, from a timer, never on a
+    work thread that happened to allocate (wizard/gui/gc_guard.py)."""
+    from wizard.gui.gc_guard import collect_on_the_gui_thread
+
+    collect_on_the_gui_thread(qapp)
+
+
 @pytest.fixture(autouse=True)
 def no_modal_load_error(monkeypatch):
     """A window whose checker cannot load says why in a modal dialog; in a test that dialog would wait for a

@@ -90,6 +90,8 @@ CHILD = textwrap.dedent("""
     os.environ["QT_QPA_PLATFORM"] = "offscreen"
     from PySide6.QtWidgets import QApplication
     app = QApplication([])
+    from wizard.gui.gc_guard import collect_on_the_gui_thread
+    collect_on_the_gui_thread(app)
     from wizard.gui.app import WizardWindow
     from wizard.adapters.files.session_store import load_session
     w = WizardWindow(restore=False)

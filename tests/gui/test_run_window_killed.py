@@ -22,6 +22,8 @@ WINDOW = textwrap.dedent("""
     from PySide6.QtCore import QTimer
     from PySide6.QtWidgets import QApplication
     app = QApplication([])
+    from wizard.gui.gc_guard import collect_on_the_gui_thread
+    collect_on_the_gui_thread(app)
     from wizard.gui.document import PlanDocument
     from wizard.gui.run.panel import RunPanel
     doc = PlanDocument(autosave=False)

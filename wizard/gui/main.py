@@ -12,9 +12,11 @@ def main(argv: list[str]) -> int:
 
     from wizard.adapters.files.session_store import load_prefs
     from wizard.gui.app import WizardWindow
+    from wizard.gui.gc_guard import collect_on_the_gui_thread
     from wizard.gui.theme import apply_theme
 
     app = QApplication.instance() or QApplication(["verl-wizard"])
+    collect_on_the_gui_thread(app)
     app.setApplicationName("verl-wizard")
     apply_theme(app, load_prefs().get("theme", "system"))
     window = WizardWindow(progressive=True)

@@ -18,6 +18,7 @@ from PySide6.QtCore import Qt
 from PySide6.QtWidgets import QApplication
 
 from wizard.gui.app import WizardWindow
+from wizard.gui.gc_guard import collect_on_the_gui_thread
 from wizard.gui.theme import apply_theme
 from wizard.usecases.hardware import read_gpu_spec
 
@@ -169,6 +170,7 @@ def screenshots_main(argv: list[str]) -> int:
         return 2
     os.environ.setdefault("QT_QPA_PLATFORM", "offscreen")
     app = QApplication.instance() or QApplication(["verl-wizard"])
+    collect_on_the_gui_thread(app)
     if args.dark:
         apply_theme(app, "dark")
     window = WizardWindow(restore=False)
