@@ -172,7 +172,7 @@ def _seeds(start: State, cluster: Cluster | None) -> list[State]:
     from wizard.core.advice.moves import turn
     from wizard.core.advice.savings import all_savings, saving_moves
 
-    from wizard.core.memory.megatron_layout import read_megatron, tp_fits_heads
+    from wizard.core.memory.megatron_layout import read_megatron, tp_choices
 
     per_now = max(1, int(start.values.get("trainer.n_gpus_per_node") or 1))
     have = min((n.gpu_count for n in cluster.nodes), default=per_now) if cluster is not None else per_now
@@ -186,8 +186,7 @@ def _seeds(start: State, cluster: Cluster | None) -> list[State]:
             if per != per_now else ()
         # Megatron: its TP too (its data parallelism shards the optimizer only), within a node where the heads split
         m = read_megatron(start.values, per * nodes) if megatron else None
-        layouts = sorted({m.tp} | {t for t in (1, 2, 4, 8) if t <= per and per % t == 0 and (per * nodes) % (
-            t * m.pp * m.cp) == 0 and (actor is None or tp_fits_heads(actor, t))}) if m is not None else [None]
+        layouts = sorted({m.tp, *tp_choices(actor, per, per * nodes, m.pp * m.cp)}) if m is not None else [None]
         for mtp in layouts:
             shard = (turn("Megatron TP", m.tp, mtp, (("actor_rollout_ref.actor.megatron.tensor_model_parallel_size",
                                                       mtp),)),) if m is not None and mtp != m.tp else ()

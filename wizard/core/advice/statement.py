@@ -100,7 +100,7 @@ def _gpus_needed(start: State, cluster: Cluster | None) -> tuple[int, str] | Non
     smallest TP x PP that fits is tried first, TP within a node where the heads split."""
     from wizard.core.advice.moves import grown_cluster
     from wizard.core.advice.savings import all_savings
-    from wizard.core.memory.megatron_layout import tp_fits_heads
+    from wizard.core.memory.megatron_layout import tp_choices
 
     cfg = read_config(start.values)
     have = max(1, cfg.world)
@@ -112,9 +112,8 @@ def _gpus_needed(start: State, cluster: Cluster | None) -> tuple[int, str] | Non
         per = min(8, total)
         nodes = total // per
         grown = grown_cluster(cluster, nodes, per)
-        layouts = sorted(((t, p) for t in (1, 2, 4, 8) for p in (1, 2, 4, 8, 16) if t <= per and t * p <= total
-                          and (actor is None or tp_fits_heads(actor, t))), key=lambda tp: (tp[0] * tp[1], tp[1])) \
-            if megatron else [(None, None)]
+        layouts = sorted(((t, p) for p in (1, 2, 4, 8, 16) for t in tp_choices(actor, per, total, p)),
+                         key=lambda tp: (tp[0] * tp[1], tp[1])) if megatron else [(None, None)]
         for mtp, pp in layouts:
             rollout = (1, 2, 4, 8) if not megatron else sorted({min(per, max(1, mtp)), min(per, 8)})
             for savings in (all_savings(start.values, offload=False), all_savings(start.values)):

@@ -11,7 +11,7 @@ from dataclasses import dataclass
 
 from wizard.core.memory import terms as mt
 from wizard.core.models.facts import ModelFacts
-from wizard.core.verl.flags import truthy
+from wizard.core.verl.flags import is_on, truthy
 from wizard.core.verl.keys import A, REF
 
 AM = f"{A}.megatron"
@@ -108,6 +108,13 @@ def tp_fits_heads(f: ModelFacts, tp: int) -> bool:
     return f.num_attention_heads % tp == 0 and (kv % tp == 0 or tp % kv == 0)
 
 
+def tp_choices(model: ModelFacts | None, per_node: int, world: int, other: int = 1) -> list[int]:
+    """The Megatron TPs the advisor tries: 1, 2, 4 or 8 within a node, dividing the world with the other model
+    parallel sizes (``other``: PP x CP), where the model's heads split."""
+    return [t for t in (1, 2, 4, 8) if t <= per_node and per_node % t == 0 and world % (t * other) == 0
+            and (model is None or tp_fits_heads(model, t))]
+
+
 OPT_OVERRIDE = f"{A}.optim.override_optimizer_config"
 # megatron-core OptimizerConfig fields that change what the optimizer holds, beyond the CPU offload read here
 LOWER_PRECISION = ("main_grads_dtype", "main_params_dtype", "exp_avg_dtype", "exp_avg_sq_dtype")
@@ -116,9 +123,9 @@ LOWER_PRECISION = ("main_grads_dtype", "main_params_dtype", "exp_avg_dtype", "ex
 FP32 = {"fp32", "float32", "torch.float32", "32", "none"}  # what verl's PrecisionType reads as fp32 (and unset)
 
 
-def _on(v) -> bool:
+def _on(v: object) -> bool:
     """A switch as megatron-core's OptimizerConfig takes it from verl: True, or a YAML string "true"."""
-    return v is True or (isinstance(v, str) and v.strip().lower() == "true")
+    return is_on(v, ("true",))
 
 
 def optimizer_overrides(values: Mapping) -> tuple[float, bool, bool, str | None]:

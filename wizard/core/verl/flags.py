@@ -7,6 +7,10 @@ from __future__ import annotations
 from collections.abc import Mapping
 
 
+def is_on(v: object, words: tuple[str, ...] = ("true", "1", "yes")) -> bool:
+    """True, or a string among ``words`` (megatron-core's OptimizerConfig, from verl's YAML, takes "true" only)."""
+    return v is True or (isinstance(v, str) and v.strip().lower() in words)
+
+
 def truthy(values: Mapping, key: str) -> bool:
-    v = values.get(key)
-    return v is True or (isinstance(v, str) and v.strip().lower() in ("true", "1", "yes"))
+    return is_on(values.get(key))
