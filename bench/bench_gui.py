@@ -79,6 +79,9 @@ def edits(n: int, shown: str | None = None) -> list[float]:
     from PySide6.QtWidgets import QApplication
 
     app = QApplication.instance() or QApplication([])
+    from wizard.gui.gc_guard import collect_on_the_gui_thread
+
+    collect_on_the_gui_thread(app)  # as the app: no Python GC of Qt objects off the GUI thread
     from wizard.gui.app import WizardWindow
 
     w = WizardWindow(restore=False)

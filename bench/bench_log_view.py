@@ -90,6 +90,9 @@ def main() -> None:
     n = int(sys.argv[1]) if len(sys.argv) > 1 else 200_000
     per_tick = int(sys.argv[2]) if len(sys.argv) > 2 else 2_000
     app = QApplication.instance() or QApplication([])
+    from wizard.gui.gc_guard import collect_on_the_gui_thread
+
+    collect_on_the_gui_thread(app)  # as the app: no Python GC of Qt objects off the GUI thread
     raw = synthetic(n + n // 2)
     t = time.perf_counter()
     for line in raw:

@@ -136,6 +136,9 @@ def main() -> int:
     from PySide6.QtWidgets import QApplication
 
     app = QApplication.instance() or QApplication([])
+    from wizard.gui.gc_guard import collect_on_the_gui_thread
+
+    collect_on_the_gui_thread(app)  # as the app: no Python GC of Qt objects off the GUI thread
     for collapse in (True, False):
         board, build = board_for(collapse)
         times, full, estimates, gaps = drag(app, board, args.moves)

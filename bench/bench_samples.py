@@ -137,6 +137,9 @@ def filter_figures(app: QApplication, insight: RunInsight) -> None:
 def main() -> None:
     n = int(sys.argv[1]) if len(sys.argv) > 1 else 10_000
     app = QApplication.instance() or QApplication([])
+    from wizard.gui.gc_guard import collect_on_the_gui_thread
+
+    collect_on_the_gui_thread(app)  # as the app: no Python GC of Qt objects off the GUI thread
     folder = make_folder(n)
     load_figures(folder)
     insight = gui_figures(app, folder)
