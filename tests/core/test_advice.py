@@ -373,3 +373,22 @@ def test_megatron_s_cpu_optimizer_where_the_gpu_has_room_is_offered_off_for_spee
     advice = advise(mp.values, mp.models, mp.cluster)
     assert advice.fits_now and advice.best is not None and advice.best.text.startswith("no CPU optimizer")
     assert advice.best.fits and advice.best.step_seconds < advice.step_seconds
+
+
+def test_a_lora_plan_verl_hangs_on_gets_no_alternative_that_still_hangs():
+    """7B LoRA on FSDP1 with param offload on one 24 GB GPU: verl 0.9.1 hangs at the first weight sync of LoRA served
+    from FSDP1 on one GPU (rollout.lora_fsdp1_one_gpu). The advisor once ranked first "the 1.5B, no param offload",
+    still on FSDP1 (the run hangs), above an FSDP2 one that trains; now each alternative moves off FSDP1, and says so."""
+    extra = ["actor_rollout_ref.model.lora_rank=32", "actor_rollout_ref.model.lora_alpha=32", f"{AF}.param_offload=True"]
+    mp = plan(extra, "1xRTX-4090-24GB")
+    cluster = parse_cluster_spec("1xRTX-4090-24GB", load_gpu_catalogue())
+    advice = advise(mp.values, mp.models, mp.cluster, smaller=[Q15, Q05])
+    fitting = [a for a in advice.alternatives if a.fits]
+    assert fitting
+    for alt in fitting:
+        result = check_overrides(load_schema(), [*ONE_GPU, *extra, *alt.overrides], moves=load_moves(),
+                                 models=alt_models(mp, alt), cluster=cluster, advise=False)
+        errors = {f.rule for f in result.findings if f.severity.value == "error"}
+        assert "rollout.lora_fsdp1_one_gpu" not in errors and not any(e.startswith("memory.") for e in errors), \
+            (alt.text, errors)
+        assert f"{A}.strategy=fsdp2" in alt.overrides, alt.text

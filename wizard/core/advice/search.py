@@ -22,10 +22,11 @@ from wizard.core.memory.verdict import memory_verdict
 from wizard.core.advice.moves import (HARDWARE, LORA_KEY, METHOD, MICRO_KEYS, SMALLEST_MEASURED_MICRO, TUNING,
                                       below_measured_micro, moves_for)
 from wizard.core.advice.state import (HEAD_OFF_MOVE, KIND_ORDER, Advice, Alternative, State, _apply, _key, _round,
-                                      _state, head_off_where_needed)
+                                      _state, fsdp2_where_lora_hangs, head_off_where_needed)
 from wizard.core.advice.statement import lora_move, nothing_fits
 from wizard.core.models.facts import ModelFacts
 from wizard.core.verl.fused_head import fused_head_broken
+from wizard.core.verl.lora_fsdp1 import lora_fsdp1_one_gpu
 
 BEAM = 4
 DEPTH = 4
@@ -92,9 +93,10 @@ def advise(values: Mapping, models: Mapping[str, ModelFacts], cluster: Cluster |
 
 
 def _broken(s: State) -> bool:
-    """A state verl would stop at its first log-prob pass: the fused head where it fails (an FSDP2 switch or the
-    fused move each fine alone, together with an untied lm_head)."""
-    return fused_head_broken(s.values, s.models.get("actor"))
+    """A state verl would not train: the fused head where it fails (an FSDP2 switch or the fused move each fine
+    alone, together with an untied lm_head: it stops at its first log-prob pass), or LoRA served from FSDP1 on one
+    GPU (it hangs at its first weight sync)."""
+    return fused_head_broken(s.values, s.models.get("actor")) or bool(lora_fsdp1_one_gpu(s.values))
 
 
 def _faster_past_memory(start: State, seen: set, cluster: Cluster | None) -> list[State]:
@@ -198,6 +200,7 @@ def _seeds(start: State, cluster: Cluster | None) -> list[State]:
                               "actor_rollout_ref.rollout.gpu_memory_utilization": util}
                     moves = grow + shard + tuple(saving_moves(start.values, target))
                     values = {**start.values, **{k: v for m in moves for k, v in m.changes}}
+                    values, moves = fsdp2_where_lora_hangs(values, moves)
                     values, moves = head_off_where_needed(values, start.models, moves)  # FSDP2 from a saving
                     out.append(_state(values, start.models, start.cluster, moves))
     return out

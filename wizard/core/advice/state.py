@@ -17,6 +17,8 @@ from wizard.core.memory.verdict import engine_start_shortfall
 from wizard.core.steptime.predict import StepTime, predict_step
 from wizard.core.steptime.terms import seconds_text
 from wizard.core.verl.fused_head import FUSED_KEY, fused_head_broken
+from wizard.core.verl.lora_fsdp1 import FSDP2 as LORA_FSDP2
+from wizard.core.verl.lora_fsdp1 import lora_fsdp1_one_gpu
 
 
 HOST_WORTH_SAYING = 64 * GIB  # an alternative's host need, said where the node's RAM is unknown, from this much
@@ -197,9 +199,22 @@ def _apply(state: State, move: Move) -> State:
     models = {**state.models, **dict(move.models)} if move.models else state.models
     cluster = move.cluster(state.cluster, values) if move.cluster else state.cluster
     moves = state.moves + (move,)
+    values, moves = fsdp2_where_lora_hangs(values, moves)
     if FUSED_KEY not in dict(move.changes):  # a move turning the head on where it breaks is dropped, not undone
         values, moves = head_off_where_needed(values, models, moves)
     return _state(values, models, cluster, moves)
+
+
+FSDP2_FOR_LORA_MOVE = Move("FSDP2 for LoRA", LORA_FSDP2, why=" (LoRA on FSDP1 with one GPU hangs at its first sync)")
+
+
+def fsdp2_where_lora_hangs(values: dict, moves: tuple[Move, ...]) -> tuple[dict, tuple[Move, ...]]:
+    """``values`` reached by ``moves``, moved to FSDP2 as a move of its own where they serve LoRA from FSDP1 on one
+    GPU, which verl hangs on at its first weight sync (wizard.core.verl.lora_fsdp1): a plan that is there already
+    gets no alternative that stays there."""
+    if not lora_fsdp1_one_gpu(values):
+        return values, moves
+    return {**values, **dict(FSDP2_FOR_LORA_MOVE.changes)}, moves + (FSDP2_FOR_LORA_MOVE,)
 
 
 HEAD_OFF_MOVE = Move("the fused log-prob head off", ((FUSED_KEY, False),),

@@ -7,6 +7,7 @@ from wizard.core.check.rules import rule
 from wizard.core.check.rules.context import RuleContext, choices, finding
 from wizard.core.check.rules.sections import built_sections
 from wizard.core.verl.keys import R
+from wizard.core.verl.lora_fsdp1 import lora_fsdp1_one_gpu as hangs_on_first_sync
 
 ENGINES = ("vllm", "sglang", "trtllm")
 
@@ -187,18 +188,9 @@ def vllm_lora_rank(ctx: RuleContext):
 @rule("rollout.lora_fsdp1_one_gpu", Stage.RUNTIME)
 def lora_fsdp1_one_gpu(ctx: RuleContext):
     """LoRA served by vLLM, the actor on FSDP1 (strategy=fsdp) and one GPU in all: verl 0.9.1's first weight sync
-    handed vLLM 0.24 an adapter with no LoRA weights; vLLM's worker died on a StopIteration in
-    _create_merged_loras_inplace and the run hung with no step done (seen twice on an H200,
-    bench/data/verl_real/grpo-0.5b-lora32-fsdp1-u0.06; the same run with FSDP2 trained). Only what was seen is
-    flagged: FSDP1 on several GPUs and rollout.layered_summon were not tried."""
-    # verl's FSDP engine turns LoRA on from model.lora_rank only (workers/engine/fsdp/transformer_impl.py)
-    rank = ctx.int("actor_rollout_ref.model.lora_rank") or 0
-    lora = ctx.get("actor_rollout_ref.model.lora") or {}
-    if isinstance(lora, dict) and lora.get("merge", False):
-        return
-    if rank <= 0 or ctx.get(f"{R}.name") != "vllm" or ctx.get("actor_rollout_ref.actor.strategy") != "fsdp":
-        return
-    if ctx.n_gpus != 1:
+    hands vLLM 0.24 an empty adapter and the run hangs (wizard.core.verl.lora_fsdp1, which the advisor reads too)."""
+    rank = hangs_on_first_sync(ctx)
+    if rank is None:
         return
     yield finding(
         Severity.ERROR, ["actor_rollout_ref.actor.strategy", "actor_rollout_ref.model.lora_rank"],
