@@ -16,7 +16,7 @@ from dataclasses import dataclass
 from wizard.core.hardware.cluster import Cluster
 from wizard.core.memory import terms as mt
 from wizard.core.memory.batching import critic_batching
-from wizard.core.memory.config import read_config
+from wizard.core.memory.config import FOLLOWS, read_config
 from wizard.core.memory.estimate import MemoryReport
 from wizard.core.memory.lora_sync import LOAD_FORMAT_KEY, sends_base
 from wizard.core.memory.vision import has_tower
@@ -192,10 +192,11 @@ def _batching_moves(values: Mapping, seq: int, name: str, micro: str | None, bud
     out = []
     if dynamic:
         b = _int(values, budget)
+        why = _followers(values, budget)
         if b and b // 2 >= seq:
-            out.append(turn(f"{name} token budget", f"{b:,}", f"{b // 2:,}", ((budget, b // 2),)))
+            out.append(turn(f"{name} token budget", f"{b:,}", f"{b // 2:,}", ((budget, b // 2),), why))
         if b:
-            out.append(turn(f"{name} token budget", f"{b:,}", f"{2 * b:,}", ((budget, 2 * b),)))
+            out.append(turn(f"{name} token budget", f"{b:,}", f"{2 * b:,}", ((budget, 2 * b),), why))
         return out
     m = _int(values, micro) if micro else None
     if m and m > 1:
@@ -205,8 +206,25 @@ def _batching_moves(values: Mapping, seq: int, name: str, micro: str | None, bud
         out.append(turn(micro_name(name), m, 2 * m, ((micro, 2 * m),)))
         if dyn:  # dynamic batching with the same tokens as the micro-batch holds at its longest: packs short samples
             out.append(Move(f"{micro_name(name)} -> dynamic batching, {max(seq, m * seq):,} tokens",
-                            ((dyn, True), (budget, max(seq, m * seq)))))
+                            ((dyn, True), (budget, max(seq, m * seq))), why=_followers(values, dyn, budget)))
     return out
+
+
+# the passes whose knobs follow another's in verl's YAML, as a person names them
+_PASS_OF = {R: "the log-prob pass", REF: "the reference's pass", "critic": "the critic"}
+
+
+def _followers(values: Mapping, *keys: str) -> str:
+    """" (the log-prob pass and the reference's pass follow it)" where the composed config makes other passes' knobs
+    follow ``keys`` (FOLLOWS: verl's YAML takes the log-prob passes' dynamic batching and token budgets from the
+    actor's, the critic's dynamic batching too), which the change then moves as well; else ""."""
+    follows = values.get(FOLLOWS)
+    if not isinstance(follows, Mapping):
+        return ""
+    critic = need_critic(values)
+    passes = sorted({p for f, source in follows.items() if source in keys
+                     for prefix, p in _PASS_OF.items() if f.startswith(prefix + ".") and (critic or prefix != "critic")})
+    return f" ({' and '.join(passes)} follow{'s' if len(passes) == 1 else ''} it)" if passes else ""
 
 
 def micro_name(name: str) -> str:

@@ -22,7 +22,7 @@ from wizard.core.memory.verdict import memory_verdict
 from wizard.core.advice.moves import (HARDWARE, LORA_KEY, METHOD, MICRO_KEYS, SMALLEST_MEASURED_MICRO, TUNING,
                                       below_measured_micro, moves_for)
 from wizard.core.advice.state import (HEAD_OFF_MOVE, KIND_ORDER, Advice, Alternative, State, _apply, _key, _round,
-                                      _state, fsdp2_where_lora_hangs, head_off_where_needed)
+                                      _state, fsdp2_where_lora_hangs, head_off_where_needed, with_moves)
 from wizard.core.advice.statement import lora_move, nothing_fits
 from wizard.core.models.facts import ModelFacts
 from wizard.core.verl.fused_head import fused_head_broken
@@ -83,6 +83,7 @@ def advise(values: Mapping, models: Mapping[str, ModelFacts], cluster: Cluster |
     ranked = sorted(found, key=lambda s: (KIND_ORDER[s.kind] // 2, s.seconds if s.seconds is not None else math.inf,
                                           len(s.moves)))
     out = _with_lora(_distinct(ranked, limit), ranked, limit)
+    out = list({_key(x.values, x.models): x for x in (_without_inert(x, start) for x in out)}.values())
     tight = not start.fits and memory_verdict(start.report, start.values, start.models, start.cluster,
                                               fitting=lambda g: None).fits is True
     advice = Advice(fits_now=start.fits, step_seconds=start.seconds, tight_now=tight,
@@ -199,7 +200,7 @@ def _seeds(start: State, cluster: Cluster | None) -> list[State]:
                               "actor_rollout_ref.rollout.tensor_model_parallel_size": tp,
                               "actor_rollout_ref.rollout.gpu_memory_utilization": util}
                     moves = grow + shard + tuple(saving_moves(start.values, target))
-                    values = {**start.values, **{k: v for m in moves for k, v in m.changes}}
+                    values = with_moves(start.values, moves)
                     values, moves = fsdp2_where_lora_hangs(values, moves)
                     values, moves = head_off_where_needed(values, start.models, moves)  # FSDP2 from a saving
                     out.append(_state(values, start.models, start.cluster, moves))
@@ -216,10 +217,27 @@ def _pruned(seed: State, start: State) -> State:
         if move.kind != TUNING or move not in moves:
             continue
         keep = [m for m in moves if m is not move]
-        values = {**start.values, **{k: v for m in keep for k, v in m.changes}}
+        values = with_moves(start.values, tuple(keep))
         trial = _state(values, seed.models, seed.cluster, tuple(keep))
         if trial.fits and not _broken(trial):
             moves, best = keep, trial
+    return best
+
+
+def _without_inert(state: State, start: State) -> State:
+    """``state`` without the tuning moves that change nothing it is judged by (its peak, its step time, whether it
+    fits): a micro-batch halved before a move to dynamic batching, which verl then ignores. Each is taken back in
+    turn, last first, so an alternative lists only what it needs."""
+    best = state
+    for move in reversed(state.moves):
+        if move.kind != TUNING or move not in best.moves:
+            continue
+        keep = tuple(m for m in best.moves if m is not move)
+        if {k for k, _ in move.changes} & {k for m in keep for k, _ in m.changes}:
+            continue  # a step of a knob another move turns further (4,096 -> 8,192 -> 16,384: shown as one)
+        trial = _state(with_moves(start.values, keep), best.models, best.cluster, keep)
+        if (trial.peak, trial.seconds, trial.fits) == (best.peak, best.seconds, best.fits) and not _broken(trial):
+            best = trial
     return best
 
 
@@ -242,7 +260,7 @@ def _within_measured(state: State, start: State) -> State:
                                                     for k, v in current.changes),
                              after=str(SMALLEST_MEASURED_MICRO) if len(current.changes) == 1 else current.after)
             moves = best.moves[:i] + (raised,) + best.moves[i + 1:]
-            values = {**start.values, **{k: v for m in moves for k, v in m.changes}}
+            values = with_moves(start.values, moves)
             trial = _state(values, best.models, best.cluster, moves)
             if trial.fits:
                 best = trial

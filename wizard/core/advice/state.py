@@ -10,7 +10,7 @@ from dataclasses import dataclass, field
 
 from wizard.core.advice.moves import HARDWARE, METHOD, TUNING, Move, override
 from wizard.core.hardware.cluster import Cluster
-from wizard.core.memory.config import read_config
+from wizard.core.memory.config import FOLLOWS, read_config
 from wizard.core.memory.estimate import MemoryReport, estimate_memory
 from wizard.core.memory.terms import GIB
 from wizard.core.memory.verdict import engine_start_shortfall
@@ -194,8 +194,38 @@ def _key(values: Mapping, models: Mapping) -> tuple:
     return tuple(sorted((k, repr(v)) for k, v in values.items())) + tuple(sorted((r, m.name) for r, m in models.items()))
 
 
+def followed(values: dict, changed: Mapping, explicit: set) -> dict:
+    """``values`` (``changed`` already in them) with each knob that follows a changed one (the composed config's
+    ``FOLLOWS``: the log-prob passes' token budgets and dynamic batching follow the actor's, the reference's strategy
+    the actor's) taking its value, unless a move set it itself (``explicit``): what verl's config composed again
+    with the alternative's overrides holds, so the estimate of an alternative is the plan its overrides make."""
+    follows = values.get(FOLLOWS)
+    if not isinstance(follows, Mapping) or not follows:
+        return values
+    out, moved = dict(values), set(changed)
+    for _ in range(len(follows)):  # chains: a knob following one that follows another
+        new = {f for f, source in follows.items() if source in moved and f not in moved and f not in explicit}
+        if not new:
+            break
+        for f in new:
+            out[f] = out.get(follows[f])
+        moved |= new
+    return out
+
+
+def with_changes(base: Mapping, changes: Mapping) -> dict:
+    """The plan ``base`` with ``changes``, and what follows them (:func:`followed`)."""
+    return followed({**base, **changes}, changes, set(changes))
+
+
+def with_moves(base: Mapping, moves: tuple[Move, ...]) -> dict:
+    """The plan ``base`` with ``moves``' changes, and what follows them."""
+    return with_changes(base, {k: v for m in moves for k, v in m.changes})
+
+
 def _apply(state: State, move: Move) -> State:
-    values = {**state.values, **dict(move.changes)}
+    values = followed({**state.values, **dict(move.changes)}, dict(move.changes),
+                      {k for m in (*state.moves, move) for k, _ in m.changes})
     models = {**state.models, **dict(move.models)} if move.models else state.models
     cluster = move.cluster(state.cluster, values) if move.cluster else state.cluster
     moves = state.moves + (move,)

@@ -6,7 +6,7 @@ the host stops it. Each answer is a few more estimates of the plan with every me
 from __future__ import annotations
 
 from wizard.core.advice.moves import AM, LORA_KEY, METHOD, Move, moves_for
-from wizard.core.advice.state import Advice, State, _state, deficit
+from wizard.core.advice.state import Advice, State, _state, deficit, with_changes
 from wizard.core.hardware.cluster import Cluster
 from wizard.core.memory.config import read_config
 from wizard.core.memory.terms import GIB
@@ -77,8 +77,8 @@ def _host_bound(start: State, move: Move | None = None):
     per = int(start.values.get("trainer.n_gpus_per_node") or 1)
     for offload, tp, util in [(o, t, u) for o in (False, True) for t in (1, 2, 4, 8) if t <= per and per % t == 0
                               for u in (None, 0.5, 0.7)]:
-        values = {**start.values, **all_savings(start.values, offload), **(dict(move.changes) if move else {}),
-                  "actor_rollout_ref.rollout.tensor_model_parallel_size": tp}
+        values = with_changes(start.values, {**all_savings(start.values, offload), **(dict(move.changes) if move else {}),
+                                             "actor_rollout_ref.rollout.tensor_model_parallel_size": tp})
         if util is not None:
             values["actor_rollout_ref.rollout.gpu_memory_utilization"] = util
         s = _state(values, start.models, start.cluster, (move,) if move else ())
@@ -117,9 +117,10 @@ def _gpus_needed(start: State, cluster: Cluster | None) -> tuple[int, str] | Non
         for mtp, pp in layouts:
             rollout = (1, 2, 4, 8) if not megatron else sorted({min(per, max(1, mtp)), min(per, 8)})
             for savings in (all_savings(start.values, offload=False), all_savings(start.values)):
-                base = {**start.values, **savings, "trainer.nnodes": nodes, "trainer.n_gpus_per_node": per}
-                if megatron:
-                    base.update({f"{AM}.tensor_model_parallel_size": mtp, f"{AM}.pipeline_model_parallel_size": pp})
+                base = with_changes(start.values, {
+                    **savings, "trainer.nnodes": nodes, "trainer.n_gpus_per_node": per,
+                    **({f"{AM}.tensor_model_parallel_size": mtp, f"{AM}.pipeline_model_parallel_size": pp}
+                       if megatron else {})})
                 for tp in rollout:
                     if tp > per:
                         break

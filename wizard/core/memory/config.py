@@ -83,6 +83,9 @@ MEGATRON_KEYS: tuple[str, ...] = tuple(f"{A}.megatron.{k}" for k in (
 MEMORY_KEYS: tuple[str, ...] = tuple(dict.fromkeys(PLACEMENT_KEYS + ESTIMATE_KEYS + MEGATRON_KEYS))
 # Not a verl key: whether flash-attn imports where verl runs (the environment probe), when known.
 FLASH_ATTN = "wizard.flash_attn"
+# {a knob: the knob it follows} (check.rules.memory.follows): where the composed config makes one take another's
+# value, so that the advisor moves them together as verl would
+FOLLOWS = "wizard.follows"
 # Not a verl key: the memory keys given as text where verl needs a number (complete_values puts the default there)
 NOT_NUMBERS = "wizard.not_numbers"
 

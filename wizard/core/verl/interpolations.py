@@ -164,3 +164,32 @@ def _skip_ws(text: str, pos: int) -> int:
 
 
 # OmegaConf itself, for what the resolver does not read: the calls each answer stands for.
+
+
+def followed_key(text: object, key: str) -> str | None:
+    """The key whose value ``key``'s raw ``text`` takes whole (``${a.b}``, ``${.x}``, ``${oc.select:a.b,default}``),
+    made absolute from ``key``'s place; None for anything else (a literal, text around an interpolation, another
+    resolver). verl's YAML makes one knob follow another this way (the log-prob passes' token budgets follow the
+    actor's: ``${oc.select:actor_rollout_ref.actor.ppo_max_token_len_per_gpu,16384}``)."""
+    if not isinstance(text, str) or "${" not in text:
+        return None
+    pieces = parse(text)
+    if not pieces or len(pieces) != 1:
+        return None
+    piece = pieces[0]
+    if piece[0] == "node":
+        target = piece[1]
+    elif piece[0] == "resolver" and piece[1] == "oc.select" and piece[2] and piece[2][0][0] == "literal" \
+            and isinstance(piece[2][0][1], str):
+        target = piece[2][0][1]
+    else:
+        return None
+    if not REL_KEY.fullmatch(target):
+        return None
+    dots = len(target) - len(target.lstrip("."))
+    if not dots:
+        return target
+    parent = key.split(".")[:-1]
+    if dots - 1 > len(parent):
+        return None
+    return ".".join(parent[:len(parent) - (dots - 1)] + [target[dots:]])

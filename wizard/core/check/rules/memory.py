@@ -14,11 +14,12 @@ from wizard.core.memory.estimate import GpuEstimate, MemoryReport
 from wizard.core.memory.phases import PhaseName as P, step_index
 from wizard.core.memory.report import MemoryPlan, plan_memory
 from wizard.core.memory import verdict
-from wizard.core.memory.config import MEMORY_KEYS, complete_values, read_config
+from wizard.core.memory.config import FOLLOWS, MEMORY_KEYS, complete_values, read_config
 from wizard.core.memory.terms import GIB, HOST_AT_START
 from wizard.core.advice.search import advise
 from wizard.core.advice.state import Advice
 from wizard.core.placement.pools import plan_placement
+from wizard.core.verl.interpolations import followed_key
 from wizard.core.verl.keys import A, AF, R
 from wizard.core.check.rules import rule
 from wizard.core.check.rules.context import RuleContext, finding
@@ -41,8 +42,20 @@ def memory_values(ctx: RuleContext) -> dict:
     """The resolved values the estimate reads, verl's default where one cannot be used (``complete_values``)."""
     if "memory.values" not in ctx._memo:
         ctx._memo["memory.values"] = {**complete_values({k: ctx.get(k) for k in MEMORY_KEYS}, ctx.variant),
-                                      **ctx.assumptions}
+                                      **ctx.assumptions, FOLLOWS: follows(ctx)}
     return ctx._memo["memory.values"]
+
+
+def follows(ctx: RuleContext) -> dict[str, str]:
+    """{a knob: the knob its value follows} among the keys the estimate reads, where the composed config makes one
+    take another's value whole (verl's YAML: the log-prob passes' token budgets follow the actor's): the advisor
+    moves such a knob with the one it follows, as verl's re-composed config would."""
+    out = {}
+    for key in MEMORY_KEYS:
+        source = followed_key(ctx.resolver.raw(key), key)
+        if source is not None and source in MEMORY_KEYS and source != key:
+            out[key] = source
+    return out
 
 
 def memory_plan(ctx: RuleContext) -> MemoryPlan:
