@@ -46,7 +46,7 @@ def data_fit(memory: MemoryPlan, lengths: list[int], rows: int, how: str) -> Dat
     response = int(values.get("data.max_response_length") or 0)
     v = memory.verdict
     up_to = None
-    if v.word == FITS_WHILE_SHORT and v.fits_up_to_avg_tokens:
+    if v.word in (FITS_WHILE_SHORT, DOES_NOT_FIT) and v.fits_up_to_avg_tokens:  # (past it at the stated lengths)
         up_to = v.fits_up_to_avg_tokens - mean
         text = (f"your prompts average {mean:,} tokens: fits while responses average <= {up_to:,}" if up_to > 0 else
                 f"your prompts alone average {mean:,} tokens, more than the {v.fits_up_to_avg_tokens:,} a sample "

@@ -17,6 +17,7 @@ from wizard.core.hardware.cluster import Cluster
 from wizard.core.memory.batching import SAMPLE_TOKENS
 from wizard.core.memory.config import MemoryConfig, read_config
 from wizard.core.memory.estimate import GpuEstimate, MemoryReport, estimate_memory
+from wizard.core.memory.lengths import stated_sample
 from wizard.core.memory.phases import PhaseName as P
 from wizard.core.memory.terms import GIB
 from wizard.core.models.facts import ModelFacts
@@ -34,6 +35,8 @@ class Verdict:
     reason: str | None = None  # why there is no verdict
     group: GpuEstimate | None = field(default=None, repr=False)  # the fullest GPU, or the first that fails
     cause: str | None = None  # DOES_NOT_FIT: the phase over memory, "engine_start" or "kv_cache"
+    # DOES_NOT_FIT at the lengths the user stated, past fits_up_to_avg_tokens: the mean sample stated (tokens)
+    stated_tokens: int | None = None
 
     @property
     def fits(self) -> bool | None:
@@ -46,6 +49,9 @@ class Verdict:
             return f"no verdict: {self.reason}" if self.reason else "no verdict"
         if self.word == FITS_WHILE_SHORT:
             return f"fits while samples average <= {self.fits_up_to_avg_tokens:,} tokens"
+        if self.word == DOES_NOT_FIT and self.stated_tokens and self.fits_up_to_avg_tokens:
+            return (f"does not fit at the stated lengths (samples of {self.stated_tokens:,} tokens, over the "
+                    f"{self.fits_up_to_avg_tokens:,} that fit)")
         return {FITS: "fits", TIGHT: "fits, tight", DOES_NOT_FIT: "does not fit"}[self.word]
 
 
@@ -69,6 +75,10 @@ def memory_verdict(report: MemoryReport | None, values: Mapping, models: Mapping
         fitting = fitting or (lambda g: fitting_sample_tokens(values, models, cluster, g))
         longest = [fitting(g) for g in over]
         if all(n is not None for n in longest):
+            stated, _ = stated_sample(values, read_config(values))
+            if stated is not None and stated > min(longest):  # what memory.gpu_oom_long calls an error
+                return Verdict(DOES_NOT_FIT, fits_up_to_avg_tokens=min(longest), group=over[0],
+                               cause=over[0].peak.name, stated_tokens=stated)
             return Verdict(FITS_WHILE_SHORT, fits_up_to_avg_tokens=min(longest), group=over[0], cause=over[0].peak.name)
         return Verdict(DOES_NOT_FIT, group=over[0], cause=over[0].peak.name)
     worst = max(known, key=lambda g: g.peak.total / g.capacity_bytes)

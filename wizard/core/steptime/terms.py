@@ -5,15 +5,12 @@ FLOPs count. Split from :mod:`wizard.core.steptime.predict`, whose docstring say
 
 from __future__ import annotations
 
-from collections.abc import Mapping
 from dataclasses import dataclass
 
 from wizard.core.hardware.cluster import Cluster
+# Not verl keys: what the run's data and responses are expected to hold (means, tokens), shared with the memory verdict
+from wizard.core.memory.lengths import PROMPT_TOKENS, RESPONSE_TOKENS, int_value, mean_lengths  # noqa: F401
 from wizard.core.models.facts import ModelFacts
-
-# Not verl keys: what the run's data and responses are expected to hold (means, tokens). Unset: the maximum.
-PROMPT_TOKENS = "wizard.prompt_tokens"
-RESPONSE_TOKENS = "wizard.response_tokens"
 
 
 @dataclass(frozen=True)
@@ -216,21 +213,6 @@ def host_term(label: str, nbytes: float, c: Calibration, why: str = "") -> TimeT
     """Bytes moved between the host and the GPU at the measured host-link rate."""
     return TimeTerm(label, nbytes / (c.host_link_gbs * 1e9),
                     f"{nbytes / 1e9:.1f} GB at {c.host_link_gbs:g} GB/s" + (f", {why}" if why else ""))
-
-
-def int_value(values: Mapping, key: str, default: int) -> int:
-    """The key's value where it is a positive int, else ``default``."""
-    v = values.get(key)
-    return v if isinstance(v, int) and not isinstance(v, bool) and v > 0 else default
-
-
-def mean_lengths(values: Mapping, cfg) -> tuple[int, int]:
-    """(prompt, response): the mean tokens a plan is judged at, the train file's prompts (PROMPT_TOKENS) and the
-    responses the user stated (RESPONSE_TOKENS) where given, else data.max_prompt_length and
-    data.max_response_length as the memory estimate reads them (``cfg``: its read_config); never past those."""
-    prompt_max, response_max = cfg.prompt_tokens, cfg.seq_tokens - cfg.prompt_tokens
-    return (min(prompt_max, int_value(values, PROMPT_TOKENS, prompt_max)),
-            min(response_max, int_value(values, RESPONSE_TOKENS, response_max)))
 
 
 def flops_params(f: ModelFacts) -> int:

@@ -15,6 +15,7 @@ from wizard.core.memory.phases import PhaseName as P, step_index
 from wizard.core.memory.report import MemoryPlan, plan_memory
 from wizard.core.memory import verdict
 from wizard.core.memory.config import FOLLOWS, MEMORY_KEYS, complete_values, read_config
+from wizard.core.memory.lengths import stated_sample
 from wizard.core.memory.terms import GIB, HOST_AT_START
 from wizard.core.advice.search import advise
 from wizard.core.advice.state import Advice
@@ -149,18 +150,9 @@ def fitting_sample_tokens(ctx: RuleContext, group: GpuEstimate) -> int | None:
 
 
 def _stated_sample(ctx: RuleContext) -> tuple[int | None, str]:
-    """(the mean sample the user stated, in tokens, or None; the words saying it): the mean response given to
-    ``plan --response-tokens`` (or a smoke run's) with the prompts the step time takes (steptime.mean_lengths)."""
-    from wizard.core.steptime.terms import PROMPT_TOKENS, RESPONSE_TOKENS, int_value, mean_lengths
-
+    """(the mean sample the user stated, in tokens, or None; the words saying it): memory.lengths.stated_sample."""
     values = memory_values(ctx)
-    if not int_value(values, RESPONSE_TOKENS, 0):  # none stated (or not a length)
-        return None, ""
-    prompt, response = mean_lengths(values, read_config(values))
-    how = (f"prompts averaging {prompt:,}" if PROMPT_TOKENS in values else
-           f"prompts up to data.max_prompt_length = {prompt:,}")
-    sample = prompt + response
-    return sample, f"{how} and responses averaging {response:,} tokens: samples of {sample:,}"
+    return stated_sample(values, read_config(values))
 
 
 @rule("memory.not_modelled", Stage.ADVICE)
