@@ -382,10 +382,17 @@ def test_a_response_length_stated_past_what_fits_is_an_error_and_under_it_says_s
     line = next(x for x in over.stdout.splitlines() if "memory.gpu_oom_long" in x)
     assert line.lstrip().startswith("error") and "Does not fit at the lengths you stated" in line
     assert "responses averaging 8,000 tokens: samples of 8,512" in line
+    # the headline and the JSON say what the error says (they once said FITS WHILE SAMPLES AVERAGE <= ...)
+    head = next(x for x in over.stdout.splitlines() if x.startswith("verdict:"))
+    assert head.startswith("verdict: DOES NOT FIT AT THE STATED LENGTHS (SAMPLES OF 8,512 TOKENS"), head
+    doc = json.loads(run(*base, "--response-tokens", "8000", "--format", "json").stdout)
+    assert (doc["verdict"], doc["fits"]) == ("does_not_fit", False) and doc["fits_up_to_avg_tokens"] < 8512
     under = run(*base, "--response-tokens", "3000")
     assert under.returncode == 0, under.stdout
     line = next(x for x in under.stdout.splitlines() if "memory.gpu_oom_long" in x)
     assert line.lstrip().startswith("warning") and "samples of 3,512" in line
+    assert next(x for x in under.stdout.splitlines() if x.startswith("verdict:")).startswith(
+        "verdict: FITS WHILE SAMPLES AVERAGE <=")
     # nothing stated: the length-conditional warning as before
     assert "at the lengths you stated" not in run(*base).stdout
 
@@ -572,6 +579,48 @@ def test_check_fix_does_not_switch_the_engine_on_its_own_for_a_megatron_key():
     assert proc.returncode == 1 and "fixed: model_engine=megatron" not in proc.stderr
     assert "fix (not applied by --fix): Switch the engine as a whole: model_engine=megatron" in proc.stderr
     assert proc.stderr.count("still an error") <= 3  # it was 32, from an FSDP config switched under its keys
+
+
+def _errors_of_check(*args) -> int:
+    proc = run_cli("check", "--format", "json", *args)
+    return sum(f["severity"] == "error" for f in json.loads(proc.stdout)["findings"])
+
+
+def _assert_fix_never_worse(args: list[str], before: int):
+    """check --fix on ``args``: no more errors than before, the FSDP keys rewritten to Megatron's (no section deleted
+    under keys it sets), the exit code the documented one, and the printed overrides compose cleanly."""
+    proc = run_cli("check", "--fix", *args)
+    left = proc.stderr.count("still an error: ")
+    assert left <= before, proc.stderr  # it was 30 (of 8), 15 (of 6)
+    assert proc.returncode == (1 if left else 0), proc.stderr
+    lines = proc.stdout.splitlines()
+    assert not [w for w in lines if "fsdp_config" in w or w.startswith("~")], lines
+    assert "actor_rollout_ref.actor.megatron.param_offload=" in proc.stdout
+    again = run_cli("check", "--format", "json", "--", *lines)
+    assert not [f for f in json.loads(again.stdout)["findings"] if f["rule"].startswith("compose.")], again.stdout
+
+
+def test_check_fix_after_switching_a_preset_to_megatron_never_ends_with_more_errors():
+    args = ["--preset", "grpo-8gpu", "--gpus", "8xH100-80GB", "--set", "model_engine=megatron"]
+    _assert_fix_never_worse(args, _errors_of_check(*args))
+
+
+def test_check_fix_rewrites_an_fsdp_override_to_megatron_and_names_the_real_counterpart():
+    words = ["model_engine=megatron", "actor_rollout_ref.actor.fsdp_config.param_offload=true",
+             "actor_rollout_ref.model.path=Qwen/Qwen2.5-0.5B-Instruct", f"{R}.name=vllm"]
+    plain = run_cli("check", "--", *words)
+    assert "did you mean actor_rollout_ref.actor.megatron.param_offload?" in plain.stdout
+    assert "model_config" not in plain.stdout, plain.stdout  # fields.unknown pointed at an unrelated key
+    _assert_fix_never_worse(["--", *words], _errors_of_check("--", *words))
+
+
+def test_check_fix_on_a_script_generated_for_megatron_never_ends_with_more_errors(tmp_path):
+    out = tmp_path / "gen"
+    gen = run_cli("generate", "--preset", "grpo-8gpu", "--gpus", "8xH100-80GB", "--set", "model_engine=megatron",
+                  "--out", str(out), "--force")
+    assert (out / "run.sh").is_file(), gen.stderr
+    args = ["--gpus", "8xH100-80GB", str(out / "run.sh")]
+    _assert_fix_never_worse(args, _errors_of_check(*args))
 
 
 def test_a_step_under_10_s_and_its_faster_alternative_are_told_apart():

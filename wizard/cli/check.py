@@ -111,6 +111,9 @@ def _fix(args, overrides: list[str], gpus, cluster=None) -> int:
     name = fixed.plan.config_name or "ppo_trainer"
     if args.format == "json":
         print(json.dumps({"config_name": name, "overrides": corrected, "applied": fixed.applied,
+                          "removed": fixed.removed,
+                          "not_applied": [{"rule": r, "fix": o, "errors_before": a, "errors_after": b}
+                                          for r, o, a, b in fixed.rejected],
                           **fixed.result.to_json()}))
     else:
         # the overrides of another config than verl's default start with its name, as verl's command line takes it
@@ -119,6 +122,11 @@ def _fix(args, overrides: list[str], gpus, cluster=None) -> int:
             print(line)
         for fix in fixed.applied:
             print(f"fixed: {fix}", file=sys.stderr)
+        for word in fixed.removed:
+            print(f"removed: {word}", file=sys.stderr)
+        for rule, fix, before, after in fixed.rejected:
+            # a fix the re-check did not bear out (more errors, or its own still there): taken back, not applied
+            print(f"not applied: {rule}: {fix} (re-checked: {after} errors instead of {before})", file=sys.stderr)
         remaining = [f for f in fixed.result.findings if f.severity is Severity.ERROR]
         said: dict[str, str] = {}  # a fix already printed -> the rule it was printed under
         for f in remaining:

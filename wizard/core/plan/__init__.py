@@ -11,6 +11,7 @@ from wizard.core.face import face
 __getattr__, __all__ = face(__name__, {
     "apply_fix": "convert",
     "apply_overrides": "convert",
+    "drops_word": "convert",
     "follow_model": "convert",
     "hide_known_values": "convert",
     "plan_from_overrides": "convert",

@@ -16,7 +16,7 @@ from pydantic import TypeAdapter, ValidationError
 
 from wizard.core.verl.overrides import OverrideSyntaxError, ParsedOverride, parse_override, render_override, render_value, same_value
 from wizard.core.plan.model import Plan, field_map
-from wizard.core.findings import Finding, plan_fix
+from wizard.core.findings import Finding, about_environment, plan_fix
 from wizard.core.secrets import hide_secrets
 
 
@@ -202,7 +202,7 @@ def hide_known_values(plan: Plan, known: dict[str, str]) -> tuple[Plan, list[str
     return (apply_overrides(plan, edits) if edits else plan), notes
 
 
-__all__ = ["apply_overrides", "hide_known_values", "plan_from_overrides", "plan_overrides", "render_value"]
+__all__ = ["apply_overrides", "drops_word", "hide_known_values", "plan_from_overrides", "plan_overrides", "render_value"]
 
 
 def _model_slug(path: str) -> str:
@@ -231,12 +231,27 @@ def follow_model(before: Plan, after: Plan) -> Plan:
 def apply_fix(plan: Plan, finding: Finding) -> Plan:
     """``plan`` with ``finding``'s fix applied (none for an environment finding): its overrides, and the word it
     replaces taken off the command line (a misspelled or moved key: ``data.train_bach_size=32`` gives way to
-    ``data.train_batch_size=32``, or Hydra would refuse it again)."""
+    ``data.train_batch_size=32``, or Hydra would refuse it again), wherever the plan holds it: verbatim, or as a
+    field of the plan (``actor_rollout_ref.actor.fsdp_config.param_offload``, which the Megatron config lacks, gives
+    way to ``actor_rollout_ref.actor.megatron.param_offload``). A fix that only drops its word (``data.drop``: an
+    FSDP setting the engine has no counterpart for) removes it and sets nothing."""
     fix = plan_fix(finding)
     out = apply_overrides(plan, fix)
     gone = (finding.data or {}).get("replaces")
     if isinstance(gone, dict) and gone.get("key"):
         keep = set(fix)  # never the fix itself (a '+' fix of the same key)
+        kinds = gone.get("kinds") or [gone.get("kind", "")]  # the word's prefix, or any of these
         out.passthrough = [t for t in out.passthrough if t in keep or (q := _try_parse(t)) is None
-                           or q.key != gone["key"] or q.kind != gone.get("kind", "") or q.package is not None]
+                           or q.key != gone["key"] or q.kind not in kinds or q.package is not None]
+        fields = field_map()
+        if "" in kinds and gone["key"] in fields and not any(
+                (q := _try_parse(t)) is not None and q.key == gone["key"] for t in fix):
+            section, field_name = fields[gone["key"]]
+            setattr(getattr(out, section), field_name, None)
     return out
+
+
+def drops_word(finding: Finding) -> bool:
+    """Whether ``finding``'s fix is taking its word off the command line, with nothing set in its place."""
+    data = finding.data or {}
+    return bool(data.get("drop")) and isinstance(data.get("replaces"), dict) and not about_environment(finding)

@@ -172,7 +172,7 @@ def composed_view(
                 try:
                     ConfigLoaderImpl._apply_overrides_to_config([p.hydra], cfg)
                 except (HydraException, OmegaConfBaseException) as exc:
-                    findings.append(_override_finding(p, one_line(str(exc)), variant, moves))
+                    findings.append(_override_finding(p, one_line(str(exc)), variant, moves, _remover(value_overrides, p)))
                 except (TypeError, ValueError, IndexError, KeyError, RecursionError) as exc:  # Hydra's crash: ~list.0, 500 parts
                     findings.append(_crash_finding(p, exc))
             yield Composed(cfg=cfg, engine=engine, findings=findings, parsed=parsed, plain_values=plain)
@@ -357,8 +357,11 @@ def _group_override(schema: VerlSchema, p: ParsedOverride, engine: str, findings
     return engine
 
 
-def _override_finding(p: ParsedOverride, hydra_message: str, variant: SchemaVariant, moves: Moves | None) -> Finding:
+def _override_finding(p: ParsedOverride, hydra_message: str, variant: SchemaVariant, moves: Moves | None,
+                      removed_by: str | None = None) -> Finding:
+    """``removed_by``: the earlier override that deleted or replaced a section above ``p``'s key, if one did."""
     key = p.key
+    guess = False  # a fix that is a guess: offered, not applied by check --fix
     moved = moves.lookup(key) if moves else None
     info = variant.keys.get(key)
     fix_overrides: list[str] = []
@@ -381,6 +384,24 @@ def _override_finding(p: ParsedOverride, hydra_message: str, variant: SchemaVari
         message = f"{key} already exists, so '+' cannot add it; drop the '+' to change it"
         fix = f"{key}={value_part}"
         fix_overrides = [fix]
+    elif (engine_key := _fsdp_only(key, variant)) is not None:
+        # an FSDP engine setting in a config composed for another engine (model_engine=megatron over a script or
+        # preset written for FSDP): its counterpart where the engine has the same setting, else nothing to keep; a
+        # "did you mean" by spelling would point at an unrelated key (fsdp_size -> profiler)
+        head, counterpart = engine_key
+        message = (f"Unknown key {key}: it is a key of verl's FSDP engine config, and this config was composed for "
+                   f"the {variant.engine} engine (no {head}.fsdp_config section; {hydra_message})")
+        if counterpart and p.kind != "~":
+            message += f"; did you mean {counterpart}?"
+            fix = f"{'' if variant.keys[counterpart].in_yaml else '+'}{counterpart}={value_part}"
+            fix_overrides = [fix]
+        else:  # nothing to delete under this engine, or no such setting in it: the word goes
+            note = ("nothing to delete" if p.kind == "~" else
+                    f"the {variant.engine} engine has no counterpart" + (f" ({counterpart} is its own, set it there "
+                                                                         "if you meant it)" if counterpart else ""))
+            fix = f"Remove it: {note}"
+            return _compose_finding("compose.unknown_key", [key], message=message, fix=fix,
+                                    data={"replaces": {"key": key, "kind": p.kind}, "drop": True})
     elif ".megatron." in f".{key}." and not any(k.startswith(key.split(".megatron.")[0] + ".megatron")
                                               for k in variant.keys):
         # a Megatron key in a config composed for FSDP: the engine is switched as a whole, not key by key (a
@@ -389,8 +410,15 @@ def _override_finding(p: ParsedOverride, hydra_message: str, variant: SchemaVari
                    f"(no {key.split('.megatron.')[0]}.megatron section; {hydra_message})")
         fix = "Switch the engine as a whole: model_engine=megatron (or --config-name=ppo_megatron_trainer)"
         fix_overrides = ["model_engine=megatron"]
+    elif key in variant.keys:
+        # a key of verl's config that an earlier override took away (``~section``, or the section set to a value):
+        # suggesting the key itself would only repeat the refusal
+        by = f" ({removed_by})" if removed_by else ""
+        message = (f"{key} is a key of verl's config, but an earlier override removed its section{by}, so Hydra "
+                   f"cannot set it ({hydra_message})")
+        fix = f"Drop the override that removes its section{by}, or add the key back with a leading '+'"
     else:
-        suggestions = variant.suggest(key)
+        suggestions = [s for s in variant.suggest(key) if s != key]
         message = f"Unknown key {key}: Hydra refuses it ({hydra_message})"
         parent = variant.keys.get(suggestions[0]) if suggestions else None
         if (parent is not None and parent.type == "dict" and parent.default == {} and p.kind == "" and value_part
@@ -408,6 +436,9 @@ def _override_finding(p: ParsedOverride, hydra_message: str, variant: SchemaVari
             message = f"Unknown key {key}; did you mean {' or '.join(suggestions)}?"
             fix = f"{p.kind}{suggestions[0]}={value_part}" if p.kind != "~" else f"~{suggestions[0]}"
             fix_overrides = [fix]
+            # deleting another key because its name is close is a guess (~actor.fsdp_config -> ~actor.profiler
+            # under Megatron): offered, never applied on its own
+            guess = p.kind == "~"
         else:
             fix = "Remove it, or check the key against verl's config (verl-wizard keys)"
     # the fix sets the right key (or the same one with the right prefix): applying it also takes this word off the
@@ -420,9 +451,44 @@ def _override_finding(p: ParsedOverride, hydra_message: str, variant: SchemaVari
         message=message,
         fix=fix,
         fix_overrides=fix_overrides,
-        fix_auto=not engine_switch,  # the engine is a choice: switching it leaves the FSDP keys the config sets
+        # the engine is a choice: switching it leaves the FSDP keys the config sets
+        fix_auto=not engine_switch and not guess,
         data={"replaces": replaces} if replaces else None,
     )
+
+
+def _has_fsdp_sections(variant: SchemaVariant) -> bool:
+    """Whether this engine's config has FSDP engine sections (``fsdp_config``) at all (kept on the variant)."""
+    known = variant.__dict__.get("_has_fsdp_sections")
+    if known is None:
+        known = variant.__dict__["_has_fsdp_sections"] = any(".fsdp_config" in k for k in variant.keys)
+    return known
+
+
+def _remover(overrides: list[ParsedOverride], p: ParsedOverride) -> str | None:
+    """The last override before ``p`` that deletes or sets a section above ``p``'s key (``~a.b`` before ``a.b.c=1``)."""
+    found = None
+    for q in overrides:
+        if q is p:
+            break
+        if q.package is None and p.key.startswith(q.key + ".") and (q.kind == "~" or q.is_plain):
+            found = q.text
+    return found
+
+
+def _fsdp_only(key: str, variant: SchemaVariant) -> tuple[str, str | None] | None:
+    """(the role, its engine's counterpart key or None) for a key of the FSDP engine section (``ROLE.fsdp_config``
+    or a key below it) in a variant that has no such section; None otherwise. The counterpart is the same setting
+    in the Megatron section of the same role (``fsdp_config.param_offload`` -> ``megatron.param_offload``)."""
+    head, sep, rest = key.partition(".fsdp_config.")
+    if not sep:
+        if not key.endswith(".fsdp_config"):
+            return None
+        head, rest = key[: -len(".fsdp_config")], ""
+    if not head or _has_fsdp_sections(variant):
+        return None
+    counterpart = f"{head}.megatron.{rest}" if rest else None
+    return head, counterpart if counterpart in variant.keys else None
 
 
 def variant_version(moves: Moves | None) -> str:

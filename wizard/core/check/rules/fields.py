@@ -28,6 +28,9 @@ def _owner(ctx: RuleContext, key: str) -> str | None:
     return None
 
 
+_ABSENT = object()  # ctx.get's default where the composed config has no such key
+
+
 def _render(value) -> str:
     from wizard.core.verl.overrides import render_value
 
@@ -48,22 +51,36 @@ def unknown_field(ctx: RuleContext):
         names = fields(ctx, path)
         if child in names:
             continue
+        if ctx.get(key, _ABSENT) is _ABSENT:
+            continue  # Hydra refused it (compose.unknown_key says so) or a later override deleted it: verl never sees it
         cls = targets(ctx)[path]
-        close = difflib.get_close_matches(child, names, n=1, cutoff=0.6)
-        hint = f"; did you mean {path}.{close[0]}?" if close else ""
+        # the same setting elsewhere in this section first (fsdp_config.param_offload under Megatron is
+        # megatron.param_offload), then a field spelt like the one added; never the key itself
+        same = [k for k in ctx.variant.suggest(key) if k != key and k.startswith(path + ".")
+                and k.rsplit(".", 1)[-1] == key.rsplit(".", 1)[-1] and ctx.variant.keys[k].type != "dict"]
+        if same:
+            target = same[0]
+        elif child == key[len(path) + 1:]:  # a field of the class spelt close (not a section named close: the
+            close = difflib.get_close_matches(child, names, n=1, cutoff=0.6)  # fsdp_config.x is no model_config.x)
+            target = f"{path}.{close[0]}" if close else None
+        else:
+            target = None
+        hint = f"; did you mean {target}?" if target else ""
         fix = [f"~{path}.{child}"]
-        if close and child == key[len(path) + 1:]:
-            target = f"{path}.{close[0]}"
+        if target:
             plus = "" if ctx.variant.keys[target].in_yaml else "+"
             fix.append(f"{plus}{target}={_render(ctx.get(key))}")
-        yield finding(
+        if same:  # set the counterpart in the added word's place (deleting {path}.{child} would take its siblings)
+            fix = fix[1:]
+        f = finding(
             Severity.ERROR, [key],
             f"{key} is not a field of {cls} ({path}){hint}; Hydra adds it, but verl builds {path} into {cls} "
             f"{WHEN[build.stage]} and stops with: TypeError: {cls}.__init__() got an unexpected keyword argument "
             f"'{child}'",
-            (f"Use {path}.{close[0]}" if close else f"Remove it; {cls}'s fields are: {', '.join(names)}"),
-            fix, fix_auto=bool(close), stage=build.stage,
+            (f"Use {target}" if target else f"Remove it; {cls}'s fields are: {', '.join(names)}"),
+            fix, fix_auto=bool(target), stage=build.stage,
         )
+        yield f.model_copy(update={"data": {"replaces": {"key": key, "kinds": ["+", "++"]}}}) if same else f
 
 
 @rule("fields.missing", None)  # the stage verl builds the section at

@@ -15,6 +15,7 @@ from wizard.core.check.rules.sections import Section, built_sections, stops, uns
 TORCH_CONTENTS = ("cuda", "cpu", "memory", "shapes", "stack")
 NPU_CONTENTS = ("npu", "cpu", "memory", "shapes", "module", "stack")
 NPU_LEVELS = ("level_none", "level0", "level1", "level2")
+_ABSENT = object()  # ctx.get's default where the composed config has no such key
 
 
 def _is_int(v) -> bool:
@@ -94,9 +95,9 @@ def _first_failure(ctx: RuleContext, section: Section):
         key = f"{section.path}.{name}"
         if unset_field(ctx, key):
             continue
-        value = ctx.get(key)
-        if value is UNRESOLVABLE or ok(value):
-            continue
+        value = ctx.get(key, _ABSENT)
+        if value is _ABSENT or value is UNRESOLVABLE or ok(value):
+            continue  # absent: an override deleted the section or the key, so verl builds it with the class's default
         text = said.format(v=value, t=type(value))
         return finding(Severity.ERROR, [key],
                        f"{key}={value!r}: " + stops(section, text),
