@@ -91,7 +91,8 @@ def test_the_counts_and_rates_the_collectives_are_timed_with():
 
     # a Ulysses group of 2 shares its samples: 64 x 4 over 4 groups = 64 micro-batches of 1, not 32
     values = full({"data.train_batch_size": 64, "actor_rollout_ref.rollout.n": 4, "trainer.n_gpus_per_node": 8,
-                   "actor_rollout_ref.rollout.log_prob_micro_batch_size_per_gpu": 1})
+                   "actor_rollout_ref.rollout.log_prob_micro_batch_size_per_gpu": 1, f"{A}.ppo_mini_batch_size": 16,
+                   "critic.ppo_mini_batch_size": 16})
     assert logprob_micro_batches(values, 8, 1024) == 32
     assert logprob_micro_batches({**values, f"{A}.ulysses_sequence_parallel_size": 2}, 8, 1024) == 64
     # NVLink 5 (B200) runs 50 GB/s a link and direction, NVLink 4 (H100) 25: 18 links, 80 % of it

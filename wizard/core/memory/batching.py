@@ -7,7 +7,14 @@ from __future__ import annotations
 from collections.abc import Mapping
 
 from wizard.core.memory.readers import flag_at as _flag, int_at as _int
+import math
+
 from wizard.core.verl.keys import CF, REF, A, AF, M, R
+from wizard.core.verl.roles import need_critic
+
+# Each synthetic sequence the V1 trainer pads a step with (verl/trainer/ppo/padding_utils.py SYNTHETIC_PADDING_SEQ_LEN:
+# 127 EOS tokens of prompt and one of response, no loss)
+SYNTHETIC_SEQ_TOKENS = 128
 
 # Not a verl key: the average prompt + response length of a fixed-size micro-batch's samples. Unset, every sample
 # is taken at the maximum (the worst case); the memory rules set it to find the length at which a run still fits.
@@ -96,30 +103,77 @@ def logprob_micro_batches(values: Mapping, world: int, seq: int, *, ref: bool = 
     """Micro-batches of the old log-prob pass (``ref``: the reference's) over the whole batch on one GPU."""
     section = REF if ref else R
     sp = sequence_parallel(values, "ref" if ref else "actor")
-    samples = _pass_samples(values, world, sp)
+    samples, pad = _pass_samples(values, world, sp)
     return _micro_batches(values, dynamic=f"{section}.log_prob_use_dynamic_bsz",
                           budget=f"{section}.log_prob_max_token_len_per_gpu",
-                          micro=f"{section}.log_prob_micro_batch_size_per_gpu", samples=samples, seq=seq, sp=sp)
+                          micro=f"{section}.log_prob_micro_batch_size_per_gpu", samples=samples, seq=seq, sp=sp,
+                          synthetic=pad)
 
 
 def critic_values_micro_batches(values: Mapping, world: int, seq: int) -> int:
     """Micro-batches of the critic's values pass over the whole batch on one GPU: verl's V1 engine packs it by
     ``critic.ppo_infer_max_token_len_per_gpu`` (trainer_base.py:266-268)."""
     sp = critic_samples(values, world)[1]
+    samples, pad = _pass_samples(values, world, sp)
     return _micro_batches(values, dynamic=None, budget="critic.ppo_infer_max_token_len_per_gpu", micro=None,
-                          samples=_pass_samples(values, world, sp), seq=seq, sp=sp)
+                          samples=samples, seq=seq, sp=sp, synthetic=pad)
 
 
-def _pass_samples(values: Mapping, world: int, sp: int) -> int:
-    """Samples one GPU's group computes in a pass over the whole batch (a Ulysses group of ``sp`` shares them)."""
+def _pass_samples(values: Mapping, world: int, sp: int) -> tuple[int, int]:
+    """(samples one GPU's group computes in a pass over the whole batch (a Ulysses group of ``sp`` shares them), of
+    which the V1 trainer's synthetic padding: :func:`synthetic_sequences`)."""
     n = _int(values, f"{R}.n", 1) or 1
-    return max(1, -(-(_int(values, "data.train_batch_size", 1) or 1024) * n // max(1, world // sp)))
+    groups = max(1, world // sp)
+    seqs = (_int(values, "data.train_batch_size", 1) or 1024) * n + synthetic_sequences(values)
+    return max(1, -(-seqs // groups)), synthetic_sequences(values) // groups
+
+
+def sync_steps(values: Mapping) -> int:
+    """parameter_sync_step of the trainer mode (trainer_base.py:130: 1 unless trainer.v1.<mode> sets it)."""
+    step = _int(values, f"trainer.v1.{values.get('trainer.v1.trainer_mode')}.parameter_sync_step")
+    return step if step and step > 0 else 1
+
+
+def step_batch(values: Mapping) -> tuple[int, int, int] | None:
+    """(sequences per step, the multiple verl pads them to, sequences after padding): trainer_base.py:1589-1606 and
+    1620-1621 (upsample_batch_to_divisible_size): lcm(the actor's data-parallel ranks, ppo_mini_batch_size x n, the
+    critic's ppo_mini_batch_size x n). None where a size is unknown or not a number."""
+    tbs, n, mini = (_int(values, k) for k in ("data.train_batch_size", f"{R}.n", f"{A}.ppo_mini_batch_size"))
+    per_node, nodes = _int(values, "trainer.n_gpus_per_node"), _int(values, "trainer.nnodes")
+    sp = sequence_parallel(values, "actor")
+    n_gpus = per_node * nodes if per_node is not None and nodes is not None else None
+    dp = n_gpus // sp if n_gpus and n_gpus > 0 and n_gpus % sp == 0 else None
+    sync_step = sync_steps(values)
+    if None in (tbs, n, dp, mini) or min(tbs, n, dp, mini) <= 0 or tbs % sync_step:
+        return None
+    tbs //= sync_step  # each local update samples train_batch_size / parameter_sync_step prompts (:539)
+    multiple = dp
+    if need_critic(values):
+        c_mini = _int(values, "critic.ppo_mini_batch_size")
+        if c_mini is None or c_mini <= 0:
+            return None
+        multiple = math.lcm(multiple, c_mini * n)
+    if (_int(values, "trainer.critic_warmup") or 0) <= 1:  # the actor updates from the first steps on
+        multiple = math.lcm(multiple, mini * n)
+    seqs = tbs * n
+    return seqs, multiple, -(-seqs // multiple) * multiple
+
+
+def synthetic_sequences(values: Mapping) -> int:
+    """The synthetic sequences the V1 trainer adds to each step (:func:`step_batch`; none in the legacy trainer or
+    separate_async, or where a size is unknown): they are forwarded and trained on like the rest, at
+    SYNTHETIC_SEQ_TOKENS each, with no loss."""
+    if values.get("trainer.v1.trainer_mode") == "separate_async" or not values.get("trainer.use_v1"):
+        return 0
+    sizes = step_batch(values)
+    return sizes[2] - sizes[0] if sizes is not None else 0
 
 
 def _micro_batches(values: Mapping, *, dynamic: str | None, budget: str, micro: str | None, samples: int, seq: int,
-                   sp: int) -> int:
-    """Micro-batches of one mini-batch on one GPU, at worst (every sample at its longest with dynamic batching;
-    ``dynamic`` None: always dynamic)."""
+                   sp: int, synthetic: int = 0) -> int:
+    """Micro-batches of one mini-batch on one GPU, at worst (every sample at its longest with dynamic batching, but
+    the ``synthetic`` ones among them, at SYNTHETIC_SEQ_TOKENS; ``dynamic`` None: always dynamic)."""
     if dynamic is None or _flag(values, dynamic):
-        return -(-samples * -(-seq // sp) // max(1, _int(values, budget, 1) or 16384))
+        tokens = (samples - synthetic) * -(-seq // sp) + synthetic * -(-SYNTHETIC_SEQ_TOKENS // sp)
+        return -(-tokens // max(1, _int(values, budget, 1) or 16384))
     return -(-samples // max(1, _int(values, micro, 1) or 1))

@@ -54,6 +54,9 @@ ESTIMATE_KEYS: tuple[str, ...] = (
     f"{CF}.ulysses_sequence_parallel_size", "critic.ppo_infer_max_token_len_per_gpu",
     # how verl 0.9.1 batches the critic (verl #7462): the V1 trainer's engine, or the legacy trainer's keys
     "trainer.use_v1", f"{CF}.use_dynamic_bsz", f"{CF}.micro_batch_size_per_gpu", "critic.use_dynamic_bsz",
+    # the V1 trainer's synthetic padding of a step (batching.step_batch): its mode, parameter sync and critic warmup
+    "trainer.v1.trainer_mode", "trainer.critic_warmup", *(f"trainer.v1.{mode}.parameter_sync_step"
+                                                         for mode in ("sync", "colocate_async", "separate_async")),
     "critic.ppo_max_token_len_per_gpu", "critic.ppo_micro_batch_size_per_gpu",
     "critic.model.enable_gradient_checkpointing",
     # gradient accumulation without FSDP's per-micro-batch sync keeps whole unsharded gradients (verl 0.9.1's engine,

@@ -29,7 +29,8 @@ from collections.abc import Mapping
 
 from wizard.core.hardware.cluster import Cluster
 from wizard.core.memory.batching import (
-    actor_micro_batches, critic_micro_batches, critic_values_micro_batches, logprob_micro_batches, sequence_parallel,
+    SYNTHETIC_SEQ_TOKENS, actor_micro_batches, critic_micro_batches, critic_values_micro_batches, logprob_micro_batches,
+    sequence_parallel, synthetic_sequences,
 )
 from wizard.core.memory.config import read_config
 from wizard.core.memory.estimate import MemoryReport
@@ -78,14 +79,22 @@ def predict_step(values: Mapping, models: Mapping[str, ModelFacts], cluster: Clu
     world = max(1, cfg.world)
     seqs = cfg.train_batch_size * cfg.rollout_n
     tokens = seqs * (lp + lr)
-    per_gpu = tokens / world
+    # the V1 trainer's synthetic padding (batch.padded_step): never generated, but forwarded and trained on, at
+    # SYNTHETIC_SEQ_TOKENS each; the passes and updates count them, and their sequences and micro-batches
+    pad = synthetic_sequences(values)
+    trained = seqs + pad
+    per_gpu = (tokens + pad * SYNTHETIC_SEQ_TOKENS) / world
+    if pad:
+        assumptions.append(f"verl pads each step with {pad:,} synthetic sequences of {SYNTHETIC_SEQ_TOKENS} tokens "
+                           f"(batch.padded_step): forwarded and trained on, never generated")
     flops_scale = gpu.tflops * 1e12
     mean_seq = lp + lr
     tp = cfg.engines["rollout"].tp
     phases = [generation(cfg, actor, report, seqs, lp, lr, gpu, c,
                           comm.ring_link(cluster, tp, c.host_link_gbs) if tp > 1 else None)]
     if cfg.strategy == "megatron":
-        return _megatron(values, cfg, actor, cluster, gpu, c, phases[0], seqs, mean_seq, assumptions)
+        return _megatron(values, cfg, actor, cluster, gpu, c, phases[0], trained,
+                         round((tokens + pad * SYNTHETIC_SEQ_TOKENS) / trained), assumptions, tokens)
     # the FSDP trainer's passes
     links = {n: comm.ring_link(cluster, n, c.host_link_gbs) for n in {cfg.shards, cfg.critic_shards, world}}
     P, F = actor.param_count, flops_params(actor)  # F: what a token passes through (MoE: its top-k experts)
@@ -126,7 +135,7 @@ def predict_step(values: Mapping, models: Mapping[str, ModelFacts], cluster: Clu
                                    comm.forward_bytes(cp, cn, values_micro, cfg.critic_keeps_gathered), links[cn]))
         no_sync = bool(cfg.critic_unsharded_grad_bytes)
         phases.append(_collectives(
-            _update("update_critic", "critic update", cp, cp, cfg.critic_gc, epochs * per_gpu, epochs * seqs / world,
+            _update("update_critic", "critic update", cp, cp, cfg.critic_gc, epochs * per_gpu, epochs * trained / world,
                     steps, cn,
                     cfg.critic_param_offload, cfg.critic_optimizer_offload, cfg.critic_offload_policy, gpu, c,
                     active=flops_params(critic),
@@ -140,7 +149,7 @@ def predict_step(values: Mapping, models: Mapping[str, ModelFacts], cluster: Clu
     steps, epochs = _optimizer_steps(values, "actor_rollout_ref.actor.ppo_mini_batch_size", cfg), _epochs(values)
     micro = actor_micro_batches(values, world, mean_seq)
     phases.append(_collectives(
-        _update("update_actor", "actor update", P, trainable, cfg.actor_gc, epochs * per_gpu, epochs * seqs / world,
+        _update("update_actor", "actor update", P, trainable, cfg.actor_gc, epochs * per_gpu, epochs * trained / world,
                 steps, cfg.shards,
                 cfg.actor_param_offload, cfg.actor_optimizer_offload, cfg.actor_offload_policy, gpu, c,
                 lora=bool(cfg.lora_rank), active=F, rows=rows,
@@ -242,8 +251,9 @@ def _assumptions(cfg, actor: ModelFacts, gpu: Gpu) -> list[str]:
 
 
 def _megatron(values: Mapping, cfg, actor: ModelFacts, cluster: Cluster | None, gpu: Gpu, c: Calibration,
-              gen: PhaseTime, seqs: int, mean_seq: int, assumptions: list[str]) -> StepTime:
-    """The step of a plan whose trainer is Megatron: the rollout's generation, then the Megatron engine's passes."""
+              gen: PhaseTime, seqs: int, mean_seq: int, assumptions: list[str], tokens: int) -> StepTime:
+    """The step of a plan whose trainer is Megatron: the rollout's generation, then the Megatron engine's passes
+    (``seqs`` and ``mean_seq``: what they are trained on, synthetic padding included; ``tokens``: the step's own)."""
     ms = MegatronStep(values, cfg, actor, cluster, gpu, c, seqs=seqs, mean_seq=mean_seq)
     if ms.unmodelled:
         return StepTime(reason=ms.unmodelled)
@@ -254,7 +264,7 @@ def _megatron(values: Mapping, cfg, actor: ModelFacts, cluster: Cluster | None, 
     phases += [ms.update(_optimizer_steps(values, "actor_rollout_ref.actor.ppo_mini_batch_size", cfg), _epochs(values)),
                ms.weight_sync()]
     return StepTime(phases=tuple(phases), assumptions=tuple(assumptions + [ASSUMPTION] + _assumptions(cfg, actor, gpu)),
-                    tokens=int(seqs * mean_seq))
+                    tokens=int(tokens))
 
 
 def _offloaded_sync(cfg, params: int, c: Calibration) -> tuple[TimeTerm, ...]:
@@ -310,8 +320,12 @@ def _epochs(values: Mapping, critic: bool = False) -> int:
 
 
 def _optimizer_steps(values: Mapping, mini_key: str, cfg, critic: bool = False) -> int:
+    """Mini-batches a step's update takes: the step's sequences, the V1 trainer's synthetic padding included, in
+    mini-batches of ppo_mini_batch_size x n, times the epochs."""
     mini = int_value(values, mini_key, int_value(values, "actor_rollout_ref.actor.ppo_mini_batch_size", 256))
-    return max(1, cfg.train_batch_size // max(1, mini)) * _epochs(values, critic)
+    n = max(1, cfg.rollout_n)
+    trained = cfg.train_batch_size * n + synthetic_sequences(values)
+    return max(1, trained // max(1, mini * n)) * _epochs(values, critic)
 
 
 def _forward(name: str, title: str, params: int, tokens: float, flops: float, c: Calibration, *, offload: bool,

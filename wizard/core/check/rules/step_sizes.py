@@ -13,9 +13,9 @@ into micro-batches by verl/workers/engine/utils.py:prepare_micro_batches.
 
 from __future__ import annotations
 
-import math
-
 from wizard.core.findings import Severity, Stage
+from wizard.core.memory import batching
+from wizard.core.memory.batching import SYNTHETIC_SEQ_TOKENS
 from wizard.core.check.rules import rule
 from wizard.core.check.rules.context import RuleContext, finding
 from wizard.core.verl.keys import A, AF, CF, R, REF
@@ -42,29 +42,13 @@ def actor_dp(ctx: RuleContext) -> int | None:
 
 
 def step_batch(ctx: RuleContext) -> tuple[int, int, int] | None:
-    """(sequences per step, the multiple verl pads them to, sequences after padding): trainer_base.py:1589-1606 and
-    1620-1621 (upsample_batch_to_divisible_size). None where a size is unknown or not a number."""
-    tbs, n, dp = ctx.int("data.train_batch_size"), ctx.int(N), actor_dp(ctx)
-    mini, sync_step = ctx.int(f"{A}.ppo_mini_batch_size"), sync_steps(ctx)
-    if None in (tbs, n, dp, mini) or min(tbs, n, dp, mini) <= 0 or tbs % sync_step:
-        return None
-    tbs //= sync_step  # each local update samples train_batch_size / parameter_sync_step prompts (:539)
-    multiple = dp
-    if ctx.need_critic:
-        c_mini = ctx.int("critic.ppo_mini_batch_size")
-        if c_mini is None or c_mini <= 0:
-            return None
-        multiple = math.lcm(multiple, c_mini * n)
-    if (ctx.int("trainer.critic_warmup") or 0) <= 1:  # the actor updates from the first steps on
-        multiple = math.lcm(multiple, mini * n)
-    seqs = tbs * n
-    return seqs, multiple, -(-seqs // multiple) * multiple
+    """(sequences per step, the multiple verl pads them to, sequences after padding): memory.batching.step_batch,
+    which the step time reads too."""
+    return batching.step_batch(ctx)
 
 
 def sync_steps(ctx: RuleContext) -> int:
-    """parameter_sync_step of the trainer mode (trainer_base.py:130: 1 unless trainer.v1.<mode> sets it)."""
-    step = ctx.int(f"trainer.v1.{ctx.get('trainer.v1.trainer_mode')}.parameter_sync_step")
-    return step if step and step > 0 else 1
+    return batching.sync_steps(ctx)
 
 
 def _divisors_up_to(n: int, limit: int) -> list[int]:
@@ -181,8 +165,9 @@ def padded_step(ctx: RuleContext):
     """The V1 trainer pads each step's batch with synthetic sequences up to a multiple of lcm(DP ranks,
     ppo_mini_batch_size x n, critic ppo_mini_batch_size x n) (trainer_base.py:1589-1606, 1620-1621,
     padding_utils.upsample_batch_to_divisible_size) instead of refusing a train_batch_size that is not a whole number
-    of mini-batches; verl says nothing, and those sequences cost generation-free but full forward and backward time,
-    and make the last mini-batch of each step mostly padding."""
+    of mini-batches; verl says nothing. Those sequences (128 EOS tokens each, no loss) are never generated but go
+    through every log-prob pass and update as sequences and micro-batches of their own, and make the last
+    mini-batch of each step mostly padding (the step time counts them)."""
     if ctx.get("trainer.v1.trainer_mode") == "separate_async" or not ctx.get("trainer.use_v1"):
         return
     sizes = step_batch(ctx)
@@ -198,7 +183,8 @@ def padded_step(ctx: RuleContext):
         Severity.WARNING, ["data.train_batch_size", f"{A}.ppo_mini_batch_size", N],
         f"train_batch_size x rollout.n = {tbs} x {n} = {seqs} sequences is not a multiple of {multiple} (whole "
         f"mini-batches over the data-parallel ranks): every step verl pads it with {padded - seqs} synthetic sequences "
-        f"({100 * (padded - seqs) / padded:.0f} % of the {padded} it trains on) and says nothing",
+        f"of {SYNTHETIC_SEQ_TOKENS} tokens ({100 * (padded - seqs) / padded:.0f} % of the {padded} it forwards and "
+        "trains on, never generated) and says nothing",
         ("Use data.train_batch_size=" + " or ".join(map(str, better)) if better else
          f"Make train_batch_size x rollout.n a multiple of {multiple}"),
         [f"data.train_batch_size={better[0]}"] if better else [], fix_auto=False)
