@@ -96,6 +96,14 @@ def test_tp_must_divide_gpus(check):
     assert f.fix_overrides == ["actor_rollout_ref.rollout.tensor_model_parallel_size=3"]
 
 
+@pytest.mark.parametrize("key", ["tensor_model_parallel_size", "data_parallel_size", "pipeline_model_parallel_size"])
+def test_a_rollout_parallel_size_of_zero_stops_the_start_and_is_an_error(check, key):
+    """verl's config takes 0; RolloutReplica divides by min(gpus_per_node, TP x DP x PP) at the rollout's start."""
+    f = one(check(GOOD + [f"actor_rollout_ref.rollout.{key}=0"]), "rollout.parallel_size")
+    assert f.severity is Severity.ERROR and f.stage is Stage.STARTUP and "ZeroDivisionError" in f.message
+    assert f.fix_overrides == [f"actor_rollout_ref.rollout.{key}=1"]
+
+
 def test_unknown_logger_is_a_late_failure_with_suggestion(check):
     f = one(check(GOOD + ["trainer.logger=[console,wandbb]"]), "names.logger")
     assert f.stage is Stage.RUNTIME and "did you mean wandb" in f.message

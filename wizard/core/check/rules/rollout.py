@@ -83,12 +83,26 @@ def _divisors(n: int) -> list[int]:
     return [d for d in range(1, n + 1) if n % d == 0]
 
 
-@rule("rollout.world_size", Stage.STARTUP, also={"rollout.replica_nodes": Stage.STARTUP})
+@rule("rollout.world_size", Stage.STARTUP, also={"rollout.replica_nodes": Stage.STARTUP,
+                                                 "rollout.parallel_size": Stage.STARTUP})
 def rollout_world_size(ctx: RuleContext):
-    """engine_workers.py:655: TP x DP x PP of a rollout replica must divide the actor's GPUs."""
-    tp, dp, pp = (ctx.int(f"{R}.{k}") for k in ("tensor_model_parallel_size", "data_parallel_size", "pipeline_model_parallel_size"))
+    """engine_workers.py:655: TP x DP x PP of a rollout replica must divide the actor's GPUs. A size below 1 passes
+    verl's config classes and stops the rollout's start: RolloutReplica.__init__ (workers/rollout/replica.py:107-115)
+    takes ``world_size % min(gpus_per_node, world_size)``, a division by zero."""
+    sizes = {k: ctx.int(f"{R}.{k}") for k in ("tensor_model_parallel_size", "data_parallel_size",
+                                              "pipeline_model_parallel_size")}
+    for key, v in sizes.items():
+        if v is not None and v < 1:
+            yield finding(
+                Severity.ERROR, [f"{R}.{key}"],
+                f"{R}.{key}={v}: a rollout replica of {v} GPUs; verl's config accepts it and the rollout's start "
+                "stops with ZeroDivisionError: integer modulo by zero (RolloutReplica, workers/rollout/replica.py)",
+                f"Set {R}.{key}=1 (or the number of GPUs one replica spans)", [f"{R}.{key}=1"],
+                rule="rollout.parallel_size")
+            return
+    tp, dp, pp = sizes.values()
     n_gpus = ctx.n_gpus
-    if None in (tp, dp, pp) or not n_gpus or tp < 1 or dp < 1 or pp < 1:
+    if None in (tp, dp, pp) or not n_gpus:
         return
     replica = tp * dp * pp
     if n_gpus % replica != 0:
