@@ -709,3 +709,26 @@ def test_each_phase_of_the_json_breakdown_labels_its_terms_with_its_own_numbers(
     assert phases["old_log_prob"]["labels"]["logits"].startswith("logits (49,152 tokens")
     assert phases["ref_log_prob"]["labels"]["logits"].startswith("logits (12,288 tokens")
     assert doc["term_labels"]["logits"] == phases["old_log_prob"]["labels"]["logits"]
+
+
+def test_four_gpus_on_each_of_two_nodes_are_planned_on_both_nodes_with_a_host_line_each():
+    # trainer.n_gpus_per_node=4 trainer.nnodes=2 on 2 x 8 GPUs: verl's pool is [4, 4], one placement group per node
+    # (the preset sets nnodes 1); it used to be planned as node0:0-7 with one host line, node1 never used
+    args = ("--preset", "grpo-8gpu", "--gpus", "2x8xH100-80GB",
+            "--set", "trainer.n_gpus_per_node=4", "--set", "trainer.nnodes=2")
+    text = run(*args)
+    assert text.returncode == 0, text.stdout + text.stderr
+    out = text.stdout
+    assert "global_pool: 4 x 2 node(s)" in out
+    assert "8 GPUs of global_pool (node0:0-3, node1:0-3;" in out, out
+    assert re.search(r"^  host node0: about \d+ GiB", out, re.M), out
+    assert re.search(r"^  host node1: about \d+ GiB", out, re.M), out
+    doc = json.loads(run(*args, "--format", "json").stdout)
+    assert [(g["node"], g["index"]) for g in doc["gpus"]] == [("node0", i) for i in range(4)] + [
+        ("node1", i) for i in range(4)]
+    nodes = {n["node"]: n for n in doc["host"]["nodes"]}
+    assert set(nodes) == {"node0", "node1"}
+    # each node holds its own 4 ranks' share; the head node also the TaskRunner and rank 0's whole model
+    assert nodes["node1"]["terms"]["host_trainer"] == nodes["node0"]["terms"]["host_trainer"]
+    assert "host_fixed" in nodes["node0"]["terms"] and "host_fixed" not in nodes["node1"]["terms"]
+    assert 0 < nodes["node1"]["need_gib"] < nodes["node0"]["need_gib"]

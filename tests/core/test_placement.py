@@ -139,9 +139,10 @@ def test_pool_shape_is_the_same_count_on_every_node():
     assert not shape.expressible and "3, 5" in shape.reason
 
 
-def test_first_fit_takes_the_first_node_with_room_for_each_bundle_and_each_pool_starts_over():
-    # nodes of 4, 8, 2 and 8 GPUs: the 3 bundles of 4 fill n0 and n1 (n2 is too small, never taken); the 3
-    # reward bundles of 2 start again from the first node, and find room on n2 and then twice on n3
+def test_first_fit_puts_each_bundle_of_a_pool_on_its_own_node_and_each_pool_starts_over():
+    # nodes of 4, 8, 2 and 8 GPUs: the 3 bundles of 4 go on n0, n1 and n3 (one per node, as Ray places verl's
+    # [4] * 3 placement groups; n2 is too small, never taken); the 3 reward bundles of 2 start again from the first
+    # node, one per node: the rest of n1, n2, the rest of n3
     values = {**GRPO, "trainer.n_gpus_per_node": 4, "trainer.nnodes": 3, f"{R}.tensor_model_parallel_size": 1,
               "reward.reward_model.enable": True, "reward.reward_model.enable_resource_pool": True,
               "reward.reward_model.n_gpus_per_node": 2, "reward.reward_model.nnodes": 3}
@@ -150,8 +151,56 @@ def test_first_fit_takes_the_first_node_with_room_for_each_bundle_and_each_pool_
     p = plan_placement(values, Cluster(source="spec", nodes=nodes))
     glob, reward = p.pools[0], next(x for x in p.pools if "reward" in x.roles)
     assert [str(g) for g in glob.gpus] == ["n0:0", "n0:1", "n0:2", "n0:3", "n1:0", "n1:1", "n1:2", "n1:3",
-                                           "n1:4", "n1:5", "n1:6", "n1:7"]
-    assert [str(g) for g in reward.gpus] == ["n2:0", "n2:1", "n3:0", "n3:1", "n3:2", "n3:3"]
+                                           "n3:0", "n3:1", "n3:2", "n3:3"]
+    assert [str(g) for g in reward.gpus] == ["n1:4", "n1:5", "n2:0", "n2:1", "n3:4", "n3:5"]
+    assert glob.missing == reward.missing == 0
+
+
+def test_four_gpus_on_each_of_two_nodes_are_node0_0_3_and_node1_0_3():
+    # trainer.n_gpus_per_node=4 trainer.nnodes=2 on 2 x 8 GPUs: verl's pool is [4, 4], one placement group per node;
+    # it used to be laid as node0:0-7 (both bundles on the first node with room)
+    p = plan_placement({**GRPO, "trainer.n_gpus_per_node": 4, "trainer.nnodes": 2}, spec("2x8xH100-80GB"))
+    (pool,) = p.pools
+    assert [str(g) for g in pool.gpus] == ["node0:0", "node0:1", "node0:2", "node0:3",
+                                           "node1:0", "node1:1", "node1:2", "node1:3"]
+    assert pool.missing == 0
+    # TP 2 replicas: consecutive ranks, each inside one node
+    assert [[str(g) for g in r.gpus] for r in p.replicas_of("rollout")] == [
+        ["node0:0", "node0:1"], ["node0:2", "node0:3"], ["node1:0", "node1:1"], ["node1:2", "node1:3"]]
+    assert p.issues == []
+
+
+def test_more_bundles_than_nodes_share_a_node_rather_than_go_missing():
+    # [4] * 2 on one 8-GPU node: Ray can pack both placement groups there, and verl only counts GPUs
+    p = plan_placement({**GRPO, "trainer.n_gpus_per_node": 4, "trainer.nnodes": 2}, spec("8xH100-80GB"))
+    assert [str(g) for g in p.pools[0].gpus] == [f"node0:{i}" for i in range(8)] and p.pools[0].missing == 0
+    # [4] * 3 on 2 x 8: one on each node, the third where there is room left (node0)
+    p = plan_placement({**GRPO, "trainer.n_gpus_per_node": 4, "trainer.nnodes": 3}, spec("2x8xH100-80GB"))
+    assert [str(g) for g in p.pools[0].gpus] == (["node0:0", "node0:1", "node0:2", "node0:3"]
+                                                 + ["node1:0", "node1:1", "node1:2", "node1:3"]
+                                                 + ["node0:4", "node0:5", "node0:6", "node0:7"])
+    # [8] * 3 on 2 x 8: the third bundle finds no room
+    p = plan_placement({**GRPO, "trainer.n_gpus_per_node": 8, "trainer.nnodes": 3}, spec("2x8xH100-80GB"))
+    assert len(p.pools[0].gpus) == 16 and p.pools[0].missing == 8
+
+
+def test_pool_cluster_is_the_pool_s_gpus_node_by_node_so_rings_over_two_nodes_go_over_the_network():
+    from wizard.core.placement import pool_cluster
+    from wizard.core.steptime import comm
+
+    cluster = spec("2x8xH100-80GB")
+    p = plan_placement({**GRPO, "trainer.n_gpus_per_node": 4, "trainer.nnodes": 2}, cluster)
+    seen = pool_cluster(cluster, p.pool("global_pool"))
+    assert [(n.name, n.gpu_count, [g.index for g in n.gpus]) for n in seen.nodes] == [
+        ("node0", 4, [0, 1, 2, 3]), ("node1", 4, [0, 1, 2, 3])]
+    assert all(x.a in range(4) and x.b in range(4) for n in seen.nodes for x in n.links)
+    # the step time's ring over the 8 FSDP shards: the whole cluster's first node has 8 GPUs (NVLink only);
+    # the pool's has 4, so the ring crosses nodes and the network bounds it
+    whole, pooled = comm.ring_link(cluster, 8, 50.0), comm.ring_link(seen, 8, 50.0)
+    assert "between nodes" not in whole.how
+    assert "between nodes" in pooled.how and pooled.gbs < whole.gbs
+    assert comm.ring_link(seen, 2, 50.0).gbs == comm.ring_link(cluster, 2, 50.0).gbs  # a TP pair stays in a node
+    assert pool_cluster(None, p.pools[0]) is None and pool_cluster(cluster, None) is cluster
 
 
 def test_a_kept_placement_is_given_again_only_while_every_key_it_read_is_the_same():

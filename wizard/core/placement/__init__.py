@@ -22,4 +22,5 @@ __getattr__, __all__ = face(__name__, {
     "target_title": "board",
     "Placement": "pools",
     "plan_placement": "pools",
+    "pool_cluster": "pools",
 })

@@ -11,7 +11,8 @@ Only what a config alone can express (../shared/reference/verl-0.9.1.md §4, ``t
 
 Replicas take consecutive ranks of their pool (``RolloutReplica.init_hybrid``: ranks ``k*ws .. (k+1)*ws``) and
 ranks follow the pool's bundles node by node; a TP group is ``tp`` consecutive ranks of its replica. Pools are
-laid over the nodes first-fit in the order verl creates them, an approximation of Ray's placement groups.
+laid over the nodes first-fit in the order verl creates them, each pool's bundles on different nodes while there are
+any (:func:`lay_pools`), an approximation of Ray's placement groups.
 Pure: a mapping of resolved keys and an optional :class:`Cluster` in, a :class:`Placement` out.
 """
 
@@ -208,17 +209,32 @@ def _gpu_indices(node: ClusterNode) -> list[int]:
 
 
 def lay_pools(specs, nodes: list[ClusterNode]) -> list[Pool]:
-    """First-fit: each pool's per-node bundle on the first node with that many free GPUs."""
+    """First-fit over the nodes in order, one pool's per-node bundles on different nodes.
+
+    verl asks Ray for ``[per_node] * nnodes``: one STRICT_PACK placement group per node entry. Each bundle goes on
+    the first node with ``per_node`` free GPUs that holds no other bundle of its pool, so ``4 x 2`` on two 8-GPU
+    nodes is node0:0-3 and node1:0-3 (the nodes the config names), not all of node0 (Ray 2.60 put two such groups
+    on two empty 8-GPU nodes, in a local 2-node Ray cluster, every time of three). Only where no such node is
+    left does a bundle share a node with another of its pool (Ray can pack two placement groups on one node, and
+    verl's own check counts GPUs, not nodes): a pool of ``nnodes`` bundles on fewer nodes still gets its GPUs."""
     free = {n.name: _gpu_indices(n) for n in nodes}
     pools = []
     for name, per, count, roles in specs:
         gpus: list[GpuRef] = []
         missing = 0
-        first = 0  # nodes before it have fewer than ``per`` free GPUs, and free GPUs only ever get fewer
+        # both only move forward: nodes before ``spread`` have fewer than ``per`` free GPUs or hold a bundle of
+        # this pool; nodes before ``packed`` have fewer than ``per`` free GPUs (free GPUs only ever get fewer)
+        spread = packed = 0
         for placed in range(max(0, count)):
-            while per > 0 and first < len(nodes) and len(free[nodes[first].name]) < per:
-                first += 1
-            node = nodes[first] if per > 0 and first < len(nodes) else None
+            while per > 0 and spread < len(nodes) and len(free[nodes[spread].name]) < per:
+                spread += 1
+            if per > 0 and spread < len(nodes):
+                node = nodes[spread]
+                spread += 1
+            else:  # every node with room already holds a bundle of this pool: share one
+                while per > 0 and packed < len(nodes) and len(free[nodes[packed].name]) < per:
+                    packed += 1
+                node = nodes[packed] if per > 0 and packed < len(nodes) else None
             if node is None:  # no node has room now, nor will one for the bundles still to place
                 missing += per * (count - placed)
                 break
@@ -226,6 +242,29 @@ def lay_pools(specs, nodes: list[ClusterNode]) -> list[Pool]:
             gpus += [GpuRef.model_construct(node=node.name, index=i) for i in taken]  # ints from the cluster
         pools.append(Pool(name=name, roles=roles, per_node=per, nnodes=max(0, count), gpus=gpus, missing=missing))
     return pools
+
+
+def pool_cluster(cluster: Cluster | None, pool: Pool | None) -> Cluster | None:
+    """The cluster as one pool's ranks see it: each node the pool uses, with only the pool's GPUs on it and the links
+    between them, in the pool's order. ``4 x 2`` on two 8-GPU nodes is two nodes of 4 GPUs, so what reads the
+    cluster node by node (the step time's rings: GPUs per node, a ring over more GPUs than one node has goes over the
+    network) reads the GPUs the run uses. The cluster itself where the pool has no GPUs, or there is no cluster."""
+    if cluster is None or pool is None or not pool.gpus:
+        return cluster
+    used: dict[str, set[int]] = {}
+    for g in pool.gpus:
+        used.setdefault(g.node, set()).add(g.index)
+    by_name = {n.name: n for n in cluster.nodes}
+    if any(name not in by_name for name in used):  # a placement made without this cluster
+        return cluster
+    nodes = []
+    for name, indices in used.items():
+        node = by_name[name]
+        nodes.append(node.model_copy(update={
+            "gpu_count": len(indices),
+            "gpus": [g for g in node.gpus if g.index in indices],
+            "links": [x for x in node.links if x.a in indices and x.b in indices]}))
+    return cluster.model_copy(update={"nodes": nodes})
 
 
 # ------------------------------------------------------------------------------------------------
