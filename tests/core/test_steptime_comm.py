@@ -152,3 +152,13 @@ def test_an_offloaded_actor_brings_its_params_from_the_host_for_the_weight_sync(
     assert f"{4 * P / 1e9:.1f} GB at 25 GB/s" in fsdp2.note
     fsdp1 = sync(f"{A}.strategy=fsdp", f"{AFC}.param_offload=True")["params from the host"]
     assert "in and out" in fsdp1.note and fsdp1.seconds == pytest.approx(2 * fsdp2.seconds)
+
+
+def test_four_gpus_on_each_of_two_nodes_ring_over_the_network_not_one_node_s_nvlink():
+    """trainer.n_gpus_per_node=4 on a 2 x 8 cluster: verl places 4 ranks on each node, so an FSDP ring of 8 crosses
+    the network (it was timed over the first node's NVLink, as if the 8 ranks shared it)."""
+    split = step_time(plan([*EIGHT, "trainer.n_gpus_per_node=4", "trainer.nnodes=2"], "2x8xH100-80GB", Q15))
+    note = collectives(split).note
+    assert "between nodes (assumed)" in note and f"at {comm.NETWORK_GBS * comm.RING_EFFICIENCY:.0f} GB/s" in note
+    one_node = step_time(plan(EIGHT, "8xH100-80GB", Q15))
+    assert "between nodes" not in collectives(one_node).note

@@ -28,6 +28,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 
 from wizard.core.hardware.cluster import Cluster
+from wizard.core.placement.pools import plan_placement, pool_cluster
 from wizard.core.memory.batching import (
     SYNTHETIC_SEQ_TOKENS, actor_micro_batches, critic_micro_batches, critic_values_micro_batches, logprob_micro_batches,
     sequence_parallel, synthetic_sequences,
@@ -62,6 +63,10 @@ def predict_step(values: Mapping, models: Mapping[str, ModelFacts], cluster: Clu
     if actor is None:
         return StepTime(reason="the actor's model is unknown")
     gpu, why = trainer_gpu(cluster, c)
+    # the rings run over the GPUs the trainer's pool takes, node by node (4 of each of two 8-GPU nodes: a ring of 8
+    # crosses the network), not over the first node's GPUs
+    placement = report.placement if report is not None else plan_placement(values, cluster) if cluster else None
+    links_on = pool_cluster(cluster, placement.pool("global_pool")) if placement is not None else cluster
     if gpu is None:
         return StepTime(reason=why)
     cfg = read_config(values)
@@ -91,12 +96,12 @@ def predict_step(values: Mapping, models: Mapping[str, ModelFacts], cluster: Clu
     mean_seq = lp + lr
     tp = cfg.engines["rollout"].tp
     phases = [generation(cfg, actor, report, seqs, lp, lr, gpu, c,
-                          comm.ring_link(cluster, tp, c.host_link_gbs) if tp > 1 else None)]
+                          comm.ring_link(links_on, tp, c.host_link_gbs) if tp > 1 else None)]
     if cfg.strategy == "megatron":
-        return _megatron(values, cfg, actor, cluster, gpu, c, phases[0], trained,
+        return _megatron(values, cfg, actor, links_on, gpu, c, phases[0], trained,
                          round((tokens + pad * SYNTHETIC_SEQ_TOKENS) / trained), assumptions, tokens)
     # the FSDP trainer's passes
-    links = {n: comm.ring_link(cluster, n, c.host_link_gbs) for n in {cfg.shards, cfg.critic_shards, world}}
+    links = {n: comm.ring_link(links_on, n, c.host_link_gbs) for n in {cfg.shards, cfg.critic_shards, world}}
     P, F = actor.param_count, flops_params(actor)  # F: what a token passes through (MoE: its top-k experts)
     actor_sp = sequence_parallel(values, "actor")
     lp_micro = logprob_micro_batches(values, world, mean_seq)
@@ -144,7 +149,7 @@ def predict_step(values: Mapping, models: Mapping[str, ModelFacts], cluster: Clu
             comm.update_bytes(cp, cp, cn, micro, steps, cfg.critic_keeps_gathered, cfg.critic_reduce_bytes,
                               1 if no_sync else micro, gather_once=no_sync and cfg.critic_fsdp1 and
                               cfg.critic_keeps_gathered), links[cn],
-            replicas=_replicas(cluster, world, cn, cfg.critic_reduce_bytes * cp, steps * (1 if no_sync else micro), c)))
+            replicas=_replicas(links_on, world, cn, cfg.critic_reduce_bytes * cp, steps * (1 if no_sync else micro), c)))
     trainable = lora_params(actor, cfg.lora_rank) if cfg.lora_rank else P
     steps, epochs = _optimizer_steps(values, "actor_rollout_ref.actor.ppo_mini_batch_size", cfg), _epochs(values)
     micro = actor_micro_batches(values, world, mean_seq)
@@ -159,7 +164,7 @@ def predict_step(values: Mapping, models: Mapping[str, ModelFacts], cluster: Clu
                           1 if cfg.actor_unsharded_grad_bytes else micro,
                           gather_once=bool(cfg.actor_unsharded_grad_bytes) and cfg.strategy == "fsdp"
                           and cfg.actor_keeps_gathered), links[cfg.shards],
-        replicas=_replicas(cluster, world, cfg.shards, cfg.actor_reduce_bytes * trainable,
+        replicas=_replicas(links_on, world, cfg.shards, cfg.actor_reduce_bytes * trainable,
                            steps * (1 if cfg.actor_unsharded_grad_bytes else micro), c)))
     sync_bytes = 2 * (trainable if cfg.lora_rank else P)
     # verl gathers each sharded param whole for the sync (full_tensor(), fsdp/transformer_impl.py:1032): fp32 shards
