@@ -732,3 +732,15 @@ def test_four_gpus_on_each_of_two_nodes_are_planned_on_both_nodes_with_a_host_li
     assert nodes["node1"]["terms"]["host_trainer"] == nodes["node0"]["terms"]["host_trainer"]
     assert "host_fixed" in nodes["node0"]["terms"] and "host_fixed" not in nodes["node1"]["terms"]
     assert 0 < nodes["node1"]["need_gib"] < nodes["node0"]["need_gib"]
+
+
+def test_a_utilization_aimed_at_the_kv_cache_is_not_labelled_for_a_model_changed_after_it():
+    """7B on one 24 GB GPU: "gpu_memory_utilization 0.4 -> 0.75 (KV cache for one request), the smaller 3B": the
+    0.75 was aimed at the 7B's KV cache; the 3B's at 0.75 holds hundreds of sequences."""
+    doc = json.loads(run("--preset", "grpo-1gpu-smoke", "--gpus", "1xRTX4090-24GB", "--set",
+                         "actor_rollout_ref.model.path=Qwen/Qwen2.5-7B-Instruct", "--format", "json").stdout)
+    assert any("the smaller" in a["changes"] and "gpu_memory_utilization" in a["changes"] for a in doc["advice"])
+    for a in doc["advice"]:
+        text = a["changes"]
+        if "KV cache for" in text and "the smaller" in text:
+            assert text.index("the smaller") < text.index("KV cache for"), text

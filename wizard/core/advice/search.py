@@ -19,13 +19,14 @@ from dataclasses import replace
 from wizard.core.hardware.cluster import Cluster
 from wizard.core.memory.terms import GIB
 from wizard.core.memory.verdict import memory_verdict
-from wizard.core.advice.moves import (HARDWARE, LORA_KEY, METHOD, MICRO_KEYS, SMALLEST_MEASURED_MICRO, TUNING,
+from wizard.core.advice.moves import (HARDWARE, LORA_KEY, METHOD, MICRO_KEYS, SMALLEST_MEASURED_MICRO, TUNING, Move,
                                       below_measured_micro, moves_for)
 from wizard.core.advice.state import (HEAD_OFF_MOVE, KIND_ORDER, Advice, Alternative, State, _apply, _key, _round,
                                       _state, fsdp2_where_lora_hangs, head_off_where_needed, with_moves)
 from wizard.core.advice.statement import lora_move, nothing_fits
 from wizard.core.models.facts import ModelFacts
 from wizard.core.verl.fused_head import fused_head_broken
+from wizard.core.verl.keys import R
 from wizard.core.verl.lora_fsdp1 import lora_fsdp1_one_gpu
 
 BEAM = 4
@@ -318,7 +319,23 @@ def _no_faster(s: State, than: State) -> bool:
     return round(s.seconds) >= round(than.seconds)
 
 
+# what sizes the KV cache besides gpu_memory_utilization: a utilization move's "(KV cache for one request)" was
+# aimed at the state it was made in, and says nothing once a later move changes one of these (or the model)
+KV_SIZING = frozenset({f"{R}.tensor_model_parallel_size", f"{R}.max_model_len", f"{R}.max_num_seqs", LORA_KEY})
+
+
+def _kv_aim_kept(moves: tuple[Move, ...]) -> tuple[Move, ...]:
+    """``moves`` with each KV-aimed utilization move's words dropped where a later move resized the KV cache."""
+    out = list(moves)
+    for i, m in enumerate(out):
+        if m.why.startswith(" (KV cache for") and any(
+                x.models or KV_SIZING & {k for k, _ in x.changes} for x in out[i + 1:]):
+            out[i] = replace(m, why="")
+    return tuple(out)
+
+
 def _alternative(s: State) -> Alternative:
+    s = replace(s, moves=_kv_aim_kept(s.moves))
     changes: dict = {}
     for m in s.moves:
         changes.update(dict(m.changes))
