@@ -744,3 +744,14 @@ def test_a_utilization_aimed_at_the_kv_cache_is_not_labelled_for_a_model_changed
         text = a["changes"]
         if "KV cache for" in text and "the smaller" in text:
             assert text.index("the smaller") < text.index("KV cache for"), text
+
+
+def test_a_gpu_count_without_its_model_says_the_model_is_what_is_missing():
+    out = run("--preset", "grpo-8gpu", "--gpus", "8").stdout
+    assert "step time: not predicted (the GPU model is not named" in out and "no GPUs given" not in out
+
+
+def test_megatron_strategy_on_an_fsdp_config_says_the_engine_is_missing_not_an_optimizer():
+    out = run("--preset", "grpo-8gpu", "--gpus", "8xH100-80GB", "--set", "actor_rollout_ref.actor.strategy=megatron").stdout
+    head = next(x for x in out.splitlines() if x.startswith("verdict:"))
+    assert "model_engine=megatron" in head and "optimizer" not in head, head

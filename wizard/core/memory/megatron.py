@@ -133,6 +133,11 @@ class MegatronTrainer:
         v = self.values
         if truthy(v, f"{AM}.use_megatron_fsdp"):
             return "Megatron-FSDP (actor.megatron.use_megatron_fsdp=True, parameters sharded ZeRO-3 style) is not modelled"
+        if all(v.get(f"{AM}.{k}") is None for k in ("tensor_model_parallel_size", "pipeline_model_parallel_size")):
+            # actor.strategy=megatron over a config composed for FSDP (batch.megatron_without_engine): its optimizer
+            # and every Megatron size are FSDP's or absent
+            return ("the config was composed for FSDP (actor.strategy=megatron without model_engine=megatron: no "
+                    "actor.megatron section)")
         opt = v.get(f"{A}.optim.optimizer")
         if isinstance(opt, str) and opt.lower() != "adam":
             return f"the Megatron engine's {opt} optimizer is not modelled (Adam with the distributed optimizer is)"

@@ -196,7 +196,7 @@ class Gpu:
 def trainer_gpu(cluster: Cluster | None, c: Calibration) -> tuple[Gpu | None, str | None]:
     """The first GPU of the cluster as a :class:`Gpu`, or None with why no step time can be scaled to it."""
     if cluster is None:
-        return None, "no GPUs given"
+        return None, "the GPU model is not named: its FLOP/s and memory bandwidth scale the step"
     gpus = [g for n in cluster.nodes for g in n.gpus]
     if not gpus:
         return None, "the GPU model is unknown"
