@@ -755,3 +755,17 @@ def test_megatron_strategy_on_an_fsdp_config_says_the_engine_is_missing_not_an_o
     out = run("--preset", "grpo-8gpu", "--gpus", "8xH100-80GB", "--set", "actor_rollout_ref.actor.strategy=megatron").stdout
     head = next(x for x in out.splitlines() if x.startswith("verdict:"))
     assert "model_engine=megatron" in head and "optimizer" not in head, head
+
+
+def test_the_fastest_that_fits_once_applied_is_offered_no_faster_tuning():
+    """3B PPO on two 40 GB GPUs: the first choice (428 s) applied was at once offered a faster tuning (gradient
+    checkpointing off with a smaller micro-batch, 401 s) that the search toward fitting had never tried."""
+    base = ("--preset", "ppo-8gpu", "--gpus", "2xA100-40GB", "--set", "actor_rollout_ref.model.path=Qwen/Qwen2.5-3B-Instruct",
+            "--set", "critic.model.path=Qwen/Qwen2.5-3B-Instruct")
+    doc = json.loads(run(*base, "--format", "json").stdout)
+    first = next(a for a in doc["advice"] if a["kind"] == "tuning" and a["fits"])
+    again = json.loads(run(*base, *[w for o in first["overrides"] for w in ("--set", o)], "--format", "json").stdout)
+    assert again["fits"] and again["step_seconds"] == pytest.approx(first["step_seconds"], abs=0.1)
+    faster = [a for a in again["advice"] if a["kind"] == "tuning" and a["fits"]
+              and a["step_seconds"] < 0.98 * again["step_seconds"]]
+    assert not faster, [(a["changes"], a["step_seconds"]) for a in faster]
