@@ -769,3 +769,18 @@ def test_the_fastest_that_fits_once_applied_is_offered_no_faster_tuning():
     faster = [a for a in again["advice"] if a["kind"] == "tuning" and a["fits"]
               and a["step_seconds"] < 0.98 * again["step_seconds"]]
     assert not faster, [(a["changes"], a["step_seconds"]) for a in faster]
+
+
+def test_check_fix_on_three_gpus_lands_whole_mini_batches_and_no_error():
+    """The 8-GPU preset on 3 GPUs: 1,024 x 5 does not divide over 3 GPUs nor do mini-batches of 256 x 5. --fix once
+    chose 1,023 and 255 (the V1 trainer then pads 20 % of each step); the batch fix now takes whole mini-batches of
+    the mini-batch size the other fix leaves (1,020 = 4 x 255), and a fix whose new errors each have a fix (the
+    micro-batches that divide 3 GPUs' shares) is kept, so --fix ends with no error."""
+    base = ("--gpus", "3xH100-80GB", "--preset", "grpo-8gpu")
+    fixed = run_cli("check", "--fix", *base)
+    assert fixed.returncode == 0, fixed.stdout + fixed.stderr
+    assert "fixed: data.train_batch_size=1020" in fixed.stderr and "ppo_mini_batch_size=255" in fixed.stderr
+    overrides = [w for line in fixed.stdout.splitlines() if "=" in line and not line.startswith("#")
+                 for w in ("--set", line.strip())]
+    again = run_cli("check", *base, *overrides)
+    assert again.returncode == 0 and "batch.padded_step" not in again.stdout, again.stdout

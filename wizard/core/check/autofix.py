@@ -37,15 +37,19 @@ def _same(a, b) -> bool:
 
 def apply_fixes(plan: Plan, check) -> FixResult:
     """Fix errors one at a time (earliest stage first), re-checking after each: a fix may change what the next rule
-    sees. A fix is kept only when the re-check bears it out: fewer errors, or as many with its own gone (a compose
-    error giving way to a later one it hid); any other is taken back and reported, so the errors never grow and no
-    fix undoes another (setting keys under a section a fix deleted). ``check`` is ``overrides -> CheckResult``."""
+    sees. A fix is kept where the re-check bears it out: fewer errors, or its own gone with nothing new but errors
+    that have fixes of their own (a mini-batch that splits over 3 GPUs, then the micro-batches that divide it); any
+    other is taken back and reported. The result is the best plan the loop reached (the fewest errors, the latest of
+    those), so --fix never ends with more errors than it started with, and no fix undoes another (setting keys
+    under a section a fix deleted). ``check`` is ``overrides -> CheckResult``."""
     applied: list[str] = []
     removed: list[str] = []
     rejected: list[tuple[str, str, int, int]] = []
     seen: set[tuple] = set()
     result = check(plan_overrides(plan))
     before = len(_errors(result))
+    best = (before, plan, result, 0, 0, 0)
+    kept: list[tuple[str, str]] = []  # (rule, fix) of each fix kept, in order
     for _ in range(MAX_ROUNDS * 4):
         fixable = [f for f in result.findings if _fixable(f)]
         fixable = [f for f in fixable if _identity(f) not in seen]
@@ -53,17 +57,27 @@ def apply_fixes(plan: Plan, check) -> FixResult:
             break
         fix = fixable[0]
         seen.add(_identity(fix))
-        now = len(_errors(result))
+        had = _errors(result)
         trial = apply_fix(plan, fix)
         trial_result = check(plan_overrides(trial))
         after = _errors(trial_result)
-        if len(after) < now or (len(after) == now and not any(_same(fix, f) for f in after)):
+        gone = not any(_same(fix, f) for f in after)
+        new = [f for f in after if not any(_same(f, g) for g in had)]
+        if len(after) < len(had) or (gone and (len(after) == len(had) or all(_fixable(f) for f in new))):
             plan, result = trial, trial_result
             applied.extend(fix.fix_overrides)
+            kept.append((fix.rule, " ".join(fix.fix_overrides) or fix.fix or ""))
             if drops_word(fix):
                 removed.append(f"{fix.keys[0] if fix.keys else fix.rule} ({(fix.fix or '').removeprefix('Remove it: ')})")
+            if len(after) <= best[0]:
+                best = (len(after), plan, result, len(applied), len(removed), len(kept))
         else:
-            rejected.append((fix.rule, " ".join(fix.fix_overrides) or fix.fix or "", now, len(after)))
+            rejected.append((fix.rule, " ".join(fix.fix_overrides) or fix.fix or "", len(had), len(after)))
+    final = len(_errors(result))
+    if final > best[0]:  # fixes that led on to errors no fix removed: back to the best reached, and said so
+        _, plan, result, n_applied, n_removed, n_kept = best
+        applied, removed = applied[:n_applied], removed[:n_removed]
+        rejected = [(rule, fix, best[0], final) for rule, fix in kept[n_kept:]] + rejected
     return FixResult(plan=plan, applied=applied, result=result, removed=removed, rejected=rejected,
                      errors_before=before)
 

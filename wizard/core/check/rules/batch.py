@@ -3,7 +3,7 @@ plus the data-parallel divisibility verl only meets on the first update."""
 
 from __future__ import annotations
 
-from math import gcd
+from math import gcd, lcm
 
 from wizard.core.findings import Severity, Stage
 from wizard.core.check.rules import rule
@@ -98,6 +98,12 @@ def real_train_batch_size(ctx: RuleContext):
     if minimal > 0 and real % minimal != 0:
         step = minimal // gcd(n, minimal)
         options = nearest_multiples(tbs, step)
+        if ctx.strategy != "megatron" and minimal > 0:
+            # whole mini-batches too (as batch.mini_vs_dp leaves them), where that stays near: else the V1 trainer
+            # pads every step (3 GPUs: 1023 x 5 with mini-batches of 255 x 5 pads 20 %; 1020 pads nothing)
+            whole = lcm(step, _whole_minis(ctx, n, minimal))
+            if whole <= tbs:
+                options = nearest_multiples(tbs, whole)
         yield finding(
             Severity.ERROR,
             [TBS, N, "trainer.n_gpus_per_node"],
@@ -338,23 +344,46 @@ def worker_micro(ctx: RuleContext):
             )
 
 
+def _mini_sections(ctx: RuleContext) -> list[tuple[str, int]]:
+    """(section, its Ulysses size) of each FSDP update whose ppo_mini_batch_size x n splits over its DP ranks."""
+    sections = [(A, ctx.int(f"{A}.fsdp_config.ulysses_sequence_parallel_size") or ctx.int(f"{A}.ulysses_sequence_parallel_size") or 1)]
+    if ctx.need_critic:
+        sections.append(("critic", ctx.int("critic.fsdp.ulysses_sequence_parallel_size") or 1))
+    return sections
+
+
+def _mini_options(mini: int, n: int, dp: int) -> list[int]:
+    """The mini-batch sizes nearest ``mini`` whose x n splits over ``dp`` ranks (batch.mini_vs_dp's fix: the first)."""
+    return nearest_multiples(mini, dp // gcd(n, dp))
+
+
+def _whole_minis(ctx: RuleContext, n: int, n_gpus: int) -> int:
+    """The lcm of the FSDP updates' mini-batch sizes as batch.mini_vs_dp leaves them (its fix where one does not
+    split): a train_batch_size that is a multiple of it makes whole mini-batches, which the V1 trainer pads
+    otherwise (batch.padded_step); 1 where a size is unknown."""
+    out = 1
+    for section, sp in _mini_sections(ctx):
+        mini = ctx.int(f"{section}.ppo_mini_batch_size")
+        if mini is None or mini <= 0 or sp <= 0 or n_gpus % sp != 0:
+            return 1
+        dp = n_gpus // sp
+        out = lcm(out, mini if (mini * n) % dp == 0 else _mini_options(mini, n, dp)[0])
+    return out
+
+
 @rule("batch.mini_vs_dp", Stage.RUNTIME)
 def mini_vs_dp(ctx: RuleContext):
     """engine_workers.py:267: ppo_mini_batch_size x rollout.n must split evenly over data-parallel ranks."""
     n, n_gpus = ctx.int(N), ctx.n_gpus
     if n is None or not n_gpus or ctx.strategy == "megatron":
         return
-    sections = [(A, ctx.int(f"{A}.fsdp_config.ulysses_sequence_parallel_size") or ctx.int(f"{A}.ulysses_sequence_parallel_size") or 1)]
-    if ctx.need_critic:
-        sections.append(("critic", ctx.int("critic.fsdp.ulysses_sequence_parallel_size") or 1))
-    for section, sp in sections:
+    for section, sp in _mini_sections(ctx):
         mini = ctx.int(f"{section}.ppo_mini_batch_size")
         if mini is None or sp <= 0 or n_gpus % sp != 0:
             continue
         dp = n_gpus // sp
         if (mini * n) % dp != 0:
-            step = dp // gcd(n, dp)
-            options = nearest_multiples(mini, step)
+            options = _mini_options(mini, n, dp)
             yield finding(
                 Severity.ERROR,
                 [f"{section}.ppo_mini_batch_size", N],
