@@ -104,6 +104,10 @@ def test_a_rollout_parallel_size_of_zero_stops_the_start_and_is_an_error(check, 
     f = one(check(GOOD + [f"actor_rollout_ref.rollout.{key}=0"]), "rollout.parallel_size")
     assert f.severity is Severity.ERROR and f.stage is Stage.STARTUP and "ZeroDivisionError" in f.message
     assert f.fix_overrides == [f"actor_rollout_ref.rollout.{key}=1"]
+    # null: verl keeps None and multiplies it; negative: no division by zero (-1 % -1 is 0), no GPU count either
+    assert "TypeError" in one(check(GOOD + [f"actor_rollout_ref.rollout.{key}=null"]), "rollout.parallel_size").message
+    negative = one(check(GOOD + [f"actor_rollout_ref.rollout.{key}=-1"]), "rollout.parallel_size").message
+    assert "ZeroDivisionError" not in negative and "negative" in negative
 
 
 def test_unknown_logger_is_a_late_failure_with_suggestion(check):

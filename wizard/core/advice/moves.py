@@ -25,8 +25,6 @@ from wizard.core.models.facts import ModelFacts
 from wizard.core.verl.flags import truthy
 from wizard.core.verl.fused_head import fused_head_refused
 from wizard.core.verl.keys import CF, REF, A, AF, M, R
-from wizard.core.verl.lora_fsdp1 import FSDP2 as LORA_FSDP2
-from wizard.core.verl.lora_fsdp1 import lora_fsdp1_one_gpu
 from wizard.core.verl.roles import need_critic
 
 TUNING, HARDWARE, METHOD = "tuning", "hardware", "method"
@@ -374,10 +372,6 @@ def _method_moves(values: Mapping, models: Mapping[str, ModelFacts], cfg, smalle
             # gather the base model on every rank's CPU and send weights the sync buffer may not hold (lora_sync.py)
             changes.append((LOAD_FORMAT_KEY, "safetensors"))
             text += ", vLLM loading the base weights itself (the first sync sends the adapter only)"
-        if lora_fsdp1_one_gpu({**values, LORA_KEY: LORA_RANK}):
-            # LoRA on FSDP1 with one GPU hands vLLM an empty adapter (rollout.lora_fsdp1_one_gpu)
-            changes += list(LORA_FSDP2)
-            text += ", on FSDP2 (LoRA on FSDP1 with one GPU fails its first sync)"
         out.append(Move(text, tuple(changes), METHOD))
     layout = read_megatron(values, cfg.world) if cfg.strategy == "megatron" else None
     for facts in smaller:

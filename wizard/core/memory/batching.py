@@ -140,8 +140,13 @@ def step_batch(values: Mapping) -> tuple[int, int, int] | None:
     critic's ppo_mini_batch_size x n). None where a size is unknown or not a number."""
     tbs, n, mini = (_int(values, k) for k in ("data.train_batch_size", f"{R}.n", f"{A}.ppo_mini_batch_size"))
     per_node, nodes = _int(values, "trainer.n_gpus_per_node"), _int(values, "trainer.nnodes")
-    sp = sequence_parallel(values, "actor")
     n_gpus = per_node * nodes if per_node is not None and nodes is not None else None
+    if values.get(f"{A}.strategy") == "megatron":  # its data-parallel ranks: the GPUs over TP x PP x CP
+        sp = 1
+        for k in ("tensor_model_parallel_size", "pipeline_model_parallel_size", "context_parallel_size"):
+            sp *= max(1, _int(values, f"{A}.megatron.{k}") or 1)
+    else:
+        sp = sequence_parallel(values, "actor")
     dp = n_gpus // sp if n_gpus and n_gpus > 0 and n_gpus % sp == 0 else None
     sync_step = sync_steps(values)
     if None in (tbs, n, dp, mini) or min(tbs, n, dp, mini) <= 0 or tbs % sync_step:
@@ -160,13 +165,14 @@ def step_batch(values: Mapping) -> tuple[int, int, int] | None:
 
 
 def synthetic_sequences(values: Mapping) -> int:
-    """The synthetic sequences the V1 trainer adds to each step (:func:`step_batch`; none in the legacy trainer or
-    separate_async, or where a size is unknown): they are forwarded and trained on like the rest, at
-    SYNTHETIC_SEQ_TOKENS each, with no loss."""
+    """The synthetic sequences the V1 trainer adds to each step (:func:`step_batch`, once for each of the step's
+    parameter_sync_step local updates, trainer_base.py:533-556; none in the legacy trainer or separate_async, or
+    where a size is unknown): they are forwarded and trained on like the rest, at SYNTHETIC_SEQ_TOKENS each, with
+    no loss."""
     if values.get("trainer.v1.trainer_mode") == "separate_async" or not values.get("trainer.use_v1"):
         return 0
     sizes = step_batch(values)
-    return sizes[2] - sizes[0] if sizes is not None else 0
+    return sync_steps(values) * (sizes[2] - sizes[0]) if sizes is not None else 0
 
 
 def _micro_batches(values: Mapping, *, dynamic: str | None, budget: str, micro: str | None, samples: int, seq: int,

@@ -92,11 +92,15 @@ def rollout_world_size(ctx: RuleContext):
     sizes = {k: ctx.int(f"{R}.{k}") for k in ("tensor_model_parallel_size", "data_parallel_size",
                                               "pipeline_model_parallel_size")}
     for key, v in sizes.items():
-        if v is not None and v < 1:
+        null = v is None and ctx.is_set(f"{R}.{key}") and ctx.get(f"{R}.{key}") is None
+        if null or (v is not None and v < 1):
+            fails = ("TypeError: unsupported operand type(s) for *: 'NoneType' and 'int'" if null else
+                     "ZeroDivisionError: integer modulo by zero" if v == 0 else
+                     "a negative size is no GPU count, and the engine's parallel groups cannot form")
             yield finding(
                 Severity.ERROR, [f"{R}.{key}"],
-                f"{R}.{key}={v}: a rollout replica of {v} GPUs; verl's config accepts it and the rollout's start "
-                "stops with ZeroDivisionError: integer modulo by zero (RolloutReplica, workers/rollout/replica.py)",
+                f"{R}.{key}={'null' if null else v}: verl's config accepts it, and the rollout's start fails: "
+                f"{fails} (RolloutReplica, workers/rollout/replica.py:107-115: TP x DP x PP GPUs a replica)",
                 f"Set {R}.{key}=1 (or the number of GPUs one replica spans)", [f"{R}.{key}=1"],
                 rule="rollout.parallel_size")
             return

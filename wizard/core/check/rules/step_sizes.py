@@ -176,15 +176,21 @@ def padded_step(ctx: RuleContext):
     seqs, multiple, padded = sizes
     if padded == seqs:
         return
-    tbs, n = ctx.int("data.train_batch_size"), ctx.int(N)
-    unit = multiple // n if multiple % n == 0 else None
+    tbs, n, sync = ctx.int("data.train_batch_size"), ctx.int(N), sync_steps(ctx)
+    # each of the step's parameter_sync_step local updates samples train_batch_size / parameter_sync_step prompts
+    # and is padded on its own (trainer_base.py:533-556)
+    unit = multiple // n * sync if multiple % n == 0 else None
     better = sorted({-(-tbs // unit) * unit, max(unit, tbs // unit * unit)}) if unit else []
+    what = (f"train_batch_size x rollout.n = {tbs} x {n} = {seqs}" if sync == 1 else
+            f"each of the step's {sync} local updates' train_batch_size / parameter_sync_step x rollout.n = "
+            f"{tbs // sync} x {n} = {seqs}")
+    each = "every step" if sync == 1 else f"each local update ({sync} a step)"
     yield finding(
         Severity.WARNING, ["data.train_batch_size", f"{A}.ppo_mini_batch_size", N],
-        f"train_batch_size x rollout.n = {tbs} x {n} = {seqs} sequences is not a multiple of {multiple} (whole "
-        f"mini-batches over the data-parallel ranks): every step verl pads it with {padded - seqs} synthetic sequences "
-        f"of {SYNTHETIC_SEQ_TOKENS} tokens ({100 * (padded - seqs) / padded:.0f} % of the {padded} it forwards and "
-        "trains on, never generated) and says nothing",
+        f"{what} sequences is not a multiple of {multiple} (whole mini-batches over the data-parallel ranks): "
+        f"{each} verl pads it with {padded - seqs} synthetic sequences of {SYNTHETIC_SEQ_TOKENS} tokens "
+        f"({100 * (padded - seqs) / padded:.0f} % of the {padded} it forwards and trains on, never generated) and "
+        "says nothing",
         ("Use data.train_batch_size=" + " or ".join(map(str, better)) if better else
          f"Make train_batch_size x rollout.n a multiple of {multiple}"),
         [f"data.train_batch_size={better[0]}"] if better else [], fix_auto=False)
