@@ -132,3 +132,25 @@ def test_a_fix_the_recheck_does_not_bear_out_is_taken_back_and_the_errors_never_
     # plan it reached: x=0 is said to be taken back
     assert ("b.x", "x=0") in [(r, f) for r, f, _, _ in fixed.rejected]
     assert len(errors(fixed.result)) == 1 <= fixed.errors_before
+
+
+def test_the_critics_fsdp_section_is_rewritten_to_its_megatron_section_too(schema, moves, check):
+    """verl 0.9.1's critic keeps its FSDP settings under critic.fsdp (not fsdp_config): switched to Megatron, the
+    one with a counterpart moves, the others go with a note (they were left as errors)."""
+    words = BASE + ["algorithm.adv_estimator=gae", "critic.model.path=Qwen/Qwen2.5-0.5B-Instruct",
+                    "critic.ppo_micro_batch_size_per_gpu=4", "model_engine=megatron",
+                    "critic.fsdp.param_offload=true", "critic.fsdp.fsdp_size=8"]
+    fixed = fix(schema, moves, words)
+    out = plan_overrides(fixed.plan)
+    assert "critic.megatron.param_offload=true" in out and not [w for w in out if "critic.fsdp." in w], out
+    assert any(r.startswith("critic.fsdp.fsdp_size (") for r in fixed.removed), fixed.removed
+    assert "compose.unknown_key" not in rules(check(out))
+
+
+def test_an_added_fsdp_key_megatron_has_no_counterpart_for_is_removed_as_the_plain_one_is(schema, moves, check):
+    words = BASE + ["model_engine=megatron", f"+{A}.fsdp_config.fsdp_size=8"]
+    fixed = fix(schema, moves, words)
+    out = plan_overrides(fixed.plan)
+    assert not [w for w in out if "fsdp_config" in w], out  # it was left as an error with "Remove it"
+    assert any(r.startswith(f"{A}.fsdp_config.fsdp_size (") for r in fixed.removed), fixed.removed
+    assert errors(check(out)) == []

@@ -384,7 +384,7 @@ def _override_finding(p: ParsedOverride, hydra_message: str, variant: SchemaVari
         message = f"{key} already exists, so '+' cannot add it; drop the '+' to change it"
         fix = f"{key}={value_part}"
         fix_overrides = [fix]
-    elif (engine_key := _fsdp_only(key, variant)) is not None:
+    elif (engine_key := fsdp_only(key, variant)) is not None:
         # an FSDP engine setting in a config composed for another engine (model_engine=megatron over a script or
         # preset written for FSDP): its counterpart where the engine has the same setting, else nothing to keep; a
         # "did you mean" by spelling would point at an unrelated key (fsdp_size -> profiler)
@@ -476,15 +476,17 @@ def _remover(overrides: list[ParsedOverride], p: ParsedOverride) -> str | None:
     return found
 
 
-def _fsdp_only(key: str, variant: SchemaVariant) -> tuple[str, str | None] | None:
+def fsdp_only(key: str, variant: SchemaVariant) -> tuple[str, str | None] | None:
     """(the role, its engine's counterpart key or None) for a key of the FSDP engine section (``ROLE.fsdp_config``
     or a key below it) in a variant that has no such section; None otherwise. The counterpart is the same setting
     in the Megatron section of the same role (``fsdp_config.param_offload`` -> ``megatron.param_offload``)."""
-    head, sep, rest = key.partition(".fsdp_config.")
+    # the actor's and reference's section is ROLE.fsdp_config, the critic's critic.fsdp (verl 0.9.1's YAML)
+    section = ".fsdp." if key.startswith("critic.fsdp.") or key == "critic.fsdp" else ".fsdp_config."
+    head, sep, rest = key.partition(section)
     if not sep:
-        if not key.endswith(".fsdp_config"):
+        if not key.endswith(section.rstrip(".")):
             return None
-        head, rest = key[: -len(".fsdp_config")], ""
+        head, rest = key[: -len(section.rstrip("."))], ""
     if not head or _has_fsdp_sections(variant):
         return None
     counterpart = f"{head}.megatron.{rest}" if rest else None

@@ -14,6 +14,7 @@ from wizard.core.findings import Severity
 from wizard.core.check.rules import rule
 from wizard.core.check.rules.context import RuleContext, finding
 from wizard.core.check.rules.sections import WHEN, build_of, built_sections, fields, is_missing, targets
+from wizard.core.verl.compose import fsdp_only
 
 
 
@@ -80,7 +81,15 @@ def unknown_field(ctx: RuleContext):
             (f"Use {target}" if target else f"Remove it; {cls}'s fields are: {', '.join(names)}"),
             fix, fix_auto=bool(target), stage=build.stage,
         )
-        yield f.model_copy(update={"data": {"replaces": {"key": key, "kinds": ["+", "++"]}}}) if same else f
+        if same:
+            f = f.model_copy(update={"data": {"replaces": {"key": key, "kinds": ["+", "++"]}}})
+        elif not target and fsdp_only(key, ctx.variant) is not None:
+            # an FSDP setting added under another engine (model_engine=megatron over an FSDP script) with no
+            # counterpart there: the added word goes, as the same key without '+' does (compose.unknown_key)
+            f = f.model_copy(update={
+                "fix": f"Remove it: the {ctx.variant.engine} engine has no counterpart", "fix_overrides": [],
+                "fix_auto": True, "data": {"replaces": {"key": key, "kinds": ["+", "++"]}, "drop": True}})
+        yield f
 
 
 @rule("fields.missing", None)  # the stage verl builds the section at
