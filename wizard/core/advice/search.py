@@ -22,7 +22,7 @@ from wizard.core.memory.verdict import memory_verdict
 from wizard.core.advice.moves import (HARDWARE, LORA_KEY, METHOD, MICRO_KEYS, SMALLEST_MEASURED_MICRO, TUNING, Move,
                                       below_measured_micro, moves_for)
 from wizard.core.advice.state import (HEAD_OFF_MOVE, KIND_ORDER, Advice, Alternative, State, _apply, _key, _round,
-                                      _state, fsdp2_where_lora_hangs, head_off_where_needed, with_moves)
+                                      _state, repaired, with_moves)
 from wizard.core.advice.statement import lora_move, nothing_fits
 from wizard.core.models.facts import ModelFacts
 from wizard.core.verl.fused_head import fused_head_broken
@@ -211,9 +211,7 @@ def _seeds(start: State, cluster: Cluster | None) -> list[State]:
                               "actor_rollout_ref.rollout.tensor_model_parallel_size": tp,
                               "actor_rollout_ref.rollout.gpu_memory_utilization": util}
                     moves = grow + shard + tuple(saving_moves(start.values, target))
-                    values = with_moves(start.values, moves)
-                    values, moves = fsdp2_where_lora_hangs(values, moves)
-                    values, moves = head_off_where_needed(values, start.models, moves)  # FSDP2 from a saving
+                    values, moves = repaired(with_moves(start.values, moves), start.models, moves)  # FSDP2 from a saving
                     out.append(_state(values, start.models, start.cluster, moves))
     return out
 

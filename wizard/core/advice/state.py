@@ -228,11 +228,16 @@ def _apply(state: State, move: Move) -> State:
                       {k for m in (*state.moves, move) for k, _ in m.changes})
     models = {**state.models, **dict(move.models)} if move.models else state.models
     cluster = move.cluster(state.cluster, values) if move.cluster else state.cluster
-    moves = state.moves + (move,)
-    values, moves = fsdp2_where_lora_hangs(values, moves)
-    if FUSED_KEY not in dict(move.changes):  # a move turning the head on where it breaks is dropped, not undone
-        values, moves = head_off_where_needed(values, models, moves)
+    # a move turning the head on where it breaks is dropped, not undone
+    values, moves = repaired(values, models, state.moves + (move,), head=FUSED_KEY not in dict(move.changes))
     return _state(values, models, cluster, moves)
+
+
+def repaired(values: dict, models: Mapping, moves: tuple[Move, ...], head: bool = True) -> tuple[dict, tuple[Move, ...]]:
+    """``values`` reached by ``moves``, with the moves that keep them off what verl cannot train: FSDP2 where they
+    serve LoRA from FSDP1 on one GPU, then (``head``) the fused head off where FSDP2 leaves it broken."""
+    values, moves = fsdp2_where_lora_hangs(values, moves)
+    return head_off_where_needed(values, models, moves) if head else (values, moves)
 
 
 FSDP2_FOR_LORA_MOVE = Move("FSDP2 for LoRA", LORA_FSDP2, why=" (LoRA on FSDP1 with one GPU hangs at its first sync)")

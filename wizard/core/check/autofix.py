@@ -42,17 +42,14 @@ def apply_fixes(plan: Plan, check) -> FixResult:
     other is taken back and reported. The result is the best plan the loop reached (the fewest errors, the latest of
     those), so --fix never ends with more errors than it started with, and no fix undoes another (setting keys
     under a section a fix deleted). ``check`` is ``overrides -> CheckResult``."""
-    applied: list[str] = []
-    removed: list[str] = []
+    kept: list = []  # the fixes kept, in order
     rejected: list[tuple[str, str, int, int]] = []
     seen: set[tuple] = set()
     result = check(plan_overrides(plan))
     before = len(_errors(result))
-    best = (before, plan, result, 0, 0, 0)
-    kept: list[tuple[str, str]] = []  # (rule, fix) of each fix kept, in order
+    best = (before, plan, result, 0)  # the fewest errors reached, its plan and result, the fixes kept to reach it
     for _ in range(MAX_ROUNDS * 4):
-        fixable = [f for f in result.findings if _fixable(f)]
-        fixable = [f for f in fixable if _identity(f) not in seen]
+        fixable = [f for f in result.findings if _fixable(f) and _identity(f) not in seen]
         if not fixable:
             break
         fix = fixable[0]
@@ -65,21 +62,25 @@ def apply_fixes(plan: Plan, check) -> FixResult:
         new = [f for f in after if not any(_same(f, g) for g in had)]
         if len(after) < len(had) or (gone and (len(after) == len(had) or all(_fixable(f) for f in new))):
             plan, result = trial, trial_result
-            applied.extend(fix.fix_overrides)
-            kept.append((fix.rule, " ".join(fix.fix_overrides) or fix.fix or ""))
-            if drops_word(fix):
-                removed.append(f"{fix.keys[0] if fix.keys else fix.rule} ({(fix.fix or '').removeprefix('Remove it: ')})")
+            kept.append(fix)
             if len(after) <= best[0]:
-                best = (len(after), plan, result, len(applied), len(removed), len(kept))
+                best = (len(after), plan, result, len(kept))
         else:
-            rejected.append((fix.rule, " ".join(fix.fix_overrides) or fix.fix or "", len(had), len(after)))
+            rejected.append((fix.rule, _words(fix), len(had), len(after)))
     final = len(_errors(result))
     if final > best[0]:  # fixes that led on to errors no fix removed: back to the best reached, and said so
-        _, plan, result, n_applied, n_removed, n_kept = best
-        applied, removed = applied[:n_applied], removed[:n_removed]
-        rejected = [(rule, fix, best[0], final) for rule, fix in kept[n_kept:]] + rejected
-    return FixResult(plan=plan, applied=applied, result=result, removed=removed, rejected=rejected,
-                     errors_before=before)
+        _, plan, result, n = best
+        rejected = [(f.rule, _words(f), best[0], final) for f in kept[n:]] + rejected
+        kept = kept[:n]
+    return FixResult(plan=plan, applied=[o for f in kept for o in f.fix_overrides], result=result,
+                     removed=[f"{f.keys[0] if f.keys else f.rule} ({(f.fix or '').removeprefix('Remove it: ')})"
+                              for f in kept if drops_word(f)],
+                     rejected=rejected, errors_before=before)
+
+
+def _words(f) -> str:
+    """A fix as the user reads it: its overrides, or its words where it only drops its own."""
+    return " ".join(f.fix_overrides) or f.fix or ""
 
 
 def _identity(f) -> tuple:

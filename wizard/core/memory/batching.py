@@ -4,11 +4,10 @@ Read by the memory estimate (wizard.core.memory.config), the step time and the a
 
 from __future__ import annotations
 
+import math
 from collections.abc import Mapping
 
 from wizard.core.memory.readers import flag_at as _flag, int_at as _int
-import math
-
 from wizard.core.verl.keys import CF, REF, A, AF, M, R
 from wizard.core.verl.roles import need_critic
 
@@ -123,9 +122,9 @@ def _pass_samples(values: Mapping, world: int, sp: int) -> tuple[int, int]:
     """(samples one GPU's group computes in a pass over the whole batch (a Ulysses group of ``sp`` shares them), of
     which the V1 trainer's synthetic padding: :func:`synthetic_sequences`)."""
     n = _int(values, f"{R}.n", 1) or 1
-    groups = max(1, world // sp)
-    seqs = (_int(values, "data.train_batch_size", 1) or 1024) * n + synthetic_sequences(values)
-    return max(1, -(-seqs // groups)), synthetic_sequences(values) // groups
+    groups, pad = max(1, world // sp), synthetic_sequences(values)
+    seqs = (_int(values, "data.train_batch_size", 1) or 1024) * n + pad
+    return max(1, -(-seqs // groups)), pad // groups
 
 
 def sync_steps(values: Mapping) -> int:
@@ -164,12 +163,17 @@ def step_batch(values: Mapping) -> tuple[int, int, int] | None:
     return seqs, multiple, -(-seqs // multiple) * multiple
 
 
+def pads_steps(values: Mapping) -> bool:
+    """Whether the trainer pads its steps to whole mini-batches: the V1 trainer but in separate_async."""
+    return bool(values.get("trainer.use_v1")) and values.get("trainer.v1.trainer_mode") != "separate_async"
+
+
 def synthetic_sequences(values: Mapping) -> int:
     """The synthetic sequences the V1 trainer adds to each step (:func:`step_batch`, once for each of the step's
     parameter_sync_step local updates, trainer_base.py:533-556; none in the legacy trainer or separate_async, or
     where a size is unknown): they are forwarded and trained on like the rest, at SYNTHETIC_SEQ_TOKENS each, with
     no loss."""
-    if values.get("trainer.v1.trainer_mode") == "separate_async" or not values.get("trainer.use_v1"):
+    if not pads_steps(values):
         return 0
     sizes = step_batch(values)
     return sync_steps(values) * (sizes[2] - sizes[0]) if sizes is not None else 0

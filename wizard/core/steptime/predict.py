@@ -63,12 +63,12 @@ def predict_step(values: Mapping, models: Mapping[str, ModelFacts], cluster: Clu
     if actor is None:
         return StepTime(reason="the actor's model is unknown")
     gpu, why = trainer_gpu(cluster, c)
-    # the rings run over the GPUs the trainer's pool takes, node by node (4 of each of two 8-GPU nodes: a ring of 8
-    # crosses the network), not over the first node's GPUs
-    placement = report.placement if report is not None else plan_placement(values, cluster) if cluster else None
-    links_on = pool_cluster(cluster, placement.pool("global_pool")) if placement is not None else cluster
     if gpu is None:
         return StepTime(reason=why)
+    # the rings run over the GPUs the trainer's pool takes, node by node (4 of each of two 8-GPU nodes: a ring of 8
+    # crosses the network), not over the first node's GPUs
+    placement = report.placement if report is not None else plan_placement(values, cluster)
+    links_on = pool_cluster(cluster, placement.pool("global_pool"))
     cfg = read_config(values)
     if cfg.engines["rollout"].name not in ("vllm", "sglang"):
         return StepTime(reason=f"the {cfg.engines['rollout'].name} engine's speed is not modelled")

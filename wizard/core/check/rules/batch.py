@@ -98,7 +98,7 @@ def real_train_batch_size(ctx: RuleContext):
     if minimal > 0 and real % minimal != 0:
         step = minimal // gcd(n, minimal)
         options = nearest_multiples(tbs, step)
-        if ctx.strategy != "megatron" and minimal > 0:
+        if ctx.strategy != "megatron":
             # whole mini-batches too (as batch.mini_vs_dp leaves them), where that stays near: else the V1 trainer
             # pads every step (3 GPUs: 1023 x 5 with mini-batches of 255 x 5 pads 20 %; 1020 pads nothing)
             whole = lcm(step, _whole_minis(ctx, n, minimal))

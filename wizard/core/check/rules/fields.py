@@ -14,7 +14,7 @@ from wizard.core.findings import Severity
 from wizard.core.check.rules import rule
 from wizard.core.check.rules.context import RuleContext, finding
 from wizard.core.check.rules.sections import WHEN, build_of, built_sections, fields, is_missing, targets
-from wizard.core.verl.compose import fsdp_only
+from wizard.core.verl.override_findings import fsdp_only
 
 
 

@@ -14,8 +14,8 @@ into micro-batches by verl/workers/engine/utils.py:prepare_micro_batches.
 from __future__ import annotations
 
 from wizard.core.findings import Severity, Stage
-from wizard.core.memory import batching
-from wizard.core.memory.batching import SYNTHETIC_SEQ_TOKENS
+# the step's batch and its padding: one reading, the step time's too
+from wizard.core.memory.batching import SYNTHETIC_SEQ_TOKENS, pads_steps, step_batch, sync_steps
 from wizard.core.check.rules import rule
 from wizard.core.check.rules.context import RuleContext, finding
 from wizard.core.verl.keys import A, AF, CF, R, REF
@@ -39,16 +39,6 @@ def actor_dp(ctx: RuleContext) -> int | None:
     n_gpus = ctx.n_gpus
     sp = _sp(ctx, f"{A}.ulysses_sequence_parallel_size", f"{AF}.ulysses_sequence_parallel_size")
     return n_gpus // sp if n_gpus and n_gpus > 0 and n_gpus % sp == 0 else None
-
-
-def step_batch(ctx: RuleContext) -> tuple[int, int, int] | None:
-    """(sequences per step, the multiple verl pads them to, sequences after padding): memory.batching.step_batch,
-    which the step time reads too."""
-    return batching.step_batch(ctx)
-
-
-def sync_steps(ctx: RuleContext) -> int:
-    return batching.sync_steps(ctx)
 
 
 def _divisors_up_to(n: int, limit: int) -> list[int]:
@@ -168,9 +158,7 @@ def padded_step(ctx: RuleContext):
     of mini-batches; verl says nothing. Those sequences (128 EOS tokens each, no loss) are never generated but go
     through every log-prob pass and update as sequences and micro-batches of their own, and make the last
     mini-batch of each step mostly padding (the step time counts them)."""
-    if ctx.get("trainer.v1.trainer_mode") == "separate_async" or not ctx.get("trainer.use_v1"):
-        return
-    sizes = step_batch(ctx)
+    sizes = step_batch(ctx) if pads_steps(ctx) else None
     if sizes is None:
         return
     seqs, multiple, padded = sizes
