@@ -240,3 +240,18 @@ def test_faster_on_a_plan_with_nothing_faster_says_what_was_looked_for(qtbot):
     qtbot.waitUntil(lambda: "Nothing faster" in dialog.intro.text(), timeout=60_000)
     assert "no change that still fits saves 2 % of the step" in dialog.intro.text()
     assert dialog.table.rowCount() == 0 and not dialog.apply_button.isEnabled()
+
+
+def test_every_alternative_s_words_are_shown_whole_in_their_row(qtbot):
+    """The 8-GPU preset on 8 x 24 GB: long alternatives wrap; the rows were sized while the wrapped column was wider
+    than it ended up (the other columns fit their contents after), and the first was cut to "... rollout TP ..."."""
+    doc = PlanDocument(autosave=False)
+    doc.load_preset("grpo-8gpu")
+    doc.set_gpus(parse_gpu_spec("8xRTX-4090-24GB"))
+    board = shown(qtbot, doc, 1180, 820)
+    board.advice_action.trigger()
+    table = board.advice_dialog.table
+    qtbot.waitUntil(lambda: table.rowCount() > 0, timeout=60_000)
+    qtbot.wait(50)
+    assert [table.rowHeight(r) for r in range(table.rowCount())] == \
+        [table.sizeHintForRow(r) for r in range(table.rowCount())]

@@ -129,6 +129,10 @@ class AdviceDialog(QDialog):
                 item = QTableWidgetItem(value)
                 item.setToolTip("\n".join(alt.overrides))
                 self.table.setItem(row, col, item)
+        # the columns fit their new contents first: rows sized while the wrapped column was wider than it ends up
+        # were cut ("... rollout TP ..."); the scroll bar stays, so its coming does not narrow that column again
+        self.table.setVerticalScrollBarPolicy(Qt.ScrollBarAlwaysOn)
+        self.table.horizontalHeader().resizeSections()
         self.table.resizeRowsToContents()
         first = next((i for i, a in enumerate(self.alternatives) if a.fits), None)
         if first is not None:
