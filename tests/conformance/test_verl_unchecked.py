@@ -102,6 +102,24 @@ def test_a_micro_batch_that_does_not_divide_a_gpus_share_fails_in_verl_and_is_an
     assert (8 * n // dp) % cfg.actor_rollout_ref.actor.ppo_micro_batch_size_per_gpu == 0
 
 
+def test_no_responses_per_prompt_passes_verls_checks_then_leaves_nothing_to_train_and_is_an_error_here(
+        verl_config_dir, check):
+    from wizard.adapters.verl_env.verl_preflight import run_preflight
+
+    overrides = GOOD + ["actor_rollout_ref.rollout.n=0"]
+    [verl] = run_preflight([{"id": "n0", "overrides": overrides}])
+    assert verl["ok"], verl  # verl's pre-flight and config classes accept it
+    # the agent loop starts range(n) requests per prompt (agent_loop_tq.py:123), and the step's batch multiple is
+    # lcm(DP, ppo_mini_batch_size x n) = 0: balance_batch's len(batch) % 0 (padding_utils.py:165)
+    assert verl_line("trainer/ppo/v1/agent_loop_tq.py", 123).strip() == "for i in range(n):"
+    assert verl_padding(composed(verl_config_dir, overrides), 1, critic=False) == 0
+    assert verl_line("trainer/ppo/padding_utils.py", 165).strip() == "remainder = len(batch) % batch_multiple"
+    found = rules(check(overrides), "batch.no_responses")
+    assert len(found) == 1 and found[0].severity.value == "error" and found[0].stage.value == "runtime"
+    assert found[0].fix_overrides == ["actor_rollout_ref.rollout.n=5"]
+    assert verl_padding(composed(verl_config_dir, GOOD + found[0].fix_overrides), 1, critic=False) > 0
+
+
 def test_a_token_budget_below_one_sequence_fails_in_verl_and_is_named_here(verl_config_dir, check):
     import torch
     from tensordict import TensorDict

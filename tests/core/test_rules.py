@@ -130,6 +130,16 @@ def test_group_estimator_with_one_response(check):
     assert f.severity is Severity.WARNING and f.stage is Stage.ADVICE
 
 
+@pytest.mark.parametrize("n, estimator, fixed", [(0, "grpo", 5), (-2, "grpo", 5), (0, "gae", 1)])
+def test_no_response_per_prompt_is_an_error_with_a_step_size_that_samples(check, n, estimator, fixed):
+    r = check(GOOD + [f"actor_rollout_ref.rollout.n={n}", f"algorithm.adv_estimator={estimator}"])
+    f = one(r, "batch.no_responses")
+    assert f.severity is Severity.ERROR and f"rollout.n={n} samples no response" in f.message
+    assert f.fix_overrides == [f"actor_rollout_ref.rollout.n={fixed}"]
+    assert "advice.group_size" not in rules_of(r)  # "every advantage is 0" is for one response, not none
+    assert "batch.no_responses" not in rules_of(check(GOOD + f.fix_overrides + [f"algorithm.adv_estimator={estimator}"]))
+
+
 def test_legacy_reward_key_is_ignored_by_main_ppo(check):
     f = one(check(GOOD + ["custom_reward_function.path=/r.py"]), "legacy.reward_keys")
     assert "reward.custom_reward_function.path" in f.message

@@ -94,3 +94,9 @@ def test_an_moe_model_is_timed_by_the_experts_a_token_passes_through():
                          "8xH100-80GB", moe))
     weights = [float(decode(x).note.split("weights ")[1].split(" GB")[0]) for x in (one, st)]
     assert weights[0] < weights[1] / 3 and weights[1] >= 2 * moe.param_count / 2 / 1e9 * 0.95
+
+
+def test_no_response_per_prompt_gets_no_step_time_but_the_reason():
+    # read_config counts rollout.n=0 as one response; the step would time a step that has nothing to train on
+    st = step_time(plan(["data.train_batch_size=16", f"{R}.n=0"], "1xH100-80GB", Q15))
+    assert st.seconds is None and st.reason == "rollout.n=0 samples no response: the step has nothing to train on"

@@ -158,11 +158,11 @@ def _estimator(graph: Graph) -> list[NodeFinding]:
     est = graph.estimator
     out: list[NodeFinding] = []
     rollout = graph.node("rollout")
-    n = (rollout.params.get("n") if rollout else None) or 1
-    if is_group_estimator(est) and n < 2:
+    n = rollout.params.get("n") if rollout else None
+    if is_group_estimator(est) and n in (1, None):  # below 1: batch.no_responses
         out.append((("advantage", "rollout"), _f(
             "dataflow.group_size", Severity.WARNING, Stage.ADVICE, [N, EST],
-            f"{est} compares the responses to the same prompt, but rollout.n = {n}: every advantage is 0 and the "
+            f"{est} compares the responses to the same prompt, but rollout.n = {n or 1}: every advantage is 0 and the "
             "policy does not learn (verl raises no error)",
             f"Sample a group per prompt: set n on Generate to {GROUP_N}", [f"{N}={GROUP_N}"])))
     if critic_on(graph) and not uses_values(est):

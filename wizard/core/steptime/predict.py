@@ -70,6 +70,9 @@ def predict_step(values: Mapping, models: Mapping[str, ModelFacts], cluster: Clu
     placement = report.placement if report is not None else plan_placement(values, cluster)
     links_on = pool_cluster(cluster, placement.pool("global_pool"))
     cfg = read_config(values)
+    n = values.get("actor_rollout_ref.rollout.n")
+    if isinstance(n, int) and n < 1:  # read_config counts it as 1; batch.no_responses says why it fails
+        return StepTime(reason=f"rollout.n={n} samples no response: the step has nothing to train on")
     if cfg.engines["rollout"].name not in ("vllm", "sglang"):
         return StepTime(reason=f"the {cfg.engines['rollout'].name} engine's speed is not modelled")
     if cfg.strategy not in ("fsdp", "fsdp2", "megatron"):

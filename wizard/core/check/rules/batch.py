@@ -8,6 +8,7 @@ from math import gcd, lcm
 from wizard.core.findings import Severity, Stage
 from wizard.core.check.rules import rule
 from wizard.core.check.rules.context import RuleContext, finding
+from wizard.core.check.rules.names import GROUP_ESTIMATORS
 from wizard.core.verl.keys import A, R
 
 TBS = "data.train_batch_size"
@@ -393,6 +394,25 @@ def mini_vs_dp(ctx: RuleContext):
                 f"Use {section}.ppo_mini_batch_size=" + " or ".join(str(o) for o in options),
                 [f"{section}.ppo_mini_batch_size={options[0]}"],
             )
+
+
+@rule("batch.no_responses", Stage.RUNTIME)
+def no_responses(ctx: RuleContext):
+    """rollout.n below 1: agent_loop_tq.py:123 spawns ``range(n)`` agent loops per prompt, so no response is sampled and
+    the step has nothing to score or train on; verl's pre-flight and config classes accept it."""
+    n = ctx.int(N)
+    if n is None or n >= 1:
+        return
+    group = ctx.get("algorithm.adv_estimator") in GROUP_ESTIMATORS
+    good = 5 if group else 1
+    yield finding(
+        Severity.ERROR, [N],
+        f"{N}={n} samples no response per prompt (verl's agent loop starts range({n}) = no requests): the step has "
+        "nothing to score or train on; verl's pre-flight accepts it and the run fails or idles at the first step",
+        f"Sample {'several responses' if group else 'one response'} per prompt: {N}={good}"
+        + (" (the estimator compares the responses to one prompt)" if group else ""),
+        [f"{N}={good}"],
+    )
 
 
 @rule("batch.absurd_size", Stage.RUNTIME)

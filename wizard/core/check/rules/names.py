@@ -126,7 +126,7 @@ def reward_manager(ctx: RuleContext):
 def group_size(ctx: RuleContext):
     """Group estimators compare responses to the same prompt; with one response the advantage is 0."""
     est, n = ctx.get("algorithm.adv_estimator"), ctx.int("actor_rollout_ref.rollout.n")
-    if est in GROUP_ESTIMATORS and n is not None and n < 2:
+    if est in GROUP_ESTIMATORS and n == 1:  # below 1: batch.no_responses
         yield finding(
             Severity.WARNING,
             ["actor_rollout_ref.rollout.n", "algorithm.adv_estimator"],
