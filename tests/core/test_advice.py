@@ -412,3 +412,21 @@ def test_an_alternative_changing_a_knob_others_follow_is_estimated_as_its_overri
         _, peak, _ = deficit(again.report, again.values)
         step = predict_step(again.values, again.models, again.cluster, again.report)
         assert (peak, round(step.seconds, 1)) == (alt.peak_bytes, alt.step_seconds), alt.text
+
+
+# separate_async: the trainer on one node, standalone rollout replicas on the other (8 + 8 of 2 x 8)
+SEPARATE = ["trainer.v1.trainer_mode=separate_async", "actor_rollout_ref.hybrid_engine=False", f"{R}.nnodes=1",
+            f"{R}.n_gpus_per_node=8", f"{R}.tensor_model_parallel_size=2", f"{R}.checkpoint_engine.backend=nccl",
+            "trainer.n_gpus_per_node=8", "trainer.nnodes=1", "data.train_batch_size=64", f"{A}.ppo_mini_batch_size=16"]
+
+
+def test_no_alternative_asks_for_gpus_the_rollout_pools_already_take():
+    mp = plan(SEPARATE, "2x8xH100-80GB")
+    assert mp.short_of_gpus is None  # 16 of 16
+    advice = advise(mp.values, mp.models, mp.cluster, smaller=[Q15])
+    assert advice.alternatives
+    for a in advice.alternatives:  # a second trainer node would ask for 24 GPUs: verl waits for them
+        assert "trainer.nnodes=2" not in a.overrides, a.text
+        again = check_overrides(load_schema(), [*ONE_GPU, *SEPARATE, *a.overrides], moves=load_moves(),
+                                models=mp.models, cluster=mp.cluster).memory
+        assert again.short_of_gpus is None, (a.text, again.short_of_gpus)

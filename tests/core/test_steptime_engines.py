@@ -100,3 +100,18 @@ def test_no_response_per_prompt_gets_no_step_time_but_the_reason():
     # read_config counts rollout.n=0 as one response; the step would time a step that has nothing to train on
     st = step_time(plan(["data.train_batch_size=16", f"{R}.n=0"], "1xH100-80GB", Q15))
     assert st.seconds is None and st.reason == "rollout.n=0 samples no response: the step has nothing to train on"
+
+
+def test_standalone_rollout_replicas_generate_on_their_own_gpus_and_the_sum_is_said_to_be_an_upper_bound():
+    from tests.core.test_advice import SEPARATE
+
+    def timed(rollout_gpus):
+        st = step_time(plan([*SEPARATE, f"{R}.n_gpus_per_node={rollout_gpus}"], "2x8xH100-80GB", Q15))
+        assert st.reason is None
+        return st
+
+    eight, four = timed(8), timed(4)
+    # 4 replicas of TP 2 on 8 GPUs, 2 on 4: each gets twice the sequences (the trainer's 8 GPUs do not generate)
+    assert decode(four).seconds > 1.1 * decode(eight).seconds  # (the phase itself ends at verl's 2-s poll)
+    assert [p.seconds for p in eight.phases if p.name != "gen"] == [p.seconds for p in four.phases if p.name != "gen"]
+    assert any("separate_async" in a and "upper bound" in a for a in eight.assumptions)

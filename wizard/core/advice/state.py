@@ -157,11 +157,14 @@ def deficit(report: MemoryReport | None, values: Mapping, host: bool = True) -> 
     """(bytes over memory with the margin, the worst GPU's peak, its capacity). Every way a plan fails to fit counts
     and they add up (a phase over memory, vLLM refusing to start, no KV cache for one request, host RAM unless
     ``host`` is False: the GPUs alone), so a change that cures one problem but not another still counts as progress.
-    A plan that fits gets the (negative) room left on its fullest GPU."""
+    A plan that fits gets the (negative) room left on its fullest GPU; one that asks for GPUs the cluster does not
+    have never fits (verl waits for them: gpus.available), whatever its GPUs hold."""
     if report is None:
         return math.inf, 0, None
     known = [g for g in report.groups if g.capacity_bytes]
     if not known:
+        return math.inf, 0, None
+    if any(p.missing for p in report.placement.pools):
         return math.inf, 0, None
     over: list[float] = []
     cfg = read_config(values)

@@ -15,14 +15,14 @@ from wizard.core.steptime.terms import Calibration, Gpu, PhaseTime, TimeTerm, fl
 
 
 def generation(cfg, actor: ModelFacts, report: MemoryReport | None, seqs: int, lp: int, lr: int, gpu: Gpu,
-                c: Calibration, tp_link: comm.Link | None = None) -> PhaseTime:
+                c: Calibration, tp_link: comm.Link | None = None, gpus: int | None = None) -> PhaseTime:
     """The rollout of ``seqs`` sequences of ``lp`` prompt and ``lr`` response tokens: rounds of decode steps while the
     engine holds fewer sequences than a replica gets, the prompts' prefill (each prompt once: its n samples share the
     cached prefix, unless vLLM's ``enable_prefix_caching`` is off; SGLang's radix cache is always on in verl), the
     agent loop's work on each sample (``rollout.agent.num_workers`` at a time), and verl's poll that sees them
-    done."""
+    done. ``gpus``: the GPUs the replicas run on, where not the trainer's (standalone rollout pools)."""
     eng = cfg.engines["rollout"]
-    replicas = max(1, cfg.world // max(1, eng.tp * eng.pp))
+    replicas = max(1, (gpus or cfg.world) // max(1, eng.tp * eng.pp))
     per_replica = math.ceil(seqs / replicas)
     kv = report.kv.get("rollout") if report is not None else None
     held = max(1, kv.sequences) if kv is not None else per_replica

@@ -28,7 +28,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 
 from wizard.core.hardware.cluster import Cluster
-from wizard.core.placement.pools import plan_placement, pool_cluster
+from wizard.core.placement.pools import plan_placement, pool_cluster, trainer_mode
 from wizard.core.memory.batching import (
     SYNTHETIC_SEQ_TOKENS, actor_micro_batches, critic_micro_batches, critic_values_micro_batches, logprob_micro_batches,
     sequence_parallel, synthetic_sequences,
@@ -98,8 +98,15 @@ def predict_step(values: Mapping, models: Mapping[str, ModelFacts], cluster: Clu
     flops_scale = gpu.tflops * 1e12
     mean_seq = lp + lr
     tp = cfg.engines["rollout"].tp
+    # standalone replicas (separate_async without the hybrid engine) run their TP ring over their own pool's GPUs
+    own = [p for p in placement.pools if p.name.startswith("rollout_pool_")]
+    rollout_on = pool_cluster(cluster, own[0]) if own else links_on
+    if trainer_mode(values) == "separate_async":
+        assumptions.append("trainer mode separate_async: generation overlaps the trainer's phases; timed here as in "
+                           "sync mode (their sum), an upper bound: no separate_async run was measured")
     phases = [generation(cfg, actor, report, seqs, lp, lr, gpu, c,
-                          comm.ring_link(links_on, tp, c.host_link_gbs) if tp > 1 else None)]
+                          comm.ring_link(rollout_on, tp, c.host_link_gbs) if tp > 1 else None,
+                          gpus=sum(p.size for p in own) or None)]
     if cfg.strategy == "megatron":
         return _megatron(values, cfg, actor, links_on, gpu, c, phases[0], trained,
                          round((tokens + pad * SYNTHETIC_SEQ_TOKENS) / trained), assumptions, tokens)
