@@ -44,7 +44,7 @@ Total Usage:
 
 STUB = r"""#!/bin/bash
 # one file per call (background calls run at once), named so that a listing sorts them by time
-printf '%s\0' "$(basename "$0")" "${RAY_ADDRESS-}" "${PYTHONUNBUFFERED-}" "$@" \
+printf '%s\0' "$(basename "$0")" "${RAY_ADDRESS-}" "${PYTHONUNBUFFERED-}" "${SRUN_CPUS_PER_TASK-}" "$@" \
   > "$(mktemp "$STUB_LOG/$(date +%s%N).XXXX")"
 case "$(basename "$0") $*" in
   "scontrol show hostnames"*) printf '%s\n' $STUB_NODES ;;
@@ -57,7 +57,7 @@ exit 0
 
 def run_stubbed(tmp_path: Path, script: str, args=(), env=None, nodes=("node-a", "node-b"), gpus=16):
     """Run ``script`` under real bash with the cluster commands stubbed: (the finished process, its calls), each
-    call being {"cmd", "RAY_ADDRESS", "PYTHONUNBUFFERED", "argv"}."""
+    call being {"cmd", "RAY_ADDRESS", "PYTHONUNBUFFERED", "SRUN_CPUS_PER_TASK", "argv"}."""
     stubs = tmp_path / "stub-bin"
     stubs.mkdir(exist_ok=True)
     for name in ("ray", "srun", "scontrol", "python3"):
@@ -75,8 +75,9 @@ def run_stubbed(tmp_path: Path, script: str, args=(), env=None, nodes=("node-a",
                           timeout=60, stdin=subprocess.DEVNULL)
     calls = []
     for path in sorted(log.iterdir()):
-        cmd, ray_address, unbuffered, *argv = [f.decode() for f in path.read_bytes().split(b"\x00")[:-1]]
-        calls.append({"cmd": cmd, "RAY_ADDRESS": ray_address, "PYTHONUNBUFFERED": unbuffered, "argv": argv})
+        cmd, ray_address, unbuffered, cpus, *argv = [f.decode() for f in path.read_bytes().split(b"\x00")[:-1]]
+        calls.append({"cmd": cmd, "RAY_ADDRESS": ray_address, "PYTHONUNBUFFERED": unbuffered,
+                      "SRUN_CPUS_PER_TASK": cpus, "argv": argv})
     return proc, calls
 
 
@@ -196,10 +197,16 @@ def test_slurm_starts_ray_on_every_node_waits_for_the_gpus_then_runs_verl_on_the
     starts = sorted((a for a in sruns if "start" in a), key=lambda a: "--head" not in a)
     assert starts[0][3:] == ["node-a", "ray", "start", "--head", "--node-ip-address=10.1.2.3", "--port=6379",
                              "--num-cpus=32", "--num-gpus=8", "--block"]
-    # one worker per other node (verl's example keeps the node list in one string: its workers never start)
-    assert sorted(a[3] for a in starts[1:]) == ["node-b", "node-c"]
-    assert all("--address=10.1.2.3:6379" in a for a in starts[1:])
-    assert any("status" in a for a in sruns)
+    # a worker on each other node (verl's example keeps the node list in one string: its workers never start), in
+    # one step, once the head answers (ray start --address gives up after about 20 s)
+    (workers,) = starts[1:]
+    assert workers[:5] == ["--nodes=2", "--ntasks=2", "--ntasks-per-node=1", "--exclude=node-a", "ray"]
+    assert "--address=10.1.2.3:6379" in workers and "--num-cpus=32" in workers
+    first_status = next(i for i, a in enumerate(sruns) if "status" in a)
+    assert first_status < sruns.index(workers)
+    # every step gets the job's CPUs: since Slurm 22.05 srun does not inherit --cpus-per-task
+    assert "#SBATCH --mem=0" in text
+    assert {c["SRUN_CPUS_PER_TASK"] for c in calls if c["cmd"] == "srun"} == {"32"}
     (driver,) = [c for c in calls if "verl.trainer.main_ppo" in c["argv"]]  # background calls log in any order
     assert driver["cmd"] == "srun" and driver["argv"][:5] == ["--overlap", "--nodes=1", "--ntasks=1", "-w", "node-a"]
     assert driver["RAY_ADDRESS"] == "10.1.2.3:6379" and driver["PYTHONUNBUFFERED"] == "1"
@@ -220,14 +227,17 @@ def test_slurm_gives_up_when_ray_never_offers_the_gpus(tmp_path):
 
 
 def test_a_container_prefix_wraps_every_srun(tmp_path):
-    plan = preset_plan("grpo-8gpu")
-    out = write(tmp_path, plan, target_for(plan), ("slurm",))
+    plan = preset_plan("grpo-2node")
+    out = write(tmp_path, plan, target_for(plan, nodes=2, gpus_per_node=8), ("slurm",))
     prefix = "apptainer run --nv --bind /data /images/verl-0.9.1.sif"  # split at spaces, like a command line
-    proc, calls = run_stubbed(tmp_path, str(out / "slurm.sbatch"), env={"CONTAINER": prefix}, gpus=8)
+    proc, calls = run_stubbed(tmp_path, str(out / "slurm.sbatch"), env={"CONTAINER": prefix}, gpus=16)
     assert proc.returncode == 0, proc.stderr
     launches = [c["argv"] for c in calls if c["cmd"] == "srun" and "hostname" not in c["argv"]]
-    assert len(launches) == 4  # head, worker, the GPU wait, the driver
-    assert all(a[a.index("-w") + 2 : a.index("-w") + 8] == prefix.split() for a in launches)
+    # the head, its first answer, the workers, the GPU wait, the driver
+    assert sum("start" in a for a in launches) == 2 and len(launches) == 5
+    for a in launches:
+        at = a.index("apptainer")
+        assert a[at : at + 6] == prefix.split() and a[at + 6] in ("ray", "python3"), a
 
 
 def test_secrets_are_never_written_and_reach_the_nodes_from_their_environment(tmp_path):

@@ -2,11 +2,15 @@
 ``RayJob`` manifest. Pure text out; ``wizard.core.cluster_launch.job`` decides what the job is.
 
 SLURM follows verl's documented pattern, examples/slurm/ray_on_slurm.slurm (volcengine/verl at 3f38806, unchanged
-in verl-project/verl at 1dda039): one ``srun`` starts the Ray head on the first node, one ``srun`` per other node a
-worker, then the driver runs on the head node. Two changes from it: the node list is read into a real array
-(the example's ``nodes_array=("$nodes")`` holds one element, so no worker ever starts), and instead of fixed
-sleeps the script waits until Ray offers every GPU, because verl counts GPUs once at start
-(``Total available GPUs X is less than total desired GPUs Y``).
+in verl-project/verl at 1dda039): one ``srun`` starts the Ray head on the first node, then the workers, then the
+driver runs on the head node. Changes from it: the node list is read into a real array (the example's
+``nodes_array=("$nodes")`` holds one element, so no worker ever starts); the workers start once the head answers
+(``ray start --address`` gives up after about 20 s), in one ``srun`` over the other nodes rather than one per node;
+every step gets the job's CPUs (since Slurm 22.05 ``srun`` no longer inherits ``--cpus-per-task``, so each Ray node
+would run on one core while telling Ray it has them all; ``SRUN_CPUS_PER_TASK`` passes it on) and each node's
+memory (``--mem=0``: verl's offload and vLLM's sleeping weights live in host RAM); and instead of fixed sleeps the
+script waits until Ray offers every GPU, because verl counts GPUs once at start (``Total available GPUs X is less
+than total desired GPUs Y``), and says what ``ray status`` last answered if it never does.
 
 KubeRay: ``apiVersion: ray.io/v1``, ``kind: RayJob`` (validated in the tests against the CRD schema of
 ray-project/kuberay v1.7.0). The submitter pod runs ``entrypoint`` through bash, and the head runs it again
@@ -56,6 +60,7 @@ def render_slurm(job: ClusterJob, target: ClusterTarget) -> str:
         "#SBATCH --ntasks-per-node=1",
         f"#SBATCH --gpus-per-node={g}",
         f"#SBATCH --cpus-per-task={node_cpus(target)}",
+        "#SBATCH --mem=0",
         "#SBATCH --output=slurm-%j.out",
         "#SBATCH --error=slurm-%j.err",
         "# Your site's settings (delete one '#' to use a line):",
@@ -71,6 +76,8 @@ def render_slurm(job: ClusterJob, target: ClusterTarget) -> str:
         "set -euo pipefail",
         env_default("HEAD_PORT", target.port),
         'read -r -a container <<<"${CONTAINER:-}"',
+        "# Slurm >= 22.05: srun does not inherit --cpus-per-task; without this each Ray node runs on one core",
+        'export SRUN_CPUS_PER_TASK="$SLURM_CPUS_PER_TASK"',
         *env_lines(job, target),
         "",
         'mapfile -t nodes_array < <(scontrol show hostnames "$SLURM_JOB_NODELIST")',
@@ -87,21 +94,33 @@ def render_slurm(job: ClusterJob, target: ClusterTarget) -> str:
         f'{srun_on} "$head_node" {run_in} \\',
         '    ray start --head --node-ip-address="$head_node_ip" --port="$HEAD_PORT" '
         f'--num-cpus="$SLURM_CPUS_PER_TASK" --num-gpus={g} --block &',
-        'for ((i = 1; i < ${#nodes_array[@]}; i++)); do',
-        f'  {srun_on} "${{nodes_array[$i]}}" {run_in} \\',
-        f'      ray start --address="$ip_head" --num-cpus="$SLURM_CPUS_PER_TASK" --num-gpus={g} --block &',
-        "done",
+        "# what Ray says from the head node (the last answer is printed if the cluster never comes up)",
+        f'ray_status() {{ srun --overlap --nodes=1 --ntasks=1 -w "$head_node" {run_in} ray status --address="$ip_head" '
+        "2>&1; }",
+    ]
+    if target.nodes > 1:
+        others = target.nodes - 1
+        lines += [
+            "# the workers join once the head answers: ray start --address gives up after about 20 s",
+            'for _ in $(seq 1 60); do ray_status >/dev/null && break; sleep 2; done',
+            f"srun --nodes={others} --ntasks={others} --ntasks-per-node=1 --exclude=\"$head_node\" {run_in} \\",
+            f'    ray start --address="$ip_head" --num-cpus="$SLURM_CPUS_PER_TASK" --num-gpus={g} --block &',
+        ]
+    lines += [
         "",
         f"# verl counts the cluster's GPUs once, at start: wait until Ray offers all {want}",
-        "ready=",
+        "ready= answer=",
         "for _ in $(seq 1 120); do",
-        f'  gpus="$(srun --overlap --nodes=1 --ntasks=1 -w "$head_node" {run_in} ray status --address="$ip_head" '
-        "2>/dev/null | sed -n 's#.*/\\([0-9.]*\\) GPU.*#\\1#p' | head -n 1)\" || true",
+        '  answer="$(ray_status)" || true',
+        "  gpus=\"$(sed -n 's#.*/\\([0-9.]*\\) GPU.*#\\1#p' <<<\"$answer\" | head -n 1)\"",
         f'  if [ -n "$gpus" ] && [ "${{gpus%.*}}" -ge {want} ]; then ready=1; break; fi',
         "  sleep 5",
         "done",
-        f'if [ -z "$ready" ]; then echo "Ray did not offer {want} GPUs within 10 minutes; see the log above" >&2; '
-        "exit 1; fi",
+        'if [ -z "$ready" ]; then',
+        f'  echo "Ray did not offer {want} GPUs within 10 minutes; ray status last said:" >&2',
+        "  printf '%s\\n' \"$answer\" | tail -n 20 >&2",
+        "  exit 1",
+        "fi",
         "",
     ]
     driver = [f'PYTHONUNBUFFERED=1 RAY_ADDRESS="$ip_head" srun --overlap --nodes=1 --ntasks=1 -w "$head_node" {run_in}',
