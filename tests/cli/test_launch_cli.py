@@ -169,7 +169,7 @@ def test_a_real_verl_run_fails_for_want_of_a_gpu_and_triage_says_so(tmp_path, ti
     run_dir = tmp_path / "run"
     args = ["launch", "--preset", "grpo-1gpu-smoke", "--steps", "2", "--out", str(run_dir),
             "--set", f"actor_rollout_ref.model.path={tiny_model}", "--set", f"data.train_files={train}",
-            "--set", f"data.val_files={val}", "--set", "ray_kwargs.ray_init.num_cpus=10"]
+            "--set", f"data.val_files={val}", "--set", "ray_kwargs.ray_init.num_cpus=13"]
     env = dict(os.environ, RAY_USAGE_STATS_ENABLED="0", RAY_NODE_IP_ADDRESS="127.0.0.1")
     env.pop("RAY_ADDRESS", None)
     shell = (LOOPBACK_RAY + " && "

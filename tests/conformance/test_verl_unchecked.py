@@ -283,3 +283,17 @@ def test_the_model_types_read_as_tied_without_the_key_are_those_transformers_tie
     assert untied == []
     assert AutoConfig.for_model("qwen2").tie_word_embeddings is False and "qwen2" not in _TIED_BY_DEFAULT
     assert AutoConfig.for_model("llama").tie_word_embeddings is False and "llama" not in _TIED_BY_DEFAULT
+
+
+def test_each_gpu_s_bundle_holds_the_cpus_the_rule_counts():
+    from verl.single_controller.ray.base import RayResourcePool, ResourcePoolManager
+
+    from wizard.core.check.rules.resources import CPUS_PER_GPU
+
+    # the V1 trainer builds ResourcePoolManager with its default max_colocate_count (trainer_base.py:848)
+    assert ResourcePoolManager(resource_pool_spec={}, mapping={}).max_colocate_count == CPUS_PER_GPU
+    assert "ResourcePoolManager(resource_pool_spec=resource_pool_spec, mapping=self.mapping)" in verl_line(
+        "trainer/ppo/v1/trainer_base.py", 848)
+    # each GPU's bundle holds that many CPUs, a node's bundles placed together
+    assert verl_line("single_controller/ray/base.py", 146).strip() == 'bundle = {"CPU": self.max_colocate_count}'
+    assert RayResourcePool.get_placement_groups.__defaults__[0] == "STRICT_PACK"

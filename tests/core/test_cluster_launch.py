@@ -108,9 +108,10 @@ def test_the_ray_job_gets_run_sh_s_overrides_except_the_shape(tmp_path):
     proc, calls = run_stubbed(tmp_path, str(out / "submit.sh"), ["trainer.total_training_steps=3"])
     assert proc.returncode == 0, proc.stderr
     (submit,) = calls
-    assert submit["cmd"] == "ray" and submit["argv"][:4] == ["job", "submit", "--address", "http://10.0.0.7:8265"]
-    assert submit["argv"][4:6] == ["--runtime-env", str(out / "runtime_env.yaml")]
-    assert "--no-wait" in submit["argv"] and submit["argv"][submit["argv"].index("--") + 1] == "python3"
+    # through Ray's SDK (the CLI joined the words unquoted before ray-project/ray#63797): address, id, runtime env,
+    # then the command's words, which the script quotes for the head's shell
+    assert submit["cmd"] == "python3" and submit["argv"][:2] == ["-", "http://10.0.0.7:8265"]
+    assert submit["argv"][3:5] == [str(out / "runtime_env.yaml"), "python3"]
     job = verl_words(submit["argv"])
     assert job[-1] == "trainer.total_training_steps=3"  # more overrides pass through, last wins
     assert without(job[:-1], SHAPE_KEYS) == without(local, SHAPE_KEYS + LOCAL_RAY_KEYS)
@@ -123,11 +124,11 @@ def test_submit_prints_how_to_follow_and_stop_the_job_it_submitted(tmp_path):
     plan = preset_plan("grpo-1gpu-smoke")
     out = write(tmp_path, plan, target_for(plan, head_address="10.0.0.7"), ("ray",))
     proc, calls = run_stubbed(tmp_path, str(out / "submit.sh"), env={"SUBMISSION_ID": "verl-try-1"})
-    assert proc.returncode == 0 and calls[0]["argv"][6:8] == ["--submission-id", "verl-try-1"]
+    assert proc.returncode == 0 and calls[0]["argv"][2] == "verl-try-1"
     assert "Follow its logs: ray job logs -f --address http://10.0.0.7:8265 verl-try-1" in proc.stdout
     assert "Stop it:         ray job stop --address http://10.0.0.7:8265 verl-try-1" in proc.stdout
     proc, calls = run_stubbed(tmp_path, str(out / "submit.sh"))
-    assert calls[0]["argv"][7].startswith("verl-grpo-1gpu-smoke-2")  # a fresh id per submission
+    assert calls[0]["argv"][2].startswith("verl-grpo-1gpu-smoke-2")  # a fresh id per submission
 
 
 def test_head_and_worker_scripts_start_ray_with_the_plan_s_shape(tmp_path):
@@ -408,3 +409,17 @@ def test_rayjob_names_are_dns_1035_labels_kuberay_accepts(name, expected):
     plan = plan_from_overrides(["trainer.n_gpus_per_node=8"], name=name)
     got = rayjob_name(cluster_job(plan, target_for(plan)))
     assert got == expected and len(got) <= 47 and re.fullmatch(r"[a-z]([-a-z0-9]*[a-z0-9])?", got)
+
+
+def test_the_rayjob_s_ports_are_the_ones_ray_opens_and_its_command_meets_one_shell(tmp_path):
+    doc = kuberay(preset_plan("grpo-2node"), nodes=2, port=7000, dashboard_port=9000)
+    head = doc["spec"]["rayClusterSpec"]["headGroupSpec"]
+    declared = {p["name"]: p["containerPort"] for p in head["template"]["spec"]["containers"][0]["ports"]}
+    # KubeRay starts Ray on rayStartParams' ports (6379 and 8265 without them), the Service on the declared ones
+    assert head["rayStartParams"]["port"] == str(declared["gcs-server"]) == "7000"
+    assert head["rayStartParams"]["dashboard-port"] == str(declared["dashboard"]) == "9000"
+    # the operator posts the entrypoint, which the head's sh reads once: ${oc.env:HOME} reaches verl as written
+    assert doc["spec"]["submissionMode"] == "HTTPMode"
+    proc = subprocess.run(["/bin/sh", "-c", "printf '%s\\n' " + doc["spec"]["entrypoint"]], capture_output=True,
+                          text=True, check=True)
+    assert "data.train_files=${oc.env:HOME}/data/gsm8k/train.parquet" in proc.stdout.splitlines()

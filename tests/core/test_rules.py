@@ -117,12 +117,33 @@ def test_unknown_logger_is_a_late_failure_with_suggestion(check):
 
 def test_too_few_ray_cpus_hangs(check):
     f = one(check(GOOD + ["ray_kwargs.ray_init.num_cpus=4"]), "ray.transfer_queue_cpus")
-    assert "hangs" in f.message and "4" in f.message and "10" in f.message
+    assert "hangs" in f.message and "Ray gets 4 CPUs" in f.message and "at least 13" in f.message
+    # each GPU's bundle holds 3 CPUs: the 10 TransferQueue needs are not enough beside one GPU's
+    assert "ray.transfer_queue_cpus" in rules_of(check(GOOD + ["ray_kwargs.ray_init.num_cpus=12"]))
+    eight = check(GOOD + ["trainer.n_gpus_per_node=8", "ray_kwargs.ray_init.num_cpus=33"])
+    assert "at least 34" in one(eight, "ray.transfer_queue_cpus").message
+    assert "ray.transfer_queue_cpus" not in rules_of(check(GOOD + ["ray_kwargs.ray_init.num_cpus=13"]))
 
 
 def test_fewer_storage_units_need_fewer_cpus(check):
-    r = check(GOOD + ["ray_kwargs.ray_init.num_cpus=4", "transfer_queue.backend.SimpleStorage.num_data_storage_units=2"])
+    r = check(GOOD + ["ray_kwargs.ray_init.num_cpus=7", "transfer_queue.backend.SimpleStorage.num_data_storage_units=2"])
     assert "ray.transfer_queue_cpus" not in rules_of(r)
+
+
+def test_a_node_too_small_for_its_gpus_bundles_hangs(check):
+    from wizard.core.hardware.cluster import parse_cluster_spec
+    from wizard.adapters.files.gpu_catalogue import load_gpu_catalogue
+
+    cluster = parse_cluster_spec("2x8xH100-80GB", load_gpu_catalogue())
+    for node in cluster.nodes:
+        node.cpus = 16
+    eight = GOOD + ["trainer.n_gpus_per_node=8", "trainer.nnodes=2", "data.train_batch_size=64"]
+    f = one(check(eight, cluster=cluster), "ray.node_cpus")
+    assert f.severity is Severity.ERROR and "node0 has 16 CPUs" in f.message and "(24:" in f.message
+    cluster.nodes[0].cpus = cluster.nodes[1].cpus = 24
+    assert "ray.node_cpus" not in rules_of(check(eight, cluster=cluster))
+    cluster.nodes[1].cpus = 16  # two nodes needed, one holds them
+    assert "ray.node_cpus" in rules_of(check(eight, cluster=cluster))
 
 
 def test_group_estimator_with_one_response(check):

@@ -259,7 +259,7 @@ def real_run(panel, doc, tmp_path, tiny_model):  # for tests marked verl
     train = write_gsm8k_like(tmp_path / "train.parquet", 32)
     val = write_gsm8k_like(tmp_path / "test.parquet", 8)
     doc.set_plan(apply_overrides(doc.plan, [f"actor_rollout_ref.model.path={tiny_model}", f"data.train_files={train}",
-                                            f"data.val_files={val}", "ray_kwargs.ray_init.num_cpus=10"]))
+                                            f"data.val_files={val}", "ray_kwargs.ray_init.num_cpus=13"]))
     token = uuid.uuid4().hex
     panel.python.setText(str(isolated_python(tmp_path, token)))
     panel.folder.setText(str(tmp_path / "run"))

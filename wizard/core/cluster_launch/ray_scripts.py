@@ -73,7 +73,7 @@ def submission_prefix(plan: Plan) -> str:
 
 def render_submit(job: ClusterJob, target: ClusterTarget) -> str:
     lines = script_header(job.plan, "`ray job submit` of the training", target) + [
-        "# Run it where `ray` is installed and the head's dashboard port can be reached:",
+        "# Run it where Ray (`ray[default]`) is installed and the head's dashboard port can be reached:",
         "#   bash submit.sh [more Hydra overrides]",
         "# runtime_env.yaml (next to this script) names the folder uploaded as the job's working directory.",
         "# Follow the logs:  ray job logs -f --address http://HEAD:DASHBOARD_PORT SUBMISSION_ID",
@@ -86,9 +86,25 @@ def render_submit(job: ClusterJob, target: ClusterTarget) -> str:
         'JOB_ADDRESS="http://${HEAD_ADDRESS}:${DASHBOARD_PORT}"',
         "",
     ]
-    submit = ['ray job submit --address "$JOB_ADDRESS" --runtime-env "$HERE/runtime_env.yaml"',
-              '--submission-id "$SUBMISSION_ID" --no-wait --', *entry_words(job), '"$@"']
+    lines += [
+        "# Submitted through Ray's SDK, the command quoted for the head's shell: `ray job submit -- WORDS` joined the",
+        "# words unquoted until ray-project/ray#63797 (June 2026: subprocess.list2cmdline), so that shell expanded a",
+        "# $, a backtick or a space in a value a second time.",
+    ]
+    submit = ['python3 - "$JOB_ADDRESS" "$SUBMISSION_ID" "$HERE/runtime_env.yaml"', *entry_words(job),
+              "\"$@\" <<'PY'"]
     lines.append(" \\\n    ".join(submit))
+    lines += [
+        "import shlex, sys",
+        "import yaml",
+        "from ray.job_submission import JobSubmissionClient",
+        "address, submission_id, env_file, *words = sys.argv[1:]",
+        "with open(env_file) as f:",
+        "    runtime_env = yaml.safe_load(f)",
+        "JobSubmissionClient(address).submit_job(entrypoint=shlex.join(words), submission_id=submission_id,",
+        "                                        runtime_env=runtime_env)",
+        "PY",
+    ]
     lines += ['echo "Submitted $SUBMISSION_ID to $JOB_ADDRESS"',
               'echo "Follow its logs: ray job logs -f --address $JOB_ADDRESS $SUBMISSION_ID"',
               'echo "Stop it:         ray job stop --address $JOB_ADDRESS $SUBMISSION_ID"']

@@ -13,9 +13,11 @@ script waits until Ray offers every GPU, because verl counts GPUs once at start 
 than total desired GPUs Y``), and says what ``ray status`` last answered if it never does.
 
 KubeRay: ``apiVersion: ray.io/v1``, ``kind: RayJob`` (validated in the tests against the CRD schema of
-ray-project/kuberay v1.7.0). The submitter pod runs ``entrypoint`` through bash, and the head runs it again
-through ``sh``; values are single-quoted so both leave them alone, and environment references become
-``${oc.env:NAME}``, which verl's Hydra resolves in the driver on the head pod, where the secrets are.
+ray-project/kuberay v1.7.0), submitted by the operator over HTTP (``submissionMode: HTTPMode``): the head runs
+``entrypoint`` through ``sh`` once (a submitter pod would pass it through bash and then ``ray job submit``, whose
+CLI joined the words unquoted until ray-project/ray#63797). Values are single-quoted for that shell, and
+environment references become ``${oc.env:NAME}``, which verl's Hydra resolves in the driver on the head pod, where
+the secrets are.
 """
 
 from __future__ import annotations
@@ -180,7 +182,10 @@ def rayjob(job: ClusterJob, target: ClusterTarget) -> dict:
     """The RayJob document (a dict; ``render_kuberay`` adds the comments)."""
     image = target.image or default_image(job)
     cluster: dict = {
-        "headGroupSpec": {"rayStartParams": {"dashboard-host": "0.0.0.0"},
+        # the ports the head's container declares (its Service and the dashboard address come from them) are the ones
+        # Ray opens only when rayStartParams says so: KubeRay starts the head on 6379 and 8265 otherwise
+        "headGroupSpec": {"rayStartParams": {"dashboard-host": "0.0.0.0", "port": str(target.port),
+                                             "dashboard-port": str(target.dashboard_port)},
                           "template": _pod("ray-head", job, target, image, head=True)},
     }
     workers = target.nodes - 1
@@ -196,6 +201,10 @@ def rayjob(job: ClusterJob, target: ClusterTarget) -> dict:
         "metadata": {"name": rayjob_name(job)},
         "spec": {
             "entrypoint": entrypoint(job),
+            # the operator posts the entrypoint to the head itself, which runs it with sh once: a submitter pod runs it
+            # through bash and then `ray job submit -- ...`, whose CLI joined the words unquoted until
+            # ray-project/ray#63797 (June 2026), so the head's shell saw ${oc.env:HOME} bare (Bad substitution)
+            "submissionMode": "HTTPMode",
             "runtimeEnvYAML": yaml.safe_dump(env_doc, sort_keys=False),  # a YAML text inside the YAML
             "shutdownAfterJobFinishes": True,
             "ttlSecondsAfterFinished": FINISHED_TTL_S,
@@ -212,7 +221,11 @@ def render_kuberay(job: ClusterJob, target: ClusterTarget) -> str:
         f"# KubeRay RayJob: the verl {job.plan.verl_version} run {job.plan.name!r} on {shape_text(target)}, "
         f"written by verl-wizard {__version__}.",
         "# Needs the KubeRay operator (ray.io/v1). Start: kubectl apply -f kuberay-rayjob.yaml",
-        f"# Follow the logs: kubectl logs -f job/{name}    Stop: kubectl delete rayjob {name}",
+        f"# Status: kubectl get rayjob {name}    Stop: kubectl delete rayjob {name}",
+        "# Follow the logs (the operator submits the job itself: there is no submitter pod):",
+        f"#   kubectl exec \"$(kubectl get pods -o name -l ray.io/node-type=head,ray.io/cluster=\"$(kubectl get rayjob {name} "
+        "-o jsonpath='{.status.rayClusterName}')\")\" -- \\",
+        f"#     ray job logs -f \"$(kubectl get rayjob {name} -o jsonpath='{{.status.jobId}}')\"",
         f"# The Ray cluster is deleted {FINISHED_TTL_S} s after the job ends (ttlSecondsAfterFinished).",
         f"# Image: {image}" + (" (verl's published image for the plan's rollout engine; see docker/README.md"
                                " in github.com/verl-project/verl)." if not target.image else "."),

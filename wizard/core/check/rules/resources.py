@@ -9,26 +9,47 @@ from wizard.core.check.rules.context import RuleContext, finding
 TQ_UNITS = "transfer_queue.backend.SimpleStorage.num_data_storage_units"
 
 
+# single_controller/ray/base.py:146, :192: each GPU's bundle in a resource pool's placement group holds
+# ResourcePoolManager.max_colocate_count CPUs, and a node's bundles are placed together (STRICT_PACK)
+CPUS_PER_GPU = 3
+
+
 def transfer_queue_cpus(units: int) -> int:
-    """Logical CPUs the V1 trainer needs before the first step: TaskRunner + TQ controller + storage units."""
+    """Logical CPUs the V1 trainer's actors hold beside the pools: TaskRunner + TQ controller + storage units."""
     return 1 + 1 + units
 
 
-@rule("ray.transfer_queue_cpus", Stage.RUNTIME)
+def ray_cpus_needed(gpus: int, units: int) -> int:
+    """Logical CPUs a Ray cluster needs for verl's V1 trainer on ``gpus`` GPUs: each GPU's bundle, and the actors."""
+    return CPUS_PER_GPU * gpus + transfer_queue_cpus(units)
+
+
+def _parts(gpus: int, units: int) -> str:
+    return (f"{CPUS_PER_GPU} with each of the {gpus} GPU(s) in verl's resource pools + TaskRunner 1 + TransferQueue "
+            f"controller 1 + {units} storage units")
+
+
+@rule("ray.transfer_queue_cpus", Stage.RUNTIME, also={"ray.node_cpus": Stage.RUNTIME})
 def ray_cpus(ctx: RuleContext):
-    """TransferQueue keeps 1 + num_data_storage_units one-CPU actors; with fewer Ray CPUs the run hangs silently."""
+    """Ray must hold CPUs for every GPU bundle of verl's resource pools (3 each, a node's together) and for the V1
+    trainer's one-CPU actors (TaskRunner, TransferQueue's controller and storage units); short of either, Ray waits
+    for them and the run hangs silently."""
     units = ctx.int(TQ_UNITS) or 8
-    need = transfer_queue_cpus(units)
+    desired = desired_gpus(ctx)
+    gpus = desired[0] if desired is not None and desired[0] > 0 else 0
+    need = ray_cpus_needed(gpus, units)
+    yield from _node_cpus(ctx)
     live = ctx.gpus.cpus if ctx.gpus is not None else None
     if live is not None:
         if live < need:
+            spare = int(live) - CPUS_PER_GPU * gpus - 2
             yield finding(
                 Severity.ERROR,
                 [TQ_UNITS],
-                f"The Ray cluster has {live:g} CPUs but verl's V1 trainer needs at least {need} (TaskRunner 1 + "
-                f"TransferQueue controller 1 + {units} storage units); the run hangs silently after the config dump",
-                f"Lower {TQ_UNITS} to {max(1, int(live) - 2)}, or start Ray with more --num-cpus",
-                [f"{TQ_UNITS}={max(1, int(live) - 2)}"] if live >= 3 else [],
+                f"The Ray cluster has {live:g} CPUs but verl's V1 trainer needs at least {need} ({_parts(gpus, units)}); "
+                "Ray waits for them and the run hangs silently after the config dump",
+                (f"Lower {TQ_UNITS} to {spare}, or " if spare >= 1 else "") + "start Ray with more --num-cpus",
+                [f"{TQ_UNITS}={spare}"] if spare >= 1 else [],
             )
         return
     if ctx.get("ray_kwargs.ray_init.address") not in (None,):
@@ -38,11 +59,34 @@ def ray_cpus(ctx: RuleContext):
         yield finding(
             Severity.ERROR,
             ["ray_kwargs.ray_init.num_cpus", TQ_UNITS],
-            f"Ray gets {cpus} CPUs but verl's V1 trainer needs at least {need} (TaskRunner 1 + TransferQueue "
-            f"controller 1 + {units} storage units); the run hangs silently right after printing the config",
+            f"Ray gets {cpus} CPUs but verl's V1 trainer needs at least {need} ({_parts(gpus, units)}); Ray waits for "
+            "them and the run hangs silently right after printing the config",
             f"Set ray_kwargs.ray_init.num_cpus={max(need, 16)}, or lower {TQ_UNITS}",
             [f"ray_kwargs.ray_init.num_cpus={max(need, 16)}"],
         )
+
+
+def _node_cpus(ctx: RuleContext):
+    """A node whose CPUs (known from a live Ray cluster or the cluster spec) cannot hold the bundles of the trainer's
+    GPUs on it: a node's bundles are placed together, so no other node can take them."""
+    per = ctx.int("trainer.n_gpus_per_node")
+    nodes = ctx.cluster.nodes if ctx.cluster is not None else []
+    if not per or per < 1:
+        return
+    fit = [n for n in nodes if n.gpu_count >= per]
+    short = [n for n in fit if n.cpus is not None and n.cpus < CPUS_PER_GPU * per]
+    if not short or len(fit) - len(short) >= (ctx.int("trainer.nnodes") or 1):
+        return  # enough nodes hold them (gpus.per_node / gpus.available speak for GPUs)
+    node = short[0]
+    yield finding(
+        Severity.ERROR,
+        ["trainer.n_gpus_per_node"],
+        f"{node.name} has {node.cpus:g} CPUs, but verl places {CPUS_PER_GPU} CPUs with each of the {per} GPUs it uses "
+        f"on a node, together ({CPUS_PER_GPU * per}: single_controller/ray/base.py, STRICT_PACK); Ray waits for a "
+        "node that has them and the run hangs silently",
+        f"Give Ray at least {CPUS_PER_GPU * per} CPUs on each node (ray start --num-cpus), or use fewer GPUs per node",
+        rule="ray.node_cpus", fix_auto=False,
+    )
 
 
 def desired_gpus(ctx: RuleContext) -> tuple[int, list[str]] | None:
