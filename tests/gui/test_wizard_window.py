@@ -195,6 +195,25 @@ def test_write_page_writes_files(window, qtbot, tmp_path):
     assert "Wrote" in page.status.text() and page.is_complete()
 
 
+def test_writing_is_held_back_while_the_plan_has_errors_until_write_anyway(window, qtbot, tmp_path):
+    from wizard.core.plan.convert import apply_overrides
+
+    window.doc.set_plan(apply_overrides(window.doc.plan, ["actor_rollout_ref.rollout.tensor_model_parallel_size=3"]))
+    assert window.doc.plan_errors  # TP 3 on one GPU
+    window.go_to(window.page("write"))
+    page = window.page("write")
+    page.folder.setText(str(tmp_path / "out"))
+    qtbot.mouseClick(page.write_button, Qt.LeftButton)
+    assert not (tmp_path / "out" / "run.sh").exists()
+    assert "Not written: verl would stop on 2 error(s)" in page.status.text() and "infer_world_size: 3" in page.status.text()
+    assert page.anyway.isVisibleTo(page)
+    qtbot.mouseClick(page.anyway, Qt.LeftButton)  # the user insists, as generate --force
+    assert (tmp_path / "out" / "run.sh").exists() and "Wrote" in page.status.text()
+    assert "tensor_model_parallel_size='3'" in (tmp_path / "out" / "run.sh").read_text()
+    window.doc.undo_stack.undo()  # any edit asks again
+    assert not page.anyway.isVisibleTo(page)
+
+
 def test_write_into_an_unwritable_place_is_a_message(window, tmp_path):
     blocker = tmp_path / "file"
     blocker.write_text("x")

@@ -205,6 +205,13 @@ class PlanDocument(QObject):
         self.changed.emit()
 
     @property
+    def plan_errors(self) -> list[Finding]:
+        """The errors of the plan itself (not of the machine the wizard runs on): what holds writing back."""
+        own = ([self.check_error] if self.check_error is not None else []) + (
+            self.result.findings if self.result else []) + self.source_findings
+        return [f for f in own if f.severity is Severity.ERROR]
+
+    @property
     def findings(self) -> list[Finding]:
         extra = [f for findings in self.context_findings.values() for f in findings]
         errors = [self.check_error] if self.check_error is not None else []

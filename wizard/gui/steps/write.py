@@ -3,6 +3,7 @@ same plan as cluster launch files (``wizard.gui.widgets.cluster_box``)."""
 
 from __future__ import annotations
 
+from html import escape as _html
 from pathlib import Path
 
 from PySide6.QtCore import Qt
@@ -14,6 +15,7 @@ from wizard.usecases.writing import write_plan_files
 from wizard.gui.document import PlanDocument
 from wizard.gui.steps import texts
 from wizard.gui.widgets.page import Page
+from wizard.gui.wording import window_text
 
 
 class WritePage(Page):
@@ -28,6 +30,12 @@ class WritePage(Page):
         self.write_button = QPushButton("&Write")
         self.write_button.setDefault(True)
         self.write_button.clicked.connect(self.write)
+        # shown while the plan has errors: writing is held back until they are fixed or the user insists
+        self.anyway = QPushButton("Write &anyway")
+        self.anyway.setToolTip("Write the files although verl would stop on the errors listed")
+        self.anyway.clicked.connect(lambda: self.write(force=True))
+        self.anyway.hide()
+        doc.changed.connect(self.anyway.hide)
         self.status = QLabel()
         self.status.setWordWrap(True)
         self.status.setObjectName("writeStatus")
@@ -38,7 +46,11 @@ class WritePage(Page):
         layout = QVBoxLayout(self)
         layout.addWidget(QLabel("&Folder:", buddy=self.folder))
         layout.addLayout(row)
-        layout.addWidget(self.write_button)
+        buttons = QHBoxLayout()
+        buttons.addWidget(self.write_button)
+        buttons.addWidget(self.anyway)
+        buttons.addStretch(1)
+        layout.addLayout(buttons)
         layout.addWidget(self.status)
         from wizard.gui.widgets.cluster_box import ClusterBox
 
@@ -51,11 +63,22 @@ class WritePage(Page):
         if path:
             self.folder.setText(path)
 
-    def write(self) -> bool:
+    def write(self, force: bool = False) -> bool:
+        """Write the plan's files; while it has errors only when ``force`` (Write anyway), as ``generate --force``."""
         folder = self.folder.text().strip()
         if not folder:
             self.status.setText("Choose a folder first.")
             return False
+        errors = self.doc.plan_errors
+        if errors and not force:
+            shown = "".join(f"<li>{_html(window_text(f.message))}</li>" for f in errors[:3])
+            more = f"<br>and {len(errors) - 3} more in the Findings dock." if len(errors) > 3 else ""
+            self.status.setText(f"<span style='color:#b00020'>Not written: verl would stop on {len(errors)} "
+                                f"error(s) of this plan:</span><ul>{shown}</ul>{more}Fix them (the Findings dock "
+                                "below has a fix for most), or press Write anyway.")
+            self.anyway.show()
+            return False
+        self.anyway.hide()
         try:
             written = write_plan_files(self.doc.plan, folder)
         except WriteError as exc:
