@@ -161,6 +161,19 @@ def test_no_response_per_prompt_is_an_error_with_a_step_size_that_samples(check,
     assert "batch.no_responses" not in rules_of(check(GOOD + f.fix_overrides + [f"algorithm.adv_estimator={estimator}"]))
 
 
+@pytest.mark.parametrize("extra", [["data.train_batch_size=0", "actor_rollout_ref.actor.ppo_mini_batch_size=0"],
+                                   ["data.train_batch_size=-5"], ["actor_rollout_ref.actor.ppo_mini_batch_size=-8"]])
+def test_no_fix_offers_a_size_below_one_prompt_and_none_is_let_through(check, extra):
+    r = check(GOOD + extra)
+    assert "internal.rule_failed" not in rules_of(r)  # the divisibility rule crashed on a negative step
+    assert "batch.not_positive" in rules_of(r)
+    for f in r.findings:
+        for o in f.fix_overrides:
+            key, value = o.split("=", 1)
+            if key.endswith("batch_size") and value.lstrip("-").isdigit():
+                assert int(value) >= 1, (f.rule, o)
+
+
 def test_legacy_reward_key_is_ignored_by_main_ppo(check):
     f = one(check(GOOD + ["custom_reward_function.path=/r.py"]), "legacy.reward_keys")
     assert "reward.custom_reward_function.path" in f.message

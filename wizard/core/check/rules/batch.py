@@ -98,13 +98,15 @@ def real_train_batch_size(ctx: RuleContext):
     real = tbs * n
     if minimal > 0 and real % minimal != 0:
         step = minimal // gcd(n, minimal)
-        options = nearest_multiples(tbs, step)
+        # never a step below one prompt: from below one, the nearest sizes to one mini-batch
+        near = tbs if tbs >= 1 else max(1, ctx.int(f"{A}.ppo_mini_batch_size") or 1)
+        options = nearest_multiples(near, step)
         if ctx.strategy != "megatron":
             # whole mini-batches too (as batch.mini_vs_dp leaves them), where that stays near: else the V1 trainer
             # pads every step (3 GPUs: 1023 x 5 with mini-batches of 255 x 5 pads 20 %; 1020 pads nothing)
             whole = lcm(step, _whole_minis(ctx, n, minimal))
-            if whole <= tbs:
-                options = nearest_multiples(tbs, whole)
+            if whole <= near:
+                options = nearest_multiples(near, whole)
         yield finding(
             Severity.ERROR,
             [TBS, N, "trainer.n_gpus_per_node"],
@@ -185,8 +187,9 @@ def mini_vs_train(ctx: RuleContext):
             [TBS, key],
             f"train_batch_size ({tbs}) must be >= {who}.ppo_mini_batch_size ({mini}): one update needs "
             f"{mini} prompts but a step only has {tbs}",
-            f"Set {key}={tbs} or lower (or raise {TBS})",
-            [f"{key}={tbs}"], rule=f"batch.{who}_mini_vs_train",
+            # never a size below one prompt (a step of 0 prompts: batch.not_positive)
+            f"Set {key}={tbs} or lower (or raise {TBS})" if tbs >= 1 else f"Set {TBS}={mini} (prompts per step)",
+            [f"{key}={tbs}"] if tbs >= 1 else [f"{TBS}={mini}"], rule=f"batch.{who}_mini_vs_train",
         )
 
 
@@ -394,6 +397,25 @@ def mini_vs_dp(ctx: RuleContext):
                 f"Use {section}.ppo_mini_batch_size=" + " or ".join(str(o) for o in options),
                 [f"{section}.ppo_mini_batch_size={options[0]}"],
             )
+
+
+@rule("batch.not_positive", Stage.RUNTIME)
+def not_positive(ctx: RuleContext):
+    """A step or mini-batch of no prompts (0 or negative): verl's pre-flight lets some through (0 with a mini-batch
+    of 0, or negative mini-batches: x % -8 == 0), and the run fails when the trainer builds its dataloader or at the
+    first update, whose batch multiple lcm(DP, mini x n) is 0."""
+    keys = [TBS, f"{A}.ppo_mini_batch_size"] + (["critic.ppo_mini_batch_size"] if ctx.need_critic else [])
+    bad = [(k, v) for k in keys if (v := ctx.int(k)) is not None and v < 1]
+    if not bad:
+        return
+    key, value = bad[0]
+    good = max(1, ctx.int(TBS) or 0) if key != TBS else max(ctx.int(f"{A}.ppo_mini_batch_size") or 0, 16)
+    yield finding(
+        Severity.ERROR, [k for k, _ in bad],
+        ", ".join(f"{k}={v}" for k, v in bad) + ": a size in prompts must be 1 or more; verl's pre-flight does "
+        "not always stop it, and the run fails when the trainer builds its dataloader or at the first update",
+        f"Set {key}={good}", [f"{key}={good}"],
+    )
 
 
 @rule("batch.no_responses", Stage.RUNTIME)
