@@ -3,6 +3,7 @@
 import datetime
 import json
 import shlex
+from pathlib import Path
 
 import pytest
 
@@ -140,7 +141,8 @@ def test_hub_id_outside_the_catalogue_suggests_near_ids():
     assert "did you mean" not in [f for f in far.findings if f.rule == "models.not_in_catalogue"][0].message
 
 
-def test_load_models_for_the_roles_a_config_loads(tmp_path):
+def test_load_models_for_the_roles_a_config_loads(tmp_path, monkeypatch):
+    monkeypatch.setenv("HOME", str(tmp_path / "home"))  # where the download command puts the model
     actor = write_tiny_model(tmp_path / "actor", config=HEADS14, shards=1)
     values = {"actor_rollout_ref.model.path": str(actor), "critic.model.path": str(tmp_path / "missing"),
               "algorithm.adv_estimator": "gae", "actor_rollout_ref.actor.use_kl_loss": True,
@@ -152,7 +154,13 @@ def test_load_models_for_the_roles_a_config_loads(tmp_path):
     (missing,) = lookups["critic"].findings
     assert missing.keys == ["critic.model.path"] and missing.message.startswith("critic.model.path: ")
     (download,) = lookups["reward"].findings
-    assert download.fix_overrides == [f"reward.reward_model.model_path={download_command('Qwen/Qwen2.5-1.5B-Instruct')[1]}"]
+    # the folder to point at once downloaded, offered to apply only once it is there (applied before, the plan
+    # would point at nothing and lose the model's facts)
+    folder = download_command("Qwen/Qwen2.5-1.5B-Instruct")[1]
+    assert folder in download.fix and download.fix_overrides == []
+    Path(folder).mkdir(parents=True)
+    (later,) = load_models_for(values, {})["reward"].findings
+    assert later.fix_overrides == [f"reward.reward_model.model_path={folder}"]
     assert len(cache) == 3  # actor and ref share one read
     again = load_models_for(values, cache)
     assert again["actor"].facts is lookups["actor"].facts  # read once, reused

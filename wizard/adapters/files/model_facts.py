@@ -276,8 +276,9 @@ def load_models_for(facts: dict, cache: dict | None = None) -> dict[str, ModelLo
 
 def _keyed(finding: Finding, key: str, ref: str) -> Finding:
     update: dict = {"keys": [key], "message": f"{key}: {finding.message}"}
-    if finding.rule == "models.hub_download":  # the download's folder is the value to set afterwards
-        update["fix_overrides"] = [f"{key}={download_command(ref)[1]}"]
+    if finding.rule == "models.hub_download":  # the download's folder is the value to set afterwards: offered to
+        folder = download_command(ref)[1]  # apply once it is there (before, the plan would point at nothing)
+        update["fix_overrides"] = [f"{key}={folder}"] if is_dir(Path(folder)) else []
     return finding.model_copy(update=update)
 
 
