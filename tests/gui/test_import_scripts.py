@@ -54,6 +54,19 @@ def test_a_refused_import_leaves_the_window_as_it_was(window, tmp_path):
     assert (window.doc.plan, window.doc.undo_stack.count(), window.page("review").run_sh.toPlainText()) == before
 
 
+@pytest.mark.parametrize("text, said", [("hydra:\n  - just a list\n", "sets no verl key (only hydra)"),
+                                        ("trainer: [unclosed\n", "&lt;unicode string&gt;")])
+def test_a_yaml_with_nothing_of_verl_or_broken_leaves_the_plan_and_says_why_in_full(window, tmp_path, text, said):
+    path = tmp_path / "config.yaml"
+    path.write_text(text)
+    before = (window.doc.plan, window.doc.undo_stack.count())
+    assert not window.start_page.import_file(str(path))
+    # (a file of Hydra's section only replaced the plan with verl's defaults; YAML's "<unicode string>" vanished as
+    # a tag in the rich-text label)
+    assert said in window.start_page.import_status.text()
+    assert (window.doc.plan, window.doc.undo_stack.count()) == before
+
+
 @pytest.mark.parametrize("kind", ["fifo", "dev-zero"])
 def test_opening_a_fifo_or_dev_zero_is_refused_and_the_window_answers(window, tmp_path, kind):
     # issue 31: the window opening /dev/zero grew to 8 GB, frozen; a FIFO blocked it for good

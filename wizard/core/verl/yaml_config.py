@@ -37,8 +37,10 @@ def yaml_to_overrides(doc: object, schema: VerlSchema) -> YamlOverrides:
     if not isinstance(doc, dict):
         raise ValueError("the YAML file is not a mapping of verl keys")
     body = {k: v for k, v in doc.items() if k not in ("defaults", "hydra")}
-    result = YamlOverrides(overrides=[])
     defaults = doc.get("defaults")
+    if not body and not defaults:  # only Hydra's own section: importing it would replace a plan with verl's defaults
+        raise ValueError("the YAML file sets no verl key" + (f" (only {', '.join(map(str, doc))})" if doc else ""))
+    result = YamlOverrides(overrides=[])
     overrides: list[str] = []
     if defaults is None:
         result.warnings.append(

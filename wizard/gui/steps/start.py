@@ -7,6 +7,7 @@ it the plan document (:meth:`StartPage.attach`), a chosen preset or typed GPU sp
 
 from __future__ import annotations
 
+import html
 import re
 from pathlib import Path
 from typing import TYPE_CHECKING
@@ -203,7 +204,7 @@ class StartPage(Page):
         try:
             source = load_source(path)
         except ValueError as exc:
-            self.import_status.setText(f"<span style='color:#b00020'>Cannot import: {exc}</span>")
+            self.import_status.setText(f"<span style='color:#b00020'>Cannot import: {html.escape(str(exc))}</span>")
             return False
         self.presets.blockSignals(True)
         self.presets.clearSelection()
