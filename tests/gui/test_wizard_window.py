@@ -76,6 +76,18 @@ def test_a_bad_value_is_explained_in_place_and_not_applied(window, qtbot):
     type_into(qtbot, editor.widget, "lots")
     assert "whole number" in editor.error.text() and not editor.error.isHidden()
     assert window.doc.plan.data.train_batch_size == before
+    # the Findings say so too (it was only under the field, with "No errors" in the dock), and writing waits
+    assert any(f.rule == "field.unreadable" and "'lots'" in f.message for f in window.doc.plan_errors)
+    assert "No errors" not in window.findings.summary.text()
+    # another edit keeps the typed text and its error (both vanished)
+    other = window.page("data").forms[1].editors["data.max_prompt_length"]
+    type_into(qtbot, other.widget, "256")
+    assert window.doc.plan.data.max_prompt_length == 256
+    assert editor.widget.text() == "lots" and "whole number" in editor.error.text()
+    # a value it takes clears both
+    type_into(qtbot, editor.widget, "64")
+    assert window.doc.plan.data.train_batch_size == 64 and not window.doc.plan_errors
+    assert editor.error.isHidden()
 
 
 def test_each_field_explains_its_verl_key(window):

@@ -27,6 +27,7 @@ from wizard.core.plan import Plan, apply_fix
 
 
 _KEEP = object()  # PlanDocument._state_with: keep the document's own value
+FIELDS = "fields"  # context findings: fields holding text they cannot take (set_field_error)
 
 
 class _SetState(QUndoCommand):
@@ -124,6 +125,18 @@ class PlanDocument(QObject):
         words = text or (f"Responses average {tokens:,} tokens" if tokens else "Responses as long as allowed")
         return self._push(self._state_with(self.plan, response_tokens=tokens), words, merge="responses")
 
+    def set_field_error(self, key: str, message: str | None) -> None:
+        """A field holding text it cannot take (``message``; None: no more): an error in the Findings, about its key,
+        that holds writing back; not an edit of the plan, which keeps its value."""
+        errors = {f.keys[0]: f for f in self.context_findings.get(FIELDS, [])}
+        if message is None:
+            if errors.pop(key, None) is None:
+                return
+        else:
+            errors[key] = Finding(rule="field.unreadable", severity=Severity.ERROR, stage=Stage.COMPOSE, keys=[key],
+                                  message=message, fix="Type a value the field takes (or undo to the plan's value)")
+        self.set_context_findings(FIELDS, list(errors.values()))
+
     def set_context_findings(self, name: str, findings: list[Finding]) -> None:
         """Findings about the surroundings (the environment), not an edit: not undoable."""
         self.context_findings[name] = list(findings)
@@ -208,7 +221,7 @@ class PlanDocument(QObject):
     def plan_errors(self) -> list[Finding]:
         """The errors of the plan itself (not of the machine the wizard runs on): what holds writing back."""
         own = ([self.check_error] if self.check_error is not None else []) + (
-            self.result.findings if self.result else []) + self.source_findings
+            self.result.findings if self.result else []) + self.source_findings + self.context_findings.get(FIELDS, [])
         return [f for f in own if f.severity is Severity.ERROR]
 
     @property

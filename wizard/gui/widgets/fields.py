@@ -68,6 +68,9 @@ class FieldEditor:
         key_info = schema.variant().keys.get(self.key) if self.key else None
         self.default = key_info.default if key_info else None
         self.label = label or path.split(".")[1].replace("_", " ")
+        # text the user typed that the field cannot take, and the plan's value then: kept on screen (and an error in
+        # the Findings, holding Write back) until a value it takes is typed or the plan's value changes
+        self.pending: tuple[str, object] | None = None
         self.error = QLabel()
         self.error.setWordWrap(True)
         self.marked: list[Finding] = []  # the findings about this key the field shows
@@ -104,6 +107,11 @@ class FieldEditor:
     def refresh(self, findings: Sequence[Finding] = ()) -> None:
         """Show the plan's value, and mark the field with the worst of ``findings`` (those about its key)."""
         value = self.value()
+        if self.pending is not None:
+            if value == self.pending[1]:
+                self._show_findings(findings)  # the typed text stays, marked by its own error
+                return
+            self._forget_pending()  # the plan's value changed (undo, a preset, a fix): it shows that value
         self.widget.blockSignals(True)
         try:
             if isinstance(self.widget, QComboBox):
@@ -167,11 +175,15 @@ class FieldEditor:
         return text
 
     def _commit(self) -> None:
+        raw = self._raw()
         try:
-            value = self.parse(self._raw())
+            value = self.parse(raw)
         except ValueError as exc:
-            self._show_error(str(exc))
+            self.pending = (raw, self.value())
+            kept = "verl's default" if self.value() is None else _text(self.value())
+            self.doc.set_field_error(self.key or self.path, f"{exc}, not {raw!r}; the plan still holds {kept}")
             return
+        self._forget_pending()
         self._show_error("")
         if value == self.value():
             return
@@ -184,6 +196,11 @@ class FieldEditor:
             return
         shown = "verl's default" if value is None else _text(value)
         self.doc.set_plan(plan, text=f"Set {self.key or self.path} = {shown}")
+
+    def _forget_pending(self) -> None:
+        if self.pending is not None:
+            self.pending = None
+            self.doc.set_field_error(self.key or self.path, None)
 
     def _show_error(self, text: str) -> None:
         self.error.setStyleSheet("color: #c62828")
