@@ -327,3 +327,18 @@ def test_reviews_changes_list_only_what_differs_from_verls_defaults_in_one_spell
     assert not any(value in ("True", "False") for _key, value, _default in changes)  # verl's YAML spelling
     assert ["actor_rollout_ref.actor.use_kl_loss", "true", "false"] in changes
     assert "algorithm.use_kl_in_reward" in rows[-1][0] and "no change" in rows[-1][0]
+
+
+def test_review_s_changes_show_their_values_after_the_plan_changes(window, qtbot):
+    # the spanning "Also set ..." line of the last fill stayed in its cell and sized the key column (2,871 px): the
+    # values were off screen
+    assert window.start_page.import_file(str(SCRIPTS / "examples__grpo_trainer__run_qwen2-7b_math.sh"))
+    page = window.page("review")
+    window.go_to(page)
+    from wizard.core.plan.convert import apply_overrides
+
+    window.doc.set_plan(apply_overrides(window.doc.plan, ["trainer.total_epochs=3"]))  # another fill of the table
+    table = page.changes
+    longest = max(table.fontMetrics().horizontalAdvance(table.item(r, 0).text()) for r in range(table.rowCount())
+                  if table.columnSpan(r, 0) == 1)
+    assert table.columnWidth(0) < longest + 60

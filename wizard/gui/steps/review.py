@@ -135,6 +135,7 @@ class ReviewPage(Page):
         rows = changes_from_defaults(schema, self.doc.overrides, engine)
         again = set_to_default(schema, self.doc.overrides, engine)
         self.changes.clearSpans()
+        self.changes.clearContents()  # the last fill's spanning line would size the key column (2,871 px)
         self.changes.setRowCount(len(rows) + bool(again))
         for r, (key, value, default) in enumerate(rows):
             for c, text in enumerate((key, value, default)):
