@@ -64,3 +64,11 @@ def test_many_identical_nodes_are_one_row_and_nothing_is_a_normal_state(qtbot):
     assert view.rows == ["node0 – node127  ×128"] and len(view.tiles) == 8
     view.set_cluster(None)
     assert view.tiles == {} and view.summary.text() == "No GPUs detected yet"
+
+
+def test_a_machine_without_gpus_is_a_row_saying_so_not_its_name_across_the_hint(qtbot):
+    # Detect this machine without a GPU: the node's name was drawn over the empty view's hint ("drawvmhere")
+    view = show(qtbot, Cluster(nodes=[ClusterNode(name="vm")], source="nvml"))
+    texts = [i.text() for i in view.scene.items() if hasattr(i, "text")]
+    assert "vm" in texts and "no GPU on this node" in texts
+    assert not view.empty_hint.shown()

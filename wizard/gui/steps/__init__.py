@@ -34,8 +34,8 @@ STEPS: tuple[Step, ...] = (
     Step("rollout", "RolloutPage", "Rollout & training", "Generation and updates",
          "How answers are generated (vLLM/SGLang) and how the actor is updated; sizes are per GPU unless said."),
     Step("dataflow", "DataflowPage", "Dataflow", "What feeds what",
-         "The stages of one training step and the data between them. Link a critic's values into the advantage "
-         "for PPO/GAE; cut the KL link to drop the reference model. Every edit changes the verl keys behind it "
+         "The stages of one training step and the data between them. For PPO, pick gae on Advantage, then link a "
+         "critic's values into it; cut the KL link to drop the reference model. Every edit changes the verl keys behind it "
          "(and Ctrl+Z undoes it)."),
     Step("placement", "PlacementPage", "Placement", "What runs where",
          "Your GPUs with the memory each phase needs (generation, log-probs, update), the pools verl 0.9.1 "

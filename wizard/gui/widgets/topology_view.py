@@ -147,7 +147,7 @@ class TopologyView(QWidget):
             self.view, "Detect this machine reads its GPUs and how they are linked; Open a cluster spec… reads a file "
             "such as \"2 nodes × 8 H100-80GB NVLink\"; Ask Ray reads a running Ray cluster. The GPUs and their links "
             "are drawn here. Without any of them the plan is checked against its own shape (below) and the GPU "
-            "model typed on the Start step.", lambda: not self.tiles)
+            "model typed on the Start step.", lambda: not self.rows)
         self.tiles: dict[tuple[str, int], TopoTile] = {}
         self.arcs: list[LinkArc] = []
         self.islands: list[Island] = []
@@ -211,8 +211,9 @@ class TopologyView(QWidget):
             tile.setPos(LABEL_W + slot[g.index] * (TILE_W + GAP), top)
             self.scene.addItem(tile)
             self.tiles[(node.name, g.index)] = tile
-        if not gpus and node.gpu_count:
-            note = QGraphicsSimpleTextItem(f"{node.gpu_count} GPU(s), not described by this source")
+        if not gpus:  # the row says so (the hint over an empty view would be drawn across its name)
+            note = QGraphicsSimpleTextItem(f"{node.gpu_count} GPU(s), not described by this source" if node.gpu_count
+                                           else "no GPU on this node")
             note.setBrush(QColor(self.colours.muted))
             note.setPos(LABEL_W, top + 20)
             self.scene.addItem(note)
