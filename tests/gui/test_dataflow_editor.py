@@ -70,6 +70,10 @@ def test_dragging_a_link_end_off_its_input_cuts_it_and_turns_kl_loss_off(make_ed
     assert f"{USE_KL_LOSS}=false" in overrides(editor)
     assert any("KL in loss is drawn but no stage that runs reads its output" in m for m in messages(editor))
     assert editor.findings.item(0).text().startswith("Warning: KL in loss")
+    # the side list wraps the key the finding names (one word to Qt: it was cut at the edge, scrolled sideways)
+    item = editor.findings.item(0)
+    assert "actor_rollout_ref.actor.use_kl_loss" in item.text().replace("\u200b", "")
+    assert editor.findings.visualItemRect(item).right() <= editor.findings.viewport().width()
     editor.doc.undo_stack.undo()
     assert KL_LINK in editor.graph.links and f"{USE_KL_LOSS}=true" in overrides(editor)
     assert messages(editor) == []

@@ -177,8 +177,13 @@ class NodeItem(QGraphicsObject):
         title.setBold(True)
         title.setPointSizeF(TITLE_PT)
         painter.setFont(title)
-        room = NODE_W - (32 if self.findings else 12)  # the badge sits at the title's end
-        painter.drawText(QRectF(9, 2, room, 18), Qt.AlignLeft | Qt.AlignVCenter, self.spec.title)
+        room = NODE_W - (26 if self.findings else 12)  # the badge sits at the title's end
+        wide = QFontMetricsF(title).horizontalAdvance(self.spec.title)
+        if wide > room:  # "Reference log-probs" beside its badge: a little smaller rather than cut
+            title.setPointSizeF(max(TITLE_PT * 0.75, TITLE_PT * room / wide))
+            painter.setFont(title)
+        text = QFontMetricsF(title).elidedText(self.spec.title, Qt.ElideRight, room)
+        painter.drawText(QRectF(9, 2, room, 18), Qt.AlignLeft | Qt.AlignVCenter, text)
         sub = QFont(painter.font())
         sub.setBold(False)
         sub.setPointSizeF(SUBTITLE_PT)

@@ -100,6 +100,8 @@ class DataflowEditor(QWidget):
         self.findings.setObjectName("dataflowFindings")
         self.findings.setAccessibleName("Dataflow findings")
         self.findings.setWordWrap(True)
+        self.findings.setHorizontalScrollBarPolicy(Qt.ScrollBarAlwaysOff)  # lines wrap (canvas.breakable)
+        self.findings.setSpacing(3)
         self._shown = False
         self._build_actions()
         self._build_layout()

@@ -135,6 +135,7 @@ class PlacementBoard(QWidget):
         self.findings = QListWidget()
         self.findings.setAccessibleName("Placement and memory findings")
         self.findings.setWordWrap(True)
+        self.findings.setHorizontalScrollBarPolicy(Qt.ScrollBarAlwaysOff)  # lines wrap (canvas.breakable)
         self.findings.setSpacing(3)
         self.responses = QuietSpinBox()
         self.responses.setObjectName("responseTokens")

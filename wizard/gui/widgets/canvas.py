@@ -3,6 +3,8 @@ the list of findings beside the canvas."""
 
 from __future__ import annotations
 
+import re
+
 from PySide6.QtCore import Qt
 from PySide6.QtGui import QAction, QColor, QKeySequence, QPainter
 from PySide6.QtWidgets import QGraphicsView, QListWidgetItem, QWidget
@@ -63,11 +65,18 @@ def add_action(owner: QWidget, text: str, tip: str, slot, shortcut: str | QKeySe
     return act
 
 
+def breakable(text: str) -> str:
+    """``text`` with a zero-width space after each dot, underscore, slash or '=' inside a word, where Qt may wrap a
+    line: a verl key (actor_rollout_ref.actor.use_kl_loss=False) is one word to it, and a side list as narrow as
+    the canvas leaves cut it at the edge and scrolled sideways."""
+    return re.sub(r"([._/=])(?=[A-Za-z$~])", "\\1\u200b", text)
+
+
 def finding_item(f: Finding, data) -> QListWidgetItem:
     """One finding in a canvas's side list: its words coloured by severity (for the theme in use), the fix as
     tooltip."""
     shown = window_finding(f)
-    item = QListWidgetItem(f"{SEVERITY_TEXT[f.severity]}: {shown.message}")
+    item = QListWidgetItem(breakable(f"{SEVERITY_TEXT[f.severity]}: {shown.message}"))
     item.setToolTip(f"Fix: {shown.fix}" if shown.fix else f.rule)
     if f.severity is not Severity.INFO:  # notes keep the palette's text colour
         item.setForeground(QColor(canvas_colours().severity[f.severity.value]))
