@@ -256,3 +256,15 @@ def test_the_status_line_wraps_a_long_hint_during_a_drag(window, qtbot):
     assert status.heightForWidth(status.width()) <= status.height()  # every line of it shown
     assert status.geometry().right() <= board.width()
     release(board, board.chip_view_pos("reward"))
+
+
+def test_gpus_the_pools_leave_out_say_unused_not_that_the_model_is_unknown(make_board):
+    from wizard.core.hardware.gpus import parse_gpu_spec
+
+    board = make_board("grpo-8gpu")
+    board.doc.set_gpus(parse_gpu_spec("8xH100-80GB"))
+    board.doc.set_plan(apply_overrides(board.doc.plan, ["trainer.n_gpus_per_node=4"]))
+    used, spare = board.scene.tiles[("node0", 0)], board.scene.tiles[("node0", 6)]
+    assert used.group is not None and used.summary().endswith("gen")
+    # "no estimate: the model's size is not known yet" / "memory unknown" for GPUs simply left out
+    assert spare.no_estimate == "not used by the plan's pools" and spare.summary() == "unused"

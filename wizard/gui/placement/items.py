@@ -41,6 +41,7 @@ VERDICT_WORDS = {OK: "fits", TIGHT: "tight", OOM: "OUT OF MEMORY", UNKNOWN: "mem
                  SHORT: "fits while samples are short (out of memory at the configured lengths)"}
 NO_GPU_MODEL = "no estimate: name the GPU model on the Start step"
 NO_ESTIMATE = "no estimate: the model's size is not known yet"
+NOT_USED = "not used by the plan's pools"
 REPLICA_WORDS = ("A replica is one copy of the model serving requests. TP (tensor parallel): the GPUs one copy is "
                  "split over, talking at every layer (keep them on NVLink); DP (data parallel): copies inside one "
                  "engine, each with its own requests; PP (pipeline parallel): stages of layers on further GPUs.")
@@ -124,7 +125,7 @@ class GpuTile(QGraphicsItem):
     def summary(self) -> str:
         g = self.group
         if g is None or g.capacity_bytes is None:
-            return "memory unknown"
+            return "unused" if self.no_estimate == NOT_USED else "memory unknown"
         return f"{g.peak.total / GIB:.1f} / {g.capacity_bytes / GIB:.1f} GiB · {_tag(g.peak.name)}"
 
     def describe(self) -> str:

@@ -27,6 +27,7 @@ from wizard.gui.placement.items import (
     TILE_W,
     NO_ESTIMATE,
     NO_GPU_MODEL,
+    NOT_USED,
     GpuTile,
     LinkBar,
     Region,
@@ -216,10 +217,12 @@ class PlacementScene(QGraphicsScene):
                     self.addItem(chip)
                     self.chips[chip.role] = chip
                     x += chip.width + 6
+        pooled = {i for _pool, run, _roles in segments for i in run}
         for i in line:
             tile = GpuTile(node.name, i, f"GPU {i}")
             gpu = node.gpus[0] if node.gpus else None
-            tile.no_estimate = NO_ESTIMATE if gpu is not None and gpu.memory_total_bytes else NO_GPU_MODEL
+            tile.no_estimate = (NOT_USED if i not in pooled else
+                                NO_ESTIMATE if gpu is not None and gpu.memory_total_bytes else NO_GPU_MODEL)
             tile.setPos(self._x(col[i]), top)
             tile.set_estimate(state.estimate_of(node.name, i), state.report, short=_short(state))
             self.addItem(tile)
