@@ -268,3 +268,18 @@ def test_gpus_the_pools_leave_out_say_unused_not_that_the_model_is_unknown(make_
     assert used.group is not None and used.summary().endswith("gen")
     # "no estimate: the model's size is not known yet" / "memory unknown" for GPUs simply left out
     assert spare.no_estimate == "not used by the plan's pools" and spare.summary() == "unused"
+
+
+def test_undo_and_redo_stay_on_the_toolbar_after_a_long_edit(make_board, qtbot):
+    from PySide6.QtWidgets import QToolBar
+
+    board = make_board("grpo-8gpu")
+    board.resize(1180, 800)  # the window's default width
+    long = "trainer.experiment_name=" + "a-very-long-experiment-name-" * 4
+    board.doc.set_plan(apply_overrides(board.doc.plan, [long]), text=f"Set {long}")
+    bar = board.findChild(QToolBar)
+    qtbot.wait(10)
+    assert board.undo_action.text() == "Undo" and board.undo_action.toolTip() == f"Undo Set {long}"
+    assert bar.widgetForAction(board.undo_action).isVisible()  # not behind the toolbar's » (it was)
+    board.doc.undo_stack.undo()
+    assert board.redo_action.isEnabled() and not board.undo_action.isEnabled()

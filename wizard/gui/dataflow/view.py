@@ -38,7 +38,7 @@ from wizard.core.dataflow import (
 )
 from wizard.core.dataflow import hidden_keys
 from wizard.core.findings import Finding, sort_findings
-from wizard.gui.widgets.canvas import FitView, add_action, canvas_split, finding_item
+from wizard.gui.widgets.canvas import FitView, add_action, canvas_split, finding_item, undo_redo
 from wizard.gui.widgets.status_line import StatusLine
 from wizard.gui.theme import ThemeFollower
 from wizard.gui.dataflow.dialogs import ConnectDialog, DisconnectDialog
@@ -136,8 +136,7 @@ class DataflowEditor(QWidget):
         self.zoom_in_action = self._action("Zoom &in", "Zoom in", lambda: self.view.zoom(1.25), QKeySequence.ZoomIn)
         self.zoom_out_action = self._action("Zoom &out", "Zoom out", lambda: self.view.zoom(0.8),
                                             QKeySequence.ZoomOut)
-        self.undo_action = self.doc.undo_stack.createUndoAction(self, "Undo")
-        self.redo_action = self.doc.undo_stack.createRedoAction(self, "Redo")
+        self.undo_action, self.redo_action = undo_redo(self.doc.undo_stack, self)
 
     def _build_layout(self) -> None:
         bar = QToolBar("Dataflow")

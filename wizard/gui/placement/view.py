@@ -30,7 +30,7 @@ from PySide6.QtWidgets import (
 from wizard.core.findings import Finding
 from wizard.core.memory import BoardState, headline
 from wizard.core.placement import BoardMove, propose, role_title
-from wizard.gui.widgets.canvas import FitView, add_action, canvas_split, finding_item
+from wizard.gui.widgets.canvas import FitView, add_action, canvas_split, finding_item, undo_redo
 from wizard.gui.widgets.status_line import StatusLine
 from wizard.gui.document import PlanDocument
 from wizard.gui.placement.commands import push_move
@@ -191,8 +191,9 @@ class PlacementBoard(QWidget):
         bar.addSeparator()
         bar.addAction(self.advice_action)
         bar.addSeparator()
-        bar.addAction(self.doc.undo_stack.createUndoAction(self, "Undo"))
-        bar.addAction(self.doc.undo_stack.createRedoAction(self, "Redo"))
+        self.undo_action, self.redo_action = undo_redo(self.doc.undo_stack, self)
+        bar.addAction(self.undo_action)
+        bar.addAction(self.redo_action)
         top = QWidget()
         top_layout = QVBoxLayout(top)
         top_layout.setContentsMargins(0, 0, 0, 0)

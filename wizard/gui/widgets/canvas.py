@@ -65,6 +65,25 @@ def add_action(owner: QWidget, text: str, tip: str, slot, shortcut: str | QKeySe
     return act
 
 
+def undo_redo(stack, parent) -> tuple[QAction, QAction]:
+    """Undo and Redo for a canvas's toolbar, named by one word with what they undo in the tooltip: QUndoStack's
+    own actions carry the command's words ("Undo Make it fit: FSDP2 with the CPU offload ..."), which pushed the
+    toolbar's last buttons behind its overflow arrow."""
+    out = []
+    for word, act, can, text in (("Undo", stack.undo, stack.canUndoChanged, stack.undoTextChanged),
+                                 ("Redo", stack.redo, stack.canRedoChanged, stack.redoTextChanged)):
+        action = QAction(word, parent)
+        action.triggered.connect(act)
+        can.connect(action.setEnabled)
+        text.connect(lambda t, a=action, w=word: a.setToolTip(f"{w} {t}" if t else w))
+        out.append(action)
+    out[0].setEnabled(stack.canUndo())
+    out[1].setEnabled(stack.canRedo())
+    out[0].setToolTip(f"Undo {stack.undoText()}" if stack.undoText() else "Undo")
+    out[1].setToolTip(f"Redo {stack.redoText()}" if stack.redoText() else "Redo")
+    return out[0], out[1]
+
+
 def breakable(text: str) -> str:
     """``text`` with a zero-width space after each dot, underscore, slash or '=' inside a word, where Qt may wrap a
     line: a verl key (actor_rollout_ref.actor.use_kl_loss=False) is one word to it, and a side list as narrow as
