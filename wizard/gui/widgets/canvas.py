@@ -65,23 +65,31 @@ def add_action(owner: QWidget, text: str, tip: str, slot, shortcut: str | QKeySe
     return act
 
 
+class _StackAction(QAction):
+    """Undo or Redo named by its word alone, what it undoes in the tooltip. Connected through its own methods, so
+    Qt drops the connections when the action goes (a lambda would outlive it)."""
+
+    def __init__(self, word: str, parent) -> None:
+        super().__init__(word, parent)
+        self.word = word
+
+    def said(self, text: str) -> None:
+        self.setToolTip(f"{self.word} {text}" if text else self.word)
+
+
 def undo_redo(stack, parent) -> tuple[QAction, QAction]:
-    """Undo and Redo for a canvas's toolbar, named by one word with what they undo in the tooltip: QUndoStack's
-    own actions carry the command's words ("Undo Make it fit: FSDP2 with the CPU offload ..."), which pushed the
-    toolbar's last buttons behind its overflow arrow."""
-    out = []
-    for word, act, can, text in (("Undo", stack.undo, stack.canUndoChanged, stack.undoTextChanged),
-                                 ("Redo", stack.redo, stack.canRedoChanged, stack.redoTextChanged)):
-        action = QAction(word, parent)
+    """Undo and Redo for a canvas's toolbar: QUndoStack's own actions carry the command's words ("Undo Make it
+    fit: FSDP2 with the CPU offload ..."), which pushed the toolbar's last buttons behind its overflow arrow."""
+    undo, redo = _StackAction("Undo", parent), _StackAction("Redo", parent)
+    for action, act, can, text, now, words in (
+            (undo, stack.undo, stack.canUndoChanged, stack.undoTextChanged, stack.canUndo(), stack.undoText()),
+            (redo, stack.redo, stack.canRedoChanged, stack.redoTextChanged, stack.canRedo(), stack.redoText())):
         action.triggered.connect(act)
         can.connect(action.setEnabled)
-        text.connect(lambda t, a=action, w=word: a.setToolTip(f"{w} {t}" if t else w))
-        out.append(action)
-    out[0].setEnabled(stack.canUndo())
-    out[1].setEnabled(stack.canRedo())
-    out[0].setToolTip(f"Undo {stack.undoText()}" if stack.undoText() else "Undo")
-    out[1].setToolTip(f"Redo {stack.redoText()}" if stack.redoText() else "Redo")
-    return out[0], out[1]
+        text.connect(action.said)
+        action.setEnabled(now)
+        action.said(words)
+    return undo, redo
 
 
 def breakable(text: str) -> str:
