@@ -342,3 +342,12 @@ def test_review_s_changes_show_their_values_after_the_plan_changes(window, qtbot
     longest = max(table.fontMetrics().horizontalAdvance(table.item(r, 0).text()) for r in range(table.rowCount())
                   if table.columnSpan(r, 0) == 1)
     assert table.columnWidth(0) < longest + 60
+
+
+def test_defaults_that_follow_other_keys_or_mean_auto_read_as_such(window):
+    editors = {k: e for page in window.pages for form in getattr(page, "forms", []) for k, e in form.editors.items()}
+    critic_mini = editors["critic.ppo_mini_batch_size"].widget
+    # the raw "${oc.select:actor_rollout_ref.actor.ppo_mini_batch_size,256}" was the placeholder
+    assert critic_mini.placeholderText() == "verl default: as actor_rollout_ref.actor.ppo_mini_batch_size"
+    critic = editors["critic.enable"].widget
+    assert critic.itemText(0) == "verl default (auto: on for gae)"  # "(null)" read as "off" on a PPO plan

@@ -16,6 +16,7 @@ from PySide6.QtWidgets import QComboBox, QFormLayout, QLabel, QLineEdit, QWidget
 
 from wizard.adapters.files.resources import load_key_docs, load_schema
 from wizard.core.findings import Finding, Severity, sort_findings
+from wizard.core.verl.interpolations import followed_key
 from wizard.core.verl.key_help import key_help
 from wizard.core.plan import Plan
 from wizard.gui.document import PlanDocument
@@ -47,9 +48,16 @@ def _kind(annotation) -> str:
     return "str"
 
 
-def _default_text(value) -> str:
+# keys whose null verl reads as a choice of its own (trainer/ppo/utils.py need_critic: a critic for gae)
+NULL_MEANS = {"critic.enable": "auto: on for gae"}
+
+
+def _default_text(value, key: str | None = None) -> str:
+    if isinstance(value, str) and "${" in value:  # verl's YAML makes the knob follow another one
+        followed = followed_key(value, key or "")
+        return f"as {followed}" if followed else "set from other keys"
     if value is None:
-        return "null"
+        return NULL_MEANS.get(key or "", "null")
     if isinstance(value, bool):
         return "true" if value else "false"
     if value == "???":
@@ -79,7 +87,7 @@ class FieldEditor:
         self.error.hide()
         if self.kind == "bool" or choices:
             self.widget = QComboBox()
-            self.widget.addItem(f"verl default ({_default_text(self.default)})", None)
+            self.widget.addItem(f"verl default ({_default_text(self.default, self.key)})", None)
             for choice in (["true", "false"] if self.kind == "bool" else choices):
                 self.widget.addItem(choice, choice)
             if self.kind != "bool":
@@ -88,7 +96,7 @@ class FieldEditor:
             self.widget.activated.connect(lambda _i: self._commit())
         else:
             self.widget = QLineEdit()
-            self.widget.setPlaceholderText(f"verl default: {_default_text(self.default)}")
+            self.widget.setPlaceholderText(f"verl default: {_default_text(self.default, self.key)}")
             self.widget.editingFinished.connect(self._commit)
             self.widget.setClearButtonEnabled(True)
         self.widget.setObjectName(self.key or path)
