@@ -108,8 +108,9 @@ def test_generated_scripts_run_a_real_verl_job_on_a_loopback_ray_cluster(tmp_pat
         f"data.val_files={write_gsm8k_like(data / 'test.parquet', 8)}",
         "trainer.total_training_steps=2",
     ])
-    target = target_for(plan, head_address="127.0.0.1", cpus_per_node=16, working_dir=str(work))
     material = tmp_path / "cluster $files"
+    # relative to the material's folder, as `cluster` and the GUI write it: submit.sh resolves it there
+    target = target_for(plan, head_address="127.0.0.1", cpus_per_node=16, working_dir=os.path.relpath(work, material))
     write_cluster_files(render_cluster(plan, target, ("ray",)), material)
     out = tmp_path / "out"
     out.mkdir()

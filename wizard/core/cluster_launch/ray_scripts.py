@@ -99,8 +99,12 @@ def render_submit(job: ClusterJob, target: ClusterTarget) -> str:
         "import yaml",
         "from ray.job_submission import JobSubmissionClient",
         "address, submission_id, env_file, *words = sys.argv[1:]",
+        "import os",
         "with open(env_file) as f:",
         "    runtime_env = yaml.safe_load(f)",
+        "folder = runtime_env.get('working_dir')",
+        "if folder and '://' not in folder and not os.path.isabs(folder):  # relative to runtime_env.yaml's folder",
+        "    runtime_env['working_dir'] = os.path.normpath(os.path.join(os.path.dirname(env_file), folder))",
         "JobSubmissionClient(address).submit_job(entrypoint=shlex.join(words), submission_id=submission_id,",
         "                                        runtime_env=runtime_env)",
         "PY",
@@ -113,8 +117,9 @@ def render_submit(job: ClusterJob, target: ClusterTarget) -> str:
 
 def render_runtime_env(job: ClusterJob, target: ClusterTarget) -> str:
     head = [f"# Ray runtime environment of the verl run {job.plan.name!r}, written by verl-wizard {__version__}.",
-            "# working_dir is uploaded with the job (Ray caps the upload near 500 MiB): model weights, checkpoints",
-            "# and logs are excluded (they belong on storage every node reads), and so is whatever may hold a",
-            "# credential (launch scripts, env and key files, backups). Python packages come from the",
-            "# nodes' own environment or image (verl 0.9.1 installed there), so there is no pip section."]
+            "# working_dir (relative to this file's folder: submit.sh resolves it) is uploaded with the job (Ray",
+            "# caps the upload near 500 MiB): model weights, checkpoints and logs are excluded (they belong on",
+            "# storage every node reads), and so is whatever may hold a credential (launch scripts, env and key",
+            "# files, backups). Python packages come from the nodes' own environment or image (verl 0.9.1",
+            "# installed there), so there is no pip section."]
     return "\n".join(head) + "\n" + to_yaml(runtime_env(job, target))

@@ -89,7 +89,7 @@ class ClusterBox(QGroupBox):
         try:
             target = target_for(self.doc.plan, nodes=self.nodes.value(), gpus_per_node=self.gpus.value(),
                                 head_address=self.head.text().strip() or None, image=self.image.text().strip() or None,
-                                working_dir=str(out.parent.resolve()))
+                                working_dir=os.path.relpath(out.parent.resolve(), out.resolve()))
             outcome = write_cluster(self.doc.plan, target, chosen, out)
         except (ValueError, WriteError) as exc:
             self.status.setText(f"<span style='color:#c62828'>{_html(str(exc))}</span>")
