@@ -136,3 +136,25 @@ def test_an_out_path_that_is_a_file_is_refused(capsys, tmp_path):
     (tmp_path / "c").write_text("mine")
     code, out, err = cli(["cluster", "grpo-2node", "--out", str(tmp_path / "c")], capsys)
     assert code == 2 and "it is a file, not a folder" in err and (tmp_path / "c").read_text() == "mine"
+
+
+def test_a_variable_the_overrides_read_is_checked_before_the_cluster_comes_up(capsys, tmp_path):
+    from tests.core.test_cluster_launch import run_stubbed
+
+    script = tmp_path / "run.sh"
+    script.write_text(
+        "python3 -m verl.trainer.main_ppo algorithm.adv_estimator=grpo actor_rollout_ref.model.path=$MODEL_PATH "
+        "actor_rollout_ref.rollout.name=vllm trainer.n_gpus_per_node=8 trainer.nnodes=2 data.train_batch_size=64 "
+        "actor_rollout_ref.actor.ppo_mini_batch_size=16 actor_rollout_ref.actor.ppo_micro_batch_size_per_gpu=2 "
+        "actor_rollout_ref.rollout.log_prob_micro_batch_size_per_gpu=2 "
+        "actor_rollout_ref.ref.log_prob_micro_batch_size_per_gpu=2\n")
+    out = tmp_path / "c"
+    code, _out, _err = cli(["cluster", str(script), "--out", str(out), "--force"], capsys)
+    assert code in (0, 1) and (out / "slurm.sbatch").exists()
+    for name in ("slurm.sbatch", "submit.sh"):
+        proc, calls = run_stubbed(tmp_path, str(out / name), env={"HEAD_ADDRESS": "10.0.0.7"})
+        # under set -u it failed at the driver's line, after Ray had come up on every node
+        assert proc.returncode == 1 and "set MODEL_PATH, which the overrides read" in proc.stderr, name
+        assert calls == [], name  # nothing started
+        proc, calls = run_stubbed(tmp_path, str(out / name), env={"HEAD_ADDRESS": "10.0.0.7", "MODEL_PATH": "/m"})
+        assert proc.returncode == 0, (name, proc.stderr)

@@ -219,13 +219,20 @@ def env_lines(job: ClusterJob, target: ClusterTarget) -> list[str]:
         lines += ["# Several nodes: NCCL and Gloo pick a network interface themselves; on machines with more than one,",
                   "# name the one the nodes reach each other on (the same on every node), e.g.:",
                   "#   export NCCL_SOCKET_IFNAME=eth0 GLOO_SOCKET_IFNAME=eth0"]
-    reads = [n for n in job.env if n not in job.secrets and n != "HOME"]
     if job.secrets:
         lines += ["# The run needs these credentials; export them on every node before this script (never written",
                   "# in a file): " + ", ".join(job.secrets)]
-    if reads:
-        lines.append("# The run's overrides read these variables where submit.sh runs: " + ", ".join(reads))
     return lines
+
+
+def env_checks(job: ClusterJob) -> list[str]:
+    """For the script that runs the driver (submit.sh, slurm.sbatch): the variables the overrides read, each checked
+    at the top (under ``set -u`` an unset one failed only at the driver's line, after the cluster had come up)."""
+    reads = [n for n in job.env if n not in job.secrets and n != "HOME"]
+    if not reads:
+        return []
+    return ["# The run's overrides read these variables from this script's environment:",
+            *(f': "${{{n}:?set {n}, which the overrides read}}"' for n in reads)]  # no quote inside: bash
 
 
 def entry_words(job: ClusterJob) -> list[str]:

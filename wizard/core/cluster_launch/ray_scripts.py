@@ -7,7 +7,7 @@ from __future__ import annotations
 import re
 
 from wizard import __version__
-from wizard.core.cluster_launch.job import (ClusterJob, ClusterTarget, entry_words, env_default, env_lines,
+from wizard.core.cluster_launch.job import (ClusterJob, ClusterTarget, entry_words, env_checks, env_default, env_lines,
                                             runtime_env, script_header, to_yaml)
 from wizard.core.plan.model import Plan
 
@@ -84,6 +84,7 @@ def render_submit(job: ClusterJob, target: ClusterTarget) -> str:
         env_default("DASHBOARD_PORT", target.dashboard_port),
         f'[ -n "${{SUBMISSION_ID:-}}" ] || SUBMISSION_ID="{submission_prefix(job.plan)}-$(date +%Y%m%d-%H%M%S)"',
         'JOB_ADDRESS="http://${HEAD_ADDRESS}:${DASHBOARD_PORT}"',
+        *env_checks(job),
         "",
     ]
     lines += [

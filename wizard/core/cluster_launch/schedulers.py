@@ -29,7 +29,7 @@ import yaml
 
 from wizard import __version__
 from wizard.core.cluster_launch.job import (IMAGES, MIN_NODE_CPUS, ClusterJob, ClusterTarget, entry_words,
-                                            env_default, env_lines, runtime_env, shape_text, to_yaml)
+                                            env_checks, env_default, env_lines, runtime_env, shape_text, to_yaml)
 from wizard.core.plan.emit import ENTRY, env_to_oc
 
 SECRET_NAME = "verl-secrets"
@@ -81,6 +81,7 @@ def render_slurm(job: ClusterJob, target: ClusterTarget) -> str:
         "# Slurm >= 22.05: srun does not inherit --cpus-per-task; without this each Ray node runs on one core",
         'export SRUN_CPUS_PER_TASK="$SLURM_CPUS_PER_TASK"',
         *env_lines(job, target),
+        *env_checks(job),
         "",
         'mapfile -t nodes_array < <(scontrol show hostnames "$SLURM_JOB_NODELIST")',
         'head_node="${nodes_array[0]}"',
