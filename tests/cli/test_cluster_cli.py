@@ -158,3 +158,13 @@ def test_a_variable_the_overrides_read_is_checked_before_the_cluster_comes_up(ca
         assert calls == [], name  # nothing started
         proc, calls = run_stubbed(tmp_path, str(out / name), env={"HEAD_ADDRESS": "10.0.0.7", "MODEL_PATH": "/m"})
         assert proc.returncode == 0, (name, proc.stderr)
+
+
+def test_a_preset_named_like_the_output_folder_and_printed_paths_to_paste(capsys, tmp_path, monkeypatch):
+    monkeypatch.chdir(tmp_path)
+    for _ in range(2):  # the second time a folder grpo-8gpu is there: it was read as the plan ("is a directory")
+        code, out, _err = cli(["cluster", "grpo-8gpu", "--out", "grpo-8gpu"], capsys)
+        assert code == 0, out
+    odd = tmp_path / "we ird $x"
+    code, out, _err = cli(["cluster", "grpo-2node", "--out", str(odd)], capsys)
+    assert code == 0 and f"sbatch '{odd / 'slurm.sbatch'}'" in out  # quoted: pasted, it names the file

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import json
 import os
+import shlex
 from pathlib import Path
 
 from wizard.cli._common import (EXIT_ERRORS, EXIT_OK, UsageError, cluster_spec, load_plan_arg, print_findings,
@@ -111,14 +112,18 @@ def run_cluster(args) -> int:
 
 def _print_next(out: Path, material) -> None:
     files, t = material.files, material.target
+
+    def at(name: str) -> str:  # quoted for a shell: a folder with a space or a $ is copied and pasted whole
+        return shlex.quote(str(out / name))
+
     print("Next:")
     if "submit.sh" in files:
         where = "" if t.head_address else " (give HEAD_ADDRESS=... to the worker and submit scripts)"
-        print(f"  Ray:     on the head node: bash {out / 'ray-head.sh'}{where}")
+        print(f"  Ray:     on the head node: bash {at('ray-head.sh')}{where}")
         if "ray-worker.sh" in files:
-            print(f"           on each of the {t.nodes - 1} other node(s): bash {out / 'ray-worker.sh'}")
-        print(f"           then: bash {out / 'submit.sh'}   (it prints how to follow the logs and stop the job)")
+            print(f"           on each of the {t.nodes - 1} other node(s): bash {at('ray-worker.sh')}")
+        print(f"           then: bash {at('submit.sh')}   (it prints how to follow the logs and stop the job)")
     if "slurm.sbatch" in files:
-        print(f"  SLURM:   sbatch {out / 'slurm.sbatch'}")
+        print(f"  SLURM:   sbatch {at('slurm.sbatch')}")
     if "kuberay-rayjob.yaml" in files:
-        print(f"  KubeRay: kubectl apply -f {out / 'kuberay-rayjob.yaml'}")
+        print(f"  KubeRay: kubectl apply -f {at('kuberay-rayjob.yaml')}")

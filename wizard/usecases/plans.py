@@ -38,11 +38,13 @@ def open_plan(source: str | None = None, preset: str | None = None, gpus: GpuSpe
               sets: list[str] | None = None) -> tuple[Plan, list[Finding]]:
     """(the plan, findings of reading it) from a file or a preset; ``source`` may name a preset too. ValueError
     with a one-line reason otherwise (OverrideSyntaxError for a bad ``sets`` word)."""
-    from wizard.adapters.files.disk import exists
+    from wizard.adapters.files.disk import exists, is_dir
     from wizard.adapters.files.resources import preset_names
     from wizard.adapters.files.sources import load_source
 
-    if source and not preset and not exists(source):
+    # a bare preset name where a file was expected, also where a folder has that name (`cluster grpo-8gpu --out
+    # grpo-8gpu` run twice)
+    if source and not preset and (not exists(source) or (is_dir(Path(source)) and source in preset_names())):
         if source in preset_names():
             source, preset = None, source  # a bare preset name where a file was expected
         elif "/" not in source and not Path(source).suffix:
