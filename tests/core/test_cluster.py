@@ -85,6 +85,9 @@ nodes:
     ({"nodes": [{"gpus": 8, "memory_gib": True}]}, "nodes[0].memory_gib: Input should be a valid number"),
     ({"nodes": [{"gpus": 8, "gpu_model": "H100"}]}, "nodes[0].gpu_model: unknown key (known: count, gpus, gpu"),
     ({"nodes": [{"gpus": 8, "gpu": "H1OO-80GB"}]}, "nodes[0].gpu: unknown GPU model 'H1OO-80GB'; did you mean H100-80GB"),
+    # not "did you mean RTX-3090-24GB?"
+    ({"nodes": [{"gpus": 8, "gpu": "MI300X"}]}, "nodes[0].gpu: 'MI300X' is not an NVIDIA GPU; the wizard's memory"),
+    ({"nodes": [{"gpus": 8, "gpu": "Gaudi2"}]}, "nodes[0].gpu: 'Gaudi2' is not an NVIDIA GPU"),
     ({"nodes": [{"gpus": 8, "gpu": "L4", "interconnect": "nvlink"}]}, "nodes[0].interconnect: L4-24GB has no NVLink"),
     ({"nodes": [{"gpus": 8, "interconnect": "infiniband"}]}, "nodes[0].interconnect: String should match"),
     ([1, 2], "a cluster spec is a mapping"),

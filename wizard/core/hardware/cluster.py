@@ -248,6 +248,10 @@ class GpuCatalogue(_Model):
     def resolve(self, name: str, where: str = "GPU model") -> GpuModel:
         """The entry ``name`` means, or ClusterSpecError (one line) with the ids it may have meant."""
         entry = self.find(name)
+        if entry is None and re.match(r"(amd|instinct|mi\d|radeon|intel|gaudi|hl-?\d|ascend|\d{3}[a-z]?$|tpu)",
+                                      _squash(name)):
+            raise ClusterSpecError(f"{where}: {name!r} is not an NVIDIA GPU; the wizard's memory and step-time models "
+                                   "know NVIDIA GPUs only (`verl-wizard detect --catalogue` lists them)")
         if entry is None:
             hint = self.suggest(name)
             hint_text = f"; did you mean {', '.join(hint)}?" if hint else "; `verl-wizard detect --catalogue` lists them"

@@ -73,8 +73,9 @@ def _why_not(role: str, to: str) -> str:
         return ("the actor defines global_pool (trainer.n_gpus_per_node x trainer.nnodes); resize that pool or move "
                 "the other roles instead")
     if role in ("ref", "critic"):
-        return (f"verl 0.9.1 maps the {role} to global_pool in code (trainer_base._init_resource_pool_mgr); another "
-                "pool needs a PPOTrainer subclass registered as a trainer mode (verl-0.9.1.md §4.4)")
+        return (f"verl 0.9.1 puts the {role} on the training GPUs (global_pool) in its code, not in a key "
+                "(trainer/ppo/v1/trainer_base.py, _init_resource_pool_mgr); another pool needs your own trainer class "
+                "(a PPOTrainer subclass registered as a trainer mode)")
     return f"verl 0.9.1 has no way to run the {role} on {to}"
 
 
