@@ -39,6 +39,8 @@ def test_a_python_that_is_not_there_is_a_message(window, qtbot, tmp_path):
     qtbot.waitUntil(lambda: not page.runner.running, timeout=30000)
     assert "#c62828" in page.result.text()  # shown in red, in words
     assert "Traceback" not in page.result.text()
+    # the window's words: the Python field, not the command line's --python option
+    assert f"The Python {tmp_path / 'no' / 'python'}: no such file" in page.result.text()
 
 
 def test_cancel_gives_control_back_at_once(window, qtbot):

@@ -9,6 +9,7 @@ from PySide6.QtWidgets import QFileDialog, QHBoxLayout, QLabel, QLineEdit, QPush
 
 from wizard.adapters.verl_env.python_envs import default_python, how_to_create
 from wizard.gui.document import PlanDocument
+from wizard.gui.wording import window_text
 from wizard.gui.steps import texts
 from wizard.gui.steps._machine import escaped, findings_html, read_only_table
 from wizard.gui.widgets.empty_hint import EmptyHint
@@ -78,7 +79,7 @@ class EnvironmentPage(Page):
         self.runner.start(f"Probing {python}", run_doctor, python, timeout=60)
 
     def _failed(self, message: str) -> None:
-        self.result.setText(f"<span style='color:#c62828'>{escaped(message)}</span>")
+        self.result.setText(f"<span style='color:#c62828'>{escaped(window_text(message))}</span>")
         self.doc.set_context_findings("environment", [])
 
     def show_report(self, report) -> None:
