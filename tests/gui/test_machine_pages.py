@@ -142,6 +142,11 @@ def test_data_preview_reads_rows_off_the_gui_thread(window, qtbot, tmp_path):
     assert "40 rows" in page.status.text() and page.table.rowCount() == 20
     headers = [page.table.horizontalHeaderItem(c).text() for c in range(page.table.columnCount())]
     assert "reward_model" in headers
+    # the prompt column takes the room the others leave: it was cut to ~100 px beside empty space
+    window.go_to(page)
+    qtbot.waitUntil(lambda: page.table.isVisible())
+    widths = {h: page.table.columnWidth(c) for c, h in enumerate(headers)}
+    assert widths["prompt"] > 1.5 * max(w for h, w in widths.items() if h != "prompt")
     qtbot.mouseClick(page.check_button, Qt.LeftButton)
     qtbot.waitUntil(lambda: not page.runner.running, timeout=30000)
     assert "40 rows" in page.status.text()

@@ -34,6 +34,8 @@ _WINDOW_WORDS: tuple[tuple[str, str], ...] = (
     (r"check with verl-wizard detect;", "check with Detect this machine on the Hardware step;"),
     # the environment probe (wizard.adapters.verl_env.doctor): the window's Python field, not an option
     (r"^--python (.+?): (no such file|not executable|is a folder|cannot run it)", r"The Python \1: \2"),
+    # the data step (wizard.adapters.files.dataset)
+    (r"verl-wizard data convert turns", "Convert a file… on the Data step turns"),
     # the run's triage (wizard.core.run)
     (r"\(verl-wizard doctor --python PATH checks it\)", "(the Environment step checks it)"),
     (r"`verl-wizard doctor --python PATH` in the run's environment prints it \(or `verl-wizard report --python "

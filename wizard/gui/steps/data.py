@@ -10,7 +10,7 @@ from typing import NamedTuple
 from html import escape
 
 from PySide6.QtCore import Qt, QTimer
-from PySide6.QtWidgets import QHBoxLayout, QPushButton, QTableWidget, QTableWidgetItem
+from PySide6.QtWidgets import QHBoxLayout, QHeaderView, QPushButton, QTableWidget, QTableWidgetItem
 
 from wizard.core.findings import Severity
 from wizard.gui.document import PlanDocument
@@ -140,6 +140,9 @@ class DataPage(FormPage):
             self.status.setText(self._report_html + "<br>" + fit_words(None, message.splitlines()[0]))
             return
         self.status.setText(f"<span style='color:#c62828'>{escape(message, quote=False)}</span>")
+        self.table.hide()  # not the last file's rows under this one's failure
+        self._follow_status = True  # in sight: it was below the fold
+        QTimer.singleShot(0, self._show_status)
 
     def preview(self) -> None:
         self._follow_status = self._judging = False
@@ -178,7 +181,17 @@ class DataPage(FormPage):
                     item = QTableWidgetItem(text if len(text) < 300 else text[:300] + "…")
                     item.setToolTip(text[:2000])
                     self.table.setItem(r, c, item)
+            # the prompt column takes the room the others leave (it was cut to ~100 px beside empty space)
+            header = self.table.horizontalHeader()
+            self.table.resizeColumnsToContents()
+            for c in range(self.table.columnCount()):
+                self.table.setColumnWidth(c, min(self.table.columnWidth(c), 200))
+            prompt = self.doc.plan.data.prompt_key or "prompt"
+            if prompt in result.columns:
+                header.setSectionResizeMode(result.columns.index(prompt), QHeaderView.Stretch)
             self.table.show()
+            self._follow_status = True  # the preview in sight, as a check's verdict is
+            QTimer.singleShot(0, self._show_status)
         elif isinstance(result, DataReport):
             worst = [window_finding(f) for f in result.findings if f.severity is not Severity.INFO]
             lines = [f"{result.path}: {result.rows} rows, checked in {result.seconds:.1f} s"]
@@ -202,6 +215,8 @@ class DataPage(FormPage):
         if not self._follow_status:
             return
         geo = self.status.geometry()  # (ensureWidgetVisible stops at a selectable label's first line)
+        if self.table.isVisible():  # a preview: its first rows too
+            geo = geo.united(self.table.geometry().adjusted(0, 0, 0, -max(0, self.table.height() - 120)))
         self.scroll.ensureVisible(geo.left(), geo.bottom(), 0, 6)
 
     def _judge_on_data(self) -> None:

@@ -12,7 +12,7 @@ import typing
 from collections.abc import Sequence
 
 from PySide6.QtCore import Qt
-from PySide6.QtWidgets import QComboBox, QFormLayout, QLabel, QLineEdit, QWidget
+from PySide6.QtWidgets import QComboBox, QFormLayout, QLabel, QLineEdit, QSizePolicy, QWidget
 
 from wizard.adapters.files.resources import load_key_docs, load_schema
 from wizard.core.findings import Finding, Severity, sort_findings
@@ -81,6 +81,9 @@ class FieldEditor:
         self.pending: tuple[str, object] | None = None
         self.error = QLabel()
         self.error.setWordWrap(True)
+        # as wide as the field: the form grows only Expanding fields, and a Preferred label wrapped at ~230 px
+        self.error.setSizePolicy(QSizePolicy.Expanding, QSizePolicy.Preferred)
+        self.error.setAlignment(Qt.AlignLeft | Qt.AlignTop)  # under its field, whatever height the row was given
         self.marked: list[Finding] = []  # the findings about this key the field shows
         self.error.setStyleSheet("color: #c62828")
         self.error.setObjectName(f"error:{self.key or path}")
