@@ -223,6 +223,14 @@ def test_where_the_nodes_ram_is_unknown_the_table_says_what_an_offload_needs_of_
     rows = [(dialog.table.item(r, 0).text(), dialog.table.item(r, 4).text()) for r in range(dialog.table.rowCount())]
     offload = [v for what, v in rows if "CPU offload policy" in what]
     assert offload and all("host RAM about" in v and "GiB a node (unknown here)" in v for v in offload)
+    # those cells say it in the warning colour and their tooltips how to have it checked; the row selected for
+    # Apply is one that asks nothing of the unknown host where there is one (a 4 x 24 GB plan's first wanted 259 GiB)
+    for r in range(dialog.table.rowCount()):
+        if "unknown here" in dialog.table.item(r, 4).text():
+            assert "nothing checked that a node holds" in dialog.table.item(r, 4).toolTip()
+    chosen = dialog._selected()
+    calm = [a for a in dialog.alternatives if a.fits and not a.host_note]
+    assert chosen is not None and (chosen is calm[0] if calm else chosen.fits)
 
 
 def test_faster_on_a_plan_with_nothing_faster_says_what_was_looked_for(qtbot):

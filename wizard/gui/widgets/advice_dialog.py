@@ -9,6 +9,7 @@ verdict. Where nothing on these GPUs fits, the dialog says so in the advisor's w
 from __future__ import annotations
 
 from PySide6.QtCore import Qt
+from PySide6.QtGui import QColor
 from PySide6.QtWidgets import (
     QAbstractItemView, QDialog, QDialogButtonBox, QHeaderView, QLabel, QTableWidget, QTableWidgetItem, QVBoxLayout,
     QWidget,
@@ -19,9 +20,13 @@ from wizard.core.memory import GIB
 from wizard.core.plan import apply_overrides
 from wizard.core.steptime.terms import seconds_text
 from wizard.gui.document import PlanDocument
+from wizard.gui.theme import canvas_colours
 from wizard.gui.workers import Worker
 
 COLUMNS = ("What changes", "Kind", "Peak per GPU", "Step time", "Verdict")
+HOST_UNJUDGED = ("Fits the GPUs. The nodes' RAM is not known here, so nothing checked that a node holds what this "
+                 "needs of it (CPU offload and LoRA's base spend host RAM); a cluster spec with memory_gib, or "
+                 "Detect this machine, on the Hardware step has it checked.")
 
 
 def _search(memory):
@@ -123,18 +128,25 @@ class AdviceDialog(QDialog):
         for row, alt in enumerate(self.alternatives):
             cap = f" of {alt.capacity_bytes / GIB:.1f}" if alt.capacity_bytes else ""
             cells = (alt.text, alt.kind, f"{alt.peak_bytes / GIB:.1f}{cap} GiB",
-                     "?" if alt.step_seconds is None else f"{seconds_text(alt.step_seconds)} s",
+                     "?" if alt.step_seconds is None else f"{seconds_text(alt.step_seconds)} s"
+                     + (f" ({alt.step_seconds / 3600:.1f} h)" if alt.step_seconds >= 3600 else ""),
                      alt.verdict + (f"; {alt.host_note}" if alt.host_note else ""))
             for col, value in enumerate(cells):
                 item = QTableWidgetItem(value)
                 item.setToolTip("\n".join(alt.overrides))
+                if col == len(cells) - 1 and alt.host_note:  # fits the GPUs; the node's RAM was never judged
+                    item.setForeground(QColor(canvas_colours().severity["warning"]))
+                    item.setToolTip(f"{HOST_UNJUDGED}\n\n" + "\n".join(alt.overrides))
                 self.table.setItem(row, col, item)
         # the columns fit their new contents first: rows sized while the wrapped column was wider than it ends up
         # were cut ("... rollout TP ..."); the scroll bar stays, so its coming does not narrow that column again
         self.table.setVerticalScrollBarPolicy(Qt.ScrollBarAlwaysOn)
         self.table.horizontalHeader().resizeSections()
         self.table.resizeRowsToContents()
-        first = next((i for i, a in enumerate(self.alternatives) if a.fits), None)
+        # selected: the first that fits and asks nothing of a host whose RAM nobody knows (a 4 x 24 GB node's first
+        # alternative wanted 259 GiB of it), else the first that fits
+        fits = [i for i, a in enumerate(self.alternatives) if a.fits]
+        first = next((i for i in fits if not self.alternatives[i].host_note), fits[0] if fits else None)
         if first is not None:
             self.table.selectRow(first)
 
