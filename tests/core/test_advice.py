@@ -430,3 +430,10 @@ def test_no_alternative_asks_for_gpus_the_rollout_pools_already_take():
         again = check_overrides(load_schema(), [*ONE_GPU, *SEPARATE, *a.overrides], moves=load_moves(),
                                 models=mp.models, cluster=mp.cluster).memory
         assert again.short_of_gpus is None, (a.text, again.short_of_gpus)
+
+
+def test_a_plan_short_of_gpus_says_how_many_the_cluster_has():
+    # 16 a node on 8-GPU nodes: the pool's GPUs are all missing, but the cluster has 8, not "0"
+    assert "asks for 16 GPUs and the cluster has 8:" in plan(["trainer.n_gpus_per_node=16"], "8xH100-80GB").short_of_gpus
+    shape = plan(["trainer.n_gpus_per_node=16", "trainer.nnodes=1"], "2x8xH100-80GB").short_of_gpus
+    assert "asks for 16 GPUs and the cluster has 16 (16 of them do not fit the nodes' shape" in shape

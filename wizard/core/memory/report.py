@@ -49,8 +49,11 @@ class MemoryPlan:
         missing = sum(p.missing for p in self.placement.pools)
         if self.cluster is None or not missing:
             return None
-        need = self.placement.gpus_needed
-        return (f"the config asks for {need} GPUs and the cluster has {need - missing}: size the config to the "
+        need, have = self.placement.gpus_needed, self.cluster.gpu_total
+        # a pool's GPUs of one node must be on one node: 16 a node on 8-GPU nodes are all missing, of 8 there
+        shape = (f" ({missing} of them do not fit the nodes' shape: a pool's GPUs of one node must be on one node)"
+                 if have >= need else "")
+        return (f"the config asks for {need} GPUs and the cluster has {have}{shape}: size the config to the "
                 "cluster (trainer.nnodes x trainer.n_gpus_per_node), or name the cluster it will run on")
 
     @property
