@@ -483,15 +483,15 @@ def test_a_lora_plan_over_the_host_ram_a_spec_states_is_fixed_by_vllm_loading_th
 
 
 def test_where_the_nodes_ram_is_unknown_an_alternative_says_what_the_host_must_hold():
-    """14B LoRA on one H200 given as --gpus (no RAM known): the fastest alternative moves the optimizer and the base
-    to the CPU, about 220 GiB of pinned host memory, which Ray would kill on the lent machine's 125 GiB."""
+    """14B LoRA on one H200 given as --gpus (no RAM known): the fastest alternative keeps the base's copies on the
+    host (over 100 GiB of it, near what Ray would kill on the lent machine's 125 GiB), and says so."""
     args = ("--preset", "grpo-1gpu-smoke", "--gpus", "1xH200-141GB", "--no-data", "--set",
             "actor_rollout_ref.model.path=Qwen/Qwen2.5-14B-Instruct", "--set", "actor_rollout_ref.model.lora_rank=32")
     first = next(x for x in run(*args).stdout.splitlines() if x.startswith("  1) "))
     m = re.search(r"host RAM about (\d+) GiB a node \(unknown here\)$", first)
-    assert "CPU offload policy" in first and m and int(m.group(1)) > 150
+    assert m and int(m.group(1)) > 100
     advice = json.loads(run(*args, "--format", "json").stdout)["advice"]
-    assert advice[0]["host_gib"] > 150 and all("host_gib" in a for a in advice)
+    assert advice[0]["host_gib"] > 100 and all("host_gib" in a for a in advice)
 
 
 def test_where_the_host_not_the_gpus_is_short_the_statement_says_so_and_lora_is_listed(tmp_path):

@@ -115,3 +115,21 @@ def test_standalone_rollout_replicas_generate_on_their_own_gpus_and_the_sum_is_s
     assert decode(four).seconds > 1.1 * decode(eight).seconds  # (the phase itself ends at verl's 2-s poll)
     assert [p.seconds for p in eight.phases if p.name != "gen"] == [p.seconds for p in four.phases if p.name != "gen"]
     assert any("separate_async" in a and "upper bound" in a for a in eight.assumptions)
+
+
+def test_the_offload_policy_pays_its_host_copies_every_micro_batch_not_once_a_step():
+    # FSDP2's CPU offload policy gathers from the host's fp32 shards at each forward and backward, and sends each
+    # micro-batch's grads back: charged once an optimizer step, it ranked first where it is slowest (70B LoRA,
+    # 640 micro-batches)
+    from tests.core.test_advice import A, AF
+
+    def update(micro):
+        st = step_time(plan([f"{A}.strategy=fsdp2", "actor_rollout_ref.ref.strategy=fsdp2", f"{AF}.offload_policy=True",
+                             f"{A}.ppo_micro_batch_size_per_gpu={micro}", "data.train_batch_size=16"], "1xH100-80GB", Q15))
+        phase = next(p for p in st.phases if p.name == "update_actor")
+        return next(t for t in phase.terms if t.label.startswith("offload policy"))
+
+    two, eight = update(2), update(8)  # 32 and 8 micro-batches of 64 sequences
+    assert abs(two.seconds / eight.seconds - 4) < 0.01
+    # per micro-batch: the fp32 shard twice to the GPU, the grads once back (1.54B x 4 bytes x 3)
+    assert abs(eight.seconds - 8 * 3 * 4 * Q15.param_count / 25e9) / eight.seconds < 0.01

@@ -241,9 +241,12 @@ def _without_inert(state: State, start: State) -> State:
     for move in reversed(state.moves):
         if move.kind != TUNING or move not in best.moves:
             continue
-        keep = tuple(m for m in best.moves if m is not move)
-        if {k for k, _ in move.changes} & {k for m in keep for k, _ in m.changes}:
-            continue  # a step of a knob another move turns further (4,096 -> 8,192 -> 16,384: shown as one)
+        # the move with every other step of its knob (8 -> 16 -> 32 is shown as one change: taken back as one)
+        knob = {k for k, _ in move.changes}
+        group = [m for m in best.moves if {k for k, _ in m.changes} == knob]
+        keep = tuple(m for m in best.moves if m not in group)
+        if knob & {k for m in keep for k, _ in m.changes} or any(m.kind != TUNING for m in group):
+            continue  # a knob a move of another shape turns too
         trial = _state(with_moves(start.values, keep), best.models, best.cluster, keep)
         if (trial.peak, trial.seconds, trial.fits) == (best.peak, best.seconds, best.fits) and not _broken(trial):
             best = trial

@@ -120,7 +120,9 @@ def predict_step(values: Mapping, models: Mapping[str, ModelFacts], cluster: Clu
                                         offload=cfg.actor_param_offload, param_bytes=2 * P / cfg.shards, rows=rows,
                                         extra=(*_masked_attention(values, cfg, actor, per_gpu, lp_micro, actor_sp,
                                                                       1, gpu, c), *_micro_term(lp_micro, c),
-                                               *_fused_head(cfg, actor, per_gpu, c))),
+                                               *_fused_head(cfg, actor, per_gpu, c),
+                                               *_policy_copies(cfg.actor_offload_policy, lp_micro, P, P, cfg.shards,
+                                                               c, update=False))),
                                comm.forward_bytes(P, cfg.shards, lp_micro, cfg.actor_keeps_gathered),
                                links[cfg.shards]))
     if _uses_ref(values):  # a separate reference, or the actor with its LoRA adapters off
@@ -155,7 +157,9 @@ def predict_step(values: Mapping, models: Mapping[str, ModelFacts], cluster: Clu
                     cfg.critic_param_offload, cfg.critic_optimizer_offload, cfg.critic_offload_policy, gpu, c,
                     active=flops_params(critic),
                     extra=(*_masked_attention(values, cfg, critic, epochs * per_gpu, micro * steps, critic_sp,
-                                                  4 if cfg.critic_gc else 3, gpu, c), *_micro_term(micro * steps, c))),
+                                                  4 if cfg.critic_gc else 3, gpu, c), *_micro_term(micro * steps, c),
+                           *_policy_copies(cfg.critic_offload_policy, epochs * micro * steps, cp, cp, cn, c,
+                                           update=True))),
             comm.update_bytes(cp, cp, cn, micro, steps, cfg.critic_keeps_gathered, cfg.critic_reduce_bytes,
                               1 if no_sync else micro, gather_once=no_sync and cfg.critic_fsdp1 and
                               cfg.critic_keeps_gathered), links[cn],
@@ -169,7 +173,9 @@ def predict_step(values: Mapping, models: Mapping[str, ModelFacts], cluster: Clu
                 cfg.actor_param_offload, cfg.actor_optimizer_offload, cfg.actor_offload_policy, gpu, c,
                 lora=bool(cfg.lora_rank), active=F, rows=rows,
                 extra=(*_masked_attention(values, cfg, actor, epochs * per_gpu, micro * steps, actor_sp,
-                                              4 if cfg.actor_gc else 3, gpu, c), *_micro_term(micro * steps, c))),
+                                              4 if cfg.actor_gc else 3, gpu, c), *_micro_term(micro * steps, c),
+                       *_policy_copies(cfg.actor_offload_policy, epochs * micro * steps, P, trainable, cfg.shards, c,
+                                       update=True))),
         comm.update_bytes(P, trainable, cfg.shards, micro, steps, cfg.actor_keeps_gathered, cfg.actor_reduce_bytes,
                           1 if cfg.actor_unsharded_grad_bytes else micro,
                           gather_once=bool(cfg.actor_unsharded_grad_bytes) and cfg.strategy == "fsdp"
@@ -416,6 +422,20 @@ def _packed(tokens: float, micro_batches: float, sp: int) -> float:
     """Tokens in one packed micro-batch of a pass: a GPU's ``tokens`` over its micro-batches, times the Ulysses
     group that shares each micro-batch."""
     return tokens * sp / max(1.0, micro_batches)
+
+
+def _policy_copies(on: bool, micro_batches: float, params: int, trainable: int, shards: int, c: Calibration,
+                   update: bool) -> tuple[TimeTerm, ...]:
+    """FSDP2's CPU offload policy keeps the fp32 shards on the host: each gather copies a shard to the GPU (the
+    forward's, and with reshard_after_forward the backward's again: torch fully_shard _fsdp_param.py), and each
+    micro-batch's reduced gradients come back to the host (_fsdp_collectives.py), every micro-batch, not once a step.
+    At the host link's rate: a lower bound (the copies of many small tensors, and the CPU's adds, are slower)."""
+    if not on or micro_batches <= 0:
+        return ()
+    per = 4 * params / shards * (2 if update else 1) + (4 * trainable / shards if update else 0)
+    return (host_term("offload policy: shards to the GPU" + (" and grads back" if update else ""),
+                      micro_batches * per, c,
+                      f"{micro_batches:,.0f} micro-batches x {per / 1e9:.2f} GB (not measured alone)"),)
 
 
 def _micro_term(micro_batches: float, c: Calibration) -> tuple[TimeTerm, ...]:
