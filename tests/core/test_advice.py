@@ -437,3 +437,19 @@ def test_a_plan_short_of_gpus_says_how_many_the_cluster_has():
     assert "asks for 16 GPUs and the cluster has 8:" in plan(["trainer.n_gpus_per_node=16"], "8xH100-80GB").short_of_gpus
     shape = plan(["trainer.n_gpus_per_node=16", "trainer.nnodes=1"], "2x8xH100-80GB").short_of_gpus
     assert "asks for 16 GPUs and the cluster has 16 (16 of them do not fit the nodes' shape" in shape
+
+
+def test_lora_on_fsdp1_is_offered_its_sync_a_layer_at_a_time():
+    from wizard.core.advice.moves import moves_for
+
+    def moves(extra):
+        mp = plan(["trainer.n_gpus_per_node=8", "data.train_batch_size=64", f"{A}.ppo_mini_batch_size=16",
+                   "actor_rollout_ref.model.lora_rank=32", "actor_rollout_ref.model.lora_alpha=32", *extra],
+                  "8xH100-80GB")
+        return [m for m in moves_for(mp.values, mp.models, mp.cluster, mp.cluster, (), ()) if "layered_summon" in m.name]
+
+    # summon_full_params holds the whole model unsharded on every GPU at each sync; the plan's own label named the
+    # key, and no alternative turned it
+    (move,) = moves([f"{A}.strategy=fsdp", f"{R}.load_format=dummy"])
+    assert dict(move.changes) == {f"{R}.layered_summon": True, f"{R}.load_format": "safetensors"}  # needs the base
+    assert moves([f"{A}.strategy=fsdp2"]) == []

@@ -94,6 +94,13 @@ def moves_for(values: Mapping, models: Mapping[str, ModelFacts], cluster: Cluste
     if cfg.lora_sends_base:
         out.append(turn("rollout.load_format", "dummy", "safetensors", ((LOAD_FORMAT_KEY, "safetensors"),),
                         " (vLLM reads the base weights; no gather of the base model on the CPU at the first sync)"))
+    if cfg.strategy == "fsdp" and cfg.lora_rank and not cfg.layered_summon:
+        # FSDP1's LoRA sync runs inside summon_full_params: the whole model unsharded on every GPU at every sync;
+        # layered summon gathers a layer at a time (verl/utils/fsdp_utils.py), and needs the base in vLLM already
+        changes = [(f"{R}.layered_summon", True)] + (
+            [(LOAD_FORMAT_KEY, "safetensors")] if values.get(LOAD_FORMAT_KEY, "dummy") == "dummy" else [])
+        out.append(Move("LoRA sync a layer at a time (rollout.layered_summon" + (
+            ", vLLM loading the base weights itself)" if len(changes) > 1 else ")"), tuple(changes)))
     if megatron:
         pass  # recompute is among the Megatron moves
     elif not cfg.actor_gc:
