@@ -3,7 +3,7 @@ like vLLM: the trainer's phases are the same FSDP ones; its generation runs at i
 its own limits (max_running_requests, decode CUDA graphs only up to cuda_graph_max_bs), and the plan says what of it
 was not measured (flashinfer attention)."""
 
-from tests.core.test_advice import Q15, R, plan
+from tests.core.test_advice import A, Q15, R, plan
 from wizard.core.memory.sglang import sglang_gpu_defaults
 from wizard.usecases.advising import step_time
 
@@ -121,7 +121,7 @@ def test_the_offload_policy_pays_its_host_copies_every_micro_batch_not_once_a_st
     # FSDP2's CPU offload policy gathers from the host's fp32 shards at each forward and backward, and sends each
     # micro-batch's grads back: charged once an optimizer step, it ranked first where it is slowest (70B LoRA,
     # 640 micro-batches)
-    from tests.core.test_advice import A, AF
+    from tests.core.test_advice import AF
 
     def update(micro):
         st = step_time(plan([f"{A}.strategy=fsdp2", "actor_rollout_ref.ref.strategy=fsdp2", f"{AF}.offload_policy=True",
@@ -133,3 +133,12 @@ def test_the_offload_policy_pays_its_host_copies_every_micro_batch_not_once_a_st
     assert abs(two.seconds / eight.seconds - 4) < 0.01
     # per micro-batch: the fp32 shard twice to the GPU, the grads once back (1.54B x 4 bytes x 3)
     assert abs(eight.seconds - 8 * 3 * 4 * Q15.param_count / 25e9) / eight.seconds < 0.01
+
+
+def test_a_token_budget_below_a_sample_at_the_assumed_lengths_gets_no_step_time():
+    # dynamic batching takes whole sequences: a budget of 1,000 with 1,024-token samples was timed as 984 micro-batches
+    st = step_time(plan(["data.train_batch_size=16", f"{A}.use_dynamic_bsz=True", f"{A}.ppo_max_token_len_per_gpu=1000"],
+                        "1xH100-80GB", Q15))
+    assert st.seconds is None and "ppo_max_token_len_per_gpu=1000 tokens is less than a sample" in st.reason
+    assert step_time(plan(["data.train_batch_size=16", f"{A}.use_dynamic_bsz=True",
+                           f"{A}.ppo_max_token_len_per_gpu=1024"], "1xH100-80GB", Q15)).seconds > 0

@@ -78,6 +78,15 @@ def predict_step(values: Mapping, models: Mapping[str, ModelFacts], cluster: Clu
     if cfg.strategy not in ("fsdp", "fsdp2", "megatron"):
         return StepTime(reason=f"the {cfg.strategy} training engine's speed is not modelled")
     lp, lr = mean_lengths(values, cfg)
+    sp = sequence_parallel(values, "actor")
+    for dynamic, budget in (("actor_rollout_ref.actor.use_dynamic_bsz", "actor_rollout_ref.actor.ppo_max_token_len_per_gpu"),
+                            ("actor_rollout_ref.rollout.log_prob_use_dynamic_bsz",
+                             "actor_rollout_ref.rollout.log_prob_max_token_len_per_gpu")):
+        b = values.get(budget)
+        if values.get(dynamic) is True and isinstance(b, int) and 0 < b * sp < lp + lr:
+            # a micro-batch of dynamic batching takes whole sequences: at these lengths none fits (batch.token_budget)
+            return StepTime(reason=f"{budget}={b} tokens is less than a sample at the lengths assumed ({lp + lr:,}): "
+                                   "verl stops at the first micro-batch")
     assumptions = [f"prompts average {lp:,} tokens" + (" (the train file's)" if PROMPT_TOKENS in values else
                                                         " (data.max_prompt_length: the train file was not read)"),
                    f"responses average {lr:,} tokens" + (_given(values.get(RESPONSE_TOKENS), lr)
