@@ -453,3 +453,15 @@ def test_lora_on_fsdp1_is_offered_its_sync_a_layer_at_a_time():
     (move,) = moves([f"{A}.strategy=fsdp", f"{R}.load_format=dummy"])
     assert dict(move.changes) == {f"{R}.layered_summon": True, f"{R}.load_format": "safetensors"}  # needs the base
     assert moves([f"{A}.strategy=fsdp2"]) == []
+
+
+def test_a_pass_turned_to_dynamic_batching_reads_as_one_change_with_its_final_budget():
+    from wizard.core.advice.moves import Move, turn
+    from wizard.core.advice.state import Alternative
+
+    moves = (Move("actor micro-batch -> dynamic batching, 4,096 tokens", ((f"{A}.use_dynamic_bsz", True),)),
+             turn("actor micro-batch token budget", "4,096", "32,768", ((f"{A}.ppo_max_token_len_per_gpu", 32768),)))
+    alt = Alternative(moves=moves, changes={}, kind="tuning", fits=True, verdict="fits", peak_bytes=1,
+                      capacity_bytes=None, step_seconds=1.0)
+    # it read "-> dynamic batching, 4,096 tokens, actor micro-batch token budget 4,096 -> 32,768"
+    assert alt.text == "actor micro-batch -> dynamic batching, 32,768 tokens"

@@ -81,7 +81,14 @@ class Alternative:
         """"actor micro-batch 8 -> 2, param offload" (what a person reads): a knob turned twice reads as one change."""
         out: list[str] = []
         first: dict[str, int] = {}
+        dynamic: dict[str, int] = {}  # a pass turned to dynamic batching: a later budget move is its budget
         for m in self.moves:
+            if " -> dynamic batching" in m.name:
+                dynamic[m.name.split(" -> dynamic batching")[0]] = len(out)
+            elif m.name.endswith(" token budget") and m.after and m.name[:-len(" token budget")] in dynamic:
+                pass_name = m.name[:-len(" token budget")]
+                out[dynamic[pass_name]] = f"{pass_name} -> dynamic batching, {m.after} tokens{m.why}"
+                continue
             if m.name in first and m.before:
                 i = first[m.name]
                 start = self.moves[[x.name for x in self.moves].index(m.name)].before
