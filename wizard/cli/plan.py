@@ -266,7 +266,8 @@ def _speed_lines(step, advice, findings: list[Finding] = ()) -> list[str]:
             other = sorted({f.rule for f in findings if f.severity is Severity.ERROR and not f.rule.startswith("memory.")})
             if other:  # the alternatives are about memory and speed; what else stops the run is listed below
                 out.append(f"  (that fixes memory; errors below still stop the run: {', '.join(other)}. `verl-wizard "
-                           "check --fix` with the same arguments applies this with their fixes where they have one)")
+                           "check --fix` with the same arguments fixes those first, then applies the advisor's best "
+                           "for the plan they leave, which may differ from this one)")
         elif (method := next((a for a in advice.alternatives if a.fits), None)) is not None:
             out.append(f"  to change the method instead ({method.text}): "
                        + " ".join(f"--set {o}" for o in method.overrides))
