@@ -50,7 +50,7 @@ def test_a_drop_verl_cannot_run_is_refused_with_the_reason_and_no_plan():
     m = machine("8xH100-80GB")
     critic = propose(s, m, "critic", "new:reward_pool")
     assert not critic.ok and critic.plan is None
-    assert critic.verdict.reason.startswith("verl 0.9.1 maps the critic to global_pool in code")
+    assert critic.verdict.reason.startswith("verl 0.9.1 puts the critic on the training GPUs (global_pool) in its code")
     home = propose(s, m, "rollout", "global_pool")
     assert not home.ok and home.verdict.reason == "the rollout already runs on global_pool"
     actor = propose(s, m, "actor", "new:rollout_pool")

@@ -113,7 +113,7 @@ def test_a_refused_drop_leaves_the_plan_and_says_why(make_board):
     board = make_board("ppo-8gpu")
     before, steps = board.doc.plan, board.doc.undo_stack.count()
     drag(board, board.chip_view_pos("critic"), board.target_view_pos("new:reward_pool"))
-    assert board.status.text().startswith("Refused: verl 0.9.1 maps the critic to global_pool in code")
+    assert board.status.text().startswith("Refused: verl 0.9.1 puts the critic on the training GPUs (global_pool) in its code")
     assert board.doc.plan == before and board.doc.undo_stack.count() == steps
     assert all(r.state == Region.NORMAL for r in board.scene.regions)
 
@@ -176,7 +176,7 @@ def test_keyboard_move_dialog_gives_the_same_verdict(make_board, qtbot):
 
     QTimer.singleShot(0, drive)
     board.move_action.trigger()
-    assert seen["refused"].startswith("Refused: verl 0.9.1 maps the ref to global_pool") and seen["ok"] is False
+    assert seen["refused"].startswith("Refused: verl 0.9.1 puts the ref on the training GPUs (global_pool)") and seen["ok"] is False
     assert seen["allowed"].startswith("Allowed: the reward model gets its own pool")
     assert emitted(board, f"{RM}.enable_resource_pool=true")
 
