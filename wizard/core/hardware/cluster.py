@@ -114,6 +114,7 @@ class ClusterNode(_Model):
     gpu_count: int = 0
     cpus: float | None = None
     memory_bytes: int | None = None
+    network_gbs: float | None = None  # GB/s per GPU to other nodes, where a cluster spec states it
     gpus: list[GPU] = Field(default_factory=list)
     links: list[GpuLink] = Field(default_factory=list)
     interconnect: str | None = None  # for spec files: "nvlink" or "pcie" when no link matrix is known
@@ -308,6 +309,8 @@ def _base_names(entry: GpuModel) -> set[str]:
 #       gpu: H100-80GB           # a catalogue id or an NVML name
 #       interconnect: nvlink     # nvlink | pcie (default: nvlink when the GPU model has it)
 #       cpus: 128                # optional
+#       memory_gib: 2048         # optional: host RAM a node (bounds CPU offload)
+#       network_gbps: 400        # optional: the network between nodes, Gb/s per GPU (default: 200 assumed)
 #       name: trainer            # optional node-name prefix
 #
 # or, as a short form, ``cluster: 4x8xH100-80GB nvlink`` (or that text alone: "4 nodes x 8 H100-80GB NVLink").
@@ -324,6 +327,7 @@ class NodeGroupSpec(_Model):
     interconnect: str | None = Field(default=None, pattern="^(nvlink|pcie)$")
     cpus: float | None = Field(default=None, gt=0)
     memory_gib: float | None = Field(default=None, gt=0, le=1 << 20, strict=True)  # host RAM a node: bounds CPU offload
+    network_gbps: float | None = Field(default=None, gt=0, le=100_000)  # between nodes, Gb/s per GPU (NIC per GPU)
     name: str | None = None
 
 
@@ -406,7 +410,8 @@ def _spec_cluster(spec: ClusterSpec, catalogue: GpuCatalogue) -> Cluster:
             prefix = group.name or (f"node{gi}-" if len(spec.nodes) > 1 else "node")
             ram = None if group.memory_gib is None else int(group.memory_gib * 2**30)
             nodes.append(ClusterNode(name=f"{prefix}{k}", gpu_count=group.gpus, cpus=group.cpus, memory_bytes=ram,
-                                     gpus=gpus, links=links, interconnect=interconnect))
+                                     gpus=gpus, links=links, interconnect=interconnect,
+                                     network_gbs=None if group.network_gbps is None else group.network_gbps / 8))
     notes = [f"described by a cluster spec{f' ({spec.name})' if spec.name else ''}, not seen: "
              "links are assumed all-to-all for nvlink nodes"]
     return Cluster(source="spec", nodes=nodes, notes=notes)

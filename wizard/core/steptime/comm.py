@@ -57,8 +57,16 @@ def ring_link(cluster: Cluster | None, shards: int, host_link_gbs: float) -> Lin
         rates, kinds = [host_link_gbs], {"PCIe (assumed: the links are unknown)"}
     gbs, how = min(rates), " and ".join(sorted(kinds))
     if shards > per_node:
-        gbs, how = min(gbs, NETWORK_GBS), f"{how} within a node, {NETWORK_GBS:g} GB/s per GPU between nodes (assumed)"
+        net, said = network_rate(cluster)
+        gbs, how = min(gbs, net), f"{how} within a node, {net:g} GB/s per GPU between nodes ({said})"
     return Link(gbs * RING_EFFICIENCY, how)
+
+
+def network_rate(cluster: Cluster | None) -> tuple[float, str]:
+    """GB/s per GPU between nodes: the slowest a cluster spec states (network_gbps), else the assumed rate."""
+    stated = [n.network_gbs for n in (cluster.nodes if cluster else []) if n.network_gbs and (n.gpu_count or n.gpus)]
+    return (min(stated), "the cluster spec's") if stated else (NETWORK_GBS, "assumed; a cluster spec's network_gbps "
+                                                                            "states it")
 
 
 def _first_node(cluster: Cluster | None):
@@ -72,9 +80,10 @@ def node_gpus(cluster: Cluster | None) -> int:
     return (node.gpu_count or len(node.gpus)) if node is not None else 0
 
 
-def network_link() -> Link:
-    """Between nodes: the assumed rate per GPU, at the ring's efficiency."""
-    return Link(NETWORK_GBS * RING_EFFICIENCY, f"{NETWORK_GBS:g} GB/s per GPU between nodes (assumed)")
+def network_link(cluster: Cluster | None = None) -> Link:
+    """Between nodes: the rate per GPU (stated or assumed), at the ring's efficiency."""
+    net, said = network_rate(cluster)
+    return Link(net * RING_EFFICIENCY, f"{net:g} GB/s per GPU between nodes ({said})")
 
 
 def ring_bytes(tensor_bytes: float, shards: int) -> float:

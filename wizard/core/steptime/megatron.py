@@ -159,7 +159,7 @@ class MegatronStep:
         near = max(1, min(m.ep, per_node // max(1, m.etp)))  # EP ranks on a GPU's own node, itself included
         local, remote = copies * (near - 1) / m.ep, copies * (m.ep - near) / m.ep
         intra = comm.ring_link(self.cluster, min(per_node, m.etp * near), self.c.host_link_gbs) or link
-        parts = [(local, intra)] + ([(remote, comm.network_link())] if remote > 0 else [])
+        parts = [(local, intra)] + ([(remote, comm.network_link(self.cluster))] if remote > 0 else [])
         seconds = max(_over(b, ln) for b, ln in parts)
         note = " and ".join(f"{b / 1e9:,.1f} GB per GPU over {_how(ln).replace(' within a node', '')}"
                             for b, ln in parts if b > 0) or "nothing leaves the GPU"
