@@ -144,6 +144,7 @@ def test_a_variable_the_overrides_read_is_checked_before_the_cluster_comes_up(ca
     script = tmp_path / "run.sh"
     script.write_text(
         "python3 -m verl.trainer.main_ppo algorithm.adv_estimator=grpo actor_rollout_ref.model.path=$MODEL_PATH "
+        "trainer.project_name='${oc.env:PROJECT}' "
         "actor_rollout_ref.rollout.name=vllm trainer.n_gpus_per_node=8 trainer.nnodes=2 data.train_batch_size=64 "
         "actor_rollout_ref.actor.ppo_mini_batch_size=16 actor_rollout_ref.actor.ppo_micro_batch_size_per_gpu=2 "
         "actor_rollout_ref.rollout.log_prob_micro_batch_size_per_gpu=2 "
@@ -156,8 +157,12 @@ def test_a_variable_the_overrides_read_is_checked_before_the_cluster_comes_up(ca
         # under set -u it failed at the driver's line, after Ray had come up on every node
         assert proc.returncode == 1 and "set MODEL_PATH, which the overrides read" in proc.stderr, name
         assert calls == [], name  # nothing started
-        proc, calls = run_stubbed(tmp_path, str(out / name), env={"HEAD_ADDRESS": "10.0.0.7", "MODEL_PATH": "/m"})
+        # ${oc.env:PROJECT} is read by verl where its driver runs: slurm.sbatch's own environment, checked there;
+        # the head's for submit.sh, which cannot check it (ray-head.sh says to export it)
+        here = {"HEAD_ADDRESS": "10.0.0.7", "MODEL_PATH": "/m"} | ({"PROJECT": "p"} if name == "slurm.sbatch" else {})
+        proc, calls = run_stubbed(tmp_path, str(out / name), env=here)
         assert proc.returncode == 0, (name, proc.stderr)
+    assert "export" in (out / "ray-head.sh").read_text() and "PROJECT" in (out / "ray-head.sh").read_text()
 
 
 def test_a_preset_named_like_the_output_folder_and_printed_paths_to_paste(capsys, tmp_path, monkeypatch):

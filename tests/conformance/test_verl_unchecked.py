@@ -297,3 +297,10 @@ def test_each_gpu_s_bundle_holds_the_cpus_the_rule_counts():
     # each GPU's bundle holds that many CPUs, a node's bundles placed together
     assert verl_line("single_controller/ray/base.py", 146).strip() == 'bundle = {"CPU": self.max_colocate_count}'
     assert RayResourcePool.get_placement_groups.__defaults__[0] == "STRICT_PACK"
+
+
+def test_a_standalone_rollout_replica_s_bundle_holds_the_cpus_the_rule_counts():
+    from wizard.core.check.rules.resources import CPUS_PER_STANDALONE_GPU
+
+    lines = (VERL / "workers/rollout/replica.py").read_text().splitlines()[200:207]
+    assert f"max_colocate_count={CPUS_PER_STANDALONE_GPU}," in [x.strip() for x in lines]

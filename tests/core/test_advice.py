@@ -465,3 +465,7 @@ def test_a_pass_turned_to_dynamic_batching_reads_as_one_change_with_its_final_bu
                       capacity_bytes=None, step_seconds=1.0)
     # it read "-> dynamic batching, 4,096 tokens, actor micro-batch token budget 4,096 -> 32,768"
     assert alt.text == "actor micro-batch -> dynamic batching, 32,768 tokens"
+    critic = (Move("critic micro-batch -> dynamic batching, 8,192 tokens", (("critic.use_dynamic_bsz", True),)),
+              turn("critic token budget", "8,192", "16,384", (("critic.ppo_max_token_len_per_gpu", 16384),)))
+    assert Alternative(moves=critic, changes={}, kind="tuning", fits=True, verdict="fits", peak_bytes=1,
+                       capacity_bytes=None, step_seconds=1.0).text == "critic micro-batch -> dynamic batching, 16,384 tokens"

@@ -125,6 +125,16 @@ def test_too_few_ray_cpus_hangs(check):
     assert "ray.transfer_queue_cpus" not in rules_of(check(GOOD + ["ray_kwargs.ray_init.num_cpus=13"]))
 
 
+def test_standalone_rollout_replicas_hold_two_cpus_a_gpu(check):
+    # workers/rollout/replica.py: a standalone replica's pool has max_colocate_count=2
+    separate = ["trainer.v1.trainer_mode=separate_async", "actor_rollout_ref.hybrid_engine=False",
+                "actor_rollout_ref.rollout.nnodes=1", "actor_rollout_ref.rollout.n_gpus_per_node=2",
+                "actor_rollout_ref.rollout.checkpoint_engine.backend=nccl"]
+    f = one(check(GOOD + separate + ["ray_kwargs.ray_init.num_cpus=16"]), "ray.transfer_queue_cpus")
+    assert "at least 17" in f.message and "2 with each of the 2 standalone rollout GPU(s)" in f.message
+    assert "ray.transfer_queue_cpus" not in rules_of(check(GOOD + separate + ["ray_kwargs.ray_init.num_cpus=17"]))
+
+
 def test_fewer_storage_units_need_fewer_cpus(check):
     r = check(GOOD + ["ray_kwargs.ray_init.num_cpus=7", "transfer_queue.backend.SimpleStorage.num_data_storage_units=2"])
     assert "ray.transfer_queue_cpus" not in rules_of(r)
@@ -162,7 +172,9 @@ def test_no_response_per_prompt_is_an_error_with_a_step_size_that_samples(check,
 
 
 @pytest.mark.parametrize("extra", [["data.train_batch_size=0", "actor_rollout_ref.actor.ppo_mini_batch_size=0"],
-                                   ["data.train_batch_size=-5"], ["actor_rollout_ref.actor.ppo_mini_batch_size=-8"]])
+                                   ["data.train_batch_size=-5"], ["actor_rollout_ref.actor.ppo_mini_batch_size=-8"],
+                                   ["actor_rollout_ref.actor.ppo_mini_batch_size=-5", "trainer.n_gpus_per_node=8"],
+                                   ["data.train_batch_size=-10", "actor_rollout_ref.actor.ppo_mini_batch_size=-5"]])
 def test_no_fix_offers_a_size_below_one_prompt_and_none_is_let_through(check, extra):
     r = check(GOOD + extra)
     assert "internal.rule_failed" not in rules_of(r)  # the divisibility rule crashed on a negative step

@@ -142,3 +142,12 @@ def test_a_token_budget_below_a_sample_at_the_assumed_lengths_gets_no_step_time(
     assert st.seconds is None and "ppo_max_token_len_per_gpu=1000 tokens is less than a sample" in st.reason
     assert step_time(plan(["data.train_batch_size=16", f"{A}.use_dynamic_bsz=True",
                            f"{A}.ppo_max_token_len_per_gpu=1024"], "1xH100-80GB", Q15)).seconds > 0
+
+
+def test_the_reference_s_budget_and_sizes_below_one_prompt_get_no_step_time_either():
+    ref = step_time(plan(["data.train_batch_size=16", f"{A}.use_dynamic_bsz=True", f"{A}.ppo_max_token_len_per_gpu=4096",
+                          "actor_rollout_ref.ref.log_prob_max_token_len_per_gpu=1000"], "1xH100-80GB", Q15))
+    assert ref.seconds is None and "ref.log_prob_max_token_len_per_gpu=1000" in ref.reason
+    for size in ("data.train_batch_size=0", f"{A}.ppo_mini_batch_size=-8"):
+        st = step_time(plan([size], "1xH100-80GB", Q15))
+        assert st.seconds is None and "must be 1 or more" in st.reason, size

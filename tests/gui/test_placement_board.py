@@ -268,6 +268,10 @@ def test_gpus_the_pools_leave_out_say_unused_not_that_the_model_is_unknown(make_
     assert used.group is not None and used.summary().endswith("gen")
     # "no estimate: the model's size is not known yet" / "memory unknown" for GPUs simply left out
     assert spare.no_estimate == "not used by the plan's pools" and spare.summary() == "unused"
+    # on a board wrapped to 4 GPUs a line, the pooled GPUs of the second line are not "unused" (runs hold columns)
+    board.doc.set_plan(apply_overrides(board.doc.plan, ["trainer.n_gpus_per_node=8"]))
+    board.scene.set_state(board.state, board.machine, columns=4)
+    assert all(board.scene.tiles[("node0", i)].no_estimate != "not used by the plan's pools" for i in range(8))
 
 
 def test_undo_and_redo_stay_on_the_toolbar_after_a_long_edit(make_board, qtbot):

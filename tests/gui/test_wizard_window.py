@@ -79,6 +79,8 @@ def test_a_bad_value_is_explained_in_place_and_not_applied(window, qtbot):
     # the Findings say so too (it was only under the field, with "No errors" in the dock), and writing waits
     assert any(f.rule == "field.unreadable" and "'lots'" in f.message for f in window.doc.plan_errors)
     assert "No errors" not in window.findings.summary.text()
+    box = window.page("write").cluster  # nor the cluster material, which would hold the plan's old value
+    assert not box.write() and "Not written" in box.status.text() and "'lots'" in box.status.text()
     # another edit keeps the typed text and its error (both vanished)
     other = window.page("data").forms[1].editors["data.max_prompt_length"]
     type_into(qtbot, other.widget, "256")
@@ -221,9 +223,11 @@ def test_writing_is_held_back_while_the_plan_has_errors_until_write_anyway(windo
     assert page.anyway.isVisibleTo(page)
     qtbot.mouseClick(page.anyway, Qt.LeftButton)  # the user insists, as generate --force
     assert (tmp_path / "out" / "run.sh").exists() and "Wrote" in page.status.text()
+    assert "Written with 2 error(s) verl would stop on" in page.status.text() and "Start it with" not in page.status.text()
     assert "tensor_model_parallel_size='3'" in (tmp_path / "out" / "run.sh").read_text()
-    window.doc.undo_stack.undo()  # any edit asks again
-    assert not page.anyway.isVisibleTo(page)
+    qtbot.mouseClick(page.write_button, Qt.LeftButton)
+    window.doc.undo_stack.undo()  # any edit asks again: the refusal about the plan before it goes too
+    assert not page.anyway.isVisibleTo(page) and "Write anyway" not in page.status.text()
 
 
 def test_write_into_an_unwritable_place_is_a_message(window, tmp_path):

@@ -48,6 +48,7 @@ def _plan(args):
 
 def _target(args, plan):
     from wizard.core.cluster_launch import target_for
+    from wizard.core.cluster_launch.job import upload_folder
 
     cluster = None
     if args.cluster:
@@ -63,9 +64,7 @@ def _target(args, plan):
     working_dir = os.path.abspath(args.working_dir or os.getcwd())
     if args.working_dir and not os.path.isdir(working_dir):
         raise UsageError(f"--working-dir {args.working_dir}: no such folder")
-    # relative to the material's folder (submit.sh resolves it there): the folder and the project can move together
-    # to a login node; a path of this machine would not exist there
-    working_dir = os.path.relpath(working_dir, os.path.abspath(args.out))
+    working_dir = upload_folder(working_dir, os.path.abspath(args.out))
     try:
         return target_for(plan, nodes=args.nodes, gpus_per_node=args.gpus_per_node, cluster=cluster,
                           cpus_per_node=args.cpus_per_node, head_address=args.head_address, image=args.image,

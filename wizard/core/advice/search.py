@@ -144,15 +144,16 @@ def _lora(s: State) -> bool:
 def _with_lora(out: list[State], ranked: list[State], limit: int) -> list[State]:
     """``out`` with the fastest LoRA of the plan's own model that fits, where smaller models (always faster) left
     none: the first change of method a user weighs against training another model. It comes no later than fourth
-    (what ``plan`` prints), before the slower changes of method it displaces, and after every tuning alternative
-    that stays (one ranked past the third gives it its place)."""
+    (what ``plan`` prints), before the slower changes of method it displaces, and after the alternatives that stay:
+    those of tuning or hardware ranked past the third give it their place (they are slower than the three kept), so
+    changes of method stay last."""
     if any(_lora(s) for s in out):
         return out
     lora = next((s for s in ranked if s.fits and _lora(s)), None)
     if lora is None:
         return out
     at = min(len(out), 3)
-    # changes of method stay last (what the lists say): tuning ranked past the third gives LoRA its place
+    # changes of method stay last (what the lists say)
     rest = [s for s in out[at:] if s.kind == METHOD]
     return (out[:at] + [lora] + rest)[:limit]
 

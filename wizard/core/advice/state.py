@@ -84,10 +84,11 @@ class Alternative:
         dynamic: dict[str, int] = {}  # a pass turned to dynamic batching: a later budget move is its budget
         for m in self.moves:
             if " -> dynamic batching" in m.name:
-                dynamic[m.name.split(" -> dynamic batching")[0]] = len(out)
-            elif m.name.endswith(" token budget") and m.after and m.name[:-len(" token budget")] in dynamic:
-                pass_name = m.name[:-len(" token budget")]
-                out[dynamic[pass_name]] = f"{pass_name} -> dynamic batching, {m.after} tokens{m.why}"
+                head = m.name.split(" -> dynamic batching")[0]
+                dynamic[head.removesuffix(" micro-batch")] = (len(out), head)  # "critic micro-batch" / "critic"
+            elif m.name.endswith(" token budget") and m.after and (
+                    got := dynamic.get(m.name[:-len(" token budget")].removesuffix(" micro-batch"))):
+                out[got[0]] = f"{got[1]} -> dynamic batching, {m.after} tokens{m.why}"
                 continue
             if m.name in first and m.before:
                 i = first[m.name]

@@ -15,6 +15,7 @@ of files serves a test on loopback and the real cluster.
 
 from __future__ import annotations
 
+import posixpath
 import re
 import shlex
 from dataclasses import dataclass, field
@@ -222,13 +223,24 @@ def env_lines(job: ClusterJob, target: ClusterTarget) -> list[str]:
     if job.secrets:
         lines += ["# The run needs these credentials; export them on every node before this script (never written",
                   "# in a file): " + ", ".join(job.secrets)]
+    if read_by_verl := _read_by_verl(job):
+        lines += ["# verl reads these from the environment of the node its driver runs on (${oc.env:...}): export",
+                  "# them there before this script: " + ", ".join(read_by_verl)]
     return lines
 
 
-def env_checks(job: ClusterJob) -> list[str]:
-    """For the script that runs the driver (submit.sh, slurm.sbatch): the variables the overrides read, each checked
-    at the top (under ``set -u`` an unset one failed only at the driver's line, after the cluster had come up)."""
-    reads = [n for n in job.env if n not in job.secrets and n != "HOME"]
+def _read_by_verl(job: ClusterJob) -> list[str]:
+    """The variables verl itself reads (``${oc.env:NAME}``, resolved in the driver), secrets and HOME aside."""
+    return [n for n in job.env if n not in job.plan.script_env and n not in job.secrets and n != "HOME"]
+
+
+def env_checks(job: ClusterJob, driver_here: bool = False) -> list[str]:
+    """For the script that starts the driver: the variables it needs set, each checked at the top (under ``set -u``
+    an unset one failed only at the driver's line, after the cluster had come up). Those the shell expands in the
+    overrides; with ``driver_here`` (slurm.sbatch: the driver runs in this script's environment) also those verl
+    reads, which submit.sh cannot check (they are read on the head)."""
+    reads = [n for n in job.plan.script_env if n in job.env and n not in job.secrets and n != "HOME"]
+    reads += _read_by_verl(job) if driver_here else []
     if not reads:
         return []
     return ["# The run's overrides read these variables from this script's environment:",
@@ -244,6 +256,13 @@ def entry_words(job: ClusterJob) -> list[str]:
     if job.plan.config_name != "ppo_trainer" or job.plan.config_path:
         words.append("--config-name=" + shell_word(job.plan.config_name, env))
     return words + [override_word(o, env) for o in job.overrides]
+
+
+def upload_folder(working_dir: str, out_dir: str) -> str:
+    """The job's working_dir as runtime_env.yaml holds it: relative to the material's folder (both absolute here),
+    which submit.sh resolves, so the project and the folder can move to a login node together; a path of this
+    machine would not exist there."""
+    return posixpath.relpath(working_dir, out_dir)
 
 
 def runtime_env(job: ClusterJob, target: ClusterTarget | None) -> dict:

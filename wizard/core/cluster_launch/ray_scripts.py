@@ -9,6 +9,7 @@ import re
 from wizard import __version__
 from wizard.core.cluster_launch.job import (ClusterJob, ClusterTarget, entry_words, env_checks, env_default, env_lines,
                                             runtime_env, script_header, to_yaml)
+from wizard.core.check.rules.resources import CPUS_PER_GPU, transfer_queue_cpus
 from wizard.core.plan.model import Plan
 
 
@@ -27,8 +28,11 @@ def _ray_start_args(head: bool) -> list[str]:
 
 
 def _node_lines(target: ClusterTarget) -> list[str]:
+    # each GPU's bundle of verl's pools holds CPUS_PER_GPU CPUs on its node; the head also TaskRunner and TransferQueue
+    need = CPUS_PER_GPU * target.gpus_per_node
     cpus = ([env_default("NODE_CPUS", target.cpus_per_node)] if target.cpus_per_node
-            else ['NODE_CPUS="${NODE_CPUS:-}"  # empty: Ray counts the node\'s CPUs (verl needs at least 10)'])
+            else ['NODE_CPUS="${NODE_CPUS:-}"  # empty: Ray counts the node\'s CPUs (verl needs '
+                  f'{need} on each node, and {need + transfer_queue_cpus(8)} on the head)'])
     return [env_default("HEAD_PORT", target.port), env_default("NODE_GPUS", target.gpus_per_node), *cpus]
 
 
@@ -73,7 +77,8 @@ def submission_prefix(plan: Plan) -> str:
 
 def render_submit(job: ClusterJob, target: ClusterTarget) -> str:
     lines = script_header(job.plan, "`ray job submit` of the training", target) + [
-        "# Run it where Ray (`ray[default]`) is installed and the head's dashboard port can be reached:",
+        "# Run it where Python imports Ray (`ray[default]`; PYTHON picks the interpreter, python3 by default) and the",
+        "# head's dashboard port can be reached:",
         "#   bash submit.sh [more Hydra overrides]",
         "# runtime_env.yaml (next to this script) names the folder uploaded as the job's working directory.",
         "# Follow the logs:  ray job logs -f --address http://HEAD:DASHBOARD_PORT SUBMISSION_ID",
@@ -92,7 +97,7 @@ def render_submit(job: ClusterJob, target: ClusterTarget) -> str:
         "# words unquoted until ray-project/ray#63797 (June 2026: subprocess.list2cmdline), so that shell expanded a",
         "# $, a backtick or a space in a value a second time.",
     ]
-    submit = ['python3 - "$JOB_ADDRESS" "$SUBMISSION_ID" "$HERE/runtime_env.yaml"', *entry_words(job),
+    submit = ['"${PYTHON:-python3}" - "$JOB_ADDRESS" "$SUBMISSION_ID" "$HERE/runtime_env.yaml"', *entry_words(job),
               "\"$@\" <<'PY'"]
     lines.append(" \\\n    ".join(submit))
     lines += [

@@ -81,7 +81,7 @@ def render_slurm(job: ClusterJob, target: ClusterTarget) -> str:
         "# Slurm >= 22.05: srun does not inherit --cpus-per-task; without this each Ray node runs on one core",
         'export SRUN_CPUS_PER_TASK="$SLURM_CPUS_PER_TASK"',
         *env_lines(job, target),
-        *env_checks(job),
+        *env_checks(job, driver_here=True),
         "",
         'mapfile -t nodes_array < <(scontrol show hostnames "$SLURM_JOB_NODELIST")',
         'head_node="${nodes_array[0]}"',

@@ -14,7 +14,7 @@ from dataclasses import dataclass, field
 from enum import Enum
 from typing import Any
 
-from wizard.core.check.rules.names import ESTIMATORS, GROUP_ESTIMATORS
+from wizard.core.check.rules.names import ESTIMATORS, GROUP_ESTIMATORS, GROUP_N  # noqa: F401 (GROUP_N: re-exported)
 
 
 class PortType(str, Enum):
@@ -98,7 +98,6 @@ REWARD_VARIANTS = ("rule", "model", "both")
 REWARD_TITLES = {"rule": "rule function", "model": "reward model", "both": "model + function"}
 VALUE_ESTIMATORS = ("gae",)  # read critic values (core_algos.compute_gae_advantage_return)
 DEFAULT_ESTIMATOR = "gae"  # algorithm.adv_estimator's default in ppo_trainer.yaml
-GROUP_N = 5  # rollout.n verl's GRPO/RLOO examples use
 ESTIMATOR_NOTES = {
     "gae": "PPO's generalised advantage estimation from the critic's values (γ, λ); needs a critic",
     "grpo": "group relative: each score against the other responses to the same prompt (n ≥ 2)",

@@ -73,6 +73,10 @@ def predict_step(values: Mapping, models: Mapping[str, ModelFacts], cluster: Clu
     n = values.get("actor_rollout_ref.rollout.n")
     if isinstance(n, int) and n < 1:  # read_config counts it as 1; batch.no_responses says why it fails
         return StepTime(reason=f"rollout.n={n} samples no response: the step has nothing to train on")
+    for key in ("data.train_batch_size", "actor_rollout_ref.actor.ppo_mini_batch_size"):
+        size = values.get(key)
+        if isinstance(size, int) and not isinstance(size, bool) and size < 1:  # batch.not_positive
+            return StepTime(reason=f"{key}={size}: a size in prompts must be 1 or more")
     if cfg.engines["rollout"].name not in ("vllm", "sglang"):
         return StepTime(reason=f"the {cfg.engines['rollout'].name} engine's speed is not modelled")
     if cfg.strategy not in ("fsdp", "fsdp2", "megatron"):
@@ -81,7 +85,9 @@ def predict_step(values: Mapping, models: Mapping[str, ModelFacts], cluster: Clu
     sp = sequence_parallel(values, "actor")
     for dynamic, budget in (("actor_rollout_ref.actor.use_dynamic_bsz", "actor_rollout_ref.actor.ppo_max_token_len_per_gpu"),
                             ("actor_rollout_ref.rollout.log_prob_use_dynamic_bsz",
-                             "actor_rollout_ref.rollout.log_prob_max_token_len_per_gpu")):
+                             "actor_rollout_ref.rollout.log_prob_max_token_len_per_gpu"),
+                            *((("actor_rollout_ref.ref.log_prob_use_dynamic_bsz",
+                                "actor_rollout_ref.ref.log_prob_max_token_len_per_gpu"),) if _uses_ref(values) else ())):
         b = values.get(budget)
         if values.get(dynamic) is True and isinstance(b, int) and 0 < b * sp < lp + lr:
             # a micro-batch of dynamic batching takes whole sequences: at these lengths none fits (batch.token_budget)

@@ -217,7 +217,7 @@ class PlacementScene(QGraphicsScene):
                     self.addItem(chip)
                     self.chips[chip.role] = chip
                     x += chip.width + 6
-        pooled = {i for _pool, run, _roles in segments for i in run}
+        pooled = {i for i in line if any(col[i] in run for _pool, run, _roles in segments)}  # runs hold columns
         for i in line:
             tile = GpuTile(node.name, i, f"GPU {i}")
             gpu = node.gpus[0] if node.gpus else None

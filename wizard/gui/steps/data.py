@@ -183,6 +183,7 @@ class DataPage(FormPage):
                     self.table.setItem(r, c, item)
             # the prompt column takes the room the others leave (it was cut to ~100 px beside empty space)
             header = self.table.horizontalHeader()
+            header.setSectionResizeMode(QHeaderView.Interactive)  # not the last file's stretched column
             self.table.resizeColumnsToContents()
             for c in range(self.table.columnCount()):
                 self.table.setColumnWidth(c, min(self.table.columnWidth(c), 200))

@@ -35,7 +35,7 @@ class WritePage(Page):
         self.anyway.setToolTip("Write the files although verl would stop on the errors listed")
         self.anyway.clicked.connect(lambda: self.write(force=True))
         self.anyway.hide()
-        doc.changed.connect(self.anyway.hide)
+        doc.changed.connect(self._plan_changed)
         self.status = QLabel()
         self.status.setWordWrap(True)
         self.status.setObjectName("writeStatus")
@@ -57,6 +57,12 @@ class WritePage(Page):
         self.cluster = ClusterBox(doc, self.folder)
         layout.addWidget(self.cluster)
         layout.addStretch(1)
+
+    def _plan_changed(self) -> None:
+        """An edit asks again: the refusal (and its Write anyway) was about the plan before it."""
+        if self.anyway.isVisible() or self.anyway.isVisibleTo(self):
+            self.anyway.hide()
+            self.status.setText("")
 
     def _browse(self) -> None:
         path = QFileDialog.getExistingDirectory(self, "Write the files into", self.folder.text())
@@ -82,11 +88,16 @@ class WritePage(Page):
         try:
             written = write_plan_files(self.doc.plan, folder)
         except WriteError as exc:
-            self.status.setText(f"<span style='color:#b00020'>{exc}</span>")
+            self.status.setText(f"<span style='color:#b00020'>{_html(str(exc))}</span>")
             return False
-        lines = [f"Wrote {p}" for p in written.files] + [f"Kept the previous file as {p}" for p in written.backups]
-        lines += [f"Note: {n}" for n in written.notes]
-        lines.append(f"Start it with: bash {Path(folder) / RUN_SH}")
+        lines = [f"Wrote {_html(p)}" for p in written.files] + [f"Kept the previous file as {_html(p)}"
+                                                                 for p in written.backups]
+        lines += [f"Note: {_html(n)}" for n in written.notes]
+        if errors:  # written anyway
+            lines.append(f"<span style='color:#b00020'>Written with {len(errors)} error(s) verl would stop on: fix them "
+                         f"before starting bash {_html(str(Path(folder) / RUN_SH))}</span>")
+        else:
+            lines.append(f"Start it with: bash {_html(str(Path(folder) / RUN_SH))}")
         self.status.setText("<br>".join(lines))
         self.doc.undo_stack.setClean()
         self.complete_changed.emit()

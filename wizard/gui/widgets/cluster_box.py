@@ -79,8 +79,15 @@ class ClusterBox(QGroupBox):
         """Write the ticked launch material behind the same check gate as ``verl-wizard cluster``."""
         from wizard.adapters.files.disk import WriteError
         from wizard.core.cluster_launch import target_for
+        from wizard.core.cluster_launch.job import upload_folder
         from wizard.usecases.writing import write_cluster
 
+        from wizard.gui.document import FIELDS
+
+        if unread := self.doc.context_findings.get(FIELDS):  # text a field could not take: not what the plan holds
+            self.status.setText("<span style='color:#c62828'>Not written: " + "; ".join(
+                _html(window_text(f.message)) for f in unread[:3]) + "</span>")
+            return False
         chosen = tuple(name for name, box in self.targets.items() if box.isChecked())
         if not chosen:
             self.status.setText("Tick at least one kind of launch material.")
@@ -89,7 +96,7 @@ class ClusterBox(QGroupBox):
         try:
             target = target_for(self.doc.plan, nodes=self.nodes.value(), gpus_per_node=self.gpus.value(),
                                 head_address=self.head.text().strip() or None, image=self.image.text().strip() or None,
-                                working_dir=os.path.relpath(out.parent.resolve(), out.resolve()))
+                                working_dir=upload_folder(str(out.parent.resolve()), str(out.resolve())))
             outcome = write_cluster(self.doc.plan, target, chosen, out)
         except (ValueError, WriteError) as exc:
             self.status.setText(f"<span style='color:#c62828'>{_html(str(exc))}</span>")

@@ -8,7 +8,7 @@ from math import gcd, lcm
 from wizard.core.findings import Severity, Stage
 from wizard.core.check.rules import rule
 from wizard.core.check.rules.context import RuleContext, finding
-from wizard.core.check.rules.names import GROUP_ESTIMATORS
+from wizard.core.check.rules.names import GROUP_ESTIMATORS, GROUP_N
 from wizard.core.verl.keys import A, R
 
 TBS = "data.train_batch_size"
@@ -180,8 +180,8 @@ def mini_vs_train(ctx: RuleContext):
         checks.append((bool(ctx.get("critic.use_dynamic_bsz")), "critic.ppo_mini_batch_size", "critic"))
     for dynamic, key, who in checks:
         mini = ctx.int(key)
-        if dynamic or tbs is None or mini is None or tbs >= mini:
-            continue
+        if dynamic or tbs is None or mini is None or mini < 1 or tbs >= mini:
+            continue  # a mini-batch below one prompt: batch.not_positive
         yield finding(
             Severity.ERROR,
             [TBS, key],
@@ -383,8 +383,8 @@ def mini_vs_dp(ctx: RuleContext):
         return
     for section, sp in _mini_sections(ctx):
         mini = ctx.int(f"{section}.ppo_mini_batch_size")
-        if mini is None or sp <= 0 or n_gpus % sp != 0:
-            continue
+        if mini is None or mini < 1 or sp <= 0 or n_gpus % sp != 0:
+            continue  # below one prompt: batch.not_positive
         dp = n_gpus // sp
         if (mini * n) % dp != 0:
             options = _mini_options(mini, n, dp)
@@ -426,7 +426,7 @@ def no_responses(ctx: RuleContext):
     if n is None or n >= 1:
         return
     group = ctx.get("algorithm.adv_estimator") in GROUP_ESTIMATORS
-    good = 5 if group else 1
+    good = GROUP_N if group else 1
     yield finding(
         Severity.ERROR, [N],
         f"{N}={n} samples no response per prompt (verl's agent loop starts range({n}) = no requests): the step has "

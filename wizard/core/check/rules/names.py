@@ -20,6 +20,7 @@ LOSS_MODES = (
 KL_TYPES = ("kl", "k1", "abs", "mse", "k2", "low_var_kl", "k3")
 REWARD_MANAGERS = ("naive", "dapo", "gdpo", "rate_limited", "remote")
 GROUP_ESTIMATORS = ("grpo", "rloo", "grpo_passk", "opo", "gpg", "reinforce_plus_plus_baseline", "rloo_vectorized", "grpo_vectorized", "gdpo")
+GROUP_N = 5  # rollout.n verl's GRPO/RLOO examples use: what a fix sets for a group estimator
 
 
 def _did_you_mean(value, options) -> str:
@@ -132,8 +133,8 @@ def group_size(ctx: RuleContext):
             ["actor_rollout_ref.rollout.n", "algorithm.adv_estimator"],
             f"{est} normalises rewards within a group of responses to one prompt, but rollout.n={n}: every "
             "advantage is 0 and the policy does not learn (verl raises no error)",
-            "Sample several responses per prompt: actor_rollout_ref.rollout.n=5 (and check batch sizes again)",
-            ["actor_rollout_ref.rollout.n=5"],
+            f"Sample several responses per prompt: actor_rollout_ref.rollout.n={GROUP_N} (and check batch sizes again)",
+            [f"actor_rollout_ref.rollout.n={GROUP_N}"],
             fix_auto=False,
         )
 

@@ -19,14 +19,31 @@ def transfer_queue_cpus(units: int) -> int:
     return 1 + 1 + units
 
 
-def ray_cpus_needed(gpus: int, units: int) -> int:
-    """Logical CPUs a Ray cluster needs for verl's V1 trainer on ``gpus`` GPUs: each GPU's bundle, and the actors."""
-    return CPUS_PER_GPU * gpus + transfer_queue_cpus(units)
+# workers/rollout/replica.py:202-206: a standalone rollout replica's pool (separate_async without the hybrid engine)
+# is a ResourcePoolManager of its own with max_colocate_count=2
+CPUS_PER_STANDALONE_GPU = 2
 
 
-def _parts(gpus: int, units: int) -> str:
-    return (f"{CPUS_PER_GPU} with each of the {gpus} GPU(s) in verl's resource pools + TaskRunner 1 + TransferQueue "
-            f"controller 1 + {units} storage units")
+def ray_cpus_needed(gpus: int, units: int, standalone: int = 0) -> int:
+    """Logical CPUs a Ray cluster needs for verl's V1 trainer on ``gpus`` GPUs of its pools and ``standalone`` GPUs
+    of standalone rollout replicas: each GPU's bundle, and the actors."""
+    return CPUS_PER_GPU * gpus + CPUS_PER_STANDALONE_GPU * standalone + transfer_queue_cpus(units)
+
+
+def _parts(gpus: int, units: int, standalone: int = 0) -> str:
+    rollout = (f" + {CPUS_PER_STANDALONE_GPU} with each of the {standalone} standalone rollout GPU(s)"
+               if standalone else "")
+    return (f"{CPUS_PER_GPU} with each of the {gpus} GPU(s) in verl's resource pools{rollout} + TaskRunner 1 + "
+            f"TransferQueue controller 1 + {units} storage units")
+
+
+def _standalone_gpus(ctx: RuleContext) -> int:
+    """GPUs of standalone rollout replicas: separate_async without the hybrid engine (rollout.nnodes x
+    rollout.n_gpus_per_node)."""
+    if ctx.get("trainer.v1.trainer_mode") != "separate_async" or ctx.get("actor_rollout_ref.hybrid_engine") is not False:
+        return 0
+    nodes, per = ctx.int("actor_rollout_ref.rollout.nnodes"), ctx.int("actor_rollout_ref.rollout.n_gpus_per_node")
+    return nodes * per if nodes and per and nodes > 0 and per > 0 else 0
 
 
 @rule("ray.transfer_queue_cpus", Stage.RUNTIME, also={"ray.node_cpus": Stage.RUNTIME})
@@ -37,16 +54,18 @@ def ray_cpus(ctx: RuleContext):
     units = ctx.int(TQ_UNITS) or 8
     desired = desired_gpus(ctx)
     gpus = desired[0] if desired is not None and desired[0] > 0 else 0
-    need = ray_cpus_needed(gpus, units)
+    standalone = _standalone_gpus(ctx)
+    need = ray_cpus_needed(gpus, units, standalone)
     yield from _node_cpus(ctx)
     live = ctx.gpus.cpus if ctx.gpus is not None else None
     if live is not None:
         if live < need:
-            spare = int(live) - CPUS_PER_GPU * gpus - 2
+            spare = int(live) - CPUS_PER_GPU * gpus - CPUS_PER_STANDALONE_GPU * standalone - 2
             yield finding(
                 Severity.ERROR,
                 [TQ_UNITS],
-                f"The Ray cluster has {live:g} CPUs but verl's V1 trainer needs at least {need} ({_parts(gpus, units)}); "
+                f"The Ray cluster has {live:g} CPUs but verl's V1 trainer needs at least {need} "
+                f"({_parts(gpus, units, standalone)}); "
                 "Ray waits for them and the run hangs silently after the config dump",
                 (f"Lower {TQ_UNITS} to {spare}, or " if spare >= 1 else "") + "start Ray with more --num-cpus",
                 [f"{TQ_UNITS}={spare}"] if spare >= 1 else [],
@@ -59,7 +78,8 @@ def ray_cpus(ctx: RuleContext):
         yield finding(
             Severity.ERROR,
             ["ray_kwargs.ray_init.num_cpus", TQ_UNITS],
-            f"Ray gets {cpus} CPUs but verl's V1 trainer needs at least {need} ({_parts(gpus, units)}); Ray waits for "
+            f"Ray gets {cpus} CPUs but verl's V1 trainer needs at least {need} ({_parts(gpus, units, standalone)}); "
+            "Ray waits for "
             "them and the run hangs silently right after printing the config",
             f"Set ray_kwargs.ray_init.num_cpus={max(need, 16)}, or lower {TQ_UNITS}",
             [f"ray_kwargs.ray_init.num_cpus={max(need, 16)}"],
