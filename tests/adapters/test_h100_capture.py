@@ -35,8 +35,9 @@ def test_nvml_answers_give_what_detect_printed_on_that_machine(catalogue):
     printed = json.loads(DETECTED.read_text())
     assert found.ok and printed["ok"] and found.findings == []
     # the catalogue's speed figures (bf16_tflops, memory_bandwidth_gbs, nvlink_gbs_per_link) joined each GPU after
-    # the capture
-    assert found.cluster.model_dump(mode="json", exclude={"nodes": {"__all__": {"gpus": {
+    # the capture, and a node's network rate (a cluster spec's network_gbps; NVML does not say it) each node
+    assert found.cluster.nodes[0].network_gbs is None
+    assert found.cluster.model_dump(mode="json", exclude={"nodes": {"__all__": {"network_gbs": True, "gpus": {
         "__all__": {"bf16_tflops", "memory_bandwidth_gbs", "nvlink_gbs_per_link"}}}}}) == printed["cluster"]
     (gpu,) = found.cluster.nodes[0].gpus
     assert (gpu.name, gpu.catalogue_id, gpu.compute_capability) == ("NVIDIA H100 80GB HBM3", "H100-80GB", (9, 0))
