@@ -187,3 +187,10 @@ def _micro_batches(values: Mapping, *, dynamic: str | None, budget: str, micro: 
         tokens = (samples - synthetic) * -(-seq // sp) + synthetic * -(-SYNTHETIC_SEQ_TOKENS // sp)
         return -(-tokens // max(1, _int(values, budget, 1) or 16384))
     return -(-samples // max(1, _int(values, micro, 1) or 1))
+
+
+def sizes_below_one(values: Mapping, critic: bool) -> list[tuple[str, int]]:
+    """The step's and the mini-batches' sizes in prompts that are below one (0 or negative): what batch.not_positive
+    names and what gets no step time."""
+    keys = ["data.train_batch_size", f"{A}.ppo_mini_batch_size"] + (["critic.ppo_mini_batch_size"] if critic else [])
+    return [(k, v) for k in keys if (v := _int(values, k)) is not None and v < 1]

@@ -40,6 +40,7 @@ from wizard.core.memory.vision import has_tower
 from wizard.core.models.facts import ModelFacts
 from wizard.core.steptime import comm
 from wizard.core.steptime.generation import generation
+from wizard.core.steptime.guards import no_step
 from wizard.core.steptime.megatron import ASSUMPTION, MegatronStep
 from wizard.core.verl.keys import M
 from wizard.core.steptime.terms import (  # noqa: F401 (PROMPT_TOKENS, RESPONSE_TOKENS, TimeTerm: the package's face)
@@ -70,29 +71,13 @@ def predict_step(values: Mapping, models: Mapping[str, ModelFacts], cluster: Clu
     placement = report.placement if report is not None else plan_placement(values, cluster)
     links_on = pool_cluster(cluster, placement.pool("global_pool"))
     cfg = read_config(values)
-    n = values.get("actor_rollout_ref.rollout.n")
-    if isinstance(n, int) and n < 1:  # read_config counts it as 1; batch.no_responses says why it fails
-        return StepTime(reason=f"rollout.n={n} samples no response: the step has nothing to train on")
-    for key in ("data.train_batch_size", "actor_rollout_ref.actor.ppo_mini_batch_size"):
-        size = values.get(key)
-        if isinstance(size, int) and not isinstance(size, bool) and size < 1:  # batch.not_positive
-            return StepTime(reason=f"{key}={size}: a size in prompts must be 1 or more")
     if cfg.engines["rollout"].name not in ("vllm", "sglang"):
         return StepTime(reason=f"the {cfg.engines['rollout'].name} engine's speed is not modelled")
     if cfg.strategy not in ("fsdp", "fsdp2", "megatron"):
         return StepTime(reason=f"the {cfg.strategy} training engine's speed is not modelled")
     lp, lr = mean_lengths(values, cfg)
-    sp = sequence_parallel(values, "actor")
-    for dynamic, budget in (("actor_rollout_ref.actor.use_dynamic_bsz", "actor_rollout_ref.actor.ppo_max_token_len_per_gpu"),
-                            ("actor_rollout_ref.rollout.log_prob_use_dynamic_bsz",
-                             "actor_rollout_ref.rollout.log_prob_max_token_len_per_gpu"),
-                            *((("actor_rollout_ref.ref.log_prob_use_dynamic_bsz",
-                                "actor_rollout_ref.ref.log_prob_max_token_len_per_gpu"),) if _uses_ref(values) else ())):
-        b = values.get(budget)
-        if values.get(dynamic) is True and isinstance(b, int) and 0 < b * sp < lp + lr:
-            # a micro-batch of dynamic batching takes whole sequences: at these lengths none fits (batch.token_budget)
-            return StepTime(reason=f"{budget}={b} tokens is less than a sample at the lengths assumed ({lp + lr:,}): "
-                                   "verl stops at the first micro-batch")
+    if why := no_step(values, lp + lr):
+        return StepTime(reason=why)
     assumptions = [f"prompts average {lp:,} tokens" + (" (the train file's)" if PROMPT_TOKENS in values else
                                                         " (data.max_prompt_length: the train file was not read)"),
                    f"responses average {lr:,} tokens" + (_given(values.get(RESPONSE_TOKENS), lr)

@@ -60,7 +60,7 @@ class WritePage(Page):
 
     def _plan_changed(self) -> None:
         """An edit asks again: the refusal (and its Write anyway) was about the plan before it."""
-        if self.anyway.isVisible() or self.anyway.isVisibleTo(self):
+        if self.anyway.isVisibleTo(self):
             self.anyway.hide()
             self.status.setText("")
 
