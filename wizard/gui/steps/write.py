@@ -14,6 +14,7 @@ from wizard.core.plan import RUN_SH
 from wizard.usecases.writing import write_plan_files
 from wizard.gui.document import PlanDocument
 from wizard.gui.steps import texts
+from wizard.gui.theme import canvas_colours
 from wizard.gui.widgets.page import Page
 from wizard.gui.wording import window_text
 
@@ -75,11 +76,12 @@ class WritePage(Page):
         if not folder:
             self.status.setText("Choose a folder first.")
             return False
+        red = canvas_colours().severity["error"]  # the theme's: a dark red is unreadable on the dark palette
         errors = self.doc.plan_errors
         if errors and not force:
             shown = "".join(f"<li>{_html(window_text(f.message))}</li>" for f in errors[:3])
             more = f"<br>and {len(errors) - 3} more in the Findings dock." if len(errors) > 3 else ""
-            self.status.setText(f"<span style='color:#b00020'>Not written: verl would stop on {len(errors)} "
+            self.status.setText(f"<span style='color:{red}'>Not written: verl would stop on {len(errors)} "
                                 f"error(s) of this plan:</span><ul>{shown}</ul>{more}Fix them (the Findings dock "
                                 "below has a fix for most), or press Write anyway.")
             self.anyway.show()
@@ -88,13 +90,13 @@ class WritePage(Page):
         try:
             written = write_plan_files(self.doc.plan, folder)
         except WriteError as exc:
-            self.status.setText(f"<span style='color:#b00020'>{_html(str(exc))}</span>")
+            self.status.setText(f"<span style='color:{red}'>{_html(str(exc))}</span>")
             return False
         lines = [f"Wrote {_html(p)}" for p in written.files] + [f"Kept the previous file as {_html(p)}"
                                                                  for p in written.backups]
         lines += [f"Note: {_html(n)}" for n in written.notes]
         if errors:  # written anyway
-            lines.append(f"<span style='color:#b00020'>Written with {len(errors)} error(s) verl would stop on: fix them "
+            lines.append(f"<span style='color:{red}'>Written with {len(errors)} error(s) verl would stop on: fix them "
                          f"before starting bash {_html(str(Path(folder) / RUN_SH))}</span>")
         else:
             lines.append(f"Start it with: bash {_html(str(Path(folder) / RUN_SH))}")
