@@ -7,7 +7,8 @@ from wizard.adapters.files.resources import load_moves, load_schema
 from wizard.core.check.verdict import check_overrides
 from wizard.core.hardware.cluster import GPU, Cluster, GpuLink, LinkKind, ClusterNode, parse_cluster_spec
 from wizard.core.findings import Severity
-from wizard.core.placement.pools import GpuRef, plan_placement
+from wizard.core.placement.models import GpuRef
+from wizard.core.placement.pools import plan_placement
 from wizard.core.placement.moves import check_move, check_pool_shape
 
 R, RM = "actor_rollout_ref.rollout", "reward.reward_model"

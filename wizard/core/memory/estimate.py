@@ -29,7 +29,8 @@ from wizard.core.memory.terms import CONSTANTS, GIB, HostEstimate, KvCache, Memo
 from wizard.core.memory.trainer import Trainer, slack, sync_buffers, sync_copies, term
 from wizard.core.models.facts import ModelFacts
 from wizard.core.verl.keys import ACTOR
-from wizard.core.placement.pools import GpuRef, Placement, plan_placement
+from wizard.core.placement.models import GpuRef, Placement
+from wizard.core.placement.pools import plan_placement
 
 __all__ = ["MEMORY_KEYS", "GpuEstimate", "HostEstimate", "MemoryReport", "Phase", "Term", "estimate_memory"]
 

@@ -14,7 +14,7 @@ from wizard.core.hardware.cluster import Cluster
 from wizard.core.memory.config import MemoryConfig
 from wizard.core.memory.terms import HostEstimate, MemoryConstants, Term
 from wizard.core.models.facts import ModelFacts
-from wizard.core.placement.pools import Placement
+from wizard.core.placement.models import Placement
 
 
 def _t(key: str, label: str, value: float, note: str = "") -> Term:

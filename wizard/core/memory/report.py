@@ -16,7 +16,8 @@ from wizard.core.hardware.cluster import Cluster
 from wizard.core.memory.estimate import GpuEstimate, MemoryReport, estimate_memory
 from wizard.core.memory.verdict import Verdict, fitting_sample_tokens, memory_verdict
 from wizard.core.models.facts import ModelFacts
-from wizard.core.placement.pools import Placement, plan_placement
+from wizard.core.placement.models import Placement
+from wizard.core.placement.pools import plan_placement
 
 UNKNOWN_GPU_MEMORY = ("the GPUs' memory is unknown: name the GPU model (--gpus 8xH100-80GB or --cluster FILE on the "
                       "command line; the GPUs field of the Start step or the Hardware step in the window)")

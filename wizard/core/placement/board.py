@@ -19,7 +19,7 @@ from dataclasses import dataclass
 from wizard.core.hardware.cluster import GPU, Cluster, ClusterNode
 from wizard.core.hardware.gpus import GpuSpec
 from wizard.core.placement.moves import MoveVerdict, check_move
-from wizard.core.placement.pools import GpuRef, Placement
+from wizard.core.placement.models import GpuRef, Placement
 from wizard.core.plan.convert import apply_overrides
 from wizard.core.plan.model import Plan
 

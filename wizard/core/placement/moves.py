@@ -10,7 +10,8 @@ from collections.abc import Mapping
 
 from pydantic import BaseModel, ConfigDict, Field
 
-from wizard.core.placement.pools import POOLS, ROLES, truthy
+from wizard.core.placement.models import POOLS, ROLES
+from wizard.core.verl.flags import truthy
 from wizard.core.verl.keys import RM, R
 
 

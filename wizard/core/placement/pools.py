@@ -20,12 +20,12 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 
-from pydantic import BaseModel, ConfigDict, Field
-
 from wizard.core.verl.roles import lora_rank, need_critic, need_ref, ref_in_actor  # noqa: F401 - re-exported
-from wizard.core.hardware.cluster import LINK_RANK, Cluster, LinkKind, ClusterNode
-from wizard.core.findings import Finding, Severity, Stage
+from wizard.core.hardware.cluster import Cluster, ClusterNode
+from wizard.core.findings import Finding
 from wizard.core.hardware.gpus import MAX_GPUS, MAX_GPUS_PER_NODE
+from wizard.core.placement.groups import link_issues, replica_groups, reward_groups, teacher_groups
+from wizard.core.placement.models import GpuRef, Placement, Pool, ReplicaGroup
 from wizard.core.verl.flags import truthy  # noqa: F401 - re-exported
 from wizard.core.verl.keys import RM, R
 
@@ -40,68 +40,6 @@ PLACEMENT_KEYS = (
     "algorithm.use_kl_in_reward", "actor_rollout_ref.actor.use_kl_loss", "critic.enable", "algorithm.adv_estimator",
     "actor_rollout_ref.model.lora_rank", "actor_rollout_ref.model.lora", "actor_rollout_ref.model.lora_adapter_path",
 )
-ROLES = ("actor", "rollout", "ref", "critic", "reward", "teacher")
-POOLS = ("global_pool", "reward_pool", "teacher_pool", "rollout_pool")
-
-
-class _Model(BaseModel):
-    model_config = ConfigDict(frozen=True, extra="forbid")
-
-
-class GpuRef(_Model):
-    node: str
-    index: int
-
-    def __str__(self) -> str:
-        return f"{self.node}:{self.index}"
-
-
-class Pool(_Model):
-    """A Ray resource pool: ``per_node`` GPUs on each of ``nnodes`` nodes, and the roles verl maps to it."""
-
-    name: str
-    roles: list[str]
-    per_node: int
-    nnodes: int
-    gpus: list[GpuRef] = Field(default_factory=list)
-    missing: int = 0  # GPUs the cluster could not give this pool (gpus.available reports it)
-
-    @property
-    def size(self) -> int:
-        return self.per_node * self.nnodes
-
-
-class ReplicaGroup(_Model):
-    """One engine replica (rollout, reward model or teacher): ``tp x dp x pp`` GPUs of one pool."""
-
-    role: str
-    rank: int
-    pool: str
-    tp: int
-    dp: int = 1
-    pp: int = 1
-    gpus: list[GpuRef]
-    worst_link: str | None = None  # the slowest link inside one of its TP groups: NV18, PIX, SYS, "network"
-
-
-class Placement(_Model):
-    mode: str  # sync | colocate_async | separate_async
-    pools: list[Pool]
-    replicas: list[ReplicaGroup] = Field(default_factory=list)
-    issues: list[Finding] = Field(default_factory=list)
-
-    @property
-    def gpus_needed(self) -> int:
-        return sum(p.size for p in self.pools)
-
-    def pool(self, name: str) -> Pool | None:
-        return next((p for p in self.pools if p.name == name), None)
-
-    def roles_on(self, gpu: GpuRef) -> list[str]:
-        return [r for p in self.pools if gpu in p.gpus for r in p.roles]
-
-    def replicas_of(self, role: str) -> list[ReplicaGroup]:
-        return [g for g in self.replicas if g.role == role]
 
 
 # ------------------------------------------------------------------------------------------------
@@ -118,7 +56,7 @@ def trainer_mode(values: Mapping) -> str:
     return mode if isinstance(mode, str) else "sync"
 
 
-def hybrid_replicas(values: Mapping) -> bool:
+def hybridreplica_groups(values: Mapping) -> bool:
     """Colocated rollout engines on the training GPUs (all modes, unless separate_async with hybrid_engine=False)."""
     return not (trainer_mode(values) == "separate_async" and values.get("actor_rollout_ref.hybrid_engine") is False)
 
@@ -160,7 +98,7 @@ def pool_specs(values: Mapping) -> list[tuple[str, int, int, list[str]]]:
     """(name, per_node, nnodes, roles) in the order verl creates the pools."""
     per, nodes = _int(values, "trainer.n_gpus_per_node", 8), _int(values, "trainer.nnodes", 1)
     roles = ["actor"]
-    if hybrid_replicas(values):
+    if hybridreplica_groups(values):
         roles.append("rollout")
     if need_ref(values) and not ref_in_actor(values):
         roles.append("ref")
@@ -267,62 +205,6 @@ def pool_cluster(cluster: Cluster | None, pool: Pool | None) -> Cluster | None:
     return cluster.model_copy(update={"nodes": nodes})
 
 
-# ------------------------------------------------------------------------------------------------
-# Replica groups and their links
-
-
-def _link_between(node: ClusterNode, a: int, b: int) -> str | None:
-    link = node.link(a, b)
-    if link is not None:
-        return link.label
-    if node.interconnect == "pcie":
-        return "PCIe"
-    return None
-
-
-def worst_link(group: list[GpuRef], nodes: dict[str, ClusterNode]) -> str | None:
-    """The slowest link between any two GPUs of a TP group; "network" across nodes; None when unknown/NVLink."""
-    if len({g.node for g in group}) > 1:
-        return "network"
-    node = nodes.get(group[0].node) if group else None
-    if node is None:
-        return None
-    worst, rank = None, -1
-    numa = {g.index: g.numa_node for g in node.gpus}
-    for i, a in enumerate(group):
-        for b in group[i + 1:]:
-            label = _link_between(node, a.index, b.index)
-            if label is None:
-                continue
-            kind = LinkKind.NV if label.startswith("NV") else (LinkKind.PHB if label == "PCIe" else LinkKind(label))
-            if numa.get(a.index) is not None and numa.get(b.index) is not None and numa[a.index] != numa[b.index]:
-                kind, label = LinkKind.SYS, "SYS"
-            if LINK_RANK[kind] > rank:
-                worst, rank = label, LINK_RANK[kind]
-    return None if worst is None or worst.startswith("NV") else worst
-
-
-def _replicas(role: str, pool: Pool, tp: int, dp: int, pp: int, nodes: dict[str, ClusterNode], start: int = 0):
-    ws = tp * dp * pp
-    out = []
-    for k in range(len(pool.gpus) // ws if ws else 0):
-        gpus = pool.gpus[k * ws:(k + 1) * ws]
-        links = [worst_link(gpus[i:i + tp], nodes) for i in range(0, ws, tp)] if tp > 1 else [None]
-        bad = [x for x in links if x is not None]
-        worst = max(bad, key=_badness) if bad else None
-        out.append(ReplicaGroup(role=role, rank=start + k, pool=pool.name, tp=tp, dp=dp, pp=pp, gpus=gpus,
-                                worst_link=worst))
-    return out
-
-
-def _badness(label: str) -> int:
-    if label == "network":
-        return 99
-    if label == "PCIe":
-        return LINK_RANK[LinkKind.PHB]
-    return LINK_RANK.get(LinkKind(label), 0) if label in LinkKind._value2member_map_ else 0
-
-
 _RECENT: list[tuple[str, tuple[tuple[str, str], ...] | None, Cluster | None, Placement]] = []
 _ABSENT = object()
 
@@ -394,89 +276,23 @@ def _plan_placement(values: Mapping, cluster: Cluster | None) -> Placement:
     issues: list[Finding] = []
     glob = pools[0]
     if "rollout" in glob.roles:
-        replicas += _replicas("rollout", glob, *replica_size(values, R), by_name)
+        replicas += replica_groups("rollout", glob, *replica_size(values, R), by_name)
     hybrid = len(replicas)
     for k, pool in enumerate(p for p in pools if p.name.startswith("rollout_pool_")):
-        replicas += _replicas("rollout", pool, *replica_size(values, R), by_name, start=hybrid + k)
+        replicas += replica_groups("rollout", pool, *replica_size(values, R), by_name, start=hybrid + k)
     reward_pool = next((p for p in pools if "reward" in p.roles), None)
     if reward_pool is not None:
         tp, dp, pp = replica_size(values, f"{RM}.rollout")
-        replicas += _replicas("reward", reward_pool, tp, dp, pp, by_name)
-        issues += _reward_groups(reward_pool, tp * dp * pp)
+        replicas += replica_groups("reward", reward_pool, tp, dp, pp, by_name)
+        issues += reward_groups(reward_pool, tp * dp * pp)
     teacher = next((p for p in pools if p.name == "teacher_pool"), None)
     if teacher is not None:
-        issues += _teacher_groups(teacher, teacher_sizes(values))
+        issues += teacher_groups(teacher, teacher_sizes(values))
         start = 0
         for name, ws, n in teacher_sizes(values):
             sub = Pool(name="teacher_pool", roles=["teacher"], per_node=teacher.per_node, nnodes=teacher.nnodes,
                        gpus=teacher.gpus[start:start + ws * n])
-            replicas += [g.model_copy(update={"role": f"teacher:{name}"}) for g in _replicas("teacher", sub, ws, 1, 1, by_name)]
+            replicas += [g.model_copy(update={"role": f"teacher:{name}"}) for g in replica_groups("teacher", sub, ws, 1, 1, by_name)]
             start += ws * n
-    issues += _link_issues(replicas)
+    issues += link_issues(replicas)
     return Placement(mode=trainer_mode(values), pools=pools, replicas=replicas, issues=issues)
-
-
-def _issue(rule: str, severity: Severity, stage: Stage, keys: list[str], message: str, fix: str | None = None,
-           overrides: list[str] | None = None) -> Finding:
-    return Finding(rule=rule, severity=severity, stage=stage, keys=keys, message=message, fix=fix,
-                   fix_overrides=overrides or [])
-
-
-def _reward_groups(pool: Pool, ws: int) -> list[Finding]:
-    """reward_model.py: ``num_replicas = world_size // rollout_world_size`` must be > 0, and the pool must split
-    into whole replicas (split_resource_pool asserts ``world_size % split_size == 0``)."""
-    keys = [f"{RM}.rollout.tensor_model_parallel_size", f"{RM}.n_gpus_per_node", f"{RM}.nnodes"]
-    if pool.size and pool.size < ws:
-        return [_issue("placement.reward_groups", Severity.ERROR, Stage.STARTUP, keys,
-                       f"The reward model's replica needs TP x DP x PP = {ws} GPUs but its pool ({pool.name}) has "
-                       f"{pool.size}; verl stops with: Not enough GPUs to run the reward model",
-                       f"Set {RM}.rollout.tensor_model_parallel_size to at most {pool.size}",
-                       [f"{RM}.rollout.tensor_model_parallel_size={_largest_divisor(pool.size, ws)}"])]
-    if pool.size and pool.size % ws:
-        return [_issue("placement.reward_groups", Severity.ERROR, Stage.STARTUP, keys,
-                       f"The reward model's pool ({pool.name}, {pool.size} GPUs) does not split into replicas of "
-                       f"{ws} GPUs; verl stops with: split_size must be a divisor of world_size",
-                       f"Use a reward-model TP x DP x PP that divides {pool.size}",
-                       [f"{RM}.rollout.tensor_model_parallel_size={_largest_divisor(pool.size, ws)}"])]
-    return []
-
-
-def _teacher_groups(pool: Pool, teachers: list[tuple[str, int, int]]) -> list[Finding]:
-    """DistillationConfig.__post_init__ (distillation.py:276-287): the teacher pool must equal num_replicas x
-    per-replica GPUs summed over the teachers. verl's single default teacher fills the pool by construction (a
-    replica size that does not divide it is rule distillation.config's)."""
-    want = sum(ws * n for _, ws, n in teachers)
-    if not teachers or want == pool.size or [name for name, _, _ in teachers] == ["teacher_model"]:
-        return []
-    parts = ", ".join(f"{name}: {n} x {ws}" for name, ws, n in teachers)
-    return [_issue("placement.teacher_groups", Severity.ERROR, Stage.STARTUP,
-                   ["distillation.n_gpus_per_node", "distillation.nnodes", "distillation.teacher_models"],
-                   f"The teacher pool has {pool.size} GPUs but the teachers need {want} ({parts}); verl stops when "
-                   "it splits the pool", f"Make distillation.n_gpus_per_node x distillation.nnodes = {want}")]
-
-
-def _largest_divisor(n: int, at_most: int) -> int:
-    return max(d for d in range(1, max(1, min(n, at_most)) + 1) if n % d == 0)
-
-
-def _link_issues(replicas: list[ReplicaGroup]) -> list[Finding]:
-    """A TP group all-reduces every layer: over PCIe, across NUMA nodes or across machines it is slow."""
-    out = []
-    by_kind: dict[tuple[str, str], list[ReplicaGroup]] = {}
-    for g in replicas:
-        if g.worst_link:
-            by_kind.setdefault((g.role.split(":")[0], g.worst_link), []).append(g)
-    for (role, link), groups in sorted(by_kind.items()):
-        where = {"network": "across nodes (over the network)", "SYS": "across NUMA nodes (through the CPUs' interconnect)",
-                 "NODE": "across PCIe host bridges of one NUMA node", "PHB": "through a PCIe host bridge",
-                 "PXB": "over PCIe bridges (no NVLink)", "PIX": "over one PCIe bridge (no NVLink)",
-                 "PCIe": "over PCIe (no NVLink)"}.get(link, link)
-        key = {"rollout": f"{R}.tensor_model_parallel_size", "reward": f"{RM}.rollout.tensor_model_parallel_size"}.get(
-            role, "distillation.teacher_models")
-        first = groups[0]
-        out.append(_issue("placement.tp_link", Severity.WARNING, Stage.ADVICE, [key],
-                          f"{len(groups)} {role} replica(s) have a TP group of {first.tp} GPUs that talks {where} "
-                          f"(e.g. replica {first.rank} on {', '.join(map(str, first.gpus[:first.tp]))}); every layer "
-                          "all-reduces over that link, so generation is much slower than within NVLink",
-                          f"Lower {key} so a TP group stays inside one NVLink island"))
-    return out
