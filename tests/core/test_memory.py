@@ -94,6 +94,16 @@ def test_offload_flags_and_what_they_do_not_save():
 def test_fsdp2_offload_policy_keeps_states_on_cpu_even_in_the_update():
     upd = phase(report({f"{A}.strategy": "fsdp2", f"{AF}.offload_policy": True}), "actor_update")
     assert term(upd, "actor_params") == term(upd, "actor_grads") == term(upd, "actor_adam") == 0
+    # the AdamW step runs on the host beside its moments: no step temporaries on the GPU (a 32B update was the
+    # step's 61 GiB of temporaries, over a backward of far less)
+    assert term(upd, "optimizer_step") == 0
+    # on one GPU at a micro-batch of 1 the step is the update's worse moment with the states on the GPU, and not
+    # with the policy
+    one = {"trainer.n_gpus_per_node": 1, f"{R}.tensor_model_parallel_size": 1, f"{A}.ppo_micro_batch_size_per_gpu": 1,
+           f"{A}.strategy": "fsdp2"}
+    assert term(phase(report(one, cl=cluster(per_node=1, gib=141)), "actor_update"), "optimizer_step") > 0
+    upd = phase(report({**one, f"{AF}.offload_policy": True}, cl=cluster(per_node=1, gib=141)), "actor_update")
+    assert term(upd, "optimizer_step") == 0 and term(upd, "activations") > 0
     # FSDP1 ignores offload_policy ("Only for FSDP2")
     assert term(phase(report({f"{AF}.offload_policy": True}), "actor_update"), "actor_adam") == 8 * P7 // 8
 

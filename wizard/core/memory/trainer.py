@@ -231,7 +231,10 @@ class Trainer:
                              mt.entropy(f, T, cfg.entropy_mode, update=True, c=c)))
         # no SDPA mask term (mask_terms): the updates measured with a packed row show none over their terms
         backward += head + unsharded_grads("actor", cfg.actor_unsharded_grad_bytes, self.Pt, self.N, cfg.strategy)
-        step = [term("optimizer_step", "AdamW step temporaries (foreach)", c.optimizer_step_temp * self.grads)]
+        # FSDP2's CPU offload policy keeps the grads and AdamW's moments on the host: the step runs there, with no
+        # temporaries on the GPU
+        step = [] if self.on_cpu else [term("optimizer_step", "AdamW step temporaries (foreach)",
+                                            c.optimizer_step_temp * self.grads)]
         rest = [t for t in self.resident(adam=True) if not t.key.startswith("actor_")]
         return states, backward, step, rest
 
