@@ -46,6 +46,9 @@ NO_SYNC_ON_EIGHT = ["trainer.n_gpus_per_node=8", f"{A}.strategy=fsdp2", "actor_r
 PPO_4096 = ["algorithm.adv_estimator=gae", "critic.model.path=Qwen/Qwen2.5-1.5B-Instruct", "critic.strategy=fsdp2",
             "critic.ppo_micro_batch_size_per_gpu=4", f"{A}.use_kl_loss=False", "data.max_prompt_length=1024",
             "data.max_response_length=3072", f"{A}.strategy=fsdp2", "actor_rollout_ref.ref.strategy=fsdp2"]
+# 7B PPO with a 7B critic on two 40 GB GPUs: both models' states must be on the host through their updates
+PPO_7B_TWO = ["algorithm.adv_estimator=gae", "critic.model.path=Qwen/Qwen2.5-7B-Instruct", f"{A}.use_kl_loss=False",
+              "critic.ppo_micro_batch_size_per_gpu=4", "trainer.n_gpus_per_node=2", f"{R}.gpu_memory_utilization=0.5"]
 CASES = [  # (what a user asks, overrides, GPUs)
     ("7B full fine-tuning on one 80 GB GPU", [], "1xH100-80GB"),
     ("7B on two 24 GB GPUs", ["trainer.n_gpus_per_node=2"], "2xRTX-4090-24GB"),
@@ -57,6 +60,7 @@ CASES = [  # (what a user asks, overrides, GPUs)
      NO_SYNC_ON_EIGHT, "8xA100-40GB"),
     ("1.5B PPO with a critic at 4,096 tokens on one 80 GB GPU", [*PPO_4096, f"{R}.gpu_memory_utilization=0.55"],
      "1xH100-80GB"),
+    ("7B PPO with a 7B critic on two 40 GB GPUs", PPO_7B_TWO, "2xA100-40GB"),
 ]
 
 
@@ -469,3 +473,12 @@ def test_a_pass_turned_to_dynamic_batching_reads_as_one_change_with_its_final_bu
               turn("critic token budget", "8,192", "16,384", (("critic.ppo_max_token_len_per_gpu", 16384),)))
     assert Alternative(moves=critic, changes={}, kind="tuning", fits=True, verdict="fits", peak_bytes=1,
                        capacity_bytes=None, step_seconds=1.0).text == "critic micro-batch -> dynamic batching, 16,384 tokens"
+
+
+def test_ppo_whose_critic_needs_its_states_on_the_host_is_offered_the_critics_offload_policy():
+    """The search never turned the critic's offload_policy: 7B PPO on two 40 GB GPUs was "Nothing on these 2 x 40 GiB
+    GPUs fits ... it needs >= 4 such GPUs" where both models' states on the host fit (the CASES test re-estimates it)."""
+    mp = plan(PPO_7B_TWO, "2xA100-40GB")
+    advice = advise(mp.values, mp.models, mp.cluster, smaller=[Q15])
+    assert advice.best is not None and advice.best.kind != METHOD, advice.statement
+    assert {"critic.fsdp.offload_policy=True", "critic.strategy=fsdp2"} <= set(advice.best.overrides)

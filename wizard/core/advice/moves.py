@@ -301,6 +301,11 @@ def _offload_moves(values: Mapping, cfg) -> list[Move]:
         for key, on in ((f"{CF}.param_offload", "critic param offload"), (f"{CF}.optimizer_offload", "critic optimizer offload")):
             if not truthy(values, key):
                 out.append(Move(on, ((key, True),)))
+        if cfg.critic_offload_policy:
+            out.append(Move("critic without the CPU offload policy (faster)", ((f"{CF}.offload_policy", False),)))
+        else:  # the critic's states on the host through its update too (PPO's second full model)
+            out.append(Move("critic on FSDP2 with the CPU offload policy (its optimizer on the CPU)",
+                            (("critic.strategy", "fsdp2"), (f"{CF}.offload_policy", True))))
     return out
 
 
