@@ -326,21 +326,21 @@ def test_a_2048_node_cluster_spec_plans_two_of_its_nodes_as_a_2_node_spec_does(t
 
 
 def test_a_ppo_plan_too_big_for_its_gpus_is_fitted_by_the_critics_savings_too():
-    """The PPO preset on 8 x 24 GB: nothing fits, and the statement names how many such GPUs it needs. Its bound
-    counts every saving at once, the critic's too (offload, checkpointing, a token budget of one sample): without
-    the critic's it said 32, while 16 fit."""
-    doc = json.loads(run("--preset", "ppo-8gpu", "--gpus", "8xRTX-4090-24GB", "--format", "json").stdout)
-    assert doc["fits"] is False and not [a for a in doc["advice"] if a["fits"] and a["kind"] != "method"]
-    need = int(re.search(r"it needs >= (\d+) such GPUs", doc["advice_statement"]).group(1))
+    """The PPO preset on one 24 GB GPU: nothing fits, and the statement names how many such GPUs it needs. Its bound
+    counts every saving at once, the critic's too (offload, its FSDP2 offload policy, checkpointing, a token budget
+    of one sample): without the critic's it said 32 on 8 x 24 GB, while 16 fit; without the critic's offload policy
+    16, while 2 fit."""
+    def doc(gpus: int) -> dict:
+        return json.loads(run("--preset", "ppo-8gpu", "--gpus", f"{gpus}xRTX-4090-24GB", "--set",
+                              f"trainer.n_gpus_per_node={gpus}", "--set",
+                              f"actor_rollout_ref.rollout.tensor_model_parallel_size={gpus}", "--format", "json").stdout)
 
-    def best_fits(gpus: int) -> bool:
-        nodes = gpus // 8
-        doc = json.loads(run("--preset", "ppo-8gpu", "--gpus", f"{nodes}x8xRTX-4090-24GB", "--set",
-                             f"trainer.nnodes={nodes}", "--format", "json").stdout)
-        return any(a["fits"] and a["kind"] == "tuning" for a in doc["advice"])
-
-    # two nodes of them fit once the critic's own savings are searched (and the statement does not overstate it)
-    assert best_fits(16) and need == 16
+    one = doc(1)
+    assert one["fits"] is False and not [a for a in one["advice"] if a["fits"] and a["kind"] != "method"]
+    need = int(re.search(r"it needs >= (\d+) such GPUs", one["advice_statement"]).group(1))
+    # two of them fit once the critic's own savings are searched (and the statement does not overstate it)
+    two = [a for a in doc(2)["advice"] if a["fits"] and a["kind"] == "tuning"]
+    assert two and "critic.fsdp.offload_policy=True" in two[0]["overrides"] and need == 2
 
 
 def test_a_plan_that_fits_only_tightly_is_not_told_that_nothing_fits():

@@ -151,3 +151,14 @@ def test_the_reference_s_budget_and_sizes_below_one_prompt_get_no_step_time_eith
     for size in ("data.train_batch_size=0", f"{A}.ppo_mini_batch_size=-8"):
         st = step_time(plan([size], "1xH100-80GB", Q15))
         assert st.seconds is None and "must be 1 or more" in st.reason, size
+
+
+def test_a_rollout_engine_that_does_not_start_gets_no_step_time_but_the_reason():
+    # a 7B on one 24 GB GPU: vLLM has no room for one request's KV cache and stops at its start; the step was timed
+    # as one sequence at a time (823 s)
+    st = step_time(plan([], "1xRTX-4090-24GB"))
+    assert st.seconds is None and "no room for one request's KV cache" in st.reason and "GiB short" in st.reason
+    # a fraction vLLM refuses: no memory estimate, and no step time (9.2 s was printed under "verdict: none")
+    st = step_time(plan([f"{R}.gpu_memory_utilization=1.5"], "1xH100-80GB", Q15))
+    assert st.seconds is None and "does not start with actor_rollout_ref.rollout.gpu_memory_utilization" in st.reason
+    assert step_time(plan([], "1xH100-80GB", Q15)).seconds > 0

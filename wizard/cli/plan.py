@@ -101,11 +101,11 @@ def _response_tokens(args) -> int | None:
 
 def _forecast(step, overrides: list[str], config_name: str, data, verdict=None):
     """The full run's time (the schedule's steps x the predicted step), or why there is none."""
-    if step.seconds is None:
-        return f"no step time ({step.reason})"
     if verdict is not None and verdict.word == "does_not_fit":
         what = "this machine's host RAM (memory.host)" if verdict.cause == "host" else "these GPUs"
         return f"none: the plan does not fit {what} (apply an alternative above, then plan it again)"
+    if step.seconds is None:
+        return f"no step time ({step.reason})"
     from wizard.core.plan import plan_from_overrides
     from wizard.core.run import predicted_forecast, schedule_of
 

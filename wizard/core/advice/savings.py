@@ -35,6 +35,7 @@ def all_savings(values: Mapping, offload: bool = True) -> dict:
     if need_critic(values):
         if values.get(f"{A}.strategy") != "megatron":
             out.update({f"{CF}.param_offload": offload, f"{CF}.optimizer_offload": offload,
+                        f"{CF}.offload_policy": offload, "critic.strategy": "fsdp2",
                         "critic.model.enable_gradient_checkpointing": True})
         dyn, budget, micro = critic_batching(values)
         batching.append((dyn is None or truthy(values, dyn), micro, budget))
@@ -67,6 +68,8 @@ _NAMES = {f"{AF}.param_offload": "param offload", f"{AF}.optimizer_offload": "op
           "critic.ppo_max_token_len_per_gpu": "critic token budget",
           f"{CF}.micro_batch_size_per_gpu": "critic micro-batch", "critic.ppo_micro_batch_size_per_gpu": "critic micro-batch",
           f"{CF}.param_offload": "critic param offload", f"{CF}.optimizer_offload": "critic optimizer offload",
+          f"{CF}.offload_policy": "the critic's CPU offload policy (its optimizer on the CPU)",
+          "critic.strategy": "critic strategy",
           "critic.model.enable_gradient_checkpointing": "critic gradient checkpointing",
           f"{R}.gpu_memory_utilization": "gpu_memory_utilization", f"{R}.tensor_model_parallel_size": "rollout TP",
           f"{AM}.param_offload": "Megatron param offload", f"{AM}.optimizer_offload": "Megatron optimizer offload",

@@ -40,7 +40,7 @@ from wizard.core.memory.vision import has_tower
 from wizard.core.models.facts import ModelFacts
 from wizard.core.steptime import comm
 from wizard.core.steptime.generation import generation
-from wizard.core.steptime.guards import no_step
+from wizard.core.steptime.guards import engine_stops, no_step
 from wizard.core.steptime.megatron import ASSUMPTION, MegatronStep
 from wizard.core.verl.keys import M
 from wizard.core.steptime.terms import (  # noqa: F401 (PROMPT_TOKENS, RESPONSE_TOKENS, TimeTerm: the package's face)
@@ -76,7 +76,7 @@ def predict_step(values: Mapping, models: Mapping[str, ModelFacts], cluster: Clu
     if cfg.strategy not in ("fsdp", "fsdp2", "megatron"):
         return StepTime(reason=f"the {cfg.strategy} training engine's speed is not modelled")
     lp, lr = mean_lengths(values, cfg)
-    if why := no_step(values, lp + lr):
+    if why := no_step(values, lp + lr) or engine_stops(values, report):
         return StepTime(reason=why)
     assumptions = [f"prompts average {lp:,} tokens" + (" (the train file's)" if PROMPT_TOKENS in values else
                                                         " (data.max_prompt_length: the train file was not read)"),
