@@ -304,3 +304,43 @@ def test_a_standalone_rollout_replica_s_bundle_holds_the_cpus_the_rule_counts():
 
     lines = (VERL / "workers/rollout/replica.py").read_text().splitlines()[200:207]
     assert f"max_colocate_count={CPUS_PER_STANDALONE_GPU}," in [x.strip() for x in lines]
+
+
+# --- the critic's engine and embedding (rules/engine.py, rules/model_files.py) ---------------------------------
+def test_a_megatron_critic_over_the_fsdp_config_passes_verls_preflight_then_meets_an_fsdp_engine_config(
+        verl_config_dir, tiny_model, check):
+    """ppo_trainer builds the critic as FSDPCriticConfig; its __post_init__ copies critic.strategy into the
+    FSDPEngineConfig unchecked, and the critic's TrainingWorker builds the engine that strategy names from it."""
+    from verl.trainer.ppo.utils import need_critic, need_reference_policy
+    from verl.utils.config import omega_conf_to_dataclass, validate_config
+
+    overrides = GOOD + ["algorithm.adv_estimator=gae", f"critic.model.path={tiny_model}",
+                        "critic.ppo_micro_batch_size_per_gpu=4", "critic.strategy=megatron"]
+    cfg = composed(verl_config_dir, overrides)
+    validate_config(cfg, use_reference_policy=need_reference_policy(cfg), use_critic=need_critic(cfg))  # no error
+    critic = omega_conf_to_dataclass(cfg.critic)
+    assert (type(critic).__name__, type(critic.engine).__name__, critic.engine.strategy) == (
+        "FSDPCriticConfig", "FSDPEngineConfig", "megatron")
+    assert not hasattr(critic.engine, "use_mbridge")
+    assert verl_line("workers/engine_workers.py", 138).strip() == "backend=self.engine_config.strategy,"
+    assert verl_line("workers/engine/megatron/transformer_impl.py", 191).strip() == (
+        'assert self.engine_config.use_mbridge, "use_mbridge must be True"')
+    result = check(overrides)
+    (f,) = rules(result, "engine.critic_megatron_without_engine")
+    assert f.stage.value == "startup" and "use_mbridge" in f.message
+    assert not [x for x in result.findings if x.severity.value == "error" and x.stage.value in ("compose", "preflight")]
+
+
+def test_verl_hands_the_critic_the_actors_token_ids_and_never_resizes_its_embedding():
+    """What models.critic_vocab rests on: no re-tokenizing for the critic, no resize anywhere in verl, and an id past
+    the embedding fails in torch's lookup."""
+    import torch
+
+    assert verl_line("trainer/ppo/v1/trainer_base.py", 1730).strip() == "output = self.critic_wg.infer_batch(batch)"
+    assert verl_line("workers/engine/fsdp/transformer_impl.py", 1191).strip() == (
+        "input_ids_rmpad = input_ids.values().unsqueeze(0)  # (1, total_nnz)")
+    assert "load_valuehead_model(" in verl_line("workers/engine/fsdp/transformer_impl.py", 300)
+    resizers = [p for p in VERL.rglob("*.py") if "resize_token_embeddings" in p.read_text(errors="ignore")]
+    assert resizers == []
+    with pytest.raises(IndexError, match="index out of range in self"):
+        torch.nn.Embedding(8, 2)(torch.tensor([8]))

@@ -145,9 +145,37 @@ def test_critic_must_read_the_actors_tokens(run):
     (f,) = found(run(gae, actor=actor, critic=small_critic), "models.critic_vocab")
     assert "151936" in f.message and "152064" in f.message and f.severity.value == "warning"
     assert not found(run(gae, actor=actor, critic=facts(QWEN25_7B, name="/models/c")), "models.critic_vocab")
-    (g,) = found(run(gae, actor=facts(QWEN3_8B), critic=facts(LLAMA31_8B, name="/models/c")), "models.critic_vocab")
-    assert "qwen3" in g.message and "llama" in g.message  # different tokenizers, though llama's vocab is smaller
+    # a Qwen critic under a Llama actor: every Llama id fits its 151,936 rows, but they mean other tokens
+    (g,) = found(run(gae, actor=facts(LLAMA31_8B), critic=facts(QWEN3_8B, name="/models/c")), "models.critic_vocab")
+    assert "qwen3" in g.message and "llama" in g.message and g.severity.value == "warning"
     assert not found(run([], actor=actor, critic=small_critic), "models.critic_vocab")  # GRPO: no critic
+
+
+@pytest.mark.parametrize("actor", [QWEN25_7B, QWEN3_8B], ids=["qwen2.5", "qwen3"])
+def test_a_critic_whose_embedding_ends_below_the_actors_prompt_tokens_is_an_error(run, actor):
+    """Qwen's chat template puts <|im_start|> (151,644) into every prompt; Llama 3's embedding has 128,256 rows, and
+    verl hands the critic the actor's ids unchanged: its first forward indexes out of range."""
+    gae = ["algorithm.adv_estimator=gae", "critic.model.path=/models/c", "critic.ppo_micro_batch_size_per_gpu=1"]
+    result = run(gae, actor=facts(actor), critic=facts(LLAMA31_8B, name="/models/c"))
+    (f,) = found(result, "models.critic_vocab")
+    assert f.severity.value == "error" and f.stage.value == "runtime" and not result.ok
+    assert "<|im_start|> (id 151,644)" in f.message and "128,256 rows" in f.message
+    assert "device-side assert" in f.message and "compute_values" in f.message
+    assert f.fix_overrides == ["critic.model.path=/models/m"]  # the actor's own model
+    # the fix applied: the critic is the actor's model, so it reads the actor's ids
+    assert not found(run(gae[:1] + ["critic.model.path=/models/m", *gae[2:]], actor=facts(actor),
+                         critic=facts(actor)), "models.critic_vocab")
+
+
+def test_a_llama_actor_with_a_shorter_critic_is_an_error_at_its_bos_token(run):
+    gae = ["algorithm.adv_estimator=gae", "critic.model.path=/models/c", "critic.ppo_micro_batch_size_per_gpu=1"]
+    mistral = {**LLAMA31_8B, "model_type": "mistral", "vocab_size": 32768}
+    (f,) = found(run(gae, actor=facts(LLAMA31_8B), critic=facts(mistral, name="/models/c")), "models.critic_vocab")
+    assert f.severity.value == "error" and "<|begin_of_text|> (id 128,000)" in f.message and "32,768 rows" in f.message
+    # Llama 2's 32,000-row tokenizer has no such token: only the warning that the ids mean other tokens
+    llama2 = facts({**LLAMA31_8B, "vocab_size": 32000})
+    (g,) = found(run(gae, actor=llama2, critic=facts(QWEN25_05B, name="/models/c")), "models.critic_vocab")
+    assert g.severity.value == "warning"
 
 
 def test_unknown_architecture_is_a_note(run):

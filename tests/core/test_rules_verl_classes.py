@@ -103,6 +103,33 @@ def test_an_unknown_training_engine_dies_when_workers_start(check):
     assert f.stage is Stage.STARTUP and "Unknown backend: foo" in f.message
 
 
+GAE = ["algorithm.adv_estimator=gae", "critic.model.path=Qwen/Qwen2.5-0.5B-Instruct", "critic.ppo_micro_batch_size_per_gpu=4"]
+
+
+def test_a_megatron_critic_in_a_config_composed_for_fsdp_passes_the_preflight_and_dies_when_workers_start(check):
+    """FSDPCriticConfig copies critic.strategy into its FSDPEngineConfig unchecked (workers/config/critic.py:219),
+    then the critic's TrainingWorker builds the Megatron engine from it (engine_workers.py:138), whose first line
+    reads use_mbridge (megatron/transformer_impl.py:191). Unlike the actor's case, nothing fails in the pre-flight."""
+    r = check(GOOD + GAE + ["critic.strategy=megatron"])
+    f = only(r, "engine.critic_megatron_without_engine")
+    assert f.stage is Stage.STARTUP and not r.ok
+    assert "'FSDPEngineConfig' object has no attribute 'use_mbridge'" in f.message
+    assert "model_engine=megatron" in f.fix and "ppo_megatron_trainer" in f.fix
+    assert [x for x in errors(r) if x.stage is Stage.PREFLIGHT] == []  # verl's validate_config passes it
+    assert f.fix_overrides == ["critic.strategy=fsdp"]  # the actor's FSDP
+    assert errors(check(GOOD + GAE + ["critic.strategy=megatron", *f.fix_overrides])) == []
+    fsdp2 = only(check(GOOD + GAE + ["critic.strategy=megatron", f"{A}.strategy=fsdp2"]),
+                 "engine.critic_megatron_without_engine")
+    assert fsdp2.fix_overrides == ["critic.strategy=fsdp2"]
+
+
+def test_a_megatron_critic_is_fine_with_the_megatron_engine_and_unread_without_a_critic(check):
+    assert "engine.critic_megatron_without_engine" not in {
+        f.rule for f in check(GOOD + GAE + ["model_engine=megatron"]).findings}
+    assert "engine.critic_megatron_without_engine" not in {
+        f.rule for f in check(GOOD + ["critic.strategy=megatron"]).findings}  # GRPO trains no critic
+
+
 # --- profiler classes: built with the actor even when nothing is profiled --------------------------------------
 @pytest.mark.parametrize("override,said", [
     (f"{A}.profiler.tool_config.torch_memory.stack_depth=0", "stack_depth must be positive, got 0"),

@@ -148,7 +148,7 @@ def router_replay(ctx: RuleContext):
                       f"Set {A}.use_remove_padding=true", [f"{A}.use_remove_padding=true"])
 
 
-@rule("engine.backend", Stage.STARTUP)
+@rule("engine.backend", Stage.STARTUP, also={"engine.critic_megatron_without_engine": Stage.STARTUP})
 def backend(ctx: RuleContext):
     """workers/engine/base.py:400: the worker looks the engine up by actor.strategy / critic.strategy."""
     roles = [(f"{A}.strategy", "language_model")]
@@ -157,7 +157,9 @@ def backend(ctx: RuleContext):
     for key, model_type in roles:
         value = ctx.get(key)
         if value == "megatron" and ctx.get(f"{key.rsplit('.', 1)[0]}.megatron") is None:
-            continue  # batch.megatron_without_engine says it, earlier
+            if key == "critic.strategy":
+                yield _critic_megatron_without_engine(ctx)
+            continue  # the actor's: batch.megatron_without_engine says it, earlier (verl's pre-flight)
         if isinstance(value, str) and value not in BACKENDS[model_type]:
             yield finding(Severity.ERROR, [key],
                           f"{key}={value!r} is not a training engine verl 0.9.1 has for the {model_type.split('_')[0]} "
@@ -165,3 +167,26 @@ def backend(ctx: RuleContext):
                           f"Unknown backend: {value}",
                           f"Set {key}=fsdp (or switch engines as a whole with model_engine=megatron|veomni|torchtitan)",
                           [f"{key}=fsdp"], fix_auto=False)
+
+
+def _critic_megatron_without_engine(ctx: RuleContext):
+    """critic.strategy=megatron over a config composed for FSDP (no critic.megatron section). Unlike the actor's
+    case, verl's pre-flight passes: FSDPCriticConfig.__post_init__ copies the strategy into its FSDPEngineConfig
+    with object.__setattr__, past that class's own strategy check (workers/config/critic.py:212-219,
+    engine.py:306). The critic's TrainingWorker then builds the engine named by that strategy with the FSDP config
+    (trainer_base.py:266-286, engine_workers.py:136-138): the Megatron value engine's first line reads
+    engine_config.use_mbridge (megatron/transformer_impl.py:191), which FSDPEngineConfig lacks; without
+    megatron-core the lookup fails first (base.py:401)."""
+    actor = ctx.get(f"{A}.strategy")
+    fsdp = actor if actor in ("fsdp", "fsdp2") else "fsdp2"
+    return finding(
+        Severity.ERROR, ["critic.strategy", "model_engine"],
+        "critic.strategy=megatron, but the config was composed for FSDP (the critic is built as FSDPCriticConfig, "
+        "with no critic.megatron section): verl's pre-flight passes, since FSDPCriticConfig copies the strategy into "
+        "its FSDP engine config unchecked, then the critic workers build the Megatron engine from that FSDP config "
+        "and die at startup with: AttributeError: 'FSDPEngineConfig' object has no attribute 'use_mbridge' "
+        "(where megatron-core is not installed: AssertionError: Unknown backend: megatron)",
+        f"Train the critic with FSDP: critic.strategy={fsdp}; or switch the engine as a whole, actor and critic, "
+        "with model_engine=megatron (or --config-name=ppo_megatron_trainer)",
+        [f"critic.strategy={fsdp}"], fix_auto=False, rule="engine.critic_megatron_without_engine",
+    )

@@ -14,7 +14,7 @@ from wizard.core.findings import Severity, Stage
 from wizard.core.check.rules import rule
 from wizard.core.check.rules.context import RuleContext, finding
 from wizard.core.check.rules.models import PATH_KEYS, TOKENIZER_KEYS, TRUST_KEYS, roles_with_facts
-from wizard.core.models.facts import HF_LOGIN
+from wizard.core.models.facts import HF_LOGIN, ModelFacts
 
 LOADED = ("actor", "critic", "reward")  # the reference model is the actor's path: reported once, as the actor
 
@@ -131,22 +131,64 @@ def _family(model_type: str | None) -> str | None:
     return match.group(0) if match else None
 
 
+# Families whose chat template puts a token with a high id into every prompt: (vocab_size range of the tokenizer
+# it holds for, the token, its id). Qwen's <|im_start|> (Qwen1.5 to Qwen3, VL and MoE alike); Llama 3's bos, which
+# its template writes first (Llama 3.x and the R1 distills on it; Llama 2 has 32,000 rows and is not covered).
+PROMPT_TOKENS: dict[str, tuple[tuple[int, int], str, int]] = {
+    "qwen": ((151_646, 152_064), "<|im_start|>", 151_644),
+    "llama": ((128_256, 128_256), "<|begin_of_text|>", 128_000),
+}
+
+
+def _prompt_token(facts: ModelFacts) -> tuple[str, int] | None:
+    """A token every chat prompt of this model holds, with its id, where the wizard knows one."""
+    known = PROMPT_TOKENS.get(_family(facts.model_type) or "")
+    if known is None or not known[0][0] <= facts.vocab_size <= known[0][1]:
+        return None
+    return known[1], known[2]
+
+
 @rule("models.critic_vocab", Stage.RUNTIME)
 def critic_vocab(ctx: RuleContext):
     """The critic may be any size, but it reads the actor's token ids (the rollout's input_ids, tokenized by
-    the actor's tokenizer): they must mean the same tokens and fit its embedding. (The reward model
-    decodes and re-tokenizes text with its own tokenizer, so it may differ.)"""
+    the actor's tokenizer): they must mean the same tokens and fit its embedding. verl 0.9.1 neither re-tokenizes
+    for the critic nor resizes its embedding: the V1 trainer hands the rollout batch to critic_wg.infer_batch
+    (trainer/ppo/v1/trainer_base.py:1721-1730), the FSDP value engine feeds micro_batch["input_ids"] to the model
+    (workers/engine/fsdp/transformer_impl.py:1169-1191), loaded by from_pretrained in load_valuehead_model
+    (utils/model.py:641-682); the critic's own tokenizer is loaded (workers/config/model.py:153-161) but not used on
+    them. (The reward model decodes and re-tokenizes text with its own tokenizer, so it may differ.)"""
     actor, critic = ctx.models.get("actor"), ctx.models.get("critic")
     if actor is None or critic is None or not ctx.need_critic:
         return
     keys = [PATH_KEYS["actor"], PATH_KEYS["critic"]]
+    token = _prompt_token(actor)
+    if token is not None and token[1] >= critic.vocab_size:
+        name, token_id = token
+        actor_path = ctx.get(PATH_KEYS["actor"])
+        actor_path = actor_path if isinstance(actor_path, str) else None
+        yield finding(
+            Severity.ERROR, keys,
+            f"the actor's tokenizer ({actor.name}, {actor.model_type}) writes {name} (id {token_id:,}) into every "
+            f"prompt, but the critic {critic.name} ({critic.model_type}) has an embedding of {critic.vocab_size:,} rows "
+            f"(ids 0 to {critic.vocab_size - 1:,}); verl feeds the critic the actor's token ids as they are (no "
+            "re-tokenizing, no resized embedding), so its first forward (compute_values, after the first rollout) "
+            "indexes past its embedding and the critic workers die with: RuntimeError: CUDA error: device-side assert "
+            "triggered (srcIndex < srcSelectDimSize; on a CPU: IndexError: index out of range in self)",
+            "Use a critic that shares the actor's tokenizer, usually the actor's own model: critic.model.path="
+            + (actor_path or "<the actor's path>"),
+            [f"critic.model.path={actor_path}"] if actor_path else [], fix_auto=False,
+        )
+        return
     a_family, c_family = _family(actor.model_type), _family(critic.model_type)
     if a_family and c_family and a_family != c_family:
+        smaller = (f"; and any id at or above {critic.vocab_size} makes its first forward fail with a CUDA "
+                   "device-side assert" if critic.vocab_size < actor.vocab_size else "")
         yield finding(
             Severity.WARNING, keys,
             f"the actor is a {actor.model_type} model ({actor.vocab_size} tokens) and the critic a "
             f"{critic.model_type} model ({critic.vocab_size}): their tokenizers differ, but the critic is fed the "
-            "actor's token ids and reads them as other tokens (verl does not check this), so its values are noise",
+            "actor's token ids and reads them as other tokens (verl does not check this), so its values are noise"
+            + smaller,
             "Use a critic from the actor's family (usually the actor's model: critic.model.path = the actor's path)",
             fix_auto=False,
         )
@@ -155,7 +197,7 @@ def critic_vocab(ctx: RuleContext):
             Severity.WARNING, keys,
             f"the critic {critic.name} has a {critic.vocab_size}-row embedding but the actor {actor.name} has "
             f"{actor.vocab_size}: the critic is fed the actor's token ids, and an id at or above {critic.vocab_size} "
-            "makes its update fail with a CUDA device-side assert; this is safe only if the actor's tokenizer has "
+            "makes its first forward fail with a CUDA device-side assert; this is safe only if the actor's tokenizer has "
             f"fewer than {critic.vocab_size} tokens (sizes of one family are often padded differently)",
             "Use a critic from the actor's family with at least the actor's vocab_size (usually the actor's model)",
             fix_auto=False,
