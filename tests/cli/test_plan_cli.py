@@ -784,3 +784,27 @@ def test_check_fix_on_three_gpus_lands_whole_mini_batches_and_no_error():
                  for w in ("--set", line.strip())]
     again = run_cli("check", *base, *overrides)
     assert again.returncode == 0 and "batch.padded_step" not in again.stdout, again.stdout
+
+
+def test_a_plan_file_or_preset_is_judged_on_the_gpus_it_names(tmp_path):
+    """generate --gpus writes hardware.gpu into plan.json and the presets name the GPUs they were sized for; plan and
+    check read them back only when --gpus was given again ("the GPUs' memory is unknown: name the GPU model")."""
+    out = tmp_path / "a100"  # the 7B does not fit two 40 GB GPUs: written anyway (--force), to be judged again
+    assert run_cli("generate", "--preset", "grpo-8gpu", "--gpus", "2xA100-40GB", "--force", "--out",
+                   str(out)).returncode == 1  # written, with its errors said
+    doc = json.loads(run(str(out / "plan.json"), "--format", "json").stdout)
+    assert doc["verdict"] == "does_not_fit" and [g["capacity_gib"] for g in doc["gpus"]] == [40.0, 40.0]
+    assert any(f["rule"] == "gpus.from_plan" and "2xA100-40GB" in f["message"] for f in doc["findings"])
+    checked = run_cli("check", str(out / "plan.json"), "--format", "json")
+    rules = [f["rule"] for f in json.loads(checked.stdout)["findings"]]
+    assert checked.returncode == 1 and "gpus.from_plan" in rules and "memory.gpu_oom" in rules
+    # the preset's own GPUs; --gpus still judges it on others
+    assert "FITS: worst GPU" in run("--preset", "grpo-8gpu").stdout
+    other = json.loads(run("--preset", "grpo-8gpu", "--gpus", "8xA100-80GB", "--format", "json").stdout)
+    assert not any(f["rule"] == "gpus.from_plan" for f in other["findings"]) and other["gpus"][0]["capacity_gib"] == 80.0
+
+
+def test_plan_reports_the_missing_data_files_check_does():
+    # plan and check judge the same config: plan left out data.file_missing, though its forecast could not read it
+    out = run("--preset", "grpo-1gpu-smoke", "--gpus", "1xH100-80GB", "--set", "data.train_files=/nonexistent/t.parquet")
+    assert "data.file_missing: data.train_files: /nonexistent/t.parquet is not on this machine" in out.stdout

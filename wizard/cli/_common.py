@@ -210,16 +210,48 @@ def hardware(args):
     if getattr(args, "cluster", None):
         cluster = cluster_spec(args.cluster, load_gpu_catalogue()).cluster
         return cluster, cluster.to_gpu_spec(), []
-    spec = parse_gpus(getattr(args, "gpus", None))
+    named = [] if getattr(args, "gpus", None) else _named_gpus(args)
+    spec = parse_gpus(named[0] if named else getattr(args, "gpus", None))
     if spec is None or spec.model is None:
         return None, spec, []
     from wizard.usecases.hardware import canonical_spec, cluster_for_spec
 
     try:
         spec = canonical_spec(spec, load_gpu_catalogue())
-        return cluster_for_spec(spec, load_gpu_catalogue()), spec, []  # memory rules need the GPUs' size
+        return cluster_for_spec(spec, load_gpu_catalogue()), spec, named[1:]  # memory rules need the GPUs' size
     except ValueError as exc:
+        if named:  # the file's own GPU model is not in the catalogue: judged as without one, and said
+            return None, None, [_gpus_note(f"the plan's GPU model (hardware.gpu: {named[0]}) is not known: {exc}")]
         raise UsageError(f"--gpus {args.gpus}: {exc}") from None
+
+
+def _named_gpus(args) -> list:
+    """``[spec text, its note]`` for the GPUs a preset or a plan file names (hardware.gpu, with the trainer's size), as
+    ``--gpus`` would give them (``generate --gpus`` writes it; the preset names the GPUs it was sized for); ``[]``
+    where none is named or the file does not read (the command itself then says why)."""
+    source, preset = getattr(args, "source", None), getattr(args, "preset", None)
+    if not (source or preset) or (source and preset) or (source or "").endswith(".sh"):
+        return []
+    from wizard.usecases.plans import open_plan
+
+    try:
+        plan, _ = open_plan(source, preset, sets=list(getattr(args, "sets", None) or []))
+    except (ValueError, OSError):
+        return []
+    hw = plan.hardware
+    if not hw.gpu:
+        return []
+    per, nodes = hw.n_gpus_per_node or 8, hw.nnodes or 1
+    text = f"{nodes}x{per}x{hw.gpu}" if nodes > 1 else f"{per}x{hw.gpu}"
+    return [text, _gpus_note(f"GPUs: {text}, as the plan names them (hardware.gpu); --gpus, --cluster or "
+                             "--ray-address judges it on others")]
+
+
+def _gpus_note(message: str):
+    from wizard.core.findings import Finding, Severity, Stage
+
+    return Finding(rule="gpus.from_plan", severity=Severity.INFO, stage=Stage.ADVICE,
+                   keys=["trainer.nnodes", "trainer.n_gpus_per_node"], message=message)
 
 
 def read_run_dir(path: str):

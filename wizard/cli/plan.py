@@ -51,7 +51,7 @@ def run_plan(args, tail: list[str] | None = None) -> int:
     from wizard.core.steptime import RESPONSE_TOKENS
 
     response_tokens = _response_tokens(args)  # the step times of the plan and of every alternative assume it
-    assessment = assess(overrides, config_name=config_name, gpus=gpus, cluster=cluster,
+    assessment = assess(overrides, config_name=config_name, gpus=gpus, cluster=cluster, local_files=True,
                         assumptions={RESPONSE_TOKENS: response_tokens} if response_tokens else None)
     models, plan = assessment.models, assessment.memory
     findings = sort_findings(assessment.findings + src_findings + hw_findings)
