@@ -392,7 +392,7 @@ def test_a_response_length_stated_past_what_fits_is_an_error_and_under_it_says_s
     line = next(x for x in under.stdout.splitlines() if "memory.gpu_oom_long" in x)
     assert line.lstrip().startswith("warning") and "samples of 3,512" in line
     assert next(x for x in under.stdout.splitlines() if x.startswith("verdict:")).startswith(
-        "verdict: FITS WHILE SAMPLES AVERAGE <=")
+        "verdict: OVER MEMORY AT THE CONFIGURED LENGTHS; FITS WHILE SAMPLES AVERAGE <=")
     # nothing stated: the length-conditional warning as before
     assert "at the lengths you stated" not in run(*base).stdout
 
@@ -808,3 +808,11 @@ def test_plan_reports_the_missing_data_files_check_does():
     # plan and check judge the same config: plan left out data.file_missing, though its forecast could not read it
     out = run("--preset", "grpo-1gpu-smoke", "--gpus", "1xH100-80GB", "--set", "data.train_files=/nonexistent/t.parquet")
     assert "data.file_missing: data.train_files: /nonexistent/t.parquet is not on this machine" in out.stdout
+
+
+def test_a_preset_resized_for_the_gpus_given_says_so():
+    # the 2-node preset on one GPU was planned as 1 x 1 without a word; the same sizes as overrides get gpus.available
+    for cmd in (run, lambda *a: run_cli("check", *a)):
+        out = cmd("--preset", "grpo-2node", "--gpus", "1xH100-80GB").stdout
+        assert "gpus.resized: preset grpo-2node's trainer of 2 x 8 GPUs is planned on the GPUs given, 1 x 1" in out
+    assert "gpus.resized" not in run("--preset", "grpo-8gpu", "--gpus", "8xH100-80GB").stdout

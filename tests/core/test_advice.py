@@ -251,8 +251,13 @@ def test_step_time_of_the_runs_measured_alone_on_the_h200():
     # MoE on Megatron ended its generation a poll earlier than its decode and the samples' hand-off were predicted to
     # reach (2 s of a 7.5-s step); the fused-kernels 1.5B run's a poll later (its step is within 15 %); the advisor's
     # PPO choice run a second time three polls later (18.1 s where the same rollout ended at 12.1 and 14.1 in two
-    # other runs; its step -13 %). Strict: another miss, or one of these fixed, fails here.
+    # other runs; its step -13 %). The advisor's later PPO choice (dynamic batching at 4,096 tokens: one sample a
+    # log-prob micro-batch, a case first run there) took 4.9 s in its old log-prob pass against 8.4 (the fused head's
+    # term, fitted on one run), its step 55.0 s against 65.4 (bench/real/TIMING.md, twenty-third session). Strict:
+    # another miss, or one of these fixed, fails here.
     assert missed == {("advised-ppo-1.5b-critic-4096-h100-4", "gen"): (12.0, 18.1),
+                      ("advised-ppo-1.5b-critic-4096-h100-5", "old_log_prob"): (8.4, 4.9),
+                      ("advised-ppo-1.5b-critic-4096-h100-5", "step"): (65.4, 55.0),
                       ("meg-grpo-moe1b-ep1-u0.5-h100", "step"): (9.1, 7.5),
                       ("meg-grpo-moe1b-ep1-u0.5-h100", "gen"): (4.0, 2.0),
                       ("time-grpo-1.5b-fsdp2-u0.5-resp1024-fused-h100", "gen"): (4.0, 6.1)}, missed

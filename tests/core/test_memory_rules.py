@@ -133,6 +133,15 @@ def test_host_memory_of_a_node_with_little_ram():
     assert host.severity is Severity.ERROR and "of 96 GiB" in host.message and "Ray kills workers" in host.message
 
 
+def test_what_an_offload_asks_of_a_node_whose_ram_is_unknown_is_a_note():
+    # applied from Make it fit, the offload's "host RAM about 239 GiB a node (unknown here)" was said nowhere after
+    cl = cluster()
+    assert cl.nodes[0].memory_bytes is None
+    host = rules(check([f"{AF}.param_offload=True", f"{AF}.optimizer_offload=True"], cl=cl))["memory.host"]
+    assert host.severity is Severity.INFO and "its RAM is not known here" in host.message and "free -g" in host.fix
+    assert "memory.host" not in rules(check([], cl=cl))  # nothing offloaded: not worth a word
+
+
 def test_reward_groups_that_cannot_be_formed_need_no_models():
     extra = ["reward.reward_model.enable=True", "reward.reward_model.enable_resource_pool=True",
              "reward.reward_model.n_gpus_per_node=2", "reward.reward_model.nnodes=1",

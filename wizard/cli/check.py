@@ -64,9 +64,10 @@ def _read(source: str | None, overrides: list[str], preset: str | None = None, g
     if preset:  # the overrides set in the preset's plan, as plan does: one line a key (--fix prints them)
         from wizard.core.plan import emit_overrides
 
-        plan, _ = load_plan_arg(preset=preset, gpus=gpus, sets=overrides)
+        plan, notes = load_plan_arg(preset=preset, gpus=gpus, sets=overrides)  # notes: its resizing for gpus
         src = from_overrides(emit_overrides(plan).overrides)
         src.config_name = plan.config_name
+        src.findings = list(src.findings) + notes
         return src
     else:
         try:

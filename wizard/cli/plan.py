@@ -12,7 +12,7 @@ import dataclasses
 import json
 
 from wizard.cli._common import EXIT_ERRORS, EXIT_OK, UsageError, findings_text, hardware
-from wizard.core.findings import Finding, Severity, Stage, has_errors, sort_findings
+from wizard.core.findings import Finding, Severity, has_errors, sort_findings
 from wizard.core.memory import GIB
 
 
@@ -55,16 +55,11 @@ def run_plan(args, tail: list[str] | None = None) -> int:
                         assumptions={RESPONSE_TOKENS: response_tokens} if response_tokens else None)
     models, plan = assessment.models, assessment.memory
     findings = sort_findings(assessment.findings + src_findings + hw_findings)
-    if sized.note:
-        findings.append(Finding(rule="gpus.sized", severity=Severity.INFO, stage=Stage.ADVICE,
-                                keys=["trainer.nnodes", "trainer.n_gpus_per_node"], message=sized.note,
-                                fix=f"Set {' '.join(sized.added)}"))
-    if plan.judged is None:
-        if sized.conflict:  # the GPUs are named; what is missing is the size the config asks for
-            plan.verdict = dataclasses.replace(plan.verdict, reason=sized.conflict)
-        if not any(f.rule == "memory.not_modelled" for f in findings):  # the check's own note says it already
-            findings.append(Finding(rule="memory.unknown", severity=Severity.INFO, stage=Stage.ADVICE, keys=[],
-                                    message=f"No memory estimate: {sized.conflict or plan.why}"))
+    from wizard.usecases.plan_notes import no_estimate_reason, plan_notes
+
+    findings += plan_notes(plan, findings, sized)  # the window's Findings add the same notes
+    if plan.judged is None:  # the GPUs named, the size the config asks for missing: said first
+        plan.verdict = dataclasses.replace(plan.verdict, reason=no_estimate_reason(plan, sized.conflict))
     ok = not has_errors(findings)
     from wizard.usecases.advising import plan_advice, step_time
 
@@ -136,7 +131,7 @@ def _source(args, tail: list[str], gpus):
     if args.preset:
         if args.source:
             raise UsageError("give --preset or a file, not both")
-        from wizard.usecases.plans import preset_plan
+        from wizard.usecases.plans import preset_plan, resized_note
         from wizard.core.plan import emit_overrides
         from wizard.core.verl import OverrideSyntaxError
 
@@ -146,7 +141,8 @@ def _source(args, tail: list[str], gpus):
             raise UsageError(f"--set: {exc}") from None
         except ValueError as exc:
             raise UsageError(str(exc).splitlines()[0]) from None
-        return emit_overrides(plan).overrides, plan.config_name, [], f"preset {args.preset}"
+        resized = resized_note(preset_plan(args.preset), gpus, f"preset {args.preset}")
+        return emit_overrides(plan).overrides, plan.config_name, resized, f"preset {args.preset}"
     if not args.source and not words:
         raise UsageError("give a config: a .sh, .yaml or .json file, --preset NAME, or overrides")
     from wizard.adapters.files.sources import from_overrides, load_source
@@ -156,12 +152,14 @@ def _source(args, tail: list[str], gpus):
     except ValueError as exc:
         raise UsageError(str(exc)) from None
     overrides = src.overrides + (words if args.source else [])
+    resized = []
     if src.plan is not None and gpus is not None:  # a plan file is reshaped for --gpus, as a preset is
         from wizard.core.plan import plan_overrides
-        from wizard.usecases.plans import plan_with_gpus
+        from wizard.usecases.plans import plan_with_gpus, resized_note
 
         overrides = plan_overrides(plan_with_gpus(src.plan, gpus)) + words
-    return overrides, src.config_name, list(src.findings), args.source or "overrides"
+        resized = resized_note(src.plan, gpus)
+    return overrides, src.config_name, list(src.findings) + resized, args.source or "overrides"
 
 
 # ------------------------------------------------------------------------------------------------

@@ -24,6 +24,21 @@ def preset_plan(name: str, gpus: GpuSpec | None = None, sets: list[str] | None =
     return plan
 
 
+def resized_note(before: Plan, gpus: GpuSpec | None, what: str = "the plan") -> list[Finding]:
+    """A note where ``gpus`` resize ``before``'s trainer (a preset of 2 x 8 GPUs planned on ``--gpus 1xH100-80GB``
+    was planned as 1 x 1 and said nothing): the run's command line carries the new size."""
+    hw = before.hardware
+    if gpus is None or (hw.nnodes, hw.n_gpus_per_node) == (gpus.nodes, gpus.gpus_per_node):
+        return []
+    from wizard.core.findings import Severity, Stage
+
+    was = f"{hw.nnodes or 1} x {hw.n_gpus_per_node or 8}"
+    return [Finding(rule="gpus.resized", severity=Severity.INFO, stage=Stage.ADVICE, keys=list(SIZE_KEYS),
+                    message=f"{what}'s trainer of {was} GPUs is planned on the GPUs given, {gpus.nodes} x "
+                            f"{gpus.gpus_per_node}: trainer.nnodes={gpus.nodes} trainer.n_gpus_per_node="
+                            f"{gpus.gpus_per_node} (its batch sizes are kept)")]
+
+
 def plan_with_gpus(plan: Plan, gpus: GpuSpec) -> Plan:
     """``plan`` reshaped for ``gpus`` (trainer.nnodes, n_gpus_per_node and the GPU model)."""
     plan = plan.model_copy(deep=True)
@@ -52,14 +67,15 @@ def open_plan(source: str | None = None, preset: str | None = None, gpus: GpuSpe
     if bool(preset) == bool(source):
         raise ValueError("give one of --preset NAME or a file (a plan .json/.yaml, a run.sh or a YAML config)")
     if preset:
-        return preset_plan(preset, gpus, sets or []), []
+        return preset_plan(preset, gpus, sets or []), resized_note(preset_plan(preset), gpus, f"preset {preset}")
     src = load_source(source)
     plan = src.to_plan(name=Path(source).stem)
+    resized = resized_note(plan, gpus) if src.plan is not None else []  # a script or YAML has no size of its own
     if gpus is not None:
         plan = plan_with_gpus(plan, gpus)
     if sets:
         plan = apply_overrides(plan, sets)
-    return plan, list(src.findings)
+    return plan, list(src.findings) + resized
 
 
 

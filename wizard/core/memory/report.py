@@ -38,7 +38,10 @@ class MemoryPlan:
 
     @property
     def why(self) -> str | None:
-        """Why there is no report to judge (None when there is one)."""
+        """Why there is no report to judge (None when there is one). GPUs the config asks for and the cluster lacks
+        come before their memory: with none of the pool's GPUs placed, no group has a capacity either."""
+        if self.report is not None and (short := self.short_of_gpus):
+            return short
         if self.report is not None and all(g.capacity_bytes is None for g in self.report.groups):
             return UNKNOWN_GPU_MEMORY
         return self.estimate_why or self.short_of_gpus

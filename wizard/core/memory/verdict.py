@@ -48,7 +48,9 @@ class Verdict:
         if self.word is None:
             return f"no verdict: {self.reason}" if self.reason else "no verdict"
         if self.word == FITS_WHILE_SHORT:
-            return f"fits while samples average <= {self.fits_up_to_avg_tokens:,} tokens"
+            # over memory where every sample runs to the configured lengths: said first, so that no one reads FITS
+            return (f"over memory at the configured lengths; fits while samples average <= "
+                    f"{self.fits_up_to_avg_tokens:,} tokens")
         if self.word == DOES_NOT_FIT and self.stated_tokens and self.fits_up_to_avg_tokens:
             return (f"does not fit at the stated lengths (samples of {self.stated_tokens:,} tokens, over the "
                     f"{self.fits_up_to_avg_tokens:,} that fit)")

@@ -128,5 +128,7 @@ def link_issues(replicas: list[ReplicaGroup]) -> list[Finding]:
                           f"{len(groups)} {role} replica(s) have a TP group of {first.tp} GPUs that talks {where} "
                           f"(e.g. replica {first.rank} on {', '.join(map(str, first.gpus[:first.tp]))}); every layer "
                           "all-reduces over that link, so generation is much slower than within NVLink",
-                          f"Lower {key} so a TP group stays inside one NVLink island"))
+                          f"Lower {key} so a TP group stays inside one NVLink island, where the engine still fits "
+                          "on fewer GPUs (where the model needs this TP for memory, keep it: the step time counts "
+                          "these all-reduces)"))
     return out

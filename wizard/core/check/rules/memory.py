@@ -18,7 +18,7 @@ from wizard.core.memory.config import FOLLOWS, MEMORY_KEYS, complete_values, rea
 from wizard.core.memory.lengths import stated_sample
 from wizard.core.memory.terms import GIB, HOST_AT_START
 from wizard.core.advice.search import advise
-from wizard.core.advice.state import Advice
+from wizard.core.advice.state import HOST_WORTH_SAYING, Advice
 from wizard.core.placement.pools import plan_placement
 from wizard.core.verl.interpolations import followed_key
 from wizard.core.verl.keys import A, AF, R
@@ -310,10 +310,19 @@ def host_memory(ctx: RuleContext):
     if report is None:
         return
     for host in report.host:
+        top = ", ".join(f"{t.label} {t.bytes / GIB:.0f}" for t in sorted(host.terms, key=lambda t: -t.bytes)[:3])
         if host.capacity_bytes is None:
+            offload = any(ctx.get(k) is True for k in (f"{AF}.param_offload", f"{AF}.optimizer_offload",
+                                                        f"{AF}.offload_policy", "critic.fsdp.param_offload",
+                                                        "critic.fsdp.optimizer_offload", "critic.fsdp.offload_policy"))
+            if offload and host.total > HOST_WORTH_SAYING:  # what an offload asks of a node nobody judged
+                yield finding(Severity.INFO, [f"{AF}.param_offload", f"{AF}.optimizer_offload", f"{AF}.offload_policy"],
+                              f"Node {host.node} needs about {host.total / GIB:.0f} GiB of host memory, and its RAM is "
+                              f"not known here (Ray kills workers at 95 % of it). Largest: {top} GiB",
+                              "Check the node has that much RAM (free -g), or name it: a cluster spec's memory_gib, "
+                              "or detect the machine it runs on", [], fix_auto=False)
             continue
         cap, need = host.capacity_bytes, host.total
-        top = ", ".join(f"{t.label} {t.bytes / GIB:.0f}" for t in sorted(host.terms, key=lambda t: -t.bytes)[:3])
         if need > 0.9 * cap:
             keys = [f"{AF}.param_offload", f"{AF}.optimizer_offload", "data.dataloader_num_workers"]
             d = 1 if abs(need - host.limit) < 2 * GIB or cap < 10 * GIB else 0  # a decimal where it decides
