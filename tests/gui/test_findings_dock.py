@@ -101,3 +101,20 @@ def test_an_environment_finding_is_the_environment_steps_and_never_a_plan_fix(wi
     assert window.doc.plan == before_plan
     assert not any("attn_implementation" in o for o in emit_overrides(window.doc.plan).overrides)
     assert all(not f.fix_overrides for f in report.findings)  # the doctor offers none in the first place
+
+
+def test_the_summary_counts_every_line_once_by_its_severity(window, qtbot):
+    import re
+
+    settle(window, qtbot)
+    view = window.findings
+    for findings in ([], many_findings(), many_findings()[:5]):  # none; errors, warnings and notes; notes only
+        window.doc.set_plan(window.doc.plan, source_findings=findings)
+        lines = [i.data(0, Qt.UserRole).severity for i in view.items()]
+        plain = re.sub(r"<[^>]+>", "", view.summary.text())
+        said = {word: int(n) for n, word in re.findall(r"(\d+) (error|warning|note)s?\b", plain)}
+        shown = {"error": lines.count(Severity.ERROR), "warning": lines.count(Severity.WARNING),
+                 "note": lines.count(Severity.INFO)}
+        assert said == {k: v for k, v in shown.items() if v}, plain  # every line counted, by its own word
+        assert ("to fix before running" in plain) == bool(shown["error"])
+        assert plain.startswith("No errors; ") != bool(shown["error"]) and "things" not in plain

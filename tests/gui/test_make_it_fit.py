@@ -44,7 +44,8 @@ def memory_errors(doc) -> list[str]:
 def test_make_it_fit_applies_an_alternative_that_fits_as_one_undo_step(board, qtbot):
     doc = board.doc
     assert doc.assessment.memory.verdict.fits is False and memory_errors(doc)
-    assert "a step about" in board.headline.text()  # the predicted step beside the verdict
+    # the predicted step beside the verdict, as what it would take: a plan that does not fit runs no step
+    assert "a step would take about" in board.headline.text() and "s if it fit (predicted" in board.headline.text()
     board.advice_action.trigger()
     dialog = board.advice_dialog
     assert dialog.windowTitle() == "Make it fit"
@@ -63,9 +64,11 @@ def test_make_it_fit_applies_an_alternative_that_fits_as_one_undo_step(board, qt
     first = [dialog.table.item(0, c).text() for c in range(dialog.table.columnCount())]
     assert first[1] == "tuning" and "of 79.6 GiB" in first[2] and first[3].endswith(" s") and first[4].split(";")[0] == "fits"
     assert "actor_rollout_ref." in dialog.table.item(0, 0).toolTip()
+    dialog.table.selectRow(0)  # the user picks it (each tuning row asks host RAM nobody knows: none is preselected)
     assert dialog.apply_button.isEnabled()
     qtbot.mouseClick(dialog.apply_button, Qt.LeftButton)
     assert doc.assessment.memory.verdict.fits is True and not memory_errors(doc)
+    assert "a step about" in board.headline.text()
     assert doc.undo_stack.count() == 1 and doc.undo_stack.undoText().startswith("Make it fit: ")
     assert board.advice_action.text() == "F&aster…"  # a plan that fits is offered faster ones
     doc.undo_stack.undo()
@@ -94,7 +97,7 @@ def test_the_findings_dock_offers_make_it_fit_on_a_memory_finding(qtbot):
 def step_seconds(board) -> float:
     import re
 
-    return float(re.search(r"a step about ([\d.]+) s", board.headline.text()).group(1))
+    return float(re.search(r"a step (?:would take )?about ([\d.]+) s", board.headline.text()).group(1))
 
 
 def test_the_step_time_assumes_the_mean_response_the_user_types_as_one_undo_step(board, qtbot):
@@ -172,6 +175,7 @@ def test_make_it_fit_on_a_ppo_plan_writes_the_critics_budget_as_verl_takes_it(qt
     qtbot.waitUntil(lambda: dialog.table.rowCount() > 0, timeout=60_000)
     assert "critic token budget 32,768 -> " in dialog.table.item(0, 0).text()
     assert "++critic.ppo_infer_max_token_len_per_gpu=" in dialog.table.item(0, 0).toolTip()
+    dialog.table.selectRow(0)  # every row offloads to a host whose RAM is unknown: the user picks one
     qtbot.mouseClick(dialog.apply_button, Qt.LeftButton)
     assert doc.assessment.memory.verdict.fits is True
     assert not [f.rule for f in doc.findings if f.severity.value == "error"]
@@ -233,8 +237,9 @@ def test_where_the_nodes_ram_is_unknown_the_table_says_what_an_offload_needs_of_
         if "unknown here" in dialog.table.item(r, 4).text():
             assert "nothing checked that a node holds" in dialog.table.item(r, 4).toolTip()
     chosen = dialog._selected()
-    calm = [a for a in dialog.alternatives if a.fits and not a.host_note]
-    assert chosen is not None and (chosen is calm[0] if calm else chosen.fits)
+    calm = [a for a in dialog.alternatives if a.fits and not a.host_note and a.kind == "tuning"]
+    assert chosen is (calm[0] if calm else None)
+    assert dialog.apply_button.isEnabled() == bool(calm) and dialog.unpicked.isVisibleTo(dialog) != bool(calm)
 
 
 def test_faster_on_a_plan_with_nothing_faster_says_what_was_looked_for(qtbot):
@@ -267,3 +272,52 @@ def test_every_alternative_s_words_are_shown_whole_in_their_row(qtbot):
     qtbot.wait(50)
     assert [table.rowHeight(r) for r in range(table.rowCount())] == \
         [table.sizeHintForRow(r) for r in range(table.rowCount())]
+
+
+def alternative(kind: str, host_note: str = "", fits: bool = True):
+    from types import SimpleNamespace
+
+    return SimpleNamespace(kind=kind, host_note=host_note, fits=fits)
+
+
+@pytest.mark.parametrize("rows, chosen, said", [
+    # the first change of tuning that asks nothing of an unknown host, though a faster one comes before it
+    ([alternative("tuning", "host RAM about 239 GiB a node (unknown here)"), alternative("tuning"),
+      alternative("method")], 1, None),
+    # every change of tuning needs unknown host RAM: never LoRA (a change of method, listed last) in their place
+    ([alternative("tuning", "host RAM about 239 GiB a node (unknown here)"), alternative("method")], None,
+     "the tuning changes need host RAM not known here, the others change what is trained"),
+    ([alternative("method"), alternative("method")], None, "each of these changes what is trained"),
+    ([alternative("hardware"), alternative("method")], None, "each of these changes what is trained or the GPUs"),
+    ([alternative("tuning", fits=False)], None, None),
+])
+def test_the_row_selected_for_apply_is_a_tuning_change_the_host_is_known_to_hold(rows, chosen, said):
+    from wizard.gui.widgets.advice_dialog import preselected
+
+    row, why = preselected(rows)
+    assert row == chosen and (why is None if said is None else said in why and "pick one" in why)
+
+
+def test_where_every_tuning_change_needs_unknown_host_ram_nothing_is_selected_and_one_line_says_why(board, qtbot):
+    """7B on one H100 known by its GPU only: each change of tuning fits by FSDP2's CPU offload, whose host RAM
+    nobody knows; LoRA, last ("changes of method last"), needs none, but is not what Apply should take alone."""
+    board.advice_action.trigger()
+    dialog = board.advice_dialog
+    qtbot.waitUntil(lambda: dialog.table.rowCount() > 0, timeout=60_000)
+    kinds = [dialog.table.item(r, 1).text() for r in range(dialog.table.rowCount())]
+    verdicts = [dialog.table.item(r, 4).text() for r in range(dialog.table.rowCount())]
+    assert "tuning" in kinds and all("unknown here" in v for k, v in zip(kinds, verdicts) if k == "tuning")
+    assert dialog.table.selectionModel().selectedRows() == [] and not dialog.apply_button.isEnabled()
+    assert dialog.unpicked.isVisibleTo(dialog) and "host RAM not known here" in dialog.unpicked.text()
+    metrics = dialog.unpicked.fontMetrics()
+    assert metrics.horizontalAdvance(dialog.unpicked.text()) <= dialog.unpicked.width()  # one line
+    dialog.table.selectRow(kinds.index("tuning"))  # the user picks one: Apply takes it
+    assert dialog.apply_button.isEnabled() and not dialog.unpicked.isVisibleTo(dialog)
+    assert "offload_policy=True" in dialog.keys.text()
+
+
+def test_a_plan_that_does_not_fit_gives_its_step_time_only_as_what_it_would_take_were_it_to_fit(qtbot):
+    """A 7B full fine-tuning on one H100 does not fit; "As planned: step time: about 30.4 s" read as faster than
+    every alternative that fits (68.9-88.0 s)."""
+    dialog = searched_dialog(qtbot, parse_gpu_spec("1xH100-80GB"), "actor_rollout_ref.model.path=Qwen/Qwen2.5-7B-Instruct")
+    assert dialog.intro.text().startswith("As planned it does not fit; if it did, its step time: about ")

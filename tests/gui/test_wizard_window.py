@@ -33,9 +33,10 @@ def test_default_preset_is_clean_and_shows_run_sh(window):
     window.go_to(window.page("review"))
     review = window.page("review")
     assert "No errors" in window.findings.summary.text()
-    # the note with the model's download command, and GSM8K not prepared on this machine (checked as the CLI does)
+    # the note with the model's download command, GSM8K not prepared on this machine (checked as the CLI does), and
+    # the note `plan` prints that memory was not checked (no GPU model named)
     assert sorted(f.rule for f in window.doc.findings) == ["data.file_missing", "data.file_missing",
-                                                            "models.hub_download"]
+                                                            "memory.unknown", "models.hub_download"]
     text = review.run_sh.toPlainText()
     assert "-m verl.trainer.main_ppo" in text and "actor_rollout_ref.rollout.name='vllm'" in text
     assert "defaults" in review.yaml.toPlainText()

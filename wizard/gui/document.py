@@ -18,9 +18,10 @@ from wizard.core.hardware import Cluster
 from wizard.usecases.assessment import Assessment, assess_plan
 from wizard.usecases.board import board_machine
 from wizard.usecases.hardware import machines_for
+from wizard.usecases.plan_notes import plan_notes
 from wizard.usecases.plans import plan_with_gpus, preset_plan
 from wizard.core.dataflow import Graph, graph_for_plan, plan_from_graph
-from wizard.core.findings import Finding, Severity, Stage, plan_fix
+from wizard.core.findings import Finding, Severity, Stage, plan_fix, sort_findings
 from wizard.core.verl import one_line
 from wizard.core.hardware import GpuSpec
 from wizard.core.plan import Plan, apply_fix
@@ -205,6 +206,9 @@ class PlanDocument(QObject):
             self.assessment = assess_plan(self.plan, gpus=self.gpus, cluster=self.machine,
                                           model_cache=self._model_cache, local_files=True, advise=False,
                                           assumptions=self.assumptions())
+            # what `plan` adds to the check's findings (memory not checked, and why), in the same words
+            if notes := plan_notes(self.assessment.memory, self.assessment.findings):
+                self.assessment.findings = sort_findings(self.assessment.findings + notes)
             self.files, self.overrides, self.notes = (self.assessment.files, self.assessment.overrides,
                                                       self.assessment.notes)  # the overrides run.sh holds
             self.check_error = None

@@ -23,6 +23,10 @@ _WINDOW_WORDS: tuple[tuple[str, str], ...] = (
     # the memory plan (wizard.core.memory), written for both front ends: the window keeps its own half
     (r"\s*\(--gpus \S+ or --cluster FILE on the command line; the GPUs field of the Start step or the Hardware step "
      r"in the window\)", f" ({START_GPUS}, or {HARDWARE_SPEC})"),
+    # the memory plan's GPU count (wizard.core.memory: a config asking for more GPUs than the machines have)
+    (r"size the config to the cluster \(trainer\.nnodes x trainer\.n_gpus_per_node\), or name the cluster it will "
+     r"run on", "set Nodes and GPUs per node on the Hardware step to what the cluster has, or name the cluster it "
+     f"will run on ({START_GPUS}, or {HARDWARE_SPEC})"),
     # the GPU catalogue (wizard.core.hardware): an unknown model with nothing close
     (r"; `verl-wizard detect --catalogue` lists them", "; the GPUs field offers the known models as you type"),
     # discovery without GPUs (wizard.core.hardware.topology)

@@ -8,6 +8,7 @@ from __future__ import annotations
 from PySide6.QtCore import Qt, Signal
 from PySide6.QtWidgets import QComboBox, QFormLayout, QGroupBox, QLabel, QLineEdit, QSpinBox, QWidget
 
+from wizard.gui.widgets.eliding_combo import ElidingComboBox
 from wizard.core.dataflow import (
     ESTIMATOR_NOTES,
     Graph,
@@ -35,11 +36,11 @@ class StageInspector(QGroupBox):
 
     def __init__(self, parent: QWidget | None = None) -> None:
         super().__init__("Stage", parent)
-        self.stage = QComboBox()
+        self.stage = ElidingComboBox()  # "Data — prompts from data.train_files, …": ends in "…" where cut
         self.stage.setAccessibleName("Stage")
+        self.stage.setToolTip("The stage the inspector, Delete and Connect act on (the canvas selection follows)")
         self.stage.setSizeAdjustPolicy(QComboBox.AdjustToMinimumContentsLengthWithIcon)  # the canvas keeps the room
         self.stage.setMinimumContentsLength(14)
-        self.stage.setToolTip("The stage the inspector, Delete and Connect act on (the canvas selection follows)")
         self.stage.activated.connect(lambda i: self.stage_selected.emit(self.stage.itemData(i)))
         self.about = QLabel()
         self.about.setWordWrap(True)

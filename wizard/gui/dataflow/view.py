@@ -15,7 +15,6 @@ from PySide6.QtWidgets import (
     QDialog,
     QHBoxLayout,
     QLabel,
-    QListWidget,
     QListWidgetItem,
     QMenu,
     QToolBar,
@@ -38,7 +37,7 @@ from wizard.core.dataflow import (
 )
 from wizard.core.dataflow import hidden_keys
 from wizard.core.findings import Finding, sort_findings
-from wizard.gui.widgets.canvas import FitView, add_action, canvas_split, finding_item, undo_redo
+from wizard.gui.widgets.canvas import FitView, add_action, canvas_split, finding_item, findings_list, undo_redo
 from wizard.gui.widgets.status_line import StatusLine
 from wizard.gui.theme import ThemeFollower
 from wizard.gui.dataflow.dialogs import ConnectDialog, DisconnectDialog
@@ -96,12 +95,7 @@ class DataflowEditor(QWidget):
         self.view = DataflowView(self.scene)
         self.status = StatusLine("dataflowStatus", "Canvas status")
         self.inspector = StageInspector()
-        self.findings = QListWidget()
-        self.findings.setObjectName("dataflowFindings")
-        self.findings.setAccessibleName("Dataflow findings")
-        self.findings.setWordWrap(True)
-        self.findings.setHorizontalScrollBarPolicy(Qt.ScrollBarAlwaysOff)  # lines wrap (canvas.breakable)
-        self.findings.setSpacing(3)
+        self.findings = findings_list("dataflowFindings", "Dataflow findings")
         self._shown = False
         self._build_actions()
         self._build_layout()

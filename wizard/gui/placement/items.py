@@ -42,6 +42,14 @@ VERDICT_WORDS = {OK: "fits", TIGHT: "tight", OOM: "OUT OF MEMORY", UNKNOWN: "mem
 NO_GPU_MODEL = "no estimate: name the GPU model on the Start step"
 NO_ESTIMATE = "no estimate: the model's size is not known yet"
 NOT_USED = "not used by the plan's pools"
+
+
+def not_placed(pools) -> str:
+    """Why a GPU holds no role when a pool found no room (the plan asks a node for more GPUs than it has)."""
+    short = next((p for p in pools if p.missing), None)
+    if short is None:
+        return NOT_USED
+    return f"not used: {short.name} needs {short.per_node} GPUs on a node"
 REPLICA_WORDS = ("A replica is one copy of the model serving requests. TP (tensor parallel): the GPUs one copy is "
                  "split over, talking at every layer (keep them on NVLink); DP (data parallel): copies inside one "
                  "engine, each with its own requests; PP (pipeline parallel): stages of layers on further GPUs.")
@@ -125,7 +133,7 @@ class GpuTile(QGraphicsItem):
     def summary(self) -> str:
         g = self.group
         if g is None or g.capacity_bytes is None:
-            return "unused" if self.no_estimate == NOT_USED else "memory unknown"
+            return "unused" if self.no_estimate.startswith("not used") else "memory unknown"
         return f"{g.peak.total / GIB:.1f} / {g.capacity_bytes / GIB:.1f} GiB · {_tag(g.peak.name)}"
 
     def describe(self) -> str:

@@ -27,7 +27,6 @@ from wizard.gui.placement.items import (
     TILE_W,
     NO_ESTIMATE,
     NO_GPU_MODEL,
-    NOT_USED,
     GpuTile,
     LinkBar,
     Region,
@@ -35,6 +34,7 @@ from wizard.gui.placement.items import (
     RoleChip,
     board_font,
     fits,
+    not_placed,
     pool_colour,
     text_item,
 )
@@ -221,7 +221,7 @@ class PlacementScene(QGraphicsScene):
         for i in line:
             tile = GpuTile(node.name, i, f"GPU {i}")
             gpu = node.gpus[0] if node.gpus else None
-            tile.no_estimate = (NOT_USED if i not in pooled else
+            tile.no_estimate = (not_placed(state.placement.pools) if i not in pooled else
                                 NO_ESTIMATE if gpu is not None and gpu.memory_total_bytes else NO_GPU_MODEL)
             tile.setPos(self._x(col[i]), top)
             tile.set_estimate(state.estimate_of(node.name, i), state.report, short=_short(state))

@@ -10,6 +10,8 @@ pool…", Ctrl+M) and the canvas has an accessible description of the pools.
 
 from __future__ import annotations
 
+import dataclasses
+
 from PySide6.QtCore import QPoint, Qt, QTimer, Signal
 from PySide6.QtGui import QAction, QColor, QKeySequence
 from PySide6.QtWidgets import (
@@ -18,7 +20,6 @@ from PySide6.QtWidgets import (
     QGraphicsView,
     QHBoxLayout,
     QLabel,
-    QListWidget,
     QListWidgetItem,
     QPushButton,
     QSpinBox,
@@ -30,13 +31,14 @@ from PySide6.QtWidgets import (
 from wizard.core.findings import Finding
 from wizard.core.memory import BoardState, headline
 from wizard.core.placement import BoardMove, propose, role_title
-from wizard.gui.widgets.canvas import FitView, add_action, canvas_split, finding_item, undo_redo
+from wizard.gui.widgets.canvas import FitView, add_action, canvas_split, finding_item, findings_list, undo_redo
 from wizard.gui.widgets.status_line import StatusLine
 from wizard.gui.document import PlanDocument
 from wizard.gui.placement.commands import push_move
 from wizard.gui.placement.dialogs import MoveDialog
 from wizard.gui.workers import Worker
 from wizard.usecases.board import board_of, candidate_board
+from wizard.usecases.plan_notes import no_estimate_reason
 from wizard.core.memory import PHASES
 from wizard.gui.placement.items import REPLICA_WORDS
 from wizard.gui.placement.scene import PlacementScene, columns_for
@@ -132,11 +134,7 @@ class PlacementBoard(QWidget):
         self.headline.setAccessibleName("Memory verdict")
         self.headline.setWordWrap(True)
         self.status = StatusLine("placementStatus", "Board status")
-        self.findings = QListWidget()
-        self.findings.setAccessibleName("Placement and memory findings")
-        self.findings.setWordWrap(True)
-        self.findings.setHorizontalScrollBarPolicy(Qt.ScrollBarAlwaysOff)  # lines wrap (canvas.breakable)
-        self.findings.setSpacing(3)
+        self.findings = findings_list("placementFindings", "Placement and memory findings")
         self.responses = QuietSpinBox()
         self.responses.setObjectName("responseTokens")
         self.responses.setAccessibleName("Mean response length the step time assumes")
@@ -235,10 +233,12 @@ class PlacementBoard(QWidget):
         if self.doc.assessment is None:
             return  # the check itself failed: the findings dock says so; the board keeps its last picture
         self.machine = self.doc.machine
+        memory = self.doc.assessment.memory
         self.state = board_of(self.doc.assessment)
+        if self.state.report is None:  # one reason, the most basic first (a GPU count before an unknown memory)
+            self.state = dataclasses.replace(self.state, why=no_estimate_reason(memory))
         self._step = self._step_words()  # once per assessment, not per preview or restyle
-        fits = self.doc.assessment.memory.verdict.fits is True
-        self.advice_action.setText("F&aster…" if fits else "Make it f&it…")  # the dialog's title follows suit
+        self._advice_for(memory)
         self._cache.clear()
         self._worker.cancel()
         self._evaluating = None
@@ -250,6 +250,20 @@ class PlacementBoard(QWidget):
         if self.view.auto_fit:
             self.view.fit()
         self._say("")
+
+    def _advice_for(self, memory) -> None:
+        """Make it fit (or Faster) says which it is, and is off, saying why in its tooltip, while there is no
+        estimate to search from."""
+        fits = memory.verdict.fits is True
+        self.advice_action.setText("F&aster…" if fits else "Make it f&it…")  # the dialog's title follows suit
+        why = no_estimate_reason(memory)
+        tip = (f"Nothing to advise on yet: no memory estimate ({window_text(why)})" if why else
+               "The configs that run faster and still fit these GPUs, each estimated again, with the predicted step "
+               "time" if fits else
+               "The configs that fit these GPUs, each estimated again, with the predicted step time")
+        self.advice_action.setEnabled(why is None)
+        self.advice_action.setToolTip(tip)
+        self.advice_action.setStatusTip(tip)
 
     def describe(self) -> str:
         """The board in words, for screen readers and the tests."""
@@ -294,6 +308,8 @@ class PlacementBoard(QWidget):
         given = f", responses of {tokens:,} tokens" if tokens else ""
         from wizard.core.steptime.terms import seconds_text
 
+        if self.doc.assessment.memory.verdict.word == "does_not_fit":  # no step to run: what it would take, said so
+            return f" · a step would take about {seconds_text(step.seconds)} s if it fit (predicted{given})"
         return f" · a step about {seconds_text(step.seconds)} s (predicted{given})"
 
     # -- the response length the step time assumes ----------------------------------------------------------

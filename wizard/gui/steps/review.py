@@ -28,6 +28,8 @@ from wizard.gui.steps import texts
 from wizard.gui.widgets.highlight import ConfigHighlighter
 from wizard.gui.widgets.page import Page
 from wizard.gui.workers import Worker
+from wizard.gui.wording import window_text
+from wizard.usecases.plan_notes import MEMORY_UNKNOWN
 from wizard.usecases.runs import RUNS
 
 
@@ -89,7 +91,12 @@ class ReviewPage(Page):
             self.verdict.setText("<b style='color:#c62828'>No verdict</b>: the check did not run to the end "
                                  "(the findings panel says why).")
         elif result.ok:
-            self.verdict.setText("verl 0.9.1 would accept this config. Write the files next.")
+            text = "verl 0.9.1 would accept this config. Write the files next."
+            unchecked = next((f for f in result.findings if f.rule == MEMORY_UNKNOWN), None)
+            if unchecked is not None:  # accepted is not "fits": say that memory was never judged
+                why = window_text(unchecked.message).removeprefix("No memory estimate: ")
+                text += f"<br><b>Memory not checked</b>: {html.escape(why, quote=False)} (a note in Findings)"
+            self.verdict.setText(text)
         else:
             errors = sum(1 for f in result.findings if f.severity.value == "error")
             self.verdict.setText(f"<b style='color:#c62828'>{errors} error(s)</b> would stop verl: fix them in the "

@@ -29,8 +29,11 @@ class RolloutPage(FormPage):
             ("training.use_dynamic_bsz", "Dynamic batch (token budget)"),
             ("training.ppo_max_token_len_per_gpu", "Token budget per GPU"),
             ("training.ref_log_prob_micro_batch_size_per_gpu", "Reference log-prob micro batch per GPU"),
-            ("placement.actor_param_offload", "Offload actor weights to CPU"),
-            ("placement.actor_optimizer_offload", "Offload optimizer to CPU"),
+            ("training.actor_strategy", "Training backend", ("fsdp", "fsdp2", "megatron")),
+            ("placement.actor_param_offload", "Offload weights to CPU between phases"),
+            ("placement.actor_optimizer_offload", "Offload optimizer to CPU between phases"),
+            # what Make it fit's "FSDP2 with the CPU offload policy" sets: a key the Plan keeps in its passthrough
+            ("actor_rollout_ref.actor.fsdp_config.offload_policy", "FSDP2 offload policy (all on the CPU)"),
         ]),
         ("Critic update (GAE)", [
             ("training.critic_lr", "Critic learning rate"),

@@ -15,13 +15,15 @@ from PySide6.QtWidgets import (
     QWidget,
 )
 
-from wizard.core.advice import NONE_FASTER
+from wizard.core.advice import NONE_FASTER, TUNING
 from wizard.core.memory import GIB
 from wizard.core.plan import apply_overrides
 from wizard.core.steptime.terms import seconds_text
 from wizard.gui.document import PlanDocument
 from wizard.gui.theme import canvas_colours
 from wizard.gui.workers import Worker
+from wizard.gui.wording import window_text
+from wizard.usecases.plan_notes import no_estimate_reason
 
 COLUMNS = ("What changes", "Kind", "Peak per GPU", "Step time", "Verdict")
 HOST_UNJUDGED = ("Fits the GPUs. The nodes' RAM is not known here, so nothing checked that a node holds what this "
@@ -36,6 +38,25 @@ def _search(memory):
     return plan_advice(memory), step_time(memory)
 
 
+def preselected(alternatives: list) -> tuple[int | None, str | None]:
+    """(the row selected for Apply, or None and why none is): the first change of tuning that fits and asks nothing
+    of a host whose RAM nobody knows (a 4 x 24 GB node's first alternative wanted 259 GiB of it). A change of
+    method (LoRA, a smaller model) changes what is trained, and one that needs unknown host RAM may not start: the
+    user picks those, never Apply alone."""
+    fitting = [a for a in alternatives if a.fits]
+    for i, alt in enumerate(alternatives):
+        if alt.fits and alt.kind == TUNING and not alt.host_note:
+            return i, None
+    if not fitting:
+        return None, None
+    other = " or ".join(w for k, w in (("method", "what is trained"), ("hardware", "the GPUs"))
+                        if any(a.kind == k for a in fitting))
+    if any(a.kind == TUNING for a in fitting):
+        rest = f", the others change {other}" if other else ""
+        return None, f"None is selected: the tuning changes need host RAM not known here{rest}; pick one to apply."
+    return None, f"None is selected: each of these changes {other}; pick one to apply."
+
+
 class AdviceDialog(QDialog):
     """The advisor's alternatives for ``doc``'s plan; ``apply()`` sets the chosen one as one undo step."""
 
@@ -45,6 +66,7 @@ class AdviceDialog(QDialog):
         self.advice = None
         memory = doc.assessment.memory if doc.assessment is not None else None
         fits = memory is not None and memory.verdict.fits
+        self.over = memory is not None and memory.verdict.word == "does_not_fit"
         self.setWindowTitle("Faster, still fitting" if fits else "Make it fit")
         self.setAccessibleName(self.windowTitle())
         self.resize(980, 420)
@@ -64,6 +86,11 @@ class AdviceDialog(QDialog):
             header.setSectionResizeMode(i, QHeaderView.ResizeToContents)
         self.table.itemSelectionChanged.connect(self._selection_changed)
         self.table.cellDoubleClicked.connect(lambda *_: self.apply())
+        self.unpicked = QLabel()  # why no row is selected for the user, while none is
+        self.unpicked.setWordWrap(True)
+        self.unpicked.setObjectName("adviceUnpicked")
+        self.unpicked.setAccessibleName("Why no alternative is selected")
+        self.unpicked.hide()
         self.keys = QLabel()
         self.keys.setWordWrap(True)
         self.keys.setTextInteractionFlags(Qt.TextSelectableByMouse)
@@ -78,14 +105,15 @@ class AdviceDialog(QDialog):
         layout = QVBoxLayout(self)
         layout.addWidget(self.intro)
         layout.addWidget(self.table, 1)
+        layout.addWidget(self.unpicked)
         layout.addWidget(self.keys)
         layout.addWidget(self.buttons)
         self.worker = Worker(self)
         self.worker.finished.connect(self._found)
         self.worker.failed.connect(self._failed)
         if memory is None or memory.judged is None:
-            self.intro.setText("No memory estimate to advise on: "
-                               + (memory.why if memory is not None and memory.why else "the check failed"))
+            why = no_estimate_reason(memory) if memory is not None else "the check failed"
+            self.intro.setText("No memory estimate to advise on: " + window_text(why))
         else:
             self.worker.start("advisor", _search, memory)
 
@@ -98,7 +126,9 @@ class AdviceDialog(QDialog):
         tokens = self.doc.response_tokens
         assumed = (f"responses averaging {tokens:,} tokens (as set on the Placement step)" if tokens else
                    "every response at max_response_length, the worst case (a mean can be set on the Placement step)")
-        now = f"As planned: {step.line()}. Step times assume {assumed}."
+        # a plan that does not fit has no step to compare with: what it would take, were it to fit, said so
+        now = (f"As planned it does not fit; if it did, its {step.line()}" if self.over and step.seconds is not None
+               else f"As planned: {step.line()}") + f". Step times assume {assumed}."
         self.intro.setToolTip("Assuming " + ";\n".join(step.assumptions) if step.assumptions else "")
         if self.advice.statement:  # nothing fits without a change of method: the advisor's words, the list below
             head = self.advice.statement.split("; what fits on ")[0] + "."
@@ -143,12 +173,11 @@ class AdviceDialog(QDialog):
         self.table.setVerticalScrollBarPolicy(Qt.ScrollBarAlwaysOn)
         self.table.horizontalHeader().resizeSections()
         self.table.resizeRowsToContents()
-        # selected: the first that fits and asks nothing of a host whose RAM nobody knows (a 4 x 24 GB node's first
-        # alternative wanted 259 GiB of it), else the first that fits
-        fits = [i for i, a in enumerate(self.alternatives) if a.fits]
-        first = next((i for i in fits if not self.alternatives[i].host_note), fits[0] if fits else None)
+        first, why = preselected(self.alternatives)
         if first is not None:
             self.table.selectRow(first)
+        self.unpicked.setText(why or "")
+        self.unpicked.setVisible(bool(why))
 
     def _failed(self, message: str) -> None:
         self.intro.setText(f"The advisor failed: {message}")
@@ -160,6 +189,8 @@ class AdviceDialog(QDialog):
     def _selection_changed(self) -> None:
         alt = self._selected()
         self.apply_button.setEnabled(alt is not None)
+        if alt is not None:
+            self.unpicked.hide()  # the user picked one
         self.keys.setText("Sets: " + "  ".join(alt.overrides) if alt is not None else "")
 
     def apply(self, alternative=None) -> bool:

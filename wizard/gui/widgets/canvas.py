@@ -5,9 +5,17 @@ from __future__ import annotations
 
 import re
 
-from PySide6.QtCore import Qt
+from PySide6.QtCore import QSize, Qt
 from PySide6.QtGui import QAction, QColor, QKeySequence, QPainter
-from PySide6.QtWidgets import QGraphicsView, QListWidgetItem, QWidget
+from PySide6.QtWidgets import (
+    QGraphicsView,
+    QListView,
+    QListWidget,
+    QListWidgetItem,
+    QStyledItemDelegate,
+    QStyleOptionViewItem,
+    QWidget,
+)
 
 from wizard.core.findings import Finding, Severity
 from wizard.gui.theme import canvas_colours
@@ -109,6 +117,39 @@ def finding_item(f: Finding, data) -> QListWidgetItem:
         item.setForeground(QColor(canvas_colours().severity[f.severity.value]))
     item.setData(Qt.UserRole, data)
     return item
+
+
+class _FullWidthRows(QStyledItemDelegate):
+    """Each row as wide as the list and as tall as its words wrapped at that width.
+
+    QListView sizes a wrapped row at the list's width but lays it out as wide as its longest line; painted at that
+    narrower width the words wrapped once more and the row's last line was cut ("...desired GPU memory ...")."""
+
+    def __init__(self, view: QListWidget) -> None:
+        super().__init__(view)
+        self.view = view
+
+    def sizeHint(self, option, index) -> QSize:  # noqa: N802 - Qt's name
+        width = self.view.viewport().width() - 2 * self.view.spacing()
+        if width <= 0:
+            return super().sizeHint(option, index)
+        opt = QStyleOptionViewItem(option)
+        opt.rect.setWidth(width)
+        return QSize(width, super().sizeHint(opt, index).height())
+
+
+def findings_list(name: str, accessible: str) -> QListWidget:
+    """The list of findings beside a canvas: rows wrap (long keys break, see ``breakable``) and each row is as tall
+    as its lines at the list's width, again whenever that width changes."""
+    view = QListWidget()
+    view.setObjectName(name)
+    view.setAccessibleName(accessible)
+    view.setWordWrap(True)
+    view.setHorizontalScrollBarPolicy(Qt.ScrollBarAlwaysOff)
+    view.setSpacing(3)
+    view.setResizeMode(QListView.Adjust)  # a new width lays the rows out again
+    view.setItemDelegate(_FullWidthRows(view))
+    return view
 
 
 def canvas_split(view: QWidget, top: QWidget, heading: str, findings: QWidget, sizes: tuple[int, int]):

@@ -11,14 +11,15 @@ from __future__ import annotations
 import typing
 from collections.abc import Sequence
 
-from PySide6.QtCore import Qt
+from PySide6.QtCore import QSize, Qt
 from PySide6.QtWidgets import QComboBox, QFormLayout, QLabel, QLineEdit, QSizePolicy, QWidget
 
 from wizard.adapters.files.resources import load_key_docs, load_schema
 from wizard.core.findings import Finding, Severity, sort_findings
 from wizard.core.verl.interpolations import followed_key
 from wizard.core.verl.key_help import key_help
-from wizard.core.plan import Plan
+from wizard.core.plan import Plan, apply_overrides
+from wizard.core.verl.overrides import OverrideSyntaxError, parse_override
 from wizard.gui.document import PlanDocument
 from wizard.gui.theme import canvas_colours
 from wizard.gui.wording import window_finding
@@ -26,13 +27,72 @@ from wizard.gui.wording import window_finding
 ERROR_STYLE = "border: 1px solid #c62828;"
 
 
+class FieldMessage(QLabel):
+    """The wrapped message under a field, exactly as tall as its lines at the width the form gives it.
+
+    QFormLayout sizes a word-wrapped label's row by the label's size hint (its lines at about 240 px), not by its
+    height at the field's width: a two-line warning under a wide field got five lines' height, a blank band under
+    it. This label's hint is its height at its own width, asked again whenever that width changes."""
+
+    def hasHeightForWidth(self) -> bool:  # noqa: N802 - Qt's name
+        return False  # the hint below says it; the form's own height-for-width pass overestimates
+
+    def sizeHint(self) -> QSize:  # noqa: N802
+        hint = super().sizeHint()
+        if self.width() > 1 and self.text():
+            hint.setHeight(super().heightForWidth(self.width()))
+        return hint
+
+    def minimumSizeHint(self) -> QSize:  # noqa: N802
+        hint = super().minimumSizeHint()
+        hint.setHeight(self.sizeHint().height())
+        return hint
+
+    def resizeEvent(self, event) -> None:  # noqa: N802
+        super().resizeEvent(event)
+        if event.oldSize().width() != event.size().width():
+            self.updateGeometry()  # the lines rewrap: the row takes their new height
+
+
 def field_info(path: str):
-    """(pydantic FieldInfo, verl key or None) of ``section.field``."""
-    section, name = path.split(".")
+    """(pydantic FieldInfo, verl key or None) of ``section.field``; (None, the key) for a verl key the Plan has no
+    field for (``actor_rollout_ref.actor.fsdp_config.offload_policy``): its value is what the plan's passthrough
+    sets it to."""
+    section, _, name = path.partition(".")
+    if section not in Plan.model_fields or "." in name:
+        return None, path
     section_cls = Plan.model_fields[section].annotation
     info = section_cls.model_fields[name]
     extra = info.json_schema_extra or {}
     return info, extra.get("verl")
+
+
+def _sets(text: str, key: str) -> bool:
+    """Whether the override ``text`` sets or deletes ``key`` itself (not a key under it)."""
+    try:
+        o = parse_override(text)
+    except OverrideSyntaxError:
+        return False
+    return o.key == key and o.package is None
+
+
+def override_value(plan: Plan, key: str):
+    """What the plan's passthrough sets ``key`` to, the last word winning as in Hydra (None: verl's default)."""
+    value = None
+    for text in plan.passthrough:
+        if _sets(text, key):
+            o = parse_override(text)
+            value = None if o.kind == "~" else o.value()
+    return value
+
+
+def with_override(plan: Plan, key: str, value) -> Plan:
+    """``plan`` with its passthrough setting ``key`` to ``value`` (None: nothing sets it, verl's default)."""
+    plan = plan.model_copy(deep=True)
+    plan.passthrough = [t for t in plan.passthrough if not _sets(t, key)]
+    if value is None:
+        return plan
+    return apply_overrides(plan, [f"{key}={'true' if value is True else 'false' if value is False else _text(value)}"])
 
 
 def _kind(annotation) -> str:
@@ -48,6 +108,7 @@ def _kind(annotation) -> str:
     return "str"
 
 
+SCHEMA_KINDS = {"bool": "bool", "int": "int", "float": "number", "list": "list"}  # a verl key's type, as a field's
 # keys whose null verl reads as a choice of its own (trainer/ppo/utils.py need_critic: a critic for gae)
 NULL_MEANS = {"critic.enable": "auto: on for gae"}
 
@@ -71,15 +132,17 @@ class FieldEditor:
     def __init__(self, doc: PlanDocument, path: str, choices: Sequence[str] = (), label: str | None = None) -> None:
         self.doc, self.path = doc, path
         info, self.key = field_info(path)
-        self.kind = _kind(info.annotation)
+        self.modelled = info is not None  # else the key's value lives in the plan's passthrough
         schema = load_schema()
         key_info = schema.variant().keys.get(self.key) if self.key else None
+        self.kind = _kind(info.annotation) if info is not None else SCHEMA_KINDS.get(getattr(key_info, "type", ""),
+                                                                                      "str")
         self.default = key_info.default if key_info else None
-        self.label = label or path.split(".")[1].replace("_", " ")
+        self.label = label or path.split(".")[-1].replace("_", " ")
         # text the user typed that the field cannot take, and the plan's value then: kept on screen (and an error in
         # the Findings, holding Write back) until a value it takes is typed or the plan's value changes
         self.pending: tuple[str, object] | None = None
-        self.error = QLabel()
+        self.error = FieldMessage()
         self.error.setWordWrap(True)
         # as wide as the field: the form grows only Expanding fields, and a Preferred label wrapped at ~230 px
         self.error.setSizePolicy(QSizePolicy.Expanding, QSizePolicy.Preferred)
@@ -104,14 +167,17 @@ class FieldEditor:
             self.widget.setClearButtonEnabled(True)
         self.widget.setObjectName(self.key or path)
         self.widget.setAccessibleName(self.label)
+        plain = info.description if info is not None else ""
         if self.key:
-            self.widget.setToolTip(key_help(schema, load_key_docs(), self.key, plain=info.description or None))
+            self.widget.setToolTip(key_help(schema, load_key_docs(), self.key, plain=plain or None))
         else:
-            self.widget.setToolTip(info.description or "")
+            self.widget.setToolTip(plain or "")
         self.refresh()
 
     # -- document -> widget -------------------------------------------------------------
     def value(self):
+        if not self.modelled:
+            return override_value(self.doc.plan, self.key)
         section, name = self.path.split(".")
         return getattr(getattr(self.doc.plan, section), name)
 
@@ -198,15 +264,22 @@ class FieldEditor:
         self._show_error("")
         if value == self.value():
             return
-        plan = self.doc.plan.model_copy(deep=True)
-        section, name = self.path.split(".")
         try:
-            setattr(getattr(plan, section), name, value)
-        except ValueError as exc:  # pydantic refuses the type
+            plan = self._plan_with(value)
+        except ValueError as exc:  # pydantic refuses the type (OverrideSyntaxError is one too)
             self._show_error(f"{self.label}: {str(exc).splitlines()[-1]}")
             return
         shown = "verl's default" if value is None else _text(value)
         self.doc.set_plan(plan, text=f"Set {self.key or self.path} = {shown}")
+
+    def _plan_with(self, value) -> Plan:
+        """The document's plan with this field at ``value`` (ValueError where it cannot hold it)."""
+        if not self.modelled:
+            return with_override(self.doc.plan, self.key, value)
+        plan = self.doc.plan.model_copy(deep=True)
+        section, name = self.path.split(".")
+        setattr(getattr(plan, section), name, value)
+        return plan
 
     def _forget_pending(self) -> None:
         if self.pending is not None:

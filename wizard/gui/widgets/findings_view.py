@@ -122,15 +122,7 @@ class FindingsView(QWidget):
     def set_findings(self, findings: list[Finding]) -> None:
         self._findings = sort_findings(list(findings))
         self.tree.clear()
-        errors = sum(1 for f in findings if f.severity is Severity.ERROR)
-        warnings = sum(1 for f in findings if f.severity is Severity.WARNING)
-        if errors:
-            self.summary.setText(f"<b>{errors} error{'s' if errors != 1 else ''}</b> to fix before running"
-                                 + (f"; {warnings} warning{'s' if warnings != 1 else ''}" if warnings else ""))
-        elif findings:
-            self.summary.setText(f"No errors; {len(findings)} thing{'s' if len(findings) != 1 else ''} worth a look")
-        else:
-            self.summary.setText("No findings: verl 0.9.1 accepts this config and no late mistake is known")
+        self.summary.setText(summary_words(self._findings))
         colours = canvas_colours().severity
         for f in self._findings:
             self.tree.addTopLevelItem(_item(f, colours))
@@ -207,6 +199,20 @@ class FindingsView(QWidget):
                 self.tree.setCurrentItem(item)
                 return True
         return False
+
+
+def summary_words(findings: list[Finding]) -> str:
+    """The list in one line, every line counted once by its severity: "<b>3 errors</b> to fix before running;
+    2 warnings, 1 note" or "No errors; 2 warnings, 1 note worth a look"."""
+    if not findings:
+        return "No findings: verl 0.9.1 accepts this config and no late mistake is known"
+    count = {s: sum(1 for f in findings if f.severity is s) for s in Severity}
+    rest = ", ".join(f"{count[s]} {word}{'s' if count[s] != 1 else ''}"
+                     for s, word in ((Severity.WARNING, "warning"), (Severity.INFO, "note")) if count[s])
+    errors = count[Severity.ERROR]
+    if errors:
+        return f"<b>{errors} error{'s' if errors != 1 else ''}</b> to fix before running" + (f"; {rest}" if rest else "")
+    return f"No errors; {rest} worth a look"
 
 
 def _asks_advisor(finding: Finding) -> bool:
