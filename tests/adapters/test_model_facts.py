@@ -133,7 +133,8 @@ def test_hub_id_from_the_catalogue_gives_facts_and_the_download_command():
 
 
 def test_hub_id_outside_the_catalogue_suggests_near_ids():
-    lookup = load_model_facts("Qwen/Qwen2.5-7B-Instuct")
+    # a digit apart is another model (a size, a version): a note with the near ids
+    lookup = load_model_facts("Qwen/Qwen2.5-8B-Instruct")
     assert lookup.facts is None
     (note,) = [f for f in lookup.findings if f.rule == "models.not_in_catalogue"]
     assert "did you mean Qwen/Qwen2.5-7B-Instruct" in note.message and note.severity.value == "info"
@@ -248,3 +249,13 @@ def test_an_unknown_size_in_a_known_family_suggests_the_nearest_sizes_first():
     [note] = [f for f in load_model_facts("Qwen/Qwen2.5-13B-Foo").findings if f.rule == "models.not_in_catalogue"]
     assert "did you mean Qwen/Qwen2.5-14B or " in note.message  # 14B, not 3B, which is spelled closer
     assert note.fix == "If you meant Qwen/Qwen2.5-14B, use that id"
+
+
+@pytest.mark.parametrize("typo", ["Qwen/Qwen2.5-7B-Instuct", "Qwen/Qwen2.5-7B-Instrcut", "Qwen/Qwen2.5-7B-Instructt"])
+def test_a_hub_id_a_letter_or_two_from_a_catalogue_id_is_a_warning_and_no_download_is_offered(typo):
+    """Qwen/Qwen2.5-7B-Instrcut was a note (exit 0, 'OK') whose fix was `hf download Qwen/Qwen2.5-7B-Instrcut`."""
+    lookup = load_model_facts(typo)
+    assert [f.rule for f in lookup.findings] == ["models.hub_typo"]
+    (warn,) = lookup.findings
+    assert warn.severity.value == "warning" and "spelled almost like Qwen/Qwen2.5-7B-Instruct" in warn.message
+    assert warn.fix == "If you meant Qwen/Qwen2.5-7B-Instruct, use that id" and "hf download" not in warn.message

@@ -197,6 +197,14 @@ def _hub(ref: str) -> ModelLookup:
             f"DIR) and point the key at DIR, or use {base} itself", fix_auto=False))
     if facts is None and not any(f.rule == "models.catalogue_row" for f in findings):
         near = catalogue.near(ref)
+        typo = _typo_of(ref, near)
+        if typo is not None:  # a letter or two from a catalogue id: no download of the misspelt name is offered
+            findings[0] = _finding(
+                "models.hub_typo", Severity.WARNING, Stage.STARTUP,
+                f"{ref} is not in the wizard's catalogue but is spelled almost like {typo}; if the hub has no such "
+                "repository, every worker fails loading its config before any GPU work (OSError: ... is not a local "
+                "folder and is not a valid model identifier)", f"If you meant {typo}, use that id", fix_auto=False)
+            return ModelLookup(ref, None, findings, local=False)
         findings.append(_finding(
             "models.not_in_catalogue", Severity.INFO, Stage.ADVICE,
             f"{ref} is not in the wizard's catalogue of {len(catalogue.models)} models, so its heads, context "
@@ -205,6 +213,22 @@ def _hub(ref: str) -> ModelLookup:
             "Download it and point the key at the folder for the full checks" if not near
             else f"If you meant {near[0]}, use that id"))
     return ModelLookup(ref, facts, findings, local=False)
+
+
+def _typo_of(ref: str, near: list[str]) -> str | None:
+    """The catalogue id ``ref`` is a slip of the keyboard from (same organisation, names a letter or two apart:
+    Qwen/Qwen2.5-7B-Instrcut for Qwen/Qwen2.5-7B-Instruct), or None: a fine-tune of its own name is not, nor a
+    name that differs in a digit (a version or a size: another model)."""
+    org, _, name = ref.lower().partition("/")
+    for hub_id in near[:1]:
+        o, _, n = hub_id.lower().partition("/")
+        if o != org or n == name or sorted(c for c in n if c.isdigit()) != sorted(c for c in name if c.isdigit()):
+            continue
+        if len(n) == len(name) and sum(a != b for a, b in zip(n, name)) <= 2:
+            return hub_id
+        if abs(len(n) - len(name)) == 1 and difflib.SequenceMatcher(None, n, name).ratio() >= 0.95:
+            return hub_id
+    return None
 
 
 def download_command(hub_id: str) -> tuple[str, str]:
