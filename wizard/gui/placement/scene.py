@@ -252,7 +252,7 @@ class PlacementScene(QGraphicsScene):
         text.setPos(0, y + 2)
         self.addItem(text)
         gpu = node.gpus[0] if node.gpus else None
-        mem = (f"{gpu.memory_total_gib:.0f} GiB each" if gpu is not None and gpu.memory_total_bytes
+        mem = (f"{gpu.memory_total_gib:.1f} GiB each" if gpu is not None and gpu.memory_total_bytes
                else "GPU model and memory unknown")
         model = (gpu.catalogue_id or gpu.name) if gpu is not None else "GPU"
         bars = [p.tag for p in PHASES if p.value in self._phases()]

@@ -231,7 +231,8 @@ def engine_start(ctx: RuleContext):
         yield finding(Severity.ERROR, [f"{R}.gpu_memory_utilization", f"{AF}.param_offload"],
                       f"Does not fit: {where(group)}: vLLM starts with {held} "
                       f"but asks for {eng.util:g} x {cuda_total / GIB:.1f} = "
-                      f"{want / GIB:.1f} GiB; it stops with: Free memory on device ... on startup is less than "
+                      f"{want / GIB:.1f} GiB (CUDA's total: the GPU's {group.capacity_bytes / GIB:.1f} less "
+                      f"{report.constants.driver_reserved / GIB:.1f} the driver keeps); it stops with: Free memory on device ... on startup is less than "
                       "desired GPU memory utilization", fix, overrides, fix_auto=bool(overrides))
 
 
