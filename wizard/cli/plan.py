@@ -141,7 +141,7 @@ def _source(args, tail: list[str], gpus):
             raise UsageError(f"--set: {exc}") from None
         except ValueError as exc:
             raise UsageError(str(exc).splitlines()[0]) from None
-        resized = resized_note(preset_plan(args.preset), gpus, f"preset {args.preset}")
+        resized = resized_note(preset_plan(args.preset), plan, gpus, words, f"preset {args.preset}")
         return emit_overrides(plan).overrides, plan.config_name, resized, f"preset {args.preset}"
     if not args.source and not words:
         raise UsageError("give a config: a .sh, .yaml or .json file, --preset NAME, or overrides")
@@ -158,7 +158,9 @@ def _source(args, tail: list[str], gpus):
         from wizard.usecases.plans import plan_with_gpus, resized_note
 
         overrides = plan_overrides(plan_with_gpus(src.plan, gpus)) + words
-        resized = resized_note(src.plan, gpus)
+        from wizard.core.plan import apply_overrides
+
+        resized = resized_note(src.plan, apply_overrides(plan_with_gpus(src.plan, gpus), words), gpus, words)
     return overrides, src.config_name, list(src.findings) + resized, args.source or "overrides"
 
 

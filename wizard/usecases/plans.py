@@ -24,11 +24,15 @@ def preset_plan(name: str, gpus: GpuSpec | None = None, sets: list[str] | None =
     return plan
 
 
-def resized_note(before: Plan, gpus: GpuSpec | None, what: str = "the plan") -> list[Finding]:
-    """A note where ``gpus`` resize ``before``'s trainer (a preset of 2 x 8 GPUs planned on ``--gpus 1xH100-80GB``
-    was planned as 1 x 1 and said nothing): the run's command line carries the new size."""
-    hw = before.hardware
-    if gpus is None or (hw.nnodes, hw.n_gpus_per_node) == (gpus.nodes, gpus.gpus_per_node):
+def resized_note(before: Plan, after: Plan, gpus: GpuSpec | None, sets: list[str] | None = None,
+                 what: str = "the plan") -> list[Finding]:
+    """A note where ``gpus`` resized ``before``'s trainer into ``after`` (a preset of 2 x 8 GPUs planned on ``--gpus
+    1xH100-80GB`` was planned as 1 x 1 and said nothing): the run's command line carries the new size. None where
+    the size is unchanged or the user's own ``sets`` name it."""
+    hw, now = before.hardware, after.hardware
+    size = (now.nnodes, now.n_gpus_per_node)
+    if (gpus is None or size == (hw.nnodes, hw.n_gpus_per_node) or size != (gpus.nodes, gpus.gpus_per_node)
+            or any(w.split("=", 1)[0].lstrip("+~") in SIZE_KEYS for w in sets or [])):
         return []
     from wizard.core.findings import Severity, Stage
 
@@ -67,14 +71,15 @@ def open_plan(source: str | None = None, preset: str | None = None, gpus: GpuSpe
     if bool(preset) == bool(source):
         raise ValueError("give one of --preset NAME or a file (a plan .json/.yaml, a run.sh or a YAML config)")
     if preset:
-        return preset_plan(preset, gpus, sets or []), resized_note(preset_plan(preset), gpus, f"preset {preset}")
+        plan = preset_plan(preset, gpus, sets or [])
+        return plan, resized_note(preset_plan(preset), plan, gpus, sets, f"preset {preset}")
     src = load_source(source)
-    plan = src.to_plan(name=Path(source).stem)
-    resized = resized_note(plan, gpus) if src.plan is not None else []  # a script or YAML has no size of its own
+    before = plan = src.to_plan(name=Path(source).stem)
     if gpus is not None:
         plan = plan_with_gpus(plan, gpus)
     if sets:
         plan = apply_overrides(plan, sets)
+    resized = resized_note(before, plan, gpus, sets) if src.plan is not None else []  # a script or YAML: no size
     return plan, list(src.findings) + resized
 
 
