@@ -816,3 +816,27 @@ def test_a_preset_resized_for_the_gpus_given_says_so():
         out = cmd("--preset", "grpo-2node", "--gpus", "1xH100-80GB").stdout
         assert "gpus.resized: preset grpo-2node's trainer of 2 x 8 GPUs is planned on the GPUs given, 1 x 1" in out
     assert "gpus.resized" not in run("--preset", "grpo-8gpu", "--gpus", "8xH100-80GB").stdout
+
+
+def test_the_gpus_a_preset_or_plan_names_never_turn_its_own_bad_size_into_a_usage_error(tmp_path):
+    # check reported gpus.count (exit 1) for a preset's count of -1; judged on the preset's named GPUs it exited 2 with
+    # "cannot read GPU spec '-1xH100-80GB'", a spec nobody typed. The preset's GPUs are read before any override.
+    bad = run_cli("check", "--preset", "grpo-8gpu", "--set", "trainer.n_gpus_per_node=-1")
+    assert bad.returncode == 1 and "gpus.count" in bad.stdout and "GPUs: 8xH100-80GB, as the plan names" in bad.stdout
+    over = run_cli("check", "--preset", "grpo-8gpu", "--", "trainer.n_gpus_per_node=16")
+    assert over.returncode == 1 and "gpus.available" in over.stdout  # --set and a tail judge alike
+    assert run_cli("generate", "--preset", "grpo-1gpu-smoke", "--gpus", "1xH100-80GB", "--out",
+                   str(tmp_path / "p")).returncode == 0
+    plan = json.loads((tmp_path / "p" / "plan.json").read_text())
+    for gpu, per, said in (("8xH100", 1, "is not known"), ("H100-80GB", 100000, "not a size the machines can be")):
+        plan["hardware"].update(gpu=gpu, n_gpus_per_node=per)
+        path = tmp_path / f"{per}.json"
+        path.write_text(json.dumps(plan))
+        out = run_cli("check", str(path))
+        assert out.returncode in (0, 1) and said in out.stdout, out.stdout + out.stderr
+
+
+def test_a_plan_that_does_not_fit_prints_its_step_only_as_what_it_would_take_if_it_fit():
+    out = run("--preset", "ppo-8gpu", "--gpus", "2xA100-40GB").stdout
+    assert "verdict: DOES NOT FIT" in out and "\nstep time, if it fit: about " in out
+    assert "\nstep time: about " in run("--preset", "grpo-1gpu-smoke", "--gpus", "1xH100-80GB").stdout

@@ -39,9 +39,8 @@ FIT_RULES = ("memory.gpu_oom", "memory.gpu_oom_long", "memory.gpu_tight", "memor
 
 
 def misfits(result) -> set[str]:
-    """The memory findings that say the plan does not fit (or only just): not a note (memory.host's, where the node's
-    RAM is unknown, says what an offload asks of it)."""
-    return {r for r, f in rules(result).items() if r in FIT_RULES and f.severity is not Severity.INFO}
+    """The memory findings that say the plan does not fit (or only just)."""
+    return {r for r in rules(result) if r in FIT_RULES}
 
 
 def test_a_config_that_fits_is_silent():
@@ -73,7 +72,7 @@ def test_micro_batch_oom_depends_on_sample_length_and_its_fix_fits():
     extra = [f"{A}.ppo_micro_batch_size_per_gpu=64", f"{A}.ppo_mini_batch_size=256"]
     oom = rules(check(extra))["memory.gpu_oom_long"]
     assert oom.severity is Severity.WARNING
-    assert oom.message.startswith("Fits while samples average <= ") and "1,536 tokens" in oom.message
+    assert oom.message.startswith("Over memory at the configured lengths; fits while samples average <= ") and "1,536 tokens" in oom.message
     assert oom.fix.startswith("Fastest that fits: 1)")
     # applying the fix makes the memory rules quiet
     assert rules(check([*extra, *oom.fix_overrides])) == {}
@@ -138,9 +137,9 @@ def test_what_an_offload_asks_of_a_node_whose_ram_is_unknown_is_a_note():
     # applied from Make it fit, the offload's "host RAM about 239 GiB a node (unknown here)" was said nowhere after
     cl = cluster()
     assert cl.nodes[0].memory_bytes is None
-    host = rules(check([f"{AF}.param_offload=True", f"{AF}.optimizer_offload=True"], cl=cl))["memory.host"]
+    host = rules(check([f"{AF}.param_offload=True", f"{AF}.optimizer_offload=True"], cl=cl))["memory.host_unknown"]
     assert host.severity is Severity.INFO and "its RAM is not known here" in host.message and "free -g" in host.fix
-    assert "memory.host" not in rules(check([], cl=cl))  # nothing offloaded: not worth a word
+    assert "memory.host_unknown" not in rules(check([], cl=cl))  # nothing offloaded: not worth a word
 
 
 def test_reward_groups_that_cannot_be_formed_need_no_models():

@@ -188,8 +188,9 @@ def ray_discovery(address: str, python: str | None = None, timeout: float | None
         raise UsageError(f"--ray-address {shown}: not a host name (at most 253 characters, 63 between dots)") from None
 
 
-def hardware(args):
-    """(Cluster or None, GpuSpec or None, findings) from one of --gpus, --cluster, --ray-address.
+def hardware(args, named_gpus_ok: bool = False):
+    """(Cluster or None, GpuSpec or None, findings) from one of --gpus, --cluster, --ray-address; with
+    ``named_gpus_ok`` (plan, check) and none of them, the GPUs a preset or plan file names (a ``gpus.from_plan`` note).
 
     The one reading of the hardware options for every command that checks a config against GPUs: a cluster
     spec or a Ray cluster gives both the machines and the ``--gpus`` view (a Ray cluster's CPUs included, for
@@ -210,41 +211,55 @@ def hardware(args):
     if getattr(args, "cluster", None):
         cluster = cluster_spec(args.cluster, load_gpu_catalogue()).cluster
         return cluster, cluster.to_gpu_spec(), []
-    named = [] if getattr(args, "gpus", None) else _named_gpus(args)
-    spec = parse_gpus(named[0] if named else getattr(args, "gpus", None))
+    if not getattr(args, "gpus", None) and named_gpus_ok:
+        named = _named_gpus(args)  # a preset's or plan file's own GPUs (hardware.gpu), judged as --gpus would be
+        if named is not None:
+            return named
+    spec = parse_gpus(getattr(args, "gpus", None))
     if spec is None or spec.model is None:
         return None, spec, []
     from wizard.usecases.hardware import canonical_spec, cluster_for_spec
 
     try:
         spec = canonical_spec(spec, load_gpu_catalogue())
-        return cluster_for_spec(spec, load_gpu_catalogue()), spec, named[1:]  # memory rules need the GPUs' size
+        return cluster_for_spec(spec, load_gpu_catalogue()), spec, []  # memory rules need the GPUs' size
     except ValueError as exc:
-        if named:  # the file's own GPU model is not in the catalogue: judged as without one, and said
-            return None, None, [_gpus_note(f"the plan's GPU model (hardware.gpu: {named[0]}) is not known: {exc}")]
         raise UsageError(f"--gpus {args.gpus}: {exc}") from None
 
 
-def _named_gpus(args) -> list:
-    """``[spec text, its note]`` for the GPUs a preset or a plan file names (hardware.gpu, with the trainer's size), as
-    ``--gpus`` would give them (``generate --gpus`` writes it; the preset names the GPUs it was sized for); ``[]``
-    where none is named or the file does not read (the command itself then says why)."""
+def _named_gpus(args):
+    """(cluster, spec, [its note]) for the GPUs a preset or a plan file names (``hardware.gpu``, with the trainer's size
+    before any ``--set``: the preset names the GPUs it was sized for, ``generate --gpus`` writes them), as ``--gpus``
+    would give them; None where none is named or the file does not read (the command itself then says why). Never
+    raises for the file's own values: a size the catalogue's machines cannot be, or an unknown model, is a note."""
     source, preset = getattr(args, "source", None), getattr(args, "preset", None)
     if not (source or preset) or (source and preset) or (source or "").endswith(".sh"):
-        return []
+        return None
+    from wizard.adapters.files.gpu_catalogue import load_gpu_catalogue
+    from wizard.core.hardware.gpus import MAX_GPUS, MAX_GPUS_PER_NODE
+    from wizard.core.placement import planned_gpus
+    from wizard.usecases.hardware import canonical_spec, cluster_for_spec
     from wizard.usecases.plans import open_plan
 
     try:
-        plan, _ = open_plan(source, preset, sets=list(getattr(args, "sets", None) or []))
+        plan, _ = open_plan(source, preset)
     except (ValueError, OSError):
-        return []
-    hw = plan.hardware
-    if not hw.gpu:
-        return []
-    per, nodes = hw.n_gpus_per_node or 8, hw.nnodes or 1
-    text = f"{nodes}x{per}x{hw.gpu}" if nodes > 1 else f"{per}x{hw.gpu}"
-    return [text, _gpus_note(f"GPUs: {text}, as the plan names them (hardware.gpu); --gpus, --cluster or "
-                             "--ray-address judges it on others")]
+        return None
+    if not plan.hardware.gpu:
+        return None
+    spec = planned_gpus(plan)
+    text = (f"{spec.nodes}x" if spec.nodes != 1 else "") + f"{spec.gpus_per_node}x{plan.hardware.gpu}"  # as --gpus
+    if spec.nodes < 1 or not 1 <= spec.gpus_per_node <= MAX_GPUS_PER_NODE or spec.total > MAX_GPUS:  # the size's own rules say what is wrong
+        return None, None, [_gpus_note(f"the plan names its GPUs ({text}) but not a size the machines can be: "
+                                       "judged without them")]
+    try:
+        spec = canonical_spec(spec, load_gpu_catalogue())
+    except ValueError as exc:
+        return None, None, [_gpus_note(f"the plan's GPU model (hardware.gpu: {plan.hardware.gpu}) is not known: "
+                                       f"{str(exc).splitlines()[0]}")]
+    return cluster_for_spec(spec, load_gpu_catalogue()), spec, [_gpus_note(
+        f"GPUs: {text}, as the plan names them (hardware.gpu and its trainer size); --gpus, --cluster or "
+        "--ray-address judges it on others")]
 
 
 def _gpus_note(message: str):

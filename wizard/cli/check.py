@@ -33,7 +33,7 @@ def add_parser(sub) -> None:
 
 
 def run_check(args, tail: list[str]) -> int:
-    cluster, gpus, hw_findings = hardware(args)
+    cluster, gpus, hw_findings = hardware(args, named_gpus_ok=True)
     extra = tail + list(args.overrides) + list(args.sets)
     if args.batch and (args.source or extra or args.preset):
         raise UsageError("--batch reads its cases from the file; give no other config")

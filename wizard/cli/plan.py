@@ -38,7 +38,7 @@ def add_parser(subparsers) -> None:
 
 
 def run_plan(args, tail: list[str] | None = None) -> int:
-    cluster, gpus, hw_findings = hardware(args)
+    cluster, gpus, hw_findings = hardware(args, named_gpus_ok=True)
     overrides, config_name, src_findings, label = _source(args, list(tail or []), gpus)
     from wizard.usecases.assessment import assess
     from wizard.usecases.plans import sized_for_gpus
@@ -57,7 +57,7 @@ def run_plan(args, tail: list[str] | None = None) -> int:
     findings = sort_findings(assessment.findings + src_findings + hw_findings)
     from wizard.usecases.plan_notes import no_estimate_reason, plan_notes
 
-    findings += plan_notes(plan, findings, sized)  # the window's Findings add the same notes
+    findings = sort_findings(findings + plan_notes(plan, findings, sized))  # the window's Findings add the same
     if plan.judged is None:  # the GPUs named, the size the config asks for missing: said first
         plan.verdict = dataclasses.replace(plan.verdict, reason=no_estimate_reason(plan, sized.conflict))
     ok = not has_errors(findings)
@@ -310,7 +310,10 @@ def render_plan(plan, findings: list[Finding], label: str, models, step=None, ad
         if any(sizes):
             lines.append("  fits at these prompts with " + ", ".join(x for x in sizes if x))
     if step is not None:
-        lines += _speed_lines(step, advice, findings)
+        speed = _speed_lines(step, advice, findings)
+        if step.seconds is not None and plan.verdict.word == "does_not_fit":  # no step runs: what it would take
+            speed[0] = speed[0].replace("step time: about", "step time, if it fit: about", 1)
+        lines += speed
     if run is not None:
         lines.append(f"forecast: {run}" if isinstance(run, str) else f"forecast: {run.line()}")
     shown = {}

@@ -23,11 +23,11 @@ NO_ESTIMATE = "no estimate was made for this plan"
 
 def no_estimate_reason(memory: MemoryPlan, conflict: str | None = None) -> str | None:
     """Why ``memory`` has no verdict to give (None when it has one): ``conflict`` (the command line's sizes against
-    ``--gpus``, see ``Sized``), else a plan that asks for more GPUs than the machines have, else the memory plan's
-    own reason (the GPUs' memory unknown, an engine or model not modelled)."""
+    ``--gpus``, see ``Sized``), else the memory plan's own reason (GPUs the machines lack before their memory being
+    unknown: ``MemoryPlan.why``; an engine or model not modelled)."""
     if memory.judged is not None:
         return None
-    return conflict or memory.short_of_gpus or memory.why or NO_ESTIMATE
+    return conflict or memory.why or NO_ESTIMATE
 
 
 def memory_unknown_note(memory: MemoryPlan, findings: list[Finding], conflict: str | None = None) -> Finding | None:

@@ -30,8 +30,8 @@ def resized_note(before: Plan, after: Plan, gpus: GpuSpec | None, sets: list[str
     1xH100-80GB`` was planned as 1 x 1 and said nothing): the run's command line carries the new size. None where
     the size is unchanged or the user's own ``sets`` name it."""
     hw, now = before.hardware, after.hardware
-    size = (now.nnodes, now.n_gpus_per_node)
-    if (gpus is None or size == (hw.nnodes, hw.n_gpus_per_node) or size != (gpus.nodes, gpus.gpus_per_node)
+    size = (now.nnodes or 1, now.n_gpus_per_node or 8)  # verl's defaults where the plan leaves them unset
+    if (gpus is None or size == (hw.nnodes or 1, hw.n_gpus_per_node or 8) or size != (gpus.nodes, gpus.gpus_per_node)
             or any(w.split("=", 1)[0].lstrip("+~") in SIZE_KEYS for w in sets or [])):
         return []
     from wizard.core.findings import Severity, Stage

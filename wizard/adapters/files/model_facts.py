@@ -199,11 +199,11 @@ def _hub(ref: str) -> ModelLookup:
         near = catalogue.near(ref)
         typo = _typo_of(ref, near)
         if typo is not None:  # a letter or two from a catalogue id: no download of the misspelt name is offered
-            findings[0] = _finding(
+            findings = [f for f in findings if f.rule != "models.hub_download"] + [_finding(
                 "models.hub_typo", Severity.WARNING, Stage.STARTUP,
                 f"{ref} is not in the wizard's catalogue but is spelled almost like {typo}; if the hub has no such "
                 "repository, every worker fails loading its config before any GPU work (OSError: ... is not a local "
-                "folder and is not a valid model identifier)", f"If you meant {typo}, use that id", fix_auto=False)
+                "folder and is not a valid model identifier)", f"If you meant {typo}, use that id", fix_auto=False)]
             return ModelLookup(ref, None, findings, local=False)
         findings.append(_finding(
             "models.not_in_catalogue", Severity.INFO, Stage.ADVICE,

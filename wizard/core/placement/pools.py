@@ -56,7 +56,7 @@ def trainer_mode(values: Mapping) -> str:
     return mode if isinstance(mode, str) else "sync"
 
 
-def hybridreplica_groups(values: Mapping) -> bool:
+def hybrid_replicas(values: Mapping) -> bool:
     """Colocated rollout engines on the training GPUs (all modes, unless separate_async with hybrid_engine=False)."""
     return not (trainer_mode(values) == "separate_async" and values.get("actor_rollout_ref.hybrid_engine") is False)
 
@@ -98,7 +98,7 @@ def pool_specs(values: Mapping) -> list[tuple[str, int, int, list[str]]]:
     """(name, per_node, nnodes, roles) in the order verl creates the pools."""
     per, nodes = _int(values, "trainer.n_gpus_per_node", 8), _int(values, "trainer.nnodes", 1)
     roles = ["actor"]
-    if hybridreplica_groups(values):
+    if hybrid_replicas(values):
         roles.append("rollout")
     if need_ref(values) and not ref_in_actor(values):
         roles.append("ref")

@@ -198,7 +198,8 @@ def gpu_memory(ctx: RuleContext):
                 over_stated = stated is not None and stated > longest
                 lead = (f"Does not fit at the lengths you stated ({said}), over the {longest:,} tokens samples can "
                         f"average here" if over_stated else
-                        f"Fits while samples average <= {longest:,} tokens" + (f" (at the lengths you stated, {said})"
+                        f"Over memory at the configured lengths; fits while samples average <= {longest:,} tokens"
+                        + (f" (at the lengths you stated, {said})"
                                                                                if said else ""))
                 yield _fix_finding(ctx, "memory.gpu_oom_long", Severity.ERROR if over_stated else Severity.WARNING,
                                    group,
@@ -304,7 +305,7 @@ def kv_cache(ctx: RuleContext):
                           f"{prefix}.tensor_model_parallel_size", [], fix_auto=False, rule="memory.kv_concurrency")
 
 
-@rule("memory.host", Stage.RUNTIME)
+@rule("memory.host", Stage.RUNTIME, also={"memory.host_unknown": Stage.ADVICE})
 def host_memory(ctx: RuleContext):
     """Host RAM per node (Ray kills workers near 95 %): offloaded states, the CPU-offloaded reference, workers."""
     report = memory_report(ctx)
@@ -321,7 +322,7 @@ def host_memory(ctx: RuleContext):
                               f"Node {host.node} needs about {host.total / GIB:.0f} GiB of host memory, and its RAM is "
                               f"not known here (Ray kills workers at 95 % of it). Largest: {top} GiB",
                               "Check the node has that much RAM (free -g), or name it: a cluster spec's memory_gib, "
-                              "or detect the machine it runs on", [], fix_auto=False)
+                              "or detect the machine it runs on", [], fix_auto=False, rule="memory.host_unknown")
             continue
         cap, need = host.capacity_bytes, host.total
         if need > 0.9 * cap:
