@@ -207,3 +207,13 @@ def test_checking_the_training_file_judges_the_plan_on_its_prompts(window, qtbot
     assert "300 rows, checked in" in text  # the check's own lines stay above
     assert "prompts tokenized with" in text and "your prompts average " in text
     assert "At these prompts it fits with actor micro-batch up to " in text
+
+
+def test_before_anything_is_detected_the_hardware_step_says_which_gpus_the_plan_is_checked_against(window):
+    # a newcomer who typed 1xRTX4090-24GB on Start read "Nothing detected yet" and nothing of the GPUs they gave
+    from wizard.core.hardware import parse_gpu_spec
+
+    page = window.page("hardware")
+    assert "the plan's own trainer.nnodes" in page.summary.text()
+    window.doc.set_gpus(parse_gpu_spec("1xRTX4090-24GB"))
+    assert "checked against the GPUs typed on the Start step: <b>1xRTX4090-24GB</b>" in page.summary.text()

@@ -64,8 +64,9 @@ class HardwarePage(Page):
         self.use_button.setObjectName("useGpus")
         self.use_button.setEnabled(False)
         self.use_button.clicked.connect(self.use_discovery)
-        self.summary = note("Nothing detected yet. Without it, the plan's own trainer.nnodes × n_gpus_per_node "
-                            "is what gets checked.", "hardwareSummary")
+        self.summary = note("", "hardwareSummary")
+        doc.changed.connect(self._idle_summary)
+        self._idle_summary()
         self.gpus = read_only_table("gpuTable", ["GPU", "Model", "Memory", "Free", "NUMA", "CPUs", "Busy"])
         self.matrix = read_only_table("linkMatrix", [])
         self.legend = note(" · ".join(f"<span style='color:{LINK_COLOURS[k]}'>■</span> {k.value}: {LINK_WORDS[k]}"
@@ -105,6 +106,17 @@ class HardwarePage(Page):
         outer.setContentsMargins(0, 0, 0, 0)
         self.scroll = scrolled(body)
         outer.addWidget(self.scroll)
+
+    def _idle_summary(self) -> None:
+        """Before anything is detected: what the plan is checked against (the GPUs typed on the Start step, or the
+        plan's own shape); a newcomer who typed 1xRTX4090-24GB read "Nothing detected yet" and nothing of it."""
+        if self.discovery is not None or self.doc.cluster is not None:
+            return
+        typed = self.doc.gpus
+        self.summary.setText(
+            f"Nothing detected yet. The plan is checked against the GPUs typed on the Start step: "
+            f"<b>{escaped(str(typed))}</b>." if typed is not None and typed.model else
+            "Nothing detected yet. Without it, the plan's own trainer.nnodes × n_gpus_per_node is what gets checked.")
 
     def detect(self) -> None:
         visible = os.environ.get("CUDA_VISIBLE_DEVICES")
