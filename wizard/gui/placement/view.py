@@ -5,7 +5,8 @@ redraws on ``doc.changed`` and turns every accepted drop into one ``doc.set_plan
 The board draws the document's assessment (the plan judged once per edit on the document's machine). While a role
 is dragged over a pool that can take it, the candidate plan is assessed on a worker thread (throttled, cached per
 target: the GUI thread never waits for it) and the tiles and findings show it when it comes. Everything the mouse does has a keyboard path ("Move role to
-pool…", Ctrl+M) and the canvas has an accessible description of the pools.
+pool…", Ctrl+M) and the canvas has an accessible description of the pools. The predicted step beside the verdict
+and the response length it assumes are :mod:`wizard.gui.placement.step_time`'s.
 """
 
 from __future__ import annotations
@@ -16,13 +17,10 @@ from PySide6.QtCore import QPoint, Qt, QTimer, Signal
 from PySide6.QtGui import QAction, QColor, QKeySequence
 from PySide6.QtWidgets import (
     QDialog,
-    QFileDialog,
     QGraphicsView,
     QHBoxLayout,
     QLabel,
     QListWidgetItem,
-    QPushButton,
-    QSpinBox,
     QToolBar,
     QVBoxLayout,
     QWidget,
@@ -42,15 +40,13 @@ from wizard.usecases.plan_notes import no_estimate_reason
 from wizard.core.memory import PHASES
 from wizard.gui.placement.items import REPLICA_WORDS
 from wizard.gui.placement.scene import PlacementScene, columns_for
+from wizard.gui.placement.step_time import ResponseLength, step_words
 from wizard.gui.theme import ThemeFollower, canvas_colours
 from wizard.gui.wording import window_text
 
 HOW_TO = ("Drag a role chip onto another pool (or a dashed \"new pool\" slot); green targets can take it, grey ones "
           "say why not. Ctrl+wheel zooms. Ctrl+M moves a role by keyboard.")
 PREVIEW_MS = 60  # estimate a hovered target this long after the mouse settles on it
-RESPONSES_TIP = ("The mean response length the predicted step time (and Make it fit's) assumes. \"The maximum\": "
-                 "every response runs to data.max_response_length, the worst case, which is what untrained or "
-                 "random-weight models do. A smoke run's samples say what yours average: From a run….")
 
 
 class PlacementView(FitView):
@@ -89,20 +85,6 @@ def legend_html() -> str:
             "details.")
 
 
-class QuietSpinBox(QSpinBox):
-    """A spin box the mouse wheel turns only once it has the focus: scrolling the panel past it changes nothing."""
-
-    def __init__(self, parent: QWidget | None = None) -> None:
-        super().__init__(parent)
-        self.setFocusPolicy(Qt.StrongFocus)
-
-    def wheelEvent(self, event) -> None:  # noqa: N802 - Qt's name
-        if self.hasFocus():
-            super().wheelEvent(event)
-        else:
-            event.ignore()
-
-
 class PlacementBoard(QWidget):
     """Where each role of a verl 0.9.1 run sits on the GPUs, with memory per phase; drag roles between pools."""
 
@@ -135,28 +117,10 @@ class PlacementBoard(QWidget):
         self.headline.setWordWrap(True)
         self.status = StatusLine("placementStatus", "Board status")
         self.findings = findings_list("placementFindings", "Placement and memory findings")
-        self.responses = QuietSpinBox()
-        self.responses.setObjectName("responseTokens")
-        self.responses.setAccessibleName("Mean response length the step time assumes")
-        self.responses.setRange(0, 1 << 18)
-        self.responses.setSingleStep(64)
-        self.responses.setSpecialValueText("the maximum")
-        self.responses.setKeyboardTracking(False)  # typed digits count once: Enter, the arrows or leaving the box
-        self.responses.setToolTip(RESPONSES_TIP)
-        # the arrows step it often: the plan is judged again once they rest (and at once on Enter or leaving the box)
-        self._responses_timer = QTimer(self)
-        self._responses_timer.setSingleShot(True)
-        self._responses_timer.setInterval(400)
-        self._responses_timer.timeout.connect(self._responses_set)
-        self.responses.valueChanged.connect(self._responses_timer.start)
-        self.responses.editingFinished.connect(self._responses_set)
-        self.from_run = QPushButton("From a &run…")
-        self.from_run.setToolTip("Take the mean response length of a finished run's last step (its folder under runs/)")
-        self.from_run.clicked.connect(self.choose_run_folder)
-        self._reading = ""  # the run folder whose response length is being read
-        self._run_reader = Worker(self)  # reads a run folder's metrics off the GUI thread
-        self._run_reader.finished.connect(self._run_read)
-        self._run_reader.failed.connect(lambda reason: self._say(f"Could not take the response length: {reason}"))
+        self.response_length = ResponseLength(doc)
+        self.responses = self.response_length.spin  # the box the tests and hosts reach
+        self._run_reader = self.response_length.reader
+        self.response_length.said.connect(self._say)
         self._build()
         self.scene.propose_all = self.propose_all
         self.scene.on_hint = self._say
@@ -196,15 +160,7 @@ class PlacementBoard(QWidget):
         top_layout = QVBoxLayout(top)
         top_layout.setContentsMargins(0, 0, 0, 0)
         top_layout.addWidget(self.headline)
-        label = QLabel("Mean &response length (tokens) the step time assumes:")
-        label.setWordWrap(True)
-        label.setBuddy(self.responses)
-        label.setToolTip(RESPONSES_TIP)
-        top_layout.addWidget(label)
-        responses = QHBoxLayout()
-        responses.addWidget(self.responses, 1)
-        responses.addWidget(self.from_run)
-        top_layout.addLayout(responses)
+        top_layout.addWidget(self.response_length)
         split = canvas_split(self.view, top, "&Findings for this placement:", self.findings, (1000, 270))
         self.legend = legend = QLabel(legend_html())
         legend.setAccessibleName("Board legend")
@@ -226,10 +182,7 @@ class PlacementBoard(QWidget):
 
     def refresh(self) -> None:
         """Lay the board out for the document's assessment (on every document change, never during a drag)."""
-        if self.responses.value() != (self.doc.response_tokens or 0) and not self._responses_timer.isActive():
-            self.responses.blockSignals(True)  # the document's (an undo): not an edit
-            self.responses.setValue(self.doc.response_tokens or 0)
-            self.responses.blockSignals(False)
+        self.response_length.sync()
         if self.doc.assessment is None:
             return  # the check itself failed: the findings dock says so; the board keeps its last picture
         self.machine = self.doc.machine
@@ -237,7 +190,8 @@ class PlacementBoard(QWidget):
         self.state = board_of(self.doc.assessment)
         if self.state.report is None:  # one reason, the most basic first (a GPU count before an unknown memory)
             self.state = dataclasses.replace(self.state, why=no_estimate_reason(memory))
-        self._step = self._step_words()  # once per assessment, not per preview or restyle
+        self._step, tip = step_words(self.doc)  # once per assessment, not per preview or restyle
+        self.headline.setToolTip(tip)
         self._advice_for(memory)
         self._cache.clear()
         self._worker.cancel()
@@ -281,65 +235,6 @@ class PlacementBoard(QWidget):
             self.findings.addItem("No findings")
         self.headline.setText(window_text(headline(state)) + self._step)
         self.findings_changed.emit(list(state.findings))
-
-    def _step_words(self) -> str:
-        """" · a step about 31 s" beside the verdict, its phases and assumptions in the headline's tooltip (a
-        prediction of a few terms: cheap enough for every assessment)."""
-        if self.doc.assessment is None:
-            return ""
-        from wizard.usecases.advising import step_time
-
-        step = step_time(self.doc.assessment.memory)
-        import html
-
-        slowest = step.longest()
-        paragraphs = [] if step.seconds is None or slowest is None else [
-            [step.line()], ["The longest phase: " + slowest.lines()[0], *slowest.lines()[1:]],
-            ["Assuming " + step.assumptions[0] if step.assumptions else "", *step.assumptions[1:]]]
-        # rich text, so that Qt wraps the long lines of arithmetic at a tooltip's width
-        self.headline.setToolTip("".join("<p>" + "<br>".join(html.escape(line.strip()) for line in lines) + "</p>"
-                                         for lines in paragraphs))
-        if step.seconds is None:
-            return ""
-        longest = self.doc.assessment.memory.values.get("data.max_response_length")
-        tokens = self.doc.response_tokens
-        if tokens and isinstance(longest, int) and not isinstance(longest, bool) and longest > 0:
-            tokens = min(tokens, longest)  # what the prediction takes (no response runs past the limit)
-        given = f", responses of {tokens:,} tokens" if tokens else ""
-        from wizard.core.steptime.terms import seconds_text
-
-        if self.doc.assessment.memory.verdict.word == "does_not_fit":  # no step to run: what it would take, said so
-            return f" · a step would take about {seconds_text(step.seconds)} s if it fit (predicted{given})"
-        return f" · a step about {seconds_text(step.seconds)} s (predicted{given})"
-
-    # -- the response length the step time assumes ----------------------------------------------------------
-    def _responses_set(self) -> None:
-        self._responses_timer.stop()
-        self.doc.set_response_tokens(self.responses.value() or None)
-
-    def choose_run_folder(self) -> None:
-        from pathlib import Path
-
-        from wizard.usecases.runs import RUNS
-
-        start = Path(RUNS).absolute()
-        folder = QFileDialog.getExistingDirectory(self, "A finished run's folder", str(start if start.is_dir() else
-                                                                                       Path.cwd()))
-        if folder:
-            self.read_response_length(folder)
-
-    def read_response_length(self, folder: str) -> None:
-        """Take the mean response length of ``folder``'s last step (read on a worker; one undo step)."""
-        from wizard.usecases.runs import mean_response_tokens
-
-        self._reading = folder
-        self._say(f"Reading {folder}…")
-        self._run_reader.start(f"read the responses of {folder}", mean_response_tokens, folder)
-
-    def _run_read(self, answer: tuple[int, int]) -> None:
-        tokens, step = answer
-        self.doc.set_response_tokens(tokens, f"Responses as in {self._reading}")
-        self._say(f"Responses average {tokens:,} tokens: step {step} of {self._reading}")
 
     def open_advice(self) -> None:
         """Make it fit (or Faster): the advisor's alternatives, searched on a worker; Apply is one undo step."""
@@ -451,3 +346,7 @@ class PlacementBoard(QWidget):
         """A point inside ``target``'s first region that no chip or tile covers (its lower-left margin)."""
         rect = self.scene.regions_of(target)[0].sceneBoundingRect()
         return self.view.mapFromScene(rect.left() + 12, rect.bottom() - 8)
+
+    def read_response_length(self, folder: str) -> None:
+        """Take the mean response length of ``folder``'s last step (read on a worker; one undo step)."""
+        self.response_length.read(folder)
