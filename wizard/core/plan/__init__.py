@@ -16,6 +16,8 @@ __getattr__, __all__ = face(__name__, {
     "hide_known_values": "convert",
     "plan_from_overrides": "convert",
     "plan_overrides": "convert",
+    "plan_value": "convert",
+    "with_passthrough": "convert",
     "CONFIG_YAML": "emit",
     "RUN_SH": "emit",
     "emit_overrides": "emit",

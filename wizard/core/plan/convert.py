@@ -166,6 +166,30 @@ def apply_overrides(plan: Plan, overrides: list[str]) -> Plan:
     return plan
 
 
+def plan_value(plan: Plan, key: str):
+    """``key``'s value in ``plan``: its field where the Plan models it, else what the passthrough sets it to, the
+    last word winning as on verl's command line (None: nothing sets it, verl's default; ``~key`` deletes it)."""
+    if key in field_map():
+        section, name = field_map()[key]
+        value = getattr(getattr(plan, section), name)
+        if value is not None:
+            return value
+    value = None
+    for text in plan.passthrough:
+        if (o := _try_parse(text)) is not None and o.key == key and o.package is None:
+            value = None if o.kind == "~" else o.value()
+    return value
+
+
+def with_passthrough(plan: Plan, key: str, value) -> Plan:
+    """``plan`` with its passthrough setting ``key`` (a key the Plan does not model) to ``value``; None: nothing sets
+    it (verl's default). OverrideSyntaxError where the value cannot be written as an override."""
+    plan = plan.model_copy(deep=True)
+    plan.passthrough = [t for t in plan.passthrough
+                        if (o := _try_parse(t)) is None or o.key != key or o.package is not None]
+    return plan if value is None else apply_overrides(plan, [render_override(key, value)])
+
+
 def plan_overrides(plan: Plan) -> list[str]:
     """The verl overrides this plan stands for: modelled fields, then passthrough."""
     out = []
@@ -202,7 +226,8 @@ def hide_known_values(plan: Plan, known: dict[str, str]) -> tuple[Plan, list[str
     return (apply_overrides(plan, edits) if edits else plan), notes
 
 
-__all__ = ["apply_overrides", "drops_word", "hide_known_values", "plan_from_overrides", "plan_overrides", "render_value"]
+__all__ = ["apply_overrides", "drops_word", "hide_known_values", "plan_from_overrides", "plan_overrides", "plan_value",
+           "render_value", "with_passthrough"]
 
 
 def _model_slug(path: str) -> str:

@@ -18,8 +18,7 @@ from wizard.adapters.files.resources import load_key_docs, load_schema
 from wizard.core.findings import Finding, Severity, sort_findings
 from wizard.core.verl.interpolations import followed_key
 from wizard.core.verl.key_help import key_help
-from wizard.core.plan import Plan, apply_overrides
-from wizard.core.verl.overrides import OverrideSyntaxError, parse_override
+from wizard.core.plan import Plan, plan_value, with_passthrough
 from wizard.gui.document import PlanDocument
 from wizard.gui.theme import canvas_colours
 from wizard.gui.wording import window_finding
@@ -65,34 +64,6 @@ def field_info(path: str):
     info = section_cls.model_fields[name]
     extra = info.json_schema_extra or {}
     return info, extra.get("verl")
-
-
-def _sets(text: str, key: str) -> bool:
-    """Whether the override ``text`` sets or deletes ``key`` itself (not a key under it)."""
-    try:
-        o = parse_override(text)
-    except OverrideSyntaxError:
-        return False
-    return o.key == key and o.package is None
-
-
-def override_value(plan: Plan, key: str):
-    """What the plan's passthrough sets ``key`` to, the last word winning as in Hydra (None: verl's default)."""
-    value = None
-    for text in plan.passthrough:
-        if _sets(text, key):
-            o = parse_override(text)
-            value = None if o.kind == "~" else o.value()
-    return value
-
-
-def with_override(plan: Plan, key: str, value) -> Plan:
-    """``plan`` with its passthrough setting ``key`` to ``value`` (None: nothing sets it, verl's default)."""
-    plan = plan.model_copy(deep=True)
-    plan.passthrough = [t for t in plan.passthrough if not _sets(t, key)]
-    if value is None:
-        return plan
-    return apply_overrides(plan, [f"{key}={'true' if value is True else 'false' if value is False else _text(value)}"])
 
 
 def _kind(annotation) -> str:
@@ -177,7 +148,7 @@ class FieldEditor:
     # -- document -> widget -------------------------------------------------------------
     def value(self):
         if not self.modelled:
-            return override_value(self.doc.plan, self.key)
+            return plan_value(self.doc.plan, self.key)
         section, name = self.path.split(".")
         return getattr(getattr(self.doc.plan, section), name)
 
@@ -275,7 +246,7 @@ class FieldEditor:
     def _plan_with(self, value) -> Plan:
         """The document's plan with this field at ``value`` (ValueError where it cannot hold it)."""
         if not self.modelled:
-            return with_override(self.doc.plan, self.key, value)
+            return with_passthrough(self.doc.plan, self.key, value)
         plan = self.doc.plan.model_copy(deep=True)
         section, name = self.path.split(".")
         setattr(getattr(plan, section), name, value)

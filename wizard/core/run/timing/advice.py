@@ -10,7 +10,8 @@ from __future__ import annotations
 from collections.abc import Sequence
 
 from wizard.core.findings import Finding, Severity, Stage
-from wizard.core.plan.model import Plan, get_field
+from wizard.core.plan.convert import plan_value
+from wizard.core.plan.model import Plan
 from wizard.core.run.timing.steps import OTHER, Series, TimingSummary, fmt_rate, fmt_s
 from wizard.core.verl.keys import ACTOR, ROLLOUT as RO
 
@@ -30,24 +31,7 @@ def _f(rule: str, message: str, fix: str | None, keys: list[str], severity: Seve
 
 def _value(plan: Plan | None, key: str):
     """The run's own value of ``key``: the plan's field, else the last override of it the plan passes through."""
-    if plan is None:
-        return None
-    try:
-        value = get_field(plan, key)
-    except KeyError:
-        value = None
-    if value is None:
-        from wizard.core.verl.overrides import OverrideSyntaxError, parse_override
-
-        for text in plan.passthrough:
-            try:
-                o = parse_override(text)
-            except OverrideSyntaxError:
-                continue
-            if o.key == key and o.kind != "~":
-                value = o.value()
-    return value
-
+    return None if plan is None else plan_value(plan, key)
 
 def _now(plan: Plan | None, key: str, default: object = None) -> str:
     """" (now 0.4)": the run's value; verl's default only where the run's plan is known and does not set it (without
