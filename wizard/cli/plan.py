@@ -154,13 +154,12 @@ def _source(args, tail: list[str], gpus):
     overrides = src.overrides + (words if args.source else [])
     resized = []
     if src.plan is not None and gpus is not None:  # a plan file is reshaped for --gpus, as a preset is
-        from wizard.core.plan import plan_overrides
+        from wizard.core.plan import apply_overrides, plan_overrides
         from wizard.usecases.plans import plan_with_gpus, resized_note
 
-        overrides = plan_overrides(plan_with_gpus(src.plan, gpus)) + words
-        from wizard.core.plan import apply_overrides
-
-        resized = resized_note(src.plan, apply_overrides(plan_with_gpus(src.plan, gpus), words), gpus, words)
+        reshaped = plan_with_gpus(src.plan, gpus)
+        overrides = plan_overrides(reshaped) + words
+        resized = resized_note(src.plan, apply_overrides(reshaped, words), gpus, words)
     return overrides, src.config_name, list(src.findings) + resized, args.source or "overrides"
 
 

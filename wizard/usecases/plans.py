@@ -29,18 +29,34 @@ def resized_note(before: Plan, after: Plan, gpus: GpuSpec | None, sets: list[str
     """A note where ``gpus`` resized ``before``'s trainer into ``after`` (a preset of 2 x 8 GPUs planned on ``--gpus
     1xH100-80GB`` was planned as 1 x 1 and said nothing): the run's command line carries the new size. None where
     the size is unchanged or the user's own ``sets`` name it."""
-    hw, now = before.hardware, after.hardware
-    size = (now.nnodes or 1, now.n_gpus_per_node or 8)  # verl's defaults where the plan leaves them unset
-    if (gpus is None or size == (hw.nnodes or 1, hw.n_gpus_per_node or 8) or size != (gpus.nodes, gpus.gpus_per_node)
-            or any(w.split("=", 1)[0].lstrip("+~") in SIZE_KEYS for w in sets or [])):
+    from wizard.core.placement import planned_gpus  # the sizes with verl's defaults where the plan leaves them unset
+
+    was, now = planned_gpus(before), planned_gpus(after)
+    size = (now.nodes, now.gpus_per_node)
+    if (gpus is None or size == (was.nodes, was.gpus_per_node) or size != (gpus.nodes, gpus.gpus_per_node)
+            or _given_sizes(sets or [])):
         return []
     from wizard.core.findings import Severity, Stage
 
-    was = f"{hw.nnodes or 1} x {hw.n_gpus_per_node or 8}"
     return [Finding(rule="gpus.resized", severity=Severity.INFO, stage=Stage.ADVICE, keys=list(SIZE_KEYS),
-                    message=f"{what}'s trainer of {was} GPUs is planned on the GPUs given, {gpus.nodes} x "
+                    message=f"{what}'s trainer of {was.nodes} x {was.gpus_per_node} GPUs is planned on the GPUs given, {gpus.nodes} x "
                             f"{gpus.gpus_per_node}: trainer.nnodes={gpus.nodes} trainer.n_gpus_per_node="
                             f"{gpus.gpus_per_node} (its batch sizes are kept)")]
+
+
+def _given_sizes(overrides: list[str]) -> dict[str, object]:
+    """The trainer's size keys the overrides set, with their values (a word that does not parse is the check's)."""
+    from wizard.core.verl.overrides import OverrideSyntaxError, parse_override
+
+    given: dict[str, object] = {}
+    for text in overrides:
+        try:
+            o = parse_override(text)
+        except OverrideSyntaxError:
+            continue
+        if o.key in SIZE_KEYS and o.kind != "~":
+            given[o.key] = o.value()
+    return given
 
 
 def plan_with_gpus(plan: Plan, gpus: GpuSpec) -> Plan:
@@ -103,18 +119,9 @@ def sized_for_gpus(overrides: list[str], gpus: GpuSpec | None) -> Sized:
     does not set a size key, it gets the one ``gpus`` gives (the note says so: the run needs them too); where it
     sets a size that ``gpus`` cannot hold, it is kept and ``conflict`` names the keys to set.
     """
-    from wizard.core.verl.overrides import OverrideSyntaxError, parse_override
-
     if gpus is None:
         return Sized(list(overrides))
-    given: dict[str, object] = {}
-    for text in overrides:
-        try:
-            o = parse_override(text)
-        except OverrideSyntaxError:
-            continue  # the check reports it
-        if o.key in SIZE_KEYS and o.kind != "~":
-            given[o.key] = o.value()
+    given = _given_sizes(overrides)
     wanted = {"trainer.nnodes": gpus.nodes, "trainer.n_gpus_per_node": gpus.gpus_per_node}
     nodes = given.get("trainer.nnodes", gpus.nodes)
     per_node = given.get("trainer.n_gpus_per_node", gpus.gpus_per_node)
