@@ -246,8 +246,8 @@ def advice_status(advice) -> str:
     return "none_found" if searched else "not_run"
 
 
-def _speed_lines(step, advice, findings: list[Finding] = ()) -> list[str]:
-    out = [step.line()]
+def _speed_lines(step, advice, findings: list[Finding] = (), if_it_fit: bool = False) -> list[str]:
+    out = [step.line(if_it_fit)]
     if step.reason is None and step.assumptions:
         out.append("  assuming " + "; ".join(step.assumptions))
     if (longest := step.longest()) is not None:
@@ -309,10 +309,8 @@ def render_plan(plan, findings: list[Finding], label: str, models, step=None, ad
         if any(sizes):
             lines.append("  fits at these prompts with " + ", ".join(x for x in sizes if x))
     if step is not None:
-        speed = _speed_lines(step, advice, findings)
-        if step.seconds is not None and plan.verdict.word == "does_not_fit":  # no step runs: what it would take
-            speed[0] = speed[0].replace("step time: about", "step time, if it fit: about", 1)
-        lines += speed
+        # a plan that does not fit runs no step: its step is what one would take
+        lines += _speed_lines(step, advice, findings, if_it_fit=plan.verdict.word == "does_not_fit")
     if run is not None:
         lines.append(f"forecast: {run}" if isinstance(run, str) else f"forecast: {run.line()}")
     shown = {}

@@ -170,11 +170,12 @@ class StepTime:
         return {p.name: [{"label": t.label, "seconds": round(t.seconds, 3), "note": t.note} for t in p.terms]
                 for p in self.phases}
 
-    def line(self) -> str:
+    def line(self, if_it_fit: bool = False) -> str:
+        """``if_it_fit``: for a plan that does not fit, which runs no step: what one would take."""
         if self.reason:
             return f"step time: not predicted ({self.reason})"
         parts = ", ".join(f"{p.title} {p.seconds:.1f}" for p in self.phases if p.seconds >= 0.05)
-        return f"step time: about {seconds_text(self.seconds)} s ({parts} s)"
+        return f"step time{', if it fit' if if_it_fit else ''}: about {seconds_text(self.seconds)} s ({parts} s)"
 
 
 def seconds_text(seconds: float) -> str:
