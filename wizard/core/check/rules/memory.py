@@ -314,9 +314,10 @@ def host_memory(ctx: RuleContext):
     for host in report.host:
         top = ", ".join(f"{t.label} {t.bytes / GIB:.0f}" for t in sorted(host.terms, key=lambda t: -t.bytes)[:3])
         if host.capacity_bytes is None:
-            offload = any(ctx.get(k) is True for k in (f"{AF}.param_offload", f"{AF}.optimizer_offload",
-                                                        f"{AF}.offload_policy", "critic.fsdp.param_offload",
-                                                        "critic.fsdp.optimizer_offload", "critic.fsdp.offload_policy"))
+            cfg = read_config(memory_values(ctx))  # the offloads as the estimate reads them (the policy: FSDP2 only)
+            offload = any((cfg.actor_param_offload, cfg.actor_optimizer_offload, cfg.actor_offload_policy,
+                           cfg.need_critic and (cfg.critic_param_offload or cfg.critic_optimizer_offload
+                                                or cfg.critic_offload_policy)))
             if offload and host.total > HOST_WORTH_SAYING:  # what an offload asks of a node nobody judged
                 yield finding(Severity.INFO, [f"{AF}.param_offload", f"{AF}.optimizer_offload", f"{AF}.offload_policy"],
                               f"Node {host.node} needs about {host.total / GIB:.0f} GiB of host memory, and its RAM is "
