@@ -385,6 +385,37 @@ def test_megatron_s_cpu_optimizer_where_the_gpu_has_room_is_offered_off_for_spee
     assert advice.best.fits and advice.best.step_seconds < advice.step_seconds
 
 
+def test_a_14b_on_one_80_gb_gpu_is_offered_lora_on_a_bf16_base_that_fits_gpu_and_host():
+    """Qwen2.5-14B on one H100 of a node with 125 GiB of RAM (the lent one's): verl loads the actor in fp32 to train
+    it (fsdp_config.model_dtype), 55 GiB of weights LoRA never updates beside vLLM's 27.5. The advisor said
+    "nothing fits but a 3B; LoRA would need 167 GiB of host RAM"; with the base in bf16, as verl's LoRA examples load
+    it, LoRA fits at 72.9 GiB. It is offered, moved off FSDP1 (the plan's default: LoRA on it with one GPU hangs),
+    and re-estimates as offered."""
+    from wizard.adapters.files.model_facts import load_catalogue
+
+    q14 = load_catalogue().facts("Qwen/Qwen2.5-14B-Instruct")
+    mp = plan([], "1xH100-80GB", model=q14)
+    mp.cluster.nodes[0].memory_bytes = 125 * 2**30
+    mp = check_overrides(load_schema(), ONE_GPU, moves=load_moves(), models=mp.models, cluster=mp.cluster).memory
+    advice = advise(mp.values, mp.models, mp.cluster)
+    lora = next(a for a in advice.alternatives if a.fits and "LoRA" in a.text)
+    assert f"{AF}.model_dtype=bf16" in lora.overrides and f"{A}.strategy=fsdp2" in lora.overrides, lora.overrides
+    assert "bf16" in advice.statement and "but not the host" not in advice.statement
+
+    def judged(overrides):
+        result = check_overrides(load_schema(), [*ONE_GPU, *overrides], moves=load_moves(), models=mp.models,
+                                 cluster=mp.cluster, advise=False)
+        return result.memory, {f.rule for f in result.findings if f.severity.value == "error"
+                               and f.rule != "models.actor_path"}  # the test's plan names no model path
+
+    again, errors = judged(lora.overrides)
+    assert not errors and deficit(again.report, again.values)[1] == lora.peak_bytes
+    assert all(not h.over for h in again.report.host)
+    # the bf16 base is what makes it fit: the same change with verl's fp32 base does not
+    fp32, errors = judged([o for o in lora.overrides if "model_dtype" not in o])
+    assert deficit(fp32.report, fp32.values)[0] > 0 and errors
+
+
 def test_a_lora_plan_verl_hangs_on_gets_no_alternative_that_still_hangs():
     """7B LoRA on FSDP1 with param offload on one 24 GB GPU: verl 0.9.1 hangs at the first weight sync of LoRA served
     from FSDP1 on one GPU (rollout.lora_fsdp1_one_gpu). The advisor once ranked first "the 1.5B, no param offload",

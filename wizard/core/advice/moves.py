@@ -60,6 +60,15 @@ class Move:
         return f"{self.name} {self.before} -> {self.after}{self.why}" if self.before else f"{self.name}{self.why}"
 
 
+# LoRA's frozen base as the checkpoint stores it: verl loads the actor in fp32 for training (fsdp_config.model_dtype,
+# fp32 by default: engine/fsdp/transformer_impl.py _build_module), a full fp32 copy of weights LoRA never updates; at
+# bf16 it casts the adapters to the base's dtype (_build_lora_module: "FSDP requires all params in a flat group to
+# share dtype"), as verl's own LoRA examples (examples/tuning/lora/*) and its users' LoRA scripts set it
+LORA_BF16 = ((f"{AF}.model_dtype", "bf16"),)
+LORA_BF16_MOVE = Move("LoRA's frozen base in bf16 (fsdp_config.model_dtype: half its fp32 copy; verl keeps the "
+                      "adapters in bf16 too)", LORA_BF16)
+
+
 def turn(name: str, before, after, changes: tuple, why: str = "", kind: str = TUNING) -> Move:
     return Move(name, changes, kind, before=str(before), after=str(after), why=why)
 
@@ -91,6 +100,8 @@ def moves_for(values: Mapping, models: Mapping[str, ModelFacts], cluster: Cluste
         out += [turn("weight-sync buffer (MB)", cfg.sync_bucket_bytes >> 20, b,
                      ((f"{R}.checkpoint_engine.update_weights_bucket_megabytes", b),))
                 for b in (1024, 512) if largest <= b << 20 < cfg.sync_bucket_bytes]
+    if cfg.lora_rank and not megatron and cfg.actor_dtype_bytes > 2:
+        out.append(LORA_BF16_MOVE)
     if cfg.lora_sends_base:
         out.append(turn("rollout.load_format", "dummy", "safetensors", ((LOAD_FORMAT_KEY, "safetensors"),),
                         " (vLLM reads the base weights; no gather of the base model on the CPU at the first sync)"))

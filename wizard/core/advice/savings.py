@@ -6,14 +6,15 @@ from __future__ import annotations
 from collections.abc import Mapping
 
 from wizard.core.advice.moves import (
-    AM, BATCHING, CPU_OPTIMIZER, CPU_OPTIMIZER_NAME, CRITIC_NO_SYNC, CRITIC_RESHARD, FULL_RECOMPUTE, NO_SYNC,
+    AM, BATCHING, CPU_OPTIMIZER, CPU_OPTIMIZER_NAME, CRITIC_NO_SYNC, CRITIC_RESHARD, FULL_RECOMPUTE, LORA_BF16, LORA_BF16_MOVE,
+    NO_SYNC,
     RECOMPUTE, REF_RESHARD, RESHARD, Move, _int, turn,
 )
 from wizard.core.memory.batching import critic_batching
 from wizard.core.memory.config import read_config
 from wizard.core.verl.flags import truthy
 from wizard.core.verl.keys import CF, REF, A, AF, M, R
-from wizard.core.verl.roles import need_critic
+from wizard.core.verl.roles import lora_rank, need_critic
 
 
 def all_savings(values: Mapping, offload: bool = True) -> dict:
@@ -30,6 +31,8 @@ def all_savings(values: Mapping, offload: bool = True) -> dict:
                f"{M}.enable_gradient_checkpointing": True, NO_SYNC: False, CRITIC_NO_SYNC: False, RESHARD: True,
                REF_RESHARD: True, CRITIC_RESHARD: True,
                f"{A}.strategy": "fsdp2", f"{REF}.strategy": "fsdp2"}
+        if lora_rank(values):  # LoRA's frozen base as its checkpoint stores it (moves.LORA_BF16)
+            out.update(LORA_BF16)
     seq = read_config(values).seq_tokens
     batching = [(truthy(values, dyn), micro, budget) for _, micro, dyn, budget in BATCHING]
     if need_critic(values):
@@ -91,7 +94,8 @@ def saving_moves(values: Mapping, target: Mapping) -> list[Move]:
     # the actor's: megatron_ref.yaml param_offload: ${oc.select:actor_rollout_ref.actor.megatron.param_offload,False})
     for name, changes in ((CPU_OPTIMIZER_NAME, CPU_OPTIMIZER), (CPU_OPTIMIZER_NAME, CPU_OPTIMIZER[:2]),
                           ("full recompute (uniform, 1 layer a chunk)", FULL_RECOMPUTE),
-                          ("param offload", ((f"{AM}.param_offload", True), (f"{REF}.megatron.param_offload", True)))):
+                          ("param offload", ((f"{AM}.param_offload", True), (f"{REF}.megatron.param_offload", True))),
+                          (LORA_BF16_MOVE.name, LORA_BF16)):
         keys = dict(changes)
         if set(keys) <= joined:
             continue

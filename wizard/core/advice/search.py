@@ -68,7 +68,8 @@ def advise(values: Mapping, models: Mapping[str, ModelFacts], cluster: Cluster |
         lora = lora_move(start)
         if lora is not None:
             base = _apply(start, lora)
-            fit = [replace(x, moves=(lora,) + x.moves) for x in _seeds(base, cluster) if x.fits]
+            # the moves that reached base (LoRA, and FSDP2 where LoRA on FSDP1 would hang) before the seed's own
+            fit = [replace(x, moves=base.moves + x.moves) for x in _seeds(base, cluster) if x.fits]
             found += [_pruned(x, start) for x in fit[:4]]
     if not start.fits and not any(s.fits for s in found):
         # a smaller model of the family with every saving at once: the beam, which tries tuning before a change of
@@ -76,7 +77,7 @@ def advise(values: Mapping, models: Mapping[str, ModelFacts], cluster: Cluster |
         for move in moves_for(start.values, start.models, start.cluster, cluster, smaller, ()):
             if move.models:
                 base = _apply(start, move)
-                fit = [replace(x, moves=(move,) + x.moves) for x in _seeds(base, cluster) if x.fits]
+                fit = [replace(x, moves=base.moves + x.moves) for x in _seeds(base, cluster) if x.fits]
                 found += [_pruned(x, start) for x in fit[:2]]
     # polished: from the fastest few that fit, the faster changes that alone go over memory, each brought back under
     # it (gradient checkpointing off with a smaller micro-batch), which a search toward fitting never tries: the

@@ -77,7 +77,8 @@ def _host_bound(start: State, move: Move | None = None):
     per = int(start.values.get("trainer.n_gpus_per_node") or 1)
     for offload, tp, util in [(o, t, u) for o in (False, True) for t in (1, 2, 4, 8) if t <= per and per % t == 0
                               for u in (None, 0.5, 0.7)]:
-        values = with_changes(start.values, {**all_savings(start.values, offload), **(dict(move.changes) if move else {}),
+        moved = with_changes(start.values, dict(move.changes)) if move else start.values
+        values = with_changes(start.values, {**all_savings(moved, offload), **(dict(move.changes) if move else {}),
                                              "actor_rollout_ref.rollout.tensor_model_parallel_size": tp})
         if util is not None:
             values["actor_rollout_ref.rollout.gpu_memory_utilization"] = util
