@@ -159,3 +159,13 @@ def test_a_megatron_key_in_a_config_composed_for_fsdp_is_fixed_by_switching_the_
     assert found.rule == "compose.unknown_key" and "Megatron config" in found.message
     assert found.fix_overrides == ["model_engine=megatron"] and "rollout" not in found.fix
     assert compose(schema, ["model_engine=megatron", f"{key}=2"]).findings == []
+
+
+def test_a_key_set_again_after_its_removal_is_reported_once_for_its_last_setting(schema):
+    """``~clip_ratio_high`` then ``clip_ratio_high=0`` and ``=0.0``: Hydra refuses both settings; the user is told
+    once, of the setting Hydra takes (the last), as a plan that keeps only the last would be (Hypothesis found the
+    plan round-trip reporting one finding where the overrides reported two)."""
+    key = "actor_rollout_ref.actor.clip_ratio_high"
+    result = compose(schema, [f"~{key}", f"{key}=0", f"{key}=0.0"])
+    (finding,) = [f for f in result.findings if f.keys == [key]]
+    assert finding.rule == "compose.unknown_key" and "removed its section" in finding.message and "0.0" in finding.message

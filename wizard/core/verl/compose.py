@@ -173,9 +173,9 @@ def composed_view(
                 try:
                     ConfigLoaderImpl._apply_overrides_to_config([p.hydra], cfg)
                 except (HydraException, OmegaConfBaseException) as exc:
-                    findings.append(override_finding(p, one_line(str(exc)), variant, moves, remover(value_overrides, p)))
+                    _failed(findings, override_finding(p, one_line(str(exc)), variant, moves, remover(value_overrides, p)))
                 except (TypeError, ValueError, IndexError, KeyError, RecursionError) as exc:  # Hydra's crash: ~list.0, 500 parts
-                    findings.append(crash_finding(p, exc))
+                    _failed(findings, crash_finding(p, exc))
             yield Composed(cfg=cfg, engine=engine, findings=findings, parsed=parsed, plain_values=plain)
         finally:
             for snap in reversed(undo):
@@ -305,6 +305,13 @@ def _restore(cfg: DictConfig, snap: tuple) -> None:
     value = snap[3] if kind == "leaf" else snap[2]
     with open_dict(cfg):
         OmegaConf.update(cfg, key, value, merge=False, force_add=True)
+
+
+def _failed(findings: list[Finding], finding: Finding) -> None:
+    """``finding`` (an override Hydra refused) added in place of an earlier one of the same rule for the same key:
+    a key set several times is judged by its last setting, as Hydra takes the last value (and a plan keeps it)."""
+    findings[:] = [f for f in findings if (f.rule, list(f.keys)) != (finding.rule, list(finding.keys))]
+    findings.append(finding)
 
 
 def _group_override(schema: VerlSchema, p: ParsedOverride, engine: str, findings: list[Finding]) -> str:
