@@ -450,7 +450,8 @@ def test_the_apply_line_says_which_other_errors_remain_and_check_fix_clears_them
     assert "models.lora_base_sync_bucket" in note and "check --fix" in note
     fixed = run_cli("check", *args, "--fix")
     assert fixed.returncode == 0, fixed.stdout + fixed.stderr
-    assert "rollout.load_format=safetensors" in fixed.stderr + fixed.stdout
+    # either takes the base's first sync under the buffer: vLLM loading the base, or the base (embedding) in bf16
+    assert re.search(r"fixed: \S*(rollout.load_format=safetensors|fsdp_config.model_dtype=bf16)", fixed.stderr)
 
 
 def test_a_stated_response_length_past_the_maximum_is_said_to_be_capped():
@@ -463,7 +464,8 @@ def test_a_stated_response_length_past_the_maximum_is_said_to_be_capped():
 def test_a_lora_plan_over_the_host_ram_a_spec_states_is_fixed_by_vllm_loading_the_base(tmp_path):
     """Qwen2.5-14B with LoRA on one H200 of 125 GiB host RAM, from vLLM's dummy weights: Ray killed that run on the
     lent H200 at the first weight sync (bench/data/verl_real/advised-grpo-14b-1gpu). The spec's memory_gib is read,
-    plan says it does not fit for host memory, and check --fix sets the load format and exits 0."""
+    plan says it does not fit for host memory; the first alternative (the base in bf16: half the base's copies on the
+    host, and room for no checkpointing) fits GPU and host when planned again, and check --fix exits 0."""
     spec = tmp_path / "h200.yaml"
     spec.write_text("nodes:\n  - {gpus: 1, gpu: H200-141GB, memory_gib: 125}\n")
     args = ("--preset", "grpo-1gpu-smoke", "--cluster", str(spec), "--no-data",
@@ -472,26 +474,30 @@ def test_a_lora_plan_over_the_host_ram_a_spec_states_is_fixed_by_vllm_loading_th
     out = run(*args).stdout
     assert "host node0: about 125 GiB of 125 GiB" in out
     assert "verdict: DOES NOT FIT: a node needs more host memory than Ray lets the run use" in out
-    assert "1) rollout.load_format dummy -> safetensors" in out
     doc = json.loads(run(*args, "--format", "json").stdout)
     assert doc["verdict"] == "does_not_fit" and doc["fits_cause"] == "host"
     (node,) = doc["host"]["nodes"]
     assert node["ram_gib"] == 125 and node["limit_gib"] == 118.75 and node["over"] is True and node["need_gib"] > 118.75
+    first = doc["advice"][0]
+    assert first["fits"] and first["host_gib"] < 118.75
+    again = json.loads(run(*args, *[w for o in first["overrides"] for w in ("--set", o)], "--format", "json").stdout)
+    assert again["verdict"] == "fits" and not again["host"]["nodes"][0]["over"]
+    assert again["host"]["nodes"][0]["need_gib"] == pytest.approx(first["host_gib"], abs=0.1)
     fixed = run_cli("check", *[a for a in args if a != "--no-data"], "--fix")
     assert fixed.returncode == 0, fixed.stdout + fixed.stderr
-    assert "fixed: actor_rollout_ref.rollout.load_format=safetensors" in fixed.stderr
+    assert f"fixed: {first['overrides'][0]}" in fixed.stderr
 
 
 def test_where_the_nodes_ram_is_unknown_an_alternative_says_what_the_host_must_hold():
     """14B LoRA on one H200 given as --gpus (no RAM known): the fastest alternative keeps the base's copies on the
-    host (over 100 GiB of it, near what Ray would kill on the lent machine's 125 GiB), and says so."""
+    host (vLLM's pinned copy asleep, the trainer's gather of the base at the first sync: over 64 GiB), and says so."""
     args = ("--preset", "grpo-1gpu-smoke", "--gpus", "1xH200-141GB", "--no-data", "--set",
             "actor_rollout_ref.model.path=Qwen/Qwen2.5-14B-Instruct", "--set", "actor_rollout_ref.model.lora_rank=32")
     first = next(x for x in run(*args).stdout.splitlines() if x.startswith("  1) "))
     m = re.search(r"host RAM about (\d+) GiB a node \(unknown here\)$", first)
-    assert m and int(m.group(1)) > 100
+    assert m and int(m.group(1)) > 64
     advice = json.loads(run(*args, "--format", "json").stdout)["advice"]
-    assert advice[0]["host_gib"] > 100 and all("host_gib" in a for a in advice)
+    assert round(advice[0]["host_gib"]) == int(m.group(1)) and all("host_gib" in a for a in advice)
 
 
 def test_where_the_host_not_the_gpus_is_short_the_statement_says_so_and_lora_is_listed(tmp_path):

@@ -53,6 +53,7 @@ class Move:
     before: str = ""  # the knob's value before and after, as a person reads them
     after: str = ""
     why: str = ""  # a few words after the change: " (KV cache for one request)"
+    numerics: bool = False  # it changes the precision trained with (a bf16 base): as fast, another comes first
 
     @property
     def what(self) -> str:
@@ -66,7 +67,7 @@ class Move:
 # share dtype"), as verl's own LoRA examples (examples/tuning/lora/*) and its users' LoRA scripts set it
 LORA_BF16 = ((f"{AF}.model_dtype", "bf16"),)
 LORA_BF16_MOVE = Move("LoRA's frozen base in bf16 (fsdp_config.model_dtype: half its fp32 copy; verl keeps the "
-                      "adapters in bf16 too)", LORA_BF16)
+                      "adapters in bf16 too)", LORA_BF16, numerics=True)
 
 
 def turn(name: str, before, after, changes: tuple, why: str = "", kind: str = TUNING) -> Move:

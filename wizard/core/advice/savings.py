@@ -100,7 +100,7 @@ def saving_moves(values: Mapping, target: Mapping) -> list[Move]:
         if set(keys) <= joined:
             continue
         if all(target.get(k) == v for k, v in keys.items()) and not all(values.get(k) == v for k, v in keys.items()):
-            out.append(Move(name, changes))
+            out.append(LORA_BF16_MOVE if changes == LORA_BF16 else Move(name, changes))
             joined |= set(keys)
     for key, want in target.items():
         have = values.get(key)

@@ -89,8 +89,9 @@ def advise(values: Mapping, models: Mapping[str, ModelFacts], cluster: Cluster |
     found = [_within_measured(s, start) if s.fits else s for s in found if not (_reverts(s, start) or _broken(s))]
     if start.fits:  # what is trained changes only for a large gain: LoRA to save 2 s of a 15-s smoke step is not advice
         found = [s for s in found if s.kind != METHOD or _faster_by(s, start, METHOD_WORTH)]
+    # as fast, the change that keeps the numbers trained with first (vLLM loading the base rather than a bf16 base)
     ranked = sorted(found, key=lambda s: (KIND_ORDER[s.kind] // 2, s.seconds if s.seconds is not None else math.inf,
-                                          len(s.moves)))
+                                          sum(m.numerics for m in s.moves), len(s.moves)))
     out = _with_lora(_distinct(ranked, limit), ranked, limit)
     out = list({_key(x.values, x.models): x for x in (_without_inert(x, start) for x in out)}.values())
     tight = not start.fits and memory_verdict(start.report, start.values, start.models, start.cluster,
