@@ -263,9 +263,15 @@ def test_the_alternatives_step_times_assume_the_stated_response_length_too():
                            "--response-tokens", "128", "--format", "json").stdout)
     worst = json.loads(run("--preset", "grpo-1gpu-smoke", "--gpus", "1xH100-80GB", "--set", SEVEN_B,
                            "--format", "json").stdout)
-    assert [a["overrides"] for a in short["advice"]][:1] == [a["overrides"] for a in worst["advice"]][:1]
     best_short, best_worst = short["advice"][0], worst["advice"][0]
     assert best_short["step_seconds"] < best_worst["step_seconds"]
+    # the short-response choice planned at each length: the stated one gives the step time it was offered with
+    sets = [w for o in best_short["overrides"] for w in ("--set", o)]
+    at = {extra: json.loads(run("--preset", "grpo-1gpu-smoke", "--gpus", "1xH100-80GB", "--set", SEVEN_B, *sets,
+                                *extra, "--format", "json").stdout)["step_seconds"]
+          for extra in (("--response-tokens", "128"), ())}
+    assert at[("--response-tokens", "128")] == pytest.approx(best_short["step_seconds"], abs=0.05)
+    assert at[("--response-tokens", "128")] < at[()]
     # the memory findings' fix names the same step times as the alternatives printed
     fix = next(f["fix"] for f in short["findings"] if f["rule"].startswith("memory."))
     from wizard.core.steptime.terms import seconds_text

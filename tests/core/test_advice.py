@@ -416,6 +416,34 @@ def test_a_14b_on_one_80_gb_gpu_is_offered_lora_on_a_bf16_base_that_fits_gpu_and
     assert deficit(fp32.report, fp32.values)[0] > 0 and errors
 
 
+def test_where_only_lora_fits_its_first_choice_applied_is_not_offered_a_much_faster_one():
+    """14B on one H100 without flash-attn (the campaign's setting): only a change of method fits. The search past
+    memory ran on changes of tuning only, so LoRA was offered at 82.2 s a step and, applied, its plan was offered
+    60.6 s at once (gradient checkpointing off with dynamic batching). The first LoRA choice is searched as the
+    plan it becomes."""
+    from wizard.adapters.files.model_facts import load_catalogue
+    from wizard.core.memory.config import FLASH_ATTN
+    from wizard.core.steptime import PROMPT_TOKENS
+
+    q14 = load_catalogue().facts("Qwen/Qwen2.5-14B-Instruct")
+    extra = ["actor_rollout_ref.model.enable_gradient_checkpointing=True", f"{R}.gpu_memory_utilization=0.5"]
+    data = {FLASH_ATTN: False, PROMPT_TOKENS: 440}
+
+    def judged(overrides):
+        cluster = parse_cluster_spec("1xH100-80GB", load_gpu_catalogue())
+        cluster.nodes[0].memory_bytes = 125 * 2**30
+        mp = check_overrides(load_schema(), [*ONE_GPU, *extra, *overrides], moves=load_moves(),
+                             models={"actor": q14, "ref": q14}, cluster=cluster).memory
+        return mp, advise({**mp.values, **data}, mp.models, mp.cluster)
+
+    _, advice = judged([])
+    lora = next(a for a in advice.alternatives if a.fits and "LoRA" in a.text)
+    applied, again = judged(lora.overrides)
+    assert again.fits_now and again.step_seconds == pytest.approx(lora.step_seconds, abs=0.05)
+    faster = [a.step_seconds for a in again.alternatives if a.fits and a.kind != METHOD]
+    assert not faster or min(faster) > 0.95 * lora.step_seconds, (lora.step_seconds, faster)
+
+
 def test_a_lora_plan_verl_hangs_on_gets_no_alternative_that_still_hangs():
     """7B LoRA on FSDP1 with param offload on one 24 GB GPU: verl 0.9.1 hangs at the first weight sync of LoRA served
     from FSDP1 on one GPU (rollout.lora_fsdp1_one_gpu). The advisor once ranked first "the 1.5B, no param offload",

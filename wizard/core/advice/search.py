@@ -82,10 +82,14 @@ def advise(values: Mapping, models: Mapping[str, ModelFacts], cluster: Cluster |
     # polished: from the fastest few that fit, the faster changes that alone go over memory, each brought back under
     # it (gradient checkpointing off with a smaller micro-batch), which a search toward fitting never tries: the
     # first choice applied is then not offered a faster one at once (428 s offered, then 401 s once applied)
-    best = sorted((s for s in found if s.fits and s.kind == TUNING and s.seconds is not None),
-                  key=lambda s: s.seconds)[:POLISHED]
-    for s in best:
-        found += _faster_past_memory(s, seen, cluster)
+    timed = sorted((s for s in found if s.fits and s.seconds is not None), key=lambda s: s.seconds)
+    best = [s for s in timed if s.kind == TUNING][:POLISHED]
+    if not best:  # only a change of method fits: the fastest LoRA of the plan's own model, and the fastest other
+        best = [s for s in (next((s for s in timed if _lora(s)), None),
+                            next((s for s in timed if s.kind == METHOD and not _lora(s)), None)) if s is not None]
+    for s in best:  # searched as the plan it is once applied (fresh: states seen on the way there are reachable)
+        here = {_key(s.values, s.models)}
+        found += _search([s], here, cluster, ()) + _faster_past_memory(s, here, cluster)
     found = [_within_measured(s, start) if s.fits else s for s in found if not (_reverts(s, start) or _broken(s))]
     if start.fits:  # what is trained changes only for a large gain: LoRA to save 2 s of a 15-s smoke step is not advice
         found = [s for s in found if s.kind != METHOD or _faster_by(s, start, METHOD_WORTH)]
