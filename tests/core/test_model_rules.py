@@ -261,3 +261,33 @@ def test_ulysses_without_flash_attn_attends_within_each_gpus_slice(run):
     ppo = ["algorithm.adv_estimator=gae", "critic.model.path=/models/m", "critic.ppo_micro_batch_size_per_gpu=1",
            "critic.fsdp.ulysses_sequence_parallel_size=2", "+critic.model.override_config.attn_implementation=eager"]
     assert not found(run(ppo), "advice.ulysses_attention")
+
+
+def test_megatrons_lora_rank_on_fsdp_trains_the_whole_model_and_fails_at_the_reference_pass(run):
+    """``model.lora.rank`` is the Megatron engine's LoRA key (verl's workers/config/model.py); the FSDP engine reads
+    ``lora_rank`` only, while the trainer and vLLM read ``lora.rank`` first. The plan was estimated as LoRA (0.5 GiB
+    of AdamW moments for a 14B) and offered a bf16 base: it trains the whole model, with no reference model."""
+    key = ["actor_rollout_ref.model.lora.rank=32", "actor_rollout_ref.actor.strategy=fsdp2"]
+    kl = ["actor_rollout_ref.actor.use_kl_loss=True"]
+    result = run([*key, *kl], actor=facts(QWEN25_05B))
+    (f,) = found(result, "models.lora_megatron_key_on_fsdp")
+    assert f.severity.value == "error" and "trains the whole model" in f.message and "first reference pass" in f.message
+    assert f.fix_overrides == ["actor_rollout_ref.model.lora_rank=32"]
+    assert not found(run([*key, *kl, *f.fix_overrides], actor=facts(QWEN25_05B)), "models.lora_megatron_key_on_fsdp")
+    # without a reference policy it runs, training the whole model: a warning
+    (w,) = found(run([*key, "actor_rollout_ref.actor.use_kl_loss=False"], actor=facts(QWEN25_05B)),
+                 "models.lora_megatron_key_on_fsdp")
+    assert w.severity.value == "warning" and "first reference pass" not in w.message
+    assert not found(run(LORA, actor=facts(QWEN25_05B)), "models.lora_megatron_key_on_fsdp")
+
+
+def test_megatrons_lora_rank_on_fsdp_is_estimated_as_the_full_model_it_trains():
+    from tests.helpers.memory_values import full
+    from wizard.core.memory.config import read_config
+    from wizard.core.verl.roles import ref_in_actor
+
+    values = {"actor_rollout_ref.model.lora": {"rank": 32}, "actor_rollout_ref.actor.strategy": "fsdp2"}
+    assert read_config(full(values)).lora_rank == 0 and ref_in_actor(values)  # the trainer still loads no reference
+    assert read_config(full({**values, "actor_rollout_ref.model.lora_rank": 32})).lora_rank == 32
+    megatron = {**values, "actor_rollout_ref.actor.strategy": "megatron"}
+    assert read_config(full(megatron, "megatron")).lora_rank == 32

@@ -14,7 +14,7 @@ from wizard.core.memory.batching import critic_batching
 from wizard.core.memory.config import read_config
 from wizard.core.verl.flags import truthy
 from wizard.core.verl.keys import CF, REF, A, AF, M, R
-from wizard.core.verl.roles import lora_rank, need_critic
+from wizard.core.verl.roles import need_critic, trained_lora_rank
 
 
 def all_savings(values: Mapping, offload: bool = True) -> dict:
@@ -31,7 +31,7 @@ def all_savings(values: Mapping, offload: bool = True) -> dict:
                f"{M}.enable_gradient_checkpointing": True, NO_SYNC: False, CRITIC_NO_SYNC: False, RESHARD: True,
                REF_RESHARD: True, CRITIC_RESHARD: True,
                f"{A}.strategy": "fsdp2", f"{REF}.strategy": "fsdp2"}
-        if lora_rank(values):  # LoRA's frozen base as its checkpoint stores it (moves.LORA_BF16)
+        if trained_lora_rank(values):  # LoRA's frozen base as its checkpoint stores it (moves.LORA_BF16)
             out.update(LORA_BF16)
     seq = read_config(values).seq_tokens
     batching = [(truthy(values, dyn), micro, budget) for _, micro, dyn, budget in BATCHING]

@@ -23,8 +23,9 @@ from wizard.core.verl.resolved import UNRESOLVABLE, default_values
 from wizard.core.verl.schema import SchemaVariant
 from wizard.core.models.facts import ModelFacts
 from wizard.core.placement.pools import (
-    PLACEMENT_KEYS, lora_rank, need_critic, need_ref, ref_in_actor, trainer_mode,
+    PLACEMENT_KEYS, need_critic, need_ref, ref_in_actor, trainer_mode,
 )
+from wizard.core.verl.roles import trained_lora_rank
 from wizard.core.verl.keys import ATTN_KEY, CF, REF, RM, A, AF, M, R
 
 # The keys the estimate reads beyond where roles run; their defaults are verl's own, from the schema snapshot
@@ -312,7 +313,7 @@ def _actor(values: Mapping, world: int) -> dict:
         actor_offload_policy=strategy == "fsdp2" and _flag(values, f"{AF}.offload_policy"),
         actor_gc=_flag(values, f"{M}.enable_gradient_checkpointing"),
         activation_offload=_flag(values, f"{M}.enable_activation_offload"),
-        fused_kernels=_flag(values, f"{M}.use_fused_kernels"), lora_rank=lora_rank(values),
+        fused_kernels=_flag(values, f"{M}.use_fused_kernels"), lora_rank=trained_lora_rank(values),
         lora_adapter=served_as_adapter(values), lora_sends_base=sends_base(values),
         layered_summon=_flag(values, f"{R}.layered_summon"),
         sync_bucket_bytes=(_int(values, f"{R}.checkpoint_engine.update_weights_bucket_megabytes", low=1) or 2048) << 20,

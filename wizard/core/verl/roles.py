@@ -32,6 +32,16 @@ def lora_rank(values: Mapping) -> int:
     return max(0, rank)
 
 
+def trained_lora_rank(values: Mapping) -> int:
+    """The rank the actor's engine trains adapters at: verl's FSDP engine reads ``model.lora_rank`` only
+    (workers/engine/fsdp/transformer_impl.py: ``_is_lora = lora_rank > 0``; ``model.lora`` is "megatron lora config",
+    workers/config/model.py); the Megatron engine, :func:`lora_rank` (its ``lora.rank``)."""
+    if values.get("actor_rollout_ref.actor.strategy") == "megatron":
+        return lora_rank(values)
+    rank = values.get("actor_rollout_ref.model.lora_rank")
+    return max(0, rank) if isinstance(rank, int) and not isinstance(rank, bool) else 0
+
+
 def ref_in_actor(values: Mapping) -> bool:
     """With LoRA the reference policy is the actor with its adapter off: no separate reference model."""
     return lora_rank(values) > 0 or values.get("actor_rollout_ref.model.lora_adapter_path") is not None

@@ -21,7 +21,7 @@ from wizard.core.models.facts import ModelFacts
 from wizard.core.check.rules import rule
 from wizard.core.check.rules.context import RuleContext, finding
 from wizard.core.verl.keys import ATTN_KEY, R, RM
-from wizard.core.verl.roles import ref_in_actor
+from wizard.core.verl.roles import need_ref, ref_in_actor, trained_lora_rank
 
 PATH_KEYS = {"actor": "actor_rollout_ref.model.path", "ref": "actor_rollout_ref.model.path",
              "critic": "critic.model.path", "reward": f"{RM}.model_path"}
@@ -338,3 +338,30 @@ def megatron_layout(ctx: RuleContext):
             f"{facts.name}: {why}; Megatron's workers stop at start",
             f"Choose {section}.{key} that divides it",
         )
+
+
+@rule("models.lora_megatron_key_on_fsdp", Stage.RUNTIME)
+def lora_megatron_key_on_fsdp(ctx: RuleContext):
+    """``model.lora.rank`` without ``model.lora_rank`` on FSDP: verl 0.9.1's FSDP engine trains adapters from
+    ``lora_rank`` only (``model.lora`` is the "megatron lora config", workers/config/model.py), while its trainer
+    (trainer_base, ray_trainer) and vLLM read ``lora.rank`` first: the whole model is trained, no reference model is
+    loaded, and the reference log-probs are asked of the actor with its adapter off, which it does not have
+    (FSDPEngine.disable_adapter calls the module's, which a model without PEFT lacks)."""
+    lora = ctx.get("actor_rollout_ref.model.lora")
+    rank = lora.get("rank", 0) if isinstance(lora, dict) else 0
+    if not isinstance(rank, int) or isinstance(rank, bool) or rank <= 0:
+        return
+    if ctx.get("actor_rollout_ref.actor.strategy") == "megatron" or trained_lora_rank(ctx) > 0:
+        return
+    ref = need_ref(ctx)
+    yield finding(
+        Severity.ERROR if ref else Severity.WARNING,
+        ["actor_rollout_ref.model.lora.rank", "actor_rollout_ref.model.lora_rank", "actor_rollout_ref.actor.strategy"],
+        f"actor_rollout_ref.model.lora.rank={rank} is the Megatron engine's LoRA setting: verl's FSDP engine trains "
+        f"adapters from actor_rollout_ref.model.lora_rank only (0 here), so it trains the whole model, while the "
+        f"trainer and vLLM read lora.rank as LoRA (no reference model is loaded; vLLM is started to serve an adapter)"
+        + ("; the reference log-probs are then asked of the actor with its adapter off, which it does not have: the "
+           "run fails at its first reference pass (FSDPEngine.disable_adapter)" if ref else ""),
+        f"Set actor_rollout_ref.model.lora_rank={rank}: what verl's FSDP engine reads",
+        [f"actor_rollout_ref.model.lora_rank={rank}"],
+    )
