@@ -67,13 +67,20 @@ def run_plan(args, tail: list[str] | None = None) -> int:
     step = step_time(plan, data)
     advice = plan_advice(plan, searched=assessment.result.advice) if plan.judged is not None else None
     run = _forecast(step, overrides, config_name, data, plan.verdict)
+    left = None
+    if advice is not None and advice.best is not None and _other_errors(findings):
+        # the errors besides memory that still stop the run once the first alternative is applied (it may clear
+        # some: vLLM loading the base takes LoRA's first sync off the buffer), judged again with it
+        after = assess(overrides + list(advice.best.overrides), config_name=config_name, gpus=gpus, cluster=cluster,
+                       advise=False)
+        left = _other_errors(after.findings)
     if args.format == "json":
         print(json.dumps({**plan_json(plan, findings), **speed_json(step, advice),
                           "data": data.to_json() if data else None, "data_reason": data_why,
                           "forecast": run.to_json() if not isinstance(run, str) else None,
                           "forecast_reason": run if isinstance(run, str) else None}))
     else:
-        print(render_plan(plan, findings, label, models, step, advice, data, run))
+        print(render_plan(plan, findings, label, models, step, advice, data, run, left))
     return EXIT_OK if ok else EXIT_ERRORS
 
 
@@ -246,7 +253,15 @@ def advice_status(advice) -> str:
     return "none_found" if searched else "not_run"
 
 
-def _speed_lines(step, advice, findings: list[Finding] = (), if_it_fit: bool = False) -> list[str]:
+def _other_errors(findings) -> list[str]:
+    """The rules of the errors that stop a run besides memory (the alternatives are about memory and speed)."""
+    return sorted({f.rule for f in findings if f.severity is Severity.ERROR and not f.rule.startswith("memory.")})
+
+
+def _speed_lines(step, advice, findings: list[Finding] = (), if_it_fit: bool = False,
+                 left: list[str] | None = None) -> list[str]:
+    """``left``: the errors besides memory the first alternative leaves, judged again with it (None: not judged,
+    the plan's own)."""
     out = [step.line(if_it_fit)]
     if step.reason is None and step.assumptions:
         out.append("  assuming " + "; ".join(step.assumptions))
@@ -262,7 +277,7 @@ def _speed_lines(step, advice, findings: list[Finding] = (), if_it_fit: bool = F
         best = advice.best
         if best is not None:
             out.append("  apply the first with: " + " ".join(f"--set {o}" for o in best.overrides))
-            other = sorted({f.rule for f in findings if f.severity is Severity.ERROR and not f.rule.startswith("memory.")})
+            other = _other_errors(findings) if left is None else left
             if other:  # the alternatives are about memory and speed; what else stops the run is listed below
                 out.append(f"  (that fixes memory; errors below still stop the run: {', '.join(other)}. `verl-wizard "
                            "check --fix` with the same arguments fixes those first, then applies the advisor's best "
@@ -278,7 +293,7 @@ def _speed_lines(step, advice, findings: list[Finding] = (), if_it_fit: bool = F
 
 
 def render_plan(plan, findings: list[Finding], label: str, models, step=None, advice=None, data=None,
-                run=None) -> str:
+                run=None, left: list[str] | None = None) -> str:
     from wizard.core.check import where
 
     lines = [f"plan: {label}"]
@@ -310,7 +325,7 @@ def render_plan(plan, findings: list[Finding], label: str, models, step=None, ad
             lines.append("  fits at these prompts with " + ", ".join(x for x in sizes if x))
     if step is not None:
         # a plan that does not fit runs no step: its step is what one would take
-        lines += _speed_lines(step, advice, findings, if_it_fit=plan.verdict.word == "does_not_fit")
+        lines += _speed_lines(step, advice, findings, if_it_fit=plan.verdict.word == "does_not_fit", left=left)
     if run is not None:
         lines.append(f"forecast: {run}" if isinstance(run, str) else f"forecast: {run.line()}")
     shown = {}

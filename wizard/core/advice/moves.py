@@ -66,8 +66,10 @@ class Move:
 # bf16 it casts the adapters to the base's dtype (_build_lora_module: "FSDP requires all params in a flat group to
 # share dtype"), as verl's own LoRA examples (examples/tuning/lora/*) and its users' LoRA scripts set it
 LORA_BF16 = ((f"{AF}.model_dtype", "bf16"),)
-LORA_BF16_MOVE = Move("LoRA's frozen base in bf16 (fsdp_config.model_dtype: half its fp32 copy; verl keeps the "
-                      "adapters in bf16 too)", LORA_BF16, numerics=True)
+# The adapters then train in bf16 too: an update below 1/256 of a weight is lost, so LoRA's higher learning rate
+# matters more; the search offers it only where it is what fits or what makes the step faster (search.py)
+LORA_BF16_MOVE = Move("LoRA's frozen base in bf16 (fsdp_config.model_dtype: half its fp32 copy; the adapters then "
+                      "train in bf16 too: keep LoRA's higher learning rate)", LORA_BF16, numerics=True)
 
 
 def turn(name: str, before, after, changes: tuple, why: str = "", kind: str = TUNING) -> Move:

@@ -93,8 +93,10 @@ def advise(values: Mapping, models: Mapping[str, ModelFacts], cluster: Cluster |
     found = [_within_measured(s, start) if s.fits else s for s in found if not (_reverts(s, start) or _broken(s))]
     if start.fits:  # what is trained changes only for a large gain: LoRA to save 2 s of a 15-s smoke step is not advice
         found = [s for s in found if s.kind != METHOD or _faster_by(s, start, METHOD_WORTH)]
-    # as fast, the change that keeps the numbers trained with first (vLLM loading the base rather than a bf16 base)
-    ranked = sorted(found, key=lambda s: (KIND_ORDER[s.kind] // 2, s.seconds if s.seconds is not None else math.inf,
+    # a change of the precision trained with (a bf16 base) only where it gains: ranked as if SPEED_GAIN slower, and
+    # taken out of an alternative that fits as fast without it
+    found = [_without_precision(s) if s.fits else s for s in found]
+    ranked = sorted(found, key=lambda s: (KIND_ORDER[s.kind] // 2, _ranked_seconds(s),
                                           sum(m.numerics for m in s.moves), len(s.moves)))
     out = _with_lora(_distinct(ranked, limit), ranked, limit)
     out = list({_key(x.values, x.models): x for x in (_without_inert(x, start) for x in out)}.values())
@@ -108,6 +110,33 @@ def advise(values: Mapping, models: Mapping[str, ModelFacts], cluster: Cluster |
 
 
 POLISHED = 2  # the fastest fitting alternatives each searched once more past memory
+
+
+def _ranked_seconds(s: State) -> float:
+    """``s``'s step time as ranked: a change of precision counts SPEED_GAIN slower (as fast, the other comes first)."""
+    if s.seconds is None:
+        return math.inf
+    return s.seconds * (1 + SPEED_GAIN) if any(m.numerics for m in s.moves) else s.seconds
+
+
+def _without_precision(state: State) -> State:
+    """``state`` without its change of precision where the rest fits without it and is no more than SPEED_GAIN
+    slower: a bf16 base is offered only where it is what fits or what makes it faster."""
+    for move in [m for m in state.moves if m.numerics]:
+        keep = tuple(m for m in state.moves if m is not move)
+        trial = _state(with_moves(_unmoved(state, move), keep), state.models, state.cluster, keep)
+        slower = trial.seconds is not None and state.seconds is not None and trial.seconds > state.seconds * (1 + SPEED_GAIN)
+        if trial.fits and not slower and not _broken(trial):
+            state = trial
+    return state
+
+
+def _unmoved(state: State, move) -> dict:
+    """``state``'s values with ``move``'s keys back at what verl's config had before it (the key unset: its default)."""
+    values = dict(state.values)
+    for k, _ in move.changes:
+        values.pop(k, None)
+    return values
 
 
 def _broken(s: State) -> bool:
