@@ -81,3 +81,24 @@ def test_the_fix_keys_reach_the_dtypes_verl_uses(verl_config_dir):
     assert omega_conf_to_dataclass(fixed.actor_rollout_ref.rollout).dtype == "float16"
     assert param_dtype(fixed) is torch.float16
     assert fixed.actor_rollout_ref.model.override_config.attn_implementation == "sdpa"
+
+
+@pytest.mark.parametrize("value", ["BF16", "half", "float", "fp8", "16", "32", "bf16", "bfloat16", "fp32", "float16"])
+def test_a_model_dtype_is_refused_exactly_where_verls_precision_type_refuses_it(check, value):
+    """fsdp_config.model_dtype reaches verl's PrecisionType.to_dtype as Hydra composes it (16 and 32 as ints); it
+    compares exactly, so BF16 or half stop the worker as it builds the model. The wizard once read them as sizes."""
+    from verl.utils.torch_dtypes import PrecisionType
+
+    key = "actor_rollout_ref.actor.fsdp_config.model_dtype"
+    result = check([*GOOD, f"{key}={value}"])
+    composed = int(value) if value.isdigit() else value  # as Hydra reads the override
+    try:
+        PrecisionType.to_dtype(composed)
+        refused = False
+    except RuntimeError as exc:
+        refused = "unexpected precision" in str(exc)
+    found = [f for f in result.findings if f.rule == "precision.model_dtype"]
+    assert bool(found) == refused, (value, found)
+    if found:
+        fix = found[0].fix_overrides[0].split("=", 1)[1]
+        PrecisionType.to_dtype(fix)  # the fix is a spelling verl takes

@@ -20,7 +20,8 @@ from wizard.core.memory import vision
 from wizard.core.models.facts import ModelFacts
 
 GIB = 1024**3
-DTYPE_BYTES = {"fp32": 4, "float32": 4, "bf16": 2, "bfloat16": 2, "fp16": 2, "float16": 2, "half": 2, "float": 4}
+DTYPE_BYTES = {"fp32": 4, "float32": 4, "32": 4, "bf16": 2, "bfloat16": 2, "fp16": 2, "float16": 2, "16": 2, "half": 2,
+               "float": 4}
 
 
 class MemoryConstants(BaseModel):

@@ -101,3 +101,29 @@ def training_bf16(ctx: RuleContext):
                   f"{'; '.join(problems)}; the workers fail when they start or at the first forward",
                   NEWER_FIX if critic else f"{NEWER_FIX}; or train in float16: {' '.join(fixes)}",
                   [] if critic else fixes, fix_auto=False)
+
+
+# verl/utils/torch_dtypes.py:20-22: what PrecisionType.to_dtype takes (as config values: Hydra reads 16 and 32 as ints);
+# anything else raises "unexpected precision" when the worker builds the model (engine/fsdp/transformer_impl.py)
+PRECISIONS = (16, "16", "fp16", "float16", 32, "32", "fp32", "float32", "bf16", "bfloat16")
+MODEL_DTYPE_KEYS = (f"{AF}.model_dtype", f"{REF}.fsdp_config.model_dtype", f"{CF}.model_dtype")
+
+
+@rule("precision.model_dtype", Stage.STARTUP)
+def model_dtype(ctx: RuleContext):
+    """An ``fsdp_config.model_dtype`` verl's PrecisionType does not know (it compares exactly: ``BF16``, ``half`` and
+    ``float`` are refused) stops the worker as it builds the model, after Ray and the engines started."""
+    for key in MODEL_DTYPE_KEYS:
+        value = ctx.get(key)
+        if value is None or isinstance(value, bool) or value in PRECISIONS:
+            continue
+        text = str(value).lower()
+        spelled = {"half": "fp16", "float": "fp32", "bfloat": "bf16"}.get(text, text)
+        fix = spelled if spelled in PRECISIONS else "bf16"
+        yield finding(
+            Severity.ERROR, [key],
+            f"{key}={value!s} is not a precision verl knows (it takes exactly {', '.join(map(str, PRECISIONS[2:4]))}, "
+            f"fp32, float32, bf16 or bfloat16, and 16 or 32): the worker stops as it builds the model with "
+            f"RuntimeError: unexpected precision: {value!s}",
+            f"Set {key}={fix}", [f"{key}={fix}"],
+        )
