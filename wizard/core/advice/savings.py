@@ -12,6 +12,7 @@ from wizard.core.advice.moves import (
 )
 from wizard.core.memory.batching import critic_batching
 from wizard.core.memory.config import read_config
+from wizard.core.memory.lora_sync import LOAD_FORMAT_KEY, sends_base
 from wizard.core.verl.flags import truthy
 from wizard.core.verl.keys import CF, REF, A, AF, M, R
 from wizard.core.verl.roles import need_critic, trained_lora_rank
@@ -33,6 +34,8 @@ def all_savings(values: Mapping, offload: bool = True) -> dict:
                f"{A}.strategy": "fsdp2", f"{REF}.strategy": "fsdp2"}
         if trained_lora_rank(values):  # LoRA's frozen base as its checkpoint stores it (moves.LORA_BF16)
             out.update(LORA_BF16)
+        if sends_base(values):  # vLLM reads the base itself: no gather of the base on the host at the first sync
+            out[LOAD_FORMAT_KEY] = "safetensors"
     seq = read_config(values).seq_tokens
     batching = [(truthy(values, dyn), micro, budget) for _, micro, dyn, budget in BATCHING]
     if need_critic(values):
@@ -53,7 +56,7 @@ def all_savings(values: Mapping, offload: bool = True) -> dict:
     return out
 
 
-_NAMES = {f"{AF}.param_offload": "param offload", f"{AF}.optimizer_offload": "optimizer offload",
+_NAMES = {LOAD_FORMAT_KEY: "rollout.load_format", f"{AF}.param_offload": "param offload", f"{AF}.optimizer_offload": "optimizer offload",
           f"{AF}.offload_policy": "FSDP2's CPU offload policy (optimizer on the CPU)",
           f"{M}.enable_gradient_checkpointing": "gradient checkpointing", f"{A}.strategy": "actor strategy",
           NO_SYNC: "unsharded actor gradient held across micro-batches",
