@@ -6,9 +6,8 @@ from __future__ import annotations
 from collections.abc import Mapping
 
 from wizard.core.advice.moves import (
-    AM, BATCHING, CPU_OPTIMIZER, CPU_OPTIMIZER_NAME, CRITIC_NO_SYNC, CRITIC_RESHARD, FULL_RECOMPUTE, LORA_BF16, LORA_BF16_MOVE,
-    NO_SYNC,
-    RECOMPUTE, REF_RESHARD, RESHARD, Move, _int, turn,
+    AM, BATCHING, CPU_OPTIMIZER, CPU_OPTIMIZER_NAME, CRITIC_NO_SYNC, CRITIC_RESHARD, FULL_RECOMPUTE, LORA_BF16,
+    LORA_BF16_MOVE, NO_SYNC, RECOMPUTE, REF_RESHARD, RESHARD, Move, _int, turn,
 )
 from wizard.core.memory.batching import critic_batching
 from wizard.core.memory.config import read_config
@@ -56,7 +55,8 @@ def all_savings(values: Mapping, offload: bool = True) -> dict:
     return out
 
 
-_NAMES = {LOAD_FORMAT_KEY: "rollout.load_format", f"{AF}.param_offload": "param offload", f"{AF}.optimizer_offload": "optimizer offload",
+_NAMES = {LOAD_FORMAT_KEY: "rollout.load_format", f"{AF}.param_offload": "param offload",
+          f"{AF}.optimizer_offload": "optimizer offload",
           f"{AF}.offload_policy": "FSDP2's CPU offload policy (optimizer on the CPU)",
           f"{M}.enable_gradient_checkpointing": "gradient checkpointing", f"{A}.strategy": "actor strategy",
           NO_SYNC: "unsharded actor gradient held across micro-batches",

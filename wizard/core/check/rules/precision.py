@@ -122,8 +122,8 @@ def model_dtype(ctx: RuleContext):
         fix = spelled if spelled in PRECISIONS else "bf16"
         yield finding(
             Severity.ERROR, [key],
-            f"{key}={value!s} is not a precision verl knows (it takes exactly {', '.join(map(str, PRECISIONS[2:4]))}, "
-            f"fp32, float32, bf16 or bfloat16, and 16 or 32): the worker stops as it builds the model with "
+            f"{key}={value!s} is not a precision verl knows (it takes exactly fp16, float16, fp32, float32, bf16 or "
+            f"bfloat16, and 16 or 32): the worker stops as it builds the model with "
             f"RuntimeError: unexpected precision: {value!s}",
             f"Set {key}={fix}", [f"{key}={fix}"],
         )
