@@ -89,21 +89,25 @@ def _shown(v) -> object:
     return f"{v:,}" if isinstance(v, int) and not isinstance(v, bool) else v
 
 
+# the moves a seed takes whole where its target sets all their keys (saving_moves)
+_WHOLE = (Move(CPU_OPTIMIZER_NAME, CPU_OPTIMIZER), Move(CPU_OPTIMIZER_NAME, CPU_OPTIMIZER[:2]),
+          Move("full recompute (uniform, 1 layer a chunk)", FULL_RECOMPUTE),
+          Move("param offload", ((f"{AM}.param_offload", True), (f"{REF}.megatron.param_offload", True))),
+          LORA_BF16_MOVE)
+
+
 def saving_moves(values: Mapping, target: Mapping) -> list[Move]:
     """One move per knob that ``target`` sets differently from ``values`` (a seed of the search, in words)."""
     out, joined = [], set()
     # knobs of several keys, one move each: taken back whole by the pruning, never half (the CPU optimizer's
     # fraction without its switch; Megatron's param offload without the reference's, which verl's YAML makes follow
     # the actor's: megatron_ref.yaml param_offload: ${oc.select:actor_rollout_ref.actor.megatron.param_offload,False})
-    for name, changes in ((CPU_OPTIMIZER_NAME, CPU_OPTIMIZER), (CPU_OPTIMIZER_NAME, CPU_OPTIMIZER[:2]),
-                          ("full recompute (uniform, 1 layer a chunk)", FULL_RECOMPUTE),
-                          ("param offload", ((f"{AM}.param_offload", True), (f"{REF}.megatron.param_offload", True))),
-                          (LORA_BF16_MOVE.name, LORA_BF16)):
-        keys = dict(changes)
+    for move in _WHOLE:
+        keys = dict(move.changes)
         if set(keys) <= joined:
             continue
         if all(target.get(k) == v for k, v in keys.items()) and not all(values.get(k) == v for k, v in keys.items()):
-            out.append(LORA_BF16_MOVE if changes == LORA_BF16 else Move(name, changes))
+            out.append(move)
             joined |= set(keys)
     for key, want in target.items():
         have = values.get(key)

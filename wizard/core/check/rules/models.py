@@ -21,7 +21,7 @@ from wizard.core.models.facts import ModelFacts
 from wizard.core.check.rules import rule
 from wizard.core.check.rules.context import RuleContext, finding
 from wizard.core.verl.keys import ATTN_KEY, R, RM
-from wizard.core.verl.roles import need_ref, ref_in_actor, trained_lora_rank
+from wizard.core.verl.roles import lora_rank, need_ref, ref_in_actor, trained_lora_rank
 
 PATH_KEYS = {"actor": "actor_rollout_ref.model.path", "ref": "actor_rollout_ref.model.path",
              "critic": "critic.model.path", "reward": f"{RM}.model_path"}
@@ -347,11 +347,10 @@ def lora_megatron_key_on_fsdp(ctx: RuleContext):
     (trainer_base, ray_trainer) and vLLM read ``lora.rank`` first: the whole model is trained, no reference model is
     loaded, and the reference log-probs are asked of the actor with its adapter off, which it does not have
     (FSDPEngine.disable_adapter calls the module's, which a model without PEFT lacks)."""
-    lora = ctx.get("actor_rollout_ref.model.lora")
-    rank = lora.get("rank", 0) if isinstance(lora, dict) else 0
-    if not isinstance(rank, int) or isinstance(rank, bool) or rank <= 0:
-        return
     if ctx.get("actor_rollout_ref.actor.strategy") == "megatron" or trained_lora_rank(ctx) > 0:
+        return
+    rank = lora_rank(ctx)  # the trainer's reading: lora.rank first (lora_rank is 0 here)
+    if rank <= 0:
         return
     ref = need_ref(ctx)
     yield finding(
