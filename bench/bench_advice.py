@@ -30,6 +30,8 @@ QUESTIONS = [  # (question, preset, GPUs, --set words)
     ("14B LoRA on one H200, 125 GiB of host RAM", "grpo-1gpu-smoke", "1xH200-141GB",
      ["actor_rollout_ref.model.path=Qwen/Qwen2.5-14B-Instruct", "actor_rollout_ref.model.lora_rank=32",
       "actor_rollout_ref.actor.strategy=fsdp2", "actor_rollout_ref.ref.strategy=fsdp2"]),
+    ("72B LoRA on 8 x H100", "grpo-8gpu", "8xH100-80GB",
+     ["actor_rollout_ref.model.path=Qwen/Qwen2.5-72B-Instruct", "actor_rollout_ref.model.lora_rank=32"]),
     ("the PPO preset (7B actor and critic) at 4,096 tokens on 8 x H100", "ppo-8gpu", "8xH100-80GB",
      ["data.max_prompt_length=1024", "data.max_response_length=3072"]),
     ("the 8-GPU preset with SGLang on 8 x H100", "grpo-8gpu", "8xH100-80GB", ["actor_rollout_ref.rollout.name=sglang"]),

@@ -427,7 +427,8 @@ def test_a_change_of_method_is_explained_says_what_it_replaces_and_can_be_applie
     """PPO on 8 x H100 fits; the faster configs that swap the model swap it for the critic too: said, with the
     keys (a tuning one, checkpointing off with micro-batches of 4, comes first)."""
     out = run("--preset", "ppo-8gpu", "--gpus", "8xH100-80GB").stdout
-    assert "(1.5B, as actor and critic) [method]" in out
+    line = next(x for x in out.splitlines() if "(1.5B, as actor and critic)" in x)
+    assert "[method]" in line
     assert "[method]: changes what is trained (LoRA adapters, or a smaller model), not only how" in out
     doc = json.loads(run("--preset", "ppo-8gpu", "--gpus", "8xH100-80GB", "--format", "json").stdout)
     assert doc["advice"][0]["kind"] == "tuning"
@@ -723,6 +724,11 @@ def test_where_the_host_stops_full_fine_tuning_the_statement_names_a_smaller_mod
     out = run("--preset", "grpo-1gpu-smoke", "--cluster", str(spec), "--set", SEVEN_B).stdout
     said = out.split("what fits on this one changes what is trained: ")[1].splitlines()[0]
     assert said.count("Qwen2.5-1.5B") == 1 and "LoRA rank" in said, said
+    # the list offers each change of method once, at its fastest: the 1.5B, the 3B and LoRA of the 7B side by side
+    # (the 1.5B and the 3B each twice, with and without checkpointing, had pushed LoRA past the four printed)
+    listed = [x for x in out.split("fastest that fits:")[1].splitlines() if x[:4].strip().endswith(")")]
+    assert [sum("Qwen2.5-1.5B" in x for x in listed), sum("Qwen2.5-3B" in x for x in listed),
+            sum("LoRA rank" in x for x in listed)] == [1, 1, 1], listed
 
 
 def test_each_phase_of_the_json_breakdown_labels_its_terms_with_its_own_numbers():

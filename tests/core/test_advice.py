@@ -546,3 +546,50 @@ def test_ppo_whose_critic_needs_its_states_on_the_host_is_offered_the_critics_of
     advice = advise(mp.values, mp.models, mp.cluster, smaller=[Q15])
     assert advice.best is not None and advice.best.kind != METHOD, advice.statement
     assert {"critic.fsdp.offload_policy=True", "critic.strategy=fsdp2"} <= set(advice.best.overrides)
+
+
+APPLIED = [  # (what a user asks, preset, GPUs, --set words): alternatives a search toward fitting reached untuned
+    # LoRA, the first change of method, was offered at 42.6 s a step and, applied, offered its bf16 base at 37.0 s
+    ("14B on one H200", "grpo-1gpu-smoke", "1xH200-141GB", ["actor_rollout_ref.model.path=Qwen/Qwen2.5-14B-Instruct"]),
+    # the 3B (81.8 s) was offered 75.8 s once applied: the smaller models are plans of their own too
+    ("7B on one 24 GB GPU", "grpo-1gpu-smoke", "1xRTX-4090-24GB", ["actor_rollout_ref.model.path=Qwen/Qwen2.5-7B-Instruct"]),
+    # the 14B with a seed's full recompute (76.8 s) was offered no recompute at 67.0 s once applied: the polish
+    # that took the recompute back was dropped as a label contradicting itself
+    ("32B Megatron on 8 x 24 GB", "grpo-1gpu-smoke", "8xRTX-4090-24GB",
+     ["model_engine=megatron", "trainer.n_gpus_per_node=8", "actor_rollout_ref.model.path=Qwen/Qwen2.5-32B-Instruct"]),
+    # the first choice (FSDP2 with the offload policy, 2,684 s) was offered 2,545 s once applied: no offload policy,
+    # param offload and a smaller micro-batch, which folds to FSDP1 -> FSDP2 with param offload, and which a polish
+    # of the fastest states found (TP 4, not among those offered) never reached
+    ("72B LoRA on 8 x H100", "grpo-8gpu", "8xH100-80GB",
+     ["actor_rollout_ref.model.path=Qwen/Qwen2.5-72B-Instruct", "actor_rollout_ref.model.lora_rank=32"]),
+]
+
+
+@pytest.mark.parametrize("question,preset,gpus,sets", APPLIED, ids=[q[0] for q in APPLIED])
+def test_an_alternative_applied_is_not_offered_a_much_faster_one_training_the_same(question, preset, gpus, sets):
+    """Apply each alternative offered (as Apply and check --fix do) and ask again: what the plan then becomes trains
+    the same model the same way, and nothing it is offered is more than 5 % faster than the fastest offered for
+    that before (bench/bench_advice_applied.py prints this for every question of bench_advice.py)."""
+    from wizard.core.plan import apply_overrides
+    from wizard.usecases.advising import plan_advice
+    from wizard.usecases.assessment import assess_plan
+    from wizard.usecases.hardware import machines_for, read_gpu_spec
+    from wizard.usecases.plans import preset_plan
+
+    spec = read_gpu_spec(gpus)
+
+    def advised(overrides):
+        plan = apply_overrides(preset_plan(preset, spec, sets), overrides) if overrides else preset_plan(preset, spec, sets)
+        return plan_advice(assess_plan(plan, gpus=spec, cluster=machines_for(spec), advise=False).memory)
+
+    first = advised([])
+    offered: dict = {}
+    for a in first.alternatives:
+        if a.fits and a.step_seconds is not None:
+            offered[a.trains] = min(offered.get(a.trains, a.step_seconds), a.step_seconds)
+    assert any(trains != ((), False) for trains in offered), "no change of method offered: the question is moot"
+    for a in [a for a in first.alternatives if a.fits and a.step_seconds is not None]:
+        again = advised(a.overrides)
+        assert again.fits_now and again.step_seconds == pytest.approx(a.step_seconds, abs=0.06), a.text
+        faster = [b.step_seconds for b in again.alternatives if b.fits and b.kind != METHOD and b.step_seconds]
+        assert not faster or min(faster) >= 0.95 * offered[a.trains], (a.text, offered[a.trains], min(faster))

@@ -84,22 +84,26 @@ def advise(values: Mapping, models: Mapping[str, ModelFacts], cluster: Cluster |
     # first choice applied is then not offered a faster one at once (428 s offered, then 401 s once applied)
     timed = sorted((s for s in found if s.fits and s.seconds is not None), key=lambda s: s.seconds)
     best = [s for s in timed if s.kind == TUNING][:POLISHED]
-    if not best:  # only a change of method fits: the fastest LoRA of the plan's own model, and the fastest other
-        best = [s for s in (next((s for s in timed if _lora(s)), None),
-                            next((s for s in timed if s.kind == METHOD and not _lora(s)), None)) if s is not None]
+    # and the fastest of each change of method (LoRA of the plan's own model, each smaller model): applied, each is
+    # a plan of its own, which a search that reached it on the way to fitting did not tune (LoRA offered at 42.6 s,
+    # 37.0 s once applied)
+    families: dict = {}
+    for s in timed:
+        if s.kind == METHOD:
+            families.setdefault(_family(s), s)
+    best += list(families.values())[:POLISHED_METHODS]
+    polished = set()
     for s in best:  # searched as the plan it is once applied (fresh: states seen on the way there are reachable)
-        here = {_key(s.values, s.models)}
-        found += _search([s], here, cluster, ()) + _faster_past_memory(s, here, cluster)
-    found = [_within_measured(s, start) if s.fits else s for s in found if not (_reverts(s, start) or _broken(s))]
-    if start.fits:  # what is trained changes only for a large gain: LoRA to save 2 s of a 15-s smoke step is not advice
-        found = [s for s in found if s.kind != METHOD or _faster_by(s, start, METHOD_WORTH)]
-    # a change of the precision trained with (a bf16 base) only where it gains: ranked as if SPEED_GAIN slower, and
-    # taken out of an alternative that fits as fast without it
-    found = [_without_precision(s) if s.fits else s for s in found]
-    ranked = sorted(found, key=lambda s: (KIND_ORDER[s.kind] // 2, _ranked_seconds(s),
-                                          sum(m.numerics for m in s.moves), len(s.moves)))
-    out = _with_lora(_distinct(ranked, limit), ranked, limit)
-    out = list({_key(x.values, x.models): x for x in (_without_inert(x, start) for x in out)}.values())
+        found += _polish(s, cluster, polished)
+    found = _offerable(found, start)
+    out = _offered(found, start, limit)
+    # the first choice (what check --fix applies) as it is offered (pruned, folded, raised to the measured
+    # micro-batches), searched once more as the plan it becomes: a faster config found there is offered in its place
+    # (72B LoRA on 8 x H100: 2,684 s offered, then 2,545 s once applied)
+    first = next((s for s in out if s.fits and s.kind != METHOD), None)
+    more = [] if first is None or _key(first.values, first.models) in polished else _polish(first, cluster, polished)
+    if more:
+        out = _offered(found + _offerable(more, start), start, limit)
     tight = not start.fits and memory_verdict(start.report, start.values, start.models, start.cluster,
                                               fitting=lambda g: None).fits is True
     advice = Advice(fits_now=start.fits, step_seconds=start.seconds, tight_now=tight,
@@ -109,7 +113,45 @@ def advise(values: Mapping, models: Mapping[str, ModelFacts], cluster: Cluster |
     return advice
 
 
+def _polish(s: State, cluster: Cluster | None, polished: set) -> list[State]:
+    """What a search from ``s`` finds, as from the plan ``s`` becomes once applied: moves that each help, and the
+    faster changes that alone go over memory brought back under it (fresh: states seen on the way to ``s`` are
+    reachable from it)."""
+    here = {_key(s.values, s.models)}
+    polished |= here
+    return _search([s], set(here), cluster, ()) + _faster_past_memory(s, set(here), cluster)
+
+
+def _offerable(found: list[State], start: State) -> list[State]:
+    """``found`` as it may be offered: moves that set a key back folded out, micro-batches raised to the measured
+    ones, a change of method to a plan that fits only for a large gain, a change of precision only where it gains."""
+    found = [f for f in (_folded(s, start) for s in found) if f is not None and not _broken(f)]
+    found = [_within_measured(s, start) if s.fits else s for s in found]
+    if start.fits:  # what is trained changes only for a large gain: LoRA to save 2 s of a 15-s smoke step is not advice
+        found = [s for s in found if s.kind != METHOD or _faster_by(s, start, METHOD_WORTH)]
+    # a change of the precision trained with (a bf16 base) only where it gains: ranked as if SPEED_GAIN slower, and
+    # taken out of an alternative that fits as fast without it
+    return [_without_precision(s) if s.fits else s for s in found]
+
+
+def _offered(found: list[State], start: State, limit: int) -> list[State]:
+    """The best ``limit`` of ``found``, distinct, ranked: changes of tuning and hardware by predicted step, then
+    changes of method."""
+    ranked = sorted(found, key=lambda s: (KIND_ORDER[s.kind] // 2, _ranked_seconds(s),
+                                          sum(m.numerics for m in s.moves), len(s.moves)))
+    out = _with_lora(_distinct(ranked, limit), ranked, limit)
+    # without the moves that change nothing, one may be another with more changes and no faster: distinct again
+    return _distinct(list({_key(x.values, x.models): x for x in (_without_inert(x, start) for x in out)}.values()),
+                     limit)
+
+
 POLISHED = 2  # the fastest fitting alternatives each searched once more past memory
+POLISHED_METHODS = 4  # and the fastest of as many changes of method
+
+
+def _family(s: State) -> tuple:
+    """What ``s`` trains: LoRA of the plan's own model, or a smaller model (its name), or the plan's own model."""
+    return tuple(m.what for m in s.moves if m.models), _lora(s)
 
 
 def _ranked_seconds(s: State) -> float:
@@ -161,14 +203,43 @@ def _faster_past_memory(start: State, seen: set, cluster: Cluster | None) -> lis
     return [s for s in _search(over, seen, cluster, (), depth=2) if s.fits and _faster_by(s, start, SPEED_GAIN)]
 
 
-def _reverts(s: State, start: State) -> bool:
-    """A later move of ``s`` sets a key an earlier one changed back to the plan's own value ("CPU offload policy",
-    then "no CPU offload policy"): its label would contradict itself, and the same config is reached without both."""
+def _reverted(s: State, start: State) -> set[str]:
+    """The keys a later move of ``s`` set back to the plan's own value after an earlier one changed them ("full
+    recompute", then "no recompute"): its label would contradict itself."""
     counts: dict[str, int] = {}
     for m in s.moves:
         for k, _ in m.changes:
             counts[k] = counts.get(k, 0) + 1
-    return any(n > 1 and s.values.get(k) == start.values.get(k) for k, n in counts.items())
+    return {k for k, n in counts.items() if n > 1 and s.values.get(k) == start.values.get(k)}
+
+
+def _folded(s: State, start: State) -> State | None:
+    """``s`` without the moves that set a key and set it back (a seed's full recompute, and the polish's no
+    recompute after it): the rest re-estimated from the plan, where that fits and is as fast (the same config,
+    reached without both: the 14B of a 32B Megatron plan offered at 76.8 s, 67.0 s once applied); None where it is
+    not (the moves did more than set the key back: FSDP2 with the offload policy, then no offload policy)."""
+    back = _reverted(s, start)
+    if not back:
+        return s
+    if not s.fits:
+        return None
+    # each move that set a key back is left out; one that changed other keys too gives way to the plan's own move
+    # of just those where there is one (FSDP2 with the offload policy, then no offload policy: FSDP1 -> FSDP2), and
+    # is left out whole otherwise (full recompute's method and layers, which no recompute leaves unread)
+    own = {frozenset(m.changes): m for m in moves_for(start.values, start.models, start.cluster, start.cluster, (), (),
+                                                      start.report)}
+    keep: tuple[Move, ...] = ()
+    for m in s.moves:
+        rest = frozenset((k, v) for k, v in m.changes if k not in back)
+        if len(rest) == len(m.changes):
+            keep += (m,)
+        elif m.kind != TUNING or m.models or m.cluster:
+            return None
+        elif rest in own:
+            keep += (own[rest],)
+    trial = _state(with_moves(start.values, keep), s.models, s.cluster, keep)
+    same = trial.seconds is not None and s.seconds is not None and trial.seconds <= s.seconds * (1 + 0.001)
+    return trial if trial.fits and same and not _broken(trial) else None
 
 
 def _lora(s: State) -> bool:
@@ -182,14 +253,12 @@ def _with_lora(out: list[State], ranked: list[State], limit: int) -> list[State]
     (what ``plan`` prints), before the slower changes of method it displaces, and after the alternatives that stay:
     those of tuning or hardware ranked past the third give it their place (they are slower than the three kept), so
     changes of method stay last."""
-    if any(_lora(s) for s in out):
-        return out
-    lora = next((s for s in ranked if s.fits and _lora(s)), None)
-    if lora is None:
-        return out
+    lora = next((s for s in out if s.fits and _lora(s)), None) or next((s for s in ranked if s.fits and _lora(s)), None)
     at = min(len(out), 3)
+    if lora is None or lora in out[:at + 1]:
+        return out
     # changes of method stay last (what the lists say)
-    rest = [s for s in out[at:] if s.kind == METHOD]
+    rest = [s for s in out[at:] if s.kind == METHOD and s is not lora]
     return (out[:at] + [lora] + rest)[:limit]
 
 
@@ -331,6 +400,11 @@ def _distinct(ranked: list[State], limit: int) -> list[State]:
             continue
         # nor is one that adds changes to an alternative already offered and is no faster
         if any(k < keys and t.fits >= s.fits and _no_faster(s, t) for k, t in chosen):
+            continue
+        # a change of method once for what it trains (the 3B, LoRA): its fastest; the user weighs one against the
+        # other, and the plan it becomes is offered its own tuning
+        if s.kind == METHOD and any(t.kind == METHOD and _family(t) == _family(s) and t.fits >= s.fits
+                                    for _, t in chosen):
             continue
         keys_seen |= {keys, same}
         # an offered one that only adds changes to this and gains under WORTH of a step gives way to it

@@ -8,7 +8,7 @@ import math
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 
-from wizard.core.advice.moves import HARDWARE, METHOD, TUNING, Move, override
+from wizard.core.advice.moves import HARDWARE, LORA_KEY, METHOD, TUNING, Move, override
 from wizard.core.hardware.cluster import Cluster
 from wizard.core.memory.config import FOLLOWS, read_config
 from wizard.core.memory.estimate import MemoryReport, estimate_memory
@@ -75,6 +75,12 @@ class Alternative:
     @property
     def overrides(self) -> list[str]:
         return [override(k, _text(v)) for k, v in self.changes.items()]
+
+    @property
+    def trains(self) -> tuple:
+        """What it trains, for weighing it against the others: (the smaller models it moves to, by name; LoRA of
+        them or of the plan's own model); ((), False) for the plan's own model as it is."""
+        return tuple(m.what for m in self.moves if m.models), bool(self.changes.get(LORA_KEY))
 
     @property
     def text(self) -> str:
