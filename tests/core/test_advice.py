@@ -593,3 +593,31 @@ def test_an_alternative_applied_is_not_offered_a_much_faster_one_training_the_sa
         assert again.fits_now and again.step_seconds == pytest.approx(a.step_seconds, abs=0.06), a.text
         faster = [b.step_seconds for b in again.alternatives if b.fits and b.kind != METHOD and b.step_seconds]
         assert not faster or min(faster) >= 0.95 * offered[a.trains], (a.text, offered[a.trains], min(faster))
+
+
+def test_a_first_choice_keeps_verls_precision_where_other_moves_make_it_as_fast():
+    """14B LoRA on one H200: the bf16 base with checkpointing off (37.0 s) was offered first, though vLLM loading the
+    base with micro-batches of 4 keeps the fp32 adapters at 37.1 s; a change of precision is offered first only where
+    it gains more than SPEED_GAIN."""
+    from wizard.core.advice.search import SPEED_GAIN
+    from wizard.core.plan import apply_overrides
+    from wizard.usecases.advising import plan_advice
+    from wizard.usecases.assessment import assess_plan
+    from wizard.usecases.hardware import machines_for, read_gpu_spec
+    from wizard.usecases.plans import preset_plan
+
+    spec = read_gpu_spec("1xH200-141GB")
+    cluster = machines_for(spec)
+    cluster = cluster.model_copy(update={"nodes": [n.model_copy(update={"memory_bytes": 125 * 2**30})
+                                                    for n in cluster.nodes]})
+    plan = preset_plan("grpo-1gpu-smoke", spec, ["actor_rollout_ref.model.path=Qwen/Qwen2.5-14B-Instruct",
+                                                 "actor_rollout_ref.model.lora_rank=32", f"{A}.strategy=fsdp2",
+                                                 "actor_rollout_ref.ref.strategy=fsdp2"])
+    advice = plan_advice(assess_plan(plan, gpus=spec, cluster=cluster, advise=False).memory)
+    first = advice.best
+    bf16 = [a for a in advice.alternatives if a.fits and f"{AF}.model_dtype=bf16" in a.overrides]
+    assert bf16 and first.step_seconds <= min(a.step_seconds for a in bf16) * (1 + SPEED_GAIN)
+    assert not any("model_dtype" in o for o in first.overrides), first.text
+    again = plan_advice(assess_plan(apply_overrides(plan, first.overrides), gpus=spec, cluster=cluster,
+                                    advise=False).memory)
+    assert again.fits_now and again.step_seconds == pytest.approx(first.step_seconds, abs=0.06)

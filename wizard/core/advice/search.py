@@ -102,6 +102,14 @@ def advise(values: Mapping, models: Mapping[str, ModelFacts], cluster: Cluster |
     # (72B LoRA on 8 x H100: 2,684 s offered, then 2,545 s once applied)
     first = next((s for s in out if s.fits and s.kind != METHOD), None)
     more = [] if first is None or _key(first.values, first.models) in polished else _polish(first, cluster, polished)
+    if first is not None and any(m.numerics for m in first.moves):
+        # a first choice that changes the precision: the same without it, brought back under memory by other moves
+        # (14B LoRA on an H200: a bf16 base with checkpointing off at 37.0 s; vLLM loading the base and micro-batches
+        # of 4 at 37.1 s keep fp32)
+        keep = tuple(m for m in first.moves if not m.numerics)
+        exact = _state(with_moves(start.values, keep), first.models, first.cluster, keep)
+        here = {_key(exact.values, exact.models)}
+        more += [exact] if exact.fits else _search([exact], here, cluster, (), depth=2)
     if more:
         out = _offered(found + _offerable(more, start), start, limit)
     tight = not start.fits and memory_verdict(start.report, start.values, start.models, start.cluster,
