@@ -158,8 +158,8 @@ POLISHED_METHODS = 4  # and the fastest of as many changes of method
 
 
 def _family(s: State) -> tuple:
-    """What ``s`` trains: LoRA of the plan's own model, or a smaller model (its name), or the plan's own model."""
-    return tuple(m.what for m in s.moves if m.models), _lora(s)
+    """What ``s`` trains, as :attr:`Alternative.trains` says it: (the smaller models it moves to; a move set LoRA)."""
+    return tuple(m.what for m in s.moves if m.models), any(dict(m.changes).get(LORA_KEY) for m in s.moves)
 
 
 def _ranked_seconds(s: State) -> float:
@@ -263,7 +263,7 @@ def _with_lora(out: list[State], ranked: list[State], limit: int) -> list[State]
     changes of method stay last."""
     lora = next((s for s in out if s.fits and _lora(s)), None) or next((s for s in ranked if s.fits and _lora(s)), None)
     at = min(len(out), 3)
-    if lora is None or lora in out[:at + 1]:
+    if lora is None or any(s is lora for s in out[:at + 1]):
         return out
     # changes of method stay last (what the lists say)
     rest = [s for s in out[at:] if s.kind == METHOD and s is not lora]
