@@ -223,20 +223,22 @@ def compared():
 
 
 def test_every_run_alone_that_recorded_its_host_ram_is_within_10_percent_of_the_node_estimate():
-    """host.jsonl (the node's used RAM once a second, less its first reading) or Ray's kill report against the
-    estimate's node total: the 14B LoRA run Ray killed, the 7B LoRA run with vLLM's level-1 sleep copy, and a 1.5B
-    PPO run whose peak is its processes (rank 0's read at start was over by then, not added to them)."""
+    """host.jsonl (the node's used RAM once a second, less its first reading and the campaign's own tools) or Ray's
+    kill report against the estimate's node total: the 14B LoRA run Ray killed, the 7B LoRA run with vLLM's level-1
+    sleep copy, and a 1.5B PPO run whose peak is its processes (rank 0's read at start was over by then, not added
+    to them)."""
     from tests.helpers.real_memory import host_row
     from tests.helpers.real_records import load_runs
 
     rows = {r["run"]: r for r in (host_row(run) for run in load_runs(DATA)) if r}
     assert {"advised-grpo-14b-1gpu", "advised-grpo-7b-full-1gpu-safetensors-h100",
             "advised-ppo-1.5b-critic-4096-h100"} <= set(rows)
-    # over by 10.04 %, on the safe side: the second PPO run at 4,096 tokens (15.9 GiB measured, 17.5 estimated);
-    # under by 17 %: the advisor's later PPO choice (21.0 GiB measured, 17.5 estimated, 3.5 GiB on a 125-GiB node;
-    # one run, not understood: its dataloader worker was killed as the run ended)
+    # over by 10.04 %, on the safe side: the second PPO run at 4,096 tokens (15.9 GiB measured, 17.5 estimated).
+    # The advisor's later PPO choice read 21.0 GiB (-17 %) until the campaign's own make_models.py, writing the next
+    # run's model beside its start (16 GiB), was taken out of the readings: 16.4 GiB (+6.9 %), as its siblings
     assert [(n, round(r["error"], 2)) for n, r in rows.items() if abs(r["error"]) > 0.10] == [
-        ("advised-ppo-1.5b-critic-4096-h100-3", 0.10), ("advised-ppo-1.5b-critic-4096-h100-5", -0.17)]
+        ("advised-ppo-1.5b-critic-4096-h100-3", 0.10)]
+    assert 0 < rows["advised-ppo-1.5b-critic-4096-h100-5"]["error"] < 0.10
 
 
 def test_every_recorded_verdict_is_right(compared):

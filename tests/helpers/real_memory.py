@@ -186,6 +186,16 @@ def _triton_buffers_gib(label: str) -> float:
 _RAY_USED = re.compile(r"Memory on the node .*? was ([\d.]+)GB used / ([\d.]+)GB limit")
 
 
+# the campaign's own tools on the node (bench/real, copied to /tmp/dev/real): make_models.py writing the next run's
+# model beside this one held 16 GiB at the 1.5B PPO run's start (advised-ppo-1.5b-critic-4096-h100-5), not verl
+CAMPAIGN_TOOLS = "/tmp/dev/real/"
+
+
+def _run_mib(reading: dict) -> int:
+    """A host.jsonl reading's used RAM less what the campaign's own tools held then (each process: [MiB, command])."""
+    return reading["used_mib"] - sum(p[0] for p in reading.get("procs", {}).values() if CAMPAIGN_TOOLS in p[1])
+
+
 def host_row(run: Run) -> dict | None:
     """The run's host RAM at its highest (or when Ray killed it) against the estimate's node total; None where the
     run recorded neither."""
@@ -201,9 +211,9 @@ def host_row(run: Run) -> dict | None:
         path = run.folder / name
         if measured is None and path.exists():
             text = gzip.decompress(path.read_bytes()).decode() if name.endswith(".gz") else path.read_text()
-            used = [json.loads(line)["used_mib"] for line in text.splitlines() if line.strip()]
+            used = [_run_mib(json.loads(line)) for line in text.splitlines() if line.strip()]
             if used:
-                measured, how = (max(used) - used[0]) * MIB, "host.jsonl (less the first reading)"
+                measured, how = (max(used) - used[0]) * MIB, "host.jsonl (less the first reading, the campaign's tools)"
     if measured is None:
         return None
     report, _, _ = predict(run)
