@@ -4,7 +4,11 @@ becomes is advised again. Printed: the alternative's predicted step, the fastest
 is applied, and by how much that is faster (0 % where nothing faster is offered). A search that stops where a user
 applying its advice would not shows here as a large share.
 
-    .venv/bin/python bench/bench_advice_applied.py [--first]
+    .venv/bin/python bench/bench_advice_applied.py [--first] [--sweep]
+
+``--sweep``: instead, a grid a user could bring: Qwen2.5 0.5B-32B x five GPU sets (one 24 GB, one 80 GB, 2 x 40 GB,
+4 x 48 GB, 8 x 80 GB) x three presets (GRPO on one GPU, GRPO on 8, PPO with a critic of the actor's size): 90
+questions, about 7 minutes.
 """
 
 from __future__ import annotations
@@ -20,10 +24,18 @@ sys.path.insert(0, str(ROOT))
 from bench.bench_advice import QUESTIONS  # noqa: E402
 
 
+SWEEP = [(f"{m} on {g}, {p}", p, g, [f"actor_rollout_ref.model.path=Qwen/Qwen2.5-{m}-Instruct"]
+          + ([f"critic.model.path=Qwen/Qwen2.5-{m}-Instruct"] if p == "ppo-8gpu" else []))
+         for m in ("0.5B", "1.5B", "3B", "7B", "14B", "32B")
+         for g in ("1xRTX-4090-24GB", "1xH100-80GB", "2xA100-40GB", "4xL40S-48GB", "8xH100-80GB")
+         for p in ("grpo-1gpu-smoke", "grpo-8gpu", "ppo-8gpu")]
+
+
 def main(argv=None) -> int:
     p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     p.add_argument("--first", action="store_true", help="the first alternative of each question only")
     p.add_argument("--only", help="questions whose text contains this")
+    p.add_argument("--sweep", action="store_true", help="the grid of models, GPUs and presets instead")
     args = p.parse_args(argv)
     from wizard.core.advice import METHOD
     from wizard.usecases.advising import plan_advice
@@ -33,7 +45,7 @@ def main(argv=None) -> int:
     from wizard.usecases.plans import open_plan, preset_plan
 
     misses, firsts = [], []
-    for question, preset, spec, sets in QUESTIONS:
+    for question, preset, spec, sets in (SWEEP if args.sweep else QUESTIONS):
         if args.only and args.only not in question:
             continue
         gpus = read_gpu_spec(spec)

@@ -82,19 +82,23 @@ def advise(values: Mapping, models: Mapping[str, ModelFacts], cluster: Cluster |
     # polished: from the fastest few that fit, the faster changes that alone go over memory, each brought back under
     # it (gradient checkpointing off with a smaller micro-batch), which a search toward fitting never tries: the
     # first choice applied is then not offered a faster one at once (428 s offered, then 401 s once applied)
-    timed = sorted((s for s in found if s.fits and s.seconds is not None), key=lambda s: s.seconds)
-    best = [s for s in timed if s.kind == TUNING][:POLISHED]
     # and the fastest of each change of method (LoRA of the plan's own model, each smaller model): applied, each is
     # a plan of its own, which a search that reached it on the way to fitting did not tune (LoRA offered at 42.6 s,
-    # 37.0 s once applied)
-    families: dict = {}
-    for s in timed:
-        if s.kind == METHOD:
-            families.setdefault(_family(s), s)
-    best += list(families.values())[:POLISHED_METHODS]
-    polished = set()
-    for s in best:  # searched as the plan it is once applied (fresh: states seen on the way there are reachable)
-        found += _polish(s, cluster, polished)
+    # 37.0 s once applied). Again from what that found, while it finds faster ones: applied, the plan would be
+    # searched, and its fastest searched again (7B LoRA on 2 x 40 GB: 3,378 s, then 2,842 s once applied)
+    polished: set = set()
+    for _ in range(POLISH_ROUNDS):
+        timed = sorted((s for s in found if s.fits and s.seconds is not None), key=lambda s: s.seconds)
+        families: dict = {}
+        for s in timed:
+            if s.kind == METHOD:
+                families.setdefault(_family(s), s)
+        best = [s for s in timed if s.kind == TUNING][:POLISHED] + list(families.values())[:POLISHED_METHODS]
+        best = [s for s in best if _key(s.values, s.models) not in polished]
+        if not best:
+            break
+        for s in best:  # searched as the plan it is once applied (fresh: states seen on the way there are reachable)
+            found += _polish(s, cluster, polished)
     found = _offerable(found, start)
     out = _offered(found, start, limit)
     # the first choice (what check --fix applies) as it is offered (pruned, folded, raised to the measured
@@ -155,6 +159,7 @@ def _offered(found: list[State], start: State, limit: int) -> list[State]:
 
 POLISHED = 2  # the fastest fitting alternatives each searched once more past memory
 POLISHED_METHODS = 4  # and the fastest of as many changes of method
+POLISH_ROUNDS = 3  # each round from the fastest the last one found
 
 
 def _family(s: State) -> tuple:
@@ -232,8 +237,9 @@ def _folded(s: State, start: State) -> State | None:
     if not s.fits:
         return None
     # each move that set a key back is left out; one that changed other keys too gives way to the plan's own move
-    # of just those where there is one (FSDP2 with the offload policy, then no offload policy: FSDP1 -> FSDP2), and
-    # is left out whole otherwise (full recompute's method and layers, which no recompute leaves unread)
+    # of those (FSDP2 with the offload policy, then no offload policy: FSDP1 -> FSDP2, the critic's strategy left
+    # as it was where the plan's move had it too), and is left out whole where no move of the plan makes them (full
+    # recompute's method and layers, which no recompute leaves unread)
     own = {frozenset(m.changes): m for m in moves_for(start.values, start.models, start.cluster, start.cluster, (), (),
                                                       start.report)}
     keep: tuple[Move, ...] = ()
@@ -243,8 +249,10 @@ def _folded(s: State, start: State) -> State | None:
             keep += (m,)
         elif m.kind != TUNING or m.models or m.cluster:
             return None
-        elif rest in own:
-            keep += (own[rest],)
+        elif rest and (mine := [o for c, o in own.items() if rest <= c and o.name != m.name]):
+            whole = min(mine, key=lambda o: len(o.changes))  # the plan's move that makes the least beside them
+            keep += (whole if frozenset(whole.changes) == rest else replace(whole, changes=tuple(
+                (k, v) for k, v in whole.changes if (k, v) in rest)),)
     trial = _state(with_moves(start.values, keep), s.models, s.cluster, keep)
     same = trial.seconds is not None and s.seconds is not None and trial.seconds <= s.seconds * (1 + 0.001)
     return trial if trial.fits and same and not _broken(trial) else None
