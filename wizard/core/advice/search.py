@@ -81,7 +81,7 @@ def advise(values: Mapping, models: Mapping[str, ModelFacts], cluster: Cluster |
                 found += [_pruned(x, start) for x in fit[:2]]
     # polished: from the fastest few that fit, the faster changes that alone go over memory, each brought back under
     # it (gradient checkpointing off with a smaller micro-batch), which a search toward fitting never tries: the
-    # first choice applied is then not offered a faster one at once (428 s offered, then 401 s once applied)
+    # first choice applied is then not offered a faster one at once (428 s offered, then 401 s once applied);
     # and the fastest of each change of method (LoRA of the plan's own model, each smaller model): applied, each is
     # a plan of its own, which a search that reached it on the way to fitting did not tune (LoRA offered at 42.6 s,
     # 37.0 s once applied). Again from what that found, while it finds faster ones: applied, the plan would be
@@ -230,7 +230,7 @@ def _folded(s: State, start: State) -> State | None:
     """``s`` without the moves that set a key and set it back (a seed's full recompute, and the polish's no
     recompute after it): the rest re-estimated from the plan, where that fits and is as fast (the same config,
     reached without both: the 14B of a 32B Megatron plan offered at 76.8 s, 67.0 s once applied); None where it is
-    not (the moves did more than set the key back: FSDP2 with the offload policy, then no offload policy)."""
+    not (re-estimated, the fold is slower or over memory: the moves did more than set the key back)."""
     back = _reverted(s, start)
     if not back:
         return s
