@@ -321,7 +321,7 @@ def test_an_alternative_that_gave_way_to_a_simpler_one_does_not_put_a_slower_one
     from types import SimpleNamespace
 
     from wizard.core.advice.moves import Move
-    from wizard.core.advice.search import _distinct
+    from wizard.core.advice.offer import _distinct
     from wizard.core.advice.state import State
 
     def state(seconds, peak_gib, *knobs):

@@ -1,6 +1,6 @@
 """The advisor: the fastest config that fits this model, these GPUs and this data (``search``), from the knobs a
-user can turn (``moves``), every candidate re-estimated and timed (``state``); what it says where nothing fits
-(``statement``)."""
+user can turn (``moves``), every candidate re-estimated and timed (``state``); what of it is offered, ranked
+(``offer``); what it says where nothing fits (``statement``)."""
 
 from wizard.core.face import face
 

@@ -162,7 +162,7 @@ def moves_for(values: Mapping, models: Mapping[str, ModelFacts], cluster: Cluste
 
 # samples: the smallest micro-batch of the runs the step time was fitted on. verl's work per micro-batch is barely
 # pinned by them (micro-batches of 4-16 samples), so a smaller one is offered where it saves memory, never as faster
-# (wizard.core.advice.search: _better, _within_measured)
+# (wizard.core.advice.search._better, wizard.core.advice.offer._within_measured)
 SMALLEST_MEASURED_MICRO = 4
 MICRO_KEYS = (f"{A}.ppo_micro_batch_size_per_gpu", f"{R}.log_prob_micro_batch_size_per_gpu",
               f"{REF}.log_prob_micro_batch_size_per_gpu", f"{CF}.micro_batch_size_per_gpu",

@@ -78,9 +78,8 @@ class Alternative:
 
     @property
     def trains(self) -> tuple:
-        """What it trains, for weighing it against the others: (the smaller models it moves to, by name; LoRA of
-        them or of the plan's own model); ((), False) for the plan's own model as it is."""
-        return tuple(m.what for m in self.moves if m.models), bool(self.changes.get(LORA_KEY))
+        """What it trains, for weighing it against the others (:func:`trains`)."""
+        return trains(self.moves)
 
     @property
     def text(self) -> str:
@@ -126,6 +125,12 @@ class Alternative:
                 "host_gib": None if self.host_bytes is None else round(self.host_bytes / GIB, 2)}
 
 
+def trains(moves: tuple[Move, ...]) -> tuple:
+    """What ``moves`` train: (the smaller models they move to, by name; whether one sets LoRA, of them or of the
+    plan's own model); ((), False) for the plan's own model as it is."""
+    return tuple(m.what for m in moves if m.models), any(dict(m.changes).get(LORA_KEY) for m in moves)
+
+
 @dataclass
 class Advice:
     fits_now: bool  # with the estimate's margin
@@ -147,7 +152,7 @@ class Advice:
 
     def lora_kept(self, limit: int = 4) -> str | None:
         """Why a slower change of method comes before a faster one among the first ``limit``: LoRA of the plan's own
-        model is kept in the list where smaller models (always faster) would push it out (search._with_lora)."""
+        model is kept in the list where smaller models (always faster) would push it out (offer._with_lora)."""
         methods = [a.step_seconds for a in self.alternatives[:limit] if a.kind == METHOD and a.step_seconds]
         if methods == sorted(methods):
             return None
