@@ -203,6 +203,24 @@ def test_check_fix_applies_the_config_that_fits_and_exits_1_while_an_error_remai
     assert "fix (not applied by --fix): " in stuck.stderr and "Qwen/Qwen2.5-3B-Instruct" in stuck.stderr
 
 
+def test_the_fix_offered_is_the_first_alternative_that_asks_nothing_of_host_ram_nobody_knows():
+    """3B on 2 x A100-40GB: rollout TP 2 and FSDP2 without checkpointing are both about 17 s a step, and TP 2 needs
+    67 GiB of a host --gpus says nothing of. `plan` names the FSDP2 one to apply and `check --fix` offers it (the
+    window preselects the same row: Advice.pick)."""
+    args = ("--preset", "grpo-1gpu-smoke", "--gpus", "2xA100-40GB", "--set",
+            "actor_rollout_ref.model.path=Qwen/Qwen2.5-3B-Instruct", "--no-data")
+    out = run(*args).stdout
+    lines = out.splitlines()
+    first = next(x for x in lines if x.startswith("  1) "))
+    assert "rollout TP 1 -> 2" in first and "(unknown here)" in first
+    apply = next(x for x in lines if x.startswith("  apply "))
+    assert apply.startswith("  apply 2), the first that asks nothing of host RAM not known here, with: ")
+    assert "strategy=fsdp2" in apply and "tensor_model_parallel_size" not in apply
+    fixed = run_cli("check", "--fix", *args[:-1])
+    told = next(x for x in fixed.stderr.splitlines() if "to apply its fix" in x)
+    assert "strategy=fsdp2" in told and "tensor_model_parallel_size" not in told
+
+
 def test_plan_judges_the_train_file_the_config_names_with_the_models_tokenizer(tmp_path):
     from tests.helpers.tiny_data import write_gsm8k_like
 

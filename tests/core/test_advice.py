@@ -12,6 +12,7 @@ from wizard.core.advice.state import deficit
 from wizard.core.check.verdict import check_overrides
 from wizard.core.hardware.cluster import parse_cluster_spec
 from wizard.core.memory.estimate import estimate_memory
+from wizard.core.memory.terms import GIB
 from tests.core.test_memory_rules import Q7
 from tests.helpers.hf_configs import QWEN25_05B, QWEN25_15B
 from wizard.core.models.facts import facts_from_hf_config
@@ -631,3 +632,33 @@ def test_a_first_choice_keeps_verls_precision_where_other_moves_make_it_as_fast(
     again = plan_advice(assess_plan(apply_overrides(plan, first.overrides), gpus=spec, cluster=cluster,
                                     advise=False).memory)
     assert again.fits_now and again.step_seconds == pytest.approx(first.step_seconds, abs=0.06)
+
+
+def _alt(kind: str, host_gib: float = 0, fits: bool = True):
+    from wizard.core.advice.state import Alternative
+
+    return Alternative(moves=(), changes={"k": kind}, kind=kind, fits=fits, verdict="fits", peak_bytes=GIB,
+                       capacity_bytes=80 * GIB, step_seconds=10.0, host_bytes=int(host_gib * GIB))
+
+
+@pytest.mark.parametrize("rows, chosen, said, fixed", [
+    # the first change of tuning that asks nothing of an unknown host, though a faster one comes before it: both the
+    # window's Apply and check --fix take it
+    ([_alt("tuning", 239), _alt("tuning"), _alt("method")], 1, None, 1),
+    # every change that keeps the method needs unknown host RAM: the window selects none and says why; check --fix,
+    # asked to fix, applies the first (its note says what the host must hold); never LoRA in their place
+    ([_alt("tuning", 239), _alt("method")], None, "need host RAM not known here, the others change what is trained", 0),
+    # more of the user's own GPUs is no change of what is trained: both take it
+    ([_alt("hardware"), _alt("method")], 0, None, 0),
+    ([_alt("method"), _alt("method")], None, "each of these changes what is trained", None),
+    ([_alt("tuning", fits=False)], None, None, None),
+])
+def test_the_window_and_check_fix_take_one_alternative_by_one_rule(rows, chosen, said, fixed):
+    """The row the Make it fit dialog selects for Apply and what `check --fix` applies come from one rule
+    (Advice.pick): they differ only where every such change needs host RAM nobody knows."""
+    from wizard.core.advice.state import Advice
+
+    advice = Advice(fits_now=False, step_seconds=None, alternatives=rows)
+    row, why = advice.pick()
+    assert row == chosen and (why is None if said is None else said in why and "pick one" in why)
+    assert advice.best_index() == fixed

@@ -275,30 +275,6 @@ def test_every_alternative_s_words_are_shown_whole_in_their_row(qtbot):
         [table.sizeHintForRow(r) for r in range(table.rowCount())]
 
 
-def alternative(kind: str, host_note: str = "", fits: bool = True):
-    from types import SimpleNamespace
-
-    return SimpleNamespace(kind=kind, host_note=host_note, fits=fits)
-
-
-@pytest.mark.parametrize("rows, chosen, said", [
-    # the first change of tuning that asks nothing of an unknown host, though a faster one comes before it
-    ([alternative("tuning", "host RAM about 239 GiB a node (unknown here)"), alternative("tuning"),
-      alternative("method")], 1, None),
-    # every change of tuning needs unknown host RAM: never LoRA (a change of method, listed last) in their place
-    ([alternative("tuning", "host RAM about 239 GiB a node (unknown here)"), alternative("method")], None,
-     "the tuning changes need host RAM not known here, the others change what is trained"),
-    ([alternative("method"), alternative("method")], None, "each of these changes what is trained"),
-    ([alternative("hardware"), alternative("method")], None, "each of these changes what is trained or the GPUs"),
-    ([alternative("tuning", fits=False)], None, None),
-])
-def test_the_row_selected_for_apply_is_a_tuning_change_the_host_is_known_to_hold(rows, chosen, said):
-    from wizard.gui.widgets.advice_dialog import preselected
-
-    row, why = preselected(rows)
-    assert row == chosen and (why is None if said is None else said in why and "pick one" in why)
-
-
 def test_where_every_tuning_change_needs_unknown_host_ram_nothing_is_selected_and_one_line_says_why(board, qtbot):
     """7B on one H100 known by its GPU only: each change of tuning fits by FSDP2's CPU offload, whose host RAM
     nobody knows; LoRA, last ("changes of method last"), needs none, but is not what Apply should take alone."""

@@ -276,7 +276,12 @@ def _speed_lines(step, advice, findings: list[Finding] = (), if_it_fit: bool = F
                        + (f"; {kept}" if (kept := advice.lora_kept(4)) else ""))
         best = advice.best
         if best is not None:
-            out.append("  apply the first with: " + " ".join(f"--set {o}" for o in best.overrides))
+            sets = " ".join(f"--set {o}" for o in best.overrides)
+            if (i := advice.best_index()) == 0:
+                out.append(f"  apply the first with: {sets}")
+            else:  # those before it need host RAM nobody knows here (--gpus does not say)
+                out += [f"  {i + 1}) {best.line()}"] if i >= 4 else []
+                out.append(f"  apply {i + 1}), the first that asks nothing of host RAM not known here, with: {sets}")
             other = _other_errors(findings) if left is None else left
             if other:  # the alternatives are about memory and speed; what else stops the run is listed below
                 out.append(f"  (that fixes memory; errors below still stop the run: {', '.join(other)}. `verl-wizard "

@@ -139,10 +139,35 @@ class Advice:
     alternatives: list[Alternative] = field(default_factory=list)  # best first
     statement: str | None = None  # nothing on this hardware fits: why, and the smallest change
 
+    def pick(self) -> tuple[int | None, str | None]:
+        """(the alternative one Apply takes unasked, by index; or None and why none is): the first that fits, changes
+        no method and asks nothing of a host whose RAM nobody knows (a 4 x 24 GB node's first alternative wanted
+        259 GiB of it). A change of method (LoRA, a smaller model) changes what is trained, and one that needs
+        unknown host RAM may not start: the user picks those. The window selects this row; ``best`` reads it."""
+        fitting = [a for a in self.alternatives if a.fits]
+        for i, alt in enumerate(self.alternatives):
+            if alt.fits and alt.kind != METHOD and not alt.host_note:
+                return i, None
+        if not fitting:
+            return None, None
+        if any(a.kind != METHOD for a in fitting):
+            rest = ", the others change what is trained" if any(a.kind == METHOD for a in fitting) else ""
+            return None, f"None is selected: the changes that fit need host RAM not known here{rest}; pick one to apply."
+        return None, "None is selected: each of these changes what is trained; pick one to apply."
+
     @property
     def best(self) -> Alternative | None:
-        """What one Apply lands: the first alternative that fits and changes no method (None: none such)."""
+        """What ``check --fix`` applies (None: none such): ``pick``'s alternative; where only the host's unknown RAM
+        stops it, the first that fits and changes no method all the same, which the user asked to apply and a
+        ``memory.host_unknown`` note then qualifies (the window selects none there and says why)."""
+        i, _ = self.pick()
+        if i is not None:
+            return self.alternatives[i]
         return next((a for a in self.alternatives if a.fits and a.kind != METHOD), None)
+
+    def best_index(self) -> int | None:
+        best = self.best
+        return None if best is None else self.alternatives.index(best)
 
     def lines(self, limit: int = 4) -> list[str]:
         out = [f"{i}) {a.line()}" for i, a in enumerate(self.alternatives[:limit], 1)]

@@ -15,7 +15,7 @@ from PySide6.QtWidgets import (
     QWidget,
 )
 
-from wizard.core.advice import NONE_FASTER, TUNING
+from wizard.core.advice import NONE_FASTER
 from wizard.core.memory import GIB
 from wizard.core.plan import apply_overrides
 from wizard.core.steptime.terms import seconds_text
@@ -36,25 +36,6 @@ def _search(memory):
     from wizard.usecases.advising import plan_advice, step_time
 
     return plan_advice(memory), step_time(memory)
-
-
-def preselected(alternatives: list) -> tuple[int | None, str | None]:
-    """(the row selected for Apply, or None and why none is): the first change of tuning that fits and asks nothing
-    of a host whose RAM nobody knows (a 4 x 24 GB node's first alternative wanted 259 GiB of it). A change of
-    method (LoRA, a smaller model) changes what is trained, and one that needs unknown host RAM may not start: the
-    user picks those, never Apply alone."""
-    fitting = [a for a in alternatives if a.fits]
-    for i, alt in enumerate(alternatives):
-        if alt.fits and alt.kind == TUNING and not alt.host_note:
-            return i, None
-    if not fitting:
-        return None, None
-    other = " or ".join(w for k, w in (("method", "what is trained"), ("hardware", "the GPUs"))
-                        if any(a.kind == k for a in fitting))
-    if any(a.kind == TUNING for a in fitting):
-        rest = f", the others change {other}" if other else ""
-        return None, f"None is selected: the tuning changes need host RAM not known here{rest}; pick one to apply."
-    return None, f"None is selected: each of these changes {other}; pick one to apply."
 
 
 class AdviceDialog(QDialog):
@@ -173,7 +154,7 @@ class AdviceDialog(QDialog):
         self.table.setVerticalScrollBarPolicy(Qt.ScrollBarAlwaysOn)
         self.table.horizontalHeader().resizeSections()
         self.table.resizeRowsToContents()
-        first, why = preselected(self.alternatives)
+        first, why = self.advice.pick() if self.advice is not None else (None, None)
         if first is not None:
             self.table.selectRow(first)
         self.unpicked.setText(why or "")
