@@ -599,6 +599,8 @@ def test_an_alternative_applied_is_not_offered_a_much_faster_one_training_the_sa
     for a in first.alternatives:  # a move folded into the plan's own says what its overrides do
         if "with the CPU offload policy" in a.text:
             assert any(o.endswith("offload_policy=True") for o in a.overrides), (a.text, a.overrides)
+        if "FSDP1 -> FSDP2" in a.text and preset.startswith("ppo"):  # the critic's too, or it says not
+            assert "critic.strategy=fsdp2" in a.overrides or "critic.strategy as it was" in a.text, a.text
     for a in [a for a in first.alternatives if a.fits and a.step_seconds is not None]:
         again = advised(a.overrides)
         assert again.fits_now and again.step_seconds == pytest.approx(a.step_seconds, abs=0.06), a.text

@@ -117,8 +117,9 @@ def _folded(s: State, start: State) -> State | None:
             return None
         elif rest and (mine := [o for c, o in own.items() if rest <= c and o.name != m.name]):
             whole = min(mine, key=lambda o: len(o.changes))  # the plan's move that makes the least beside them
-            keep += (whole if frozenset(whole.changes) == rest else replace(whole, changes=tuple(
-                (k, v) for k, v in whole.changes if (k, v) in rest)),)
+            left = [k for k, v in whole.changes if (k, v) not in rest]  # its label says what it leaves as it was
+            keep += (whole if not left else replace(whole, changes=tuple(
+                (k, v) for k, v in whole.changes if (k, v) in rest), why=f"{whole.why} ({', '.join(left)} as it was)"),)
     trial = _state(with_moves(start.values, keep), s.models, s.cluster, keep)
     same = trial.seconds is not None and s.seconds is not None and trial.seconds <= s.seconds * (1 + 0.001)
     return trial if trial.fits and same and not broken(trial) else None
