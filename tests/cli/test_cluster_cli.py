@@ -173,3 +173,23 @@ def test_a_preset_named_like_the_output_folder_and_printed_paths_to_paste(capsys
     odd = tmp_path / "we ird $x"
     code, out, _err = cli(["cluster", "grpo-2node", "--out", str(odd)], capsys)
     assert code == 0 and f"sbatch '{odd / 'slurm.sbatch'}'" in out  # quoted: pasted, it names the file
+
+
+def test_kuberays_pods_request_the_host_ram_the_plan_needs_a_node(capsys, tmp_path):
+    """A pod with no memory request is scheduled onto any node with free GPUs, and verl's offload and vLLM's
+    sleeping weights then find too little RAM an hour in (Ray's monitor kills workers at 95 % of it): each pod
+    requests the node's peak by the memory estimate, the same figure `plan` prints, and sets no limit."""
+    import math
+
+    code, out, _ = cli(["plan", "--preset", "grpo-2node", "--gpus", "2x8xH100-80GB", "--no-data", "--format", "json"],
+                       capsys)
+    need = max(n["need_gib"] for n in json.loads(out)["host"]["nodes"])
+    code, _, err = cli(["cluster", "grpo-2node", "--target", "kuberay", "--out", str(tmp_path)], capsys)
+    assert code == 0, err
+    text = (tmp_path / "kuberay-rayjob.yaml").read_text()
+    cluster = yaml.safe_load(text)["spec"]["rayClusterSpec"]
+    pods = [cluster["headGroupSpec"]] + cluster["workerGroupSpecs"]
+    for pod in pods:
+        resources = pod["template"]["spec"]["containers"][0]["resources"]
+        assert resources["requests"]["memory"] == f"{math.ceil(need)}Gi" and "memory" not in resources["limits"]
+    assert f"# Each pod requests {math.ceil(need)}Gi of memory" in text

@@ -423,3 +423,17 @@ def test_the_rayjob_s_ports_are_the_ones_ray_opens_and_its_command_meets_one_she
     proc = subprocess.run(["/bin/sh", "-c", "printf '%s\\n' " + doc["spec"]["entrypoint"]], capture_output=True,
                           text=True, check=True)
     assert "data.train_files=${oc.env:HOME}/data/gsm8k/train.parquet" in proc.stdout.splitlines()
+
+
+def test_a_rayjob_without_a_host_estimate_requests_no_memory_and_says_to_add_it(rayjob_validator):
+    from wizard.core.memory.terms import GIB
+
+    plan = preset_plan("grpo-2node")
+    bare = render_cluster(plan, target_for(plan), ("kuberay",)).files["kuberay-rayjob.yaml"]
+    head = yaml.safe_load(bare)["spec"]["rayClusterSpec"]["headGroupSpec"]["template"]["spec"]["containers"][0]
+    assert "memory" not in head["resources"]["requests"] and "# No memory request:" in bare
+    sized = yaml.safe_load(render_cluster(plan, target_for(plan), ("kuberay",), host_bytes=int(100.2 * GIB))
+                           .files["kuberay-rayjob.yaml"])
+    assert list(rayjob_validator.iter_errors(sized)) == []
+    head = sized["spec"]["rayClusterSpec"]["headGroupSpec"]["template"]["spec"]["containers"][0]
+    assert head["resources"]["requests"]["memory"] == "101Gi"  # rounded up: the scheduler needs at least that much

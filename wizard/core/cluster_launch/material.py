@@ -25,8 +25,10 @@ class ClusterMaterial:
 RAY_FILES = ("ray-head.sh", "ray-worker.sh", "submit.sh", "runtime_env.yaml")
 
 
-def render_cluster(plan: Plan, target: ClusterTarget, targets: tuple[str, ...] = TARGETS) -> ClusterMaterial:
-    """Every file of the chosen targets (``ray``, ``slurm``, ``kuberay``) for ``plan`` on ``target``."""
+def render_cluster(plan: Plan, target: ClusterTarget, targets: tuple[str, ...] = TARGETS,
+                   host_bytes: int | None = None) -> ClusterMaterial:
+    """Every file of the chosen targets (``ray``, ``slurm``, ``kuberay``) for ``plan`` on ``target``; ``host_bytes``:
+    the RAM a node needs by the memory estimate (KubeRay's pods request it), None where it was not estimated."""
     unknown = [t for t in targets if t not in TARGETS]
     if unknown:
         raise ValueError(f"unknown target {unknown[0]!r}: use {', '.join(TARGETS)} or all")
@@ -42,7 +44,7 @@ def render_cluster(plan: Plan, target: ClusterTarget, targets: tuple[str, ...] =
     if "slurm" in targets:
         files["slurm.sbatch"] = render_slurm(job, target)
     if "kuberay" in targets:
-        files["kuberay-rayjob.yaml"] = render_kuberay(job, target)
+        files["kuberay-rayjob.yaml"] = render_kuberay(job, target, host_bytes)
         notes += kuberay_notes(job, target)
     executable = [n for n in files if n.endswith((".sh", ".sbatch"))]
     return ClusterMaterial(files=files, executable=executable, job=job, target=target, notes=notes)

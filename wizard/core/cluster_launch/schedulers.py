@@ -22,6 +22,7 @@ the secrets are.
 
 from __future__ import annotations
 
+import math
 import re
 import shlex
 
@@ -30,6 +31,7 @@ import yaml
 from wizard import __version__
 from wizard.core.cluster_launch.job import (IMAGES, MIN_NODE_CPUS, ClusterJob, ClusterTarget, entry_words,
                                             env_checks, env_default, env_lines, runtime_env, shape_text, to_yaml)
+from wizard.core.memory.terms import GIB
 from wizard.core.plan.emit import ENTRY, env_to_oc
 
 SECRET_NAME = "verl-secrets"
@@ -159,9 +161,19 @@ def entrypoint(job: ClusterJob) -> str:
     return " ".join(shlex.quote(w) for w in words)
 
 
-def _container(name: str, job: ClusterJob, target: ClusterTarget, image: str, head: bool) -> dict:
+def memory_request(host_bytes: int | None) -> str | None:
+    """A pod's memory request for a node that needs ``host_bytes`` of RAM (the estimate's node peak: offloaded
+    states, vLLM's pinned copy of its weights while it sleeps, the workers), in whole GiB rounded up: the scheduler
+    then places each pod only on a node with that much to spare. No limit: past one the kernel kills the pod, and
+    Ray's memory monitor kills workers at 95 % of it (it killed a 14B LoRA run at 120.9 of 125.9 GB)."""
+    return None if not host_bytes else f"{math.ceil(host_bytes / GIB)}Gi"
+
+
+def _container(name: str, job: ClusterJob, target: ClusterTarget, image: str, head: bool,
+               host_bytes: int | None = None) -> dict:
     amount = {"cpu": str(node_cpus(target)), "nvidia.com/gpu": str(target.gpus_per_node)}
-    spec: dict = {"name": name, "image": image, "resources": {"limits": dict(amount), "requests": dict(amount)}}
+    requests = dict(amount) | ({"memory": mem} if (mem := memory_request(host_bytes)) else {})
+    spec: dict = {"name": name, "image": image, "resources": {"limits": dict(amount), "requests": requests}}
     if job.secrets:
         spec["env"] = [{"name": s, "valueFrom": {"secretKeyRef": {"name": SECRET_NAME, "key": s}}}
                        for s in job.secrets]
@@ -174,26 +186,28 @@ def _container(name: str, job: ClusterJob, target: ClusterTarget, image: str, he
     return spec
 
 
-def _pod(name: str, job: ClusterJob, target: ClusterTarget, image: str, head: bool) -> dict:
-    return {"spec": {"containers": [_container(name, job, target, image, head)],
+def _pod(name: str, job: ClusterJob, target: ClusterTarget, image: str, head: bool,
+         host_bytes: int | None = None) -> dict:
+    return {"spec": {"containers": [_container(name, job, target, image, head, host_bytes)],
                      "volumes": [{"name": "dshm", "emptyDir": {"medium": "Memory"}}]}}
 
 
-def rayjob(job: ClusterJob, target: ClusterTarget) -> dict:
-    """The RayJob document (a dict; ``render_kuberay`` adds the comments)."""
+def rayjob(job: ClusterJob, target: ClusterTarget, host_bytes: int | None = None) -> dict:
+    """The RayJob document (a dict; ``render_kuberay`` adds the comments); ``host_bytes``: the RAM a node needs (the
+    memory estimate's), each pod's memory request."""
     image = target.image or default_image(job)
     cluster: dict = {
         # the ports the head's container declares (its Service and the dashboard address come from them) are the ones
         # Ray opens only when rayStartParams says so: KubeRay starts the head on 6379 and 8265 otherwise
         "headGroupSpec": {"rayStartParams": {"dashboard-host": "0.0.0.0", "port": str(target.port),
                                              "dashboard-port": str(target.dashboard_port)},
-                          "template": _pod("ray-head", job, target, image, head=True)},
+                          "template": _pod("ray-head", job, target, image, head=True, host_bytes=host_bytes)},
     }
     workers = target.nodes - 1
     if workers:
         cluster["workerGroupSpecs"] = [{
             "groupName": "gpu-workers", "replicas": workers, "minReplicas": workers, "maxReplicas": workers,
-            "rayStartParams": {}, "template": _pod("ray-worker", job, target, image, head=False),
+            "rayStartParams": {}, "template": _pod("ray-worker", job, target, image, head=False, host_bytes=host_bytes),
         }]
     env_doc = runtime_env(job, None)
     return {
@@ -214,8 +228,8 @@ def rayjob(job: ClusterJob, target: ClusterTarget) -> dict:
     }
 
 
-def render_kuberay(job: ClusterJob, target: ClusterTarget) -> str:
-    doc = rayjob(job, target)
+def render_kuberay(job: ClusterJob, target: ClusterTarget, host_bytes: int | None = None) -> str:
+    doc = rayjob(job, target, host_bytes)
     name = doc["metadata"]["name"]
     image = target.image or default_image(job)
     head = [
@@ -234,6 +248,12 @@ def render_kuberay(job: ClusterJob, target: ClusterTarget) -> str:
     if not target.image:
         head += ["#   It carries verl's dependencies but not verl itself: use an image built FROM it with",
                  "#   `RUN pip install --no-deps verl==0.9.1`, and put its name in both `image:` fields."]
+    if host_bytes:
+        head.append(f"# Each pod requests {memory_request(host_bytes)} of memory: what the plan's memory estimate "
+                    "says a node holds at its peak (offload, vLLM's sleeping weights, the workers); no limit is set.")
+    else:
+        head.append("# No memory request: the plan's host RAM was not estimated (name the GPU model); verl's offload "
+                    "and vLLM's sleeping weights live in host RAM, so add one under resources.requests.")
     head += ["# Data, models and checkpoints must be in the image or on volumes the pods mount (add them below).",
              "# Values that start with ${oc.env:...} are read by verl from the head pod's environment."]
     if job.secrets:
@@ -255,4 +275,5 @@ def kuberay_notes(job: ClusterJob, target: ClusterTarget) -> list[str]:
     return notes
 
 
-__all__ = ["render_slurm", "render_kuberay", "rayjob", "rayjob_name", "entrypoint", "kuberay_notes", "node_cpus"]
+__all__ = ["render_slurm", "render_kuberay", "rayjob", "rayjob_name", "entrypoint", "kuberay_notes", "node_cpus",
+           "memory_request"]
