@@ -57,8 +57,10 @@ def test_json_gives_the_job_overrides_with_the_cluster_shape(capsys, tmp_path):
     code, out, _ = cli(["cluster", "grpo-1gpu-smoke", "--nodes", "2", "--gpus-per-node", "4", "--cpus-per-node", "32",
                         "--out", str(tmp_path), "--format", "json", *micro], capsys)
     doc = json.loads(out)
+    request = doc["target"].pop("memory_request")  # KubeRay's pods: the estimate's node peak, whole GiB
     assert code == 0 and doc["ok"] and doc["target"] == {"nodes": 2, "gpus_per_node": 4, "cpus_per_node": 32,
                                                          "head_address": None}
+    assert request.endswith("Gi") and int(request[:-2]) > 0
     assert "trainer.nnodes=2" in doc["overrides"] and "trainer.n_gpus_per_node=4" in doc["overrides"]
     assert doc["dropped"] == ["ray_kwargs.ray_init.num_cpus=16"]
     assert sorted(os.path.basename(f) for f in doc["files"]) == sorted(ALL)

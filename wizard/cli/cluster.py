@@ -76,6 +76,7 @@ def _target(args, plan):
 def run_cluster(args) -> int:
     from wizard.adapters.files.disk import WriteError
     from wizard.core.cluster_launch import TARGETS
+    from wizard.core.cluster_launch.schedulers import memory_request
     from wizard.usecases.writing import write_cluster
 
     plan, source_findings = _plan(args)
@@ -96,7 +97,9 @@ def run_cluster(args) -> int:
                           "overrides": material.job.overrides, "dropped": material.job.dropped,
                           "findings": [f.to_json() for f in findings],
                           "target": {"nodes": target.nodes, "gpus_per_node": target.gpus_per_node,
-                                     "cpus_per_node": target.cpus_per_node, "head_address": target.head_address}}))
+                                     "cpus_per_node": target.cpus_per_node, "head_address": target.head_address,
+                                     # KubeRay's pods request this (the estimate's node peak); null: not estimated
+                                     "memory_request": memory_request(material.host_bytes)}}))
     else:
         print_findings(findings, header=header)
         for path in written.files:

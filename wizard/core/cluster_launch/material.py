@@ -20,6 +20,7 @@ class ClusterMaterial:
     job: ClusterJob
     target: ClusterTarget
     notes: list[str] = field(default_factory=list)
+    host_bytes: int | None = None  # the RAM a node needs by the memory estimate (KubeRay's pods request it)
 
 
 RAY_FILES = ("ray-head.sh", "ray-worker.sh", "submit.sh", "runtime_env.yaml")
@@ -47,4 +48,5 @@ def render_cluster(plan: Plan, target: ClusterTarget, targets: tuple[str, ...] =
         files["kuberay-rayjob.yaml"] = render_kuberay(job, target, host_bytes)
         notes += kuberay_notes(job, target)
     executable = [n for n in files if n.endswith((".sh", ".sbatch"))]
-    return ClusterMaterial(files=files, executable=executable, job=job, target=target, notes=notes)
+    return ClusterMaterial(files=files, executable=executable, job=job, target=target, notes=notes,
+                           host_bytes=host_bytes)
