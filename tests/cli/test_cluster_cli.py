@@ -186,8 +186,9 @@ def test_kuberays_pods_request_the_host_ram_the_plan_needs_a_node(capsys, tmp_pa
     code, out, _ = cli(["plan", "--preset", "grpo-2node", "--gpus", "2x8xH100-80GB", "--no-data", "--format", "json"],
                        capsys)
     need = max(n["need_gib"] for n in json.loads(out)["host"]["nodes"])
-    code, _, err = cli(["cluster", "grpo-2node", "--target", "kuberay", "--out", str(tmp_path)], capsys)
+    code, out, err = cli(["cluster", "grpo-2node", "--target", "kuberay", "--out", str(tmp_path)], capsys)
     assert code == 0, err
+    assert f"note: kuberay-rayjob.yaml: each pod requests {math.ceil(need)}Gi of memory" in out
     text = (tmp_path / "kuberay-rayjob.yaml").read_text()
     cluster = yaml.safe_load(text)["spec"]["rayClusterSpec"]
     pods = [cluster["headGroupSpec"]] + cluster["workerGroupSpecs"]

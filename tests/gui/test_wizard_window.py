@@ -3,6 +3,7 @@
 import json
 
 import pytest
+import yaml
 
 pytest.importorskip("PySide6")
 
@@ -316,6 +317,10 @@ def test_the_write_step_writes_cluster_launch_material_checked_for_its_shape(win
     assert {p.name for p in out.iterdir()} >= {"ray-head.sh", "ray-worker.sh", "submit.sh", "runtime_env.yaml",
                                                 "slurm.sbatch", "kuberay-rayjob.yaml"}
     assert "10.0.0.7" in (out / "submit.sh").read_text() and "Wrote" in box.status.text()
+    # KubeRay's pods request the host RAM the estimate gives a node, and the window says how much
+    request = yaml.safe_load((out / "kuberay-rayjob.yaml").read_text())["spec"]["rayClusterSpec"]["headGroupSpec"][
+        "template"]["spec"]["containers"][0]["resources"]["requests"]["memory"]
+    assert f"each pod requests {request} of memory" in box.status.text()
     # a shape the batch sizes cannot be split over is refused, as verl would refuse it
     box.gpus.setValue(7)
     assert not box.write() and "Not written" in box.status.text()

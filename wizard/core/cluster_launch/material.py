@@ -46,7 +46,7 @@ def render_cluster(plan: Plan, target: ClusterTarget, targets: tuple[str, ...] =
         files["slurm.sbatch"] = render_slurm(job, target)
     if "kuberay" in targets:
         files["kuberay-rayjob.yaml"] = render_kuberay(job, target, host_bytes)
-        notes += kuberay_notes(job, target)
+        notes += kuberay_notes(job, target, host_bytes)
     executable = [n for n in files if n.endswith((".sh", ".sbatch"))]
     return ClusterMaterial(files=files, executable=executable, job=job, target=target, notes=notes,
                            host_bytes=host_bytes)

@@ -263,8 +263,11 @@ def render_kuberay(job: ClusterJob, target: ClusterTarget, host_bytes: int | Non
     return "\n".join(head) + "\n" + body
 
 
-def kuberay_notes(job: ClusterJob, target: ClusterTarget) -> list[str]:
+def kuberay_notes(job: ClusterJob, target: ClusterTarget, host_bytes: int | None = None) -> list[str]:
     notes = []
+    if host_bytes:
+        notes.append(f"kuberay-rayjob.yaml: each pod requests {memory_request(host_bytes)} of memory, the host RAM the "
+                     "memory estimate says a node needs (offload, vLLM's sleeping weights, the workers)")
     if not target.image:
         notes.append(f"kuberay-rayjob.yaml uses {default_image(job)}, which has verl's dependencies but not verl "
                      "0.9.1 itself: build an image with it (pip install --no-deps verl==0.9.1) and pass --image")
