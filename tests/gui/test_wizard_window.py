@@ -12,6 +12,7 @@ from PySide6.QtWidgets import QApplication  # noqa: E402
 
 from tests.conftest import SCRIPTS  # noqa: E402
 from wizard.gui.app import WizardWindow  # noqa: E402
+from wizard.gui.wording import CLI_ADVICE  # noqa: E402
 
 
 def select_preset(window, name):
@@ -321,6 +322,7 @@ def test_the_write_step_writes_cluster_launch_material_checked_for_its_shape(win
     request = yaml.safe_load((out / "kuberay-rayjob.yaml").read_text())["spec"]["rayClusterSpec"]["headGroupSpec"][
         "template"]["spec"]["containers"][0]["resources"]["requests"]["memory"]
     assert f"each pod requests {request} of memory" in box.status.text()
+    assert "put its name in the Image field" in box.status.text() and not CLI_ADVICE.search(box.status.text())
     # a shape the batch sizes cannot be split over is refused, as verl would refuse it
     box.gpus.setValue(7)
     assert not box.write() and "Not written" in box.status.text()

@@ -57,6 +57,8 @@ _WINDOW_WORDS: tuple[tuple[str, str], ...] = (
      r"replicas, at most max_num_seqs each)"),
     # the advisor, which the window runs when asked (the Make it fit button)
     (r" \(verl-wizard plan prints them\)", " (the Make it fit button shows them)"),
+    # the cluster launch material (wizard.core.cluster_launch): the Write step's Image field
+    (r" and pass --image$", " and put its name in the Image field"),
     # data and rewards (wizard.core.data, wizard.core.reward)
     (r"`verl-wizard data convert [^`]*`", "Convert a file… on the Data step"),
     (r"`verl-wizard data reward [^`]*`", "Test the reward… on the Data step"),
@@ -65,7 +67,7 @@ _WINDOW_WORDS: tuple[tuple[str, str], ...] = (
 _COMPILED = tuple((re.compile(pattern), words) for pattern, words in _WINDOW_WORDS)
 # The wizard's own command line in a text (another tool's command, e.g. ``hf download --local-dir``, is fine).
 CLI_ADVICE = re.compile(r"(?<![\w-])--(?:gpus|cluster|set|python|verl|catalogue|preset|ray-address|gpus-per-node|fix"
-                        r"|batch|format)\b|verl-wizard (?:detect|doctor|check|plan|keys|data|report|launch|generate)")
+                        r"|batch|format|image)\b|verl-wizard (?:detect|doctor|check|plan|keys|data|report|launch|generate)")
 
 
 def window_text(text: str | None) -> str | None:

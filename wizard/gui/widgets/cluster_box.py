@@ -108,7 +108,7 @@ class ClusterBox(QGroupBox):
             return False
         written = outcome.written
         lines = [f"Wrote {p}" for p in written.files] + [f"Kept the previous file as {p}" for p in written.backups]
-        lines += [f"Note: {n}" for n in outcome.material.notes]
+        lines += [f"Note: {window_text(n)}" for n in outcome.material.notes]
         self.status.setText("<br>".join(_html(x) for x in lines))
         return True
 
