@@ -57,10 +57,10 @@ def test_json_gives_the_job_overrides_with_the_cluster_shape(capsys, tmp_path):
     code, out, _ = cli(["cluster", "grpo-1gpu-smoke", "--nodes", "2", "--gpus-per-node", "4", "--cpus-per-node", "32",
                         "--out", str(tmp_path), "--format", "json", *micro], capsys)
     doc = json.loads(out)
-    request = doc["target"].pop("memory_request")  # KubeRay's pods: the estimate's node peak, whole GiB
+    request = doc["target"].pop("memory_request")  # KubeRay's pods: the estimate's node peaks, whole GiB
     assert code == 0 and doc["ok"] and doc["target"] == {"nodes": 2, "gpus_per_node": 4, "cpus_per_node": 32,
                                                          "head_address": None}
-    assert request.endswith("Gi") and int(request[:-2]) > 0
+    assert all(r.endswith("Gi") and int(r[:-2]) > 0 for r in (request["head"], request["worker"]))
     assert "trainer.nnodes=2" in doc["overrides"] and "trainer.n_gpus_per_node=4" in doc["overrides"]
     assert doc["dropped"] == ["ray_kwargs.ray_init.num_cpus=16"]
     assert sorted(os.path.basename(f) for f in doc["files"]) == sorted(ALL)
@@ -179,20 +179,39 @@ def test_a_preset_named_like_the_output_folder_and_printed_paths_to_paste(capsys
 
 def test_kuberays_pods_request_the_host_ram_the_plan_needs_a_node(capsys, tmp_path):
     """A pod with no memory request is scheduled onto any node with free GPUs, and verl's offload and vLLM's
-    sleeping weights then find too little RAM an hour in (Ray's monitor kills workers at 95 % of it): each pod
-    requests the node's peak by the memory estimate, the same figure `plan` prints, and sets no limit."""
+    sleeping weights then find too little RAM an hour in (Ray's monitor kills workers at 95 % of it): the head's pod
+    requests the head node's peak by the memory estimate (the figures `plan` prints), the workers' pods the workers'
+    (the head holds the driver and rank 0's read of the model), and no limit is set."""
     import math
 
-    code, out, _ = cli(["plan", "--preset", "grpo-2node", "--gpus", "2x8xH100-80GB", "--no-data", "--format", "json"],
-                       capsys)
-    need = max(n["need_gib"] for n in json.loads(out)["host"]["nodes"])
+    from wizard.usecases.assessment import assess
+    from wizard.usecases.hardware import read_gpu_spec
+    from wizard.usecases.plans import preset_plan
+    from wizard.core.cluster_launch import render_cluster, target_for
+
+    plan = preset_plan("grpo-2node")
+    job = render_cluster(plan, target_for(plan), ("kuberay",)).job
+    host = assess(job.overrides, gpus=read_gpu_spec("2x8xH100-80GB"), advise=False).memory.report.host
+    head, worker = (f"{math.ceil(h.total / 2**30)}Gi" for h in host)
+    assert head != worker  # the test's point: each group its own
     code, out, err = cli(["cluster", "grpo-2node", "--target", "kuberay", "--out", str(tmp_path)], capsys)
     assert code == 0, err
-    assert f"note: kuberay-rayjob.yaml: each pod requests {math.ceil(need)}Gi of memory" in out
+    assert f"note: kuberay-rayjob.yaml: the head pod requests {head} of memory, each worker pod {worker}" in out
     text = (tmp_path / "kuberay-rayjob.yaml").read_text()
     cluster = yaml.safe_load(text)["spec"]["rayClusterSpec"]
-    pods = [cluster["headGroupSpec"]] + cluster["workerGroupSpecs"]
-    for pod in pods:
+    for pod, want in ((cluster["headGroupSpec"], head), (cluster["workerGroupSpecs"][0], worker)):
         resources = pod["template"]["spec"]["containers"][0]["resources"]
-        assert resources["requests"]["memory"] == f"{math.ceil(need)}Gi" and "memory" not in resources["limits"]
-    assert f"# Each pod requests {math.ceil(need)}Gi of memory" in text
+        assert resources["requests"]["memory"] == want and "memory" not in resources["limits"]
+    assert f"# The head pod requests {head} of memory" in text
+    code, out, _ = cli(["cluster", "grpo-2node", "--target", "slurm", "--out", str(tmp_path / "s"), "--format",
+                        "json"], capsys)
+    assert json.loads(out)["target"]["memory_request"] == {"head": head, "worker": worker}  # whatever is written
+
+
+def test_a_rayjob_whose_host_ram_was_not_estimated_says_why(capsys, tmp_path):
+    code, out, err = cli(["cluster", "grpo-2node", "--target", "kuberay", "--out", str(tmp_path), "--force", "--set",
+                          "actor_rollout_ref.model.path=/nonexistent/mymodel"], capsys)
+    text = (tmp_path / "kuberay-rayjob.yaml").read_text()
+    line = next(x for x in text.splitlines() if x.startswith("# No memory request"))
+    assert "the actor's model is unknown" in line and "name the GPU model" not in line
+    assert "memory:" not in text.split("\napiVersion")[1].replace("object_store_memory", "")

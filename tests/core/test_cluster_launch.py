@@ -432,8 +432,10 @@ def test_a_rayjob_without_a_host_estimate_requests_no_memory_and_says_to_add_it(
     bare = render_cluster(plan, target_for(plan), ("kuberay",)).files["kuberay-rayjob.yaml"]
     head = yaml.safe_load(bare)["spec"]["rayClusterSpec"]["headGroupSpec"]["template"]["spec"]["containers"][0]
     assert "memory" not in head["resources"]["requests"] and "# No memory request:" in bare
-    sized = yaml.safe_load(render_cluster(plan, target_for(plan), ("kuberay",), host_bytes=int(100.2 * GIB))
+    sized = yaml.safe_load(render_cluster(plan, target_for(plan), ("kuberay",), host_bytes=(int(100.2 * GIB), 90 * GIB))
                            .files["kuberay-rayjob.yaml"])
     assert list(rayjob_validator.iter_errors(sized)) == []
     head = sized["spec"]["rayClusterSpec"]["headGroupSpec"]["template"]["spec"]["containers"][0]
     assert head["resources"]["requests"]["memory"] == "101Gi"  # rounded up: the scheduler needs at least that much
+    worker = sized["spec"]["rayClusterSpec"]["workerGroupSpecs"][0]["template"]["spec"]["containers"][0]
+    assert worker["resources"]["requests"]["memory"] == "90Gi"

@@ -321,7 +321,7 @@ def test_the_write_step_writes_cluster_launch_material_checked_for_its_shape(win
     # KubeRay's pods request the host RAM the estimate gives a node, and the window says how much
     request = yaml.safe_load((out / "kuberay-rayjob.yaml").read_text())["spec"]["rayClusterSpec"]["headGroupSpec"][
         "template"]["spec"]["containers"][0]["resources"]["requests"]["memory"]
-    assert f"each pod requests {request} of memory" in box.status.text()
+    assert f"the head pod requests {request} of memory" in box.status.text()
     assert "put its name in the Image field" in box.status.text() and not CLI_ADVICE.search(box.status.text())
     # a shape the batch sizes cannot be split over is refused, as verl would refuse it
     box.gpus.setValue(7)

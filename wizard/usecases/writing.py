@@ -83,10 +83,13 @@ def write_cluster(plan: Plan, target: ClusterTarget, targets: tuple[str, ...], o
     gpus = GpuSpec(nodes=target.nodes, gpus_per_node=target.gpus_per_node, model=target.gpu_model,
                    cpus=target.total_cpus)
     assessment = assess(material.job.overrides, config_name=plan.config_name, gpus=gpus, cluster=cluster)
-    report = assessment.memory.report if "kuberay" in targets and assessment.memory is not None else None
-    if report is not None and report.host:  # the pods request what a node needs of RAM
-        material = render_cluster(plan, target, targets, host_bytes=max(h.total for h in report.host))
-        material.notes = hidden + material.notes
+    memory = assessment.memory
+    report = memory.report if memory is not None else None
+    host = tuple(h.total for h in report.host) if report is not None and report.host else None
+    why = None if host else (memory.estimate_why if memory is not None else None) or "the config names no model"
+    # again with what each node needs of RAM (KubeRay's pods request it), or why that is not known
+    material = render_cluster(plan, target, targets, host_bytes=host, host_why=why)
+    material.notes = hidden + material.notes
     if not assessment.ok and not force:
         return ClusterWrite(assessment, material, None)
     return ClusterWrite(assessment, material, write_cluster_files(material, out_dir))

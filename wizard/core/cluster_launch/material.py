@@ -20,16 +20,17 @@ class ClusterMaterial:
     job: ClusterJob
     target: ClusterTarget
     notes: list[str] = field(default_factory=list)
-    host_bytes: int | None = None  # the RAM a node needs by the memory estimate (KubeRay's pods request it)
+    host_bytes: tuple[int, ...] | None = None  # the RAM each node needs by the memory estimate (KubeRay's pods)
 
 
 RAY_FILES = ("ray-head.sh", "ray-worker.sh", "submit.sh", "runtime_env.yaml")
 
 
 def render_cluster(plan: Plan, target: ClusterTarget, targets: tuple[str, ...] = TARGETS,
-                   host_bytes: int | None = None) -> ClusterMaterial:
+                   host_bytes: tuple[int, ...] | None = None, host_why: str | None = None) -> ClusterMaterial:
     """Every file of the chosen targets (``ray``, ``slurm``, ``kuberay``) for ``plan`` on ``target``; ``host_bytes``:
-    the RAM a node needs by the memory estimate (KubeRay's pods request it), None where it was not estimated."""
+    the RAM each node needs by the memory estimate, in node order (KubeRay's pods request it), None where it was not
+    estimated, ``host_why`` saying why."""
     unknown = [t for t in targets if t not in TARGETS]
     if unknown:
         raise ValueError(f"unknown target {unknown[0]!r}: use {', '.join(TARGETS)} or all")
@@ -45,7 +46,7 @@ def render_cluster(plan: Plan, target: ClusterTarget, targets: tuple[str, ...] =
     if "slurm" in targets:
         files["slurm.sbatch"] = render_slurm(job, target)
     if "kuberay" in targets:
-        files["kuberay-rayjob.yaml"] = render_kuberay(job, target, host_bytes)
+        files["kuberay-rayjob.yaml"] = render_kuberay(job, target, host_bytes, host_why)
         notes += kuberay_notes(job, target, host_bytes)
     executable = [n for n in files if n.endswith((".sh", ".sbatch"))]
     return ClusterMaterial(files=files, executable=executable, job=job, target=target, notes=notes,

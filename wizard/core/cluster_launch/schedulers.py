@@ -169,6 +169,14 @@ def memory_request(host_bytes: int | None) -> str | None:
     return None if not host_bytes else f"{math.ceil(host_bytes / GIB)}Gi"
 
 
+def node_memory(host_bytes: tuple[int, ...] | None) -> tuple[int | None, int | None]:
+    """(the head pod's RAM, each worker pod's) from the estimate's node peaks in node order (the head first: the
+    driver and rank 0's read of the model are there); (None, None) where there is no estimate."""
+    if not host_bytes:
+        return None, None
+    return host_bytes[0], max(host_bytes[1:], default=host_bytes[0])
+
+
 def _container(name: str, job: ClusterJob, target: ClusterTarget, image: str, head: bool,
                host_bytes: int | None = None) -> dict:
     amount = {"cpu": str(node_cpus(target)), "nvidia.com/gpu": str(target.gpus_per_node)}
@@ -192,22 +200,24 @@ def _pod(name: str, job: ClusterJob, target: ClusterTarget, image: str, head: bo
                      "volumes": [{"name": "dshm", "emptyDir": {"medium": "Memory"}}]}}
 
 
-def rayjob(job: ClusterJob, target: ClusterTarget, host_bytes: int | None = None) -> dict:
-    """The RayJob document (a dict; ``render_kuberay`` adds the comments); ``host_bytes``: the RAM a node needs (the
-    memory estimate's), each pod's memory request."""
+def rayjob(job: ClusterJob, target: ClusterTarget, host_bytes: tuple[int, ...] | None = None) -> dict:
+    """The RayJob document (a dict; ``render_kuberay`` adds the comments); ``host_bytes``: the RAM each node needs by
+    the memory estimate, in node order (the head's pod requests the first, the workers' the largest of the rest)."""
     image = target.image or default_image(job)
+    head_bytes, worker_bytes = node_memory(host_bytes)
     cluster: dict = {
         # the ports the head's container declares (its Service and the dashboard address come from them) are the ones
         # Ray opens only when rayStartParams says so: KubeRay starts the head on 6379 and 8265 otherwise
         "headGroupSpec": {"rayStartParams": {"dashboard-host": "0.0.0.0", "port": str(target.port),
                                              "dashboard-port": str(target.dashboard_port)},
-                          "template": _pod("ray-head", job, target, image, head=True, host_bytes=host_bytes)},
+                          "template": _pod("ray-head", job, target, image, head=True, host_bytes=head_bytes)},
     }
     workers = target.nodes - 1
     if workers:
         cluster["workerGroupSpecs"] = [{
             "groupName": "gpu-workers", "replicas": workers, "minReplicas": workers, "maxReplicas": workers,
-            "rayStartParams": {}, "template": _pod("ray-worker", job, target, image, head=False, host_bytes=host_bytes),
+            "rayStartParams": {}, "template": _pod("ray-worker", job, target, image, head=False,
+                                                        host_bytes=worker_bytes),
         }]
     env_doc = runtime_env(job, None)
     return {
@@ -228,7 +238,8 @@ def rayjob(job: ClusterJob, target: ClusterTarget, host_bytes: int | None = None
     }
 
 
-def render_kuberay(job: ClusterJob, target: ClusterTarget, host_bytes: int | None = None) -> str:
+def render_kuberay(job: ClusterJob, target: ClusterTarget, host_bytes: tuple[int, ...] | None = None,
+                   host_why: str | None = None) -> str:
     doc = rayjob(job, target, host_bytes)
     name = doc["metadata"]["name"]
     image = target.image or default_image(job)
@@ -249,11 +260,12 @@ def render_kuberay(job: ClusterJob, target: ClusterTarget, host_bytes: int | Non
         head += ["#   It carries verl's dependencies but not verl itself: use an image built FROM it with",
                  "#   `RUN pip install --no-deps verl==0.9.1`, and put its name in both `image:` fields."]
     if host_bytes:
-        head.append(f"# Each pod requests {memory_request(host_bytes)} of memory: what the plan's memory estimate "
-                    "says a node holds at its peak (offload, vLLM's sleeping weights, the workers); no limit is set.")
+        said = request_text(host_bytes, target.nodes)
+        head.append(f"# {said[0].upper() + said[1:]}: what the plan's memory estimate says a "
+                    "node holds at its peak (offload, vLLM's sleeping weights, the workers); no limit is set.")
     else:
-        head.append("# No memory request: the plan's host RAM was not estimated (name the GPU model); verl's offload "
-                    "and vLLM's sleeping weights live in host RAM, so add one under resources.requests.")
+        head += [f"# No memory request: the plan's host RAM was not estimated: {host_why or 'no estimate'}.",
+                 "# verl's offload and vLLM's sleeping weights live in host RAM: add a request under resources.requests."]
     head += ["# Data, models and checkpoints must be in the image or on volumes the pods mount (add them below).",
              "# Values that start with ${oc.env:...} are read by verl from the head pod's environment."]
     if job.secrets:
@@ -263,11 +275,19 @@ def render_kuberay(job: ClusterJob, target: ClusterTarget, host_bytes: int | Non
     return "\n".join(head) + "\n" + body
 
 
-def kuberay_notes(job: ClusterJob, target: ClusterTarget, host_bytes: int | None = None) -> list[str]:
+def request_text(host_bytes: tuple[int, ...], nodes: int) -> str:
+    """"the head pod requests 170Gi of memory, each worker pod 156Gi" (one figure where one pod or all the same)."""
+    head, worker = node_memory(host_bytes)
+    if nodes == 1 or memory_request(head) == memory_request(worker):
+        return f"{'each pod requests' if nodes > 1 else 'the pod requests'} {memory_request(head)} of memory"
+    return f"the head pod requests {memory_request(head)} of memory, each worker pod {memory_request(worker)}"
+
+
+def kuberay_notes(job: ClusterJob, target: ClusterTarget, host_bytes: tuple[int, ...] | None = None) -> list[str]:
     notes = []
     if host_bytes:
-        notes.append(f"kuberay-rayjob.yaml: each pod requests {memory_request(host_bytes)} of memory, the host RAM the "
-                     "memory estimate says a node needs (offload, vLLM's sleeping weights, the workers)")
+        notes.append(f"kuberay-rayjob.yaml: {request_text(host_bytes, target.nodes)}, the host RAM the memory estimate "
+                     "says a node needs (offload, vLLM's sleeping weights, the workers)")
     if not target.image:
         notes.append(f"kuberay-rayjob.yaml uses {default_image(job)}, which has verl's dependencies but not verl "
                      "0.9.1 itself: build an image with it (pip install --no-deps verl==0.9.1) and pass --image")
@@ -279,4 +299,4 @@ def kuberay_notes(job: ClusterJob, target: ClusterTarget, host_bytes: int | None
 
 
 __all__ = ["render_slurm", "render_kuberay", "rayjob", "rayjob_name", "entrypoint", "kuberay_notes", "node_cpus",
-           "memory_request"]
+           "memory_request", "node_memory"]
