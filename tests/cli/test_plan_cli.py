@@ -216,6 +216,8 @@ def test_the_fix_offered_is_the_first_alternative_that_asks_nothing_of_host_ram_
     apply = next(x for x in lines if x.startswith("  apply "))
     assert apply.startswith("  apply 2), the first that asks nothing of host RAM not known here, with: ")
     assert "strategy=fsdp2" in apply and "tensor_model_parallel_size" not in apply
+    checked = run_cli("check", *args[:-1]).stdout  # the finding's fix says which of those it lists it applies
+    assert "; the fix applies 2), the first that asks nothing of host RAM not known here" in checked
     fixed = run_cli("check", "--fix", *args[:-1])
     told = next(x for x in fixed.stderr.splitlines() if "to apply its fix" in x)
     assert "strategy=fsdp2" in told and "tensor_model_parallel_size" not in told

@@ -664,3 +664,13 @@ def test_the_window_and_check_fix_take_one_alternative_by_one_rule(rows, chosen,
     row, why = advice.pick()
     assert row == chosen and (why is None if said is None else said in why and "pick one" in why)
     assert advice.best_index() == fixed
+    assert advice.best_said() == ("" if not fixed else f"{fixed + 1}), the first that asks nothing of host RAM not "
+                                  "known here")
+
+
+def test_what_check_fix_applies_past_a_row_that_does_not_fit_is_not_said_to_ask_nothing_of_the_host():
+    from wizard.core.advice.state import Advice
+
+    advice = Advice(fits_now=False, step_seconds=None, alternatives=[_alt("tuning", fits=False), _alt("tuning", 239)])
+    assert advice.pick()[0] is None and advice.best_index() == 1
+    assert advice.best_said() == "2), the first that fits without changing what is trained"

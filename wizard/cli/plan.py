@@ -279,9 +279,9 @@ def _speed_lines(step, advice, findings: list[Finding] = (), if_it_fit: bool = F
             sets = " ".join(f"--set {o}" for o in best.overrides)
             if (i := advice.best_index()) == 0:
                 out.append(f"  apply the first with: {sets}")
-            else:  # those before it need host RAM nobody knows here (--gpus does not say)
+            else:  # those before it need host RAM nobody knows here (--gpus does not say), or do not fit
                 out += [f"  {i + 1}) {best.line()}"] if i >= 4 else []
-                out.append(f"  apply {i + 1}), the first that asks nothing of host RAM not known here, with: {sets}")
+                out.append(f"  apply {advice.best_said()}, with: {sets}")
             other = _other_errors(findings) if left is None else left
             if other:  # the alternatives are about memory and speed; what else stops the run is listed below
                 out.append(f"  (that fixes memory; errors below still stop the run: {', '.join(other)}. `verl-wizard "

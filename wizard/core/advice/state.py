@@ -169,6 +169,16 @@ class Advice:
         best = self.best
         return None if best is None else self.alternatives.index(best)
 
+    def best_said(self) -> str:
+        """Which alternative ``best`` is, where it is not the first: "2), the first that asks nothing of host RAM not
+        known here" ("" where it is the first or there is none)."""
+        i = self.best_index()
+        if not i:
+            return ""
+        if self.pick()[0] == i:
+            return f"{i + 1}), the first that asks nothing of host RAM not known here"
+        return f"{i + 1}), the first that fits without changing what is trained"
+
     def lines(self, limit: int = 4) -> list[str]:
         out = [f"{i}) {a.line()}" for i, a in enumerate(self.alternatives[:limit], 1)]
         if self.statement:

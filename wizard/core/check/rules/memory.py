@@ -132,7 +132,9 @@ def advice_text(advice: Advice) -> str:
     """The words of the memory findings' fix: the advisor's alternatives (the best first), or why none fits."""
     alts = advice.lines(3)
     if advice.best is not None:
-        return "Fastest that fits: " + "; ".join(alts)
+        i, best = advice.best_index(), advice.best
+        which = f"; the fix applies {advice.best_said()}" + (f": {best.text}" if i >= 3 else "") if i else ""
+        return "Fastest that fits: " + "; ".join(alts) + which
     if alts:
         return "; ".join(alts)
     return "Use GPUs with more memory, or a smaller model"
