@@ -264,7 +264,7 @@ def render_kuberay(job: ClusterJob, target: ClusterTarget, host_bytes: tuple[int
         head.append(f"# {said[0].upper() + said[1:]}: what the plan's memory estimate says a "
                     "node holds at its peak (offload, vLLM's sleeping weights, the workers); no limit is set.")
     else:
-        head += [f"# No memory request: the plan's host RAM was not estimated: {host_why or 'no estimate'}.",
+        head += [f"# No memory request: the plan's host RAM was not estimated: {(host_why or 'no estimate').rstrip('.')}.",
                  "# verl's offload and vLLM's sleeping weights live in host RAM: add a request under resources.requests."]
     head += ["# Data, models and checkpoints must be in the image or on volumes the pods mount (add them below).",
              "# Values that start with ${oc.env:...} are read by verl from the head pod's environment."]
