@@ -76,6 +76,7 @@ def _target(args, plan):
 def run_cluster(args) -> int:
     from wizard.adapters.files.disk import WriteError
     from wizard.core.cluster_launch import TARGETS
+    from wizard.core.cluster_launch.schedulers import pod_requests
     from wizard.usecases.writing import write_cluster
 
     plan, source_findings = _plan(args)
@@ -98,7 +99,7 @@ def run_cluster(args) -> int:
                           "target": {"nodes": target.nodes, "gpus_per_node": target.gpus_per_node,
                                      "cpus_per_node": target.cpus_per_node, "head_address": target.head_address,
                                      # what KubeRay's pods request (the estimate's node peaks); null: not estimated
-                                     "memory_request": _requests(material.host_bytes)}}))
+                                     "memory_request": pod_requests(material.host_bytes)}}))
     else:
         print_findings(findings, header=header)
         for path in written.files:
@@ -109,13 +110,6 @@ def run_cluster(args) -> int:
             print(f"note: {note}")
         _print_next(Path(args.out), material)
     return EXIT_OK if result.ok else EXIT_ERRORS
-
-
-def _requests(host_bytes) -> dict | None:
-    from wizard.core.cluster_launch.schedulers import memory_request, node_memory
-
-    head, worker = node_memory(host_bytes)
-    return None if head is None else {"head": memory_request(head), "worker": memory_request(worker)}
 
 
 def _print_next(out: Path, material) -> None:

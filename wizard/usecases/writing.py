@@ -11,7 +11,7 @@ from pathlib import Path
 
 from wizard.adapters.files.cluster_files import WrittenCluster, write_cluster_files
 from wizard.adapters.files.disk import write_file_set
-from wizard.core.cluster_launch import ClusterMaterial, ClusterTarget, render_cluster
+from wizard.core.cluster_launch import ClusterMaterial, ClusterTarget, cluster_job, render_cluster
 from wizard.core.hardware import Cluster, GpuSpec
 from wizard.core.plan import Plan, RUN_SH, hide_known_values, render_files
 from wizard.core.secrets import known_secrets
@@ -78,16 +78,15 @@ def write_cluster(plan: Plan, target: ClusterTarget, targets: tuple[str, ...], o
     """Judge ``plan`` on the cluster's shape (the job's own overrides), then write the launch material unless it has
     errors and ``force`` is off. WriteError when the folder cannot take them."""
     plan, hidden = without_known_secrets(plan)
-    material = render_cluster(plan, target, targets)
-    material.notes = hidden + material.notes
     gpus = GpuSpec(nodes=target.nodes, gpus_per_node=target.gpus_per_node, model=target.gpu_model,
                    cpus=target.total_cpus)
-    assessment = assess(material.job.overrides, config_name=plan.config_name, gpus=gpus, cluster=cluster)
+    assessment = assess(cluster_job(plan, target).overrides, config_name=plan.config_name, gpus=gpus,
+                        cluster=cluster)
     memory = assessment.memory
     report = memory.report if memory is not None else None
     host = tuple(h.total for h in report.host) if report is not None and report.host else None
     why = None if host else (memory.estimate_why if memory is not None else None) or "the config names no model"
-    # again with what each node needs of RAM (KubeRay's pods request it), or why that is not known
+    # with what each node needs of RAM (KubeRay's pods request it), or why that is not known
     material = render_cluster(plan, target, targets, host_bytes=host, host_why=why)
     material.notes = hidden + material.notes
     if not assessment.ok and not force:

@@ -157,17 +157,18 @@ class Advice:
 
     @property
     def best(self) -> Alternative | None:
-        """What ``check --fix`` applies (None: none such): ``pick``'s alternative; where only the host's unknown RAM
-        stops it, the first that fits and changes no method all the same, which the user asked to apply and a
-        ``memory.host_unknown`` note then qualifies (the window selects none there and says why)."""
-        i, _ = self.pick()
-        if i is not None:
-            return self.alternatives[i]
-        return next((a for a in self.alternatives if a.fits and a.kind != METHOD), None)
+        """What ``check --fix`` applies (None: none such), the alternative at ``best_index``."""
+        i = self.best_index()
+        return None if i is None else self.alternatives[i]
 
     def best_index(self) -> int | None:
-        best = self.best
-        return None if best is None else self.alternatives.index(best)
+        """``pick``'s alternative; where only the host's unknown RAM stops it, the first that fits and changes no
+        method all the same, which the user asked to apply and a ``memory.host_unknown`` note then qualifies (the
+        window selects none there and says why)."""
+        i, _ = self.pick()
+        if i is not None:
+            return i
+        return next((j for j, a in enumerate(self.alternatives) if a.fits and a.kind != METHOD), None)
 
     def best_said(self) -> str:
         """Which alternative ``best`` is, where it is not the first: "2), the first that asks nothing of host RAM not

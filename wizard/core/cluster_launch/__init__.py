@@ -11,6 +11,7 @@ from wizard.core.face import face
 __getattr__, __all__ = face(__name__, {
     "ClusterTarget": "job",
     "TARGETS": "job",
+    "cluster_job": "job",
     "target_for": "job",
     "ClusterMaterial": "material",
     "render_cluster": "material",

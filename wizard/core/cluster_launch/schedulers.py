@@ -275,12 +275,18 @@ def render_kuberay(job: ClusterJob, target: ClusterTarget, host_bytes: tuple[int
     return "\n".join(head) + "\n" + body
 
 
+def pod_requests(host_bytes: tuple[int, ...] | None) -> dict | None:
+    """{"head": "170Gi", "worker": "156Gi"}: what the pods request (None: nothing estimated)."""
+    head, worker = node_memory(host_bytes)
+    return None if head is None else {"head": memory_request(head), "worker": memory_request(worker)}
+
+
 def request_text(host_bytes: tuple[int, ...], nodes: int) -> str:
     """"the head pod requests 170Gi of memory, each worker pod 156Gi" (one figure where one pod or all the same)."""
-    head, worker = node_memory(host_bytes)
-    if nodes == 1 or memory_request(head) == memory_request(worker):
-        return f"{'each pod requests' if nodes > 1 else 'the pod requests'} {memory_request(head)} of memory"
-    return f"the head pod requests {memory_request(head)} of memory, each worker pod {memory_request(worker)}"
+    asked = pod_requests(host_bytes)
+    if nodes == 1 or asked["head"] == asked["worker"]:
+        return f"{'each pod requests' if nodes > 1 else 'the pod requests'} {asked['head']} of memory"
+    return f"the head pod requests {asked['head']} of memory, each worker pod {asked['worker']}"
 
 
 def kuberay_notes(job: ClusterJob, target: ClusterTarget, host_bytes: tuple[int, ...] | None = None) -> list[str]:
@@ -299,4 +305,4 @@ def kuberay_notes(job: ClusterJob, target: ClusterTarget, host_bytes: tuple[int,
 
 
 __all__ = ["render_slurm", "render_kuberay", "rayjob", "rayjob_name", "entrypoint", "kuberay_notes", "node_cpus",
-           "memory_request", "node_memory"]
+           "memory_request", "node_memory", "pod_requests"]
